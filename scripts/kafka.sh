@@ -1,0 +1,453 @@
+#!/usr/bin/env bash
+# Single-node Apache Kafka broker (KRaft, combined broker + controller) for the test suite.
+#
+#   bash scripts/kafka.sh start     fresh, empty broker on 127.0.0.1:$KAFKA_PORT (data dir wiped)
+#   bash scripts/kafka.sh stop      SIGTERM, bounded wait, then SIGKILL; ok when not running
+#   bash scripts/kafka.sh status    exit 0 when running and answering, 3 when not running, 1 when stuck
+#   bash scripts/kafka.sh restart   stop + start keeping the data (for tests that restart the broker)
+#
+# Kafka is not downloaded as a tarball: its jars are resolved from Maven Central through
+# scripts/kafka/pom.xml into $STREAMS_CACHE/kafka-$KAFKA_VERSION/libs (reused once complete).
+# See docs/kafka-for-tests.md.
+#
+# Environment (all optional):
+#   KAFKA_PORT             client listener port (default 9092)
+#   KAFKA_CONTROLLER_PORT  KRaft controller port (default KAFKA_PORT + 1)
+#   STREAMS_CACHE          cache root (default ~/.cache/streams-rs)
+#   KAFKA_RUN_DIR          config, data and logs of the running broker (default $STREAMS_CACHE/kafka-run)
+#   KAFKA_HEAP_OPTS        JVM heap (default -Xms256m -Xmx512m)
+#   KAFKA_START_TIMEOUT    seconds to wait for the broker to answer (default 60)
+#   KAFKA_STOP_TIMEOUT     seconds to wait after SIGTERM before SIGKILL (default 30)
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+KAFKA_VERSION=4.1.1
+STREAMS_CACHE=${STREAMS_CACHE:-$HOME/.cache/streams-rs}
+KAFKA_DIST_DIR=$STREAMS_CACHE/kafka-$KAFKA_VERSION
+KAFKA_LIBS=$KAFKA_DIST_DIR/libs
+KAFKA_MARKER=$KAFKA_DIST_DIR/.resolved
+KAFKA_RUN_DIR=${KAFKA_RUN_DIR:-$STREAMS_CACHE/kafka-run}
+KAFKA_PORT=${KAFKA_PORT:-9092}
+if [[ ! $KAFKA_PORT =~ ^[0-9]+$ ]]; then
+    echo "kafka.sh: error: KAFKA_PORT must be a port number, not '$KAFKA_PORT'" >&2
+    exit 1
+fi
+KAFKA_CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-$((KAFKA_PORT + 1))}
+KAFKA_HEAP_OPTS=${KAFKA_HEAP_OPTS:--Xms256m -Xmx512m}
+KAFKA_START_TIMEOUT=${KAFKA_START_TIMEOUT:-60}
+KAFKA_STOP_TIMEOUT=${KAFKA_STOP_TIMEOUT:-30}
+POM=$SCRIPT_DIR/kafka/pom.xml
+LOG4J_CONFIG=$SCRIPT_DIR/kafka/log4j2.properties
+PROPS=$KAFKA_RUN_DIR/server.properties
+DATA_DIR=$KAFKA_RUN_DIR/data
+LOG_DIR=$KAFKA_RUN_DIR/logs
+PID_FILE=$KAFKA_RUN_DIR/kafka.pid
+PROBE_DIR=$KAFKA_DIST_DIR/probe
+# Same JVM tuning as Kafka's bin/kafka-run-class.sh, minus JMX and GC logging.
+JVM_OPTS=(-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35
+    -XX:+ExplicitGCInvokesConcurrent -XX:MaxInlineLevel=15 -XX:+ExitOnOutOfMemoryError
+    -Djava.awt.headless=true)
+
+say() { echo "kafka.sh: $*"; }
+die() {
+    echo "kafka.sh: error: $*" >&2
+    exit 1
+}
+now_ms() { date +%s%3N; }
+elapsed() { # elapsed START_MS -> "1.234s"
+    local ms=$(($(now_ms) - $1))
+    printf '%d.%03ds' $((ms / 1000)) $((ms % 1000))
+}
+
+case "$KAFKA_PORT$KAFKA_CONTROLLER_PORT" in
+*[!0-9]*) die "KAFKA_PORT ('$KAFKA_PORT') and KAFKA_CONTROLLER_PORT ('$KAFKA_CONTROLLER_PORT') must be numbers" ;;
+esac
+[[ $KAFKA_PORT != "$KAFKA_CONTROLLER_PORT" ]] || die "KAFKA_PORT and KAFKA_CONTROLLER_PORT must differ"
+
+# One start/stop at a time per run dir (two concurrent test scripts would otherwise race).
+lock_run_dir() {
+    mkdir -p "$KAFKA_RUN_DIR"
+    if command -v flock >/dev/null 2>&1; then
+        exec 9>"$KAFKA_RUN_DIR/.lock"
+        flock -w 300 9 || die "another scripts/kafka.sh holds $KAFKA_RUN_DIR/.lock for more than 300 s"
+    fi
+}
+
+need_java() {
+    command -v java >/dev/null 2>&1 ||
+        die "java not found on PATH: Kafka $KAFKA_VERSION needs Java 17+ (Debian: apt-get install openjdk-17-jdk-headless, or run scripts/install-deps.sh)"
+    local v
+    v=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)
+    if [[ -n $v && $v -lt 17 ]]; then
+        die "java on PATH is version $v: Kafka $KAFKA_VERSION needs Java 17+"
+    fi
+}
+
+# Resolves the broker's jars with Maven once; a marker records a complete resolve of this POM.
+resolve_kafka() {
+    local stamp
+    stamp="$KAFKA_VERSION $(sha256sum "$POM" | cut -d' ' -f1)"
+    if [[ -f $KAFKA_MARKER && "$(cat "$KAFKA_MARKER")" == "$stamp" && -f $KAFKA_LIBS/kafka_2.13-$KAFKA_VERSION.jar ]]; then
+        return 0
+    fi
+    command -v mvn >/dev/null 2>&1 ||
+        die "mvn not found on PATH: it resolves Kafka $KAFKA_VERSION from Maven Central (Debian: apt-get install maven, or run scripts/install-deps.sh)"
+    mkdir -p "$KAFKA_DIST_DIR"
+    local t0 tmp attempt
+    t0=$(now_ms)
+    tmp=$KAFKA_DIST_DIR/libs.partial
+    say "resolving Kafka $KAFKA_VERSION jars from Maven Central into $KAFKA_LIBS ..."
+    for attempt in 1 2 3; do
+        rm -rf "$tmp"
+        if mvn -q -B -Dstyle.color=never -f "$POM" dependency:copy-dependencies \
+            -DoutputDirectory="$tmp" -DincludeScope=runtime </dev/null >"$KAFKA_DIST_DIR/mvn.log" 2>&1 9>&-; then
+            break
+        fi
+        sed 's/\x1b\[[0-9;]*m//g' "$KAFKA_DIST_DIR/mvn.log" >&2
+        [[ $attempt -lt 3 ]] || die "mvn could not resolve Kafka $KAFKA_VERSION (Maven output above)"
+        say "mvn failed (attempt $attempt), retrying in 5 s"
+        sleep 5
+    done
+    [[ -f $tmp/kafka_2.13-$KAFKA_VERSION.jar ]] ||
+        die "mvn finished but $tmp/kafka_2.13-$KAFKA_VERSION.jar is missing"
+    rm -rf "$KAFKA_LIBS"
+    mv "$tmp" "$KAFKA_LIBS"
+    echo "$stamp" >"$KAFKA_MARKER"
+    say "resolved $(find "$KAFKA_LIBS" -name '*.jar' | wc -l) jars in $(elapsed "$t0")"
+}
+
+# A small Admin-client program that waits until the broker really answers (describeCluster),
+# and touches the group coordinator so __consumer_offsets exists before the first test.
+# Compiled once with javac; without javac we fall back to a TCP check plus the broker's log.
+PROBE_SRC='import java.time.Duration;
+import java.util.Collection;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.DescribeClusterOptions;
+import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.common.Node;
+
+/** Usage: StreamsKafkaProbe BOOTSTRAP TIMEOUT_SECONDS [BROKER_PID]; prints the cluster id. */
+public final class StreamsKafkaProbe {
+    public static void main(String[] args) throws Exception {
+        String bootstrap = args[0];
+        long deadline = System.nanoTime() + Long.parseLong(args[1]) * 1_000_000_000L;
+        long pid = args.length > 2 ? Long.parseLong(args[2]) : 0L;
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(AdminClientConfig.CLIENT_ID_CONFIG, "streams-rs-probe");
+        p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "3000");
+        p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "5000");
+        p.put(AdminClientConfig.RECONNECT_BACKOFF_MS_CONFIG, "100");
+        p.put(AdminClientConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, "500");
+        p.put(AdminClientConfig.RETRY_BACKOFF_MS_CONFIG, "100");
+        String last = "no answer yet";
+        int code = 1;
+        Admin admin = Admin.create(p);
+        try {
+            while (true) {
+                if (pid > 0 && !ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)) {
+                    last = "broker process " + pid + " exited";
+                    code = 2;
+                    break;
+                }
+                try {
+                    DescribeClusterResult c = admin.describeCluster(new DescribeClusterOptions().timeoutMs(3000));
+                    Collection<Node> nodes = c.nodes().get(5, TimeUnit.SECONDS);
+                    String clusterId = c.clusterId().get(5, TimeUnit.SECONDS);
+                    if (!nodes.isEmpty()) {
+                        admin.listConsumerGroupOffsets("streams-rs-probe")
+                            .partitionsToOffsetAndMetadata().get(10, TimeUnit.SECONDS);
+                        System.out.println(clusterId);
+                        code = 0;
+                        break;
+                    }
+                    last = "cluster reports no brokers yet";
+                } catch (Exception e) {
+                    last = e.toString();
+                }
+                if (System.nanoTime() > deadline) {
+                    last = "no answer from " + bootstrap + " within " + args[1] + " s: " + last;
+                    break;
+                }
+                Thread.sleep(200);
+            }
+        } finally {
+            admin.close(Duration.ofSeconds(2));
+        }
+        if (code != 0) {
+            System.err.println(last);
+        }
+        System.exit(code);
+    }
+}
+'
+PROBE_CP=""
+build_probe() {
+    command -v javac >/dev/null 2>&1 || return 0
+    local stamp
+    stamp=$(printf '%s' "$PROBE_SRC$KAFKA_VERSION" | sha256sum | cut -d' ' -f1)
+    if [[ ! -f $PROBE_DIR/StreamsKafkaProbe.class || "$(cat "$PROBE_DIR/.stamp" 2>/dev/null)" != "$stamp" ]]; then
+        rm -rf "$PROBE_DIR"
+        mkdir -p "$PROBE_DIR"
+        printf '%s' "$PROBE_SRC" >"$PROBE_DIR/StreamsKafkaProbe.java"
+        if ! javac -nowarn -d "$PROBE_DIR" -cp "$KAFKA_LIBS/kafka-clients-$KAFKA_VERSION.jar" \
+            "$PROBE_DIR/StreamsKafkaProbe.java" >"$PROBE_DIR/javac.out" 2>&1; then
+            say "warning: could not compile the readiness probe (falling back to a TCP check):"
+            cat "$PROBE_DIR/javac.out" >&2
+            return 0
+        fi
+        echo "$stamp" >"$PROBE_DIR/.stamp"
+    fi
+    PROBE_CP="$PROBE_DIR:$KAFKA_LIBS/*"
+}
+
+# probe TIMEOUT_S [PID]: prints the cluster id on success. Exit 1 timeout, 2 broker died.
+probe() {
+    local timeout=$1 pid=${2:-0}
+    if [[ -n $PROBE_CP ]]; then
+        java -Xmx128m -XX:TieredStopAtLevel=1 -Dlog4j2.configurationFile="$LOG4J_CONFIG" \
+            -Dkafka.logs.dir="$LOG_DIR/probe" -cp "$PROBE_CP" StreamsKafkaProbe \
+            "127.0.0.1:$KAFKA_PORT" "$timeout" "$pid" 9>&-
+        return
+    fi
+    local deadline=$(($(date +%s) + timeout))
+    while :; do
+        if [[ $pid != 0 ]] && ! kill -0 "$pid" 2>/dev/null; then
+            echo "broker process $pid exited" >&2
+            return 2
+        fi
+        if port_open "$KAFKA_PORT" && grep -q 'Kafka Server started' "$LOG_DIR/server.log" 2>/dev/null; then
+            echo "unknown (no javac for the Admin-client probe)"
+            return 0
+        fi
+        if [[ $(date +%s) -ge $deadline ]]; then
+            echo "no answer from 127.0.0.1:$KAFKA_PORT within $timeout s" >&2
+            return 1
+        fi
+        sleep 0.2
+    done
+}
+
+port_open() { timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
+
+port_owner() {
+    if command -v ss >/dev/null 2>&1; then
+        ss -Hltnp "sport = :$1" 2>/dev/null | head -n1 | sed 's/  */ /g'
+    fi
+}
+
+# Prints the pid of the broker of this run dir when it is running, else returns 1.
+running_pid() {
+    [[ -f $PID_FILE ]] || return 1
+    local pid
+    pid=$(cat "$PID_FILE" 2>/dev/null || true)
+    [[ $pid =~ ^[0-9]+$ ]] || return 1
+    kill -0 "$pid" 2>/dev/null || return 1
+    # Make sure the pid was not reused by an unrelated process.
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "kafka.Kafka $PROPS" || return 1
+    echo "$pid"
+}
+
+# Reads the ports of an existing server.properties (restart keeps the broker's identity).
+ports_from_props() {
+    local line
+    line=$(grep '^listeners=' "$PROPS" 2>/dev/null || true)
+    if [[ $line =~ PLAINTEXT://127\.0\.0\.1:([0-9]+),CONTROLLER://127\.0\.0\.1:([0-9]+) ]]; then
+        KAFKA_PORT=${BASH_REMATCH[1]}
+        KAFKA_CONTROLLER_PORT=${BASH_REMATCH[2]}
+    fi
+}
+
+write_props() {
+    cat >"$PROPS" <<EOF
+# Written by scripts/kafka.sh: single-node KRaft test broker (combined broker + controller).
+process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=127.0.0.1:$KAFKA_CONTROLLER_PORT
+listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT
+inter.broker.listener.name=PLAINTEXT
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$DATA_DIR
+
+# Sized for a 2-core machine.
+num.network.threads=2
+num.io.threads=4
+num.recovery.threads.per.data.dir=1
+background.threads=4
+
+# Single node: every internal topic has one replica.
+num.partitions=1
+default.replication.factor=1
+min.insync.replicas=1
+auto.create.topics.enable=true
+delete.topic.enable=true
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=10
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=10
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+
+# Fast group joins for tests: no initial rebalance delay, short session timeouts allowed.
+group.initial.rebalance.delay.ms=0
+group.min.session.timeout.ms=1000
+group.consumer.min.session.timeout.ms=6000
+group.consumer.session.timeout.ms=10000
+group.consumer.min.heartbeat.interval.ms=500
+group.consumer.heartbeat.interval.ms=1000
+
+log.retention.hours=24
+log.retention.check.interval.ms=300000
+EOF
+}
+
+format_storage() {
+    if [[ -f $DATA_DIR/meta.properties ]]; then
+        return 0
+    fi
+    local cluster_id
+    mkdir -p "$DATA_DIR" "$LOG_DIR"
+    # What `kafka-storage.sh random-uuid` prints (16 random bytes, URL-safe base64 without
+    # padding, not starting with '-'), without paying for one more JVM start.
+    cluster_id=-
+    while [[ $cluster_id == -* ]]; do
+        cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+    done
+    if ! java "${JVM_OPTS[@]}" -Xmx256m -Dlog4j2.configurationFile="$LOG4J_CONFIG" \
+        -Dkafka.logs.dir="$LOG_DIR/storage-tool" -cp "$KAFKA_LIBS/*" kafka.tools.StorageTool \
+        format --standalone -t "$cluster_id" -c "$PROPS" >"$LOG_DIR/format.out" 2>&1 9>&-; then
+        cat "$LOG_DIR/format.out" >&2
+        die "kafka.tools.StorageTool format failed for $DATA_DIR"
+    fi
+}
+
+show_logs() {
+    echo "---- last lines of $LOG_DIR/server.log ----" >&2
+    tail -n 40 "$LOG_DIR/server.log" >&2 2>/dev/null || true
+    echo "---- $LOG_DIR/console.out ----" >&2
+    tail -n 20 "$LOG_DIR/console.out" >&2 2>/dev/null || true
+}
+
+do_start() { # do_start keep|fresh
+    local mode=$1 t0 pid cluster_id rc
+    t0=$(now_ms)
+    lock_run_dir
+    if pid=$(running_pid); then
+        ports_from_props
+        say "kafka already running (pid $pid) on 127.0.0.1:$KAFKA_PORT"
+        echo "kafka listening on 127.0.0.1:$KAFKA_PORT"
+        return 0
+    fi
+    rm -f "$PID_FILE"
+    if [[ $mode == keep && -f $PROPS ]]; then
+        ports_from_props
+    fi
+    local port
+    for port in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"; do
+        if port_open "$port"; then
+            die "port $port on 127.0.0.1 is already in use by another process, not by the broker of" \
+                "$KAFKA_RUN_DIR [$(port_owner "$port")]; stop that process or choose other ports" \
+                "(KAFKA_PORT=..., controller port KAFKA_CONTROLLER_PORT defaults to KAFKA_PORT+1)"
+        fi
+    done
+    need_java
+    resolve_kafka
+    build_probe
+    if [[ $mode == fresh ]]; then
+        rm -rf "$DATA_DIR" "$LOG_DIR"
+    fi
+    mkdir -p "$DATA_DIR" "$LOG_DIR"
+    write_props
+    format_storage
+
+    # shellcheck disable=SC2086 # KAFKA_HEAP_OPTS holds several JVM flags on purpose.
+    nohup java $KAFKA_HEAP_OPTS "${JVM_OPTS[@]}" \
+        -Dlog4j2.configurationFile="$LOG4J_CONFIG" -Dkafka.logs.dir="$LOG_DIR" \
+        -cp "$KAFKA_LIBS/*" kafka.Kafka "$PROPS" >>"$LOG_DIR/console.out" 2>&1 </dev/null 9>&- &
+    pid=$!
+    echo "$pid" >"$PID_FILE"
+
+    rc=0
+    cluster_id=$(probe "$KAFKA_START_TIMEOUT" "$pid") || rc=$?
+    if [[ $rc -ne 0 ]]; then
+        show_logs
+        if kill -0 "$pid" 2>/dev/null; then
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+        rm -f "$PID_FILE"
+        if [[ $rc -eq 2 ]]; then
+            die "the broker exited during startup (logs above, full log in $LOG_DIR)"
+        fi
+        die "the broker did not answer on 127.0.0.1:$KAFKA_PORT within $KAFKA_START_TIMEOUT s (killed it; logs above)"
+    fi
+    say "Kafka $KAFKA_VERSION up: pid $pid, cluster id $cluster_id, run dir $KAFKA_RUN_DIR ($mode data), started in $(elapsed "$t0")"
+    echo "kafka listening on 127.0.0.1:$KAFKA_PORT"
+}
+
+do_stop() {
+    local t0 pid deadline
+    t0=$(now_ms)
+    lock_run_dir
+    if ! pid=$(running_pid); then
+        rm -f "$PID_FILE"
+        say "kafka not running (run dir $KAFKA_RUN_DIR)"
+        return 0
+    fi
+    kill -TERM "$pid" 2>/dev/null || true
+    deadline=$(($(date +%s) + KAFKA_STOP_TIMEOUT))
+    while kill -0 "$pid" 2>/dev/null && [[ $(date +%s) -lt $deadline ]]; do
+        sleep 0.2
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        say "broker pid $pid still running after ${KAFKA_STOP_TIMEOUT}s: sending SIGKILL"
+        kill -KILL "$pid" 2>/dev/null || true
+        deadline=$(($(date +%s) + 10))
+        while kill -0 "$pid" 2>/dev/null && [[ $(date +%s) -lt $deadline ]]; do
+            sleep 0.2
+        done
+    fi
+    if kill -0 "$pid" 2>/dev/null; then
+        die "broker pid $pid did not exit even after SIGKILL"
+    fi
+    rm -f "$PID_FILE"
+    say "kafka stopped (pid $pid) in $(elapsed "$t0")"
+}
+
+do_status() {
+    local pid cluster_id
+    if ! pid=$(running_pid); then
+        say "kafka not running (run dir $KAFKA_RUN_DIR)"
+        return 3
+    fi
+    ports_from_props
+    need_java
+    build_probe
+    if cluster_id=$(probe 10 "$pid"); then
+        say "kafka running: pid $pid, cluster id $cluster_id, run dir $KAFKA_RUN_DIR"
+        echo "kafka listening on 127.0.0.1:$KAFKA_PORT"
+        return 0
+    fi
+    say "kafka process $pid is running but does not answer on 127.0.0.1:$KAFKA_PORT (log: $LOG_DIR/server.log)"
+    return 1
+}
+
+case "${1:-}" in
+start) do_start fresh ;;
+stop) do_stop ;;
+status) do_status ;;
+restart)
+    do_stop
+    exec 9>&- # release the lock between the two halves
+    do_start keep
+    ;;
+*)
+    echo "usage: $0 start|stop|status|restart" >&2
+    exit 2
+    ;;
+esac

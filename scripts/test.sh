@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The project's test command: system deps, a fresh local Kafka broker, then every test.
+#
+#   bash scripts/test.sh [extra cargo test args...]
+#
+# Starts Kafka with scripts/kafka.sh (stopped again on exit, whatever happens), exports
+#   STREAMS_TEST_BOOTSTRAP=127.0.0.1:$KAFKA_PORT  where the Kafka tests connect
+#   STREAMS_REQUIRE_KAFKA=1                       a Kafka test without a broker fails, never skips
+# and runs `cargo test --workspace --all-targets`, then `cargo test --workspace --doc`.
+# Exits with cargo's status. See docs/kafka-for-tests.md.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/streams-rs/target}
+export KAFKA_PORT=${KAFKA_PORT:-9092}
+# Kafka tests share one broker: keep parallelism moderate.
+TEST_THREADS=${STREAMS_TEST_THREADS:-4}
+
+bash scripts/install-deps.sh
+
+stop_kafka() {
+    bash scripts/kafka.sh stop || echo "test.sh: warning: stopping Kafka failed" >&2
+}
+trap stop_kafka EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+bash scripts/kafka.sh start
+
+export STREAMS_TEST_BOOTSTRAP=127.0.0.1:$KAFKA_PORT
+export STREAMS_REQUIRE_KAFKA=1
+
+# Both runs happen even when the first fails; the exit status is the first failure's.
+status=0
+cargo test --workspace --all-targets "$@" -- --test-threads="$TEST_THREADS" || status=$?
+doc_status=0
+cargo test --workspace --doc "$@" -- --test-threads="$TEST_THREADS" || doc_status=$?
+if [[ $status -ne 0 ]]; then
+    echo "test.sh: cargo test --workspace --all-targets failed (exit $status)" >&2
+elif [[ $doc_status -ne 0 ]]; then
+    echo "test.sh: cargo test --workspace --doc failed (exit $doc_status)" >&2
+    status=$doc_status
+fi
+exit "$status"
