@@ -1,0 +1,329 @@
+//! Store builders: how a topology declares a store before any task exists, and how each
+//! task builds its own instance.
+//!
+//! A builder is a recipe, shared by all tasks (hence `Send + Sync`); each task calls
+//! [`StoreBuilder::build`] with its own [`StoreBuildContext`] (state directory, changelog
+//! sink, cache budget). The built store is layered as in Kafka Streams, outermost first:
+//!
+//! ```text
+//! caching (if enabled) -> change-logging (if enabled and a sink is given) -> inner store
+//! ```
+//!
+//! where the inner store is an [`InMemoryKeyValueStore`] or a [`RocksDbKeyValueStore`].
+//! As in Kafka Streams' `Stores.keyValueStoreBuilder`, logging is **enabled** and caching
+//! **disabled** by default.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::caching::CachingKeyValueStore;
+use crate::changelog::ChangelogSink;
+use crate::error::{Result, StoreError};
+use crate::logging::ChangeLoggingKeyValueStore;
+use crate::memory::InMemoryKeyValueStore;
+use crate::rocksdb::{RocksDbKeyValueStore, RocksDbResources};
+use crate::serde::Serde;
+use crate::store::KeyValueStore;
+use crate::typed::{KvStore, SharedKeyValueStore};
+
+/// What a task gives a [`StoreBuilder`] to build its instance of a store.
+pub struct StoreBuildContext {
+    /// The task's state directory; required by persistent stores, which live in
+    /// `<state_dir>/rocksdb/<store>`.
+    pub state_dir: Option<PathBuf>,
+    /// Where a logged store sends its changes; `None` builds the store without logging
+    /// (e.g. in tests, or for a store restored from a source topic).
+    pub changelog: Option<Box<dyn ChangelogSink>>,
+    /// The byte budget of the store's cache, when caching is enabled. Zero means no cache.
+    pub cache_max_bytes: usize,
+    /// Memory and options shared by the process's RocksDB stores.
+    pub rocksdb: RocksDbResources,
+}
+
+impl StoreBuildContext {
+    /// Kafka Streams' default `statestore.cache.max.bytes`: 10 MiB.
+    pub const DEFAULT_CACHE_MAX_BYTES: usize = 10 << 20;
+
+    /// A context with the given state directory, no changelog, the default cache budget and
+    /// the process-wide RocksDB resources.
+    pub fn new(state_dir: Option<PathBuf>) -> Self {
+        Self {
+            state_dir,
+            changelog: None,
+            cache_max_bytes: Self::DEFAULT_CACHE_MAX_BYTES,
+            rocksdb: RocksDbResources::shared(),
+        }
+    }
+
+    /// Sets the changelog sink.
+    pub fn with_changelog(mut self, sink: Box<dyn ChangelogSink>) -> Self {
+        self.changelog = Some(sink);
+        self
+    }
+
+    /// Sets the cache budget in bytes.
+    pub fn with_cache_max_bytes(mut self, bytes: usize) -> Self {
+        self.cache_max_bytes = bytes;
+        self
+    }
+
+    /// Sets the RocksDB resources.
+    pub fn with_rocksdb(mut self, resources: RocksDbResources) -> Self {
+        self.rocksdb = resources;
+        self
+    }
+}
+
+impl Default for StoreBuildContext {
+    /// No state directory (in-memory stores only), see [`new`](Self::new).
+    fn default() -> Self {
+        Self::new(None)
+    }
+}
+
+impl fmt::Debug for StoreBuildContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoreBuildContext")
+            .field("state_dir", &self.state_dir)
+            .field("changelog", &self.changelog.is_some())
+            .field("cache_max_bytes", &self.cache_max_bytes)
+            .field("rocksdb", &self.rocksdb)
+            .finish()
+    }
+}
+
+/// A store recipe, object-safe so a topology can hold builders of different types.
+pub trait StoreBuilder: Send + Sync + 'static {
+    /// The store's name, unique within a topology.
+    fn name(&self) -> &str;
+
+    /// Whether the built store keeps its data on disk.
+    fn persistent(&self) -> bool;
+
+    /// The changelog topic's configuration when the store is logged, `None` when not.
+    fn logging_config(&self) -> Option<&BTreeMap<String, String>>;
+
+    /// Whether the built store has a write-back cache.
+    fn caching(&self) -> bool;
+
+    /// Builds one task's instance, layered as the [module docs](self) describe.
+    ///
+    /// # Errors
+    ///
+    /// A persistent store without `ctx.state_dir` fails with [`StoreError::Io`]; opening
+    /// RocksDB may fail as [`RocksDbKeyValueStore::open`] does.
+    fn build(&self, ctx: StoreBuildContext) -> Result<Box<dyn KeyValueStore>>;
+
+    /// A typed handle on a built store: a boxed [`KvStore`] with the builder's serdes, to be
+    /// downcast by the caller who knows the types (see [`type_name`](Self::type_name)).
+    fn typed_handle(&self, store: SharedKeyValueStore) -> Box<dyn Any>;
+
+    /// The typed handle's type, e.g. `KvStore<StringSerde, U64Serde>`, for error messages.
+    fn type_name(&self) -> String;
+}
+
+/// Entry points for store builders, as Kafka Streams' `Stores`.
+#[derive(Debug, Clone, Copy)]
+pub struct Stores;
+
+impl Stores {
+    /// A builder of an in-memory key-value store.
+    pub fn in_memory_kv<KS: Serde + Clone, VS: Serde + Clone>(
+        name: impl Into<String>,
+        key_serde: KS,
+        value_serde: VS,
+    ) -> KeyValueStoreBuilder<KS, VS> {
+        KeyValueStoreBuilder::new(name.into(), false, key_serde, value_serde)
+    }
+
+    /// A builder of a persistent (RocksDB) key-value store.
+    pub fn persistent_kv<KS: Serde + Clone, VS: Serde + Clone>(
+        name: impl Into<String>,
+        key_serde: KS,
+        value_serde: VS,
+    ) -> KeyValueStoreBuilder<KS, VS> {
+        KeyValueStoreBuilder::new(name.into(), true, key_serde, value_serde)
+    }
+}
+
+/// Builds key-value stores with keys of `KS` and values of `VS`. Made by [`Stores`];
+/// logging is enabled (with no topic overrides) and caching disabled until changed.
+#[derive(Debug, Clone)]
+pub struct KeyValueStoreBuilder<KS, VS> {
+    name: String,
+    persistent: bool,
+    key_serde: KS,
+    value_serde: VS,
+    logging: Option<BTreeMap<String, String>>,
+    caching: bool,
+}
+
+impl<KS, VS> KeyValueStoreBuilder<KS, VS> {
+    fn new(name: String, persistent: bool, key_serde: KS, value_serde: VS) -> Self {
+        Self {
+            name,
+            persistent,
+            key_serde,
+            value_serde,
+            logging: Some(BTreeMap::new()),
+            caching: false,
+        }
+    }
+
+    /// Puts a write-back cache in front of the store.
+    pub fn with_caching(mut self) -> Self {
+        self.caching = true;
+        self
+    }
+
+    /// Builds the store without a cache (the default).
+    pub fn without_caching(mut self) -> Self {
+        self.caching = false;
+        self
+    }
+
+    /// Logs every change to a changelog topic created with `topic_config` (e.g.
+    /// `("min.insync.replicas", "2")`). Logging is on by default with no overrides.
+    pub fn with_logging(mut self, topic_config: impl IntoIterator<Item = (String, String)>) -> Self {
+        self.logging = Some(topic_config.into_iter().collect());
+        self
+    }
+
+    /// Builds the store without a changelog: it is not restored after a failure.
+    pub fn without_logging(mut self) -> Self {
+        self.logging = None;
+        self
+    }
+}
+
+impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for KeyValueStoreBuilder<KS, VS> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn persistent(&self) -> bool {
+        self.persistent
+    }
+
+    fn logging_config(&self) -> Option<&BTreeMap<String, String>> {
+        self.logging.as_ref()
+    }
+
+    fn caching(&self) -> bool {
+        self.caching
+    }
+
+    fn build(&self, ctx: StoreBuildContext) -> Result<Box<dyn KeyValueStore>> {
+        let mut store: Box<dyn KeyValueStore> = if self.persistent {
+            let Some(dir) = &ctx.state_dir else {
+                let source = std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "a persistent store needs a state directory",
+                );
+                return Err(StoreError::Io {
+                    store: self.name.clone(),
+                    path: PathBuf::new(),
+                    source,
+                });
+            };
+            Box::new(RocksDbKeyValueStore::open(self.name.clone(), dir, &ctx.rocksdb)?)
+        } else {
+            Box::new(InMemoryKeyValueStore::new(self.name.clone()))
+        };
+        if let (Some(_), Some(sink)) = (&self.logging, ctx.changelog) {
+            store = Box::new(ChangeLoggingKeyValueStore::new(store, sink));
+        }
+        if self.caching && ctx.cache_max_bytes > 0 {
+            store = Box::new(CachingKeyValueStore::new(store, ctx.cache_max_bytes));
+        }
+        Ok(store)
+    }
+
+    fn typed_handle(&self, store: SharedKeyValueStore) -> Box<dyn Any> {
+        Box::new(KvStore::new(
+            store,
+            self.key_serde.clone(),
+            self.value_serde.clone(),
+        ))
+    }
+
+    fn type_name(&self) -> String {
+        format!(
+            "KvStore<{}, {}>",
+            short_type_name(std::any::type_name::<KS>()),
+            short_type_name(std::any::type_name::<VS>())
+        )
+    }
+}
+
+/// A type name without module paths: `a::B<c::D, E>` becomes `B<D, E>`.
+fn short_type_name(full: &str) -> String {
+    let mut out = String::with_capacity(full.len());
+    let mut segment_start = 0;
+    let mut chars = full.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ':' && chars.peek() == Some(&':') {
+            chars.next();
+            out.truncate(segment_start);
+        } else {
+            out.push(c);
+            if !(c.is_alphanumeric() || c == '_') {
+                segment_start = out.len();
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::serde::{PairSerde, StringSerde, U64Serde};
+
+    #[test]
+    fn defaults_follow_kafka_streams() {
+        let b = Stores::in_memory_kv("counts", StringSerde, U64Serde);
+        assert!(b.logging_config().is_some() && !b.caching() && !b.persistent());
+        let b = b.with_caching().without_logging();
+        assert!(b.logging_config().is_none() && b.caching());
+        let b = Stores::persistent_kv("p", StringSerde, U64Serde).with_logging([("a".into(), "b".into())]);
+        assert_eq!(
+            b.logging_config().and_then(|c| c.get("a")).map(String::as_str),
+            Some("b")
+        );
+        assert!(b.persistent());
+    }
+
+    #[test]
+    fn type_names_are_short() {
+        assert_eq!(
+            Stores::in_memory_kv("s", StringSerde, U64Serde).type_name(),
+            "KvStore<StringSerde, U64Serde>"
+        );
+        let b = Stores::in_memory_kv("s", PairSerde(U64Serde, StringSerde), U64Serde);
+        assert_eq!(
+            b.type_name(),
+            "KvStore<PairSerde<U64Serde, StringSerde>, U64Serde>"
+        );
+    }
+
+    #[test]
+    fn persistent_store_without_state_dir_is_an_error() {
+        let b = Stores::persistent_kv("p", StringSerde, U64Serde);
+        assert!(matches!(
+            b.build(StoreBuildContext::default()),
+            Err(StoreError::Io { .. })
+        ));
+    }
+
+    #[test]
+    fn typed_handle_downcasts() {
+        let b = Stores::in_memory_kv("s", StringSerde, U64Serde);
+        let store = b.build(StoreBuildContext::default()).unwrap();
+        let shared: SharedKeyValueStore = std::rc::Rc::new(std::cell::RefCell::new(store));
+        let handle = b.typed_handle(shared);
+        assert!(handle.downcast::<KvStore<StringSerde, U64Serde>>().is_ok());
+    }
+}

@@ -1,0 +1,529 @@
+//! The write-back cache layer: buffers writes in memory, dedupes them per key, and writes
+//! them down to the inner store on flush (commit) or when the cache outgrows its budget.
+//!
+//! # Budget and eviction
+//!
+//! Every cached entry costs `key.len() + value.len() +` [`ENTRY_OVERHEAD`] bytes. When a
+//! write makes the cache exceed its budget, the least recently *written* entries are
+//! dropped until it fits again; if such an entry is dirty, every dirty entry is first
+//! written down (in key order), as Kafka Streams does. Recency is tracked on writes only:
+//! reads take `&self` and do not populate or reorder the cache (a read miss goes to the
+//! inner store and is not cached).
+//!
+//! # Reads and iteration
+//!
+//! `get` answers from the cache first (a cached delete means absent). Every iterator merges
+//! the cache's range over the inner store's range lazily, in key order: a cached entry
+//! shadows the inner entry with the same key and a cached delete hides it. Memory does not
+//! grow with the number of entries.
+//!
+//! # Range deletes and restore
+//!
+//! `delete_range`/`delete_prefix` drop the cached entries in the range and delegate to the
+//! inner store; `restore_batch` drops the cached entries of the restored keys and
+//! delegates. Neither is reported to the flush listener.
+
+use std::collections::BTreeMap;
+use std::iter::Peekable;
+use std::ops::Bound;
+
+use bytes::Bytes;
+
+use crate::KeyRange;
+use crate::changelog::ChangelogRecord;
+use crate::error::{Result, StoreError};
+use crate::iter::{KeyValue, KeyValueIter};
+use crate::store::{KeyValueStore, StateStore};
+
+/// The bytes each cached entry is charged for on top of its key and value: the map node,
+/// the recency index entry and the reference-counted buffers, roughly.
+pub const ENTRY_OVERHEAD: usize = 64;
+
+/// Called for each dirty entry written down to the inner store, on flush or eviction, with
+/// the key, the new value (`None` for a delete) and the value the inner store held before.
+pub type FlushListener = Box<dyn FnMut(&[u8], Option<&[u8]>, Option<&[u8]>) + Send>;
+
+/// One cached key.
+#[derive(Debug, Clone)]
+struct CacheEntry {
+    /// The value, `None` for a cached delete.
+    value: Option<Bytes>,
+    /// Whether the entry still has to be written to the inner store.
+    dirty: bool,
+    /// The write sequence number of the entry's last write (its key in the recency index).
+    seq: u64,
+}
+
+fn entry_size(key: &[u8], value: Option<&Bytes>) -> usize {
+    key.len() + value.map_or(0, Bytes::len) + ENTRY_OVERHEAD
+}
+
+/// A write-back cache over another key-value store. See the [module docs](self).
+pub struct CachingKeyValueStore {
+    inner: Box<dyn KeyValueStore>,
+    cache: BTreeMap<Bytes, CacheEntry>,
+    /// Write sequence number -> key, oldest write first.
+    recency: BTreeMap<u64, Bytes>,
+    next_seq: u64,
+    max_bytes: usize,
+    cached_bytes: usize,
+    listener: Option<FlushListener>,
+    open: bool,
+}
+
+impl std::fmt::Debug for CachingKeyValueStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CachingKeyValueStore")
+            .field("name", &self.inner.name())
+            .field("max_bytes", &self.max_bytes)
+            .field("cached_bytes", &self.cached_bytes)
+            .field("cached_entries", &self.cache.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl CachingKeyValueStore {
+    /// A cache of at most `max_bytes` (see [`ENTRY_OVERHEAD`]) over `inner`. A budget of 0
+    /// writes every change through at once.
+    pub fn new(inner: Box<dyn KeyValueStore>, max_bytes: usize) -> Self {
+        Self {
+            inner,
+            cache: BTreeMap::new(),
+            recency: BTreeMap::new(),
+            next_seq: 0,
+            max_bytes,
+            cached_bytes: 0,
+            listener: None,
+            open: true,
+        }
+    }
+
+    /// Sets the function told about every dirty entry written down (see [`FlushListener`]),
+    /// replacing any earlier one.
+    pub fn set_flush_listener(&mut self, listener: FlushListener) {
+        self.listener = Some(listener);
+    }
+
+    /// The bytes the cache is charged for now.
+    pub fn cached_bytes(&self) -> usize {
+        self.cached_bytes
+    }
+
+    /// The number of cached keys (values and deletes, dirty or clean).
+    pub fn cached_entries(&self) -> usize {
+        self.cache.len()
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.open {
+            Ok(())
+        } else {
+            Err(StoreError::Closed {
+                store: self.inner.name().to_owned(),
+            })
+        }
+    }
+
+    /// Caches a dirty write of `key` and evicts if the budget is exceeded.
+    fn write(&mut self, key: &[u8], value: Option<Bytes>) -> Result<()> {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let size = entry_size(key, value.as_ref());
+        let entry = CacheEntry {
+            value,
+            dirty: true,
+            seq,
+        };
+        let key = match self.cache.get_key_value(key) {
+            Some((k, _)) => k.clone(),
+            None => Bytes::copy_from_slice(key),
+        };
+        if let Some(old) = self.cache.insert(key.clone(), entry) {
+            self.recency.remove(&old.seq);
+            self.cached_bytes -= entry_size(&key, old.value.as_ref());
+        }
+        self.recency.insert(seq, key);
+        self.cached_bytes += size;
+        self.evict()
+    }
+
+    /// Drops least recently written entries until the cache fits its budget.
+    fn evict(&mut self) -> Result<()> {
+        while self.cached_bytes > self.max_bytes {
+            let Some(key) = self.recency.first_key_value().map(|(_, k)| k.clone()) else {
+                break;
+            };
+            if self.cache.get(&key).is_some_and(|e| e.dirty) {
+                self.flush_dirty()?;
+            }
+            self.remove_cached(&key);
+        }
+        Ok(())
+    }
+
+    fn remove_cached(&mut self, key: &[u8]) {
+        if let Some((k, old)) = self.cache.remove_entry(key) {
+            self.recency.remove(&old.seq);
+            self.cached_bytes -= entry_size(&k, old.value.as_ref());
+        }
+    }
+
+    /// Writes every dirty entry down to the inner store in key order and marks it clean.
+    /// Without a listener, runs of puts go down as one `put_all`.
+    fn flush_dirty(&mut self) -> Result<()> {
+        let dirty: Vec<(Bytes, Option<Bytes>)> = self
+            .cache
+            .iter()
+            .filter(|(_, e)| e.dirty)
+            .map(|(k, e)| (k.clone(), e.value.clone()))
+            .collect();
+        if dirty.is_empty() {
+            return Ok(());
+        }
+        if let Some(listener) = self.listener.as_mut() {
+            for (key, value) in &dirty {
+                let old = match value {
+                    Some(v) => {
+                        let old = self.inner.get(key)?;
+                        self.inner.put(key, v)?;
+                        old
+                    }
+                    None => self.inner.delete(key)?,
+                };
+                listener(key, value.as_deref(), old.as_deref());
+            }
+        } else {
+            let mut puts: Vec<(Bytes, Bytes)> = Vec::new();
+            for (key, value) in &dirty {
+                match value {
+                    Some(v) => puts.push((key.clone(), v.clone())),
+                    None => {
+                        if !puts.is_empty() {
+                            self.inner.put_all(&puts)?;
+                            puts.clear();
+                        }
+                        self.inner.delete(key)?;
+                    }
+                }
+            }
+            if !puts.is_empty() {
+                self.inner.put_all(&puts)?;
+            }
+        }
+        for (key, _) in &dirty {
+            if let Some(e) = self.cache.get_mut(key) {
+                e.dirty = false;
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops the cached entries in `range` without writing them down.
+    fn drop_range(&mut self, range: &KeyRange) {
+        if range.is_empty() {
+            return;
+        }
+        let keys: Vec<Bytes> = self
+            .cache
+            .range::<[u8], _>(range.as_bounds())
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in keys {
+            self.remove_cached(&k);
+        }
+    }
+
+    fn merged<'a>(&'a self, range: &KeyRange, inner: KeyValueIter<'a>, reverse: bool) -> KeyValueIter<'a> {
+        let cached = self.cache.range::<[u8], _>(range.as_bounds());
+        if reverse {
+            KeyValueIter::new(MergeIter::new(cached.rev(), inner, true))
+        } else {
+            KeyValueIter::new(MergeIter::new(cached, inner, false))
+        }
+    }
+}
+
+/// Merges a cache range (shadowing) over an inner store's iterator of the same range.
+struct MergeIter<'a, C: Iterator<Item = (&'a Bytes, &'a CacheEntry)>> {
+    cache: Peekable<C>,
+    inner: KeyValueIter<'a>,
+    inner_next: Option<KeyValue>,
+    inner_done: bool,
+    reverse: bool,
+    done: bool,
+}
+
+impl<'a, C: Iterator<Item = (&'a Bytes, &'a CacheEntry)>> MergeIter<'a, C> {
+    fn new(cache: C, inner: KeyValueIter<'a>, reverse: bool) -> Self {
+        Self {
+            cache: cache.peekable(),
+            inner,
+            inner_next: None,
+            inner_done: false,
+            reverse,
+            done: false,
+        }
+    }
+}
+
+impl<'a, C: Iterator<Item = (&'a Bytes, &'a CacheEntry)>> Iterator for MergeIter<'a, C> {
+    type Item = Result<KeyValue>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.done {
+                return None;
+            }
+            if self.inner_next.is_none() && !self.inner_done {
+                match self.inner.next() {
+                    Some(Ok(kv)) => self.inner_next = Some(kv),
+                    Some(Err(e)) => {
+                        self.done = true;
+                        return Some(Err(e));
+                    }
+                    None => self.inner_done = true,
+                }
+            }
+            let take_cache = match (self.cache.peek(), &self.inner_next) {
+                (None, None) => {
+                    self.done = true;
+                    return None;
+                }
+                (None, Some(_)) => false,
+                (Some(_), None) => true,
+                (Some((ck, _)), Some((ik, _))) => {
+                    let ord = ck.as_ref().cmp(ik.as_ref());
+                    let ord = if self.reverse { ord.reverse() } else { ord };
+                    match ord {
+                        std::cmp::Ordering::Greater => false,
+                        std::cmp::Ordering::Equal => {
+                            self.inner_next = None; // shadowed by the cache
+                            true
+                        }
+                        std::cmp::Ordering::Less => true,
+                    }
+                }
+            };
+            if !take_cache {
+                return self.inner_next.take().map(Ok);
+            }
+            if let Some((k, e)) = self.cache.next()
+                && let Some(v) = &e.value
+            {
+                return Some(Ok((k.clone(), v.clone())));
+            }
+            // A cached delete: skip it.
+        }
+    }
+}
+
+impl StateStore for CachingKeyValueStore {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn persistent(&self) -> bool {
+        self.inner.persistent()
+    }
+    fn is_open(&self) -> bool {
+        self.open && self.inner.is_open()
+    }
+    fn flush(&mut self) -> Result<()> {
+        self.check_open()?;
+        self.flush_dirty()?;
+        self.inner.flush()
+    }
+    fn close(&mut self) -> Result<()> {
+        if !self.open {
+            return Ok(());
+        }
+        self.flush()?;
+        self.open = false;
+        self.cache.clear();
+        self.recency.clear();
+        self.cached_bytes = 0;
+        self.inner.close()
+    }
+}
+
+impl KeyValueStore for CachingKeyValueStore {
+    fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
+        self.check_open()?;
+        match self.cache.get(key) {
+            Some(e) => Ok(e.value.clone()),
+            None => self.inner.get(key),
+        }
+    }
+
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.check_open()?;
+        self.write(key, Some(Bytes::copy_from_slice(value)))
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<Option<Bytes>> {
+        let old = self.get(key)?;
+        self.write(key, None)?;
+        Ok(old)
+    }
+
+    fn range(&self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<KeyValueIter<'_>> {
+        self.check_open()?;
+        let range = KeyRange::new(from, to);
+        if range.is_empty() {
+            return Ok(KeyValueIter::empty());
+        }
+        Ok(self.merged(&range, self.inner.range(from, to)?, false))
+    }
+
+    fn reverse_range(&self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<KeyValueIter<'_>> {
+        self.check_open()?;
+        let range = KeyRange::new(from, to);
+        if range.is_empty() {
+            return Ok(KeyValueIter::empty());
+        }
+        Ok(self.merged(&range, self.inner.reverse_range(from, to)?, true))
+    }
+
+    fn prefix_scan(&self, prefix: &[u8]) -> Result<KeyValueIter<'_>> {
+        self.check_open()?;
+        Ok(self.merged(&KeyRange::prefix(prefix), self.inner.prefix_scan(prefix)?, false))
+    }
+
+    /// The inner store's count corrected by the dirty entries (one inner `get` per dirty
+    /// entry): exact when the inner store's count is.
+    fn approximate_num_entries(&self) -> Result<u64> {
+        self.check_open()?;
+        let mut n = self.inner.approximate_num_entries()?;
+        for (k, e) in self.cache.iter().filter(|(_, e)| e.dirty) {
+            match (e.value.is_some(), self.inner.get(k)?.is_some()) {
+                (true, false) => n = n.saturating_add(1),
+                (false, true) => n = n.saturating_sub(1),
+                _ => {}
+            }
+        }
+        Ok(n)
+    }
+
+    fn delete_range(&mut self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<()> {
+        self.check_open()?;
+        self.drop_range(&KeyRange::new(from, to));
+        self.inner.delete_range(from, to)
+    }
+
+    fn delete_prefix(&mut self, prefix: &[u8]) -> Result<()> {
+        self.check_open()?;
+        self.drop_range(&KeyRange::prefix(prefix));
+        self.inner.delete_prefix(prefix)
+    }
+
+    fn restore_batch(&mut self, batch: &[ChangelogRecord]) -> Result<()> {
+        self.check_open()?;
+        for rec in batch {
+            self.remove_cached(&rec.key);
+        }
+        self.inner.restore_batch(batch)
+    }
+
+    fn checkpoint(&self) -> Result<Option<i64>> {
+        self.inner.checkpoint()
+    }
+
+    fn write_checkpoint(&mut self, offset: Option<i64>) -> Result<()> {
+        self.inner.write_checkpoint(offset)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::InMemoryKeyValueStore;
+
+    type Event = (Vec<u8>, Option<Vec<u8>>, Option<Vec<u8>>);
+
+    fn store(max_bytes: usize) -> CachingKeyValueStore {
+        CachingKeyValueStore::new(Box::new(InMemoryKeyValueStore::new("c")), max_bytes)
+    }
+
+    fn entries(it: KeyValueIter<'_>) -> Vec<(Vec<u8>, Vec<u8>)> {
+        it.map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())))
+            .collect::<Result<_>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn cache_shadows_and_hides_inner_entries() {
+        let mut s = store(1 << 20);
+        s.put(b"a", b"1").unwrap();
+        s.put(b"b", b"2").unwrap();
+        s.put(b"c", b"3").unwrap();
+        s.flush().unwrap();
+        s.put(b"b", b"20").unwrap();
+        s.delete(b"c").unwrap();
+        s.put(b"d", b"4").unwrap();
+        assert_eq!(s.get(b"c").unwrap(), None);
+        let want = vec![
+            (b"a".to_vec(), b"1".to_vec()),
+            (b"b".to_vec(), b"20".to_vec()),
+            (b"d".to_vec(), b"4".to_vec()),
+        ];
+        assert_eq!(entries(s.all().unwrap()), want);
+        let mut rev = entries(s.reverse_all().unwrap());
+        rev.reverse();
+        assert_eq!(rev, want);
+        assert_eq!(s.approximate_num_entries().unwrap(), 3);
+    }
+
+    #[test]
+    fn eviction_keeps_the_budget_and_the_data() {
+        let mut s = store(3 * (ENTRY_OVERHEAD + 2));
+        for i in 0u8..10 {
+            s.put(&[i], &[i]).unwrap();
+            assert!(s.cached_bytes() <= 3 * (ENTRY_OVERHEAD + 2));
+        }
+        assert!(s.cached_entries() <= 3);
+        for i in 0u8..10 {
+            assert_eq!(s.get(&[i]).unwrap().as_deref(), Some(&[i][..]));
+        }
+    }
+
+    #[test]
+    fn flush_listener_sees_deduplicated_writes_with_old_values() {
+        let events: Arc<Mutex<Vec<Event>>> = Arc::default();
+        let mut s = store(1 << 20);
+        let ev = Arc::clone(&events);
+        s.set_flush_listener(Box::new(move |k, new, old| {
+            ev.lock()
+                .unwrap()
+                .push((k.to_vec(), new.map(<[u8]>::to_vec), old.map(<[u8]>::to_vec)));
+        }));
+        s.put(b"k", b"1").unwrap();
+        s.put(b"k", b"2").unwrap();
+        s.flush().unwrap();
+        s.delete(b"k").unwrap();
+        s.flush().unwrap();
+        s.flush().unwrap();
+        let got = events.lock().unwrap().clone();
+        assert_eq!(
+            got,
+            vec![
+                (b"k".to_vec(), Some(b"2".to_vec()), None),
+                (b"k".to_vec(), None, Some(b"2".to_vec()))
+            ]
+        );
+    }
+
+    #[test]
+    fn range_delete_drops_dirty_entries() {
+        let mut s = store(1 << 20);
+        s.put(b"a", b"1").unwrap();
+        s.flush().unwrap();
+        s.put(b"ab", b"2").unwrap();
+        s.put(b"b", b"3").unwrap();
+        s.delete_prefix(b"a").unwrap();
+        assert_eq!(entries(s.all().unwrap()), vec![(b"b".to_vec(), b"3".to_vec())]);
+        s.close().unwrap();
+        s.close().unwrap();
+        assert!(matches!(s.get(b"b"), Err(StoreError::Closed { .. })));
+    }
+}

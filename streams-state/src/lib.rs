@@ -1,0 +1,37 @@
+//! Ordered key-value state stores for stream processing: in-memory and RocksDB, with a
+//! write-back cache, change-logging and restore, layered as in Kafka Streams:
+//! typed facade -> caching -> change-logging -> inner bytes store.
+//!
+//! The central promise is the **ordering contract** of [`KeyValueStore`]: every iterator,
+//! through every layer, yields keys in byte order, lazily, with memory independent of the
+//! number of entries. Range queries over typed keys are offered only for key serdes whose
+//! byte order is their logical order ([`OrderedSerde`]).
+//!
+//! This crate knows nothing of Kafka: change-logging goes through the [`ChangelogSink`]
+//! trait, which the runtime implements with a producer.
+
+mod bounds;
+mod builder;
+mod caching;
+mod changelog;
+mod error;
+mod iter;
+mod logging;
+mod memory;
+mod rocksdb;
+pub mod serde;
+mod store;
+mod typed;
+
+pub use crate::rocksdb::{RocksDbKeyValueStore, RocksDbResources};
+pub use bounds::{KeyRange, prefix_successor};
+pub use builder::{KeyValueStoreBuilder, StoreBuildContext, StoreBuilder, Stores};
+pub use caching::{CachingKeyValueStore, ENTRY_OVERHEAD, FlushListener};
+pub use changelog::{ChangelogError, ChangelogRecord, ChangelogSink, VecChangelog};
+pub use error::{Result, SerdeError, StoreError};
+pub use iter::{KeyValue, KeyValueIter};
+pub use logging::ChangeLoggingKeyValueStore;
+pub use memory::InMemoryKeyValueStore;
+pub use serde::{OrderedSerde, Serde};
+pub use store::{KeyValueStore, StateStore};
+pub use typed::{KvStore, KvStoreReader, SharedKeyValueStore, TypedIter};

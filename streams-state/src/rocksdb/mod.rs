@@ -1,0 +1,84 @@
+//! The RocksDB-backed persistent key-value store.
+//!
+//! # Layout
+//!
+//! Each store is one RocksDB instance in its own directory, `<state dir>/rocksdb/<store>`
+//! (see [`RocksDbKeyValueStore::store_dir`]). The data lives in the default column family;
+//! a second column family, `streams-metadata`, holds the changelog checkpoint, so the
+//! checkpoint is written in the same write batch as the data it describes.
+//!
+//! # Invariants
+//!
+//! - **Bounded iteration.** Every iterator is a lazy `DBRawIterator` whose `ReadOptions` carry
+//!   `iterate_lower_bound` and `iterate_upper_bound` translated from the requested range (a
+//!   prefix `p` scans `[p, successor(p))`; a prefix with no successor — empty or all `0xFF` —
+//!   is unbounded above). RocksDB therefore never steps outside the range, and in particular
+//!   never walks through tombstones that lie past either end of it.
+//! - **Atomic restore.** [`restore_batch`](crate::KeyValueStore::restore_batch) writes the
+//!   records and the checkpoint (last offset) in one `WriteBatch`. The DB runs with
+//!   `atomic_flush`, so the data and the metadata column families always reach disk together:
+//!   after a crash the checkpoint is never ahead of the data.
+//! - **The changelog is the source of truth.** As in Kafka Streams, writes skip RocksDB's
+//!   write-ahead log; [`flush`](crate::StateStore::flush) (run at commit) and
+//!   [`write_checkpoint`](crate::KeyValueStore::write_checkpoint) flush the memtables, and a
+//!   store that lost unflushed writes in a crash restores them from its changelog, from the
+//!   checkpoint on (replaying puts and deletes is idempotent).
+//! - **One owner.** A store is used by one task on one thread. RocksDB's `LOCK` file keeps a
+//!   second instance, in this process or another, from opening the same directory
+//!   ([`StoreError::Locked`]).
+//! - **Bounded memory.** All stores opened with the same [`RocksDbResources`] share one LRU
+//!   block cache and one write-buffer manager whose memtable memory is charged to that cache.
+
+mod iter;
+mod options;
+mod store;
+
+pub use options::RocksDbResources;
+pub use store::RocksDbKeyValueStore;
+
+use std::path::Path;
+
+use ::rocksdb::ErrorKind;
+
+use crate::error::StoreError;
+
+/// Maps a RocksDB error from an operation on an open store.
+fn op_error(store: &str, source: ::rocksdb::Error) -> StoreError {
+    StoreError::RocksDb {
+        store: store.to_owned(),
+        source,
+    }
+}
+
+/// Maps a RocksDB error from opening a store: a held `LOCK` becomes [`StoreError::Locked`],
+/// unreadable or inconsistent files become [`StoreError::Corrupt`].
+fn open_error(store: &str, path: &Path, source: ::rocksdb::Error) -> StoreError {
+    let message = source.to_string();
+    let lower = message.to_ascii_lowercase();
+    let is_lock = lower.contains("/lock:") || lower.contains("lock hold") || lower.contains("lock file");
+    let about_metadata_files = ["current", "manifest", "options-", "descriptor"]
+        .iter()
+        .any(|f| lower.contains(f));
+    match source.kind() {
+        ErrorKind::IOError if is_lock => StoreError::Locked {
+            store: store.to_owned(),
+            path: path.to_owned(),
+        },
+        ErrorKind::Corruption => StoreError::Corrupt {
+            store: store.to_owned(),
+            path: path.to_owned(),
+            message,
+        },
+        ErrorKind::IOError | ErrorKind::InvalidArgument | ErrorKind::NotFound if about_metadata_files => {
+            StoreError::Corrupt {
+                store: store.to_owned(),
+                path: path.to_owned(),
+                message,
+            }
+        }
+        _ => StoreError::RocksDb {
+            store: store.to_owned(),
+            source,
+        },
+    }
+}

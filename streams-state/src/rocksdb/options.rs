@@ -1,0 +1,154 @@
+//! Process-wide RocksDB resources and the options every store is opened with.
+
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use ::rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, WriteBufferManager};
+
+/// A user hook that tunes the options of one store: called with the store's name and the
+/// options about to be used, after the defaults are applied and before the store opens.
+type OptionsSetter = dyn Fn(&str, &mut Options) + Send + Sync;
+
+/// Memory-bounding resources shared by every RocksDB store opened with them (clones share
+/// them): one LRU block cache, and one write-buffer manager whose memtable memory is
+/// charged to that cache. RocksDB's memory is then roughly capped by the cache size,
+/// whatever the number of stores (Kafka Streams' `BoundedMemoryRocksDBConfig`).
+///
+/// An optional options setter (Kafka Streams' `rocksdb.config.setter`) tunes each store's
+/// [`rocksdb::Options`]. Cloning is cheap: the resources are reference counted.
+///
+/// [`RocksDbResources::default()`] is the process-wide instance with default sizes
+/// ([`shared`](Self::shared)), so stores built without explicit resources share one budget.
+#[derive(Clone)]
+pub struct RocksDbResources {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    block_cache_bytes: usize,
+    write_buffer_bytes: usize,
+    cache: Cache,
+    write_buffers: WriteBufferManager,
+    setter: Option<Arc<OptionsSetter>>,
+}
+
+impl RocksDbResources {
+    /// The default block cache size: 64 MiB.
+    pub const DEFAULT_BLOCK_CACHE_BYTES: usize = 64 << 20;
+    /// The default budget of all memtables together: 32 MiB (charged to the block cache).
+    pub const DEFAULT_WRITE_BUFFER_BYTES: usize = 32 << 20;
+    /// The size of one memtable of one store (RocksDB's `write_buffer_size`): 16 MiB.
+    pub const MEMTABLE_BYTES: usize = 16 << 20;
+
+    /// New resources: a block cache of `block_cache_bytes` and a write-buffer manager
+    /// limiting all memtables together to `write_buffer_bytes`, charged to the cache.
+    pub fn new(block_cache_bytes: usize, write_buffer_bytes: usize) -> Self {
+        let cache = Cache::new_lru_cache(block_cache_bytes);
+        let write_buffers =
+            WriteBufferManager::new_write_buffer_manager_with_cache(write_buffer_bytes, false, cache.clone());
+        Self {
+            inner: Arc::new(Inner {
+                block_cache_bytes,
+                write_buffer_bytes,
+                cache,
+                write_buffers,
+                setter: None,
+            }),
+        }
+    }
+
+    /// The process-wide resources with default sizes, created on first use.
+    pub fn shared() -> Self {
+        static SHARED: OnceLock<RocksDbResources> = OnceLock::new();
+        SHARED
+            .get_or_init(|| Self::new(Self::DEFAULT_BLOCK_CACHE_BYTES, Self::DEFAULT_WRITE_BUFFER_BYTES))
+            .clone()
+    }
+
+    /// The same cache and write-buffer manager, with `setter` called on each store's options
+    /// before it opens (replacing any previous setter). The setter gets the store's name.
+    pub fn with_options_setter(&self, setter: impl Fn(&str, &mut Options) + Send + Sync + 'static) -> Self {
+        let inner = Inner {
+            block_cache_bytes: self.inner.block_cache_bytes,
+            write_buffer_bytes: self.inner.write_buffer_bytes,
+            cache: self.inner.cache.clone(),
+            write_buffers: self.inner.write_buffers.clone(),
+            setter: Some(Arc::new(setter)),
+        };
+        Self {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The configured block cache capacity in bytes.
+    pub fn block_cache_bytes(&self) -> usize {
+        self.inner.block_cache_bytes
+    }
+
+    /// The configured memtable budget in bytes.
+    pub fn write_buffer_bytes(&self) -> usize {
+        self.inner.write_buffer_bytes
+    }
+
+    /// The bytes currently held in the block cache (including charged memtable memory).
+    pub fn block_cache_usage(&self) -> usize {
+        self.inner.cache.get_usage()
+    }
+
+    /// The bytes currently used by memtables of all stores sharing these resources.
+    pub fn write_buffer_usage(&self) -> usize {
+        self.inner.write_buffers.get_usage()
+    }
+
+    /// The options the store `store` is opened with: the shared cache and write-buffer
+    /// manager, bloom filters, LZ4, atomic flush, then the user's setter. Exposed so tools
+    /// (e.g. benchmarks) can open a store's directory with identical options.
+    pub fn store_options(&self, store: &str) -> Options {
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        // Data and checkpoint live in different column families: flush them together.
+        opts.set_atomic_flush(true);
+        opts.set_write_buffer_manager(&self.inner.write_buffers);
+        opts.set_write_buffer_size(Self::MEMTABLE_BYTES);
+        opts.set_compression_type(DBCompressionType::Lz4);
+        opts.set_block_based_table_factory(&self.table_options());
+        if let Some(setter) = &self.inner.setter {
+            setter(store, &mut opts);
+        }
+        opts
+    }
+
+    /// Options of the small metadata column family: shares the block cache.
+    pub(crate) fn metadata_options(&self) -> Options {
+        let mut opts = Options::default();
+        opts.set_block_based_table_factory(&self.table_options());
+        opts
+    }
+
+    fn table_options(&self) -> BlockBasedOptions {
+        let mut table = BlockBasedOptions::default();
+        table.set_block_cache(&self.inner.cache);
+        table.set_bloom_filter(10.0, false);
+        table.set_cache_index_and_filter_blocks(true);
+        table.set_pin_l0_filter_and_index_blocks_in_cache(true);
+        table
+    }
+}
+
+impl Default for RocksDbResources {
+    /// The process-wide instance, see [`shared`](Self::shared).
+    fn default() -> Self {
+        Self::shared()
+    }
+}
+
+impl fmt::Debug for RocksDbResources {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RocksDbResources")
+            .field("block_cache_bytes", &self.inner.block_cache_bytes)
+            .field("write_buffer_bytes", &self.inner.write_buffer_bytes)
+            .field("options_setter", &self.inner.setter.is_some())
+            .finish()
+    }
+}

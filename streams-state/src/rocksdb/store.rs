@@ -1,0 +1,300 @@
+//! [`RocksDbKeyValueStore`]: the [`KeyValueStore`] contract on one RocksDB instance.
+
+use std::fmt;
+use std::io;
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+
+use ::rocksdb::{
+    ColumnFamily, ColumnFamilyDescriptor, DB, DEFAULT_COLUMN_FAMILY_NAME, FlushOptions, ReadOptions,
+    WriteBatch, WriteOptions,
+};
+use bytes::Bytes;
+
+use super::iter::{RocksIter, bounded_read_options, lower_bound, successor, upper_bound};
+use super::{RocksDbResources, op_error, open_error};
+use crate::KeyRange;
+use crate::changelog::ChangelogRecord;
+use crate::error::{Result, StoreError};
+use crate::iter::KeyValueIter;
+use crate::store::{KeyValueStore, StateStore};
+
+/// The column family holding the store's metadata (the checkpoint).
+const METADATA_CF: &str = "streams-metadata";
+/// The key of the checkpoint in [`METADATA_CF`]; the value is an `i64`, big-endian.
+const CHECKPOINT_KEY: &[u8] = b"checkpoint";
+
+/// A persistent, ordered key-value store on RocksDB. See the [module docs](super) for the
+/// on-disk layout and the invariants (bounded iterators, atomic restore, locking).
+///
+/// Keys are ordered by RocksDB's default bytewise comparator, which is exactly the byte order
+/// of the [ordering contract](crate::KeyValueStore). Values are copied out of RocksDB into
+/// [`Bytes`] as they are read.
+pub struct RocksDbKeyValueStore {
+    name: String,
+    path: PathBuf,
+    db: Option<DB>,
+    /// Data writes skip the WAL: durability comes from flush + checkpoint + changelog.
+    write_opts: WriteOptions,
+}
+
+impl RocksDbKeyValueStore {
+    /// The directory of store `name` under a task's state directory: `<dir>/rocksdb/<name>`.
+    pub fn store_dir(dir: &Path, name: &str) -> PathBuf {
+        dir.join("rocksdb").join(name)
+    }
+
+    /// Opens (creating if needed) the store `name` in [`store_dir(dir, name)`](Self::store_dir),
+    /// with the options and shared memory of `resources`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Locked`] when another instance holds the directory,
+    /// [`StoreError::Corrupt`] when its files cannot be read as a store,
+    /// [`StoreError::Io`] when the directory cannot be created or the name is not a plain
+    /// file name (empty, `.`/`..`, or containing a path separator).
+    pub fn open(name: impl Into<String>, dir: &Path, resources: &RocksDbResources) -> Result<Self> {
+        let name = name.into();
+        if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\\', '\0']) {
+            let source = io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("invalid store name `{name}`"),
+            );
+            return Err(StoreError::Io {
+                store: name,
+                path: dir.to_owned(),
+                source,
+            });
+        }
+        let path = Self::store_dir(dir, &name);
+        std::fs::create_dir_all(&path).map_err(|source| StoreError::Io {
+            store: name.clone(),
+            path: path.clone(),
+            source,
+        })?;
+        let opts = resources.store_options(&name);
+        let families = [
+            ColumnFamilyDescriptor::new(DEFAULT_COLUMN_FAMILY_NAME, opts.clone()),
+            ColumnFamilyDescriptor::new(METADATA_CF, resources.metadata_options()),
+        ];
+        let db = DB::open_cf_descriptors(&opts, &path, families).map_err(|e| open_error(&name, &path, e))?;
+        let mut write_opts = WriteOptions::default();
+        write_opts.disable_wal(true);
+        let store = Self {
+            name,
+            path,
+            db: Some(db),
+            write_opts,
+        };
+        // Fail at open, not at first use, when the metadata is unreadable.
+        store.checkpoint()?;
+        Ok(store)
+    }
+
+    /// The directory holding the store's files.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn db(&self) -> Result<&DB> {
+        self.db.as_ref().ok_or_else(|| StoreError::Closed {
+            store: self.name.clone(),
+        })
+    }
+
+    fn family<'d>(&self, db: &'d DB, family: &str) -> Result<&'d ColumnFamily> {
+        db.cf_handle(family).ok_or_else(|| StoreError::Corrupt {
+            store: self.name.clone(),
+            path: self.path.clone(),
+            message: format!("column family `{family}` is missing"),
+        })
+    }
+
+    fn err(&self) -> impl Fn(::rocksdb::Error) -> StoreError + '_ {
+        |e| op_error(&self.name, e)
+    }
+
+    fn iter_range(&self, from: Bound<&[u8]>, to: Bound<&[u8]>, reverse: bool) -> Result<KeyValueIter<'_>> {
+        let db = self.db()?;
+        if KeyRange::new(from, to).is_empty() {
+            return Ok(KeyValueIter::empty());
+        }
+        let raw = db.raw_iterator_opt(bounded_read_options(from, to));
+        Ok(KeyValueIter::new(RocksIter::new(raw, &self.name, reverse)))
+    }
+
+    /// The largest key at or above `lower`, if any.
+    fn last_key_from(&self, db: &DB, lower: &[u8]) -> Result<Option<Vec<u8>>> {
+        let mut opts = ReadOptions::default();
+        opts.set_iterate_lower_bound(lower);
+        let mut raw = db.raw_iterator_opt(opts);
+        raw.seek_to_last();
+        if let Some(key) = raw.key() {
+            return Ok(Some(key.to_vec()));
+        }
+        raw.status().map_err(self.err())?;
+        Ok(None)
+    }
+
+    /// Flushes the memtables of both column families, atomically, waiting for the flush.
+    fn flush_all(&self, db: &DB) -> Result<()> {
+        let data = self.family(db, DEFAULT_COLUMN_FAMILY_NAME)?;
+        let meta = self.family(db, METADATA_CF)?;
+        db.flush_cfs_opt(&[data, meta], &FlushOptions::default())
+            .map_err(self.err())
+    }
+}
+
+impl StateStore for RocksDbKeyValueStore {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn persistent(&self) -> bool {
+        true
+    }
+
+    fn is_open(&self) -> bool {
+        self.db.is_some()
+    }
+
+    /// Flushes the memtables to SST files (run at commit).
+    fn flush(&mut self) -> Result<()> {
+        self.flush_all(self.db()?)
+    }
+
+    fn close(&mut self) -> Result<()> {
+        let flushed = match &self.db {
+            Some(db) => self.flush_all(db),
+            None => return Ok(()),
+        };
+        // Release the DB (and its LOCK) even when the flush failed.
+        self.db = None;
+        flushed
+    }
+}
+
+impl KeyValueStore for RocksDbKeyValueStore {
+    fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
+        let value = self.db()?.get_pinned(key).map_err(self.err())?;
+        Ok(value.map(|v| Bytes::copy_from_slice(&v)))
+    }
+
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.db()?
+            .put_opt(key, value, &self.write_opts)
+            .map_err(self.err())
+    }
+
+    fn put_all(&mut self, entries: &[(Bytes, Bytes)]) -> Result<()> {
+        let db = self.db()?;
+        let mut batch = WriteBatch::default();
+        for (key, value) in entries {
+            batch.put(key, value);
+        }
+        db.write_opt(batch, &self.write_opts).map_err(self.err())
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<Option<Bytes>> {
+        let old = self.get(key)?;
+        if old.is_some() {
+            self.db()?.delete_opt(key, &self.write_opts).map_err(self.err())?;
+        }
+        Ok(old)
+    }
+
+    fn range(&self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<KeyValueIter<'_>> {
+        self.iter_range(from, to, false)
+    }
+
+    fn reverse_range(&self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<KeyValueIter<'_>> {
+        self.iter_range(from, to, true)
+    }
+
+    /// RocksDB's `rocksdb.estimate-num-keys`: approximate, and not reduced by range deletes
+    /// until compaction.
+    fn approximate_num_entries(&self) -> Result<u64> {
+        let db = self.db()?;
+        Ok(db
+            .property_int_value(::rocksdb::properties::ESTIMATE_NUM_KEYS)
+            .map_err(self.err())?
+            .unwrap_or(0))
+    }
+
+    /// One RocksDB range tombstone over `[lower, upper)`; an unbounded upper end becomes the
+    /// successor of the largest key present.
+    fn delete_range(&mut self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<()> {
+        let db = self.db()?;
+        if KeyRange::new(from, to).is_empty() {
+            return Ok(());
+        }
+        // The empty key is the smallest key.
+        let lower = lower_bound(from).unwrap_or_default();
+        let upper = match upper_bound(to) {
+            Some(upper) => upper,
+            None => match self.last_key_from(db, &lower)? {
+                Some(last) => successor(&last),
+                None => return Ok(()),
+            },
+        };
+        if lower >= upper {
+            return Ok(());
+        }
+        let mut batch = WriteBatch::default();
+        batch.delete_range(&lower, &upper);
+        db.write_opt(batch, &self.write_opts).map_err(self.err())
+    }
+
+    /// One write batch, WAL off: the records, then the last offset as the checkpoint.
+    fn restore_batch(&mut self, records: &[ChangelogRecord]) -> Result<()> {
+        let db = self.db()?;
+        let Some(last) = records.last() else { return Ok(()) };
+        let meta = self.family(db, METADATA_CF)?;
+        let mut batch = WriteBatch::default();
+        for record in records {
+            match &record.value {
+                Some(value) => batch.put(&record.key, value),
+                None => batch.delete(&record.key),
+            }
+        }
+        batch.put_cf(meta, CHECKPOINT_KEY, last.offset.to_be_bytes());
+        db.write_opt(batch, &self.write_opts).map_err(self.err())
+    }
+
+    fn checkpoint(&self) -> Result<Option<i64>> {
+        let db = self.db()?;
+        let meta = self.family(db, METADATA_CF)?;
+        let Some(raw) = db.get_pinned_cf(meta, CHECKPOINT_KEY).map_err(self.err())? else {
+            return Ok(None);
+        };
+        let bytes: [u8; 8] = raw.as_ref().try_into().map_err(|_| StoreError::Corrupt {
+            store: self.name.clone(),
+            path: self.path.clone(),
+            message: format!("checkpoint has {} bytes, expected 8", raw.len()),
+        })?;
+        Ok(Some(i64::from_be_bytes(bytes)))
+    }
+
+    /// Writes the checkpoint, then flushes data and metadata together, so the checkpoint is
+    /// on disk exactly when the data it covers is.
+    fn write_checkpoint(&mut self, offset: Option<i64>) -> Result<()> {
+        let db = self.db()?;
+        let meta = self.family(db, METADATA_CF)?;
+        match offset {
+            Some(offset) => db.put_cf_opt(meta, CHECKPOINT_KEY, offset.to_be_bytes(), &self.write_opts),
+            None => db.delete_cf_opt(meta, CHECKPOINT_KEY, &self.write_opts),
+        }
+        .map_err(self.err())?;
+        self.flush_all(db)
+    }
+}
+
+impl fmt::Debug for RocksDbKeyValueStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RocksDbKeyValueStore")
+            .field("name", &self.name)
+            .field("path", &self.path)
+            .field("open", &self.db.is_some())
+            .finish()
+    }
+}
