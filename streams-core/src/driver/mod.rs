@@ -1,0 +1,400 @@
+//! [`TopologyTestDriver`]: runs a topology synchronously, without a broker, for unit tests.
+//!
+//! It drives the very task code the runtime runs: the same nodes, stores (including
+//! RocksDB, in a temporary directory), caches, changelogs, punctuation and error handlers.
+//! Only the edges differ: input comes from [`TestInputTopic`]s instead of a consumer, and
+//! produced records land in in-memory topics instead of a producer.
+//!
+//! Like the runtime, the driver
+//! - places keyed records on partitions with murmur2 of the key bytes, so a topic can have
+//!   several partitions and every (sub-topology, partition) has its own task and stores;
+//! - routes records written to a topic that a sub-topology reads (a repartition topic) to
+//!   that sub-topology's task;
+//! - commits (flushes caches and stores) after every piped record, as Kafka Streams' own
+//!   test driver does;
+//! - writes logged stores' changes to `<application.id>-<store>-changelog`, readable as an
+//!   output topic.
+
+mod log;
+mod topics;
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use streams_state::{KvStore, Serde, StoreBuildContext, StoreError};
+
+pub use topics::{TestInputTopic, TestOutputTopic, TestRecord};
+
+use self::log::{DriverChangelog, DriverCollector, SharedLog};
+use crate::error::StreamsError;
+use crate::handlers::ErrorPolicy;
+use crate::partitioner::default_partition;
+use crate::processor::PunctuationType;
+use crate::record::{Headers, OutputRecord};
+use crate::task::{Task, TaskId};
+use crate::topology::Topology;
+
+/// Settings of a [`TopologyTestDriver`].
+#[derive(Debug, Clone)]
+pub struct DriverConfig {
+    /// The application id (names changelog topics).
+    pub application_id: String,
+    /// Partition counts of topics; topics not listed have one partition.
+    pub partitions: HashMap<String, i32>,
+    /// The wall-clock time the driver starts at (ms).
+    pub start_wall_clock: i64,
+    /// The cache budget of each cached store.
+    pub cache_max_bytes: usize,
+    /// The error handlers.
+    pub errors: ErrorPolicy,
+    /// Commit (flush caches and stores) after every this many piped records; 1 by default,
+    /// as Kafka Streams' test driver does. Larger values suit bulk tests on RocksDB stores,
+    /// whose flush writes a table file. [`TopologyTestDriver::commit`] commits on demand.
+    pub commit_every: u32,
+}
+
+impl Default for DriverConfig {
+    fn default() -> Self {
+        Self {
+            application_id: "test-driver".into(),
+            partitions: HashMap::new(),
+            start_wall_clock: 0,
+            cache_max_bytes: StoreBuildContext::DEFAULT_CACHE_MAX_BYTES,
+            errors: ErrorPolicy::default(),
+            commit_every: 1,
+        }
+    }
+}
+
+impl DriverConfig {
+    /// Gives `topic` `n` partitions.
+    pub fn partitions(mut self, topic: &str, n: i32) -> Self {
+        self.partitions.insert(topic.to_owned(), n);
+        self
+    }
+
+    /// Sets the application id.
+    pub fn application_id(mut self, id: &str) -> Self {
+        self.application_id = id.to_owned();
+        self
+    }
+
+    /// Sets the error handlers.
+    pub fn errors(mut self, errors: ErrorPolicy) -> Self {
+        self.errors = errors;
+        self
+    }
+
+    /// Commits after every `n` piped records (at least 1).
+    pub fn commit_every(mut self, n: u32) -> Self {
+        self.commit_every = n.max(1);
+        self
+    }
+
+    /// Sets the cache budget of each cached store.
+    pub fn cache_max_bytes(mut self, bytes: usize) -> Self {
+        self.cache_max_bytes = bytes;
+        self
+    }
+}
+
+pub(crate) struct DriverInner {
+    topology: Topology,
+    log: SharedLog,
+    tasks: BTreeMap<TaskId, Task>,
+    wall_clock: i64,
+    timestamp: Arc<AtomicI64>,
+    round_robin: HashMap<String, u32>,
+    routed: HashMap<String, usize>,
+    commit_every: u32,
+    since_commit: u32,
+    _state_dir: tempfile::TempDir,
+}
+
+/// Runs a [`Topology`] without Kafka. See the [module docs](self).
+///
+/// ```
+/// use streams_core::serdes::StringSerde;
+/// use streams_core::{DriverConfig, ProcessResult, Processor, ProcessorContext, Record, Topology, TopologyTestDriver};
+///
+/// struct Upper;
+/// impl Processor<String, String, String, String> for Upper {
+///     fn process(&mut self, ctx: &mut ProcessorContext<'_, String, String>, r: Record<String, String>) -> ProcessResult {
+///         let v = r.value.to_uppercase();
+///         ctx.forward(r.with_value(v))
+///     }
+/// }
+///
+/// let mut b = Topology::builder();
+/// b.add_source("in", ["words"], StringSerde, StringSerde)
+///     .add_processor("upper", || Upper, ["in"])
+///     .add_sink("out", "upper-words", StringSerde, StringSerde, ["upper"]);
+/// let driver = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap();
+/// let input = driver.input_topic("words", StringSerde, StringSerde);
+/// let output = driver.output_topic("upper-words", StringSerde, StringSerde);
+/// input.pipe("k".to_string(), "hello".to_string()).unwrap();
+/// assert_eq!(output.read_value().unwrap(), Some("HELLO".to_string()));
+/// ```
+pub struct TopologyTestDriver {
+    inner: Rc<RefCell<DriverInner>>,
+}
+
+impl TopologyTestDriver {
+    /// Creates every task of `topology`: one per (sub-topology, partition), with its stores.
+    pub fn new(topology: Topology, config: DriverConfig) -> Result<Self, StreamsError> {
+        let state_dir = tempfile::tempdir().map_err(|e| StreamsError::Usage(format!("temporary state dir: {e}")))?;
+        let log = SharedLog::default();
+        for (t, n) in &config.partitions {
+            log.lock().set_partitions(t, *n);
+        }
+        let app_id: Arc<str> = Arc::from(config.application_id.as_str());
+        let timestamp = Arc::new(AtomicI64::new(0));
+        let mut tasks = BTreeMap::new();
+        for sub in topology.subtopologies() {
+            let counts: Vec<i32> = sub.source_topics.iter().map(|t| log.lock().partitions(t)).collect();
+            let n = counts.first().copied().unwrap_or(1);
+            if counts.iter().any(|&c| c != n) {
+                return Err(StreamsError::Usage(format!(
+                    "source topics {:?} of sub-topology {} have different partition counts {counts:?}",
+                    sub.source_topics, sub.id
+                )));
+            }
+            let partitions: Vec<i32> = if sub.global { vec![-1] } else { (0..n).collect() };
+            for partition in partitions {
+                let id = TaskId { subtopology: sub.id, partition };
+                let mut make_store = |def: &crate::topology::spec::StoreDef, id: TaskId| {
+                    let dir = state_dir.path().join(id.to_string());
+                    let mut ctx = StoreBuildContext::new(Some(dir));
+                    ctx.cache_max_bytes = config.cache_max_bytes;
+                    if def.builder.logging_config().is_some() && !def.global {
+                        ctx.changelog = Some(Box::new(DriverChangelog {
+                            log: log.clone(),
+                            topic: format!("{}-{}-changelog", app_id, def.builder.name()),
+                            partition: id.partition,
+                            timestamp: timestamp.clone(),
+                        }));
+                    }
+                    def.builder.build(ctx)
+                };
+                let collector = Box::new(DriverCollector { log: log.clone(), round_robin: 0 });
+                let mut task = Task::new(
+                    &topology,
+                    id,
+                    app_id.clone(),
+                    collector,
+                    &mut make_store,
+                    config.errors.clone(),
+                    config.start_wall_clock,
+                    timestamp.clone(),
+                )?;
+                task.initialize()?;
+                tasks.insert(id, task);
+            }
+        }
+        let inner = DriverInner {
+            topology,
+            log,
+            tasks,
+            wall_clock: config.start_wall_clock,
+            timestamp,
+            round_robin: HashMap::new(),
+            routed: HashMap::new(),
+            commit_every: config.commit_every.max(1),
+            since_commit: 0,
+            _state_dir: state_dir,
+        };
+        Ok(Self { inner: Rc::new(RefCell::new(inner)) })
+    }
+
+    /// A typed handle for piping records into `topic`.
+    pub fn input_topic<KS: Serde, VS: Serde>(&self, topic: &str, key_serde: KS, value_serde: VS) -> TestInputTopic<KS, VS> {
+        TestInputTopic::new(self.inner.clone(), topic, key_serde, value_serde)
+    }
+
+    /// A typed handle for reading the records written to `topic`, from the first one.
+    pub fn output_topic<KS: Serde, VS: Serde>(&self, topic: &str, key_serde: KS, value_serde: VS) -> TestOutputTopic<KS, VS> {
+        TestOutputTopic::new(self.inner.clone(), topic, key_serde, value_serde)
+    }
+
+    /// Advances the wall clock by `by` and runs the wall-clock punctuators that became due.
+    pub fn advance_wall_clock(&self, by: Duration) -> Result<(), StreamsError> {
+        let mut inner = self.inner.borrow_mut();
+        inner.wall_clock = inner.wall_clock.saturating_add(i64::try_from(by.as_millis()).unwrap_or(i64::MAX));
+        let now = inner.wall_clock;
+        inner.timestamp.store(now, Ordering::Relaxed);
+        for task in inner.tasks.values_mut() {
+            task.punctuate(PunctuationType::WallClock, now)?;
+        }
+        inner.route_internal()?;
+        inner.commit()
+    }
+
+    /// Commits every task now: flushes caches and stores.
+    pub fn commit(&self) -> Result<(), StreamsError> {
+        self.inner.borrow_mut().commit()
+    }
+
+    /// The wall-clock time (ms).
+    pub fn wall_clock(&self) -> i64 {
+        self.inner.borrow().wall_clock
+    }
+
+    /// The store `name` of partition 0 (or of the global task).
+    pub fn kv_store<KS, VS>(&self, name: &str) -> Result<KvStore<KS, VS>, StoreError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        let inner = self.inner.borrow();
+        let found = inner.tasks.values().find(|t| {
+            (t.id().partition <= 0) && t.stores().iter().any(|s| s.name == name)
+        });
+        Self::typed(found, name)
+    }
+
+    /// The store `name` of the task for `partition`.
+    pub fn kv_store_at<KS, VS>(&self, name: &str, partition: i32) -> Result<KvStore<KS, VS>, StoreError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        let inner = self.inner.borrow();
+        let found =
+            inner.tasks.values().find(|t| t.id().partition == partition && t.stores().iter().any(|s| s.name == name));
+        Self::typed(found, name)
+    }
+
+    fn typed<KS, VS>(task: Option<&Task>, name: &str) -> Result<KvStore<KS, VS>, StoreError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        let slot = task
+            .and_then(|t| t.stores().iter().find(|s| s.name == name))
+            .ok_or_else(|| StoreError::WrongType { store: name.to_owned(), message: "no such store".into() })?;
+        slot.builder.typed_handle(slot.store.clone()).downcast::<KvStore<KS, VS>>().map(|b| *b).map_err(|_| {
+            StoreError::WrongType {
+                store: name.to_owned(),
+                message: format!(
+                    "asked for KvStore<{}, {}> but the store is {}",
+                    std::any::type_name::<KS>(),
+                    std::any::type_name::<VS>(),
+                    slot.builder.type_name()
+                ),
+            }
+        })
+    }
+
+    /// The names of every topic that holds records (inputs, outputs, changelogs).
+    pub fn topics(&self) -> Vec<String> {
+        let inner = self.inner.borrow();
+        let mut v: Vec<String> = inner.log.lock().topics().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// The ids of the driver's tasks.
+    pub fn task_ids(&self) -> Vec<TaskId> {
+        self.inner.borrow().tasks.keys().copied().collect()
+    }
+
+    /// Closes every task cleanly (flush, processors' `close`, stores' `close`).
+    pub fn close(self) -> Result<(), StreamsError> {
+        let mut inner = self.inner.borrow_mut();
+        let mut first = None;
+        for task in inner.tasks.values_mut() {
+            if let Err(e) = task.close(true) {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+}
+
+impl DriverInner {
+    /// Appends a piped record to its topic and runs it (and everything it causes) through
+    /// the tasks.
+    pub(crate) fn pipe(
+        &mut self,
+        topic: &str,
+        partition: Option<i32>,
+        key: Option<Bytes>,
+        value: Option<Bytes>,
+        timestamp: i64,
+        headers: Headers,
+    ) -> Result<(), StreamsError> {
+        let n = self.log.lock().partitions(topic);
+        if let Some(p) = partition.filter(|p| !(0..n).contains(p)) {
+            return Err(StreamsError::Usage(format!("topic `{topic}` has {n} partitions, not {}", p + 1)));
+        }
+        let partition = match (&key, partition) {
+            (_, Some(p)) => p,
+            (Some(k), None) => default_partition(k, n),
+            (None, None) => {
+                let rr = self.round_robin.entry(topic.to_owned()).or_insert(0);
+                *rr = rr.wrapping_add(1);
+                (*rr % n.max(1) as u32) as i32
+            }
+        };
+        self.log.lock().append(
+            topic,
+            partition,
+            OutputRecord { topic: topic.to_owned(), partition: Some(partition), key, value, timestamp, headers },
+        );
+        self.route_internal()?;
+        self.since_commit += 1;
+        if self.since_commit >= self.commit_every {
+            self.commit()?;
+        }
+        Ok(())
+    }
+
+    /// Flushes every task's stores; records written by cache flushes are routed too.
+    fn commit(&mut self) -> Result<(), StreamsError> {
+        self.since_commit = 0;
+        for task in self.tasks.values_mut() {
+            task.flush()?;
+        }
+        self.route_internal()
+    }
+
+    /// Delivers every record not yet delivered to the task reading its topic, processing
+    /// until no task has work left (records written to a repartition topic loop back).
+    fn route_internal(&mut self) -> Result<(), StreamsError> {
+        loop {
+            let mut pending = Vec::new();
+            {
+                let log = self.log.lock();
+                for sub in self.topology.subtopologies() {
+                    for t in &sub.source_topics {
+                        let from = self.routed.get(t).copied().unwrap_or(0);
+                        let new = log.read_from(t, from);
+                        if !new.is_empty() {
+                            pending.push((sub.id, sub.global, t.clone(), new.to_vec()));
+                        }
+                    }
+                }
+            }
+            if pending.is_empty() {
+                return Ok(());
+            }
+            for (sub, global, topic, records) in pending {
+                *self.routed.entry(topic).or_insert(0) += records.len();
+                for r in records {
+                    let id = TaskId { subtopology: sub, partition: if global { -1 } else { r.partition } };
+                    self.timestamp.store(r.timestamp, Ordering::Relaxed);
+                    let Some(task) = self.tasks.get_mut(&id) else {
+                        return Err(StreamsError::Usage(format!("no task {id} for {}-{}", r.topic, r.partition)));
+                    };
+                    task.add_records([r]);
+                    while task.process_one()? {}
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! Typed input and output topics of the test driver.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use bytes::Bytes;
+use streams_state::{Serde, SerdeError};
+
+use super::DriverInner;
+use crate::error::StreamsError;
+use crate::record::Headers;
+
+/// A record read from an output topic.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestRecord<K, V> {
+    /// The key.
+    pub key: K,
+    /// The value.
+    pub value: V,
+    /// The timestamp (ms).
+    pub timestamp: i64,
+    /// The headers.
+    pub headers: Headers,
+    /// The partition it was written to.
+    pub partition: i32,
+}
+
+/// Pipes typed records into one topic of a [`TopologyTestDriver`](super::TopologyTestDriver).
+/// Each pipe runs the record through the topology before it returns.
+pub struct TestInputTopic<KS, VS> {
+    inner: Rc<RefCell<DriverInner>>,
+    topic: String,
+    key_serde: KS,
+    value_serde: VS,
+    next_timestamp: Cell<i64>,
+}
+
+impl<KS: Serde, VS: Serde> TestInputTopic<KS, VS> {
+    pub(crate) fn new(inner: Rc<RefCell<DriverInner>>, topic: &str, key_serde: KS, value_serde: VS) -> Self {
+        Self { inner, topic: topic.to_owned(), key_serde, value_serde, next_timestamp: Cell::new(0) }
+    }
+
+    fn ser<S: Serde>(s: &S, v: &S::Target) -> Result<Option<Bytes>, StreamsError> {
+        let mut out = Vec::new();
+        let present = s.serialize_nullable(v, &mut out).map_err(|e: SerdeError| StreamsError::Usage(e.to_string()))?;
+        Ok(present.then(|| Bytes::from(out)))
+    }
+
+    /// Pipes a record with the topic's next timestamp (the last one given, initially 0).
+    pub fn pipe(&self, key: KS::Target, value: VS::Target) -> Result<(), StreamsError> {
+        self.pipe_at(key, value, self.next_timestamp.get())
+    }
+
+    /// Pipes a record with `timestamp` (ms).
+    pub fn pipe_at(&self, key: KS::Target, value: VS::Target, timestamp: i64) -> Result<(), StreamsError> {
+        self.pipe_with_headers(key, value, timestamp, Headers::new())
+    }
+
+    /// Pipes a record with `timestamp` and `headers`.
+    pub fn pipe_with_headers(
+        &self,
+        key: KS::Target,
+        value: VS::Target,
+        timestamp: i64,
+        headers: Headers,
+    ) -> Result<(), StreamsError> {
+        self.next_timestamp.set(timestamp);
+        let k = Self::ser(&self.key_serde, &key)?;
+        let v = Self::ser(&self.value_serde, &value)?;
+        self.inner.borrow_mut().pipe(&self.topic, None, k, v, timestamp, headers)
+    }
+
+    /// Pipes a record into an explicit partition, as a producer with a custom partitioner
+    /// would (e.g. keys `user:hook` partitioned by the user part).
+    pub fn pipe_to_partition(
+        &self,
+        partition: i32,
+        key: KS::Target,
+        value: VS::Target,
+        timestamp: i64,
+    ) -> Result<(), StreamsError> {
+        self.next_timestamp.set(timestamp);
+        let k = Self::ser(&self.key_serde, &key)?;
+        let v = Self::ser(&self.value_serde, &value)?;
+        self.inner.borrow_mut().pipe(&self.topic, Some(partition), k, v, timestamp, Headers::new())
+    }
+
+    /// Pipes raw bytes (e.g. an undeserializable record), bypassing the serdes.
+    pub fn pipe_raw(&self, key: Option<&[u8]>, value: Option<&[u8]>, timestamp: i64) -> Result<(), StreamsError> {
+        self.inner.borrow_mut().pipe(
+            &self.topic,
+            None,
+            key.map(Bytes::copy_from_slice),
+            value.map(Bytes::copy_from_slice),
+            timestamp,
+            Headers::new(),
+        )
+    }
+}
+
+/// Reads typed records from one topic of a [`TopologyTestDriver`](super::TopologyTestDriver),
+/// in the order they were produced.
+pub struct TestOutputTopic<KS, VS> {
+    inner: Rc<RefCell<DriverInner>>,
+    topic: String,
+    key_serde: KS,
+    value_serde: VS,
+    position: Cell<usize>,
+}
+
+impl<KS: Serde, VS: Serde> TestOutputTopic<KS, VS> {
+    pub(crate) fn new(inner: Rc<RefCell<DriverInner>>, topic: &str, key_serde: KS, value_serde: VS) -> Self {
+        Self { inner, topic: topic.to_owned(), key_serde, value_serde, position: Cell::new(0) }
+    }
+
+    /// The next unread record, if any.
+    pub fn read_record(&self) -> Result<Option<TestRecord<KS::Target, VS::Target>>, SerdeError> {
+        let inner = self.inner.borrow();
+        let log = inner.log.lock();
+        let Some(raw) = log.read_from(&self.topic, self.position.get()).first() else {
+            return Ok(None);
+        };
+        self.position.set(self.position.get() + 1);
+        Ok(Some(TestRecord {
+            key: self.key_serde.deserialize_nullable(raw.key.as_deref())?,
+            value: self.value_serde.deserialize_nullable(raw.value.as_deref())?,
+            timestamp: raw.timestamp,
+            headers: raw.headers.clone(),
+            partition: raw.partition,
+        }))
+    }
+
+    /// The next unread value, if any.
+    pub fn read_value(&self) -> Result<Option<VS::Target>, SerdeError> {
+        Ok(self.read_record()?.map(|r| r.value))
+    }
+
+    /// The next unread key and value, if any.
+    pub fn read_key_value(&self) -> Result<Option<(KS::Target, VS::Target)>, SerdeError> {
+        Ok(self.read_record()?.map(|r| (r.key, r.value)))
+    }
+
+    /// Every unread record.
+    pub fn read_records(&self) -> Result<Vec<TestRecord<KS::Target, VS::Target>>, SerdeError> {
+        std::iter::from_fn(|| self.read_record().transpose()).collect()
+    }
+
+    /// Every unread key and value.
+    pub fn read_key_values(&self) -> Result<Vec<(KS::Target, VS::Target)>, SerdeError> {
+        Ok(self.read_records()?.into_iter().map(|r| (r.key, r.value)).collect())
+    }
+
+    /// The number of unread records.
+    pub fn queue_size(&self) -> usize {
+        let inner = self.inner.borrow();
+        let len = inner.log.lock().len(&self.topic);
+        len.saturating_sub(self.position.get())
+    }
+
+    /// Whether every record has been read.
+    pub fn is_empty(&self) -> bool {
+        self.queue_size() == 0
+    }
+}

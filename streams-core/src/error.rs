@@ -1,0 +1,174 @@
+//! Errors of the topology builder, the Processor API and the runtime.
+
+use std::fmt;
+
+use streams_state::StoreError;
+
+/// The error a processor returns: any error type, boxed. Store and serde errors convert with
+/// `?`; user errors too (`Err("bad input".into())` works for strings).
+pub type ProcessorError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// What a processor's `init`, `process` and `punctuate` return.
+pub type ProcessResult = Result<(), ProcessorError>;
+
+/// A topology that cannot be built, with every reason found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid topology: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+pub struct TopologyError(pub Vec<TopologyIssue>);
+
+/// One reason a topology is invalid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TopologyIssue {
+    /// Two nodes (or two stores) share a name.
+    #[error("duplicate name `{0}`")]
+    DuplicateName(String),
+    /// A node names a parent that does not exist.
+    #[error("node `{node}` names unknown parent `{parent}`")]
+    UnknownParent {
+        /// The node.
+        node: String,
+        /// The missing parent.
+        parent: String,
+    },
+    /// A node that must have parents has none.
+    #[error("node `{0}` has no parent")]
+    NoParent(String),
+    /// A sink was named as a parent.
+    #[error("node `{node}` names sink `{parent}` as parent; sinks have no children")]
+    SinkAsParent {
+        /// The node.
+        node: String,
+        /// The sink.
+        parent: String,
+    },
+    /// The nodes form a cycle.
+    #[error("cycle through node `{0}`")]
+    Cycle(String),
+    /// A store is connected to a node that does not exist, or to none.
+    #[error("store `{store}`: {message}")]
+    Store {
+        /// The store.
+        store: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A node's input types are not its parent's output types.
+    #[error(
+        "type mismatch: `{parent}` outputs Record<{parent_key}, {parent_value}> but `{child}` takes Record<{child_key}, {child_value}>"
+    )]
+    TypeMismatch {
+        /// The parent node.
+        parent: String,
+        /// The parent's output key type.
+        parent_key: &'static str,
+        /// The parent's output value type.
+        parent_value: &'static str,
+        /// The child node.
+        child: String,
+        /// The child's input key type.
+        child_key: &'static str,
+        /// The child's input value type.
+        child_value: &'static str,
+    },
+    /// Two sources read the same topic.
+    #[error("topic `{topic}` is read by both `{first}` and `{second}`")]
+    SharedSourceTopic {
+        /// The topic.
+        topic: String,
+        /// One source.
+        first: String,
+        /// The other source.
+        second: String,
+    },
+    /// A source reads no topic.
+    #[error("source `{0}` reads no topic")]
+    NoTopics(String),
+}
+
+/// Where a failing record came from, for error messages.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ErrorOrigin {
+    /// The node that failed.
+    pub node: String,
+    /// The input record's topic, partition and offset (none inside a punctuator).
+    pub record: Option<(String, i32, i64)>,
+}
+
+impl fmt::Display for ErrorOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "node `{}`", self.node)?;
+        if let Some((t, p, o)) = &self.record {
+            write!(f, " processing {t}-{p}@{o}")?;
+        }
+        Ok(())
+    }
+}
+
+/// An error raised while a task runs records through its processors.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StreamsError {
+    /// A processor returned an error.
+    #[error("{origin}: {source}")]
+    Processing {
+        /// Which node failed, on which record.
+        origin: ErrorOrigin,
+        /// The processor's error.
+        #[source]
+        source: ProcessorError,
+    },
+    /// A record could not be deserialized and the handler chose to fail.
+    #[error("{origin}: cannot deserialize {what}: {source}")]
+    Deserialization {
+        /// Which source failed, on which record.
+        origin: ErrorOrigin,
+        /// "key" or "value".
+        what: &'static str,
+        /// The serde's error.
+        #[source]
+        source: streams_state::SerdeError,
+    },
+    /// A record could not be written and the handler chose to fail.
+    #[error("{origin}: cannot produce to `{topic}`: {message}")]
+    Production {
+        /// Which sink failed, on which record.
+        origin: ErrorOrigin,
+        /// The destination topic.
+        topic: String,
+        /// What failed.
+        message: String,
+    },
+    /// A state store failed.
+    #[error("store error: {0}")]
+    Store(#[from] StoreError),
+    /// The topology was invalid.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    /// A Kafka client failed.
+    #[error("kafka: {message}")]
+    Kafka {
+        /// What failed.
+        message: String,
+        /// Whether retrying the operation may succeed.
+        retriable: bool,
+    },
+    /// The configuration is invalid.
+    #[error("invalid config `{property}`: {message}")]
+    Config {
+        /// The property at fault.
+        property: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// Something the caller asked for does not exist or is not allowed now.
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl StreamsError {
+    /// Whether retrying the operation may succeed (a transient Kafka error).
+    pub fn is_retriable(&self) -> bool {
+        matches!(self, Self::Kafka { retriable: true, .. })
+    }
+}

@@ -1,0 +1,106 @@
+//! The context a processor is handed: forwarding, stores, record metadata, scheduling.
+
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use streams_state::{KvStore, Serde, StoreError};
+
+use super::{Cancellable, PunctuationType};
+use crate::error::ProcessResult;
+use crate::record::{Record, RecordMetadata};
+use crate::task::graph::NodeCx;
+use crate::task::TaskId;
+
+/// What a processor can do besides computing: forward records to its children, reach the
+/// stores connected to it, read the current record's metadata, schedule punctuators and
+/// request a commit.
+///
+/// `K` and `V` are the types of the records this processor forwards.
+pub struct ProcessorContext<'a, K, V> {
+    cx: NodeCx<'a>,
+    _out: PhantomData<fn(K, V)>,
+}
+
+impl<'a, K, V> ProcessorContext<'a, K, V> {
+    pub(crate) fn new(cx: NodeCx<'a>) -> Self {
+        Self { cx, _out: PhantomData }
+    }
+
+    /// The name of this processor's node.
+    pub fn node_name(&self) -> &str {
+        self.cx.name()
+    }
+
+    /// The application id (`application.id`).
+    pub fn application_id(&self) -> &str {
+        &self.cx.task.app_id
+    }
+
+    /// The task this processor instance belongs to.
+    pub fn task_id(&self) -> TaskId {
+        self.cx.task.task_id
+    }
+
+    /// Topic, partition and offset of the record being processed; `None` in a punctuator.
+    pub fn record_metadata(&self) -> Option<RecordMetadata> {
+        self.cx.task.record.borrow().clone()
+    }
+
+    /// The task's stream time: the largest timestamp seen so far (`i64::MIN` before any).
+    pub fn stream_time(&self) -> i64 {
+        self.cx.task.stream_time.get()
+    }
+
+    /// The task's wall-clock time in ms (the driver's mock time in tests).
+    pub fn wall_clock_time(&self) -> i64 {
+        self.cx.task.wall_clock.get()
+    }
+
+    /// Asks the runtime to commit as soon as the current record is done.
+    pub fn request_commit(&mut self) {
+        self.cx.task.commit_requested.set(true);
+    }
+
+    /// Schedules [`Processor::punctuate`](super::Processor::punctuate) every `interval`
+    /// of `kind` time. The first call comes one interval after now (for stream time: after
+    /// the stream time when scheduled, or the first record's timestamp if none was seen).
+    pub fn schedule(&mut self, interval: Duration, kind: PunctuationType) -> Cancellable {
+        self.cx.task.schedule(self.cx.node, super::interval_ms(interval), kind)
+    }
+
+    /// The typed handle of the key-value store `name`, which must be connected to this
+    /// processor (or be a global store), with the serdes it was built with.
+    ///
+    /// Fails with [`StoreError::NotConnected`] for a store not connected to this processor
+    /// and [`StoreError::WrongType`] when `KS`/`VS` are not the store's serdes.
+    pub fn kv_store<KS, VS>(&self, name: &str) -> Result<KvStore<KS, VS>, StoreError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        self.cx.task.kv_store(self.cx.graph, self.cx.node, name)
+    }
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> ProcessorContext<'_, K, V> {
+    /// Forwards `record` to every child, depth-first, in the order the children were added.
+    /// Returns once every child (and its descendants) processed it.
+    pub fn forward(&mut self, record: Record<K, V>) -> ProcessResult {
+        let children = self.cx.children();
+        let Some((last, rest)) = children.split_last() else {
+            return Ok(());
+        };
+        for &child in rest {
+            self.cx.dispatch(child, &mut Some(record.clone()))?;
+        }
+        self.cx.dispatch(*last, &mut Some(record))
+    }
+
+    /// Forwards `record` to the child named `child` only.
+    pub fn forward_to(&mut self, child: &str, record: Record<K, V>) -> ProcessResult {
+        let index = self.cx.child_by_name(child).ok_or_else(|| {
+            format!("`{child}` is not a child of `{}`", self.cx.name())
+        })?;
+        self.cx.dispatch(index, &mut Some(record))
+    }
+}

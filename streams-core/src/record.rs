@@ -1,0 +1,149 @@
+//! Records as processors see them, and the raw records the runtime reads from Kafka.
+
+use bytes::Bytes;
+
+/// Record headers: an ordered list of `(name, value)` pairs; names may repeat, values may be
+/// null, as in Kafka.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Headers(Vec<(String, Option<Bytes>)>);
+
+impl Headers {
+    /// No headers.
+    pub fn new() -> Self {
+        Self(Vec::new())
+    }
+
+    /// Appends a header.
+    pub fn add(&mut self, name: impl Into<String>, value: impl Into<Bytes>) -> &mut Self {
+        self.0.push((name.into(), Some(value.into())));
+        self
+    }
+
+    /// Appends a header with a null value.
+    pub fn add_null(&mut self, name: impl Into<String>) -> &mut Self {
+        self.0.push((name.into(), None));
+        self
+    }
+
+    /// The value of the last header called `name`.
+    pub fn last(&self, name: &str) -> Option<&[u8]> {
+        self.0.iter().rev().find(|(n, _)| n == name).and_then(|(_, v)| v.as_deref())
+    }
+
+    /// The value of the last header called `name` as UTF-8 text.
+    pub fn last_str(&self, name: &str) -> Option<&str> {
+        self.last(name).and_then(|v| std::str::from_utf8(v).ok())
+    }
+
+    /// Removes every header called `name`.
+    pub fn remove(&mut self, name: &str) -> &mut Self {
+        self.0.retain(|(n, _)| n != name);
+        self
+    }
+
+    /// Every header, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, Option<&[u8]>)> {
+        self.0.iter().map(|(n, v)| (n.as_str(), v.as_deref()))
+    }
+
+    /// The number of headers.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are no headers.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// A typed record flowing between processors.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record<K, V> {
+    /// The key.
+    pub key: K,
+    /// The value.
+    pub value: V,
+    /// The timestamp in milliseconds since the epoch.
+    pub timestamp: i64,
+    /// The headers.
+    pub headers: Headers,
+}
+
+impl<K, V> Record<K, V> {
+    /// A record with no headers.
+    pub fn new(key: K, value: V, timestamp: i64) -> Self {
+        Self { key, value, timestamp, headers: Headers::new() }
+    }
+
+    /// The same record with another key.
+    pub fn with_key<K2>(self, key: K2) -> Record<K2, V> {
+        Record { key, value: self.value, timestamp: self.timestamp, headers: self.headers }
+    }
+
+    /// The same record with another value.
+    pub fn with_value<V2>(self, value: V2) -> Record<K, V2> {
+        Record { key: self.key, value, timestamp: self.timestamp, headers: self.headers }
+    }
+
+    /// The same record with another timestamp.
+    pub fn with_timestamp(mut self, timestamp: i64) -> Self {
+        self.timestamp = timestamp;
+        self
+    }
+
+    /// The same record with other headers.
+    pub fn with_headers(mut self, headers: Headers) -> Self {
+        self.headers = headers;
+        self
+    }
+}
+
+/// Where the record being processed came from: its topic, partition and offset.
+///
+/// Records forwarded from a punctuator have no input record; their metadata is `None`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordMetadata {
+    /// The source topic.
+    pub topic: String,
+    /// The source partition.
+    pub partition: i32,
+    /// The offset in the source partition.
+    pub offset: i64,
+}
+
+/// A record as read from a topic: bytes, before deserialization.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawRecord {
+    /// The topic it was read from.
+    pub topic: String,
+    /// The partition it was read from.
+    pub partition: i32,
+    /// Its offset.
+    pub offset: i64,
+    /// The key bytes, `None` for a null key.
+    pub key: Option<Bytes>,
+    /// The value bytes, `None` for a null value (tombstone).
+    pub value: Option<Bytes>,
+    /// The record's timestamp (ms).
+    pub timestamp: i64,
+    /// The record's headers.
+    pub headers: Headers,
+}
+
+/// A record produced by a sink, in bytes, ready for a topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputRecord {
+    /// The destination topic.
+    pub topic: String,
+    /// The destination partition, when the sink chose one.
+    pub partition: Option<i32>,
+    /// The key bytes.
+    pub key: Option<Bytes>,
+    /// The value bytes.
+    pub value: Option<Bytes>,
+    /// The timestamp (ms).
+    pub timestamp: i64,
+    /// The headers.
+    pub headers: Headers,
+}

@@ -1,0 +1,331 @@
+//! Tasks: one per (sub-topology, partition). A task owns the node instances, stores and
+//! record queues of its sub-topology for one partition and runs records through them.
+//!
+//! The same task code serves the Kafka runtime and the
+//! [`TopologyTestDriver`](crate::TopologyTestDriver); they differ only in where records
+//! come from and where produced records go (the record collector).
+
+pub(crate) mod collector;
+pub(crate) mod graph;
+pub(crate) mod nodes;
+mod queue;
+pub(crate) mod shared;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use streams_state::{KeyValueStore, StoreError};
+
+use self::collector::RecordCollector;
+use self::graph::{Graph, NodeFailure, NodeMeta};
+use self::nodes::DeserializeFailure;
+use self::queue::RecordQueues;
+use self::shared::{StoreSlot, TaskShared};
+use crate::error::{ErrorOrigin, ProcessorError, StreamsError};
+use crate::handlers::{ErrorHandling, ErrorPolicy, dead_letter};
+use crate::processor::PunctuationType;
+use crate::record::{RawRecord, RecordMetadata};
+use crate::topology::spec::{NodeKind, StoreDef, TimestampExtractor};
+use crate::topology::Topology;
+
+/// Identifies a task: its sub-topology and input partition, shown as `0_1` as in Kafka
+/// Streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TaskId {
+    /// The sub-topology.
+    pub subtopology: u32,
+    /// The partition of its input topics.
+    pub partition: i32,
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}_{}", self.subtopology, self.partition)
+    }
+}
+
+/// Counters a task keeps (read by metrics).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct TaskCounters {
+    pub processed: u64,
+    pub dropped: u64,
+    pub punctuations: u64,
+    pub dead_lettered: u64,
+}
+
+struct SourceEntry {
+    node: usize,
+    extractor: Option<TimestampExtractor>,
+}
+
+/// A running task.
+pub(crate) struct Task {
+    shared: TaskShared,
+    graph: Graph,
+    sources: HashMap<String, SourceEntry>,
+    queues: RecordQueues,
+    /// Next offset to commit per input partition.
+    consumed: HashMap<(String, i32), i64>,
+    policy: ErrorPolicy,
+    pub counters: TaskCounters,
+    initialized: bool,
+}
+
+/// Builds the bytes store stack of `def` for task `id`.
+pub(crate) type StoreMaker<'a> = dyn FnMut(&StoreDef, TaskId) -> Result<Box<dyn KeyValueStore>, StoreError> + 'a;
+
+impl Task {
+    /// Creates the nodes and stores of `subtopology` for `partition`. Processors are not
+    /// initialized yet: restore the stores first, then call [`Task::initialize`].
+    pub fn new(
+        topology: &Topology,
+        id: TaskId,
+        app_id: Arc<str>,
+        collector: Box<dyn RecordCollector>,
+        make_store: &mut StoreMaker<'_>,
+        policy: ErrorPolicy,
+        wall_clock: i64,
+        timestamp: Arc<std::sync::atomic::AtomicI64>,
+    ) -> Result<Self, StreamsError> {
+        let sub = topology
+            .subtopology(id.subtopology)
+            .ok_or_else(|| StreamsError::Usage(format!("no sub-topology {}", id.subtopology)))?;
+        let index: HashMap<usize, usize> = sub.nodes.iter().enumerate().map(|(local, &g)| (g, local)).collect();
+        let mut nodes = Vec::with_capacity(sub.nodes.len());
+        let mut meta = Vec::with_capacity(sub.nodes.len());
+        let mut sources = HashMap::new();
+        for (local, &g) in sub.nodes.iter().enumerate() {
+            let def = &topology.nodes[g];
+            nodes.push(RefCell::new((def.factory)()));
+            meta.push(NodeMeta {
+                name: def.name.clone(),
+                children: topology.children_of(g).iter().filter_map(|c| index.get(c).copied()).collect(),
+                stores: topology.stores_of(&def.name),
+            });
+            if let NodeKind::Source { topics, extractor, .. } = &def.kind {
+                for t in topics {
+                    sources.insert(t.clone(), SourceEntry { node: local, extractor: extractor.clone() });
+                }
+            }
+        }
+        let mut stores = Vec::new();
+        for &s in &sub.stores {
+            let def = &topology.stores[s];
+            let store = make_store(def, id)?;
+            stores.push(StoreSlot {
+                name: def.builder.name().to_owned(),
+                store: Rc::new(RefCell::new(store)),
+                builder: def.builder.clone(),
+                global: def.global,
+            });
+        }
+        Ok(Self {
+            shared: TaskShared::new(app_id, id, stores, collector, wall_clock, timestamp),
+            graph: Graph { nodes, meta },
+            sources,
+            queues: RecordQueues::default(),
+            consumed: HashMap::new(),
+            policy,
+            counters: TaskCounters::default(),
+            initialized: false,
+        })
+    }
+
+    /// The task's id.
+    pub fn id(&self) -> TaskId {
+        self.shared.task_id
+    }
+
+    /// The task's stores.
+    pub fn stores(&self) -> &[StoreSlot] {
+        &self.shared.stores
+    }
+
+    /// Initializes every node (processors look up stores and schedule punctuators here).
+    pub fn initialize(&mut self) -> Result<(), StreamsError> {
+        if self.initialized {
+            return Ok(());
+        }
+        for i in 0..self.graph.nodes.len() {
+            self.graph
+                .run(&self.shared, i, |n, cx| n.init(cx))
+                .map_err(|e| self.processing_error(e, None))?;
+        }
+        self.initialized = true;
+        Ok(())
+    }
+
+    /// Queues records read from an input partition. Records with a negative timestamp are
+    /// dropped (and counted), as Kafka Streams does.
+    pub fn add_records(&mut self, records: impl IntoIterator<Item = RawRecord>) {
+        for r in records {
+            let Some(source) = self.sources.get(&r.topic) else {
+                continue;
+            };
+            let partition_time = self.shared.stream_time.get();
+            let ts = source.extractor.as_ref().map_or(r.timestamp, |f| f(&r, partition_time));
+            if ts < 0 {
+                tracing::warn!(task = %self.id(), topic = %r.topic, offset = r.offset, "dropping record with negative timestamp {ts}");
+                self.counters.dropped += 1;
+                self.consumed.insert((r.topic.clone(), r.partition), r.offset + 1);
+                continue;
+            }
+            self.queues.push(ts, r);
+        }
+    }
+
+    /// Processes the next queued record, if any; then runs the stream-time punctuators that
+    /// became due. Returns whether a record was processed.
+    pub fn process_one(&mut self) -> Result<bool, StreamsError> {
+        let Some((ts, raw)) = self.queues.pop() else {
+            return Ok(false);
+        };
+        let Some(node) = self.sources.get(&raw.topic).map(|s| s.node) else {
+            return Ok(false);
+        };
+        if ts > self.shared.stream_time.get() {
+            self.shared.stream_time.set(ts);
+        }
+        self.shared.set_timestamp(ts);
+        *self.shared.record.borrow_mut() =
+            Some(RecordMetadata { topic: raw.topic.clone(), partition: raw.partition, offset: raw.offset });
+        let tp = (raw.topic.clone(), raw.partition);
+        let offset = raw.offset;
+        let mut slot = Some(raw);
+        let result = self.graph.run(&self.shared, node, |n, cx| n.process(cx, &mut slot));
+        if let Err(e) = result {
+            self.handle_failure(e, slot)?;
+        } else {
+            self.counters.processed += 1;
+        }
+        self.consumed.insert(tp, offset + 1);
+        self.punctuate(PunctuationType::StreamTime, self.shared.stream_time.get())?;
+        Ok(true)
+    }
+
+    fn handle_failure(&mut self, e: ProcessorError, raw: Option<RawRecord>) -> Result<(), StreamsError> {
+        let (node, inner) = match e.downcast::<NodeFailure>() {
+            Ok(f) => (f.node, f.source),
+            Err(e) => (String::new(), e),
+        };
+        let origin = ErrorOrigin {
+            node: node.clone(),
+            record: raw.as_ref().map(|r| (r.topic.clone(), r.partition, r.offset)),
+        };
+        let (kind, handling, err) = match inner.downcast::<DeserializeFailure>() {
+            Ok(d) => {
+                let d = *d;
+                let err = StreamsError::Deserialization { origin, what: d.what, source: d.source };
+                ("deserialization", self.policy.deserialization, err)
+            }
+            Err(inner) => ("processing", self.policy.processing, StreamsError::Processing { origin, source: inner }),
+        };
+        match handling {
+            ErrorHandling::LogAndFail => Err(err),
+            ErrorHandling::LogAndContinue => {
+                tracing::warn!(task = %self.id(), error = %err, "skipping record after {kind} error");
+                self.counters.dropped += 1;
+                Ok(())
+            }
+            ErrorHandling::DeadLetterQueue => {
+                let (Some(topic), Some(raw)) = (self.policy.dead_letter_topic.as_deref(), raw.as_ref()) else {
+                    return Err(err);
+                };
+                tracing::warn!(task = %self.id(), error = %err, dlq = topic, "dead-lettering record after {kind} error");
+                let record = dead_letter(topic, raw, kind, &node, &err.to_string());
+                self.shared.collector.borrow_mut().send(record).map_err(|e| StreamsError::Production {
+                    origin: ErrorOrigin { node, record: Some((raw.topic.clone(), raw.partition, raw.offset)) },
+                    topic: topic.to_owned(),
+                    message: e.to_string(),
+                })?;
+                self.counters.dead_lettered += 1;
+                Ok(())
+            }
+        }
+    }
+
+    fn processing_error(&self, e: ProcessorError, record: Option<(String, i32, i64)>) -> StreamsError {
+        match e.downcast::<NodeFailure>() {
+            Ok(f) => StreamsError::Processing { origin: ErrorOrigin { node: f.node, record }, source: f.source },
+            Err(e) => StreamsError::Processing { origin: ErrorOrigin { node: String::new(), record }, source: e },
+        }
+    }
+
+    /// Runs the punctuators of `kind` due at `now`. Returns how many ran.
+    pub fn punctuate(&mut self, kind: PunctuationType, now: i64) -> Result<usize, StreamsError> {
+        if kind == PunctuationType::WallClock {
+            self.shared.wall_clock.set(now);
+        }
+        if now == i64::MIN {
+            return Ok(0);
+        }
+        let due = self.shared.due(kind, now);
+        if due.is_empty() {
+            return Ok(0);
+        }
+        let saved = self.shared.record.borrow_mut().take();
+        self.shared.set_timestamp(now);
+        for &(node, id) in &due {
+            self.graph
+                .run(&self.shared, node, |n, cx| n.punctuate(cx, id, now))
+                .map_err(|e| self.processing_error(e, None))?;
+            self.counters.punctuations += 1;
+        }
+        *self.shared.record.borrow_mut() = saved;
+        Ok(due.len())
+    }
+
+    /// Whether a processor asked for a commit since the last call (and clears the request).
+    pub fn take_commit_request(&mut self) -> bool {
+        self.shared.commit_requested.replace(false)
+    }
+
+    /// Flushes every store (caches down, then the store and its changelog sink).
+    pub fn flush(&mut self) -> Result<(), StreamsError> {
+        for slot in &self.shared.stores {
+            let mut store = slot.store.try_borrow_mut().map_err(|_| StoreError::Borrowed {
+                store: slot.name.clone(),
+                message: "store still borrowed at commit".into(),
+            })?;
+            store.flush()?;
+        }
+        Ok(())
+    }
+
+    /// The offsets to commit: for each input partition, the offset after the last record
+    /// processed (or dropped).
+    pub fn committable_offsets(&self) -> Vec<(String, i32, i64)> {
+        let mut v: Vec<_> = self.consumed.iter().map(|((t, p), o)| (t.clone(), *p, *o)).collect();
+        v.sort();
+        v
+    }
+
+    /// Closes processors and stores. A clean close flushes the stores first; a dirty close
+    /// (after a failure or a fenced transaction) drops queued records and closes without
+    /// flushing.
+    pub fn close(&mut self, clean: bool) -> Result<(), StreamsError> {
+        let mut first_error = None;
+        if clean {
+            if let Err(e) = self.flush() {
+                first_error.get_or_insert(e);
+            }
+        }
+        for i in 0..self.graph.nodes.len() {
+            if let Err(e) = self.graph.run(&self.shared, i, |n, _| n.close()) {
+                first_error.get_or_insert(self.processing_error(e, None));
+            }
+        }
+        self.queues.clear();
+        for slot in &self.shared.stores {
+            if let Ok(mut s) = slot.store.try_borrow_mut() {
+                if let Err(e) = s.close() {
+                    first_error.get_or_insert(e.into());
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}

@@ -1,0 +1,214 @@
+//! Node instances inside a task: the type-erased face the task drives, and the adapters
+//! for sources, user processors and sinks.
+//!
+//! Records cross edges as `&mut Option<Record<K, V>>` behind `&mut dyn Any`: the child
+//! takes the record out, so forwarding allocates nothing. The topology builder has checked
+//! that every edge's types match, so a failed downcast is a bug, reported as an error.
+
+use std::any::Any;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use streams_state::{Serde, SerdeError};
+
+use super::graph::NodeCx;
+use crate::error::{ProcessResult, ProcessorError};
+use crate::partitioner::{StreamPartitioner, default_partition};
+use crate::processor::{Processor, ProcessorContext, ScheduleId};
+use crate::record::{OutputRecord, RawRecord, Record};
+
+/// A node instance as the task sees it.
+pub(crate) trait ErasedNode {
+    fn init(&mut self, cx: NodeCx<'_>) -> ProcessResult;
+    fn process(&mut self, cx: NodeCx<'_>, record: &mut dyn Any) -> ProcessResult;
+    fn punctuate(&mut self, cx: NodeCx<'_>, id: ScheduleId, timestamp: i64) -> ProcessResult;
+    fn close(&mut self) -> ProcessResult;
+}
+
+fn take_record<K: 'static, V: 'static>(record: &mut dyn Any) -> Result<Record<K, V>, ProcessorError> {
+    record.downcast_mut::<Option<Record<K, V>>>().and_then(Option::take).ok_or_else(|| {
+        format!(
+            "internal error: expected Record<{}, {}>",
+            std::any::type_name::<K>(),
+            std::any::type_name::<V>()
+        )
+        .into()
+    })
+}
+
+/// A user processor.
+pub(crate) struct ProcessorNode<P, KIn, VIn, KOut, VOut> {
+    processor: P,
+    _types: PhantomData<fn(KIn, VIn, KOut, VOut)>,
+}
+
+impl<P, KIn, VIn, KOut, VOut> ProcessorNode<P, KIn, VIn, KOut, VOut> {
+    pub fn new(processor: P) -> Self {
+        Self { processor, _types: PhantomData }
+    }
+}
+
+impl<P, KIn, VIn, KOut, VOut> ErasedNode for ProcessorNode<P, KIn, VIn, KOut, VOut>
+where
+    P: Processor<KIn, VIn, KOut, VOut>,
+    KIn: 'static,
+    VIn: 'static,
+{
+    fn init(&mut self, cx: NodeCx<'_>) -> ProcessResult {
+        self.processor.init(&mut ProcessorContext::new(cx))
+    }
+    fn process(&mut self, cx: NodeCx<'_>, record: &mut dyn Any) -> ProcessResult {
+        let record = take_record::<KIn, VIn>(record)?;
+        self.processor.process(&mut ProcessorContext::new(cx), record)
+    }
+    fn punctuate(&mut self, cx: NodeCx<'_>, id: ScheduleId, timestamp: i64) -> ProcessResult {
+        self.processor.punctuate(&mut ProcessorContext::new(cx), id, timestamp)
+    }
+    fn close(&mut self) -> ProcessResult {
+        self.processor.close()
+    }
+}
+
+/// A record whose key or value could not be deserialized by a source. The task hands it to
+/// the deserialization exception handler with the raw record.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot deserialize {what}: {source}")]
+pub(crate) struct DeserializeFailure {
+    pub what: &'static str,
+    #[source]
+    pub source: SerdeError,
+}
+
+/// A source: deserializes raw records and forwards them. It reads the raw record from
+/// `&mut Option<RawRecord>` without taking it, so the task still has the original bytes
+/// when deserialization fails.
+pub(crate) struct SourceNode<KS, VS> {
+    key_serde: KS,
+    value_serde: VS,
+}
+
+impl<KS, VS> SourceNode<KS, VS> {
+    pub fn new(key_serde: KS, value_serde: VS) -> Self {
+        Self { key_serde, value_serde }
+    }
+}
+
+impl<KS, VS> ErasedNode for SourceNode<KS, VS>
+where
+    KS: Serde,
+    VS: Serde,
+    KS::Target: Clone + 'static,
+    VS::Target: Clone + 'static,
+{
+    fn init(&mut self, _: NodeCx<'_>) -> ProcessResult {
+        Ok(())
+    }
+
+    fn process(&mut self, cx: NodeCx<'_>, record: &mut dyn Any) -> ProcessResult {
+        let raw = record
+            .downcast_ref::<Option<RawRecord>>()
+            .and_then(Option::as_ref)
+            .ok_or("internal error: a source expects a raw record")?;
+        let key = self
+            .key_serde
+            .deserialize_nullable(raw.key.as_deref())
+            .map_err(|source| DeserializeFailure { what: "key", source })?;
+        let value = self
+            .value_serde
+            .deserialize_nullable(raw.value.as_deref())
+            .map_err(|source| DeserializeFailure { what: "value", source })?;
+        let record = Record { key, value, timestamp: cx.task.timestamp(), headers: raw.headers.clone() };
+        let children = cx.children();
+        let Some((last, rest)) = children.split_last() else {
+            return Ok(());
+        };
+        for &child in rest {
+            cx.dispatch(child, &mut Some(record.clone()))?;
+        }
+        cx.dispatch(*last, &mut Some(record))
+    }
+
+    fn punctuate(&mut self, _: NodeCx<'_>, _: ScheduleId, _: i64) -> ProcessResult {
+        Ok(())
+    }
+    fn close(&mut self) -> ProcessResult {
+        Ok(())
+    }
+}
+
+/// Chooses a sink's destination topic from the record.
+pub(crate) type TopicExtractorFn<K, V> = Arc<dyn Fn(&K, &V) -> String + Send + Sync>;
+
+/// Where a sink node writes.
+pub(crate) enum SinkDestination<K, V> {
+    Topic(String),
+    Extractor(TopicExtractorFn<K, V>),
+}
+
+impl<K, V> Clone for SinkDestination<K, V> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Topic(t) => Self::Topic(t.clone()),
+            Self::Extractor(f) => Self::Extractor(f.clone()),
+        }
+    }
+}
+
+/// A sink: serializes records, picks their partition and hands them to the collector.
+pub(crate) struct SinkNode<KS: Serde, VS: Serde> {
+    pub destination: SinkDestination<KS::Target, VS::Target>,
+    pub key_serde: KS,
+    pub value_serde: VS,
+    pub partitioner: Option<Arc<dyn StreamPartitioner<KS::Target, VS::Target>>>,
+    pub key_buf: Vec<u8>,
+    pub value_buf: Vec<u8>,
+}
+
+impl<KS, VS> ErasedNode for SinkNode<KS, VS>
+where
+    KS: Serde,
+    VS: Serde,
+    KS::Target: 'static,
+    VS::Target: 'static,
+{
+    fn init(&mut self, _: NodeCx<'_>) -> ProcessResult {
+        Ok(())
+    }
+
+    fn process(&mut self, cx: NodeCx<'_>, record: &mut dyn Any) -> ProcessResult {
+        let record = take_record::<KS::Target, VS::Target>(record)?;
+        let topic = match &self.destination {
+            SinkDestination::Topic(t) => t.clone(),
+            SinkDestination::Extractor(f) => f(&record.key, &record.value),
+        };
+        self.key_buf.clear();
+        self.value_buf.clear();
+        let has_key = self.key_serde.serialize_nullable(&record.key, &mut self.key_buf)?;
+        let has_value = self.value_serde.serialize_nullable(&record.value, &mut self.value_buf)?;
+        let mut collector = cx.task.collector.borrow_mut();
+        let partitions = collector.partitions(&topic);
+        let partition = match (&self.partitioner, partitions) {
+            (Some(p), Some(n)) => p.partition(&topic, &record.key, &record.value, n),
+            _ => None,
+        }
+        .or_else(|| match (has_key, partitions) {
+            (true, Some(n)) => Some(default_partition(&self.key_buf, n)),
+            _ => None,
+        });
+        collector.send(OutputRecord {
+            topic,
+            partition,
+            key: has_key.then(|| bytes::Bytes::copy_from_slice(&self.key_buf)),
+            value: has_value.then(|| bytes::Bytes::copy_from_slice(&self.value_buf)),
+            timestamp: record.timestamp,
+            headers: record.headers,
+        })
+    }
+
+    fn punctuate(&mut self, _: NodeCx<'_>, _: ScheduleId, _: i64) -> ProcessResult {
+        Ok(())
+    }
+    fn close(&mut self) -> ProcessResult {
+        Ok(())
+    }
+}

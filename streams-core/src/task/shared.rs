@@ -1,0 +1,157 @@
+//! The state of a task that its nodes share while a record runs through them: the current
+//! record's metadata and time, the clocks, the punctuation schedules, the stores and the
+//! record collector.
+//!
+//! Everything here is single-threaded (`Cell`/`RefCell`): a task and its nodes live on one
+//! stream thread. No lock is taken on the per-record path.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use streams_state::{KvStore, Serde, SharedKeyValueStore, StoreBuilder, StoreError};
+
+use super::collector::RecordCollector;
+use super::graph::Graph;
+use super::TaskId;
+use crate::processor::{Cancellable, PunctuationType, ScheduleId};
+use crate::record::RecordMetadata;
+
+/// One store of a task.
+pub(crate) struct StoreSlot {
+    pub name: String,
+    pub store: SharedKeyValueStore,
+    pub builder: Arc<dyn StoreBuilder>,
+    pub global: bool,
+}
+
+/// One punctuation schedule.
+pub(crate) struct Schedule {
+    pub id: ScheduleId,
+    pub node: usize,
+    pub interval: i64,
+    pub kind: PunctuationType,
+    /// When it fires next; `None` for a stream-time schedule made before any record.
+    pub next: Option<i64>,
+    pub cancelled: Rc<Cell<bool>>,
+}
+
+pub(crate) struct TaskShared {
+    pub app_id: Arc<str>,
+    pub task_id: TaskId,
+    pub record: RefCell<Option<RecordMetadata>>,
+    /// Shared with the changelog sinks of the task's stores, which stamp records with it.
+    pub current_timestamp: Arc<AtomicI64>,
+    pub stream_time: Cell<i64>,
+    pub wall_clock: Cell<i64>,
+    pub schedules: RefCell<Vec<Schedule>>,
+    next_schedule: Cell<u64>,
+    pub commit_requested: Cell<bool>,
+    pub stores: Vec<StoreSlot>,
+    pub collector: RefCell<Box<dyn RecordCollector>>,
+}
+
+impl TaskShared {
+    pub fn new(
+        app_id: Arc<str>,
+        task_id: TaskId,
+        stores: Vec<StoreSlot>,
+        collector: Box<dyn RecordCollector>,
+        wall_clock: i64,
+        current_timestamp: Arc<AtomicI64>,
+    ) -> Self {
+        Self {
+            app_id,
+            task_id,
+            record: RefCell::new(None),
+            current_timestamp,
+            stream_time: Cell::new(i64::MIN),
+            wall_clock: Cell::new(wall_clock),
+            schedules: RefCell::new(Vec::new()),
+            next_schedule: Cell::new(0),
+            commit_requested: Cell::new(false),
+            stores,
+            collector: RefCell::new(collector),
+        }
+    }
+
+    /// The timestamp of the record being processed (or of the punctuation running).
+    pub fn timestamp(&self) -> i64 {
+        self.current_timestamp.load(Ordering::Relaxed)
+    }
+
+    pub fn set_timestamp(&self, ts: i64) {
+        self.current_timestamp.store(ts, Ordering::Relaxed);
+    }
+
+    pub fn schedule(&self, node: usize, interval: i64, kind: PunctuationType) -> Cancellable {
+        let id = ScheduleId(self.next_schedule.get());
+        self.next_schedule.set(id.0 + 1);
+        let next = match kind {
+            PunctuationType::WallClock => Some(self.wall_clock.get().saturating_add(interval)),
+            PunctuationType::StreamTime => {
+                let st = self.stream_time.get();
+                (st != i64::MIN).then(|| st.saturating_add(interval))
+            }
+        };
+        let cancelled = Rc::new(Cell::new(false));
+        self.schedules.borrow_mut().push(Schedule {
+            id,
+            node,
+            interval,
+            kind,
+            next,
+            cancelled: cancelled.clone(),
+        });
+        Cancellable::new(id, cancelled)
+    }
+
+    /// The schedules of `kind` due at `now`, advancing each to its next time (missed
+    /// intervals are skipped, not replayed). Cancelled schedules are dropped.
+    pub fn due(&self, kind: PunctuationType, now: i64) -> Vec<(usize, ScheduleId)> {
+        let mut schedules = self.schedules.borrow_mut();
+        schedules.retain(|s| !s.cancelled.get());
+        let mut due = Vec::new();
+        for s in schedules.iter_mut().filter(|s| s.kind == kind) {
+            match s.next {
+                None => s.next = Some(now.saturating_add(s.interval)),
+                Some(next) if now >= next => {
+                    due.push((s.node, s.id));
+                    let mut following = next.saturating_add(s.interval);
+                    if following <= now {
+                        following = now.saturating_add(s.interval);
+                    }
+                    s.next = Some(following);
+                }
+                Some(_) => {}
+            }
+        }
+        due
+    }
+
+    pub fn kv_store<KS, VS>(&self, graph: &Graph, node: usize, name: &str) -> Result<KvStore<KS, VS>, StoreError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        let processor = &graph.meta[node].name;
+        let slot = self
+            .stores
+            .iter()
+            .find(|s| s.name == name)
+            .filter(|s| s.global || graph.meta[node].stores.iter().any(|n| n == name))
+            .ok_or_else(|| StoreError::NotConnected { store: name.to_owned(), processor: processor.clone() })?;
+        slot.builder.typed_handle(slot.store.clone()).downcast::<KvStore<KS, VS>>().map(|b| *b).map_err(|_| {
+            StoreError::WrongType {
+                store: name.to_owned(),
+                message: format!(
+                    "asked for KvStore<{}, {}> but the store is {}",
+                    std::any::type_name::<KS>(),
+                    std::any::type_name::<VS>(),
+                    slot.builder.type_name()
+                ),
+            }
+        })
+    }
+}

@@ -1,0 +1,332 @@
+//! The typed topology builder.
+
+use std::sync::Arc;
+
+use streams_state::{Serde, StoreBuilder};
+
+use super::spec::{NodeDef, NodeKind, OffsetReset, RecordTypes, SinkTarget, StoreDef, TimestampExtractor};
+use super::Topology;
+use crate::error::TopologyError;
+use crate::partitioner::StreamPartitioner;
+use crate::processor::Processor;
+use crate::record::RawRecord;
+use crate::task::nodes::{ErasedNode, ProcessorNode, SinkDestination, SinkNode, SourceNode};
+
+/// A source's topics, serdes, timestamp extractor and offset reset.
+pub struct SourceConfig<KS, VS> {
+    topics: Vec<String>,
+    key_serde: KS,
+    value_serde: VS,
+    extractor: Option<TimestampExtractor>,
+    offset_reset: OffsetReset,
+}
+
+impl<KS: Serde + Clone, VS: Serde + Clone> SourceConfig<KS, VS> {
+    /// Reads `topics` with the given serdes.
+    pub fn new<T: Into<String>>(topics: impl IntoIterator<Item = T>, key_serde: KS, value_serde: VS) -> Self {
+        Self {
+            topics: topics.into_iter().map(Into::into).collect(),
+            key_serde,
+            value_serde,
+            extractor: None,
+            offset_reset: OffsetReset::default(),
+        }
+    }
+
+    /// Takes each record's timestamp from `f(record, partition_time)` instead of the
+    /// record's own timestamp. A negative result drops the record.
+    pub fn timestamp_extractor(mut self, f: impl Fn(&RawRecord, i64) -> i64 + Send + Sync + 'static) -> Self {
+        self.extractor = Some(Arc::new(f));
+        self
+    }
+
+    /// Where to start without a committed offset.
+    pub fn offset_reset(mut self, reset: OffsetReset) -> Self {
+        self.offset_reset = reset;
+        self
+    }
+}
+
+/// A sink's destination, serdes and partitioner.
+pub struct SinkConfig<KS: Serde, VS: Serde> {
+    destination: SinkDestination<KS::Target, VS::Target>,
+    key_serde: KS,
+    value_serde: VS,
+    partitioner: Option<Arc<dyn StreamPartitioner<KS::Target, VS::Target>>>,
+}
+
+impl<KS: Serde + Clone, VS: Serde + Clone> SinkConfig<KS, VS> {
+    /// Writes to `topic`.
+    pub fn topic(topic: impl Into<String>, key_serde: KS, value_serde: VS) -> Self {
+        Self { destination: SinkDestination::Topic(topic.into()), key_serde, value_serde, partitioner: None }
+    }
+
+    /// Writes each record to the topic `extractor(key, value)` names.
+    pub fn extractor(
+        extractor: impl Fn(&KS::Target, &VS::Target) -> String + Send + Sync + 'static,
+        key_serde: KS,
+        value_serde: VS,
+    ) -> Self {
+        Self {
+            destination: SinkDestination::Extractor(Arc::new(extractor)),
+            key_serde,
+            value_serde,
+            partitioner: None,
+        }
+    }
+
+    /// Chooses partitions with `partitioner` instead of murmur2 of the key bytes.
+    pub fn partitioner(mut self, partitioner: impl StreamPartitioner<KS::Target, VS::Target>) -> Self {
+        self.partitioner = Some(Arc::new(partitioner));
+        self
+    }
+}
+
+/// Builds a [`Topology`]. Methods chain; every problem (unknown parents, duplicate names,
+/// cycles, type mismatches, unconnected stores, topics read twice) is reported together by
+/// [`build`](TopologyBuilder::build).
+///
+/// ```
+/// use streams_core::serdes::{StringSerde, U64Serde};
+/// use streams_core::{ProcessResult, Processor, ProcessorContext, Record, Topology};
+///
+/// struct Upper;
+/// impl Processor<String, String, String, String> for Upper {
+///     fn process(&mut self, ctx: &mut ProcessorContext<'_, String, String>, r: Record<String, String>) -> ProcessResult {
+///         let v = r.value.to_uppercase();
+///         ctx.forward(r.with_value(v))
+///     }
+/// }
+///
+/// let mut b = Topology::builder();
+/// b.add_source("in", ["words"], StringSerde, StringSerde)
+///     .add_processor("upper", || Upper, ["in"])
+///     .add_sink("out", "upper-words", StringSerde, StringSerde, ["upper"]);
+/// let topology = b.build().unwrap();
+/// assert!(topology.describe().to_string().contains("Processor: upper (stores: [])"));
+/// ```
+#[derive(Default)]
+pub struct TopologyBuilder {
+    pub(crate) nodes: Vec<NodeDef>,
+    pub(crate) stores: Vec<StoreDef>,
+    pub(crate) connections: Vec<(String, String)>,
+}
+
+fn names<T: AsRef<str>>(items: impl IntoIterator<Item = T>) -> Vec<String> {
+    items.into_iter().map(|s| s.as_ref().to_owned()).collect()
+}
+
+impl TopologyBuilder {
+    /// Adds a source named `name` reading `topics` with the given serdes.
+    pub fn add_source<KS, VS, T>(
+        &mut self,
+        name: &str,
+        topics: impl IntoIterator<Item = T>,
+        key_serde: KS,
+        value_serde: VS,
+    ) -> &mut Self
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+        KS::Target: Clone + 'static,
+        VS::Target: Clone + 'static,
+        T: Into<String>,
+    {
+        self.add_source_with(name, SourceConfig::new(topics, key_serde, value_serde))
+    }
+
+    /// Adds a source with a full [`SourceConfig`].
+    pub fn add_source_with<KS, VS>(&mut self, name: &str, config: SourceConfig<KS, VS>) -> &mut Self
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+        KS::Target: Clone + 'static,
+        VS::Target: Clone + 'static,
+    {
+        self.nodes.push(Self::source_def(name, config, false));
+        self
+    }
+
+    fn source_def<KS, VS>(name: &str, config: SourceConfig<KS, VS>, global: bool) -> NodeDef
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+        KS::Target: Clone + 'static,
+        VS::Target: Clone + 'static,
+    {
+        let (ks, vs) = (config.key_serde, config.value_serde);
+        NodeDef {
+            name: name.to_owned(),
+            kind: NodeKind::Source {
+                topics: config.topics,
+                extractor: config.extractor,
+                offset_reset: config.offset_reset,
+            },
+            parents: Vec::new(),
+            input: None,
+            output: Some(RecordTypes::of::<KS::Target, VS::Target>()),
+            factory: Arc::new(move || Box::new(SourceNode::new(ks.clone(), vs.clone())) as Box<dyn ErasedNode>),
+            global,
+        }
+    }
+
+    /// Adds a processor named `name`, made by `supplier` once per task, receiving the
+    /// records of `parents` (in the order given, children are called in the order they are
+    /// added).
+    pub fn add_processor<P, KIn, VIn, KOut, VOut, F, T>(
+        &mut self,
+        name: &str,
+        supplier: F,
+        parents: impl IntoIterator<Item = T>,
+    ) -> &mut Self
+    where
+        F: Fn() -> P + Send + Sync + 'static,
+        P: Processor<KIn, VIn, KOut, VOut>,
+        KIn: 'static,
+        VIn: 'static,
+        KOut: 'static,
+        VOut: 'static,
+        T: AsRef<str>,
+    {
+        self.nodes.push(Self::processor_def(name, supplier, names(parents), false));
+        self
+    }
+
+    fn processor_def<P, KIn, VIn, KOut, VOut, F>(name: &str, supplier: F, parents: Vec<String>, global: bool) -> NodeDef
+    where
+        F: Fn() -> P + Send + Sync + 'static,
+        P: Processor<KIn, VIn, KOut, VOut>,
+        KIn: 'static,
+        VIn: 'static,
+        KOut: 'static,
+        VOut: 'static,
+    {
+        NodeDef {
+            name: name.to_owned(),
+            kind: NodeKind::Processor,
+            parents,
+            input: Some(RecordTypes::of::<KIn, VIn>()),
+            output: Some(RecordTypes::of::<KOut, VOut>()),
+            factory: Arc::new(move || {
+                Box::new(ProcessorNode::<P, KIn, VIn, KOut, VOut>::new(supplier())) as Box<dyn ErasedNode>
+            }),
+            global,
+        }
+    }
+
+    /// Adds a sink named `name` writing the records of `parents` to `topic`.
+    pub fn add_sink<KS, VS, T>(
+        &mut self,
+        name: &str,
+        topic: &str,
+        key_serde: KS,
+        value_serde: VS,
+        parents: impl IntoIterator<Item = T>,
+    ) -> &mut Self
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+        KS::Target: 'static,
+        VS::Target: 'static,
+        T: AsRef<str>,
+    {
+        self.add_sink_with(name, SinkConfig::topic(topic, key_serde, value_serde), parents)
+    }
+
+    /// Adds a sink with a full [`SinkConfig`] (topic-name extractor, partitioner).
+    pub fn add_sink_with<KS, VS, T>(
+        &mut self,
+        name: &str,
+        config: SinkConfig<KS, VS>,
+        parents: impl IntoIterator<Item = T>,
+    ) -> &mut Self
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+        KS::Target: 'static,
+        VS::Target: 'static,
+        T: AsRef<str>,
+    {
+        let target = match &config.destination {
+            SinkDestination::Topic(t) => SinkTarget::Topic(t.clone()),
+            SinkDestination::Extractor(_) => SinkTarget::Extractor("topic-name extractor"),
+        };
+        let SinkConfig { destination, key_serde, value_serde, partitioner } = config;
+        self.nodes.push(NodeDef {
+            name: name.to_owned(),
+            kind: NodeKind::Sink { target },
+            parents: names(parents),
+            input: Some(RecordTypes::of::<KS::Target, VS::Target>()),
+            output: None,
+            factory: Arc::new(move || {
+                Box::new(SinkNode {
+                    destination: destination.clone(),
+                    key_serde: key_serde.clone(),
+                    value_serde: value_serde.clone(),
+                    partitioner: partitioner.clone(),
+                    key_buf: Vec::new(),
+                    value_buf: Vec::new(),
+                }) as Box<dyn ErasedNode>
+            }),
+            global: false,
+        });
+        self
+    }
+
+    /// Adds a state store, connected to `processors`.
+    pub fn add_state_store<T: AsRef<str>>(
+        &mut self,
+        builder: impl StoreBuilder,
+        processors: impl IntoIterator<Item = T>,
+    ) -> &mut Self {
+        self.stores.push(StoreDef { builder: Arc::new(builder), processors: names(processors), global: false });
+        self
+    }
+
+    /// Connects existing stores to a processor.
+    pub fn connect_processor_and_state_stores<T: AsRef<str>>(
+        &mut self,
+        processor: &str,
+        stores: impl IntoIterator<Item = T>,
+    ) -> &mut Self {
+        for s in stores {
+            self.connections.push((processor.to_owned(), s.as_ref().to_owned()));
+        }
+        self
+    }
+
+    /// Adds a global store: every instance holds all of it, fed from every partition of the
+    /// source's topics by `processor` (which writes the store and forwards nothing). Every
+    /// processor of the topology can read it. The store should not be logged: its topic is
+    /// its changelog.
+    pub fn add_global_store<KS, VS, P, F>(
+        &mut self,
+        builder: impl StoreBuilder,
+        source_name: &str,
+        source: SourceConfig<KS, VS>,
+        processor_name: &str,
+        supplier: F,
+    ) -> &mut Self
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+        KS::Target: Clone + 'static,
+        VS::Target: Clone + 'static,
+        F: Fn() -> P + Send + Sync + 'static,
+        P: Processor<KS::Target, VS::Target, (), ()>,
+    {
+        self.nodes.push(Self::source_def(source_name, source, true));
+        self.nodes.push(Self::processor_def(processor_name, supplier, vec![source_name.to_owned()], true));
+        self.stores.push(StoreDef {
+            builder: Arc::new(builder),
+            processors: vec![processor_name.to_owned()],
+            global: true,
+        });
+        self
+    }
+
+    /// Validates the topology and computes its sub-topologies.
+    pub fn build(&self) -> Result<Topology, TopologyError> {
+        super::validate::build(self)
+    }
+}

@@ -1,0 +1,97 @@
+//! The definitions a topology is made of: sources, processors, sinks, stores.
+//!
+//! A definition is type-erased: it knows the `TypeId`s of the records a node takes and
+//! gives (checked when the topology is built) and holds a factory that makes a fresh node
+//! instance for each task.
+
+use std::any::TypeId;
+use std::sync::Arc;
+
+use streams_state::StoreBuilder;
+
+use crate::record::RawRecord;
+use crate::task::nodes::ErasedNode;
+
+/// The types of the records crossing one edge: key and value, with their names for errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RecordTypes {
+    pub key: TypeId,
+    pub value: TypeId,
+    pub key_name: &'static str,
+    pub value_name: &'static str,
+}
+
+impl RecordTypes {
+    pub fn of<K: 'static, V: 'static>() -> Self {
+        Self {
+            key: TypeId::of::<K>(),
+            value: TypeId::of::<V>(),
+            key_name: std::any::type_name::<K>(),
+            value_name: std::any::type_name::<V>(),
+        }
+    }
+
+    pub fn same(&self, other: &Self) -> bool {
+        self.key == other.key && self.value == other.value
+    }
+}
+
+/// Makes a fresh node instance for a task.
+pub(crate) type NodeFactory = Arc<dyn Fn() -> Box<dyn ErasedNode> + Send + Sync>;
+
+/// Extracts a record's timestamp from the raw record and the partition's current time.
+pub type TimestampExtractor = Arc<dyn Fn(&RawRecord, i64) -> i64 + Send + Sync>;
+
+/// Where a source starts when its group has no committed offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OffsetReset {
+    /// The first offset of the partition (Kafka Streams' default).
+    #[default]
+    Earliest,
+    /// The end of the partition.
+    Latest,
+}
+
+/// What kind of node a definition is, with what `describe()` shows of it.
+#[derive(Clone)]
+pub(crate) enum NodeKind {
+    Source { topics: Vec<String>, extractor: Option<TimestampExtractor>, offset_reset: OffsetReset },
+    Processor,
+    Sink { target: SinkTarget },
+}
+
+/// Where a sink writes.
+#[derive(Clone, Debug)]
+pub(crate) enum SinkTarget {
+    Topic(String),
+    Extractor(&'static str),
+}
+
+/// One node of the topology.
+#[derive(Clone)]
+pub(crate) struct NodeDef {
+    pub name: String,
+    pub kind: NodeKind,
+    pub parents: Vec<String>,
+    /// `None` for sources.
+    pub input: Option<RecordTypes>,
+    /// `None` for sinks.
+    pub output: Option<RecordTypes>,
+    pub factory: NodeFactory,
+    /// Set for the source and processor of a global store.
+    pub global: bool,
+}
+
+impl NodeDef {
+    pub fn is_source(&self) -> bool {
+        matches!(self.kind, NodeKind::Source { .. })
+    }
+}
+
+/// One store of the topology and the processors connected to it.
+#[derive(Clone)]
+pub(crate) struct StoreDef {
+    pub builder: Arc<dyn StoreBuilder>,
+    pub processors: Vec<String>,
+    pub global: bool,
+}

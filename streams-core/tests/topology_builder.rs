@@ -1,0 +1,137 @@
+//! The topology builder's validation (every error case), sub-topologies and describe().
+
+use streams_core::serdes::{StringSerde, U64Serde};
+use streams_core::{ProcessResult, Processor, ProcessorContext, Record, Stores, Topology, TopologyIssue};
+
+/// Passes records through unchanged.
+struct Pass;
+impl Processor<String, String, String, String> for Pass {
+    fn process(&mut self, ctx: &mut ProcessorContext<'_, String, String>, r: Record<String, String>) -> ProcessResult {
+        ctx.forward(r)
+    }
+}
+
+/// Takes `u64` keys: a type mismatch below a `String` source.
+struct TakesU64;
+impl Processor<u64, String, u64, String> for TakesU64 {
+    fn process(&mut self, ctx: &mut ProcessorContext<'_, u64, String>, r: Record<u64, String>) -> ProcessResult {
+        ctx.forward(r)
+    }
+}
+
+fn issues(b: &streams_core::TopologyBuilder) -> Vec<TopologyIssue> {
+    b.build().err().expect("build must fail").0
+}
+
+#[test]
+fn duplicate_names_are_rejected() {
+    let mut b = Topology::builder();
+    b.add_source("a", ["t1"], StringSerde, StringSerde).add_processor("a", || Pass, ["a"]);
+    assert!(issues(&b).contains(&TopologyIssue::DuplicateName("a".into())));
+}
+
+#[test]
+fn unknown_parent_and_missing_parent_are_rejected() {
+    let mut b = Topology::builder();
+    b.add_source("src", ["t"], StringSerde, StringSerde)
+        .add_processor("p", || Pass, ["nope"])
+        .add_processor("orphan", || Pass, Vec::<&str>::new());
+    let found = issues(&b);
+    assert!(found.contains(&TopologyIssue::UnknownParent { node: "p".into(), parent: "nope".into() }), "{found:?}");
+    assert!(found.contains(&TopologyIssue::NoParent("orphan".into())), "{found:?}");
+}
+
+#[test]
+fn sinks_cannot_be_parents() {
+    let mut b = Topology::builder();
+    b.add_source("src", ["t"], StringSerde, StringSerde)
+        .add_sink("sink", "out", StringSerde, StringSerde, ["src"])
+        .add_processor("p", || Pass, ["sink"]);
+    assert!(issues(&b).contains(&TopologyIssue::SinkAsParent { node: "p".into(), parent: "sink".into() }));
+}
+
+#[test]
+fn cycles_are_rejected() {
+    let mut b = Topology::builder();
+    b.add_source("src", ["t"], StringSerde, StringSerde)
+        .add_processor("a", || Pass, ["src", "b"])
+        .add_processor("b", || Pass, ["a"]);
+    assert!(issues(&b).iter().any(|i| matches!(i, TopologyIssue::Cycle(_))));
+}
+
+#[test]
+fn type_mismatch_names_both_nodes_and_types() {
+    let mut b = Topology::builder();
+    b.add_source("src", ["t"], StringSerde, StringSerde).add_processor("u64s", || TakesU64, ["src"]);
+    let err = b.build().unwrap_err().to_string();
+    assert!(err.contains("`src` outputs Record<alloc::string::String, alloc::string::String>"), "{err}");
+    assert!(err.contains("`u64s` takes Record<u64, alloc::string::String>"), "{err}");
+}
+
+#[test]
+fn sink_input_types_are_checked() {
+    let mut b = Topology::builder();
+    b.add_source("src", ["t"], StringSerde, StringSerde).add_sink("out", "o", U64Serde, StringSerde, ["src"]);
+    assert!(issues(&b).iter().any(|i| matches!(i, TopologyIssue::TypeMismatch { child, .. } if child == "out")));
+}
+
+#[test]
+fn shared_topics_and_empty_sources_are_rejected() {
+    let mut b = Topology::builder();
+    b.add_source("a", ["t"], StringSerde, StringSerde)
+        .add_source("b", ["t"], StringSerde, StringSerde)
+        .add_source("c", Vec::<String>::new(), StringSerde, StringSerde);
+    let found = issues(&b);
+    assert!(found.iter().any(|i| matches!(i, TopologyIssue::SharedSourceTopic { topic, .. } if topic == "t")));
+    assert!(found.contains(&TopologyIssue::NoTopics("c".into())));
+}
+
+#[test]
+fn stores_must_be_connected_to_existing_processors() {
+    let mut b = Topology::builder();
+    b.add_source("src", ["t"], StringSerde, StringSerde)
+        .add_processor("p", || Pass, ["src"])
+        .add_state_store(Stores::in_memory_kv("loose", StringSerde, StringSerde), Vec::<&str>::new())
+        .add_state_store(Stores::in_memory_kv("ghost", StringSerde, StringSerde), ["nobody"])
+        .add_state_store(Stores::in_memory_kv("on-source", StringSerde, StringSerde), ["src"])
+        .connect_processor_and_state_stores("p", ["missing"]);
+    let text = b.build().unwrap_err().to_string();
+    assert!(text.contains("store `loose`: not connected to any processor"), "{text}");
+    assert!(text.contains("store `ghost`: connected to unknown processor `nobody`"), "{text}");
+    assert!(text.contains("store `on-source`: connected to `src`, which is not a processor"), "{text}");
+    assert!(text.contains("store `missing`: unknown store"), "{text}");
+}
+
+#[test]
+fn subtopologies_join_by_edges_and_shared_stores() {
+    let mut b = Topology::builder();
+    b.add_source("s1", ["a"], StringSerde, StringSerde)
+        .add_processor("p1", || Pass, ["s1"])
+        .add_source("s2", ["b"], StringSerde, StringSerde)
+        .add_processor("p2", || Pass, ["s2"])
+        .add_source("s3", ["c"], StringSerde, StringSerde)
+        .add_processor("p3", || Pass, ["s3"])
+        .add_state_store(Stores::in_memory_kv("shared", StringSerde, StringSerde), ["p1", "p2"]);
+    let t = b.build().unwrap();
+    let subs = t.subtopologies();
+    assert_eq!(subs.len(), 2);
+    assert_eq!(subs[0].source_topics, vec!["a".to_string(), "b".to_string()]);
+    assert_eq!(subs[1].source_topics, vec!["c".to_string()]);
+    assert_eq!(t.subtopology_of_topic("b").unwrap().id, 0);
+}
+
+#[test]
+fn describe_prints_kafka_streams_format() {
+    let mut b = Topology::builder();
+    b.add_source("events", ["event_logs"], StringSerde, StringSerde)
+        .add_processor("join", || Pass, ["events"])
+        .add_state_store(Stores::in_memory_kv("web_hooks_store", StringSerde, StringSerde), ["join"])
+        .add_sink("out", "web_hook_requests", StringSerde, StringSerde, ["join"]);
+    let text = b.build().unwrap().describe().to_string();
+    let expected = "Topologies:\n   Sub-topology: 0\n    Source: events (topics: [event_logs])\n      --> join\n    Processor: join (stores: [web_hooks_store])\n      --> out\n      <-- events\n    Sink: out (topic: web_hook_requests)\n      <-- join\n\n";
+    assert_eq!(text, expected);
+    let mermaid = b.build().unwrap().describe().to_mermaid();
+    assert!(mermaid.starts_with("flowchart TB\n"));
+    assert!(mermaid.contains("events --> join"), "{mermaid}");
+    assert!(mermaid.contains("store_web_hooks_store"), "{mermaid}");
+}
