@@ -1,0 +1,121 @@
+//! The names of the properties [`StreamsConfig`](super::StreamsConfig) reads, as Kafka Streams
+//! spells them, and the prefixes that route client properties.
+
+/// An identifier for the application: the consumer group id, and the prefix of internal
+/// topic names and of the state directory. Required.
+pub const APPLICATION_ID: &str = "application.id";
+/// The Kafka brokers (`host:port,host:port`). Unset means the embedded mock cluster.
+pub const BOOTSTRAP_SERVERS: &str = "bootstrap.servers";
+/// The number of stream threads.
+pub const NUM_STREAM_THREADS: &str = "num.stream.threads";
+/// `at_least_once` or `exactly_once_v2`.
+pub const PROCESSING_GUARANTEE: &str = "processing.guarantee";
+/// How often tasks commit, in milliseconds.
+pub const COMMIT_INTERVAL_MS: &str = "commit.interval.ms";
+/// The directory persistent stores live under.
+pub const STATE_DIR: &str = "state.dir";
+/// The record cache budget, in bytes.
+pub const STATESTORE_CACHE_MAX_BYTES: &str = "statestore.cache.max.bytes";
+/// The deprecated name of [`STATESTORE_CACHE_MAX_BYTES`].
+pub const CACHE_MAX_BYTES_BUFFERING: &str = "cache.max.bytes.buffering";
+/// The handler of records that cannot be deserialized.
+pub const DESERIALIZATION_EXCEPTION_HANDLER: &str = "deserialization.exception.handler";
+/// The deprecated name of [`DESERIALIZATION_EXCEPTION_HANDLER`].
+pub const DEFAULT_DESERIALIZATION_EXCEPTION_HANDLER: &str = "default.deserialization.exception.handler";
+/// The handler of records a processor fails on.
+pub const PROCESSING_EXCEPTION_HANDLER: &str = "processing.exception.handler";
+/// The handler of records that cannot be produced.
+pub const PRODUCTION_EXCEPTION_HANDLER: &str = "production.exception.handler";
+/// The deprecated name of [`PRODUCTION_EXCEPTION_HANDLER`].
+pub const DEFAULT_PRODUCTION_EXCEPTION_HANDLER: &str = "default.production.exception.handler";
+/// The dead-letter topic of the `dead_letter_queue` handlers.
+pub const DEAD_LETTER_QUEUE_TOPIC_NAME: &str = "errors.dead.letter.queue.topic.name";
+/// The socket address of the Prometheus metrics endpoint.
+pub const METRICS_ADDRESS: &str = "metrics.address";
+/// The longest a stream thread blocks in a poll, in milliseconds.
+pub const POLL_MS: &str = "poll.ms";
+/// The replication factor of internal topics; -1 for the broker's default.
+pub const REPLICATION_FACTOR: &str = "replication.factor";
+
+/// Properties with this prefix go (prefix stripped) to every consumer only.
+pub const CONSUMER_PREFIX: &str = "consumer.";
+/// Properties with this prefix go (prefix stripped) to the main consumer only.
+pub const MAIN_CONSUMER_PREFIX: &str = "main.consumer.";
+/// Properties with this prefix go (prefix stripped) to the restore consumer only.
+pub const RESTORE_CONSUMER_PREFIX: &str = "restore.consumer.";
+/// Properties with this prefix go (prefix stripped) to the global consumer only.
+pub const GLOBAL_CONSUMER_PREFIX: &str = "global.consumer.";
+/// Properties with this prefix go (prefix stripped) to the producer only.
+pub const PRODUCER_PREFIX: &str = "producer.";
+/// Properties with this prefix go (prefix stripped) to the admin client only.
+pub const ADMIN_PREFIX: &str = "admin.";
+
+/// Every property `StreamsConfig` interprets itself.
+pub(super) const STREAMS: &[&str] = &[
+    APPLICATION_ID,
+    BOOTSTRAP_SERVERS,
+    NUM_STREAM_THREADS,
+    PROCESSING_GUARANTEE,
+    COMMIT_INTERVAL_MS,
+    STATE_DIR,
+    STATESTORE_CACHE_MAX_BYTES,
+    CACHE_MAX_BYTES_BUFFERING,
+    DESERIALIZATION_EXCEPTION_HANDLER,
+    DEFAULT_DESERIALIZATION_EXCEPTION_HANDLER,
+    PROCESSING_EXCEPTION_HANDLER,
+    PRODUCTION_EXCEPTION_HANDLER,
+    DEFAULT_PRODUCTION_EXCEPTION_HANDLER,
+    DEAD_LETTER_QUEUE_TOPIC_NAME,
+    METRICS_ADDRESS,
+    POLL_MS,
+    REPLICATION_FACTOR,
+];
+
+/// Kafka Streams properties this framework does not implement. They are accepted (so a Java
+/// application's properties file loads), logged as ignored, and never passed to a client.
+pub(super) const UNSUPPORTED: &[&str] = &[
+    "acceptable.recovery.lag",
+    "application.server",
+    "buffered.records.per.partition",
+    "built.in.metrics.version",
+    "default.client.supplier",
+    "default.dsl.store",
+    "default.key.serde",
+    "default.list.key.serde.inner",
+    "default.list.key.serde.type",
+    "default.list.value.serde.inner",
+    "default.list.value.serde.type",
+    "default.timestamp.extractor",
+    "default.value.serde",
+    "default.windowed.key.serde.inner",
+    "default.windowed.value.serde.inner",
+    "dsl.store.suppliers.class",
+    "ensure.explicit.internal.resource.naming",
+    "log.summary.interval.ms",
+    "max.task.idle.ms",
+    "max.warmup.replicas",
+    "metric.reporters",
+    "metrics.num.samples",
+    "metrics.recording.level",
+    "metrics.sample.window.ms",
+    "num.standby.replicas",
+    "probing.rebalance.interval.ms",
+    "processor.wrapper.class",
+    "rack.aware.assignment.non_overlap_cost",
+    "rack.aware.assignment.strategy",
+    "rack.aware.assignment.tags",
+    "rack.aware.assignment.traffic_cost",
+    "repartition.purge.interval.ms",
+    "rocksdb.config.setter",
+    "state.cleanup.delay.ms",
+    "task.assignor.class",
+    "task.timeout.ms",
+    "topology.optimization",
+    "upgrade.from",
+    "window.size.ms",
+    "windowed.inner.class.serde",
+    "windowstore.changelog.additional.retention.ms",
+];
+
+/// Client (librdkafka) properties whose names have no dot; every other client property has one.
+pub(super) const DOTLESS_CLIENT: &[&str] = &["acks", "retries", "debug", "partitioner", "log_level"];

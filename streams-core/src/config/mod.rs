@@ -1,0 +1,468 @@
+//! [`StreamsConfig`]: the typed, validated configuration of a streams application, with Kafka
+//! Streams' property names.
+//!
+//! A configuration is built from key/value pairs ([`StreamsConfig::from_properties`]), from a
+//! Java-style `.properties` file ([`StreamsConfig::from_file`]) or with the typed
+//! [`StreamsConfig::builder`]. Every value is checked once, up front: an invalid one is a
+//! [`StreamsError::Config`] naming the property at fault.
+//!
+//! Properties the framework does not interpret itself go to the Kafka clients: a property
+//! with a dot in its name (`session.timeout.ms`) goes to every client; one prefixed with
+//! `consumer.`, `producer.` or `admin.` goes, prefix stripped, to that client only, and wins
+//! over the unprefixed one ([`StreamsConfig::consumer_properties`] and friends). Streams
+//! properties never reach a client. See `docs/configuration.md` for the full reference.
+//!
+//! ```
+//! use std::time::Duration;
+//! use streams_core::config::{ProcessingGuarantee, StreamsConfig};
+//!
+//! let config = StreamsConfig::from_properties([
+//!     ("application.id", "word-count"),
+//!     ("processing.guarantee", "exactly_once_v2"),
+//!     ("session.timeout.ms", "6000"),
+//!     ("consumer.max.poll.records", "100"),
+//! ])
+//! .unwrap();
+//! assert!(config.is_exactly_once());
+//! assert_eq!(config.commit_interval(), Duration::from_millis(100));
+//! assert_eq!(config.consumer_properties()["max.poll.records"], "100");
+//! assert!(!config.producer_properties().contains_key("max.poll.records"));
+//!
+//! let err = StreamsConfig::builder().application_id("app").num_stream_threads(0).build().unwrap_err();
+//! assert!(err.to_string().contains("num.stream.threads"));
+//! ```
+
+mod builder;
+mod file;
+mod guarantee;
+pub mod keys;
+mod parse;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use builder::StreamsConfigBuilder;
+pub use guarantee::ProcessingGuarantee;
+
+use crate::driver::DriverConfig;
+use crate::error::StreamsError;
+use crate::handlers::{ErrorHandling, ErrorPolicy};
+
+/// Which clients a pass-through property is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Scope {
+    /// Every client (an unprefixed property).
+    Common,
+    Consumer,
+    MainConsumer,
+    RestoreConsumer,
+    GlobalConsumer,
+    Producer,
+    Admin,
+}
+
+impl Scope {
+    /// The prefixed scopes.
+    const PREFIXED: [Scope; 6] = [
+        Scope::Consumer,
+        Scope::MainConsumer,
+        Scope::RestoreConsumer,
+        Scope::GlobalConsumer,
+        Scope::Producer,
+        Scope::Admin,
+    ];
+
+    fn prefix(self) -> &'static str {
+        match self {
+            Self::Common => "",
+            Self::Consumer => keys::CONSUMER_PREFIX,
+            Self::MainConsumer => keys::MAIN_CONSUMER_PREFIX,
+            Self::RestoreConsumer => keys::RESTORE_CONSUMER_PREFIX,
+            Self::GlobalConsumer => keys::GLOBAL_CONSUMER_PREFIX,
+            Self::Producer => keys::PRODUCER_PREFIX,
+            Self::Admin => keys::ADMIN_PREFIX,
+        }
+    }
+}
+
+/// The configuration of a streams application. See the [module docs](self).
+///
+/// Built by [`StreamsConfig::builder`], [`StreamsConfig::from_properties`] or
+/// [`StreamsConfig::from_file`]; immutable once built ([`StreamsConfig::to_builder`] starts a
+/// modified copy). `Display` lists every effective value, one `key = value` per line;
+/// `Display` and `Debug` mask secrets (passwords, JAAS configs, keys) among client properties.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StreamsConfig {
+    application_id: String,
+    bootstrap_servers: Option<String>,
+    num_stream_threads: usize,
+    processing_guarantee: ProcessingGuarantee,
+    commit_interval: Duration,
+    state_dir: PathBuf,
+    cache_max_bytes: usize,
+    deserialization_handler: ErrorHandling,
+    processing_handler: ErrorHandling,
+    production_handler: ErrorHandling,
+    dead_letter_topic: Option<String>,
+    metrics_address: Option<SocketAddr>,
+    poll_interval: Duration,
+    replication_factor: i32,
+    /// Pass-through client properties, prefix stripped, by scope.
+    client: BTreeMap<Scope, BTreeMap<String, String>>,
+    /// Kafka Streams properties that were set but are not implemented.
+    ignored: BTreeSet<String>,
+    /// The properties as given (trimmed), for [`StreamsConfig::to_builder`].
+    originals: BTreeMap<String, String>,
+}
+
+impl StreamsConfig {
+    /// The default `num.stream.threads`.
+    pub const DEFAULT_NUM_STREAM_THREADS: usize = 1;
+    /// The default `commit.interval.ms` under `at_least_once`.
+    pub const DEFAULT_COMMIT_INTERVAL_MS: u64 = 30_000;
+    /// The default `commit.interval.ms` under `exactly_once_v2`.
+    pub const DEFAULT_EOS_COMMIT_INTERVAL_MS: u64 = 100;
+    /// The default `statestore.cache.max.bytes`: 10 MiB.
+    pub const DEFAULT_CACHE_MAX_BYTES: usize = 10_485_760;
+    /// The default `poll.ms`.
+    pub const DEFAULT_POLL_MS: u64 = 100;
+    /// The default `replication.factor`: -1, the broker's `default.replication.factor`.
+    pub const DEFAULT_REPLICATION_FACTOR: i32 = -1;
+
+    /// A builder with every property unset (`application.id` must be set before `build`).
+    pub fn builder() -> StreamsConfigBuilder {
+        StreamsConfigBuilder::default()
+    }
+
+    /// Builds a configuration from key/value pairs. Keys and values are trimmed; a later pair
+    /// for the same key overrides an earlier one.
+    ///
+    /// # Errors
+    /// [`StreamsError::Config`] naming the first property found invalid: a missing
+    /// `application.id`, a value that does not parse or is out of range, or an unknown
+    /// property without a dot in its name (a typo such as `applicationid`).
+    pub fn from_properties<K, V>(properties: impl IntoIterator<Item = (K, V)>) -> Result<Self, StreamsError>
+    where
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        let originals = properties
+            .into_iter()
+            .map(|(k, v)| (k.as_ref().trim().to_owned(), v.as_ref().trim().to_owned()))
+            .collect();
+        parse::validate(originals, None)
+    }
+
+    /// Builds a configuration from the text of a Java-style `.properties` file (see
+    /// [`StreamsConfig::from_file`] for the syntax).
+    ///
+    /// # Errors
+    /// As [`StreamsConfig::from_properties`], plus malformed `\uXXXX` escapes; messages name
+    /// the line of the property at fault.
+    pub fn from_properties_str(text: &str) -> Result<Self, StreamsError> {
+        Self::from_entries(text, "line ")
+    }
+
+    /// Loads a Java-style `.properties` file: `key=value`, `key: value` or `key value` lines,
+    /// `#` and `!` comment lines, blank lines, whitespace around keys and values trimmed,
+    /// backslash line continuation and the Java escapes (`\t`, `\n`, `\uXXXX`, `\=`, ...).
+    ///
+    /// # Errors
+    /// [`StreamsError::Config`] naming the file when it cannot be read; otherwise as
+    /// [`StreamsError::Config`] from [`StreamsConfig::from_properties`], with the file and
+    /// line of the property at fault in the message.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, StreamsError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| StreamsError::Config {
+            property: path.display().to_string(),
+            message: format!("cannot read properties file: {e}"),
+        })?;
+        Self::from_entries(&text, &format!("{}:", path.display()))
+    }
+
+    /// Parses properties text; errors name their line as `{location}{line}`.
+    fn from_entries(text: &str, location: &str) -> Result<Self, StreamsError> {
+        let entries = file::parse(text, location)?;
+        let lines: BTreeMap<&str, usize> = entries.iter().map(|e| (e.key.trim(), e.line)).collect();
+        Self::from_properties(entries.iter().map(|e| (&e.key, &e.value))).map_err(|e| match e {
+            StreamsError::Config { property, message } => {
+                let message = match lines.get(property.as_str()) {
+                    Some(line) => format!("{message} (at {location}{line})"),
+                    None => message,
+                };
+                StreamsError::Config { property, message }
+            }
+            other => other,
+        })
+    }
+
+    /// A builder holding this configuration's properties, to derive a modified copy.
+    pub fn to_builder(&self) -> StreamsConfigBuilder {
+        StreamsConfigBuilder::from_parts(self.originals.clone(), self.state_dir.clone())
+    }
+
+    /// `application.id`: the consumer group id and the prefix of internal topics.
+    pub fn application_id(&self) -> &str {
+        &self.application_id
+    }
+
+    /// `bootstrap.servers`; `None` means the embedded mock cluster.
+    pub fn bootstrap_servers(&self) -> Option<&str> {
+        self.bootstrap_servers.as_deref()
+    }
+
+    /// `num.stream.threads` (at least 1).
+    pub fn num_stream_threads(&self) -> usize {
+        self.num_stream_threads
+    }
+
+    /// `processing.guarantee`.
+    pub fn processing_guarantee(&self) -> ProcessingGuarantee {
+        self.processing_guarantee
+    }
+
+    /// Whether `processing.guarantee` is `exactly_once_v2`.
+    pub fn is_exactly_once(&self) -> bool {
+        self.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2
+    }
+
+    /// `commit.interval.ms`: as set, or the guarantee's default (30 s, or 100 ms under
+    /// exactly-once).
+    pub fn commit_interval(&self) -> Duration {
+        self.commit_interval
+    }
+
+    /// `state.dir`: the directory under which persistent stores live (by default
+    /// `<temp dir>/streams-rs`).
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
+    }
+
+    /// This application's own state directory: `<state.dir>/<application.id>`.
+    pub fn application_state_dir(&self) -> PathBuf {
+        self.state_dir.join(&self.application_id)
+    }
+
+    /// `statestore.cache.max.bytes` (or the deprecated `cache.max.bytes.buffering`).
+    pub fn cache_max_bytes(&self) -> usize {
+        self.cache_max_bytes
+    }
+
+    /// `deserialization.exception.handler` (or `default.deserialization.exception.handler`).
+    pub fn deserialization_exception_handler(&self) -> ErrorHandling {
+        self.deserialization_handler
+    }
+
+    /// `processing.exception.handler`.
+    pub fn processing_exception_handler(&self) -> ErrorHandling {
+        self.processing_handler
+    }
+
+    /// `production.exception.handler` (or `default.production.exception.handler`).
+    pub fn production_exception_handler(&self) -> ErrorHandling {
+        self.production_handler
+    }
+
+    /// `errors.dead.letter.queue.topic.name`.
+    pub fn dead_letter_queue_topic(&self) -> Option<&str> {
+        self.dead_letter_topic.as_deref()
+    }
+
+    /// The three handlers and the dead-letter topic, as tasks take them.
+    pub fn error_policy(&self) -> ErrorPolicy {
+        ErrorPolicy {
+            deserialization: self.deserialization_handler,
+            processing: self.processing_handler,
+            production: self.production_handler,
+            dead_letter_topic: self.dead_letter_topic.clone(),
+        }
+    }
+
+    /// `metrics.address`: where to serve Prometheus metrics; `None` serves none.
+    pub fn metrics_address(&self) -> Option<SocketAddr> {
+        self.metrics_address
+    }
+
+    /// `poll.ms`: the longest a stream thread blocks waiting for records.
+    pub fn poll_interval(&self) -> Duration {
+        self.poll_interval
+    }
+
+    /// `replication.factor` of internal (changelog and repartition) topics; -1 means the
+    /// broker's `default.replication.factor`.
+    pub fn replication_factor(&self) -> i32 {
+        self.replication_factor
+    }
+
+    /// The Kafka Streams properties that were set but that this framework does not implement
+    /// (such as `num.standby.replicas`); they are ignored and reach no client.
+    pub fn ignored_properties(&self) -> impl Iterator<Item = &str> {
+        self.ignored.iter().map(String::as_str)
+    }
+
+    /// The properties of every consumer: `bootstrap.servers` (when set), the unprefixed
+    /// pass-through properties, then the `consumer.` ones (prefix stripped), which win.
+    pub fn consumer_properties(&self) -> BTreeMap<String, String> {
+        self.merged(&[Scope::Consumer])
+    }
+
+    /// The main consumer's properties: [`StreamsConfig::consumer_properties`] overridden by
+    /// `main.consumer.` ones.
+    pub fn main_consumer_properties(&self) -> BTreeMap<String, String> {
+        self.merged(&[Scope::Consumer, Scope::MainConsumer])
+    }
+
+    /// The restore consumer's properties: [`StreamsConfig::consumer_properties`] overridden
+    /// by `restore.consumer.` ones.
+    pub fn restore_consumer_properties(&self) -> BTreeMap<String, String> {
+        self.merged(&[Scope::Consumer, Scope::RestoreConsumer])
+    }
+
+    /// The global consumer's properties: [`StreamsConfig::consumer_properties`] overridden
+    /// by `global.consumer.` ones.
+    pub fn global_consumer_properties(&self) -> BTreeMap<String, String> {
+        self.merged(&[Scope::Consumer, Scope::GlobalConsumer])
+    }
+
+    /// The producer's properties: `bootstrap.servers` (when set), the unprefixed pass-through
+    /// properties, then the `producer.` ones (prefix stripped), which win.
+    pub fn producer_properties(&self) -> BTreeMap<String, String> {
+        self.merged(&[Scope::Producer])
+    }
+
+    /// The admin client's properties: `bootstrap.servers` (when set), the unprefixed
+    /// pass-through properties, then the `admin.` ones (prefix stripped), which win.
+    pub fn admin_properties(&self) -> BTreeMap<String, String> {
+        self.merged(&[Scope::Admin])
+    }
+
+    /// The settings of a [`crate::TopologyTestDriver`] matching this configuration: its
+    /// application id, cache budget and error handlers.
+    pub fn to_driver_config(&self) -> DriverConfig {
+        DriverConfig {
+            application_id: self.application_id.clone(),
+            cache_max_bytes: self.cache_max_bytes,
+            errors: self.error_policy(),
+            ..DriverConfig::default()
+        }
+    }
+
+    fn merged(&self, scopes: &[Scope]) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        if let Some(servers) = &self.bootstrap_servers {
+            out.insert(keys::BOOTSTRAP_SERVERS.to_owned(), servers.clone());
+        }
+        for scope in std::iter::once(&Scope::Common).chain(scopes) {
+            if let Some(props) = self.client.get(scope) {
+                out.extend(props.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+        }
+        out
+    }
+
+    /// The typed values as (property, display value) pairs.
+    fn effective(&self) -> Vec<(&'static str, String)> {
+        let opt = |v: Option<String>, unset: &str| v.unwrap_or_else(|| unset.to_owned());
+        vec![
+            (keys::APPLICATION_ID, self.application_id.clone()),
+            (
+                keys::BOOTSTRAP_SERVERS,
+                opt(self.bootstrap_servers.clone(), "<unset: embedded mock cluster>"),
+            ),
+            (keys::NUM_STREAM_THREADS, self.num_stream_threads.to_string()),
+            (keys::PROCESSING_GUARANTEE, self.processing_guarantee.to_string()),
+            (
+                keys::COMMIT_INTERVAL_MS,
+                self.commit_interval.as_millis().to_string(),
+            ),
+            (keys::STATE_DIR, self.state_dir.display().to_string()),
+            (keys::STATESTORE_CACHE_MAX_BYTES, self.cache_max_bytes.to_string()),
+            (
+                keys::DESERIALIZATION_EXCEPTION_HANDLER,
+                parse::handling_name(self.deserialization_handler).into(),
+            ),
+            (
+                keys::PROCESSING_EXCEPTION_HANDLER,
+                parse::handling_name(self.processing_handler).into(),
+            ),
+            (
+                keys::PRODUCTION_EXCEPTION_HANDLER,
+                parse::handling_name(self.production_handler).into(),
+            ),
+            (
+                keys::DEAD_LETTER_QUEUE_TOPIC_NAME,
+                opt(self.dead_letter_topic.clone(), "<unset>"),
+            ),
+            (
+                keys::METRICS_ADDRESS,
+                opt(self.metrics_address.map(|a| a.to_string()), "<unset>"),
+            ),
+            (keys::POLL_MS, self.poll_interval.as_millis().to_string()),
+            (keys::REPLICATION_FACTOR, self.replication_factor.to_string()),
+        ]
+    }
+
+    /// The pass-through properties with their prefixes restored, secrets masked.
+    fn client_display(&self) -> impl Iterator<Item = (String, &str)> {
+        self.client.iter().flat_map(|(scope, props)| {
+            props
+                .iter()
+                .map(move |(k, v)| (format!("{}{k}", scope.prefix()), mask(k, v)))
+        })
+    }
+}
+
+/// `value`, or `********` when `key` names a secret.
+fn mask<'a>(key: &str, value: &'a str) -> &'a str {
+    const SECRET: [&str; 8] = [
+        "password",
+        "passphrase",
+        "secret",
+        "jaas",
+        "sasl.oauthbearer.config",
+        "key.pem",
+        "private.key",
+        "ssl_key",
+    ];
+    let key = key.to_ascii_lowercase();
+    if SECRET.iter().any(|s| key.contains(s)) {
+        "********"
+    } else {
+        value
+    }
+}
+
+impl fmt::Display for StreamsConfig {
+    /// One `key = value` line per effective property: the streams properties (defaults
+    /// included), then the client pass-through properties, then ignored ones as comments.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (key, value) in self.effective() {
+            writeln!(f, "{key} = {value}")?;
+        }
+        for (key, value) in self.client_display() {
+            writeln!(f, "{key} = {value}")?;
+        }
+        for key in &self.ignored {
+            writeln!(f, "# ignored (not supported): {key}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for StreamsConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = f.debug_struct("StreamsConfig");
+        for (key, value) in self.effective() {
+            s.field(key, &value);
+        }
+        let client: BTreeMap<String, &str> = self.client_display().collect();
+        s.field("client", &client)
+            .field("ignored", &self.ignored)
+            .finish()
+    }
+}

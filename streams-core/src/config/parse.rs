@@ -1,0 +1,364 @@
+//! Validation: from the raw properties to a [`StreamsConfig`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{ProcessingGuarantee, Scope, StreamsConfig, keys};
+use crate::error::StreamsError;
+use crate::handlers::ErrorHandling;
+
+/// A [`StreamsError::Config`] for `property`.
+pub(super) fn invalid(property: &str, message: impl Into<String>) -> StreamsError {
+    StreamsError::Config {
+        property: property.to_owned(),
+        message: message.into(),
+    }
+}
+
+/// The property value naming `handling`.
+pub(super) fn handling_name(handling: ErrorHandling) -> &'static str {
+    match handling {
+        ErrorHandling::LogAndContinue => "log_and_continue",
+        ErrorHandling::LogAndFail => "log_and_fail",
+        ErrorHandling::DeadLetterQueue => "dead_letter_queue",
+    }
+}
+
+/// Validates `originals` (trimmed keys and values). `state_dir`, when given, replaces
+/// `state.dir` (the builder's typed path, which need not be UTF-8).
+pub(super) fn validate(
+    originals: BTreeMap<String, String>,
+    state_dir: Option<PathBuf>,
+) -> Result<StreamsConfig, StreamsError> {
+    let mut client: BTreeMap<Scope, BTreeMap<String, String>> = BTreeMap::new();
+    let mut ignored = BTreeSet::new();
+    for (key, value) in &originals {
+        match classify(key)? {
+            Class::Streams => {}
+            Class::Unsupported => {
+                tracing::warn!(property = %key, "ignoring a Kafka Streams property this framework does not support");
+                ignored.insert(key.clone());
+            }
+            Class::Client(scope, name) => {
+                client
+                    .entry(scope)
+                    .or_default()
+                    .insert(name.to_owned(), value.clone());
+            }
+        }
+    }
+
+    let get = |key: &str| originals.get(key).map(String::as_str);
+    // The value of the first of `names` that is set, and the name it was set under.
+    let first = |names: &[&'static str]| names.iter().find_map(|&n| get(n).map(|v| (n, v)));
+
+    let application_id = application_id(get(keys::APPLICATION_ID))?;
+    let bootstrap_servers = get(keys::BOOTSTRAP_SERVERS)
+        .map(|v| non_empty(keys::BOOTSTRAP_SERVERS, v))
+        .transpose()?;
+    let num_stream_threads = match get(keys::NUM_STREAM_THREADS) {
+        Some(v) => to_usize(keys::NUM_STREAM_THREADS, integer(keys::NUM_STREAM_THREADS, v, 1)?)?,
+        None => StreamsConfig::DEFAULT_NUM_STREAM_THREADS,
+    };
+    let processing_guarantee = match get(keys::PROCESSING_GUARANTEE) {
+        Some(v) => v.parse()?,
+        None => ProcessingGuarantee::default(),
+    };
+    let commit_interval = match get(keys::COMMIT_INTERVAL_MS) {
+        Some(v) => millis(keys::COMMIT_INTERVAL_MS, v)?,
+        None => processing_guarantee.default_commit_interval(),
+    };
+    let state_dir = match (state_dir, get(keys::STATE_DIR)) {
+        (Some(path), _) if path.as_os_str().is_empty() => {
+            return Err(invalid(keys::STATE_DIR, "must not be empty"));
+        }
+        (Some(path), _) => path,
+        (None, Some(v)) => PathBuf::from(non_empty(keys::STATE_DIR, v)?),
+        (None, None) => std::env::temp_dir().join("streams-rs"),
+    };
+    let cache_max_bytes = match first(&[keys::STATESTORE_CACHE_MAX_BYTES, keys::CACHE_MAX_BYTES_BUFFERING]) {
+        Some((key, v)) => {
+            if key == keys::CACHE_MAX_BYTES_BUFFERING {
+                tracing::warn!(
+                    "`{key}` is deprecated; use `{}`",
+                    keys::STATESTORE_CACHE_MAX_BYTES
+                );
+            }
+            to_usize(key, integer(key, v, 0)?)?
+        }
+        None => StreamsConfig::DEFAULT_CACHE_MAX_BYTES,
+    };
+    let handler = |names: &[&'static str]| -> Result<(ErrorHandling, &'static str), StreamsError> {
+        match first(names) {
+            Some((key, v)) => Ok((parse_handler(key, v)?, key)),
+            None => Ok((ErrorHandling::default(), names[0])),
+        }
+    };
+    let deserialization = handler(&[
+        keys::DESERIALIZATION_EXCEPTION_HANDLER,
+        keys::DEFAULT_DESERIALIZATION_EXCEPTION_HANDLER,
+    ])?;
+    let processing = handler(&[keys::PROCESSING_EXCEPTION_HANDLER])?;
+    let production = handler(&[
+        keys::PRODUCTION_EXCEPTION_HANDLER,
+        keys::DEFAULT_PRODUCTION_EXCEPTION_HANDLER,
+    ])?;
+    if production.0 == ErrorHandling::DeadLetterQueue {
+        return Err(invalid(
+            production.1,
+            "`dead_letter_queue` is not supported for production errors; use `log_and_fail` or `log_and_continue`",
+        ));
+    }
+    let dead_letter_topic = get(keys::DEAD_LETTER_QUEUE_TOPIC_NAME)
+        .map(|v| topic_name(keys::DEAD_LETTER_QUEUE_TOPIC_NAME, v))
+        .transpose()?;
+    if dead_letter_topic.is_none() {
+        for (handling, key) in [deserialization, processing, production] {
+            if handling == ErrorHandling::DeadLetterQueue {
+                return Err(invalid(
+                    key,
+                    format!(
+                        "`dead_letter_queue` needs a dead-letter topic: set `{}`",
+                        keys::DEAD_LETTER_QUEUE_TOPIC_NAME
+                    ),
+                ));
+            }
+        }
+    }
+    let metrics_address = get(keys::METRICS_ADDRESS)
+        .map(|v| {
+            v.parse::<SocketAddr>().map_err(|e| {
+                invalid(
+                    keys::METRICS_ADDRESS,
+                    format!("`{v}` is not a socket address such as 127.0.0.1:9464 ({e})"),
+                )
+            })
+        })
+        .transpose()?;
+    let poll_interval = match get(keys::POLL_MS) {
+        Some(v) => millis(keys::POLL_MS, v)?,
+        None => Duration::from_millis(StreamsConfig::DEFAULT_POLL_MS),
+    };
+    let replication_factor = match get(keys::REPLICATION_FACTOR) {
+        Some(v) => match integer(keys::REPLICATION_FACTOR, v, i64::MIN)? {
+            -1 => -1,
+            n if n >= 1 => i32::try_from(n).map_err(|_| invalid(keys::REPLICATION_FACTOR, "is too large"))?,
+            n => {
+                return Err(invalid(
+                    keys::REPLICATION_FACTOR,
+                    format!("must be -1 (the broker's default) or at least 1, got {n}"),
+                ));
+            }
+        },
+        None => StreamsConfig::DEFAULT_REPLICATION_FACTOR,
+    };
+
+    Ok(StreamsConfig {
+        application_id,
+        bootstrap_servers,
+        num_stream_threads,
+        processing_guarantee,
+        commit_interval,
+        state_dir,
+        cache_max_bytes,
+        deserialization_handler: deserialization.0,
+        processing_handler: processing.0,
+        production_handler: production.0,
+        dead_letter_topic,
+        metrics_address,
+        poll_interval,
+        replication_factor,
+        client,
+        ignored,
+        originals,
+    })
+}
+
+/// What a property is.
+enum Class<'a> {
+    /// Interpreted by [`StreamsConfig`] itself.
+    Streams,
+    /// A Kafka Streams property this framework does not implement.
+    Unsupported,
+    /// A client property, for the clients of the scope, named as given (prefix stripped).
+    Client(Scope, &'a str),
+}
+
+fn classify(key: &str) -> Result<Class<'_>, StreamsError> {
+    if key.is_empty() {
+        return Err(invalid(key, "empty property name"));
+    }
+    if keys::STREAMS.contains(&key) {
+        return Ok(Class::Streams);
+    }
+    if keys::UNSUPPORTED.contains(&key) {
+        return Ok(Class::Unsupported);
+    }
+    for scope in Scope::PREFIXED {
+        if let Some(name) = key.strip_prefix(scope.prefix()) {
+            if name.is_empty() {
+                return Err(invalid(
+                    key,
+                    "a client prefix must be followed by a property name",
+                ));
+            }
+            return Ok(Class::Client(scope, name));
+        }
+    }
+    if key.contains('.') {
+        // A near miss of a streams property is a typo, not a client property.
+        return match suggestion(key, 2) {
+            Some(known) => Err(invalid(key, format!("unknown property; did you mean `{known}`?"))),
+            None => Ok(Class::Client(Scope::Common, key)),
+        };
+    }
+    if keys::DOTLESS_CLIENT.contains(&key) {
+        return Ok(Class::Client(Scope::Common, key));
+    }
+    let hint = suggestion(key, 3)
+        .map(|k| format!("; did you mean `{k}`?"))
+        .unwrap_or_default();
+    Err(invalid(
+        key,
+        format!(
+            "unknown property{hint} (streams and client property names contain dots, except the client \
+             properties {})",
+            keys::DOTLESS_CLIENT.join(", ")
+        ),
+    ))
+}
+
+/// The streams property closest to `key`, if within `max` edits (ignoring `.`, `_`, `-` and
+/// case, or not).
+fn suggestion(key: &str, max: usize) -> Option<&'static str> {
+    let squash = |s: &str| -> String {
+        s.chars()
+            .filter(|c| !matches!(c, '.' | '_' | '-'))
+            .map(|c| c.to_ascii_lowercase())
+            .collect()
+    };
+    let squashed = squash(key);
+    keys::STREAMS
+        .iter()
+        .chain(keys::UNSUPPORTED)
+        .map(|&known| {
+            (
+                known,
+                edit_distance(key, known).min(edit_distance(&squashed, &squash(known))),
+            )
+        })
+        .filter(|&(_, d)| d <= max)
+        .min_by_key(|&(_, d)| d)
+        .map(|(known, _)| known)
+}
+
+/// The Levenshtein distance between `a` and `b`.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(ca != cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
+}
+
+fn non_empty(property: &str, value: &str) -> Result<String, StreamsError> {
+    if value.is_empty() {
+        return Err(invalid(
+            property,
+            "must not be empty (omit the property to use the default)",
+        ));
+    }
+    Ok(value.to_owned())
+}
+
+fn application_id(value: Option<&str>) -> Result<String, StreamsError> {
+    let key = keys::APPLICATION_ID;
+    let value = value.ok_or_else(|| invalid(key, "is required"))?;
+    if value.is_empty() {
+        return Err(invalid(key, "must not be empty"));
+    }
+    if let Some(c) = value.chars().find(|&c| !is_name_char(c)) {
+        return Err(invalid(
+            key,
+            format!("`{value}` contains `{c}`; only ASCII letters, digits, `.`, `_` and `-` are allowed"),
+        ));
+    }
+    Ok(value.to_owned())
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')
+}
+
+/// A Kafka topic name: 1 to 249 of `[A-Za-z0-9._-]`, not `.` or `..`.
+fn topic_name(property: &str, value: &str) -> Result<String, StreamsError> {
+    if value.is_empty() {
+        return Err(invalid(property, "must not be empty"));
+    }
+    if value == "." || value == ".." {
+        return Err(invalid(property, format!("`{value}` is not a valid topic name")));
+    }
+    if value.len() > 249 {
+        return Err(invalid(property, "a topic name has at most 249 characters"));
+    }
+    if let Some(c) = value.chars().find(|&c| !is_name_char(c)) {
+        return Err(invalid(
+            property,
+            format!(
+                "topic name `{value}` contains `{c}`; only ASCII letters, digits, `.`, `_` and `-` are allowed"
+            ),
+        ));
+    }
+    Ok(value.to_owned())
+}
+
+/// An integer of at least `min`.
+fn integer(property: &str, value: &str, min: i64) -> Result<i64, StreamsError> {
+    let n: i64 = value
+        .parse()
+        .map_err(|_| invalid(property, format!("`{value}` is not an integer")))?;
+    if n < min {
+        return Err(invalid(property, format!("must be at least {min}, got {n}")));
+    }
+    Ok(n)
+}
+
+fn to_usize(property: &str, n: i64) -> Result<usize, StreamsError> {
+    usize::try_from(n).map_err(|_| invalid(property, format!("{n} is out of range")))
+}
+
+/// A non-negative number of milliseconds.
+fn millis(property: &str, value: &str) -> Result<Duration, StreamsError> {
+    let ms = integer(property, value, 0)?;
+    // `ms` >= 0, so the conversion cannot fail.
+    Ok(Duration::from_millis(u64::try_from(ms).unwrap_or_default()))
+}
+
+/// Kafka Streams' package of its built-in handlers, accepted before their class names.
+const HANDLER_PACKAGE: &str = "org.apache.kafka.streams.errors.";
+
+/// An exception handler: `log_and_continue`, `log_and_fail`, `dead_letter_queue` or a Kafka
+/// Streams built-in handler class name, with or without its package.
+fn parse_handler(property: &str, value: &str) -> Result<ErrorHandling, StreamsError> {
+    let name = value.strip_prefix(HANDLER_PACKAGE).unwrap_or(value);
+    let name = match name {
+        "DefaultProductionExceptionHandler" | "LogAndFailProcessingExceptionHandler" => "log_and_fail",
+        "LogAndContinueProcessingExceptionHandler" => "log_and_continue",
+        other => other,
+    };
+    ErrorHandling::parse(name).ok_or_else(|| {
+        invalid(
+            property,
+            format!("`{value}` is not one of `log_and_continue`, `log_and_fail`, `dead_letter_queue`"),
+        )
+    })
+}

@@ -1,0 +1,46 @@
+//! The embedded default: librdkafka's in-process mock cluster, so an application (and the
+//! examples) run with no broker at all.
+//!
+//! The mock serves produce, consumer groups with committed offsets and auto-created
+//! topics; it does not hide aborted transactions from `read_committed` consumers, so
+//! exactly-once is refused on it (see `docs/kafka-for-tests.md`).
+
+use rdkafka::mocking::MockCluster;
+use rdkafka::producer::DefaultProducerContext;
+
+use crate::error::StreamsError;
+
+/// An in-process Kafka cluster (librdkafka's mock). Keep it alive as long as anything uses
+/// its bootstrap servers; several applications in one process can share it.
+pub struct EmbeddedKafka {
+    cluster: MockCluster<'static, DefaultProducerContext>,
+    bootstrap: String,
+}
+
+impl EmbeddedKafka {
+    /// Starts a one-broker mock cluster.
+    pub fn start() -> Result<Self, StreamsError> {
+        let cluster = MockCluster::new(1)
+            .map_err(|e| StreamsError::Kafka { message: format!("mock cluster: {e}"), retriable: false })?;
+        let bootstrap = cluster.bootstrap_servers();
+        Ok(Self { cluster, bootstrap })
+    }
+
+    /// The address clients connect to.
+    pub fn bootstrap_servers(&self) -> &str {
+        &self.bootstrap
+    }
+
+    /// Creates a topic (the admin API's `create_topics` is not served by the mock).
+    pub fn create_topic(&self, name: &str, partitions: i32) -> Result<(), StreamsError> {
+        self.cluster
+            .create_topic(name, partitions, 1)
+            .map_err(|e| StreamsError::Kafka { message: format!("create topic {name}: {e}"), retriable: false })
+    }
+}
+
+impl std::fmt::Debug for EmbeddedKafka {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddedKafka").field("bootstrap", &self.bootstrap).finish()
+    }
+}

@@ -1,0 +1,393 @@
+//! The Kafka runtime: [`KafkaStreams`] runs a [`Topology`] on a Kafka cluster with
+//! `num.stream.threads` stream threads in the consumer group `application.id`.
+//!
+//! Start-up checks the source topics (co-partitioned within each sub-topology), creates the
+//! changelog topics, then starts the threads. Each thread owns a consumer and a producer
+//! (transactional under `exactly_once_v2`) and the tasks of the partitions assigned to it.
+//! See `docs/runtime.md` for threads, tasks, commits and guarantees.
+
+mod embedded;
+mod producer;
+mod restore;
+mod status;
+mod tasks;
+mod thread;
+mod topics;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rdkafka::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::Producer;
+
+pub use embedded::EmbeddedKafka;
+pub use restore::changelog_topic;
+pub use status::{State, StateListener};
+
+use self::producer::DeliveryTracker;
+use self::status::Status;
+use self::tasks::{TaskManagerParts, TaskSettings};
+use self::thread::{LoopSettings, ThreadContext};
+use crate::config::StreamsConfig;
+use crate::error::StreamsError;
+use crate::topology::Topology;
+
+/// What to do when a stream thread fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ThreadFailureResponse {
+    /// Start a new thread in its place (its tasks are recreated from their changelogs).
+    ReplaceThread,
+    /// Stop the whole application (state `Error`). The default.
+    #[default]
+    ShutdownApplication,
+}
+
+/// Decides what happens when a thread fails with an error.
+pub type UncaughtErrorHandler = Arc<dyn Fn(&StreamsError) -> ThreadFailureResponse + Send + Sync>;
+
+struct ThreadHandle {
+    name: String,
+    join: JoinHandle<()>,
+}
+
+/// What a stream thread is built from; shared so a failed thread can be replaced.
+struct ThreadFactory {
+    topology: Arc<Topology>,
+    config: Arc<StreamsConfig>,
+    status: Arc<Status>,
+    bootstrap: String,
+    process_id: String,
+}
+
+impl ThreadFactory {
+    pub(crate) fn client_config(&self, props: std::collections::BTreeMap<String, String>) -> ClientConfig {
+        let mut c = ClientConfig::new();
+        c.set("bootstrap.servers", &self.bootstrap);
+        for (k, v) in props {
+            c.set(k, v);
+        }
+        c
+    }
+
+    fn parts(
+        &self,
+        name: &str,
+        index: usize,
+    ) -> Result<(BaseConsumer<ThreadContext>, TaskManagerParts, LoopSettings), StreamsError> {
+        let cfg = &self.config;
+        let eos = cfg.is_exactly_once();
+        let app_id = cfg.application_id();
+        let mut cc = self.client_config(cfg.main_consumer_properties());
+        cc.set("group.id", app_id)
+            .set("client.id", name)
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("partition.assignment.strategy", "range")
+            .set("isolation.level", if eos { "read_committed" } else { "read_uncommitted" });
+        if cc.get("auto.offset.reset").is_none() {
+            let earliest = self
+                .topology
+                .source_topics()
+                .iter()
+                .all(|t| self.topology.offset_reset(t) == crate::topology::OffsetReset::Earliest);
+            cc.set("auto.offset.reset", if earliest { "earliest" } else { "latest" });
+        }
+        let context = ThreadContext { status: self.status.clone(), name: name.to_owned(), in_rebalance: AtomicBool::new(false) };
+        let consumer: BaseConsumer<ThreadContext> =
+            cc.create_with_context(context).map_err(|e| restore::kafka_err("consumer", e))?;
+        let topics: Vec<String> = self.topology.source_topics().into_iter().collect();
+        let topic_refs: Vec<&str> = topics.iter().map(String::as_str).collect();
+        consumer.subscribe(&topic_refs).map_err(|e| restore::kafka_err("subscribe", e))?;
+
+        let mut rc = self.client_config(cfg.restore_consumer_properties());
+        rc.set("group.id", format!("{app_id}-restore"))
+            .set("enable.auto.commit", "false")
+            .set("isolation.level", if eos { "read_committed" } else { "read_uncommitted" });
+        let restore_consumer: BaseConsumer = rc.create().map_err(|e| restore::kafka_err("restore consumer", e))?;
+
+        let mut pc = self.client_config(cfg.producer_properties());
+        pc.set("client.id", format!("{name}-producer"));
+        if pc.get("linger.ms").is_none() {
+            pc.set("linger.ms", "5");
+        }
+        if eos {
+            pc.set("transactional.id", format!("{app_id}-{}-{index}", self.process_id));
+            if pc.get("transaction.timeout.ms").is_none() {
+                pc.set("transaction.timeout.ms", "10000");
+            }
+        } else if pc.get("enable.idempotence").is_none() {
+            pc.set("enable.idempotence", "true");
+        }
+        let tracker = DeliveryTracker::default();
+        let producer: producer::StreamProducer =
+            pc.create_with_context(tracker.clone()).map_err(|e| restore::kafka_err("producer", e))?;
+        if eos {
+            producer.init_transactions(Duration::from_secs(60)).map_err(|e| restore::kafka_err("init transactions", e))?;
+        }
+        let settings = TaskSettings {
+            topology: self.topology.clone(),
+            app_id: Arc::from(app_id),
+            state_dir: cfg.state_dir().to_path_buf(),
+            cache_max_bytes: cfg.cache_max_bytes() / cfg.num_stream_threads().max(1),
+            rocksdb: streams_state::RocksDbResources::default(),
+            policy: cfg.error_policy(),
+            eos,
+        };
+        let tasks = TaskManagerParts { settings, producer: Arc::new(producer), tracker, restore_consumer };
+        let loop_settings = LoopSettings {
+            commit_interval: cfg.commit_interval(),
+            poll: cfg.poll_interval(),
+            max_poll_records: 1000,
+        };
+        Ok((consumer, tasks, loop_settings))
+    }
+
+}
+
+/// A streams application: a topology running on Kafka. See the [module docs](self).
+pub struct KafkaStreams {
+    topology: Arc<Topology>,
+    config: Arc<StreamsConfig>,
+    status: Arc<Status>,
+    shutdown: Arc<AtomicBool>,
+    threads: Vec<ThreadHandle>,
+    embedded: Option<EmbeddedKafka>,
+    bootstrap: String,
+    error_handler: UncaughtErrorHandler,
+    next_thread: Arc<std::sync::atomic::AtomicUsize>,
+    process_id: String,
+}
+
+impl KafkaStreams {
+    /// An application running `topology` with `config`. With no `bootstrap.servers` it runs
+    /// on an in-process [`EmbeddedKafka`] (at-least-once only).
+    pub fn new(topology: Topology, config: StreamsConfig) -> Result<Self, StreamsError> {
+        let (embedded, bootstrap) = match config.bootstrap_servers() {
+            Some(b) => (None, b.to_owned()),
+            None => {
+                if config.is_exactly_once() {
+                    return Err(StreamsError::Config {
+                        property: "processing.guarantee".into(),
+                        message: "exactly_once_v2 needs a real Kafka cluster (set bootstrap.servers); \
+                                  the embedded mock cluster does not isolate aborted transactions"
+                            .into(),
+                    });
+                }
+                let e = EmbeddedKafka::start()?;
+                let b = e.bootstrap_servers().to_owned();
+                (Some(e), b)
+            }
+        };
+        Self::with_bootstrap(topology, config, embedded, bootstrap)
+    }
+
+    /// An application on an embedded cluster that other applications of this process share.
+    pub fn on_embedded(topology: Topology, config: StreamsConfig, cluster: &EmbeddedKafka) -> Result<Self, StreamsError> {
+        if config.is_exactly_once() {
+            return Err(StreamsError::Config {
+                property: "processing.guarantee".into(),
+                message: "exactly_once_v2 is not supported on the embedded mock cluster".into(),
+            });
+        }
+        let bootstrap = cluster.bootstrap_servers().to_owned();
+        Self::with_bootstrap(topology, config, None, bootstrap)
+    }
+
+    fn with_bootstrap(
+        topology: Topology,
+        config: StreamsConfig,
+        embedded: Option<EmbeddedKafka>,
+        bootstrap: String,
+    ) -> Result<Self, StreamsError> {
+        let process_id = process_id(&config.state_dir().join(config.application_id()))?;
+        Ok(Self {
+            topology: Arc::new(topology),
+            config: Arc::new(config),
+            status: Arc::new(Status::new()),
+            shutdown: Arc::new(AtomicBool::new(false)),
+            threads: Vec::new(),
+            embedded,
+            bootstrap,
+            error_handler: Arc::new(|_| ThreadFailureResponse::ShutdownApplication),
+            next_thread: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            process_id,
+        })
+    }
+
+    /// The bootstrap servers the application uses (the embedded cluster's when embedded).
+    pub fn bootstrap_servers(&self) -> &str {
+        &self.bootstrap
+    }
+
+    /// The embedded cluster, when the application runs on one.
+    pub fn embedded(&self) -> Option<&EmbeddedKafka> {
+        self.embedded.as_ref()
+    }
+
+    /// The current state.
+    pub fn state(&self) -> State {
+        self.status.state()
+    }
+
+    /// Records processed so far by all threads (updated once per loop iteration).
+    pub fn processed_records(&self) -> u64 {
+        self.status.processed_total()
+    }
+
+    /// Calls `listener(new, old)` on every state change.
+    pub fn set_state_listener(&mut self, listener: impl Fn(State, State) + Send + Sync + 'static) {
+        self.status.set_listener(Arc::new(listener));
+    }
+
+    /// Decides what happens when a thread fails (default: shut the application down).
+    pub fn set_uncaught_error_handler(
+        &mut self,
+        handler: impl Fn(&StreamsError) -> ThreadFailureResponse + Send + Sync + 'static,
+    ) {
+        self.error_handler = Arc::new(handler);
+    }
+
+    fn factory(&self) -> Arc<ThreadFactory> {
+        Arc::new(ThreadFactory {
+            topology: self.topology.clone(),
+            config: self.config.clone(),
+            status: self.status.clone(),
+            bootstrap: self.bootstrap.clone(),
+            process_id: self.process_id.clone(),
+        })
+    }
+
+    /// Checks the source topics, creates internal topics, starts the stream threads.
+    pub fn start(&mut self) -> Result<(), StreamsError> {
+        if self.status.state() != status::State::Created {
+            return Err(StreamsError::Usage(format!("cannot start in state {:?}", self.status.state())));
+        }
+        let factory = self.factory();
+        let md: BaseConsumer = factory
+            .client_config(self.config.consumer_properties())
+            .create()
+            .map_err(|e| restore::kafka_err("metadata client", e))?;
+        let app_id = self.config.application_id().to_owned();
+        let plan = topics::plan(&self.topology, &app_id, &md)?;
+        topics::ensure(
+            &plan,
+            &md,
+            &factory.client_config(self.config.admin_properties()),
+            self.embedded.as_ref(),
+            self.config.replication_factor(),
+        )?;
+        self.status.transition(State::Rebalancing);
+        let n = self.config.num_stream_threads();
+        self.status.set_threads(n);
+        for _ in 0..n {
+            self.spawn_thread()?;
+        }
+        Ok(())
+    }
+
+    fn spawn_thread(&mut self) -> Result<(), StreamsError> {
+        let index = self.next_thread.fetch_add(1, Ordering::Relaxed);
+        let name = format!("{}-StreamThread-{}", self.config.application_id(), index + 1);
+        let factory = self.factory();
+        let (consumer, tasks, settings) = factory.parts(&name, index)?;
+        let shutdown = self.shutdown.clone();
+        let status = self.status.clone();
+        let handler = self.error_handler.clone();
+        let thread_name = name.clone();
+        let join = std::thread::Builder::new()
+            .name(name.clone())
+            .spawn(move || {
+                let mut parts = Some((consumer, tasks, settings));
+                while let Some((consumer, tasks, settings)) = parts.take() {
+                    let result = thread::run(&thread_name, consumer, tasks, settings, shutdown.clone(), status.clone());
+                    let Err(e) = result else { return };
+                    tracing::error!(thread = %thread_name, error = %e, "stream thread failed");
+                    if handler(&e) == ThreadFailureResponse::ReplaceThread && !shutdown.load(Ordering::Relaxed) {
+                        // The replacement rejoins the group; its tasks restore from their
+                        // changelogs (under exactly-once the failed transaction was aborted).
+                        match factory.parts(&thread_name, index) {
+                            Ok(p) => {
+                                tracing::info!(thread = %thread_name, "replacing failed stream thread");
+                                parts = Some(p);
+                                continue;
+                            }
+                            Err(e) => tracing::error!(thread = %thread_name, error = %e, "cannot replace thread"),
+                        }
+                    }
+                    status.transition(State::Error);
+                    shutdown.store(true, Ordering::Relaxed);
+                }
+            })
+            .map_err(|e| StreamsError::Usage(format!("spawn thread: {e}")))?;
+        self.threads.push(ThreadHandle { name, join });
+        Ok(())
+    }
+
+    /// Waits until the state is `state` or `timeout` passes; returns whether it was reached.
+    pub fn wait_for_state(&self, state: State, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if self.state() == state {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.state() == state
+    }
+
+    /// Stops the threads: each commits, closes its tasks (flushing stores, writing
+    /// checkpoints) and leaves the group. Returns whether every thread stopped within
+    /// `timeout`.
+    pub fn close(&mut self, timeout: Duration) -> bool {
+        self.status.transition(State::PendingShutdown);
+        self.shutdown.store(true, Ordering::Relaxed);
+        let deadline = Instant::now() + timeout;
+        let mut all = true;
+        for t in std::mem::take(&mut self.threads) {
+            while !t.join.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if t.join.is_finished() {
+                let _ = t.join.join();
+            } else {
+                tracing::warn!(thread = %t.name, "did not stop within the close timeout");
+                all = false;
+            }
+        }
+        if self.status.state() != State::Error {
+            self.status.transition(State::NotRunning);
+        }
+        all
+    }
+}
+
+impl Drop for KafkaStreams {
+    fn drop(&mut self) {
+        if !self.threads.is_empty() {
+            self.close(Duration::from_secs(30));
+        }
+    }
+}
+
+/// The process id of this instance, kept in its state directory so that a restarted
+/// instance uses the same transactional ids (its predecessor's open transaction is then
+/// aborted at once instead of timing out).
+fn process_id(dir: &std::path::Path) -> Result<String, StreamsError> {
+    let path: PathBuf = dir.join("streams-process-id");
+    if let Ok(id) = std::fs::read_to_string(&path) {
+        let id = id.trim().to_owned();
+        if !id.is_empty() {
+            return Ok(id);
+        }
+    }
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let id = format!("{:x}{:x}", nanos, std::process::id());
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&path, &id))
+        .map_err(|e| StreamsError::Config { property: "state.dir".into(), message: format!("{}: {e}", dir.display()) })?;
+    Ok(id)
+}

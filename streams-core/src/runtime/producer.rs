@@ -1,0 +1,188 @@
+//! The stream thread's producer: the record collector of its tasks and the changelog sink
+//! of their stores.
+//!
+//! Sends are asynchronous; the producer's own thread reports deliveries to
+//! [`DeliveryTracker`], which keeps the first error and the last offset written to each
+//! changelog partition (the offsets that at-least-once checkpoints record). The tracker's
+//! lock is taken on the producer's delivery thread and at commit, never on the processing
+//! path.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rdkafka::ClientContext;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header, Message, OwnedHeaders};
+use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use streams_state::{ChangelogError, ChangelogSink};
+
+use crate::error::ProcessorError;
+use crate::record::{Headers, OutputRecord};
+use crate::task::collector::RecordCollector;
+
+/// What the producer's deliveries reported.
+#[derive(Default)]
+pub(crate) struct Deliveries {
+    /// The first failed delivery since the last commit.
+    pub error: Option<String>,
+    /// The last offset written to each changelog partition.
+    pub changelog_offsets: HashMap<(String, i32), i64>,
+    /// Records that failed to produce, for metrics.
+    pub failed: u64,
+}
+
+/// The producer context: tracks deliveries.
+#[derive(Clone, Default)]
+pub(crate) struct DeliveryTracker {
+    pub state: Arc<Mutex<Deliveries>>,
+}
+
+impl ClientContext for DeliveryTracker {}
+
+impl ProducerContext for DeliveryTracker {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        let Ok(mut d) = self.state.lock() else {
+            return;
+        };
+        match result {
+            Ok(m) if m.topic().ends_with("-changelog") => {
+                let e = d.changelog_offsets.entry((m.topic().to_owned(), m.partition())).or_insert(-1);
+                *e = (*e).max(m.offset());
+            }
+            Ok(_) => {}
+            Err((e, m)) => {
+                d.failed += 1;
+                if d.error.is_none() {
+                    d.error = Some(format!("{}-{}: {e}", m.topic(), m.partition()));
+                }
+            }
+        }
+    }
+}
+
+/// The thread's producer, shared by its tasks' collectors and changelog sinks.
+pub(crate) type StreamProducer = ThreadedProducer<DeliveryTracker>;
+
+fn to_kafka_headers(h: &Headers) -> Option<OwnedHeaders> {
+    if h.is_empty() {
+        return None;
+    }
+    let mut out = OwnedHeaders::new_with_capacity(h.len());
+    for (key, value) in h.iter() {
+        out = out.insert(Header { key, value });
+    }
+    Some(out)
+}
+
+/// Sends one record, waiting (bounded) while the producer's queue is full.
+pub(crate) fn send(
+    producer: &StreamProducer,
+    topic: &str,
+    partition: Option<i32>,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    timestamp: i64,
+    headers: Option<OwnedHeaders>,
+) -> Result<(), KafkaError> {
+    let mut record: BaseRecord<'_, [u8], [u8], ()> = BaseRecord::to(topic).timestamp(timestamp);
+    if let Some(p) = partition {
+        record = record.partition(p);
+    }
+    if let Some(k) = key {
+        record = record.key(k);
+    }
+    if let Some(v) = value {
+        record = record.payload(v);
+    }
+    if let Some(h) = headers {
+        record = record.headers(h);
+    }
+    let mut attempts = 0;
+    loop {
+        match producer.send(record) {
+            Ok(()) => return Ok(()),
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) if attempts < 600 => {
+                attempts += 1;
+                record = r;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err((e, _)) => return Err(e),
+        }
+    }
+}
+
+/// Partition counts of output topics, looked up once per topic.
+pub(crate) struct PartitionCache {
+    producer: Arc<StreamProducer>,
+    counts: HashMap<String, Option<i32>>,
+}
+
+impl PartitionCache {
+    pub fn new(producer: Arc<StreamProducer>) -> Self {
+        Self { producer, counts: HashMap::new() }
+    }
+
+    pub fn get(&mut self, topic: &str) -> Option<i32> {
+        if let Some(c) = self.counts.get(topic) {
+            return *c;
+        }
+        let n = self
+            .producer
+            .client()
+            .fetch_metadata(Some(topic), Duration::from_secs(10))
+            .ok()
+            .and_then(|m| m.topics().first().map(|t| t.partitions().len() as i32))
+            .filter(|&n| n > 0);
+        // Cache only answers: a topic that does not exist yet may be auto-created later.
+        if n.is_some() {
+            self.counts.insert(topic.to_owned(), n);
+        }
+        n
+    }
+}
+
+/// The record collector of one task.
+pub(crate) struct KafkaCollector {
+    pub producer: Arc<StreamProducer>,
+    pub partitions: PartitionCache,
+}
+
+impl RecordCollector for KafkaCollector {
+    fn send(&mut self, r: OutputRecord) -> Result<(), ProcessorError> {
+        send(
+            &self.producer,
+            &r.topic,
+            r.partition,
+            r.key.as_deref(),
+            r.value.as_deref(),
+            r.timestamp,
+            to_kafka_headers(&r.headers),
+        )
+        .map_err(|e| format!("produce to `{}`: {e}", r.topic).into())
+    }
+
+    fn partitions(&mut self, topic: &str) -> Option<i32> {
+        self.partitions.get(topic)
+    }
+}
+
+/// The changelog sink of one store of one task: writes to the store's changelog partition
+/// with the timestamp of the record being processed.
+pub(crate) struct KafkaChangelogSink {
+    pub producer: Arc<StreamProducer>,
+    pub topic: String,
+    pub partition: i32,
+    pub timestamp: Arc<AtomicI64>,
+}
+
+impl ChangelogSink for KafkaChangelogSink {
+    fn send(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), ChangelogError> {
+        let ts = self.timestamp.load(Ordering::Relaxed);
+        send(&self.producer, &self.topic, Some(self.partition), Some(key), value, ts, None)
+            .map_err(|e| ChangelogError::new(format!("changelog `{}`: {e}", self.topic)))
+    }
+}

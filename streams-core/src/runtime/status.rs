@@ -1,0 +1,126 @@
+//! The application's state, shared by its threads, with the state listener.
+//!
+//! Taken only on state changes and rebalances, never per record.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The state of a [`KafkaStreams`](super::KafkaStreams) application, as in Kafka Streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum State {
+    /// Built, not started.
+    Created,
+    /// Started; some thread is in a rebalance or restoring its tasks.
+    Rebalancing,
+    /// Every thread is processing.
+    Running,
+    /// `close` was called; threads are finishing.
+    PendingShutdown,
+    /// Closed.
+    NotRunning,
+    /// A thread failed and the application stopped.
+    Error,
+}
+
+/// Called with `(new, old)` on every state change.
+pub type StateListener = Arc<dyn Fn(State, State) + Send + Sync>;
+
+pub(crate) struct Status {
+    state: Mutex<State>,
+    listener: Mutex<Option<StateListener>>,
+    rebalancing: AtomicUsize,
+    generation: AtomicU64,
+    threads: AtomicUsize,
+    processed: Mutex<HashMap<String, u64>>,
+}
+
+impl Status {
+    pub fn new() -> Self {
+        Self {
+            state: Mutex::new(State::Created),
+            listener: Mutex::new(None),
+            rebalancing: AtomicUsize::new(0),
+            generation: AtomicU64::new(0),
+            threads: AtomicUsize::new(0),
+            processed: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn state(&self) -> State {
+        self.state.lock().map_or(State::Error, |s| *s)
+    }
+
+    pub fn set_listener(&self, l: StateListener) {
+        if let Ok(mut slot) = self.listener.lock() {
+            *slot = Some(l);
+        }
+    }
+
+    /// Moves to `new` unless the move is not allowed from the current state (nothing
+    /// leaves `NotRunning`/`Error` but `Error` -> `PendingShutdown` -> `NotRunning`).
+    pub fn transition(&self, new: State) {
+        let old = {
+            let Ok(mut s) = self.state.lock() else { return };
+            let old = *s;
+            let allowed = match (old, new) {
+                (a, b) if a == b => false,
+                (State::NotRunning, _) => false,
+                (State::Error, State::PendingShutdown | State::NotRunning) => true,
+                (State::Error, _) => false,
+                (State::PendingShutdown, State::NotRunning | State::Error) => true,
+                (State::PendingShutdown, _) => false,
+                _ => true,
+            };
+            if !allowed {
+                return;
+            }
+            *s = new;
+            old
+        };
+        let listener = self.listener.lock().ok().and_then(|l| l.clone());
+        if let Some(l) = listener {
+            l(new, old);
+        }
+    }
+
+    pub fn set_threads(&self, n: usize) {
+        self.threads.store(n, Ordering::Relaxed);
+    }
+
+    /// A rebalance callback ran on some thread.
+    pub fn bump_generation(&self) {
+        self.generation.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A thread enters a rebalance.
+    pub fn enter_rebalance(&self) {
+        if self.rebalancing.fetch_add(1, Ordering::Relaxed) == 0 && self.state() == State::Running {
+            self.transition(State::Rebalancing);
+        }
+    }
+
+    /// A thread finished a rebalance and created its tasks.
+    pub fn leave_rebalance(&self) {
+        if self.rebalancing.fetch_sub(1, Ordering::Relaxed) == 1 && self.state() == State::Rebalancing {
+            self.transition(State::Running);
+        }
+    }
+
+    /// Counts rebalances seen by any thread.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Relaxed)
+    }
+
+    pub fn set_processed(&self, thread: &str, total: u64) {
+        if let Ok(mut p) = self.processed.lock() {
+            if p.get(thread) != Some(&total) {
+                p.insert(thread.to_owned(), total);
+            }
+        }
+    }
+
+    pub fn processed_total(&self) -> u64 {
+        self.processed.lock().map_or(0, |p| p.values().sum())
+    }
+}

@@ -1,0 +1,389 @@
+//! The tasks of one stream thread: created on assignment (stores restored first),
+//! committed and suspended on revocation, closed when another member took them.
+//!
+//! Suspension: the classic protocol's eager rebalance revokes every partition before it
+//! assigns again. Revoked tasks are committed and kept; tasks whose partitions come back
+//! resume with their state, the rest are closed. Under exactly-once the commit is the
+//! thread's transaction, so a kept task's state is exactly its committed state.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicI64;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
+use rdkafka::producer::Producer;
+use rdkafka::{Offset, TopicPartitionList};
+use streams_state::{KeyValueStore, RocksDbResources, StoreBuildContext, StoreError};
+
+use super::producer::{DeliveryTracker, KafkaChangelogSink, KafkaCollector, PartitionCache, StreamProducer};
+use super::restore::{changelog_topic, kafka_err, restore_task};
+use crate::error::StreamsError;
+use crate::handlers::ErrorPolicy;
+use crate::processor::PunctuationType;
+use crate::record::RawRecord;
+use crate::task::{Task, TaskId};
+use crate::topology::spec::StoreDef;
+use crate::topology::Topology;
+
+/// What a thread's tasks need to know of the application.
+pub(crate) struct TaskSettings {
+    pub topology: Arc<Topology>,
+    pub app_id: Arc<str>,
+    pub state_dir: PathBuf,
+    pub cache_max_bytes: usize,
+    pub rocksdb: RocksDbResources,
+    pub policy: ErrorPolicy,
+    pub eos: bool,
+}
+
+pub(crate) struct TaskManager {
+    settings: TaskSettings,
+    pub producer: Arc<StreamProducer>,
+    tracker: DeliveryTracker,
+    restore_consumer: BaseConsumer,
+    tasks: BTreeMap<TaskId, Task>,
+    suspended: BTreeSet<TaskId>,
+    /// Partitions assigned by the last rebalance, not yet turned into tasks.
+    pending: Option<Vec<(String, i32)>>,
+    /// Whether anything was processed or produced since the last commit.
+    dirty: bool,
+    pub in_transaction: bool,
+    /// A failure inside a rebalance callback, reported by the loop.
+    pub failure: Option<StreamsError>,
+    pub processed_total: u64,
+    /// Changelog offsets the stores hold as of their restoration, by changelog partition.
+    restored_to: std::collections::HashMap<(String, i32), i64>,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// What a task manager is made of; `Send`, so a thread can be handed it and build its
+/// (thread-bound) task manager there.
+pub(crate) struct TaskManagerParts {
+    pub settings: TaskSettings,
+    pub producer: Arc<StreamProducer>,
+    pub tracker: DeliveryTracker,
+    pub restore_consumer: BaseConsumer,
+}
+
+impl TaskManager {
+    pub fn new(parts: TaskManagerParts) -> Self {
+        let TaskManagerParts { settings, producer, tracker, restore_consumer } = parts;
+        Self {
+            settings,
+            producer,
+            tracker,
+            restore_consumer,
+            tasks: BTreeMap::new(),
+            suspended: BTreeSet::new(),
+            pending: None,
+            dirty: false,
+            in_transaction: false,
+            failure: None,
+            processed_total: 0,
+            restored_to: std::collections::HashMap::new(),
+        }
+    }
+
+    pub fn set_pending(&mut self, tpl: &TopicPartitionList) {
+        self.pending = Some(tpl.elements().iter().map(|e| (e.topic().to_owned(), e.partition())).collect());
+    }
+
+    pub fn has_pending(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    fn task_dir(&self, id: TaskId) -> PathBuf {
+        self.settings.state_dir.join(&*self.settings.app_id).join(id.to_string())
+    }
+
+    fn make_task(&self, id: TaskId) -> Result<(Task, bool), StreamsError> {
+        let timestamp = Arc::new(AtomicI64::new(0));
+        let dir = self.task_dir(id);
+        let mut make_store = |def: &StoreDef, id: TaskId| -> Result<Box<dyn KeyValueStore>, StoreError> {
+            let mut ctx = StoreBuildContext::new(Some(dir.clone())).with_rocksdb(self.settings.rocksdb.clone());
+            ctx.cache_max_bytes = self.settings.cache_max_bytes;
+            if def.builder.logging_config().is_some() {
+                ctx.changelog = Some(Box::new(KafkaChangelogSink {
+                    producer: self.producer.clone(),
+                    topic: changelog_topic(&self.settings.app_id, def.builder.name()),
+                    partition: id.partition,
+                    timestamp: timestamp.clone(),
+                }));
+            }
+            def.builder.build(ctx)
+        };
+        let collector = Box::new(KafkaCollector {
+            producer: self.producer.clone(),
+            partitions: PartitionCache::new(self.producer.clone()),
+        });
+        let task = Task::new(
+            &self.settings.topology,
+            id,
+            self.settings.app_id.clone(),
+            collector,
+            &mut make_store,
+            self.settings.policy.clone(),
+            now_ms(),
+            timestamp.clone(),
+        )?;
+        // Under exactly-once, persistent state without a checkpoint may hold writes of an
+        // aborted transaction: it is wiped and rebuilt from the (committed) changelog.
+        let mut wipe = false;
+        if self.settings.eos {
+            for slot in task.stores() {
+                let store = slot.store.borrow();
+                if store.persistent() && store.checkpoint()?.is_none() && store.approximate_num_entries()? > 0 {
+                    wipe = true;
+                }
+            }
+        }
+        Ok((task, wipe))
+    }
+
+    /// Creates (or resumes) the tasks of the pending assignment: restores their stores,
+    /// then initializes their processors.
+    pub fn create_pending(&mut self) -> Result<(), StreamsError> {
+        let Some(pending) = self.pending.take() else {
+            return Ok(());
+        };
+        let topology = self.settings.topology.clone();
+        let wanted: BTreeSet<TaskId> = pending
+            .iter()
+            .filter_map(|(t, p)| {
+                topology.subtopology_of_topic(t).map(|s| TaskId { subtopology: s.id, partition: *p })
+            })
+            .collect();
+        for id in std::mem::take(&mut self.suspended) {
+            if !wanted.contains(&id) {
+                if let Some(mut task) = self.tasks.remove(&id) {
+                    tracing::info!(task = %id, "closing task taken by another member");
+                    task.close(true)?;
+                }
+            }
+        }
+        for id in wanted {
+            if self.tasks.contains_key(&id) {
+                continue;
+            }
+            let (mut task, wipe) = self.make_task(id)?;
+            if wipe {
+                tracing::info!(task = %id, "wiping state without checkpoint (exactly-once)");
+                task.close(false)?;
+                drop(task);
+                let dir = self.task_dir(id);
+                std::fs::remove_dir_all(&dir).map_err(|e| {
+                    StreamsError::Store(StoreError::Io { store: id.to_string(), path: dir.clone(), source: e })
+                })?;
+                task = self.make_task(id)?.0;
+            }
+            let restored = restore_task(&self.restore_consumer, &task, &self.settings.app_id, &mut |p| {
+                tracing::debug!(task = %id, restored = p.restored, remaining = p.remaining, "restore progress");
+            })?;
+            for slot in task.stores() {
+                if let Some(c) = slot.store.borrow().checkpoint()? {
+                    self.restored_to.insert((changelog_topic(&self.settings.app_id, &slot.name), id.partition), c);
+                }
+            }
+            if self.settings.eos {
+                // From now on the local state runs ahead of the committed changelog until
+                // the next clean close writes a checkpoint.
+                for slot in task.stores() {
+                    slot.store.borrow_mut().write_checkpoint(None)?;
+                }
+            }
+            task.initialize()?;
+            tracing::info!(task = %id, restored, "task created");
+            self.tasks.insert(id, task);
+        }
+        Ok(())
+    }
+
+    pub fn add_record(&mut self, record: RawRecord) {
+        let Some(sub) = self.settings.topology.subtopology_of_topic(&record.topic) else {
+            return;
+        };
+        let id = TaskId { subtopology: sub.id, partition: record.partition };
+        if let Some(task) = self.tasks.get_mut(&id) {
+            task.add_records([record]);
+        }
+    }
+
+    /// Processes every queued record; returns how many.
+    pub fn process(&mut self) -> Result<usize, StreamsError> {
+        let mut n = 0;
+        for task in self.tasks.values_mut() {
+            while task.process_one()? {
+                n += 1;
+            }
+        }
+        if n > 0 {
+            self.dirty = true;
+            self.processed_total += n as u64;
+        }
+        Ok(n)
+    }
+
+    pub fn punctuate_wall_clock(&mut self) -> Result<usize, StreamsError> {
+        let now = now_ms();
+        let mut n = 0;
+        for task in self.tasks.values_mut() {
+            n += task.punctuate(PunctuationType::WallClock, now)?;
+        }
+        if n > 0 {
+            self.dirty = true;
+        }
+        Ok(n)
+    }
+
+    pub fn commit_requested(&mut self) -> bool {
+        self.tasks.values_mut().fold(false, |acc, t| t.take_commit_request() || acc)
+    }
+
+    pub fn begin_transaction(&mut self) -> Result<(), StreamsError> {
+        if self.settings.eos && !self.in_transaction {
+            self.producer.begin_transaction().map_err(|e| kafka_err("begin transaction", e))?;
+            self.in_transaction = true;
+        }
+        Ok(())
+    }
+
+    /// Commits every task: flushes stores and caches, then (at-least-once) waits for the
+    /// producer, writes checkpoints and commits offsets, or (exactly-once) commits the
+    /// transaction with the offsets in it.
+    pub fn commit<C: ConsumerContext>(&mut self, consumer: &BaseConsumer<C>) -> Result<bool, StreamsError> {
+        if !self.dirty {
+            return Ok(false);
+        }
+        for task in self.tasks.values_mut() {
+            task.flush()?;
+        }
+        let mut tpl = TopicPartitionList::new();
+        for task in self.tasks.values() {
+            for (t, p, o) in task.committable_offsets() {
+                tpl.add_partition_offset(&t, p, Offset::Offset(o)).map_err(|e| kafka_err("offsets", e))?;
+            }
+        }
+        let timeout = Duration::from_secs(60);
+        if self.settings.eos {
+            if tpl.count() > 0 {
+                let meta = consumer.group_metadata().ok_or_else(|| kafka_err("commit", "no group metadata"))?;
+                self.producer.send_offsets_to_transaction(&tpl, &meta, timeout).map_err(|e| fatal_or_not("send offsets", e))?;
+            }
+            self.producer.commit_transaction(timeout).map_err(|e| fatal_or_not("commit transaction", e))?;
+            self.in_transaction = false;
+            self.check_deliveries()?;
+        } else {
+            self.producer.flush(timeout).map_err(|e| kafka_err("flush producer", e))?;
+            self.check_deliveries()?;
+            self.write_checkpoints()?;
+            if tpl.count() > 0 {
+                consumer.commit(&tpl, CommitMode::Sync).map_err(|e| kafka_err("commit offsets", e))?;
+            }
+        }
+        self.dirty = false;
+        Ok(true)
+    }
+
+    fn check_deliveries(&self) -> Result<(), StreamsError> {
+        let mut d = self.tracker.state.lock().map_err(|_| kafka_err("deliveries", "lock poisoned"))?;
+        match d.error.take() {
+            Some(e) if self.settings.policy.production != crate::handlers::ErrorHandling::LogAndContinue => {
+                Err(StreamsError::Kafka { message: format!("delivery failed: {e}"), retriable: false })
+            }
+            Some(e) => {
+                tracing::warn!(error = %e, "delivery failed; continuing (production handler)");
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn write_checkpoints(&self) -> Result<(), StreamsError> {
+        let mut offsets = self.restored_to.clone();
+        let delivered = self
+            .tracker
+            .state
+            .lock()
+            .map_err(|_| kafka_err("deliveries", "lock poisoned"))?
+            .changelog_offsets
+            .clone();
+        offsets.extend(delivered);
+        for task in self.tasks.values() {
+            for slot in task.stores() {
+                let topic = changelog_topic(&self.settings.app_id, &slot.name);
+                if let Some(&o) = offsets.get(&(topic, task.id().partition)) {
+                    slot.store.borrow_mut().write_checkpoint(Some(o))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// On revocation: commit everything and suspend the revoked tasks.
+    pub fn revoke<C: ConsumerContext>(
+        &mut self,
+        consumer: &BaseConsumer<C>,
+        tpl: &TopicPartitionList,
+    ) -> Result<(), StreamsError> {
+        self.dirty = true;
+        self.commit(consumer)?;
+        self.begin_transaction()?;
+        for e in tpl.elements() {
+            if let Some(sub) = self.settings.topology.subtopology_of_topic(e.topic()) {
+                self.suspended.insert(TaskId { subtopology: sub.id, partition: e.partition() });
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes every task. A clean close commits first and, under exactly-once, writes
+    /// checkpoints of the committed state.
+    pub fn close<C: ConsumerContext>(&mut self, consumer: &BaseConsumer<C>, clean: bool) -> Result<(), StreamsError> {
+        let mut result = Ok(());
+        if clean {
+            self.dirty = true;
+            result = self.commit(consumer).map(|_| ());
+            if result.is_ok() && self.settings.eos {
+                if let Err(e) = self.producer.flush(Duration::from_secs(30)) {
+                    tracing::warn!(error = %e, "flush at close");
+                }
+                result = self.write_checkpoints();
+            }
+        } else if self.in_transaction {
+            let _ = self.producer.abort_transaction(Duration::from_secs(10));
+            self.in_transaction = false;
+        }
+        for (_, mut task) in std::mem::take(&mut self.tasks) {
+            let c = task.counters;
+            tracing::info!(
+                task = %task.id(),
+                processed = c.processed,
+                dropped = c.dropped,
+                punctuations = c.punctuations,
+                dead_lettered = c.dead_lettered,
+                "closing task"
+            );
+            if let Err(e) = task.close(clean && result.is_ok()) {
+                tracing::warn!(task = %task.id(), error = %e, "closing task");
+            }
+        }
+        result
+    }
+}
+
+fn fatal_or_not(what: &str, e: rdkafka::error::KafkaError) -> StreamsError {
+    let retriable = e.rdkafka_error_code().is_some_and(|c| {
+        !matches!(
+            c,
+            rdkafka::types::RDKafkaErrorCode::ProducerFenced
+                | rdkafka::types::RDKafkaErrorCode::InvalidProducerEpoch
+                | rdkafka::types::RDKafkaErrorCode::Fenced
+        )
+    });
+    StreamsError::Kafka { message: format!("{what}: {e}"), retriable }
+}
