@@ -404,8 +404,11 @@ impl ProduceRecord {
 
 /// Collects the delivery report of each record, by its index in the batch.
 struct DeliveryCollector {
-    reports: Mutex<Vec<Option<Result<(i32, i64), String>>>>,
+    reports: Mutex<Vec<DeliveryReport>>,
 }
+
+/// One record's delivery: `(partition, offset)` or the error, `None` while pending.
+type DeliveryReport = Option<Result<(i32, i64), String>>;
 
 impl ClientContext for DeliveryCollector {}
 

@@ -53,7 +53,7 @@ fn forwarding_is_depth_first_in_child_order() {
 struct Router;
 impl Processor<String, String, String, String> for Router {
     fn process(&mut self, ctx: &mut ProcessorContext<'_, String, String>, r: Record<String, String>) -> ProcessResult {
-        let to = if r.value.len() % 2 == 0 { "even" } else { "odd" };
+        let to = if r.value.len().is_multiple_of(2) { "even" } else { "odd" };
         ctx.forward_to(to, r)
     }
 }

@@ -20,7 +20,7 @@ impl Processor<u64, String, u64, String> for TakesU64 {
 }
 
 fn issues(b: &streams_core::TopologyBuilder) -> Vec<TopologyIssue> {
-    b.build().err().expect("build must fail").0
+    b.build().expect_err("build must fail").0
 }
 
 #[test]

@@ -48,8 +48,11 @@ pub struct ChangelogRecord {
 /// the same records, so a test keeps one clone and hands the other to the store.
 #[derive(Debug, Default, Clone)]
 pub struct VecChangelog {
-    records: std::sync::Arc<std::sync::Mutex<Vec<(Bytes, Option<Bytes>)>>>,
+    records: std::sync::Arc<std::sync::Mutex<Changes>>,
 }
+
+/// Changes in order: key and value (`None` for a delete).
+type Changes = Vec<(Bytes, Option<Bytes>)>;
 
 impl ChangelogSink for VecChangelog {
     fn send(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), ChangelogError> {

@@ -98,6 +98,11 @@ impl<KS: Serde, VS: Serde> TestInputTopic<KS, VS> {
     }
 }
 
+/// A record as read through the serdes `KS` and `VS`.
+type Read<KS, VS> = TestRecord<<KS as Serde>::Target, <VS as Serde>::Target>;
+/// A key and value as read through the serdes `KS` and `VS`.
+type Pair<KS, VS> = (<KS as Serde>::Target, <VS as Serde>::Target);
+
 /// Reads typed records from one topic of a [`TopologyTestDriver`](super::TopologyTestDriver),
 /// in the order they were produced.
 pub struct TestOutputTopic<KS, VS> {
@@ -114,7 +119,7 @@ impl<KS: Serde, VS: Serde> TestOutputTopic<KS, VS> {
     }
 
     /// The next unread record, if any.
-    pub fn read_record(&self) -> Result<Option<TestRecord<KS::Target, VS::Target>>, SerdeError> {
+    pub fn read_record(&self) -> Result<Option<Read<KS, VS>>, SerdeError> {
         let inner = self.inner.borrow();
         let log = inner.log.lock();
         let Some(raw) = log.read_from(&self.topic, self.position.get()).first() else {
@@ -136,17 +141,17 @@ impl<KS: Serde, VS: Serde> TestOutputTopic<KS, VS> {
     }
 
     /// The next unread key and value, if any.
-    pub fn read_key_value(&self) -> Result<Option<(KS::Target, VS::Target)>, SerdeError> {
+    pub fn read_key_value(&self) -> Result<Option<Pair<KS, VS>>, SerdeError> {
         Ok(self.read_record()?.map(|r| (r.key, r.value)))
     }
 
     /// Every unread record.
-    pub fn read_records(&self) -> Result<Vec<TestRecord<KS::Target, VS::Target>>, SerdeError> {
+    pub fn read_records(&self) -> Result<Vec<Read<KS, VS>>, SerdeError> {
         std::iter::from_fn(|| self.read_record().transpose()).collect()
     }
 
     /// Every unread key and value.
-    pub fn read_key_values(&self) -> Result<Vec<(KS::Target, VS::Target)>, SerdeError> {
+    pub fn read_key_values(&self) -> Result<Vec<Pair<KS, VS>>, SerdeError> {
         Ok(self.read_records()?.into_iter().map(|r| (r.key, r.value)).collect())
     }
 

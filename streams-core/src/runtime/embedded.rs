@@ -5,15 +5,19 @@
 //! topics; it does not hide aborted transactions from `read_committed` consumers, so
 //! exactly-once is refused on it (see `docs/kafka-for-tests.md`).
 
+use std::rc::Rc;
+
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::DefaultProducerContext;
 
 use crate::error::StreamsError;
 
 /// An in-process Kafka cluster (librdkafka's mock). Keep it alive as long as anything uses
-/// its bootstrap servers; several applications in one process can share it.
+/// its bootstrap servers; several applications in one process can share it (clones share
+/// the same cluster).
+#[derive(Clone)]
 pub struct EmbeddedKafka {
-    cluster: MockCluster<'static, DefaultProducerContext>,
+    cluster: Rc<MockCluster<'static, DefaultProducerContext>>,
     bootstrap: String,
 }
 
@@ -23,7 +27,7 @@ impl EmbeddedKafka {
         let cluster = MockCluster::new(1)
             .map_err(|e| StreamsError::Kafka { message: format!("mock cluster: {e}"), retriable: false })?;
         let bootstrap = cluster.bootstrap_servers();
-        Ok(Self { cluster, bootstrap })
+        Ok(Self { cluster: Rc::new(cluster), bootstrap })
     }
 
     /// The address clients connect to.

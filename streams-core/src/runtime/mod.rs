@@ -114,6 +114,11 @@ impl ThreadFactory {
         if pc.get("linger.ms").is_none() {
             pc.set("linger.ms", "5");
         }
+        if pc.get("partitioner").is_none() {
+            // Sinks choose partitions of keyed records themselves (murmur2, as Java); this
+            // covers records whose partition is left to the producer.
+            pc.set("partitioner", "murmur2_random");
+        }
         if eos {
             pc.set("transactional.id", format!("{app_id}-{}-{index}", self.process_id));
             if pc.get("transaction.timeout.ms").is_none() {
@@ -194,7 +199,7 @@ impl KafkaStreams {
             });
         }
         let bootstrap = cluster.bootstrap_servers().to_owned();
-        Self::with_bootstrap(topology, config, None, bootstrap)
+        Self::with_bootstrap(topology, config, Some(cluster.clone()), bootstrap)
     }
 
     fn with_bootstrap(

@@ -83,12 +83,10 @@ pub(crate) fn restore_task(
                 None => {
                     // Transaction markers take offsets but are never returned: ask where
                     // the consumer stands.
-                    if let Ok(pos) = consumer.position() {
-                        if let Some(Offset::Offset(p)) =
-                            pos.find_partition(&topic, partition).map(|e| e.offset())
-                        {
-                            position = position.max(p);
-                        }
+                    if let Ok(pos) = consumer.position()
+                        && let Some(Offset::Offset(p)) = pos.find_partition(&topic, partition).map(|e| e.offset())
+                    {
+                        position = position.max(p);
                     }
                     if last_progress.elapsed() > STALL {
                         return Err(kafka_err(

@@ -113,10 +113,10 @@ impl Status {
     }
 
     pub fn set_processed(&self, thread: &str, total: u64) {
-        if let Ok(mut p) = self.processed.lock() {
-            if p.get(thread) != Some(&total) {
-                p.insert(thread.to_owned(), total);
-            }
+        if let Ok(mut p) = self.processed.lock()
+            && p.get(thread) != Some(&total)
+        {
+            p.insert(thread.to_owned(), total);
         }
     }
 

@@ -159,11 +159,11 @@ impl TaskManager {
             })
             .collect();
         for id in std::mem::take(&mut self.suspended) {
-            if !wanted.contains(&id) {
-                if let Some(mut task) = self.tasks.remove(&id) {
-                    tracing::info!(task = %id, "closing task taken by another member");
-                    task.close(true)?;
-                }
+            if !wanted.contains(&id)
+                && let Some(mut task) = self.tasks.remove(&id)
+            {
+                tracing::info!(task = %id, "closing task taken by another member");
+                task.close(true)?;
             }
         }
         for id in wanted {
@@ -241,7 +241,12 @@ impl TaskManager {
     }
 
     pub fn commit_requested(&mut self) -> bool {
-        self.tasks.values_mut().fold(false, |acc, t| t.take_commit_request() || acc)
+        // Every task's request is taken (cleared), not just the first one found.
+        let mut requested = false;
+        for t in self.tasks.values_mut() {
+            requested |= t.take_commit_request();
+        }
+        requested
     }
 
     pub fn begin_transaction(&mut self) -> Result<(), StreamsError> {

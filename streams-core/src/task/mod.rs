@@ -80,6 +80,9 @@ pub(crate) type StoreMaker<'a> = dyn FnMut(&StoreDef, TaskId) -> Result<Box<dyn 
 impl Task {
     /// Creates the nodes and stores of `subtopology` for `partition`. Processors are not
     /// initialized yet: restore the stores first, then call [`Task::initialize`].
+    // The runtime and the test driver each pass every part; a parameter struct would only
+    // repeat this list.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         topology: &Topology,
         id: TaskId,
@@ -308,10 +311,8 @@ impl Task {
     /// flushing.
     pub fn close(&mut self, clean: bool) -> Result<(), StreamsError> {
         let mut first_error = None;
-        if clean {
-            if let Err(e) = self.flush() {
-                first_error.get_or_insert(e);
-            }
+        if clean && let Err(e) = self.flush() {
+            first_error.get_or_insert(e);
         }
         for i in 0..self.graph.nodes.len() {
             if let Err(e) = self.graph.run(&self.shared, i, |n, _| n.close()) {
@@ -320,10 +321,10 @@ impl Task {
         }
         self.queues.clear();
         for slot in &self.shared.stores {
-            if let Ok(mut s) = slot.store.try_borrow_mut() {
-                if let Err(e) = s.close() {
-                    first_error.get_or_insert(e.into());
-                }
+            if let Ok(mut s) = slot.store.try_borrow_mut()
+                && let Err(e) = s.close()
+            {
+                first_error.get_or_insert(e.into());
             }
         }
         first_error.map_or(Ok(()), Err)
