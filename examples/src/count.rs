@@ -1,0 +1,35 @@
+//! A keyed count with a RocksDB store (cached, logged): the application the crash tests
+//! kill and restart, and a minimal example of a stateful Processor API topology.
+
+use streams_core::serdes::{StringSerde, U64Serde};
+use streams_core::{KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology, TopologyError};
+
+/// Counts records per key and forwards each new count.
+#[derive(Default)]
+pub struct Count {
+    store: Option<KvStore<StringSerde, U64Serde>>,
+}
+
+impl Processor<String, String, String, u64> for Count {
+    fn init(&mut self, ctx: &mut ProcessorContext<'_, String, u64>) -> ProcessResult {
+        self.store = Some(ctx.kv_store("counts")?);
+        Ok(())
+    }
+
+    fn process(&mut self, ctx: &mut ProcessorContext<'_, String, u64>, r: Record<String, String>) -> ProcessResult {
+        let store = self.store.as_ref().ok_or("not initialized")?;
+        let n = store.get(&r.key)?.unwrap_or(0) + 1;
+        store.put(&r.key, &n)?;
+        ctx.forward(Record::new(r.key, n, r.timestamp))
+    }
+}
+
+/// `input` -> count per key -> `output`.
+pub fn count_topology(input: &str, output: &str) -> Result<Topology, TopologyError> {
+    let mut b = Topology::builder();
+    b.add_source("source", [input], StringSerde, StringSerde)
+        .add_processor("count", Count::default, ["source"])
+        .add_state_store(Stores::persistent_kv("counts", StringSerde, U64Serde).with_caching(), ["count"])
+        .add_sink("sink", output, StringSerde, U64Serde, ["count"]);
+    b.build()
+}
