@@ -2,7 +2,9 @@
 //! kill and restart, and a minimal example of a stateful Processor API topology.
 
 use streams_core::serdes::{StringSerde, U64Serde};
-use streams_core::{KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology, TopologyError};
+use streams_core::{
+    KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology, TopologyError,
+};
 
 /// Counts records per key and forwards each new count.
 #[derive(Default)]
@@ -16,7 +18,11 @@ impl Processor<String, String, String, u64> for Count {
         Ok(())
     }
 
-    fn process(&mut self, ctx: &mut ProcessorContext<'_, String, u64>, r: Record<String, String>) -> ProcessResult {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, u64>,
+        r: Record<String, String>,
+    ) -> ProcessResult {
         let store = self.store.as_ref().ok_or("not initialized")?;
         let n = store.get(&r.key)?.unwrap_or(0) + 1;
         store.put(&r.key, &n)?;
@@ -29,7 +35,10 @@ pub fn count_topology(input: &str, output: &str) -> Result<Topology, TopologyErr
     let mut b = Topology::builder();
     b.add_source("source", [input], StringSerde, StringSerde)
         .add_processor("count", Count::default, ["source"])
-        .add_state_store(Stores::persistent_kv("counts", StringSerde, U64Serde).with_caching(), ["count"])
+        .add_state_store(
+            Stores::persistent_kv("counts", StringSerde, U64Serde).with_caching(),
+            ["count"],
+        )
         .add_sink("sink", output, StringSerde, U64Serde, ["count"]);
     b.build()
 }

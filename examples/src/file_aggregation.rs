@@ -17,7 +17,9 @@ use std::time::Duration;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 use streams_core::serdes::{JsonSerde, StringSerde, U64Serde};
-use streams_core::{KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology, TopologyError};
+use streams_core::{
+    KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology, TopologyError,
+};
 
 /// Topic of pending commands (no key; spread over partitions).
 pub const PENDING: &str = "pending-commands";
@@ -85,7 +87,11 @@ pub struct Aggregator {
 impl Aggregator {
     /// Writes result files into `out_dir`.
     pub fn new(out_dir: PathBuf) -> Self {
-        Self { out_dir, parts: None, files: None }
+        Self {
+            out_dir,
+            parts: None,
+            files: None,
+        }
     }
 }
 
@@ -96,13 +102,23 @@ impl Processor<String, AggregatorMessage, String, u64> for Aggregator {
         Ok(())
     }
 
-    fn process(&mut self, ctx: &mut ProcessorContext<'_, String, u64>, r: Record<String, AggregatorMessage>) -> ProcessResult {
-        let (parts, files) = (self.parts.as_ref().ok_or("init")?, self.files.as_ref().ok_or("init")?);
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, u64>,
+        r: Record<String, AggregatorMessage>,
+    ) -> ProcessResult {
+        let (parts, files) = (
+            self.parts.as_ref().ok_or("init")?,
+            self.files.as_ref().ok_or("init")?,
+        );
         let file = r.key;
         let mut progress = files.get(&file)?.unwrap_or_default();
         match r.value {
             AggregatorMessage::Result { line, status, output } => {
-                if parts.put_if_absent(&part_key(&file, line), &result_line(&status, &output))?.is_none() {
+                if parts
+                    .put_if_absent(&part_key(&file, line), &result_line(&status, &output))?
+                    .is_none()
+                {
                     progress.received += 1;
                 }
             }
@@ -134,14 +150,26 @@ impl Processor<String, AggregatorMessage, String, u64> for Aggregator {
 pub fn aggregator_topology(out_dir: &Path) -> Result<Topology, TopologyError> {
     let out_dir = out_dir.to_path_buf();
     let mut b = Topology::builder();
-    b.add_source("aggregator-input", [AGGREGATOR_INPUT], StringSerde, JsonSerde::<AggregatorMessage>::new())
-        .add_processor("aggregator", move || Aggregator::new(out_dir.clone()), ["aggregator-input"])
-        .add_state_store(Stores::persistent_kv("file-parts", StringSerde, StringSerde).with_caching(), ["aggregator"])
-        .add_state_store(
-            Stores::persistent_kv("file-progress", StringSerde, JsonSerde::<Progress>::new()).with_caching(),
-            ["aggregator"],
-        )
-        .add_sink("files-done", FILES_DONE, StringSerde, U64Serde, ["aggregator"]);
+    b.add_source(
+        "aggregator-input",
+        [AGGREGATOR_INPUT],
+        StringSerde,
+        JsonSerde::<AggregatorMessage>::new(),
+    )
+    .add_processor(
+        "aggregator",
+        move || Aggregator::new(out_dir.clone()),
+        ["aggregator-input"],
+    )
+    .add_state_store(
+        Stores::persistent_kv("file-parts", StringSerde, StringSerde).with_caching(),
+        ["aggregator"],
+    )
+    .add_state_store(
+        Stores::persistent_kv("file-progress", StringSerde, JsonSerde::<Progress>::new()).with_caching(),
+        ["aggregator"],
+    )
+    .add_sink("files-done", FILES_DONE, StringSerde, U64Serde, ["aggregator"]);
     b.build()
 }
 
@@ -161,29 +189,56 @@ pub struct CommandService {
 }
 
 impl Processor<(), Command, String, AggregatorMessage> for CommandService {
-    fn process(&mut self, ctx: &mut ProcessorContext<'_, String, AggregatorMessage>, r: Record<(), Command>) -> ProcessResult {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, AggregatorMessage>,
+        r: Record<(), Command>,
+    ) -> ProcessResult {
         let mut rng = rand::rng();
         if !self.behaviour.max_delay.is_zero() {
             std::thread::sleep(self.behaviour.max_delay.mul_f64(rng.random::<f64>()));
         }
         let failed = rng.random::<f64>() < self.behaviour.failure_rate;
         let (status, output) = execute(&r.value.command, failed);
-        let msg = AggregatorMessage::Result { line: r.value.line, status: status.into(), output };
+        let msg = AggregatorMessage::Result {
+            line: r.value.line,
+            status: status.into(),
+            output,
+        };
         ctx.forward(Record::new(r.value.file, msg, r.timestamp))
     }
 }
 
 /// What the command service answers for `command`.
 pub fn execute(command: &str, failed: bool) -> (&'static str, String) {
-    if failed { ("error", format!("failed: {command}")) } else { ("ok", command.to_uppercase()) }
+    if failed {
+        ("error", format!("failed: {command}"))
+    } else {
+        ("ok", command.to_uppercase())
+    }
 }
 
 /// The command service's topology.
 pub fn service_topology(behaviour: ServiceBehaviour) -> Result<Topology, TopologyError> {
     let mut b = Topology::builder();
-    b.add_source("pending", [PENDING], streams_core::serdes::UnitSerde, JsonSerde::<Command>::new())
-        .add_processor("command-service", move || CommandService { behaviour }, ["pending"])
-        .add_sink("results", AGGREGATOR_INPUT, StringSerde, JsonSerde::<AggregatorMessage>::new(), ["command-service"]);
+    b.add_source(
+        "pending",
+        [PENDING],
+        streams_core::serdes::UnitSerde,
+        JsonSerde::<Command>::new(),
+    )
+    .add_processor(
+        "command-service",
+        move || CommandService { behaviour },
+        ["pending"],
+    )
+    .add_sink(
+        "results",
+        AGGREGATOR_INPUT,
+        StringSerde,
+        JsonSerde::<AggregatorMessage>::new(),
+        ["command-service"],
+    );
     b.build()
 }
 

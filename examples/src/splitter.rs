@@ -45,7 +45,12 @@ pub fn producer(bootstrap: &str) -> Result<ThreadedProducer<DefaultProducerConte
         .create()?)
 }
 
-fn send(p: &ThreadedProducer<DefaultProducerContext>, topic: &str, key: Option<&str>, value: &[u8]) -> Result<(), ExampleError> {
+fn send(
+    p: &ThreadedProducer<DefaultProducerContext>,
+    topic: &str,
+    key: Option<&str>,
+    value: &[u8],
+) -> Result<(), ExampleError> {
     let mut r: BaseRecord<'_, str, [u8]> = BaseRecord::to(topic).payload(value);
     if let Some(k) = key {
         r = r.key(k);
@@ -54,7 +59,10 @@ fn send(p: &ThreadedProducer<DefaultProducerContext>, topic: &str, key: Option<&
     loop {
         match p.send(r) {
             Ok(()) => return Ok(()),
-            Err((rdkafka::error::KafkaError::MessageProduction(rdkafka::types::RDKafkaErrorCode::QueueFull), back)) => {
+            Err((
+                rdkafka::error::KafkaError::MessageProduction(rdkafka::types::RDKafkaErrorCode::QueueFull),
+                back,
+            )) => {
                 r = back;
                 std::thread::sleep(Duration::from_millis(5));
             }
@@ -68,7 +76,11 @@ pub fn split(bootstrap: &str, file_id: &str, path: &Path) -> Result<u64, Example
     let p = producer(bootstrap)?;
     let mut lines = 0u64;
     for (line, command) in read_commands(path)?.enumerate() {
-        let cmd = Command { file: file_id.to_owned(), line: line as u64, command: command? };
+        let cmd = Command {
+            file: file_id.to_owned(),
+            line: line as u64,
+            command: command?,
+        };
         send(&p, PENDING, None, &serde_json::to_vec(&cmd)?)?;
         lines += 1;
     }

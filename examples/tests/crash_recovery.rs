@@ -19,7 +19,16 @@ const PER_KEY: usize = 1000;
 
 fn spawn(bootstrap: &str, app: &str, input: &str, output: &str, state: &str, guarantee: &str) -> Child {
     Command::new(env!("CARGO_BIN_EXE_count-app"))
-        .args(["--bootstrap-servers", bootstrap, "--application-id", app, "--input", input, "--output", output])
+        .args([
+            "--bootstrap-servers",
+            bootstrap,
+            "--application-id",
+            app,
+            "--input",
+            input,
+            "--output",
+            output,
+        ])
         .args(["--state-dir", state, "--guarantee", guarantee])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -46,7 +55,13 @@ fn run(guarantee: &str, test: &str) -> Option<HashMap<String, HashMap<u64, usize
     // Input flows while the application is killed and restarted.
     let feeder = std::thread::spawn(move || {
         for chunk in records.chunks(5_000) {
-            testing::produce(&producer_bootstrap, &producer_input, chunk, Duration::from_secs(60)).unwrap();
+            testing::produce(
+                &producer_bootstrap,
+                &producer_input,
+                chunk,
+                Duration::from_secs(60),
+            )
+            .unwrap();
             std::thread::sleep(Duration::from_millis(300));
         }
     });
@@ -65,12 +80,22 @@ fn run(guarantee: &str, test: &str) -> Option<HashMap<String, HashMap<u64, usize
     let read_committed = guarantee == "exactly_once_v2";
     let deadline = std::time::Instant::now() + Duration::from_secs(240);
     let result = loop {
-        let out = testing::consume_all(&bootstrap, &output, ConsumeUntil::Idle(Duration::ZERO), Duration::from_secs(120), read_committed)
-            .unwrap();
+        let out = testing::consume_all(
+            &bootstrap,
+            &output,
+            ConsumeUntil::Idle(Duration::ZERO),
+            Duration::from_secs(120),
+            read_committed,
+        )
+        .unwrap();
         let mut seen: HashMap<String, HashMap<u64, usize>> = HashMap::new();
         for r in &out {
             let v = u64::from_be_bytes(r.value.as_deref().unwrap().try_into().unwrap());
-            *seen.entry(r.key_str().unwrap()).or_default().entry(v).or_insert(0) += 1;
+            *seen
+                .entry(r.key_str().unwrap())
+                .or_default()
+                .entry(v)
+                .or_insert(0) += 1;
         }
         // Every input processed at least once: each key's latest count reached PER_KEY.
         let complete = seen.len() == KEYS && seen.values().all(|c| c.keys().max() >= Some(&(PER_KEY as u64)));
@@ -87,11 +112,17 @@ fn run(guarantee: &str, test: &str) -> Option<HashMap<String, HashMap<u64, usize
 
 #[test]
 fn exactly_once_under_repeated_sigkill() {
-    let Some(seen) = run("exactly_once_v2", "exactly_once_under_repeated_sigkill") else { return };
+    let Some(seen) = run("exactly_once_v2", "exactly_once_under_repeated_sigkill") else {
+        return;
+    };
     assert_eq!(seen.len(), KEYS);
     for (key, counts) in &seen {
         for n in 1..=PER_KEY as u64 {
-            assert_eq!(counts.get(&n), Some(&1), "key {key}: count {n} must appear exactly once");
+            assert_eq!(
+                counts.get(&n),
+                Some(&1),
+                "key {key}: count {n} must appear exactly once"
+            );
         }
         assert_eq!(counts.len(), PER_KEY, "key {key}: no count beyond {PER_KEY}");
     }
@@ -99,12 +130,20 @@ fn exactly_once_under_repeated_sigkill() {
 
 #[test]
 fn at_least_once_loses_nothing_under_repeated_sigkill() {
-    let Some(seen) = run("at_least_once", "at_least_once_loses_nothing_under_repeated_sigkill") else { return };
+    let Some(seen) = run(
+        "at_least_once",
+        "at_least_once_loses_nothing_under_repeated_sigkill",
+    ) else {
+        return;
+    };
     assert_eq!(seen.len(), KEYS);
     let mut over = 0;
     for (key, counts) in &seen {
         let max = counts.keys().max().copied().unwrap_or(0);
-        assert!(max >= PER_KEY as u64, "key {key}: count {max} < {PER_KEY}: input lost");
+        assert!(
+            max >= PER_KEY as u64,
+            "key {key}: count {max} < {PER_KEY}: input lost"
+        );
         over += max - PER_KEY as u64;
     }
     eprintln!("at-least-once: {over} records counted twice after 10 kills");

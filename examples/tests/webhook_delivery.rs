@@ -246,7 +246,10 @@ fn deliveries_retry_dead_letter_and_replay_exactly_once() {
         .into_iter()
         .map(|(hook, i)| {
             let h = hooks.iter().find(|h| h.webhook_id == hook).unwrap();
-            ((hook, i as u64), format!("/{}", h.url.rsplit('/').next().unwrap()))
+            (
+                (hook, i as u64),
+                format!("/{}", h.url.rsplit('/').next().unwrap()),
+            )
         })
         .collect();
     let n = expected.len() as u64;
@@ -606,8 +609,21 @@ fn docs_show_the_current_webhook_topology() {
 #[test]
 fn tmp_print_topologies() {
     use streams_examples::file_aggregation::{ServiceBehaviour, aggregator_topology, service_topology};
-    let b = ServiceBehaviour { max_delay: Duration::ZERO, failure_rate: 0.0 };
+    let b = ServiceBehaviour {
+        max_delay: Duration::ZERO,
+        failure_rate: 0.0,
+    };
     println!("=== service\n{}", service_topology(b).unwrap().describe());
-    println!("=== aggregator\n{}", aggregator_topology(std::path::Path::new("/tmp")).unwrap().describe());
-    println!("=== count\n{}", streams_examples::count::count_topology("input", "output").unwrap().describe());
+    println!(
+        "=== aggregator\n{}",
+        aggregator_topology(std::path::Path::new("/tmp"))
+            .unwrap()
+            .describe()
+    );
+    println!(
+        "=== count\n{}",
+        streams_examples::count::count_topology("input", "output")
+            .unwrap()
+            .describe()
+    );
 }

@@ -62,7 +62,13 @@ pub mod headers {
 }
 
 /// The dead-letter record for `raw`: its original bytes and headers, plus the error headers.
-pub(crate) fn dead_letter(topic: &str, raw: &RawRecord, kind: &str, node: &str, message: &str) -> OutputRecord {
+pub(crate) fn dead_letter(
+    topic: &str,
+    raw: &RawRecord,
+    kind: &str,
+    node: &str,
+    message: &str,
+) -> OutputRecord {
     let mut h: Headers = raw.headers.clone();
     h.add(headers::EXCEPTION, kind.to_owned())
         .add(headers::MESSAGE, message.to_owned())

@@ -27,7 +27,11 @@ impl Headers {
 
     /// The value of the last header called `name`.
     pub fn last(&self, name: &str) -> Option<&[u8]> {
-        self.0.iter().rev().find(|(n, _)| n == name).and_then(|(_, v)| v.as_deref())
+        self.0
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, v)| v.as_deref())
     }
 
     /// The value of the last header called `name` as UTF-8 text.
@@ -73,17 +77,32 @@ pub struct Record<K, V> {
 impl<K, V> Record<K, V> {
     /// A record with no headers.
     pub fn new(key: K, value: V, timestamp: i64) -> Self {
-        Self { key, value, timestamp, headers: Headers::new() }
+        Self {
+            key,
+            value,
+            timestamp,
+            headers: Headers::new(),
+        }
     }
 
     /// The same record with another key.
     pub fn with_key<K2>(self, key: K2) -> Record<K2, V> {
-        Record { key, value: self.value, timestamp: self.timestamp, headers: self.headers }
+        Record {
+            key,
+            value: self.value,
+            timestamp: self.timestamp,
+            headers: self.headers,
+        }
     }
 
     /// The same record with another value.
     pub fn with_value<V2>(self, value: V2) -> Record<K, V2> {
-        Record { key: self.key, value, timestamp: self.timestamp, headers: self.headers }
+        Record {
+            key: self.key,
+            value,
+            timestamp: self.timestamp,
+            headers: self.headers,
+        }
     }
 
     /// The same record with another timestamp.

@@ -64,7 +64,10 @@ mod tests {
     #[test]
     fn json_round_trip_and_error_value() {
         let s = JsonSerde::<Hook>::new();
-        let h = Hook { id: 1, url: "http://x".into() };
+        let h = Hook {
+            id: 1,
+            url: "http://x".into(),
+        };
         assert_eq!(s.deserialize(&s.serialize(&h).unwrap()).unwrap(), h);
         let e = s.deserialize(b"{not json").unwrap_err();
         assert_eq!(e.serde, "JsonSerde");

@@ -512,7 +512,11 @@ pub fn produce(
                 });
             }
             None => {
-                let detail = flushed.as_ref().err().map(ToString::to_string).unwrap_or_default();
+                let detail = flushed
+                    .as_ref()
+                    .err()
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
                 return Err(timeout_error(
                     format!("producing to {topic}: record {index} was not acknowledged ({detail})"),
                     timeout,
@@ -543,12 +547,16 @@ pub struct ConsumedRecord {
 impl ConsumedRecord {
     /// The key as UTF-8 text (lossy), for readable assertions.
     pub fn key_str(&self) -> Option<String> {
-        self.key.as_deref().map(|k| String::from_utf8_lossy(k).into_owned())
+        self.key
+            .as_deref()
+            .map(|k| String::from_utf8_lossy(k).into_owned())
     }
 
     /// The value as UTF-8 text (lossy), for readable assertions.
     pub fn value_str(&self) -> Option<String> {
-        self.value.as_deref().map(|v| String::from_utf8_lossy(v).into_owned())
+        self.value
+            .as_deref()
+            .map(|v| String::from_utf8_lossy(v).into_owned())
     }
 }
 
@@ -717,10 +725,7 @@ mod tests {
 
     #[test]
     fn block_on_timeout_returns_ready_value_and_times_out_on_pending() {
-        assert_eq!(
-            block_on_timeout(async { 7 }, Duration::from_millis(10)),
-            Some(7)
-        );
+        assert_eq!(block_on_timeout(async { 7 }, Duration::from_millis(10)), Some(7));
         let started = Instant::now();
         let pending = block_on_timeout(std::future::pending::<()>(), Duration::from_millis(50));
         assert_eq!(pending, None);
@@ -750,7 +755,10 @@ mod tests {
                 w.wake();
             }
         });
-        assert_eq!(block_on_timeout(Recv(rx, slot), Duration::from_secs(10)), Some(()));
+        assert_eq!(
+            block_on_timeout(Recv(rx, slot), Duration::from_secs(10)),
+            Some(())
+        );
         sender.join().ok();
     }
 

@@ -9,8 +9,8 @@ use std::time::Duration;
 use streams_core::handlers::headers;
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::{
-    DriverConfig, ErrorHandling, ErrorPolicy, KvStore, ProcessResult, Processor, ProcessorContext, PunctuationType,
-    Record, ScheduleId, Stores, Topology, TopologyTestDriver, default_partition,
+    DriverConfig, ErrorHandling, ErrorPolicy, KvStore, ProcessResult, Processor, ProcessorContext,
+    PunctuationType, Record, ScheduleId, Stores, Topology, TopologyTestDriver, default_partition,
 };
 
 type Trace = Arc<Mutex<Vec<String>>>;
@@ -21,8 +21,15 @@ struct Tag {
     trace: Trace,
 }
 impl Processor<String, String, String, String> for Tag {
-    fn process(&mut self, ctx: &mut ProcessorContext<'_, String, String>, r: Record<String, String>) -> ProcessResult {
-        self.trace.lock().unwrap().push(format!("{}:{}", self.name, r.value));
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, String>,
+        r: Record<String, String>,
+    ) -> ProcessResult {
+        self.trace
+            .lock()
+            .unwrap()
+            .push(format!("{}:{}", self.name, r.value));
         let v = format!("{}{}", r.value, self.name);
         ctx.forward(r.with_value(v))
     }
@@ -33,7 +40,10 @@ fn forwarding_is_depth_first_in_child_order() {
     let trace: Trace = Arc::default();
     let t = |name| {
         let trace = trace.clone();
-        move || Tag { name, trace: trace.clone() }
+        move || Tag {
+            name,
+            trace: trace.clone(),
+        }
     };
     let mut b = Topology::builder();
     b.add_source("src", ["in"], StringSerde, StringSerde)
@@ -43,17 +53,33 @@ fn forwarding_is_depth_first_in_child_order() {
         .add_processor("a2", t("2"), ["a"])
         .add_sink("out", "out", StringSerde, StringSerde, ["a1", "a2", "b"]);
     let d = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap();
-    d.input_topic("in", StringSerde, StringSerde).pipe("k".into(), "x".into()).unwrap();
+    d.input_topic("in", StringSerde, StringSerde)
+        .pipe("k".into(), "x".into())
+        .unwrap();
     assert_eq!(*trace.lock().unwrap(), vec!["a:x", "1:xa", "2:xa", "b:x"]);
-    let out: Vec<String> = d.output_topic("out", StringSerde, StringSerde).read_records().unwrap().into_iter().map(|r| r.value).collect();
+    let out: Vec<String> = d
+        .output_topic("out", StringSerde, StringSerde)
+        .read_records()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.value)
+        .collect();
     assert_eq!(out, vec!["xa1", "xa2", "xb"]);
 }
 
 /// Sends even lengths to `even`, odd to `odd`.
 struct Router;
 impl Processor<String, String, String, String> for Router {
-    fn process(&mut self, ctx: &mut ProcessorContext<'_, String, String>, r: Record<String, String>) -> ProcessResult {
-        let to = if r.value.len().is_multiple_of(2) { "even" } else { "odd" };
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, String>,
+        r: Record<String, String>,
+    ) -> ProcessResult {
+        let to = if r.value.len().is_multiple_of(2) {
+            "even"
+        } else {
+            "odd"
+        };
         ctx.forward_to(to, r)
     }
 }
@@ -70,19 +96,40 @@ fn forward_to_reaches_one_named_child_and_rejects_others() {
     for v in ["ab", "abc", "abcd"] {
         input.pipe("k".into(), v.into()).unwrap();
     }
-    assert_eq!(d.output_topic("even-out", StringSerde, StringSerde).read_key_values().unwrap().len(), 2);
-    assert_eq!(d.output_topic("odd-out", StringSerde, StringSerde).read_key_values().unwrap().len(), 1);
+    assert_eq!(
+        d.output_topic("even-out", StringSerde, StringSerde)
+            .read_key_values()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        d.output_topic("odd-out", StringSerde, StringSerde)
+            .read_key_values()
+            .unwrap()
+            .len(),
+        1
+    );
 
     struct Bad;
     impl Processor<String, String, String, String> for Bad {
-        fn process(&mut self, ctx: &mut ProcessorContext<'_, String, String>, r: Record<String, String>) -> ProcessResult {
+        fn process(
+            &mut self,
+            ctx: &mut ProcessorContext<'_, String, String>,
+            r: Record<String, String>,
+        ) -> ProcessResult {
             ctx.forward_to("nobody", r)
         }
     }
     let mut b = Topology::builder();
-    b.add_source("src", ["in"], StringSerde, StringSerde).add_processor("bad", || Bad, ["src"]);
+    b.add_source("src", ["in"], StringSerde, StringSerde)
+        .add_processor("bad", || Bad, ["src"]);
     let d = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap();
-    let err = d.input_topic("in", StringSerde, StringSerde).pipe("k".into(), "v".into()).unwrap_err().to_string();
+    let err = d
+        .input_topic("in", StringSerde, StringSerde)
+        .pipe("k".into(), "v".into())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("`nobody` is not a child of `bad`"), "{err}");
     assert!(err.contains("node `bad` processing in-0@0"), "{err}");
 }
@@ -94,7 +141,10 @@ struct Ticker {
 }
 impl Processor<String, String> for Ticker {
     fn init(&mut self, ctx: &mut ProcessorContext<'_, (), ()>) -> ProcessResult {
-        self.stream = Some(ctx.schedule(Duration::from_millis(10), PunctuationType::StreamTime).id());
+        self.stream = Some(
+            ctx.schedule(Duration::from_millis(10), PunctuationType::StreamTime)
+                .id(),
+        );
         ctx.schedule(Duration::from_secs(1), PunctuationType::WallClock);
         Ok(())
     }
@@ -102,7 +152,11 @@ impl Processor<String, String> for Ticker {
         Ok(())
     }
     fn punctuate(&mut self, _: &mut ProcessorContext<'_, (), ()>, id: ScheduleId, ts: i64) -> ProcessResult {
-        let kind = if Some(id) == self.stream { PunctuationType::StreamTime } else { PunctuationType::WallClock };
+        let kind = if Some(id) == self.stream {
+            PunctuationType::StreamTime
+        } else {
+            PunctuationType::WallClock
+        };
         self.log.borrow_mut().push((kind, ts));
         Ok(())
     }
@@ -115,11 +169,15 @@ thread_local! {
 #[test]
 fn punctuation_by_stream_time_and_wall_clock() {
     let mut b = Topology::builder();
-    b.add_source("src", ["in"], StringSerde, StringSerde).add_processor(
-        "tick",
-        || Ticker { log: TICKS.with(Rc::clone), stream: None },
-        ["src"],
-    );
+    b.add_source("src", ["in"], StringSerde, StringSerde)
+        .add_processor(
+            "tick",
+            || Ticker {
+                log: TICKS.with(Rc::clone),
+                stream: None,
+            },
+            ["src"],
+        );
     let d = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap();
     let input = d.input_topic("in", StringSerde, StringSerde);
     // Stream time starts at the first record (100): fires at >= 110, then every 10 ms of
@@ -131,8 +189,16 @@ fn punctuation_by_stream_time_and_wall_clock() {
     d.advance_wall_clock(Duration::from_millis(1)).unwrap();
     d.advance_wall_clock(Duration::from_secs(5)).unwrap();
     let ticks = TICKS.with(|t| t.borrow().clone());
-    let stream: Vec<i64> = ticks.iter().filter(|t| t.0 == PunctuationType::StreamTime).map(|t| t.1).collect();
-    let wall: Vec<i64> = ticks.iter().filter(|t| t.0 == PunctuationType::WallClock).map(|t| t.1).collect();
+    let stream: Vec<i64> = ticks
+        .iter()
+        .filter(|t| t.0 == PunctuationType::StreamTime)
+        .map(|t| t.1)
+        .collect();
+    let wall: Vec<i64> = ticks
+        .iter()
+        .filter(|t| t.0 == PunctuationType::WallClock)
+        .map(|t| t.1)
+        .collect();
     assert_eq!(stream, vec![111, 125, 160]);
     assert_eq!(wall, vec![1000, 6000]);
 }
@@ -167,8 +233,14 @@ fn unconnected_or_mistyped_store_is_an_init_error() {
     b.add_source("s1", ["a"], StringSerde, StringSerde)
         .add_processor("owner", || WrongTypes, ["s1"])
         .add_processor("snoop", || Snoop, ["s1"])
-        .add_state_store(Stores::in_memory_kv("private", StringSerde, StringSerde), ["owner"]);
-    let err = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).err().unwrap().to_string();
+        .add_state_store(
+            Stores::in_memory_kv("private", StringSerde, StringSerde),
+            ["owner"],
+        );
+    let err = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default())
+        .err()
+        .unwrap()
+        .to_string();
     assert!(err.contains("node `owner`"), "{err}");
     assert!(err.contains("U64Serde"), "{err}");
 
@@ -176,15 +248,28 @@ fn unconnected_or_mistyped_store_is_an_init_error() {
     b.add_source("s1", ["a"], StringSerde, StringSerde)
         .add_processor("snoop", || Snoop, ["s1"])
         .add_processor("other", || Snoop, ["s1"])
-        .add_state_store(Stores::in_memory_kv("private", StringSerde, StringSerde), ["other"]);
-    let err = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).err().unwrap().to_string();
-    assert!(err.contains("store `private` is not connected to processor `snoop`"), "{err}");
+        .add_state_store(
+            Stores::in_memory_kv("private", StringSerde, StringSerde),
+            ["other"],
+        );
+    let err = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("store `private` is not connected to processor `snoop`"),
+        "{err}"
+    );
 }
 
 /// Counts records per key in a store and forwards the new count.
 struct Count;
 impl Processor<String, String, String, u64> for Count {
-    fn process(&mut self, ctx: &mut ProcessorContext<'_, String, u64>, r: Record<String, String>) -> ProcessResult {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, u64>,
+        r: Record<String, String>,
+    ) -> ProcessResult {
         let store: KvStore<StringSerde, U64Serde> = ctx.kv_store("counts")?;
         let n = store.get(&r.key)?.unwrap_or(0) + 1;
         store.put(&r.key, &n)?;
@@ -197,9 +282,15 @@ fn keyed_records_land_on_murmur2_partitions_with_one_task_each() {
     let mut b = Topology::builder();
     b.add_source("src", ["words"], StringSerde, StringSerde)
         .add_processor("count", || Count, ["src"])
-        .add_state_store(Stores::persistent_kv("counts", StringSerde, U64Serde).with_caching(), ["count"])
+        .add_state_store(
+            Stores::persistent_kv("counts", StringSerde, U64Serde).with_caching(),
+            ["count"],
+        )
         .add_sink("out", "counts-out", StringSerde, U64Serde, ["count"]);
-    let config = DriverConfig::default().partitions("words", 4).partitions("counts-out", 4).application_id("wc");
+    let config = DriverConfig::default()
+        .partitions("words", 4)
+        .partitions("counts-out", 4)
+        .application_id("wc");
     let d = TopologyTestDriver::new(b.build().unwrap(), config).unwrap();
     assert_eq!(d.task_ids().len(), 4);
     let input = d.input_topic("words", StringSerde, StringSerde);
@@ -212,26 +303,48 @@ fn keyed_records_land_on_murmur2_partitions_with_one_task_each() {
     for w in words {
         let p = default_partition(w.as_bytes(), 4);
         let store = d.kv_store_at::<StringSerde, U64Serde>("counts", p).unwrap();
-        assert_eq!(store.get(&w.to_string()).unwrap(), Some(3), "{w} on partition {p}");
+        assert_eq!(
+            store.get(&w.to_string()).unwrap(),
+            Some(3),
+            "{w} on partition {p}"
+        );
         for other in (0..4).filter(|&o| o != p) {
             let s = d.kv_store_at::<StringSerde, U64Serde>("counts", other).unwrap();
             assert_eq!(s.get(&w.to_string()).unwrap(), None);
         }
     }
-    let out = d.output_topic("counts-out", StringSerde, U64Serde).read_records().unwrap();
+    let out = d
+        .output_topic("counts-out", StringSerde, U64Serde)
+        .read_records()
+        .unwrap();
     assert_eq!(out.len(), 21);
-    assert!(out.iter().all(|r| r.partition == default_partition(r.key.as_bytes(), 4)));
+    assert!(
+        out.iter()
+            .all(|r| r.partition == default_partition(r.key.as_bytes(), 4))
+    );
     // The changelog holds every write, on the task's partition.
-    let changelog = d.output_topic("wc-counts-changelog", StringSerde, U64Serde).read_records().unwrap();
+    let changelog = d
+        .output_topic("wc-counts-changelog", StringSerde, U64Serde)
+        .read_records()
+        .unwrap();
     assert_eq!(changelog.len(), 21);
-    assert!(changelog.iter().all(|r| r.partition == default_partition(r.key.as_bytes(), 4)));
+    assert!(
+        changelog
+            .iter()
+            .all(|r| r.partition == default_partition(r.key.as_bytes(), 4))
+    );
 }
 
 #[test]
 fn undeserializable_records_go_to_the_dead_letter_topic_with_their_bytes() {
     let mut b = Topology::builder();
-    b.add_source("src", ["nums"], StringSerde, U64Serde)
-        .add_sink("out", "nums-out", StringSerde, U64Serde, ["src"]);
+    b.add_source("src", ["nums"], StringSerde, U64Serde).add_sink(
+        "out",
+        "nums-out",
+        StringSerde,
+        U64Serde,
+        ["src"],
+    );
     let policy = ErrorPolicy {
         deserialization: ErrorHandling::DeadLetterQueue,
         dead_letter_topic: Some("dlq".into()),
@@ -242,20 +355,45 @@ fn undeserializable_records_go_to_the_dead_letter_topic_with_their_bytes() {
     input.pipe("a".into(), 1).unwrap();
     input.pipe_raw(Some(b"bad"), Some(b"not-eight-bytes"), 7).unwrap();
     input.pipe("b".into(), 2).unwrap();
-    assert_eq!(d.output_topic("nums-out", StringSerde, U64Serde).read_key_values().unwrap(), vec![("a".into(), 1), ("b".into(), 2)]);
-    let dlq = d.output_topic("dlq", StringSerde, StringSerde).read_records().unwrap();
+    assert_eq!(
+        d.output_topic("nums-out", StringSerde, U64Serde)
+            .read_key_values()
+            .unwrap(),
+        vec![("a".into(), 1), ("b".into(), 2)]
+    );
+    let dlq = d
+        .output_topic("dlq", StringSerde, StringSerde)
+        .read_records()
+        .unwrap();
     assert_eq!(dlq.len(), 1);
     assert_eq!(dlq[0].key, "bad");
     assert_eq!(dlq[0].value, "not-eight-bytes");
-    assert_eq!(dlq[0].headers.last_str(headers::EXCEPTION), Some("deserialization"));
+    assert_eq!(
+        dlq[0].headers.last_str(headers::EXCEPTION),
+        Some("deserialization")
+    );
     assert_eq!(dlq[0].headers.last_str(headers::TOPIC), Some("nums"));
     assert_eq!(dlq[0].headers.last_str(headers::OFFSET), Some("1"));
-    assert!(dlq[0].headers.last_str(headers::MESSAGE).unwrap().contains("expected 8 bytes"));
+    assert!(
+        dlq[0]
+            .headers
+            .last_str(headers::MESSAGE)
+            .unwrap()
+            .contains("expected 8 bytes")
+    );
 
     // Log-and-fail (the default) stops with an error naming the record.
     let mut b = Topology::builder();
-    b.add_source("src", ["nums"], StringSerde, U64Serde).add_sink("out", "o", StringSerde, U64Serde, ["src"]);
+    b.add_source("src", ["nums"], StringSerde, U64Serde)
+        .add_sink("out", "o", StringSerde, U64Serde, ["src"]);
     let d = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap();
-    let err = d.input_topic("nums", StringSerde, U64Serde).pipe_raw(None, Some(b"x"), 0).unwrap_err().to_string();
-    assert!(err.contains("node `src` processing nums-0@0: cannot deserialize value"), "{err}");
+    let err = d
+        .input_topic("nums", StringSerde, U64Serde)
+        .pipe_raw(None, Some(b"x"), 0)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("node `src` processing nums-0@0: cannot deserialize value"),
+        "{err}"
+    );
 }

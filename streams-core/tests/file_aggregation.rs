@@ -12,7 +12,8 @@ use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 use streams_core::serdes::{JsonSerde, StringSerde, U64Serde};
 use streams_core::{
-    DriverConfig, KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology, TopologyTestDriver,
+    DriverConfig, KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology,
+    TopologyTestDriver,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -46,8 +47,15 @@ impl Processor<String, Message, String, u64> for Aggregator {
         Ok(())
     }
 
-    fn process(&mut self, ctx: &mut ProcessorContext<'_, String, u64>, r: Record<String, Message>) -> ProcessResult {
-        let (parts, files) = (self.parts.as_ref().ok_or("init")?, self.files.as_ref().ok_or("init")?);
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, u64>,
+        r: Record<String, Message>,
+    ) -> ProcessResult {
+        let (parts, files) = (
+            self.parts.as_ref().ok_or("init")?,
+            self.files.as_ref().ok_or("init")?,
+        );
         let file = r.key.clone();
         let mut progress = files.get(&file)?.unwrap_or_default();
         match r.value {
@@ -84,15 +92,30 @@ fn hundred_thousand_results_in_random_order_become_one_ordered_file() {
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().to_path_buf();
     let mut b = Topology::builder();
-    b.add_source("results", ["aggregator-input"], StringSerde, JsonSerde::<Message>::new())
-        .add_processor(
-            "aggregator",
-            move || Aggregator { out_dir: out_dir.clone(), parts: None, files: None },
-            ["results"],
-        )
-        .add_state_store(Stores::persistent_kv("parts", StringSerde, StringSerde).with_caching(), ["aggregator"])
-        .add_state_store(Stores::persistent_kv("files", StringSerde, JsonSerde::<Progress>::new()).with_caching(), ["aggregator"])
-        .add_sink("done", "files-done", StringSerde, U64Serde, ["aggregator"]);
+    b.add_source(
+        "results",
+        ["aggregator-input"],
+        StringSerde,
+        JsonSerde::<Message>::new(),
+    )
+    .add_processor(
+        "aggregator",
+        move || Aggregator {
+            out_dir: out_dir.clone(),
+            parts: None,
+            files: None,
+        },
+        ["results"],
+    )
+    .add_state_store(
+        Stores::persistent_kv("parts", StringSerde, StringSerde).with_caching(),
+        ["aggregator"],
+    )
+    .add_state_store(
+        Stores::persistent_kv("files", StringSerde, JsonSerde::<Progress>::new()).with_caching(),
+        ["aggregator"],
+    )
+    .add_sink("done", "files-done", StringSerde, U64Serde, ["aggregator"]);
     let config = DriverConfig::default().commit_every(10_000).application_id("agg");
     let d = TopologyTestDriver::new(b.build().unwrap(), config).unwrap();
     let input = d.input_topic("aggregator-input", StringSerde, JsonSerde::<Message>::new());
@@ -100,12 +123,40 @@ fn hundred_thousand_results_in_random_order_become_one_ordered_file() {
     const BIG: u64 = 100_000;
     const SMALL: u64 = 1_000;
     let mut msgs: Vec<(String, Message)> = (0..BIG)
-        .map(|l| ("big".to_string(), Message::Line { line: l, result: format!("big line {l} ok") }))
-        .chain((0..SMALL).map(|l| ("small".to_string(), Message::Line { line: l, result: format!("small {l}") })))
+        .map(|l| {
+            (
+                "big".to_string(),
+                Message::Line {
+                    line: l,
+                    result: format!("big line {l} ok"),
+                },
+            )
+        })
+        .chain((0..SMALL).map(|l| {
+            (
+                "small".to_string(),
+                Message::Line {
+                    line: l,
+                    result: format!("small {l}"),
+                },
+            )
+        }))
         .collect();
     // Two duplicated results (at-least-once redelivery) must not break the count.
-    msgs.push(("big".into(), Message::Line { line: 7, result: "big line 7 ok".into() }));
-    msgs.push(("small".into(), Message::Line { line: 999, result: "small 999".into() }));
+    msgs.push((
+        "big".into(),
+        Message::Line {
+            line: 7,
+            result: "big line 7 ok".into(),
+        },
+    ));
+    msgs.push((
+        "small".into(),
+        Message::Line {
+            line: 999,
+            result: "small 999".into(),
+        },
+    ));
     msgs.shuffle(&mut rand::rngs::StdRng::seed_from_u64(42));
     // The totals come after the splitter sent every line, but results may still be in flight.
     let split = msgs.len() - 500;
@@ -113,16 +164,24 @@ fn hundred_thousand_results_in_random_order_become_one_ordered_file() {
         input.pipe(k, m).unwrap();
     }
     input.pipe("big".into(), Message::Total { lines: BIG }).unwrap();
-    input.pipe("small".into(), Message::Total { lines: SMALL }).unwrap();
+    input
+        .pipe("small".into(), Message::Total { lines: SMALL })
+        .unwrap();
     for (k, m) in msgs {
         input.pipe(k, m).unwrap();
     }
     d.commit().unwrap();
 
-    let done = d.output_topic("files-done", StringSerde, U64Serde).read_key_values().unwrap();
+    let done = d
+        .output_topic("files-done", StringSerde, U64Serde)
+        .read_key_values()
+        .unwrap();
     let mut done_sorted = done.clone();
     done_sorted.sort();
-    assert_eq!(done_sorted, vec![("big".to_string(), BIG), ("small".to_string(), SMALL)]);
+    assert_eq!(
+        done_sorted,
+        vec![("big".to_string(), BIG), ("small".to_string(), SMALL)]
+    );
 
     let big = std::fs::read_to_string(dir.path().join("big.out")).unwrap();
     let lines: Vec<&str> = big.lines().collect();

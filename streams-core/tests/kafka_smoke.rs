@@ -30,7 +30,11 @@ fn poll_n(consumer: &BaseConsumer, n: usize, timeout: Duration) -> Result<Vec<(i
             return Err(format!("got {} of {n} records within {timeout:?}", seen.len()));
         }
         match consumer.poll(Duration::from_millis(100)) {
-            Some(Ok(m)) => seen.push((m.partition(), m.offset(), m.payload().unwrap_or_default().to_vec())),
+            Some(Ok(m)) => seen.push((
+                m.partition(),
+                m.offset(),
+                m.payload().unwrap_or_default().to_vec(),
+            )),
             Some(Err(e)) => eprintln!("consumer: {e}"),
             None => {}
         }
@@ -39,7 +43,10 @@ fn poll_n(consumer: &BaseConsumer, n: usize, timeout: Duration) -> Result<Vec<(i
 }
 
 fn values(records: &[ConsumedRecord]) -> Vec<String> {
-    records.iter().map(|r| r.value_str().unwrap_or_default()).collect()
+    records
+        .iter()
+        .map(|r| r.value_str().unwrap_or_default())
+        .collect()
 }
 
 fn transactional_producer(bootstrap: &str, name: &str) -> Result<BaseProducer, Box<dyn Error>> {
@@ -66,13 +73,20 @@ fn admin_creates_topic_with_partitions_and_config() -> TestResult {
     let topic = testing::unique_name("smoke-admin");
     testing::create_topic(&bootstrap, &topic, 3, &[("cleanup.policy", "compact")])?;
 
-    let consumer: BaseConsumer = ClientConfig::new().set("bootstrap.servers", &bootstrap).create()?;
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .create()?;
     let metadata = consumer.fetch_metadata(Some(&topic), T)?;
-    let partitions = metadata.topics().iter().find(|t| t.name() == topic).map(|t| t.partitions().len());
+    let partitions = metadata
+        .topics()
+        .iter()
+        .find(|t| t.name() == topic)
+        .map(|t| t.partitions().len());
     assert_eq!(partitions, Some(3));
 
-    let admin: AdminClient<DefaultClientContext> =
-        ClientConfig::new().set("bootstrap.servers", &bootstrap).create()?;
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .create()?;
     let options = AdminOptions::new().request_timeout(Some(T));
     let described = testing::block_on_timeout(
         admin.describe_configs([&ResourceSpecifier::Topic(&topic)], &options),
@@ -80,11 +94,16 @@ fn admin_creates_topic_with_partitions_and_config() -> TestResult {
     )
     .ok_or("describe_configs timed out")??;
     let config = described.into_iter().next().ok_or("no config resource")??;
-    assert_eq!(config.get("cleanup.policy").and_then(|e| e.value.as_deref()), Some("compact"));
+    assert_eq!(
+        config.get("cleanup.policy").and_then(|e| e.value.as_deref()),
+        Some("compact")
+    );
 
     // A second create of the same name is reported, not ignored.
     match testing::create_topic(&bootstrap, &topic, 1, &[]) {
-        Err(TestKafkaError::Failed { detail, .. }) => assert!(detail.contains("TopicAlreadyExists"), "{detail}"),
+        Err(TestKafkaError::Failed { detail, .. }) => {
+            assert!(detail.contains("TopicAlreadyExists"), "{detail}")
+        }
         other => panic!("expected TopicAlreadyExists, got {other:?}"),
     }
     Ok(())
@@ -98,10 +117,16 @@ fn produce_and_consume_roundtrip() -> TestResult {
     let topic = testing::unique_name("smoke-roundtrip");
     testing::create_topic(&bootstrap, &topic, 2, &[])?;
     let records = vec![
-        ProduceRecord::new("a", "1").with_partition(0).with_header("trace", Some(b"x")),
-        ProduceRecord::new("b", "2").with_partition(1).with_timestamp(1_700_000_000_000),
+        ProduceRecord::new("a", "1")
+            .with_partition(0)
+            .with_header("trace", Some(b"x")),
+        ProduceRecord::new("b", "2")
+            .with_partition(1)
+            .with_timestamp(1_700_000_000_000),
         ProduceRecord::tombstone("a").with_partition(0),
-        ProduceRecord::keyless("3").with_partition(1).with_header("null", None),
+        ProduceRecord::keyless("3")
+            .with_partition(1)
+            .with_header("null", None),
     ];
     let positions = testing::produce(&bootstrap, &topic, &records, T)?;
     assert_eq!(positions, vec![(0, 0), (1, 0), (0, 1), (1, 1)]);
@@ -112,7 +137,10 @@ fn produce_and_consume_roundtrip() -> TestResult {
     assert_eq!(read[0].key_str().as_deref(), Some("a"));
     assert_eq!(read[0].value_str().as_deref(), Some("1"));
     assert_eq!(read[0].headers, vec![("trace".to_owned(), Some(b"x".to_vec()))]);
-    assert_eq!((read[1].partition, read[1].offset, read[1].value.as_deref()), (0, 1, None));
+    assert_eq!(
+        (read[1].partition, read[1].offset, read[1].value.as_deref()),
+        (0, 1, None)
+    );
     assert_eq!(read[2].timestamp, Some(1_700_000_000_000));
     assert_eq!(read[3].key, None);
     assert_eq!(read[3].headers, vec![("null".to_owned(), None)]);
@@ -131,7 +159,9 @@ fn consumer_group_commits_and_resumes() -> TestResult {
     let topic = testing::unique_name("smoke-group");
     let group = testing::unique_name("smoke-group");
     testing::create_topic(&bootstrap, &topic, 1, &[])?;
-    let batch: Vec<_> = (0..5).map(|i| ProduceRecord::new(format!("k{i}"), format!("v{i}"))).collect();
+    let batch: Vec<_> = (0..5)
+        .map(|i| ProduceRecord::new(format!("k{i}"), format!("v{i}")))
+        .collect();
     testing::produce(&bootstrap, &topic, &batch, T)?;
 
     {
@@ -142,7 +172,10 @@ fn consumer_group_commits_and_resumes() -> TestResult {
         offsets.add_partition_offset(&topic, 0, Offset::Offset(seen[2].1 + 1))?;
         consumer.commit(&offsets, CommitMode::Sync)?;
     }
-    assert_eq!(testing::committed_offsets(&bootstrap, &group, &topic, T)?, vec![(0, Some(3))]);
+    assert_eq!(
+        testing::committed_offsets(&bootstrap, &group, &topic, T)?,
+        vec![(0, Some(3))]
+    );
 
     // A new member of the group resumes after the committed offset.
     let consumer: BaseConsumer = testing::consumer_config(&bootstrap, &group).create()?;
@@ -162,7 +195,9 @@ fn transaction_commits_output_and_group_offsets() -> TestResult {
     let group = testing::unique_name("smoke-eos-group");
     testing::create_topic(&bootstrap, &input, 1, &[])?;
     testing::create_topic(&bootstrap, &output, 1, &[])?;
-    let batch: Vec<_> = (0..3).map(|i| ProduceRecord::new(format!("k{i}"), format!("v{i}"))).collect();
+    let batch: Vec<_> = (0..3)
+        .map(|i| ProduceRecord::new(format!("k{i}"), format!("v{i}")))
+        .collect();
     testing::produce(&bootstrap, &input, &batch, T)?;
 
     // Consume-transform-produce: read the input in a group, write the output and the
@@ -170,7 +205,9 @@ fn transaction_commits_output_and_group_offsets() -> TestResult {
     let consumer: BaseConsumer = testing::consumer_config(&bootstrap, &group).create()?;
     consumer.subscribe(&[&input])?;
     let seen = poll_n(&consumer, 3, T)?;
-    let group_metadata = consumer.group_metadata().ok_or("consumer has no group metadata")?;
+    let group_metadata = consumer
+        .group_metadata()
+        .ok_or("consumer has no group metadata")?;
 
     let producer = transactional_producer(&bootstrap, "smoke-eos-txn")?;
     producer.begin_transaction()?;
@@ -185,7 +222,10 @@ fn transaction_commits_output_and_group_offsets() -> TestResult {
 
     let committed = testing::consume_all(&bootstrap, &output, ConsumeUntil::Idle(Duration::ZERO), T, true)?;
     assert_eq!(values(&committed), vec!["V0", "V1", "V2"]);
-    assert_eq!(testing::committed_offsets(&bootstrap, &group, &input, T)?, vec![(0, Some(3))]);
+    assert_eq!(
+        testing::committed_offsets(&bootstrap, &group, &input, T)?,
+        vec![(0, Some(3))]
+    );
     Ok(())
 }
 

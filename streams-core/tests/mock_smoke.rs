@@ -49,7 +49,11 @@ fn poll_n(consumer: &BaseConsumer, n: usize, timeout: Duration) -> Result<Vec<(i
             return Err(format!("got {} of {n} records within {timeout:?}", seen.len()));
         }
         match consumer.poll(Duration::from_millis(100)) {
-            Some(Ok(m)) => seen.push((m.partition(), m.offset(), m.payload().unwrap_or_default().to_vec())),
+            Some(Ok(m)) => seen.push((
+                m.partition(),
+                m.offset(),
+                m.payload().unwrap_or_default().to_vec(),
+            )),
             Some(Err(e)) => eprintln!("consumer: {e}"),
             None => {}
         }
@@ -58,7 +62,10 @@ fn poll_n(consumer: &BaseConsumer, n: usize, timeout: Duration) -> Result<Vec<(i
 }
 
 fn values(records: &[ConsumedRecord]) -> Vec<String> {
-    records.iter().map(|r| r.value_str().unwrap_or_default()).collect()
+    records
+        .iter()
+        .map(|r| r.value_str().unwrap_or_default())
+        .collect()
 }
 
 fn transactional_producer(bootstrap: &str) -> Result<BaseProducer, Box<dyn Error>> {
@@ -82,7 +89,9 @@ fn mock_produce_and_consume_on_created_topic() -> TestResult {
     let topic = testing::unique_name("mock-roundtrip");
     cluster.create_topic(&topic, 2, 1)?;
     let records = vec![
-        ProduceRecord::new("a", "1").with_partition(0).with_header("h", Some(b"x")),
+        ProduceRecord::new("a", "1")
+            .with_partition(0)
+            .with_header("h", Some(b"x")),
         ProduceRecord::new("b", "2").with_partition(1),
         ProduceRecord::tombstone("a").with_partition(0),
     ];
@@ -104,12 +113,17 @@ fn mock_idempotent_producer_writes_contiguous_offsets() -> TestResult {
     let topic = testing::unique_name("mock-idempotent");
     cluster.create_topic(&topic, 1, 1)?;
     // testing::producer_config enables idempotence.
-    let batch: Vec<_> = (0..200).map(|i| ProduceRecord::keyless(format!("v{i}"))).collect();
+    let batch: Vec<_> = (0..200)
+        .map(|i| ProduceRecord::keyless(format!("v{i}")))
+        .collect();
     let positions = testing::produce(&bootstrap, &topic, &batch, T)?;
     let offsets: Vec<i64> = positions.iter().map(|&(_, offset)| offset).collect();
     assert_eq!(offsets, (0..200).collect::<Vec<i64>>());
     let read = testing::consume_all(&bootstrap, &topic, ConsumeUntil::Count(200), T, false)?;
-    assert_eq!(read.last().and_then(ConsumedRecord::value_str).as_deref(), Some("v199"));
+    assert_eq!(
+        read.last().and_then(ConsumedRecord::value_str).as_deref(),
+        Some("v199")
+    );
     Ok(())
 }
 
@@ -140,7 +154,10 @@ fn mock_consumer_group_commits_and_resumes() -> TestResult {
         offsets.add_partition_offset(&topic, 0, Offset::Offset(seen[2].1 + 1))?;
         consumer.commit(&offsets, CommitMode::Sync)?;
     }
-    assert_eq!(testing::committed_offsets(&bootstrap, &group, &topic, T)?, vec![(0, Some(3))]);
+    assert_eq!(
+        testing::committed_offsets(&bootstrap, &group, &topic, T)?,
+        vec![(0, Some(3))]
+    );
     let consumer: BaseConsumer = testing::consumer_config(&bootstrap, &group).create()?;
     consumer.subscribe(&[&topic])?;
     let rest = poll_n(&consumer, 2, T)?;
@@ -152,8 +169,9 @@ fn mock_consumer_group_commits_and_resumes() -> TestResult {
 fn mock_admin_create_topics_gets_no_answer() -> TestResult {
     let (_cluster, bootstrap) = mock()?;
     let topic = testing::unique_name("mock-admin");
-    let admin: AdminClient<DefaultClientContext> =
-        ClientConfig::new().set("bootstrap.servers", &bootstrap).create()?;
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .create()?;
     let new_topic = NewTopic::new(&topic, 1, TopicReplication::Fixed(1));
     // Without these the call waits for the default 60 s request timeout (socket.timeout.ms).
     let request_timeout = Duration::from_secs(2);
@@ -171,7 +189,10 @@ fn mock_admin_create_topics_gets_no_answer() -> TestResult {
     assert!(waited >= request_timeout, "gave up early, after {waited:?}");
     // And no topic was created.
     let created = testing::wait_for_topic(&bootstrap, &topic, 1, Duration::from_secs(1));
-    assert!(created.is_err(), "the topic exists after all: update docs/kafka-for-tests.md");
+    assert!(
+        created.is_err(),
+        "the topic exists after all: update docs/kafka-for-tests.md"
+    );
     Ok(())
 }
 
@@ -183,12 +204,19 @@ fn mock_transaction_commit_delivers_but_keeps_no_offsets() -> TestResult {
     let group = testing::unique_name("mock-eos-group");
     cluster.create_topic(&input, 1, 1)?;
     cluster.create_topic(&output, 1, 1)?;
-    testing::produce(&bootstrap, &input, &[ProduceRecord::keyless("a"), ProduceRecord::keyless("b")], T)?;
+    testing::produce(
+        &bootstrap,
+        &input,
+        &[ProduceRecord::keyless("a"), ProduceRecord::keyless("b")],
+        T,
+    )?;
 
     let consumer: BaseConsumer = testing::consumer_config(&bootstrap, &group).create()?;
     consumer.subscribe(&[&input])?;
     let seen = poll_n(&consumer, 2, T)?;
-    let group_metadata = consumer.group_metadata().ok_or("consumer has no group metadata")?;
+    let group_metadata = consumer
+        .group_metadata()
+        .ok_or("consumer has no group metadata")?;
 
     let producer = transactional_producer(&bootstrap)?;
     producer.begin_transaction()?;
@@ -203,7 +231,11 @@ fn mock_transaction_commit_delivers_but_keeps_no_offsets() -> TestResult {
     assert_eq!(values(&read), vec!["A", "B"]);
     let committed = testing::committed_offsets(&bootstrap, &group, &input, T)?;
     eprintln!("mock: group offsets after the transaction: {committed:?}");
-    assert_eq!(committed, vec![(0, None)], "the mock now keeps transactional offsets; update the docs");
+    assert_eq!(
+        committed,
+        vec![(0, None)],
+        "the mock now keeps transactional offsets; update the docs"
+    );
     Ok(())
 }
 
@@ -237,7 +269,15 @@ fn mock_consumer_group_protocol_kip848() -> TestResult {
     let topic = testing::unique_name("mock-kip848");
     let group = testing::unique_name("mock-kip848");
     cluster.create_topic(&topic, 2, 1)?;
-    testing::produce(&bootstrap, &topic, &[ProduceRecord::keyless("a").with_partition(0), ProduceRecord::keyless("b").with_partition(1)], T)?;
+    testing::produce(
+        &bootstrap,
+        &topic,
+        &[
+            ProduceRecord::keyless("a").with_partition(0),
+            ProduceRecord::keyless("b").with_partition(1),
+        ],
+        T,
+    )?;
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", &bootstrap)
         .set("group.id", &group)
@@ -248,10 +288,16 @@ fn mock_consumer_group_protocol_kip848() -> TestResult {
     consumer.subscribe(&[&topic])?;
     let started = Instant::now();
     let seen = poll_n(&consumer, 2, T);
-    eprintln!("mock: group.protocol=consumer after {:?}: {seen:?}", started.elapsed());
+    eprintln!(
+        "mock: group.protocol=consumer after {:?}: {seen:?}",
+        started.elapsed()
+    );
     let seen = seen?;
     consumer.commit_consumer_state(CommitMode::Sync)?;
-    eprintln!("mock kip848 committed: {:?}", testing::committed_offsets(&bootstrap, &group, &topic, T)?);
+    eprintln!(
+        "mock kip848 committed: {:?}",
+        testing::committed_offsets(&bootstrap, &group, &topic, T)?
+    );
     assert_eq!(seen.len(), 2);
     Ok(())
 }

@@ -5,8 +5,8 @@
 use serde::{Deserialize, Serialize};
 use streams_core::serdes::{JsonSerde, NullableSerde, StringSerde};
 use streams_core::{
-    DriverConfig, KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology, TopologyTestDriver,
-    default_partition,
+    DriverConfig, KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology,
+    TopologyTestDriver, default_partition,
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,7 +45,11 @@ impl Processor<String, Option<WebHook>> for Materialize {
         self.store = Some(ctx.kv_store(STORE)?);
         Ok(())
     }
-    fn process(&mut self, _: &mut ProcessorContext<'_, (), ()>, r: Record<String, Option<WebHook>>) -> ProcessResult {
+    fn process(
+        &mut self,
+        _: &mut ProcessorContext<'_, (), ()>,
+        r: Record<String, Option<WebHook>>,
+    ) -> ProcessResult {
         let store = self.store.as_ref().ok_or("not initialized")?;
         match r.value {
             Some(hook) => store.put(&r.key, &hook)?,
@@ -93,15 +97,35 @@ impl Processor<String, EventLog, String, WebHookRequest> for EventLogProcessor {
 
 fn topology() -> Topology {
     let mut b = Topology::builder();
-    b.add_source("Source-WebHook", ["web_hooks"], StringSerde, NullableSerde(JsonSerde::<WebHook>::new()))
-        .add_processor("WebHookMaterializer", Materialize::default, ["Source-WebHook"])
-        .add_source("Source-EventLog", ["event_logs"], StringSerde, JsonSerde::<EventLog>::new())
-        .add_processor("EventLogProcessor", EventLogProcessor::default, ["Source-EventLog"])
-        .add_state_store(
-            Stores::persistent_kv(STORE, StringSerde, JsonSerde::<WebHook>::new()).with_caching(),
-            ["WebHookMaterializer", "EventLogProcessor"],
-        )
-        .add_sink("requests", "web_hook_requests", StringSerde, JsonSerde::<WebHookRequest>::new(), ["EventLogProcessor"]);
+    b.add_source(
+        "Source-WebHook",
+        ["web_hooks"],
+        StringSerde,
+        NullableSerde(JsonSerde::<WebHook>::new()),
+    )
+    .add_processor("WebHookMaterializer", Materialize::default, ["Source-WebHook"])
+    .add_source(
+        "Source-EventLog",
+        ["event_logs"],
+        StringSerde,
+        JsonSerde::<EventLog>::new(),
+    )
+    .add_processor(
+        "EventLogProcessor",
+        EventLogProcessor::default,
+        ["Source-EventLog"],
+    )
+    .add_state_store(
+        Stores::persistent_kv(STORE, StringSerde, JsonSerde::<WebHook>::new()).with_caching(),
+        ["WebHookMaterializer", "EventLogProcessor"],
+    )
+    .add_sink(
+        "requests",
+        "web_hook_requests",
+        StringSerde,
+        JsonSerde::<WebHookRequest>::new(),
+        ["EventLogProcessor"],
+    );
     b.build().unwrap()
 }
 
@@ -110,9 +134,15 @@ fn events_join_every_matching_hook_of_their_user() {
     const PARTITIONS: i32 = 3;
     let t = topology();
     assert_eq!(t.subtopologies().len(), 1, "{t:?}");
-    let config = DriverConfig::default().partitions("web_hooks", PARTITIONS).partitions("event_logs", PARTITIONS);
+    let config = DriverConfig::default()
+        .partitions("web_hooks", PARTITIONS)
+        .partitions("event_logs", PARTITIONS);
     let d = TopologyTestDriver::new(t, config).unwrap();
-    let hooks = d.input_topic("web_hooks", StringSerde, NullableSerde(JsonSerde::<WebHook>::new()));
+    let hooks = d.input_topic(
+        "web_hooks",
+        StringSerde,
+        NullableSerde(JsonSerde::<WebHook>::new()),
+    );
     let events = d.input_topic("event_logs", StringSerde, JsonSerde::<EventLog>::new());
     let user_key = |u: u64| format!("{u:020}");
     // Web hooks are partitioned by their user id, like the events: co-partitioned.
@@ -121,9 +151,16 @@ fn events_join_every_matching_hook_of_their_user() {
         for event_id in [100, 200] {
             for _ in 0..3 {
                 webhook_id += 1;
-                let hook = WebHook { webhook_id, user_id: user, event_id, url: format!("http://h/{webhook_id}") };
+                let hook = WebHook {
+                    webhook_id,
+                    user_id: user,
+                    event_id,
+                    url: format!("http://h/{webhook_id}"),
+                };
                 let p = default_partition(user_key(user).as_bytes(), PARTITIONS);
-                hooks.pipe_to_partition(p, format!("{}:{webhook_id}", user_key(user)), Some(hook), 0).unwrap();
+                hooks
+                    .pipe_to_partition(p, format!("{}:{webhook_id}", user_key(user)), Some(hook), 0)
+                    .unwrap();
             }
         }
     }
@@ -133,19 +170,49 @@ fn events_join_every_matching_hook_of_their_user() {
     hooks.pipe_to_partition(p10, deleted, None, 1).unwrap();
 
     for user in [1u64, 10, 2] {
-        events.pipe_at(user_key(user), EventLog { user_id: user, event_id: 100, payload: format!("p{user}") }, 5).unwrap();
+        events
+            .pipe_at(
+                user_key(user),
+                EventLog {
+                    user_id: user,
+                    event_id: 100,
+                    payload: format!("p{user}"),
+                },
+                5,
+            )
+            .unwrap();
     }
-    events.pipe_at(user_key(3), EventLog { user_id: 3, event_id: 999, payload: "none".into() }, 6).unwrap();
+    events
+        .pipe_at(
+            user_key(3),
+            EventLog {
+                user_id: 3,
+                event_id: 999,
+                payload: "none".into(),
+            },
+            6,
+        )
+        .unwrap();
 
-    let out = d.output_topic("web_hook_requests", StringSerde, JsonSerde::<WebHookRequest>::new());
+    let out = d.output_topic(
+        "web_hook_requests",
+        StringSerde,
+        JsonSerde::<WebHookRequest>::new(),
+    );
     let got = out.read_records().unwrap();
     let ids = |u: u64| -> Vec<u64> {
-        got.iter().filter(|r| r.value.user_id == u).map(|r| r.value.webhook_id).collect()
+        got.iter()
+            .filter(|r| r.value.user_id == u)
+            .map(|r| r.value.webhook_id)
+            .collect()
     };
     // Hooks are scanned in key order: `%020d:<id>` sorts ids as strings.
     assert_eq!(ids(1), vec![1, 2, 3]);
     assert_eq!(ids(10), vec![56, 57], "hook 55 was deleted");
     assert_eq!(ids(2), vec![7, 8, 9]);
     assert_eq!(got.len(), 8);
-    assert!(got.iter().all(|r| r.value.payload == format!("p{}", r.value.user_id)));
+    assert!(
+        got.iter()
+            .all(|r| r.value.payload == format!("p{}", r.value.user_id))
+    );
 }

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::testing::{self, ConsumeUntil, ProduceRecord};
 use streams_core::{
-    KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, State, Stores, StreamsConfig, Topology,
+    KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, State, Stores, StreamsConfig,
+    Topology,
 };
 
 /// Counts records per key in a RocksDB store (cached, logged) and forwards each new count.
@@ -27,7 +28,11 @@ impl Processor<String, String, String, u64> for Count {
         self.store = Some(ctx.kv_store("counts")?);
         Ok(())
     }
-    fn process(&mut self, ctx: &mut ProcessorContext<'_, String, u64>, r: Record<String, String>) -> ProcessResult {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, u64>,
+        r: Record<String, String>,
+    ) -> ProcessResult {
         let store = self.store.as_ref().ok_or("init")?;
         let n = store.get(&r.key)?.unwrap_or(0) + 1;
         store.put(&r.key, &n)?;
@@ -39,12 +44,21 @@ fn count_topology(input: &str, output: &str) -> Topology {
     let mut b = Topology::builder();
     b.add_source("src", [input], StringSerde, StringSerde)
         .add_processor("count", Count::default, ["src"])
-        .add_state_store(Stores::persistent_kv("counts", StringSerde, U64Serde).with_caching(), ["count"])
+        .add_state_store(
+            Stores::persistent_kv("counts", StringSerde, U64Serde).with_caching(),
+            ["count"],
+        )
         .add_sink("out", output, StringSerde, U64Serde, ["count"]);
     b.build().unwrap()
 }
 
-fn config(bootstrap: &str, app: &str, state_dir: &Path, threads: usize, extra: &[(&str, &str)]) -> StreamsConfig {
+fn config(
+    bootstrap: &str,
+    app: &str,
+    state_dir: &Path,
+    threads: usize,
+    extra: &[(&str, &str)],
+) -> StreamsConfig {
     let threads = threads.to_string();
     let dir = state_dir.display().to_string();
     let mut props: Vec<(&str, &str)> = vec![
@@ -70,11 +84,23 @@ fn produce_words(bootstrap: &str, topic: &str, keys: usize, per_key: usize, tag:
 }
 
 /// Reads the output until the latest count of every key is `expected`, or fails.
-fn wait_for_counts(bootstrap: &str, topic: &str, keys: usize, expected: u64, timeout: Duration) -> HashMap<String, u64> {
+fn wait_for_counts(
+    bootstrap: &str,
+    topic: &str,
+    keys: usize,
+    expected: u64,
+    timeout: Duration,
+) -> HashMap<String, u64> {
     let deadline = Instant::now() + timeout;
     loop {
-        let records = testing::consume_all(bootstrap, topic, ConsumeUntil::Idle(Duration::ZERO), Duration::from_secs(60), false)
-            .unwrap();
+        let records = testing::consume_all(
+            bootstrap,
+            topic,
+            ConsumeUntil::Idle(Duration::ZERO),
+            Duration::from_secs(60),
+            false,
+        )
+        .unwrap();
         let mut latest: HashMap<String, u64> = HashMap::new();
         for r in &records {
             let v = u64::from_be_bytes(r.value.as_deref().unwrap().try_into().unwrap());
@@ -97,7 +123,11 @@ fn wait_for_counts(bootstrap: &str, topic: &str, keys: usize, expected: u64, tim
 fn start(topology: Topology, config: StreamsConfig) -> KafkaStreams {
     let mut app = KafkaStreams::new(topology, config).unwrap();
     app.start().unwrap();
-    assert!(app.wait_for_state(State::Running, Duration::from_secs(60)), "state {:?}", app.state());
+    assert!(
+        app.wait_for_state(State::Running, Duration::from_secs(60)),
+        "state {:?}",
+        app.state()
+    );
     app
 }
 
@@ -116,23 +146,36 @@ fn keyed_count_restart_and_rebuild_from_changelog() {
 
     // 100,000 records on 4 partitions, 2 threads.
     produce_words(&bootstrap, &input, KEYS, 100, "a");
-    let mut app = start(count_topology(&input, &output), config(&bootstrap, &app_id, state.path(), 2, &[]));
+    let mut app = start(
+        count_topology(&input, &output),
+        config(&bootstrap, &app_id, state.path(), 2, &[]),
+    );
     wait_for_counts(&bootstrap, &output, KEYS, 100, Duration::from_secs(120));
     assert!(app.close(Duration::from_secs(60)));
     assert_eq!(app.state(), State::NotRunning);
 
     // Restart on the same state: counts continue without re-reading the input.
     produce_words(&bootstrap, &input, KEYS, 10, "b");
-    let mut app = start(count_topology(&input, &output), config(&bootstrap, &app_id, state.path(), 2, &[]));
+    let mut app = start(
+        count_topology(&input, &output),
+        config(&bootstrap, &app_id, state.path(), 2, &[]),
+    );
     wait_for_counts(&bootstrap, &output, KEYS, 110, Duration::from_secs(120));
     assert!(app.close(Duration::from_secs(60)));
-    assert_eq!(app.processed_records(), (KEYS * 10) as u64, "only the new records are processed");
+    assert_eq!(
+        app.processed_records(),
+        (KEYS * 10) as u64,
+        "only the new records are processed"
+    );
 
     // Wipe the state directory: the stores are rebuilt from the changelog.
     drop(state);
     let fresh = tempfile::tempdir().unwrap();
     produce_words(&bootstrap, &input, KEYS, 5, "c");
-    let mut app = start(count_topology(&input, &output), config(&bootstrap, &app_id, fresh.path(), 1, &[]));
+    let mut app = start(
+        count_topology(&input, &output),
+        config(&bootstrap, &app_id, fresh.path(), 1, &[]),
+    );
     wait_for_counts(&bootstrap, &output, KEYS, 115, Duration::from_secs(120));
     assert!(app.close(Duration::from_secs(60)));
     assert_eq!(app.processed_records(), (KEYS * 5) as u64);
@@ -140,7 +183,8 @@ fn keyed_count_restart_and_rebuild_from_changelog() {
 
 #[test]
 fn two_instances_share_the_partitions_and_hand_over_state() {
-    let Some(bootstrap) = testing::require_kafka("two_instances_share_the_partitions_and_hand_over_state") else {
+    let Some(bootstrap) = testing::require_kafka("two_instances_share_the_partitions_and_hand_over_state")
+    else {
         return;
     };
     let app_id = testing::unique_name("shared-app");
@@ -149,13 +193,26 @@ fn two_instances_share_the_partitions_and_hand_over_state() {
     testing::create_topic(&bootstrap, &input, 4, &[]).unwrap();
     testing::create_topic(&bootstrap, &output, 4, &[]).unwrap();
     const KEYS: usize = 200;
-    let (d1, d2, d3) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (d1, d2, d3) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
 
-    let mut a = start(count_topology(&input, &output), config(&bootstrap, &app_id, d1.path(), 1, &[]));
-    let mut b = start(count_topology(&input, &output), config(&bootstrap, &app_id, d2.path(), 1, &[]));
+    let mut a = start(
+        count_topology(&input, &output),
+        config(&bootstrap, &app_id, d1.path(), 1, &[]),
+    );
+    let mut b = start(
+        count_topology(&input, &output),
+        config(&bootstrap, &app_id, d2.path(), 1, &[]),
+    );
     produce_words(&bootstrap, &input, KEYS, 20, "a");
     wait_for_counts(&bootstrap, &output, KEYS, 20, Duration::from_secs(120));
-    assert!(a.processed_records() > 0 && b.processed_records() > 0, "both instances worked");
+    assert!(
+        a.processed_records() > 0 && b.processed_records() > 0,
+        "both instances worked"
+    );
 
     // One leaves: the other takes its tasks over, with their state (from the changelog).
     assert!(a.close(Duration::from_secs(60)));
@@ -163,7 +220,10 @@ fn two_instances_share_the_partitions_and_hand_over_state() {
     wait_for_counts(&bootstrap, &output, KEYS, 30, Duration::from_secs(120));
 
     // A third joins mid-run.
-    let mut c = start(count_topology(&input, &output), config(&bootstrap, &app_id, d3.path(), 1, &[]));
+    let mut c = start(
+        count_topology(&input, &output),
+        config(&bootstrap, &app_id, d3.path(), 1, &[]),
+    );
     produce_words(&bootstrap, &input, KEYS, 10, "c");
     wait_for_counts(&bootstrap, &output, KEYS, 40, Duration::from_secs(120));
     assert!(b.close(Duration::from_secs(60)));
@@ -194,12 +254,33 @@ fn poison_pills_go_to_the_dead_letter_topic() {
         .collect();
     testing::produce(&bootstrap, &input, &records, Duration::from_secs(60)).unwrap();
     let mut b = Topology::builder();
-    b.add_source("src", [input.as_str()], StringSerde, U64Serde).add_sink("out", &output, StringSerde, U64Serde, ["src"]);
+    b.add_source("src", [input.as_str()], StringSerde, U64Serde)
+        .add_sink("out", &output, StringSerde, U64Serde, ["src"]);
     let state = tempfile::tempdir().unwrap();
-    let extra = [("default.deserialization.exception.handler", "dead_letter_queue"), ("errors.dead.letter.queue.topic.name", dlq.as_str())];
-    let mut app = start(b.build().unwrap(), config(&bootstrap, &app_id, state.path(), 1, &extra));
-    let out = testing::consume_all(&bootstrap, &output, ConsumeUntil::Count(9_900), Duration::from_secs(120), false).unwrap();
-    let dead = testing::consume_all(&bootstrap, &dlq, ConsumeUntil::Count(100), Duration::from_secs(60), false).unwrap();
+    let extra = [
+        ("default.deserialization.exception.handler", "dead_letter_queue"),
+        ("errors.dead.letter.queue.topic.name", dlq.as_str()),
+    ];
+    let mut app = start(
+        b.build().unwrap(),
+        config(&bootstrap, &app_id, state.path(), 1, &extra),
+    );
+    let out = testing::consume_all(
+        &bootstrap,
+        &output,
+        ConsumeUntil::Count(9_900),
+        Duration::from_secs(120),
+        false,
+    )
+    .unwrap();
+    let dead = testing::consume_all(
+        &bootstrap,
+        &dlq,
+        ConsumeUntil::Count(100),
+        Duration::from_secs(60),
+        false,
+    )
+    .unwrap();
     assert!(app.close(Duration::from_secs(60)));
     assert_eq!(out.len(), 9_900);
     assert_eq!(dead.len(), 100);
@@ -207,10 +288,20 @@ fn poison_pills_go_to_the_dead_letter_topic() {
         let value = d.value_str().unwrap();
         assert!(value.starts_with("poison-"), "original bytes kept: {value}");
         let header = |name: &str| {
-            d.headers.iter().find(|(k, _)| k == name).and_then(|(_, v)| v.clone()).map(|v| String::from_utf8(v).unwrap())
+            d.headers
+                .iter()
+                .find(|(k, _)| k == name)
+                .and_then(|(_, v)| v.clone())
+                .map(|v| String::from_utf8(v).unwrap())
         };
-        assert_eq!(header(streams_core::handlers::headers::EXCEPTION).as_deref(), Some("deserialization"));
-        assert_eq!(header(streams_core::handlers::headers::TOPIC).as_deref(), Some(input.as_str()));
+        assert_eq!(
+            header(streams_core::handlers::headers::EXCEPTION).as_deref(),
+            Some("deserialization")
+        );
+        assert_eq!(
+            header(streams_core::handlers::headers::TOPIC).as_deref(),
+            Some(input.as_str())
+        );
         assert!(header(streams_core::handlers::headers::OFFSET).is_some());
     }
 }

@@ -6,7 +6,11 @@ use streams_core::{ProcessResult, Processor, ProcessorContext, Record, Stores, T
 /// Passes records through unchanged.
 struct Pass;
 impl Processor<String, String, String, String> for Pass {
-    fn process(&mut self, ctx: &mut ProcessorContext<'_, String, String>, r: Record<String, String>) -> ProcessResult {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, String>,
+        r: Record<String, String>,
+    ) -> ProcessResult {
         ctx.forward(r)
     }
 }
@@ -14,7 +18,11 @@ impl Processor<String, String, String, String> for Pass {
 /// Takes `u64` keys: a type mismatch below a `String` source.
 struct TakesU64;
 impl Processor<u64, String, u64, String> for TakesU64 {
-    fn process(&mut self, ctx: &mut ProcessorContext<'_, u64, String>, r: Record<u64, String>) -> ProcessResult {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, u64, String>,
+        r: Record<u64, String>,
+    ) -> ProcessResult {
         ctx.forward(r)
     }
 }
@@ -26,7 +34,8 @@ fn issues(b: &streams_core::TopologyBuilder) -> Vec<TopologyIssue> {
 #[test]
 fn duplicate_names_are_rejected() {
     let mut b = Topology::builder();
-    b.add_source("a", ["t1"], StringSerde, StringSerde).add_processor("a", || Pass, ["a"]);
+    b.add_source("a", ["t1"], StringSerde, StringSerde)
+        .add_processor("a", || Pass, ["a"]);
     assert!(issues(&b).contains(&TopologyIssue::DuplicateName("a".into())));
 }
 
@@ -37,8 +46,17 @@ fn unknown_parent_and_missing_parent_are_rejected() {
         .add_processor("p", || Pass, ["nope"])
         .add_processor("orphan", || Pass, Vec::<&str>::new());
     let found = issues(&b);
-    assert!(found.contains(&TopologyIssue::UnknownParent { node: "p".into(), parent: "nope".into() }), "{found:?}");
-    assert!(found.contains(&TopologyIssue::NoParent("orphan".into())), "{found:?}");
+    assert!(
+        found.contains(&TopologyIssue::UnknownParent {
+            node: "p".into(),
+            parent: "nope".into()
+        }),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&TopologyIssue::NoParent("orphan".into())),
+        "{found:?}"
+    );
 }
 
 #[test]
@@ -47,7 +65,10 @@ fn sinks_cannot_be_parents() {
     b.add_source("src", ["t"], StringSerde, StringSerde)
         .add_sink("sink", "out", StringSerde, StringSerde, ["src"])
         .add_processor("p", || Pass, ["sink"]);
-    assert!(issues(&b).contains(&TopologyIssue::SinkAsParent { node: "p".into(), parent: "sink".into() }));
+    assert!(issues(&b).contains(&TopologyIssue::SinkAsParent {
+        node: "p".into(),
+        parent: "sink".into()
+    }));
 }
 
 #[test]
@@ -62,17 +83,29 @@ fn cycles_are_rejected() {
 #[test]
 fn type_mismatch_names_both_nodes_and_types() {
     let mut b = Topology::builder();
-    b.add_source("src", ["t"], StringSerde, StringSerde).add_processor("u64s", || TakesU64, ["src"]);
+    b.add_source("src", ["t"], StringSerde, StringSerde)
+        .add_processor("u64s", || TakesU64, ["src"]);
     let err = b.build().unwrap_err().to_string();
-    assert!(err.contains("`src` outputs Record<alloc::string::String, alloc::string::String>"), "{err}");
-    assert!(err.contains("`u64s` takes Record<u64, alloc::string::String>"), "{err}");
+    assert!(
+        err.contains("`src` outputs Record<alloc::string::String, alloc::string::String>"),
+        "{err}"
+    );
+    assert!(
+        err.contains("`u64s` takes Record<u64, alloc::string::String>"),
+        "{err}"
+    );
 }
 
 #[test]
 fn sink_input_types_are_checked() {
     let mut b = Topology::builder();
-    b.add_source("src", ["t"], StringSerde, StringSerde).add_sink("out", "o", U64Serde, StringSerde, ["src"]);
-    assert!(issues(&b).iter().any(|i| matches!(i, TopologyIssue::TypeMismatch { child, .. } if child == "out")));
+    b.add_source("src", ["t"], StringSerde, StringSerde)
+        .add_sink("out", "o", U64Serde, StringSerde, ["src"]);
+    assert!(
+        issues(&b)
+            .iter()
+            .any(|i| matches!(i, TopologyIssue::TypeMismatch { child, .. } if child == "out"))
+    );
 }
 
 #[test]
@@ -82,7 +115,11 @@ fn shared_topics_and_empty_sources_are_rejected() {
         .add_source("b", ["t"], StringSerde, StringSerde)
         .add_source("c", Vec::<String>::new(), StringSerde, StringSerde);
     let found = issues(&b);
-    assert!(found.iter().any(|i| matches!(i, TopologyIssue::SharedSourceTopic { topic, .. } if topic == "t")));
+    assert!(
+        found
+            .iter()
+            .any(|i| matches!(i, TopologyIssue::SharedSourceTopic { topic, .. } if topic == "t"))
+    );
     assert!(found.contains(&TopologyIssue::NoTopics("c".into())));
 }
 
@@ -91,14 +128,32 @@ fn stores_must_be_connected_to_existing_processors() {
     let mut b = Topology::builder();
     b.add_source("src", ["t"], StringSerde, StringSerde)
         .add_processor("p", || Pass, ["src"])
-        .add_state_store(Stores::in_memory_kv("loose", StringSerde, StringSerde), Vec::<&str>::new())
-        .add_state_store(Stores::in_memory_kv("ghost", StringSerde, StringSerde), ["nobody"])
-        .add_state_store(Stores::in_memory_kv("on-source", StringSerde, StringSerde), ["src"])
+        .add_state_store(
+            Stores::in_memory_kv("loose", StringSerde, StringSerde),
+            Vec::<&str>::new(),
+        )
+        .add_state_store(
+            Stores::in_memory_kv("ghost", StringSerde, StringSerde),
+            ["nobody"],
+        )
+        .add_state_store(
+            Stores::in_memory_kv("on-source", StringSerde, StringSerde),
+            ["src"],
+        )
         .connect_processor_and_state_stores("p", ["missing"]);
     let text = b.build().unwrap_err().to_string();
-    assert!(text.contains("store `loose`: not connected to any processor"), "{text}");
-    assert!(text.contains("store `ghost`: connected to unknown processor `nobody`"), "{text}");
-    assert!(text.contains("store `on-source`: connected to `src`, which is not a processor"), "{text}");
+    assert!(
+        text.contains("store `loose`: not connected to any processor"),
+        "{text}"
+    );
+    assert!(
+        text.contains("store `ghost`: connected to unknown processor `nobody`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("store `on-source`: connected to `src`, which is not a processor"),
+        "{text}"
+    );
     assert!(text.contains("store `missing`: unknown store"), "{text}");
 }
 
@@ -111,7 +166,10 @@ fn subtopologies_join_by_edges_and_shared_stores() {
         .add_processor("p2", || Pass, ["s2"])
         .add_source("s3", ["c"], StringSerde, StringSerde)
         .add_processor("p3", || Pass, ["s3"])
-        .add_state_store(Stores::in_memory_kv("shared", StringSerde, StringSerde), ["p1", "p2"]);
+        .add_state_store(
+            Stores::in_memory_kv("shared", StringSerde, StringSerde),
+            ["p1", "p2"],
+        );
     let t = b.build().unwrap();
     let subs = t.subtopologies();
     assert_eq!(subs.len(), 2);
@@ -125,7 +183,10 @@ fn describe_prints_kafka_streams_format() {
     let mut b = Topology::builder();
     b.add_source("events", ["event_logs"], StringSerde, StringSerde)
         .add_processor("join", || Pass, ["events"])
-        .add_state_store(Stores::in_memory_kv("web_hooks_store", StringSerde, StringSerde), ["join"])
+        .add_state_store(
+            Stores::in_memory_kv("web_hooks_store", StringSerde, StringSerde),
+            ["join"],
+        )
         .add_sink("out", "web_hook_requests", StringSerde, StringSerde, ["join"]);
     let text = b.build().unwrap().describe().to_string();
     let expected = "Topologies:\n   Sub-topology: 0\n    Source: events (topics: [event_logs])\n      --> join\n    Processor: join (stores: [web_hooks_store])\n      --> out\n      <-- events\n    Sink: out (topic: web_hook_requests)\n      <-- join\n\n";

@@ -37,23 +37,36 @@ pub struct KeyRange {
 impl KeyRange {
     /// Every key.
     pub fn all() -> Self {
-        Self { from: Bound::Unbounded, to: Bound::Unbounded }
+        Self {
+            from: Bound::Unbounded,
+            to: Bound::Unbounded,
+        }
     }
 
     /// The keys between two bounds.
     pub fn new(from: Bound<&[u8]>, to: Bound<&[u8]>) -> Self {
-        Self { from: from.map(<[u8]>::to_vec), to: to.map(<[u8]>::to_vec) }
+        Self {
+            from: from.map(<[u8]>::to_vec),
+            to: to.map(<[u8]>::to_vec),
+        }
     }
 
     /// Kafka Streams' `range(from, to)`: both ends inclusive, `None` for unbounded.
     pub fn inclusive(from: Option<&[u8]>, to: Option<&[u8]>) -> Self {
         let b = |k: Option<&[u8]>| k.map_or(Bound::Unbounded, |k| Bound::Included(k.to_vec()));
-        Self { from: b(from), to: b(to) }
+        Self {
+            from: b(from),
+            to: b(to),
+        }
     }
 
     /// The keys that start with `prefix`: `[prefix, successor(prefix))`.
     pub fn prefix(prefix: &[u8]) -> Self {
-        let from = if prefix.is_empty() { Bound::Unbounded } else { Bound::Included(prefix.to_vec()) };
+        let from = if prefix.is_empty() {
+            Bound::Unbounded
+        } else {
+            Bound::Included(prefix.to_vec())
+        };
         let to = prefix_successor(prefix).map_or(Bound::Unbounded, Bound::Excluded);
         Self { from, to }
     }
@@ -86,7 +99,10 @@ impl KeyRange {
 
     /// The bounds as borrowed slices, e.g. for `BTreeMap::range`.
     pub fn as_bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
-        (self.from.as_ref().map(Vec::as_slice), self.to.as_ref().map(Vec::as_slice))
+        (
+            self.from.as_ref().map(Vec::as_slice),
+            self.to.as_ref().map(Vec::as_slice),
+        )
     }
 }
 

@@ -29,7 +29,9 @@ pub struct ChangelogError {
 impl ChangelogError {
     /// A new error saying `message`.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into() }
+        Self {
+            message: message.into(),
+        }
     }
 }
 
@@ -56,7 +58,10 @@ type Changes = Vec<(Bytes, Option<Bytes>)>;
 
 impl ChangelogSink for VecChangelog {
     fn send(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), ChangelogError> {
-        let mut records = self.records.lock().map_err(|_| ChangelogError::new("changelog lock poisoned"))?;
+        let mut records = self
+            .records
+            .lock()
+            .map_err(|_| ChangelogError::new("changelog lock poisoned"))?;
         records.push((Bytes::copy_from_slice(key), value.map(Bytes::copy_from_slice)));
         Ok(())
     }

@@ -81,7 +81,9 @@ pub enum StoreError {
         message: String,
     },
     /// A processor asked for a store that is not connected to it.
-    #[error("store `{store}` is not connected to processor `{processor}`; connect it with add_state_store or connect_processor_and_state_stores")]
+    #[error(
+        "store `{store}` is not connected to processor `{processor}`; connect it with add_state_store or connect_processor_and_state_stores"
+    )]
     NotConnected {
         /// The store's name.
         store: String,
@@ -111,7 +113,10 @@ pub struct SerdeError {
 impl SerdeError {
     /// A new error of the serde `serde` saying `message`.
     pub fn new(serde: &'static str, message: impl Into<String>) -> Self {
-        Self { serde, message: message.into() }
+        Self {
+            serde,
+            message: message.into(),
+        }
     }
 }
 

@@ -21,7 +21,9 @@ pub struct KeyValueIter<'a> {
 impl<'a> KeyValueIter<'a> {
     /// Wraps any iterator of entries.
     pub fn new(inner: impl Iterator<Item = Result<KeyValue>> + 'a) -> Self {
-        Self { inner: Box::new(inner) }
+        Self {
+            inner: Box::new(inner),
+        }
     }
 
     /// An iterator with no entries.

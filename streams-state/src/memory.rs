@@ -8,11 +8,11 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 
+use crate::KeyRange;
 use crate::changelog::ChangelogRecord;
 use crate::error::{Result, StoreError};
 use crate::iter::KeyValueIter;
 use crate::store::{KeyValueStore, StateStore};
-use crate::KeyRange;
 
 /// An ordered in-memory store. Reads and iteration are zero-copy: values are reference
 /// counted [`Bytes`].
@@ -27,11 +27,22 @@ pub struct InMemoryKeyValueStore {
 impl InMemoryKeyValueStore {
     /// A new, empty, open store.
     pub fn new(name: impl Into<String>) -> Self {
-        Self { name: name.into(), map: BTreeMap::new(), checkpoint: None, open: true }
+        Self {
+            name: name.into(),
+            map: BTreeMap::new(),
+            checkpoint: None,
+            open: true,
+        }
     }
 
     fn check_open(&self) -> Result<()> {
-        if self.open { Ok(()) } else { Err(StoreError::Closed { store: self.name.clone() }) }
+        if self.open {
+            Ok(())
+        } else {
+            Err(StoreError::Closed {
+                store: self.name.clone(),
+            })
+        }
     }
 
     fn iter_range(&self, from: Bound<&[u8]>, to: Bound<&[u8]>, reverse: bool) -> Result<KeyValueIter<'_>> {
@@ -41,8 +52,15 @@ impl InMemoryKeyValueStore {
             return Ok(KeyValueIter::empty());
         }
         // `BTreeMap<Bytes, _>::range` takes bounds of `[u8]` through `Bytes: Borrow<[u8]>`.
-        let iter = self.map.range::<[u8], _>((from, to)).map(|(k, v)| Ok((k.clone(), v.clone())));
-        Ok(if reverse { KeyValueIter::new(iter.rev()) } else { KeyValueIter::new(iter) })
+        let iter = self
+            .map
+            .range::<[u8], _>((from, to))
+            .map(|(k, v)| Ok((k.clone(), v.clone())));
+        Ok(if reverse {
+            KeyValueIter::new(iter.rev())
+        } else {
+            KeyValueIter::new(iter)
+        })
     }
 }
 
@@ -74,7 +92,8 @@ impl KeyValueStore for InMemoryKeyValueStore {
 
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         self.check_open()?;
-        self.map.insert(Bytes::copy_from_slice(key), Bytes::copy_from_slice(value));
+        self.map
+            .insert(Bytes::copy_from_slice(key), Bytes::copy_from_slice(value));
         Ok(())
     }
 
@@ -101,7 +120,11 @@ impl KeyValueStore for InMemoryKeyValueStore {
         if KeyRange::new(from, to).is_empty() {
             return Ok(());
         }
-        let keys: Vec<Bytes> = self.map.range::<[u8], _>((from, to)).map(|(k, _)| k.clone()).collect();
+        let keys: Vec<Bytes> = self
+            .map
+            .range::<[u8], _>((from, to))
+            .map(|(k, _)| k.clone())
+            .collect();
         for k in keys {
             self.map.remove(&k);
         }
@@ -149,8 +172,14 @@ mod tests {
         let r = s.range(Bound::Included(b"b"), Bound::Included(b"c")).unwrap();
         assert_eq!(keys(r), vec![b"b".to_vec(), b"c".to_vec()]);
         let r = s.reverse_all().unwrap();
-        assert_eq!(keys(r), vec![b"d".to_vec(), b"c".to_vec(), b"b".to_vec(), b"a".to_vec()]);
-        assert_eq!(keys(s.range(Bound::Included(b"c"), Bound::Included(b"a")).unwrap()).len(), 0);
+        assert_eq!(
+            keys(r),
+            vec![b"d".to_vec(), b"c".to_vec(), b"b".to_vec(), b"a".to_vec()]
+        );
+        assert_eq!(
+            keys(s.range(Bound::Included(b"c"), Bound::Included(b"a")).unwrap()).len(),
+            0
+        );
     }
 
     #[test]

@@ -256,7 +256,10 @@ impl<A: FixedWidth, B: Serde> Serde for PairSerde<A, B> {
     }
     fn deserialize(&self, bytes: &[u8]) -> Result<Self::Target, SerdeError> {
         if bytes.len() < A::WIDTH {
-            return Err(SerdeError::new("PairSerde", format!("expected at least {} bytes", A::WIDTH)));
+            return Err(SerdeError::new(
+                "PairSerde",
+                format!("expected at least {} bytes", A::WIDTH),
+            ));
         }
         let (a, b) = bytes.split_at(A::WIDTH);
         Ok((self.0.deserialize(a)?, self.1.deserialize(b)?))
@@ -275,7 +278,10 @@ mod tests {
     #[test]
     fn ordered_signed_integers_sort_numerically() {
         let vals = [i64::MIN, -5, -1, 0, 1, 7, i64::MAX];
-        let enc: Vec<_> = vals.iter().map(|v| OrderedI64Serde.serialize(v).unwrap()).collect();
+        let enc: Vec<_> = vals
+            .iter()
+            .map(|v| OrderedI64Serde.serialize(v).unwrap())
+            .collect();
         assert!(enc.windows(2).all(|w| w[0] < w[1]));
         for v in vals {
             assert_eq!(roundtrip(&OrderedI64Serde, v), v);

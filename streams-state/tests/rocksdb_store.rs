@@ -115,7 +115,10 @@ fn basic_operations() {
     );
     s.flush().unwrap();
     let estimate = s.approximate_num_entries().unwrap();
-    assert!((1..=5).contains(&estimate), "estimate-num-keys is approximate: {estimate}");
+    assert!(
+        (1..=5).contains(&estimate),
+        "estimate-num-keys is approximate: {estimate}"
+    );
 
     s.close().unwrap();
     s.close().unwrap();

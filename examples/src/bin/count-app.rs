@@ -30,7 +30,9 @@ struct Args {
 }
 
 fn main() -> Result<(), ExampleError> {
-    tracing_subscriber::fmt().with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into())).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+        .init();
     let a = Args::parse();
     let config = StreamsConfig::from_properties([
         ("application.id", a.application_id.clone()),

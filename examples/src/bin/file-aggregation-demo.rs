@@ -37,7 +37,9 @@ struct Args {
 }
 
 fn main() -> Result<(), ExampleError> {
-    tracing_subscriber::fmt().with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into())).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+        .init();
     let args = Args::parse();
     let started = Instant::now();
     let dir = match &args.dir {
@@ -70,7 +72,10 @@ fn main() -> Result<(), ExampleError> {
             ("commit.interval.ms", "1000".to_string()),
         ])
     };
-    let behaviour = ServiceBehaviour { max_delay: Duration::ZERO, failure_rate: args.failure_rate };
+    let behaviour = ServiceBehaviour {
+        max_delay: Duration::ZERO,
+        failure_rate: args.failure_rate,
+    };
     let app = |topology, config| match &embedded {
         Some(e) => KafkaStreams::on_embedded(topology, config, e),
         None => KafkaStreams::new(topology, config),
@@ -83,7 +88,13 @@ fn main() -> Result<(), ExampleError> {
     let lines = split(&bootstrap, "file-1", &input)?;
     let deadline = Instant::now() + Duration::from_secs(900);
     let done = loop {
-        match consume_all(&bootstrap, FILES_DONE, ConsumeUntil::Count(1), Duration::from_secs(5), false) {
+        match consume_all(
+            &bootstrap,
+            FILES_DONE,
+            ConsumeUntil::Count(1),
+            Duration::from_secs(5),
+            false,
+        ) {
             Ok(done) => break done,
             Err(_) if Instant::now() < deadline => eprintln!(
                 "processed: service {} / aggregator {} records",

@@ -31,7 +31,10 @@ impl TopicLog {
 
     /// Appends a record to `partition` of `topic`; returns it with its offset.
     pub fn append(&mut self, topic: &str, partition: i32, r: OutputRecord) -> RawRecord {
-        let next = self.next_offsets.entry((topic.to_owned(), partition)).or_insert(0);
+        let next = self
+            .next_offsets
+            .entry((topic.to_owned(), partition))
+            .or_insert(0);
         let raw = RawRecord {
             topic: topic.to_owned(),
             partition,
@@ -42,14 +45,19 @@ impl TopicLog {
             headers: r.headers,
         };
         *next += 1;
-        self.records.entry(topic.to_owned()).or_default().push(raw.clone());
+        self.records
+            .entry(topic.to_owned())
+            .or_default()
+            .push(raw.clone());
         raw
     }
 
     /// The records of `topic` from position `from` on (positions count across partitions,
     /// in production order).
     pub fn read_from(&self, topic: &str, from: usize) -> &[RawRecord] {
-        self.records.get(topic).map_or(&[], |v| v.get(from..).unwrap_or(&[]))
+        self.records
+            .get(topic)
+            .map_or(&[], |v| v.get(from..).unwrap_or(&[]))
     }
 
     pub fn len(&self, topic: &str) -> usize {

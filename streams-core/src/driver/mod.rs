@@ -147,7 +147,8 @@ pub struct TopologyTestDriver {
 impl TopologyTestDriver {
     /// Creates every task of `topology`: one per (sub-topology, partition), with its stores.
     pub fn new(topology: Topology, config: DriverConfig) -> Result<Self, StreamsError> {
-        let state_dir = tempfile::tempdir().map_err(|e| StreamsError::Usage(format!("temporary state dir: {e}")))?;
+        let state_dir =
+            tempfile::tempdir().map_err(|e| StreamsError::Usage(format!("temporary state dir: {e}")))?;
         let log = SharedLog::default();
         for (t, n) in &config.partitions {
             log.lock().set_partitions(t, *n);
@@ -156,7 +157,11 @@ impl TopologyTestDriver {
         let timestamp = Arc::new(AtomicI64::new(0));
         let mut tasks = BTreeMap::new();
         for sub in topology.subtopologies() {
-            let counts: Vec<i32> = sub.source_topics.iter().map(|t| log.lock().partitions(t)).collect();
+            let counts: Vec<i32> = sub
+                .source_topics
+                .iter()
+                .map(|t| log.lock().partitions(t))
+                .collect();
             let n = counts.first().copied().unwrap_or(1);
             if counts.iter().any(|&c| c != n) {
                 return Err(StreamsError::Usage(format!(
@@ -166,7 +171,10 @@ impl TopologyTestDriver {
             }
             let partitions: Vec<i32> = if sub.global { vec![-1] } else { (0..n).collect() };
             for partition in partitions {
-                let id = TaskId { subtopology: sub.id, partition };
+                let id = TaskId {
+                    subtopology: sub.id,
+                    partition,
+                };
                 let mut make_store = |def: &crate::topology::spec::StoreDef, id: TaskId| {
                     let dir = state_dir.path().join(id.to_string());
                     let mut ctx = StoreBuildContext::new(Some(dir));
@@ -181,7 +189,10 @@ impl TopologyTestDriver {
                     }
                     def.builder.build(ctx)
                 };
-                let collector = Box::new(DriverCollector { log: log.clone(), round_robin: 0 });
+                let collector = Box::new(DriverCollector {
+                    log: log.clone(),
+                    round_robin: 0,
+                });
                 let mut task = Task::new(
                     &topology,
                     id,
@@ -208,23 +219,37 @@ impl TopologyTestDriver {
             since_commit: 0,
             _state_dir: state_dir,
         };
-        Ok(Self { inner: Rc::new(RefCell::new(inner)) })
+        Ok(Self {
+            inner: Rc::new(RefCell::new(inner)),
+        })
     }
 
     /// A typed handle for piping records into `topic`.
-    pub fn input_topic<KS: Serde, VS: Serde>(&self, topic: &str, key_serde: KS, value_serde: VS) -> TestInputTopic<KS, VS> {
+    pub fn input_topic<KS: Serde, VS: Serde>(
+        &self,
+        topic: &str,
+        key_serde: KS,
+        value_serde: VS,
+    ) -> TestInputTopic<KS, VS> {
         TestInputTopic::new(self.inner.clone(), topic, key_serde, value_serde)
     }
 
     /// A typed handle for reading the records written to `topic`, from the first one.
-    pub fn output_topic<KS: Serde, VS: Serde>(&self, topic: &str, key_serde: KS, value_serde: VS) -> TestOutputTopic<KS, VS> {
+    pub fn output_topic<KS: Serde, VS: Serde>(
+        &self,
+        topic: &str,
+        key_serde: KS,
+        value_serde: VS,
+    ) -> TestOutputTopic<KS, VS> {
         TestOutputTopic::new(self.inner.clone(), topic, key_serde, value_serde)
     }
 
     /// Advances the wall clock by `by` and runs the wall-clock punctuators that became due.
     pub fn advance_wall_clock(&self, by: Duration) -> Result<(), StreamsError> {
         let mut inner = self.inner.borrow_mut();
-        inner.wall_clock = inner.wall_clock.saturating_add(i64::try_from(by.as_millis()).unwrap_or(i64::MAX));
+        inner.wall_clock = inner
+            .wall_clock
+            .saturating_add(i64::try_from(by.as_millis()).unwrap_or(i64::MAX));
         let now = inner.wall_clock;
         inner.timestamp.store(now, Ordering::Relaxed);
         for task in inner.tasks.values_mut() {
@@ -251,9 +276,10 @@ impl TopologyTestDriver {
         VS: Serde + Clone,
     {
         let inner = self.inner.borrow();
-        let found = inner.tasks.values().find(|t| {
-            (t.id().partition <= 0) && t.stores().iter().any(|s| s.name == name)
-        });
+        let found = inner
+            .tasks
+            .values()
+            .find(|t| (t.id().partition <= 0) && t.stores().iter().any(|s| s.name == name));
         Self::typed(found, name)
     }
 
@@ -264,8 +290,10 @@ impl TopologyTestDriver {
         VS: Serde + Clone,
     {
         let inner = self.inner.borrow();
-        let found =
-            inner.tasks.values().find(|t| t.id().partition == partition && t.stores().iter().any(|s| s.name == name));
+        let found = inner
+            .tasks
+            .values()
+            .find(|t| t.id().partition == partition && t.stores().iter().any(|s| s.name == name));
         Self::typed(found, name)
     }
 
@@ -276,9 +304,15 @@ impl TopologyTestDriver {
     {
         let slot = task
             .and_then(|t| t.stores().iter().find(|s| s.name == name))
-            .ok_or_else(|| StoreError::WrongType { store: name.to_owned(), message: "no such store".into() })?;
-        slot.builder.typed_handle(slot.store.clone()).downcast::<KvStore<KS, VS>>().map(|b| *b).map_err(|_| {
-            StoreError::WrongType {
+            .ok_or_else(|| StoreError::WrongType {
+                store: name.to_owned(),
+                message: "no such store".into(),
+            })?;
+        slot.builder
+            .typed_handle(slot.store.clone())
+            .downcast::<KvStore<KS, VS>>()
+            .map(|b| *b)
+            .map_err(|_| StoreError::WrongType {
                 store: name.to_owned(),
                 message: format!(
                     "asked for KvStore<{}, {}> but the store is {}",
@@ -286,8 +320,7 @@ impl TopologyTestDriver {
                     std::any::type_name::<VS>(),
                     slot.builder.type_name()
                 ),
-            }
-        })
+            })
     }
 
     /// The names of every topic that holds records (inputs, outputs, changelogs).
@@ -330,7 +363,10 @@ impl DriverInner {
     ) -> Result<(), StreamsError> {
         let n = self.log.lock().partitions(topic);
         if let Some(p) = partition.filter(|p| !(0..n).contains(p)) {
-            return Err(StreamsError::Usage(format!("topic `{topic}` has {n} partitions, not {}", p + 1)));
+            return Err(StreamsError::Usage(format!(
+                "topic `{topic}` has {n} partitions, not {}",
+                p + 1
+            )));
         }
         let partition = match (&key, partition) {
             (_, Some(p)) => p,
@@ -344,7 +380,14 @@ impl DriverInner {
         self.log.lock().append(
             topic,
             partition,
-            OutputRecord { topic: topic.to_owned(), partition: Some(partition), key, value, timestamp, headers },
+            OutputRecord {
+                topic: topic.to_owned(),
+                partition: Some(partition),
+                key,
+                value,
+                timestamp,
+                headers,
+            },
         );
         self.route_internal()?;
         self.since_commit += 1;
@@ -386,10 +429,16 @@ impl DriverInner {
             for (sub, global, topic, records) in pending {
                 *self.routed.entry(topic).or_insert(0) += records.len();
                 for r in records {
-                    let id = TaskId { subtopology: sub, partition: if global { -1 } else { r.partition } };
+                    let id = TaskId {
+                        subtopology: sub,
+                        partition: if global { -1 } else { r.partition },
+                    };
                     self.timestamp.store(r.timestamp, Ordering::Relaxed);
                     let Some(task) = self.tasks.get_mut(&id) else {
-                        return Err(StreamsError::Usage(format!("no task {id} for {}-{}", r.topic, r.partition)));
+                        return Err(StreamsError::Usage(format!(
+                            "no task {id} for {}-{}",
+                            r.topic, r.partition
+                        )));
                     };
                     task.add_records([r]);
                     while task.process_one()? {}

@@ -37,12 +37,20 @@ pub struct TestInputTopic<KS, VS> {
 
 impl<KS: Serde, VS: Serde> TestInputTopic<KS, VS> {
     pub(crate) fn new(inner: Rc<RefCell<DriverInner>>, topic: &str, key_serde: KS, value_serde: VS) -> Self {
-        Self { inner, topic: topic.to_owned(), key_serde, value_serde, next_timestamp: Cell::new(0) }
+        Self {
+            inner,
+            topic: topic.to_owned(),
+            key_serde,
+            value_serde,
+            next_timestamp: Cell::new(0),
+        }
     }
 
     fn ser<S: Serde>(s: &S, v: &S::Target) -> Result<Option<Bytes>, StreamsError> {
         let mut out = Vec::new();
-        let present = s.serialize_nullable(v, &mut out).map_err(|e: SerdeError| StreamsError::Usage(e.to_string()))?;
+        let present = s
+            .serialize_nullable(v, &mut out)
+            .map_err(|e: SerdeError| StreamsError::Usage(e.to_string()))?;
         Ok(present.then(|| Bytes::from(out)))
     }
 
@@ -67,7 +75,9 @@ impl<KS: Serde, VS: Serde> TestInputTopic<KS, VS> {
         self.next_timestamp.set(timestamp);
         let k = Self::ser(&self.key_serde, &key)?;
         let v = Self::ser(&self.value_serde, &value)?;
-        self.inner.borrow_mut().pipe(&self.topic, None, k, v, timestamp, headers)
+        self.inner
+            .borrow_mut()
+            .pipe(&self.topic, None, k, v, timestamp, headers)
     }
 
     /// Pipes a record into an explicit partition, as a producer with a custom partitioner
@@ -82,11 +92,18 @@ impl<KS: Serde, VS: Serde> TestInputTopic<KS, VS> {
         self.next_timestamp.set(timestamp);
         let k = Self::ser(&self.key_serde, &key)?;
         let v = Self::ser(&self.value_serde, &value)?;
-        self.inner.borrow_mut().pipe(&self.topic, Some(partition), k, v, timestamp, Headers::new())
+        self.inner
+            .borrow_mut()
+            .pipe(&self.topic, Some(partition), k, v, timestamp, Headers::new())
     }
 
     /// Pipes raw bytes (e.g. an undeserializable record), bypassing the serdes.
-    pub fn pipe_raw(&self, key: Option<&[u8]>, value: Option<&[u8]>, timestamp: i64) -> Result<(), StreamsError> {
+    pub fn pipe_raw(
+        &self,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        timestamp: i64,
+    ) -> Result<(), StreamsError> {
         self.inner.borrow_mut().pipe(
             &self.topic,
             None,
@@ -115,7 +132,13 @@ pub struct TestOutputTopic<KS, VS> {
 
 impl<KS: Serde, VS: Serde> TestOutputTopic<KS, VS> {
     pub(crate) fn new(inner: Rc<RefCell<DriverInner>>, topic: &str, key_serde: KS, value_serde: VS) -> Self {
-        Self { inner, topic: topic.to_owned(), key_serde, value_serde, position: Cell::new(0) }
+        Self {
+            inner,
+            topic: topic.to_owned(),
+            key_serde,
+            value_serde,
+            position: Cell::new(0),
+        }
     }
 
     /// The next unread record, if any.
@@ -152,7 +175,11 @@ impl<KS: Serde, VS: Serde> TestOutputTopic<KS, VS> {
 
     /// Every unread key and value.
     pub fn read_key_values(&self) -> Result<Vec<Pair<KS, VS>>, SerdeError> {
-        Ok(self.read_records()?.into_iter().map(|r| (r.key, r.value)).collect())
+        Ok(self
+            .read_records()?
+            .into_iter()
+            .map(|r| (r.key, r.value))
+            .collect())
     }
 
     /// The number of unread records.

@@ -8,8 +8,8 @@ use streams_state::{KvStore, Serde, StoreError};
 use super::{Cancellable, PunctuationType};
 use crate::error::ProcessResult;
 use crate::record::{Record, RecordMetadata};
-use crate::task::graph::NodeCx;
 use crate::task::TaskId;
+use crate::task::graph::NodeCx;
 
 /// What a processor can do besides computing: forward records to its children, reach the
 /// stores connected to it, read the current record's metadata, schedule punctuators and
@@ -23,7 +23,10 @@ pub struct ProcessorContext<'a, K, V> {
 
 impl<'a, K, V> ProcessorContext<'a, K, V> {
     pub(crate) fn new(cx: NodeCx<'a>) -> Self {
-        Self { cx, _out: PhantomData }
+        Self {
+            cx,
+            _out: PhantomData,
+        }
     }
 
     /// The name of this processor's node.
@@ -65,7 +68,9 @@ impl<'a, K, V> ProcessorContext<'a, K, V> {
     /// of `kind` time. The first call comes one interval after now (for stream time: after
     /// the stream time when scheduled, or the first record's timestamp if none was seen).
     pub fn schedule(&mut self, interval: Duration, kind: PunctuationType) -> Cancellable {
-        self.cx.task.schedule(self.cx.node, super::interval_ms(interval), kind)
+        self.cx
+            .task
+            .schedule(self.cx.node, super::interval_ms(interval), kind)
     }
 
     /// The typed handle of the key-value store `name`, which must be connected to this
@@ -98,9 +103,10 @@ impl<K: Clone + 'static, V: Clone + 'static> ProcessorContext<'_, K, V> {
 
     /// Forwards `record` to the child named `child` only.
     pub fn forward_to(&mut self, child: &str, record: Record<K, V>) -> ProcessResult {
-        let index = self.cx.child_by_name(child).ok_or_else(|| {
-            format!("`{child}` is not a child of `{}`", self.cx.name())
-        })?;
+        let index = self
+            .cx
+            .child_by_name(child)
+            .ok_or_else(|| format!("`{child}` is not a child of `{}`", self.cx.name()))?;
         self.cx.dispatch(index, &mut Some(record))
     }
 }

@@ -40,7 +40,11 @@ pub trait Processor<KIn, VIn, KOut = (), VOut = ()>: 'static {
     }
 
     /// Processes one record.
-    fn process(&mut self, ctx: &mut ProcessorContext<'_, KOut, VOut>, record: Record<KIn, VIn>) -> ProcessResult;
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, KOut, VOut>,
+        record: Record<KIn, VIn>,
+    ) -> ProcessResult;
 
     /// Called when a punctuator scheduled with [`ProcessorContext::schedule`] fires, with the
     /// schedule's id and the stream time or wall-clock time (ms) it fired at.

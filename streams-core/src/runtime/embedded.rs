@@ -24,10 +24,15 @@ pub struct EmbeddedKafka {
 impl EmbeddedKafka {
     /// Starts a one-broker mock cluster.
     pub fn start() -> Result<Self, StreamsError> {
-        let cluster = MockCluster::new(1)
-            .map_err(|e| StreamsError::Kafka { message: format!("mock cluster: {e}"), retriable: false })?;
+        let cluster = MockCluster::new(1).map_err(|e| StreamsError::Kafka {
+            message: format!("mock cluster: {e}"),
+            retriable: false,
+        })?;
         let bootstrap = cluster.bootstrap_servers();
-        Ok(Self { cluster: Rc::new(cluster), bootstrap })
+        Ok(Self {
+            cluster: Rc::new(cluster),
+            bootstrap,
+        })
     }
 
     /// The address clients connect to.
@@ -39,12 +44,17 @@ impl EmbeddedKafka {
     pub fn create_topic(&self, name: &str, partitions: i32) -> Result<(), StreamsError> {
         self.cluster
             .create_topic(name, partitions, 1)
-            .map_err(|e| StreamsError::Kafka { message: format!("create topic {name}: {e}"), retriable: false })
+            .map_err(|e| StreamsError::Kafka {
+                message: format!("create topic {name}: {e}"),
+                retriable: false,
+            })
     }
 }
 
 impl std::fmt::Debug for EmbeddedKafka {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EmbeddedKafka").field("bootstrap", &self.bootstrap).finish()
+        f.debug_struct("EmbeddedKafka")
+            .field("bootstrap", &self.bootstrap)
+            .finish()
     }
 }

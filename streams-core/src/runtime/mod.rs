@@ -15,8 +15,8 @@ mod thread;
 mod topics;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -87,7 +87,10 @@ impl ThreadFactory {
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
             .set("partition.assignment.strategy", "range")
-            .set("isolation.level", if eos { "read_committed" } else { "read_uncommitted" });
+            .set(
+                "isolation.level",
+                if eos { "read_committed" } else { "read_uncommitted" },
+            );
         if cc.get("auto.offset.reset").is_none() {
             let earliest = self
                 .topology
@@ -96,18 +99,30 @@ impl ThreadFactory {
                 .all(|t| self.topology.offset_reset(t) == crate::topology::OffsetReset::Earliest);
             cc.set("auto.offset.reset", if earliest { "earliest" } else { "latest" });
         }
-        let context = ThreadContext { status: self.status.clone(), name: name.to_owned(), in_rebalance: AtomicBool::new(false) };
-        let consumer: BaseConsumer<ThreadContext> =
-            cc.create_with_context(context).map_err(|e| restore::kafka_err("consumer", e))?;
+        let context = ThreadContext {
+            status: self.status.clone(),
+            name: name.to_owned(),
+            in_rebalance: AtomicBool::new(false),
+        };
+        let consumer: BaseConsumer<ThreadContext> = cc
+            .create_with_context(context)
+            .map_err(|e| restore::kafka_err("consumer", e))?;
         let topics: Vec<String> = self.topology.source_topics().into_iter().collect();
         let topic_refs: Vec<&str> = topics.iter().map(String::as_str).collect();
-        consumer.subscribe(&topic_refs).map_err(|e| restore::kafka_err("subscribe", e))?;
+        consumer
+            .subscribe(&topic_refs)
+            .map_err(|e| restore::kafka_err("subscribe", e))?;
 
         let mut rc = self.client_config(cfg.restore_consumer_properties());
         rc.set("group.id", format!("{app_id}-restore"))
             .set("enable.auto.commit", "false")
-            .set("isolation.level", if eos { "read_committed" } else { "read_uncommitted" });
-        let restore_consumer: BaseConsumer = rc.create().map_err(|e| restore::kafka_err("restore consumer", e))?;
+            .set(
+                "isolation.level",
+                if eos { "read_committed" } else { "read_uncommitted" },
+            );
+        let restore_consumer: BaseConsumer = rc
+            .create()
+            .map_err(|e| restore::kafka_err("restore consumer", e))?;
 
         let mut pc = self.client_config(cfg.producer_properties());
         pc.set("client.id", format!("{name}-producer"));
@@ -120,7 +135,10 @@ impl ThreadFactory {
             pc.set("partitioner", "murmur2_random");
         }
         if eos {
-            pc.set("transactional.id", format!("{app_id}-{}-{index}", self.process_id));
+            pc.set(
+                "transactional.id",
+                format!("{app_id}-{}-{index}", self.process_id),
+            );
             if pc.get("transaction.timeout.ms").is_none() {
                 pc.set("transaction.timeout.ms", "10000");
             }
@@ -128,10 +146,13 @@ impl ThreadFactory {
             pc.set("enable.idempotence", "true");
         }
         let tracker = DeliveryTracker::default();
-        let producer: producer::StreamProducer =
-            pc.create_with_context(tracker.clone()).map_err(|e| restore::kafka_err("producer", e))?;
+        let producer: producer::StreamProducer = pc
+            .create_with_context(tracker.clone())
+            .map_err(|e| restore::kafka_err("producer", e))?;
         if eos {
-            producer.init_transactions(Duration::from_secs(60)).map_err(|e| restore::kafka_err("init transactions", e))?;
+            producer
+                .init_transactions(Duration::from_secs(60))
+                .map_err(|e| restore::kafka_err("init transactions", e))?;
         }
         let settings = TaskSettings {
             topology: self.topology.clone(),
@@ -142,7 +163,12 @@ impl ThreadFactory {
             policy: cfg.error_policy(),
             eos,
         };
-        let tasks = TaskManagerParts { settings, producer: Arc::new(producer), tracker, restore_consumer };
+        let tasks = TaskManagerParts {
+            settings,
+            producer: Arc::new(producer),
+            tracker,
+            restore_consumer,
+        };
         let loop_settings = LoopSettings {
             commit_interval: cfg.commit_interval(),
             poll: cfg.poll_interval(),
@@ -150,7 +176,6 @@ impl ThreadFactory {
         };
         Ok((consumer, tasks, loop_settings))
     }
-
 }
 
 /// A streams application: a topology running on Kafka. See the [module docs](self).
@@ -191,7 +216,11 @@ impl KafkaStreams {
     }
 
     /// An application on an embedded cluster that other applications of this process share.
-    pub fn on_embedded(topology: Topology, config: StreamsConfig, cluster: &EmbeddedKafka) -> Result<Self, StreamsError> {
+    pub fn on_embedded(
+        topology: Topology,
+        config: StreamsConfig,
+        cluster: &EmbeddedKafka,
+    ) -> Result<Self, StreamsError> {
         if config.is_exactly_once() {
             return Err(StreamsError::Config {
                 property: "processing.guarantee".into(),
@@ -269,7 +298,10 @@ impl KafkaStreams {
     /// Checks the source topics, creates internal topics, starts the stream threads.
     pub fn start(&mut self) -> Result<(), StreamsError> {
         if self.status.state() != status::State::Created {
-            return Err(StreamsError::Usage(format!("cannot start in state {:?}", self.status.state())));
+            return Err(StreamsError::Usage(format!(
+                "cannot start in state {:?}",
+                self.status.state()
+            )));
         }
         let factory = self.factory();
         let md: BaseConsumer = factory
@@ -308,10 +340,19 @@ impl KafkaStreams {
             .spawn(move || {
                 let mut parts = Some((consumer, tasks, settings));
                 while let Some((consumer, tasks, settings)) = parts.take() {
-                    let result = thread::run(&thread_name, consumer, tasks, settings, shutdown.clone(), status.clone());
+                    let result = thread::run(
+                        &thread_name,
+                        consumer,
+                        tasks,
+                        settings,
+                        shutdown.clone(),
+                        status.clone(),
+                    );
                     let Err(e) = result else { return };
                     tracing::error!(thread = %thread_name, error = %e, "stream thread failed");
-                    if handler(&e) == ThreadFailureResponse::ReplaceThread && !shutdown.load(Ordering::Relaxed) {
+                    if handler(&e) == ThreadFailureResponse::ReplaceThread
+                        && !shutdown.load(Ordering::Relaxed)
+                    {
                         // The replacement rejoins the group; its tasks restore from their
                         // changelogs (under exactly-once the failed transaction was aborted).
                         match factory.parts(&thread_name, index) {
@@ -320,7 +361,9 @@ impl KafkaStreams {
                                 parts = Some(p);
                                 continue;
                             }
-                            Err(e) => tracing::error!(thread = %thread_name, error = %e, "cannot replace thread"),
+                            Err(e) => {
+                                tracing::error!(thread = %thread_name, error = %e, "cannot replace thread")
+                            }
                         }
                     }
                     status.transition(State::Error);
@@ -389,10 +432,15 @@ fn process_id(dir: &std::path::Path) -> Result<String, StreamsError> {
             return Ok(id);
         }
     }
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
     let id = format!("{:x}{:x}", nanos, std::process::id());
     std::fs::create_dir_all(dir)
         .and_then(|()| std::fs::write(&path, &id))
-        .map_err(|e| StreamsError::Config { property: "state.dir".into(), message: format!("{}: {e}", dir.display()) })?;
+        .map_err(|e| StreamsError::Config {
+            property: "state.dir".into(),
+            message: format!("{}: {e}", dir.display()),
+        })?;
     Ok(id)
 }

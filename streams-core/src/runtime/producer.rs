@@ -50,7 +50,10 @@ impl ProducerContext for DeliveryTracker {
         };
         match result {
             Ok(m) if m.topic().ends_with("-changelog") => {
-                let e = d.changelog_offsets.entry((m.topic().to_owned(), m.partition())).or_insert(-1);
+                let e = d
+                    .changelog_offsets
+                    .entry((m.topic().to_owned(), m.partition()))
+                    .or_insert(-1);
                 *e = (*e).max(m.offset());
             }
             Ok(_) => {}
@@ -123,7 +126,10 @@ pub(crate) struct PartitionCache {
 
 impl PartitionCache {
     pub fn new(producer: Arc<StreamProducer>) -> Self {
-        Self { producer, counts: HashMap::new() }
+        Self {
+            producer,
+            counts: HashMap::new(),
+        }
     }
 
     pub fn get(&mut self, topic: &str) -> Option<i32> {
@@ -182,7 +188,15 @@ pub(crate) struct KafkaChangelogSink {
 impl ChangelogSink for KafkaChangelogSink {
     fn send(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), ChangelogError> {
         let ts = self.timestamp.load(Ordering::Relaxed);
-        send(&self.producer, &self.topic, Some(self.partition), Some(key), value, ts, None)
-            .map_err(|e| ChangelogError::new(format!("changelog `{}`: {e}", self.topic)))
+        send(
+            &self.producer,
+            &self.topic,
+            Some(self.partition),
+            Some(key),
+            value,
+            ts,
+            None,
+        )
+        .map_err(|e| ChangelogError::new(format!("changelog `{}`: {e}", self.topic)))
     }
 }

@@ -27,7 +27,10 @@ pub fn changelog_topic(app_id: &str, store: &str) -> String {
 }
 
 pub(crate) fn kafka_err(context: &str, e: impl std::fmt::Display) -> StreamsError {
-    StreamsError::Kafka { message: format!("{context}: {e}"), retriable: true }
+    StreamsError::Kafka {
+        message: format!("{context}: {e}"),
+        retriable: true,
+    }
 }
 
 /// Progress of one restoration, for logs and metrics.
@@ -54,7 +57,10 @@ pub(crate) fn restore_task(
         let (low, high) = consumer
             .fetch_watermarks(&topic, partition, Duration::from_secs(30))
             .map_err(|e| kafka_err(&format!("watermarks of {topic}-{partition}"), e))?;
-        let mut store = slot.store.try_borrow_mut().map_err(|_| StreamsError::Usage("store borrowed".into()))?;
+        let mut store = slot
+            .store
+            .try_borrow_mut()
+            .map_err(|_| StreamsError::Usage("store borrowed".into()))?;
         let start = store.checkpoint()?.map_or(low, |c| c + 1).max(low);
         if start >= high {
             continue;
@@ -62,7 +68,9 @@ pub(crate) fn restore_task(
         let mut tpl = TopicPartitionList::new();
         tpl.add_partition_offset(&topic, partition, Offset::Offset(start))
             .map_err(|e| kafka_err("restore assignment", e))?;
-        consumer.assign(&tpl).map_err(|e| kafka_err("restore assignment", e))?;
+        consumer
+            .assign(&tpl)
+            .map_err(|e| kafka_err("restore assignment", e))?;
         let started = Instant::now();
         let mut last_progress = Instant::now();
         let mut batch: Vec<ChangelogRecord> = Vec::with_capacity(BATCH);
@@ -84,7 +92,8 @@ pub(crate) fn restore_task(
                     // Transaction markers take offsets but are never returned: ask where
                     // the consumer stands.
                     if let Ok(pos) = consumer.position()
-                        && let Some(Offset::Offset(p)) = pos.find_partition(&topic, partition).map(|e| e.offset())
+                        && let Some(Offset::Offset(p)) =
+                            pos.find_partition(&topic, partition).map(|e| e.offset())
                     {
                         position = position.max(p);
                     }
@@ -100,7 +109,10 @@ pub(crate) fn restore_task(
                 store.restore_batch(&batch)?;
                 total += batch.len() as u64;
                 batch.clear();
-                on_progress(RestoreProgress { restored: total, remaining: (high - position).max(0) as u64 });
+                on_progress(RestoreProgress {
+                    restored: total,
+                    remaining: (high - position).max(0) as u64,
+                });
             }
         }
         if !batch.is_empty() {
@@ -111,6 +123,8 @@ pub(crate) fn restore_task(
         store.write_checkpoint(Some(high - 1))?;
         tracing::info!(task = %task.id(), store = %slot.name, records = total, elapsed = ?started.elapsed(), "restored");
     }
-    consumer.unassign().map_err(|e| kafka_err("restore unassign", e))?;
+    consumer
+        .unassign()
+        .map_err(|e| kafka_err("restore unassign", e))?;
     Ok(total)
 }

@@ -8,8 +8,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
+use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
@@ -24,8 +24,8 @@ use crate::handlers::ErrorPolicy;
 use crate::processor::PunctuationType;
 use crate::record::RawRecord;
 use crate::task::{Task, TaskId};
-use crate::topology::spec::StoreDef;
 use crate::topology::Topology;
+use crate::topology::spec::StoreDef;
 
 /// What a thread's tasks need to know of the application.
 pub(crate) struct TaskSettings {
@@ -58,7 +58,9 @@ pub(crate) struct TaskManager {
 }
 
 fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// What a task manager is made of; `Send`, so a thread can be handed it and build its
@@ -72,7 +74,12 @@ pub(crate) struct TaskManagerParts {
 
 impl TaskManager {
     pub fn new(parts: TaskManagerParts) -> Self {
-        let TaskManagerParts { settings, producer, tracker, restore_consumer } = parts;
+        let TaskManagerParts {
+            settings,
+            producer,
+            tracker,
+            restore_consumer,
+        } = parts;
         Self {
             settings,
             producer,
@@ -90,7 +97,12 @@ impl TaskManager {
     }
 
     pub fn set_pending(&mut self, tpl: &TopicPartitionList) {
-        self.pending = Some(tpl.elements().iter().map(|e| (e.topic().to_owned(), e.partition())).collect());
+        self.pending = Some(
+            tpl.elements()
+                .iter()
+                .map(|e| (e.topic().to_owned(), e.partition()))
+                .collect(),
+        );
     }
 
     pub fn has_pending(&self) -> bool {
@@ -98,14 +110,18 @@ impl TaskManager {
     }
 
     fn task_dir(&self, id: TaskId) -> PathBuf {
-        self.settings.state_dir.join(&*self.settings.app_id).join(id.to_string())
+        self.settings
+            .state_dir
+            .join(&*self.settings.app_id)
+            .join(id.to_string())
     }
 
     fn make_task(&self, id: TaskId) -> Result<(Task, bool), StreamsError> {
         let timestamp = Arc::new(AtomicI64::new(0));
         let dir = self.task_dir(id);
         let mut make_store = |def: &StoreDef, id: TaskId| -> Result<Box<dyn KeyValueStore>, StoreError> {
-            let mut ctx = StoreBuildContext::new(Some(dir.clone())).with_rocksdb(self.settings.rocksdb.clone());
+            let mut ctx =
+                StoreBuildContext::new(Some(dir.clone())).with_rocksdb(self.settings.rocksdb.clone());
             ctx.cache_max_bytes = self.settings.cache_max_bytes;
             if def.builder.logging_config().is_some() {
                 ctx.changelog = Some(Box::new(KafkaChangelogSink {
@@ -137,7 +153,8 @@ impl TaskManager {
         if self.settings.eos {
             for slot in task.stores() {
                 let store = slot.store.borrow();
-                if store.persistent() && store.checkpoint()?.is_none() && store.approximate_num_entries()? > 0 {
+                if store.persistent() && store.checkpoint()?.is_none() && store.approximate_num_entries()? > 0
+                {
                     wipe = true;
                 }
             }
@@ -155,7 +172,10 @@ impl TaskManager {
         let wanted: BTreeSet<TaskId> = pending
             .iter()
             .filter_map(|(t, p)| {
-                topology.subtopology_of_topic(t).map(|s| TaskId { subtopology: s.id, partition: *p })
+                topology.subtopology_of_topic(t).map(|s| TaskId {
+                    subtopology: s.id,
+                    partition: *p,
+                })
             })
             .collect();
         for id in std::mem::take(&mut self.suspended) {
@@ -177,7 +197,11 @@ impl TaskManager {
                 drop(task);
                 let dir = self.task_dir(id);
                 std::fs::remove_dir_all(&dir).map_err(|e| {
-                    StreamsError::Store(StoreError::Io { store: id.to_string(), path: dir.clone(), source: e })
+                    StreamsError::Store(StoreError::Io {
+                        store: id.to_string(),
+                        path: dir.clone(),
+                        source: e,
+                    })
                 })?;
                 task = self.make_task(id)?.0;
             }
@@ -186,7 +210,10 @@ impl TaskManager {
             })?;
             for slot in task.stores() {
                 if let Some(c) = slot.store.borrow().checkpoint()? {
-                    self.restored_to.insert((changelog_topic(&self.settings.app_id, &slot.name), id.partition), c);
+                    self.restored_to.insert(
+                        (changelog_topic(&self.settings.app_id, &slot.name), id.partition),
+                        c,
+                    );
                 }
             }
             if self.settings.eos {
@@ -207,7 +234,10 @@ impl TaskManager {
         let Some(sub) = self.settings.topology.subtopology_of_topic(&record.topic) else {
             return;
         };
-        let id = TaskId { subtopology: sub.id, partition: record.partition };
+        let id = TaskId {
+            subtopology: sub.id,
+            partition: record.partition,
+        };
         if let Some(task) = self.tasks.get_mut(&id) {
             task.add_records([record]);
         }
@@ -251,7 +281,9 @@ impl TaskManager {
 
     pub fn begin_transaction(&mut self) -> Result<(), StreamsError> {
         if self.settings.eos && !self.in_transaction {
-            self.producer.begin_transaction().map_err(|e| kafka_err("begin transaction", e))?;
+            self.producer
+                .begin_transaction()
+                .map_err(|e| kafka_err("begin transaction", e))?;
             self.in_transaction = true;
         }
         Ok(())
@@ -270,24 +302,35 @@ impl TaskManager {
         let mut tpl = TopicPartitionList::new();
         for task in self.tasks.values() {
             for (t, p, o) in task.committable_offsets() {
-                tpl.add_partition_offset(&t, p, Offset::Offset(o)).map_err(|e| kafka_err("offsets", e))?;
+                tpl.add_partition_offset(&t, p, Offset::Offset(o))
+                    .map_err(|e| kafka_err("offsets", e))?;
             }
         }
         let timeout = Duration::from_secs(60);
         if self.settings.eos {
             if tpl.count() > 0 {
-                let meta = consumer.group_metadata().ok_or_else(|| kafka_err("commit", "no group metadata"))?;
-                self.producer.send_offsets_to_transaction(&tpl, &meta, timeout).map_err(|e| fatal_or_not("send offsets", e))?;
+                let meta = consumer
+                    .group_metadata()
+                    .ok_or_else(|| kafka_err("commit", "no group metadata"))?;
+                self.producer
+                    .send_offsets_to_transaction(&tpl, &meta, timeout)
+                    .map_err(|e| fatal_or_not("send offsets", e))?;
             }
-            self.producer.commit_transaction(timeout).map_err(|e| fatal_or_not("commit transaction", e))?;
+            self.producer
+                .commit_transaction(timeout)
+                .map_err(|e| fatal_or_not("commit transaction", e))?;
             self.in_transaction = false;
             self.check_deliveries()?;
         } else {
-            self.producer.flush(timeout).map_err(|e| kafka_err("flush producer", e))?;
+            self.producer
+                .flush(timeout)
+                .map_err(|e| kafka_err("flush producer", e))?;
             self.check_deliveries()?;
             self.write_checkpoints()?;
             if tpl.count() > 0 {
-                consumer.commit(&tpl, CommitMode::Sync).map_err(|e| kafka_err("commit offsets", e))?;
+                consumer
+                    .commit(&tpl, CommitMode::Sync)
+                    .map_err(|e| kafka_err("commit offsets", e))?;
             }
         }
         self.dirty = false;
@@ -295,10 +338,17 @@ impl TaskManager {
     }
 
     fn check_deliveries(&self) -> Result<(), StreamsError> {
-        let mut d = self.tracker.state.lock().map_err(|_| kafka_err("deliveries", "lock poisoned"))?;
+        let mut d = self
+            .tracker
+            .state
+            .lock()
+            .map_err(|_| kafka_err("deliveries", "lock poisoned"))?;
         match d.error.take() {
             Some(e) if self.settings.policy.production != crate::handlers::ErrorHandling::LogAndContinue => {
-                Err(StreamsError::Kafka { message: format!("delivery failed: {e}"), retriable: false })
+                Err(StreamsError::Kafka {
+                    message: format!("delivery failed: {e}"),
+                    retriable: false,
+                })
             }
             Some(e) => {
                 tracing::warn!(error = %e, "delivery failed; continuing (production handler)");
@@ -340,7 +390,10 @@ impl TaskManager {
         self.begin_transaction()?;
         for e in tpl.elements() {
             if let Some(sub) = self.settings.topology.subtopology_of_topic(e.topic()) {
-                self.suspended.insert(TaskId { subtopology: sub.id, partition: e.partition() });
+                self.suspended.insert(TaskId {
+                    subtopology: sub.id,
+                    partition: e.partition(),
+                });
             }
         }
         Ok(())
@@ -348,7 +401,11 @@ impl TaskManager {
 
     /// Closes every task. A clean close commits first and, under exactly-once, writes
     /// checkpoints of the committed state.
-    pub fn close<C: ConsumerContext>(&mut self, consumer: &BaseConsumer<C>, clean: bool) -> Result<(), StreamsError> {
+    pub fn close<C: ConsumerContext>(
+        &mut self,
+        consumer: &BaseConsumer<C>,
+        clean: bool,
+    ) -> Result<(), StreamsError> {
         let mut result = Ok(());
         if clean {
             self.dirty = true;
@@ -390,5 +447,8 @@ fn fatal_or_not(what: &str, e: rdkafka::error::KafkaError) -> StreamsError {
                 | rdkafka::types::RDKafkaErrorCode::Fenced
         )
     });
-    StreamsError::Kafka { message: format!("{what}: {e}"), retriable }
+    StreamsError::Kafka {
+        message: format!("{what}: {e}"),
+        retriable,
+    }
 }

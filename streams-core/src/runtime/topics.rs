@@ -26,11 +26,20 @@ fn partitions_of(metadata_consumer: &BaseConsumer, topic: &str) -> Result<Option
     let md = metadata_consumer
         .fetch_metadata(Some(topic), Duration::from_secs(15))
         .map_err(|e| kafka_err(&format!("metadata of {topic}"), e))?;
-    Ok(md.topics().first().filter(|t| t.error().is_none()).map(|t| t.partitions().len() as i32).filter(|&n| n > 0))
+    Ok(md
+        .topics()
+        .first()
+        .filter(|t| t.error().is_none())
+        .map(|t| t.partitions().len() as i32)
+        .filter(|&n| n > 0))
 }
 
 /// Checks source topics and computes the internal topics the topology needs.
-pub(crate) fn plan(topology: &Topology, app_id: &str, md: &BaseConsumer) -> Result<Vec<InternalTopic>, StreamsError> {
+pub(crate) fn plan(
+    topology: &Topology,
+    app_id: &str,
+    md: &BaseConsumer,
+) -> Result<Vec<InternalTopic>, StreamsError> {
     let mut topics = Vec::new();
     for sub in topology.subtopologies().iter().filter(|s| !s.global) {
         let mut counts = Vec::new();
@@ -52,8 +61,14 @@ pub(crate) fn plan(topology: &Topology, app_id: &str, md: &BaseConsumer) -> Resu
                 continue;
             }
             let mut config = topology.changelog_config(&store).unwrap_or_default();
-            config.entry("cleanup.policy".into()).or_insert_with(|| "compact".into());
-            topics.push(InternalTopic { name: changelog_topic(app_id, &store), partitions: n, config });
+            config
+                .entry("cleanup.policy".into())
+                .or_insert_with(|| "compact".into());
+            topics.push(InternalTopic {
+                name: changelog_topic(app_id, &store),
+                partitions: n,
+                config,
+            });
         }
     }
     Ok(topics)
@@ -95,8 +110,16 @@ pub(crate) fn ensure(
     let new: Vec<NewTopic<'_>> = missing
         .iter()
         .map(|t| {
-            let repl = if replication > 0 { TopicReplication::Fixed(replication) } else { TopicReplication::Fixed(-1) };
-            t.config.iter().fold(NewTopic::new(&t.name, t.partitions, repl), |nt, (k, v)| nt.set(k, v))
+            let repl = if replication > 0 {
+                TopicReplication::Fixed(replication)
+            } else {
+                TopicReplication::Fixed(-1)
+            };
+            t.config
+                .iter()
+                .fold(NewTopic::new(&t.name, t.partitions, repl), |nt, (k, v)| {
+                    nt.set(k, v)
+                })
         })
         .collect();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -105,7 +128,9 @@ pub(crate) fn ensure(
         .map_err(|e| StreamsError::Usage(format!("runtime: {e}")))?;
     let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
     let results = rt
-        .block_on(async { tokio::time::timeout(Duration::from_secs(45), admin.create_topics(&new, &opts)).await })
+        .block_on(async {
+            tokio::time::timeout(Duration::from_secs(45), admin.create_topics(&new, &opts)).await
+        })
         .map_err(|_| kafka_err("create internal topics", "timed out"))?
         .map_err(|e| kafka_err("create internal topics", e))?;
     for r in results {

@@ -53,13 +53,17 @@ impl<'a> NodeCx<'a> {
     }
 
     pub fn child_by_name(&self, name: &str) -> Option<usize> {
-        self.children().iter().copied().find(|&c| self.graph.meta[c].name == name)
+        self.children()
+            .iter()
+            .copied()
+            .find(|&c| self.graph.meta[c].name == name)
     }
 
     /// Runs node `child` on `record` (an `Option<Record<K, V>>` or, for sources, an
     /// `Option<RawRecord>`).
     pub fn dispatch(&self, child: usize, record: &mut dyn Any) -> ProcessResult {
-        self.graph.run(self.task, child, |node, cx| node.process(cx, record))
+        self.graph
+            .run(self.task, child, |node, cx| node.process(cx, record))
     }
 }
 
@@ -76,8 +80,23 @@ impl Graph {
         let mut node = self.nodes[index]
             .try_borrow_mut()
             .map_err(|_| format!("node `{name}` re-entered while processing"))?;
-        f(node.as_mut(), NodeCx { node: index, graph: self, task }).map_err(|e| {
-            if e.is::<NodeFailure>() { e } else { Box::new(NodeFailure { node: name.clone(), source: e }) as _ }
+        f(
+            node.as_mut(),
+            NodeCx {
+                node: index,
+                graph: self,
+                task,
+            },
+        )
+        .map_err(|e| {
+            if e.is::<NodeFailure>() {
+                e
+            } else {
+                Box::new(NodeFailure {
+                    node: name.clone(),
+                    source: e,
+                }) as _
+            }
         })
     }
 }

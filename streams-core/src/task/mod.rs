@@ -28,8 +28,8 @@ use crate::error::{ErrorOrigin, ProcessorError, StreamsError};
 use crate::handlers::{ErrorHandling, ErrorPolicy, dead_letter};
 use crate::processor::PunctuationType;
 use crate::record::{RawRecord, RecordMetadata};
-use crate::topology::spec::{NodeKind, StoreDef, TimestampExtractor};
 use crate::topology::Topology;
+use crate::topology::spec::{NodeKind, StoreDef, TimestampExtractor};
 
 /// Identifies a task: its sub-topology and input partition, shown as `0_1` as in Kafka
 /// Streams.
@@ -75,7 +75,8 @@ pub(crate) struct Task {
 }
 
 /// Builds the bytes store stack of `def` for task `id`.
-pub(crate) type StoreMaker<'a> = dyn FnMut(&StoreDef, TaskId) -> Result<Box<dyn KeyValueStore>, StoreError> + 'a;
+pub(crate) type StoreMaker<'a> =
+    dyn FnMut(&StoreDef, TaskId) -> Result<Box<dyn KeyValueStore>, StoreError> + 'a;
 
 impl Task {
     /// Creates the nodes and stores of `subtopology` for `partition`. Processors are not
@@ -96,7 +97,12 @@ impl Task {
         let sub = topology
             .subtopology(id.subtopology)
             .ok_or_else(|| StreamsError::Usage(format!("no sub-topology {}", id.subtopology)))?;
-        let index: HashMap<usize, usize> = sub.nodes.iter().enumerate().map(|(local, &g)| (g, local)).collect();
+        let index: HashMap<usize, usize> = sub
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(local, &g)| (g, local))
+            .collect();
         let mut nodes = Vec::with_capacity(sub.nodes.len());
         let mut meta = Vec::with_capacity(sub.nodes.len());
         let mut sources = HashMap::new();
@@ -105,12 +111,25 @@ impl Task {
             nodes.push(RefCell::new((def.factory)()));
             meta.push(NodeMeta {
                 name: def.name.clone(),
-                children: topology.children_of(g).iter().filter_map(|c| index.get(c).copied()).collect(),
+                children: topology
+                    .children_of(g)
+                    .iter()
+                    .filter_map(|c| index.get(c).copied())
+                    .collect(),
                 stores: topology.stores_of(&def.name),
             });
-            if let NodeKind::Source { topics, extractor, .. } = &def.kind {
+            if let NodeKind::Source {
+                topics, extractor, ..
+            } = &def.kind
+            {
                 for t in topics {
-                    sources.insert(t.clone(), SourceEntry { node: local, extractor: extractor.clone() });
+                    sources.insert(
+                        t.clone(),
+                        SourceEntry {
+                            node: local,
+                            extractor: extractor.clone(),
+                        },
+                    );
                 }
             }
         }
@@ -169,7 +188,10 @@ impl Task {
                 continue;
             };
             let partition_time = self.shared.stream_time.get();
-            let ts = source.extractor.as_ref().map_or(r.timestamp, |f| f(&r, partition_time));
+            let ts = source
+                .extractor
+                .as_ref()
+                .map_or(r.timestamp, |f| f(&r, partition_time));
             if ts < 0 {
                 tracing::warn!(task = %self.id(), topic = %r.topic, offset = r.offset, "dropping record with negative timestamp {ts}");
                 self.counters.dropped += 1;
@@ -193,12 +215,17 @@ impl Task {
             self.shared.stream_time.set(ts);
         }
         self.shared.set_timestamp(ts);
-        *self.shared.record.borrow_mut() =
-            Some(RecordMetadata { topic: raw.topic.clone(), partition: raw.partition, offset: raw.offset });
+        *self.shared.record.borrow_mut() = Some(RecordMetadata {
+            topic: raw.topic.clone(),
+            partition: raw.partition,
+            offset: raw.offset,
+        });
         let tp = (raw.topic.clone(), raw.partition);
         let offset = raw.offset;
         let mut slot = Some(raw);
-        let result = self.graph.run(&self.shared, node, |n, cx| n.process(cx, &mut slot));
+        let result = self
+            .graph
+            .run(&self.shared, node, |n, cx| n.process(cx, &mut slot));
         if let Err(e) = result {
             self.handle_failure(e, slot)?;
         } else {
@@ -221,10 +248,21 @@ impl Task {
         let (kind, handling, err) = match inner.downcast::<DeserializeFailure>() {
             Ok(d) => {
                 let d = *d;
-                let err = StreamsError::Deserialization { origin, what: d.what, source: d.source };
+                let err = StreamsError::Deserialization {
+                    origin,
+                    what: d.what,
+                    source: d.source,
+                };
                 ("deserialization", self.policy.deserialization, err)
             }
-            Err(inner) => ("processing", self.policy.processing, StreamsError::Processing { origin, source: inner }),
+            Err(inner) => (
+                "processing",
+                self.policy.processing,
+                StreamsError::Processing {
+                    origin,
+                    source: inner,
+                },
+            ),
         };
         match handling {
             ErrorHandling::LogAndFail => Err(err),
@@ -234,16 +272,24 @@ impl Task {
                 Ok(())
             }
             ErrorHandling::DeadLetterQueue => {
-                let (Some(topic), Some(raw)) = (self.policy.dead_letter_topic.as_deref(), raw.as_ref()) else {
+                let (Some(topic), Some(raw)) = (self.policy.dead_letter_topic.as_deref(), raw.as_ref())
+                else {
                     return Err(err);
                 };
                 tracing::warn!(task = %self.id(), error = %err, dlq = topic, "dead-lettering record after {kind} error");
                 let record = dead_letter(topic, raw, kind, &node, &err.to_string());
-                self.shared.collector.borrow_mut().send(record).map_err(|e| StreamsError::Production {
-                    origin: ErrorOrigin { node, record: Some((raw.topic.clone(), raw.partition, raw.offset)) },
-                    topic: topic.to_owned(),
-                    message: e.to_string(),
-                })?;
+                self.shared
+                    .collector
+                    .borrow_mut()
+                    .send(record)
+                    .map_err(|e| StreamsError::Production {
+                        origin: ErrorOrigin {
+                            node,
+                            record: Some((raw.topic.clone(), raw.partition, raw.offset)),
+                        },
+                        topic: topic.to_owned(),
+                        message: e.to_string(),
+                    })?;
                 self.counters.dead_lettered += 1;
                 Ok(())
             }
@@ -252,8 +298,17 @@ impl Task {
 
     fn processing_error(&self, e: ProcessorError, record: Option<(String, i32, i64)>) -> StreamsError {
         match e.downcast::<NodeFailure>() {
-            Ok(f) => StreamsError::Processing { origin: ErrorOrigin { node: f.node, record }, source: f.source },
-            Err(e) => StreamsError::Processing { origin: ErrorOrigin { node: String::new(), record }, source: e },
+            Ok(f) => StreamsError::Processing {
+                origin: ErrorOrigin { node: f.node, record },
+                source: f.source,
+            },
+            Err(e) => StreamsError::Processing {
+                origin: ErrorOrigin {
+                    node: String::new(),
+                    record,
+                },
+                source: e,
+            },
         }
     }
 
@@ -301,7 +356,11 @@ impl Task {
     /// The offsets to commit: for each input partition, the offset after the last record
     /// processed (or dropped).
     pub fn committable_offsets(&self) -> Vec<(String, i32, i64)> {
-        let mut v: Vec<_> = self.consumed.iter().map(|((t, p), o)| (t.clone(), *p, *o)).collect();
+        let mut v: Vec<_> = self
+            .consumed
+            .iter()
+            .map(|((t, p), o)| (t.clone(), *p, *o))
+            .collect();
         v.sort();
         v
     }

@@ -26,14 +26,17 @@ pub(crate) trait ErasedNode {
 }
 
 fn take_record<K: 'static, V: 'static>(record: &mut dyn Any) -> Result<Record<K, V>, ProcessorError> {
-    record.downcast_mut::<Option<Record<K, V>>>().and_then(Option::take).ok_or_else(|| {
-        format!(
-            "internal error: expected Record<{}, {}>",
-            std::any::type_name::<K>(),
-            std::any::type_name::<V>()
-        )
-        .into()
-    })
+    record
+        .downcast_mut::<Option<Record<K, V>>>()
+        .and_then(Option::take)
+        .ok_or_else(|| {
+            format!(
+                "internal error: expected Record<{}, {}>",
+                std::any::type_name::<K>(),
+                std::any::type_name::<V>()
+            )
+            .into()
+        })
 }
 
 /// A user processor.
@@ -44,7 +47,10 @@ pub(crate) struct ProcessorNode<P, KIn, VIn, KOut, VOut> {
 
 impl<P, KIn, VIn, KOut, VOut> ProcessorNode<P, KIn, VIn, KOut, VOut> {
     pub fn new(processor: P) -> Self {
-        Self { processor, _types: PhantomData }
+        Self {
+            processor,
+            _types: PhantomData,
+        }
     }
 }
 
@@ -62,7 +68,8 @@ where
         self.processor.process(&mut ProcessorContext::new(cx), record)
     }
     fn punctuate(&mut self, cx: NodeCx<'_>, id: ScheduleId, timestamp: i64) -> ProcessResult {
-        self.processor.punctuate(&mut ProcessorContext::new(cx), id, timestamp)
+        self.processor
+            .punctuate(&mut ProcessorContext::new(cx), id, timestamp)
     }
     fn close(&mut self) -> ProcessResult {
         self.processor.close()
@@ -89,7 +96,10 @@ pub(crate) struct SourceNode<KS, VS> {
 
 impl<KS, VS> SourceNode<KS, VS> {
     pub fn new(key_serde: KS, value_serde: VS) -> Self {
-        Self { key_serde, value_serde }
+        Self {
+            key_serde,
+            value_serde,
+        }
     }
 }
 
@@ -116,8 +126,16 @@ where
         let value = self
             .value_serde
             .deserialize_nullable(raw.value.as_deref())
-            .map_err(|source| DeserializeFailure { what: "value", source })?;
-        let record = Record { key, value, timestamp: cx.task.timestamp(), headers: raw.headers.clone() };
+            .map_err(|source| DeserializeFailure {
+                what: "value",
+                source,
+            })?;
+        let record = Record {
+            key,
+            value,
+            timestamp: cx.task.timestamp(),
+            headers: raw.headers.clone(),
+        };
         let children = cx.children();
         let Some((last, rest)) = children.split_last() else {
             return Ok(());
@@ -183,8 +201,12 @@ where
         };
         self.key_buf.clear();
         self.value_buf.clear();
-        let has_key = self.key_serde.serialize_nullable(&record.key, &mut self.key_buf)?;
-        let has_value = self.value_serde.serialize_nullable(&record.value, &mut self.value_buf)?;
+        let has_key = self
+            .key_serde
+            .serialize_nullable(&record.key, &mut self.key_buf)?;
+        let has_value = self
+            .value_serde
+            .serialize_nullable(&record.value, &mut self.value_buf)?;
         let mut collector = cx.task.collector.borrow_mut();
         let partitions = collector.partitions(&topic);
         let partition = match (&self.partitioner, partitions) {

@@ -21,7 +21,11 @@ pub(crate) struct RecordQueues {
 
 impl RecordQueues {
     pub fn push(&mut self, timestamp: i64, record: RawRecord) {
-        let idx = match self.queues.iter().position(|q| q.partition == record.partition && q.topic == record.topic) {
+        let idx = match self
+            .queues
+            .iter()
+            .position(|q| q.partition == record.partition && q.topic == record.topic)
+        {
             Some(i) => i,
             None => {
                 self.queues.push(PartitionQueue {

@@ -12,9 +12,9 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use streams_state::{KvStore, Serde, SharedKeyValueStore, StoreBuilder, StoreError};
 
+use super::TaskId;
 use super::collector::RecordCollector;
 use super::graph::Graph;
-use super::TaskId;
 use crate::processor::{Cancellable, PunctuationType, ScheduleId};
 use crate::record::RecordMetadata;
 
@@ -130,7 +130,12 @@ impl TaskShared {
         due
     }
 
-    pub fn kv_store<KS, VS>(&self, graph: &Graph, node: usize, name: &str) -> Result<KvStore<KS, VS>, StoreError>
+    pub fn kv_store<KS, VS>(
+        &self,
+        graph: &Graph,
+        node: usize,
+        name: &str,
+    ) -> Result<KvStore<KS, VS>, StoreError>
     where
         KS: Serde + Clone,
         VS: Serde + Clone,
@@ -141,9 +146,15 @@ impl TaskShared {
             .iter()
             .find(|s| s.name == name)
             .filter(|s| s.global || graph.meta[node].stores.iter().any(|n| n == name))
-            .ok_or_else(|| StoreError::NotConnected { store: name.to_owned(), processor: processor.clone() })?;
-        slot.builder.typed_handle(slot.store.clone()).downcast::<KvStore<KS, VS>>().map(|b| *b).map_err(|_| {
-            StoreError::WrongType {
+            .ok_or_else(|| StoreError::NotConnected {
+                store: name.to_owned(),
+                processor: processor.clone(),
+            })?;
+        slot.builder
+            .typed_handle(slot.store.clone())
+            .downcast::<KvStore<KS, VS>>()
+            .map(|b| *b)
+            .map_err(|_| StoreError::WrongType {
                 store: name.to_owned(),
                 message: format!(
                     "asked for KvStore<{}, {}> but the store is {}",
@@ -151,7 +162,6 @@ impl TaskShared {
                     std::any::type_name::<VS>(),
                     slot.builder.type_name()
                 ),
-            }
-        })
+            })
     }
 }

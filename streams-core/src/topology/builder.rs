@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use streams_state::{Serde, StoreBuilder};
 
-use super::spec::{NodeDef, NodeKind, OffsetReset, RecordTypes, SinkTarget, StoreDef, TimestampExtractor};
 use super::Topology;
+use super::spec::{NodeDef, NodeKind, OffsetReset, RecordTypes, SinkTarget, StoreDef, TimestampExtractor};
 use crate::error::TopologyError;
 use crate::partitioner::StreamPartitioner;
 use crate::processor::Processor;
@@ -58,7 +58,12 @@ pub struct SinkConfig<KS: Serde, VS: Serde> {
 impl<KS: Serde + Clone, VS: Serde + Clone> SinkConfig<KS, VS> {
     /// Writes to `topic`.
     pub fn topic(topic: impl Into<String>, key_serde: KS, value_serde: VS) -> Self {
-        Self { destination: SinkDestination::Topic(topic.into()), key_serde, value_serde, partitioner: None }
+        Self {
+            destination: SinkDestination::Topic(topic.into()),
+            key_serde,
+            value_serde,
+            partitioner: None,
+        }
     }
 
     /// Writes each record to the topic `extractor(key, value)` names.
@@ -165,7 +170,9 @@ impl TopologyBuilder {
             parents: Vec::new(),
             input: None,
             output: Some(RecordTypes::of::<KS::Target, VS::Target>()),
-            factory: Arc::new(move || Box::new(SourceNode::new(ks.clone(), vs.clone())) as Box<dyn ErasedNode>),
+            factory: Arc::new(move || {
+                Box::new(SourceNode::new(ks.clone(), vs.clone())) as Box<dyn ErasedNode>
+            }),
             global,
         }
     }
@@ -188,11 +195,17 @@ impl TopologyBuilder {
         VOut: 'static,
         T: AsRef<str>,
     {
-        self.nodes.push(Self::processor_def(name, supplier, names(parents), false));
+        self.nodes
+            .push(Self::processor_def(name, supplier, names(parents), false));
         self
     }
 
-    fn processor_def<P, KIn, VIn, KOut, VOut, F>(name: &str, supplier: F, parents: Vec<String>, global: bool) -> NodeDef
+    fn processor_def<P, KIn, VIn, KOut, VOut, F>(
+        name: &str,
+        supplier: F,
+        parents: Vec<String>,
+        global: bool,
+    ) -> NodeDef
     where
         F: Fn() -> P + Send + Sync + 'static,
         P: Processor<KIn, VIn, KOut, VOut>,
@@ -251,7 +264,12 @@ impl TopologyBuilder {
             SinkDestination::Topic(t) => SinkTarget::Topic(t.clone()),
             SinkDestination::Extractor(_) => SinkTarget::Extractor("topic-name extractor"),
         };
-        let SinkConfig { destination, key_serde, value_serde, partitioner } = config;
+        let SinkConfig {
+            destination,
+            key_serde,
+            value_serde,
+            partitioner,
+        } = config;
         self.nodes.push(NodeDef {
             name: name.to_owned(),
             kind: NodeKind::Sink { target },
@@ -279,7 +297,11 @@ impl TopologyBuilder {
         builder: impl StoreBuilder,
         processors: impl IntoIterator<Item = T>,
     ) -> &mut Self {
-        self.stores.push(StoreDef { builder: Arc::new(builder), processors: names(processors), global: false });
+        self.stores.push(StoreDef {
+            builder: Arc::new(builder),
+            processors: names(processors),
+            global: false,
+        });
         self
     }
 
@@ -290,7 +312,8 @@ impl TopologyBuilder {
         stores: impl IntoIterator<Item = T>,
     ) -> &mut Self {
         for s in stores {
-            self.connections.push((processor.to_owned(), s.as_ref().to_owned()));
+            self.connections
+                .push((processor.to_owned(), s.as_ref().to_owned()));
         }
         self
     }
@@ -316,7 +339,12 @@ impl TopologyBuilder {
         P: Processor<KS::Target, VS::Target, (), ()>,
     {
         self.nodes.push(Self::source_def(source_name, source, true));
-        self.nodes.push(Self::processor_def(processor_name, supplier, vec![source_name.to_owned()], true));
+        self.nodes.push(Self::processor_def(
+            processor_name,
+            supplier,
+            vec![source_name.to_owned()],
+            true,
+        ));
         self.stores.push(StoreDef {
             builder: Arc::new(builder),
             processors: vec![processor_name.to_owned()],

@@ -2,8 +2,8 @@
 
 use std::fmt;
 
-use super::spec::{NodeKind, SinkTarget};
 use super::Topology;
+use super::spec::{NodeKind, SinkTarget};
 
 /// One node as described.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,7 +67,11 @@ impl TopologyDescription {
                             name: def.name.clone(),
                             kind,
                             detail,
-                            successors: t.children_of(i).iter().map(|&c| t.nodes[c].name.clone()).collect(),
+                            successors: t
+                                .children_of(i)
+                                .iter()
+                                .map(|&c| t.nodes[c].name.clone())
+                                .collect(),
                             predecessors: def.parents.clone(),
                         }
                     })
@@ -83,7 +87,10 @@ impl TopologyDescription {
         let id = |s: &str| s.replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "_");
         let mut out = String::from("flowchart TB\n");
         for sub in &self.subtopologies {
-            out.push_str(&format!("  subgraph sub{}[\"Sub-topology: {}\"]\n", sub.id, sub.id));
+            out.push_str(&format!(
+                "  subgraph sub{}[\"Sub-topology: {}\"]\n",
+                sub.id, sub.id
+            ));
             for n in &sub.nodes {
                 out.push_str(&format!("    {}[\"{}: {}\"]\n", id(&n.name), n.kind, n.name));
             }
@@ -118,7 +125,11 @@ impl fmt::Display for TopologyDescription {
         writeln!(f, "Topologies:")?;
         for sub in &self.subtopologies {
             if sub.global {
-                writeln!(f, "  Sub-topology: {} for global store (will not generate tasks)", sub.id)?;
+                writeln!(
+                    f,
+                    "  Sub-topology: {} for global store (will not generate tasks)",
+                    sub.id
+                )?;
             } else {
                 writeln!(f, "   Sub-topology: {}", sub.id)?;
             }
@@ -129,7 +140,11 @@ impl fmt::Display for TopologyDescription {
                     _ => writeln!(f, "    Processor: {} (stores: [{}])", n.name, list(&n.detail))?,
                 }
                 if n.kind != "Sink" {
-                    let next = if n.successors.is_empty() { "none".to_owned() } else { list(&n.successors) };
+                    let next = if n.successors.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        list(&n.successors)
+                    };
                     writeln!(f, "      --> {next}")?;
                 }
                 if n.kind != "Source" {

@@ -78,12 +78,18 @@ impl Topology {
 
     /// Every topic read by a source of a non-global sub-topology.
     pub fn source_topics(&self) -> BTreeSet<String> {
-        self.subtopologies.iter().filter(|s| !s.global).flat_map(|s| s.source_topics.iter().cloned()).collect()
+        self.subtopologies
+            .iter()
+            .filter(|s| !s.global)
+            .flat_map(|s| s.source_topics.iter().cloned())
+            .collect()
     }
 
     /// The sub-topology that reads `topic`.
     pub fn subtopology_of_topic(&self, topic: &str) -> Option<&SubTopology> {
-        self.subtopologies.iter().find(|s| s.source_topics.iter().any(|t| t == topic))
+        self.subtopologies
+            .iter()
+            .find(|s| s.source_topics.iter().any(|t| t == topic))
     }
 
     /// The names of the stores that write a changelog, with their sub-topology.
@@ -102,7 +108,10 @@ impl Topology {
 
     /// The changelog topic configuration of store `name` (`None` if not logged).
     pub fn changelog_config(&self, name: &str) -> Option<std::collections::BTreeMap<String, String>> {
-        self.stores.iter().find(|s| s.builder.name() == name).and_then(|s| s.builder.logging_config().cloned())
+        self.stores
+            .iter()
+            .find(|s| s.builder.name() == name)
+            .and_then(|s| s.builder.logging_config().cloned())
     }
 
     /// Where `offset.reset` sends the consumer of `topic` when there is no committed offset.
@@ -110,9 +119,9 @@ impl Topology {
         self.nodes
             .iter()
             .find_map(|n| match &n.kind {
-                NodeKind::Source { topics, offset_reset, .. } if topics.iter().any(|t| t == topic) => {
-                    Some(*offset_reset)
-                }
+                NodeKind::Source {
+                    topics, offset_reset, ..
+                } if topics.iter().any(|t| t == topic) => Some(*offset_reset),
                 _ => None,
             })
             .unwrap_or_default()

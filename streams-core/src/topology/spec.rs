@@ -55,9 +55,15 @@ pub enum OffsetReset {
 /// What kind of node a definition is, with what `describe()` shows of it.
 #[derive(Clone)]
 pub(crate) enum NodeKind {
-    Source { topics: Vec<String>, extractor: Option<TimestampExtractor>, offset_reset: OffsetReset },
+    Source {
+        topics: Vec<String>,
+        extractor: Option<TimestampExtractor>,
+        offset_reset: OffsetReset,
+    },
     Processor,
-    Sink { target: SinkTarget },
+    Sink {
+        target: SinkTarget,
+    },
 }
 
 /// Where a sink writes.

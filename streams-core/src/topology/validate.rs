@@ -41,12 +41,18 @@ pub(super) fn build(b: &TopologyBuilder) -> Result<Topology, TopologyError> {
         }
         for p in &n.parents {
             let Some(&pi) = index.get(p.as_str()) else {
-                issues.push(TopologyIssue::UnknownParent { node: n.name.clone(), parent: p.clone() });
+                issues.push(TopologyIssue::UnknownParent {
+                    node: n.name.clone(),
+                    parent: p.clone(),
+                });
                 continue;
             };
             let parent = &b.nodes[pi];
             let (Some(out), Some(input)) = (parent.output, n.input) else {
-                issues.push(TopologyIssue::SinkAsParent { node: n.name.clone(), parent: p.clone() });
+                issues.push(TopologyIssue::SinkAsParent {
+                    node: n.name.clone(),
+                    parent: p.clone(),
+                });
                 continue;
             };
             if !out.same(&input) {
@@ -74,10 +80,19 @@ pub(super) fn build(b: &TopologyBuilder) -> Result<Topology, TopologyError> {
         return Err(TopologyError(issues));
     }
     let subtopologies = subtopologies(b, &parents, &stores, &index);
-    Ok(Topology { nodes: b.nodes.clone(), stores, subtopologies, children })
+    Ok(Topology {
+        nodes: b.nodes.clone(),
+        stores,
+        subtopologies,
+        children,
+    })
 }
 
-fn connect_stores(b: &TopologyBuilder, index: &HashMap<&str, usize>, issues: &mut Vec<TopologyIssue>) -> Vec<StoreDef> {
+fn connect_stores(
+    b: &TopologyBuilder,
+    index: &HashMap<&str, usize>,
+    issues: &mut Vec<TopologyIssue>,
+) -> Vec<StoreDef> {
     let mut stores = b.stores.clone();
     let mut seen = HashSet::new();
     for s in &stores {
@@ -97,7 +112,10 @@ fn connect_stores(b: &TopologyBuilder, index: &HashMap<&str, usize>, issues: &mu
     for s in &stores {
         let name = s.builder.name();
         if s.processors.is_empty() {
-            issues.push(TopologyIssue::Store { store: name.to_owned(), message: "not connected to any processor".into() });
+            issues.push(TopologyIssue::Store {
+                store: name.to_owned(),
+                message: "not connected to any processor".into(),
+            });
         }
         for p in &s.processors {
             match index.get(p.as_str()).map(|&i| &b.nodes[i].kind) {
@@ -172,7 +190,11 @@ fn subtopologies(
         }
     }
     for s in stores {
-        let members: Vec<usize> = s.processors.iter().filter_map(|p| index.get(p.as_str()).copied()).collect();
+        let members: Vec<usize> = s
+            .processors
+            .iter()
+            .filter_map(|p| index.get(p.as_str()).copied())
+            .collect();
         for w in members.windows(2) {
             union(&mut root, w[0], w[1]);
         }
@@ -195,7 +217,9 @@ fn subtopologies(
             for &i in &nodes {
                 match &b.nodes[i].kind {
                     NodeKind::Source { topics, .. } => source_topics.extend(topics.iter().cloned()),
-                    NodeKind::Sink { target: SinkTarget::Topic(t) } => sink_topics.push(t.clone()),
+                    NodeKind::Sink {
+                        target: SinkTarget::Topic(t),
+                    } => sink_topics.push(t.clone()),
                     _ => {}
                 }
             }
@@ -207,7 +231,14 @@ fn subtopologies(
                 .map(|(i, _)| i)
                 .collect();
             let global = nodes.iter().any(|&i| b.nodes[i].global);
-            SubTopology { id: id as u32, nodes, source_topics, sink_topics, stores: store_idx, global }
+            SubTopology {
+                id: id as u32,
+                nodes,
+                source_topics,
+                sink_topics,
+                stores: store_idx,
+                global,
+            }
         })
         .collect()
 }
