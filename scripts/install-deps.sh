@@ -26,8 +26,9 @@ if command -v dpkg-query >/dev/null 2>&1; then
         have_pkg "$pkg" || missing+=("$pkg")
     done
 else
-    command -v cc >/dev/null 2>&1 && command -v c++ >/dev/null 2>&1 && command -v make >/dev/null 2>&1 ||
-        die "no C/C++ toolchain (cc, c++, make) and no dpkg to install one: install them by hand"
+    for tool in cc c++ make; do
+        command -v "$tool" >/dev/null 2>&1 || die "no $tool, and no dpkg to install a C/C++ toolchain: install it by hand"
+    done
     log "warning: not a Debian system; make sure pkg-config, zlib headers and libclang are installed"
 fi
 # Java and Maven are checked by command, so a JDK or Maven installed another way counts too.

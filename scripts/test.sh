@@ -6,7 +6,9 @@
 # Starts Kafka with scripts/kafka.sh (stopped again on exit, whatever happens), exports
 #   STREAMS_TEST_BOOTSTRAP=127.0.0.1:$KAFKA_PORT  where the Kafka tests connect
 #   STREAMS_REQUIRE_KAFKA=1                       a Kafka test without a broker fails, never skips
-# and runs `cargo test --workspace --all-targets`, then `cargo test --workspace --doc`.
+# and runs `cargo test --workspace --lib --bins --tests --examples --no-fail-fast` (every
+# target but the criterion benches, whose harness takes no test flags), then
+# `cargo test --workspace --doc`.
 # Exits with cargo's status. See docs/kafka-for-tests.md.
 set -euo pipefail
 
@@ -20,24 +22,38 @@ TEST_THREADS=${STREAMS_TEST_THREADS:-4}
 
 bash scripts/install-deps.sh
 
+# shellcheck disable=SC2317 # called by the EXIT trap
 stop_kafka() {
     bash scripts/kafka.sh stop || echo "test.sh: warning: stopping Kafka failed" >&2
 }
-trap stop_kafka EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-bash scripts/kafka.sh start
+# A broker of the same run dir that is already up and answering (someone's `kafka.sh start`)
+# is reused and left running; otherwise a fresh one is started and stopped on exit.
+kafka_status=0
+status_out=$(bash scripts/kafka.sh status 2>&1) || kafka_status=$?
+if [[ $kafka_status -eq 0 && $status_out =~ listening\ on\ 127\.0\.0\.1:([0-9]+) ]]; then
+    KAFKA_PORT=${BASH_REMATCH[1]}
+    echo "test.sh: reusing the Kafka broker already running on 127.0.0.1:$KAFKA_PORT (not stopped on exit)"
+else
+    if [[ $kafka_status -eq 1 ]]; then
+        echo "test.sh: a broker is running but not answering: restarting it fresh" >&2
+        bash scripts/kafka.sh stop
+    fi
+    trap stop_kafka EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    bash scripts/kafka.sh start
+fi
 
 export STREAMS_TEST_BOOTSTRAP=127.0.0.1:$KAFKA_PORT
 export STREAMS_REQUIRE_KAFKA=1
 
 # Both runs happen even when the first fails; the exit status is the first failure's.
 status=0
-cargo test --workspace --all-targets "$@" -- --test-threads="$TEST_THREADS" || status=$?
+cargo test --workspace --lib --bins --tests --examples --no-fail-fast "$@" -- --test-threads="$TEST_THREADS" || status=$?
 doc_status=0
 cargo test --workspace --doc "$@" -- --test-threads="$TEST_THREADS" || doc_status=$?
 if [[ $status -ne 0 ]]; then
-    echo "test.sh: cargo test --workspace --all-targets failed (exit $status)" >&2
+    echo "test.sh: cargo test --workspace (lib, bins, tests, examples) failed (exit $status)" >&2
 elif [[ $doc_status -ne 0 ]]; then
     echo "test.sh: cargo test --workspace --doc failed (exit $doc_status)" >&2
     status=$doc_status

@@ -15,7 +15,7 @@
 //! use streams_core::testing::{self, ConsumeUntil, ProduceRecord};
 //!
 //! let Some(bootstrap) = testing::require_kafka("my_kafka_test") else {
-//!     return;
+//!     return Ok(());
 //! };
 //! let topic = testing::unique_name("my-topic");
 //! testing::create_topic(&bootstrap, &topic, 1, &[])?;
