@@ -319,7 +319,7 @@ format_storage() {
     while [[ $cluster_id == -* ]]; do
         cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
     done
-    if ! java "${JVM_OPTS[@]}" -Xmx256m -Dlog4j2.configurationFile="$LOG4J_CONFIG" \
+    if ! java "${JVM_OPTS[@]}" -Xmx256m -XX:TieredStopAtLevel=1 -Dlog4j2.configurationFile="$LOG4J_CONFIG" \
         -Dkafka.logs.dir="$LOG_DIR/storage-tool" -cp "$KAFKA_LIBS/*" kafka.tools.StorageTool \
         format --standalone -t "$cluster_id" -c "$PROPS" >"$LOG_DIR/format.out" 2>&1 9>&-; then
         cat "$LOG_DIR/format.out" >&2

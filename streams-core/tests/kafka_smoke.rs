@@ -279,3 +279,36 @@ fn open_transaction_holds_back_read_committed() -> TestResult {
     assert_eq!(values(&after), vec!["pending"]);
     Ok(())
 }
+
+#[test]
+fn consumer_group_protocol_kip848() -> TestResult {
+    let Some(bootstrap) = testing::require_kafka("consumer_group_protocol_kip848") else {
+        return Ok(());
+    };
+    let topic = testing::unique_name("smoke-kip848");
+    let group = testing::unique_name("smoke-kip848");
+    testing::create_topic(&bootstrap, &topic, 2, &[])?;
+    let records = [
+        ProduceRecord::keyless("a").with_partition(0),
+        ProduceRecord::keyless("b").with_partition(1),
+    ];
+    testing::produce(&bootstrap, &topic, &records, T)?;
+    // The next-generation protocol: the broker sets the session timeout and heartbeat interval.
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .set("group.id", &group)
+        .set("group.protocol", "consumer")
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .create()?;
+    consumer.subscribe(&[&topic])?;
+    let mut seen = poll_n(&consumer, 2, T)?;
+    seen.sort();
+    assert_eq!(seen, vec![(0, 0, b"a".to_vec()), (1, 0, b"b".to_vec())]);
+    consumer.commit_consumer_state(CommitMode::Sync)?;
+    assert_eq!(
+        testing::committed_offsets(&bootstrap, &group, &topic, T)?,
+        vec![(0, Some(1)), (1, Some(1))]
+    );
+    Ok(())
+}
