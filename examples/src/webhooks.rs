@@ -30,7 +30,6 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::message::OwnedHeaders;
 use rdkafka::types::RDKafkaErrorCode;
 use serde::{Deserialize, Serialize};
-use streams_core::runtime::changelog_topic;
 use streams_core::serdes::{JsonSerde, NullableSerde, StringSerde};
 use streams_core::{
     EmbeddedKafka, KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores,
@@ -539,14 +538,6 @@ impl WebHookPipeline {
         properties.extend(config.streams_properties.iter().cloned());
         let streams_config = StreamsConfig::from_properties(properties)?;
         let topology = topology(&config.topics)?;
-        if let Some(e) = embedded {
-            // A shared embedded cluster is not handed to the runtime's internal-topic
-            // creation, which then uses the admin API the mock does not serve: create the
-            // store's changelog here, co-partitioned with the inputs.
-            let partitions = Forwarder::new(bootstrap, &[])?
-                .partitions(&config.topics.web_hooks, Duration::from_secs(30))?;
-            e.create_topic(&changelog_topic(&config.application_id, STORE), partitions)?;
-        }
         let mut streams = match embedded {
             Some(e) => KafkaStreams::on_embedded(topology, streams_config, e)?,
             None => KafkaStreams::new(topology, streams_config)?,

@@ -605,25 +605,3 @@ fn docs_show_the_current_webhook_topology() {
         "update docs/examples.md with:\n{described}"
     );
 }
-
-#[test]
-fn tmp_print_topologies() {
-    use streams_examples::file_aggregation::{ServiceBehaviour, aggregator_topology, service_topology};
-    let b = ServiceBehaviour {
-        max_delay: Duration::ZERO,
-        failure_rate: 0.0,
-    };
-    println!("=== service\n{}", service_topology(b).unwrap().describe());
-    println!(
-        "=== aggregator\n{}",
-        aggregator_topology(std::path::Path::new("/tmp"))
-            .unwrap()
-            .describe()
-    );
-    println!(
-        "=== count\n{}",
-        streams_examples::count::count_topology("input", "output")
-            .unwrap()
-            .describe()
-    );
-}

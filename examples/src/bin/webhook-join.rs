@@ -46,7 +46,7 @@ struct Args {
     #[arg(long)]
     retry_delays: Option<String>,
     /// Appended to every topic name (e.g. to run the demo on a shared cluster).
-    #[arg(long, default_value = "")]
+    #[arg(long, default_value = "", allow_hyphen_values = true)]
     topic_suffix: String,
     /// Partitions of the topics it creates.
     #[arg(long, default_value_t = 3)]
@@ -281,8 +281,9 @@ fn run_demo(
     );
 
     // The dead-letter tool: list, fix the cause, replay.
-    let tool =
-        DlqTool::new(bootstrap, &dead_letter_topic).with_group(format!("{}.dlq-tool", args.application_id));
+    // The tool's default group, as `dlq-tool --topic <dead-letter topic>` uses: the CLI then
+    // knows what the demo replayed.
+    let tool = DlqTool::new(bootstrap, &dead_letter_topic);
     match tool.list(false) {
         Ok(letters) => {
             println!();
