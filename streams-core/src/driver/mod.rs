@@ -308,19 +308,7 @@ impl TopologyTestDriver {
                 store: name.to_owned(),
                 message: "no such store".into(),
             })?;
-        slot.builder
-            .typed_handle(slot.store.clone())
-            .downcast::<KvStore<KS, VS>>()
-            .map(|b| *b)
-            .map_err(|_| StoreError::WrongType {
-                store: name.to_owned(),
-                message: format!(
-                    "asked for KvStore<{}, {}> but the store is {}",
-                    std::any::type_name::<KS>(),
-                    std::any::type_name::<VS>(),
-                    slot.builder.type_name()
-                ),
-            })
+        slot.typed()
     }
 
     /// The names of every topic that holds records (inputs, outputs, changelogs).

@@ -150,17 +150,28 @@ impl TaskShared {
                 store: name.to_owned(),
                 processor: processor.clone(),
             })?;
-        slot.builder
-            .typed_handle(slot.store.clone())
+        slot.typed()
+    }
+}
+
+impl StoreSlot {
+    /// The typed handle of this store, if `KS`/`VS` are the serdes it was built with.
+    pub fn typed<KS, VS>(&self) -> Result<KvStore<KS, VS>, StoreError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        self.builder
+            .typed_handle(self.store.clone())
             .downcast::<KvStore<KS, VS>>()
             .map(|b| *b)
             .map_err(|_| StoreError::WrongType {
-                store: name.to_owned(),
+                store: self.name.clone(),
                 message: format!(
                     "asked for KvStore<{}, {}> but the store is {}",
                     std::any::type_name::<KS>(),
                     std::any::type_name::<VS>(),
-                    slot.builder.type_name()
+                    self.builder.type_name()
                 ),
             })
     }
