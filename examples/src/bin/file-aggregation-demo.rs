@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use streams_core::testing::{ConsumeUntil, consume_all};
+use streams_core::testing::{ConsumeUntil, consume_all, create_topic};
 use streams_core::{EmbeddedKafka, KafkaStreams, StreamsConfig};
 use streams_examples::ExampleError;
 use streams_examples::file_aggregation::{
@@ -58,9 +58,15 @@ fn main() -> Result<(), ExampleError> {
             (Some(e), b)
         }
     };
-    if let Some(e) = &embedded {
-        for t in [PENDING, AGGREGATOR_INPUT, FILES_DONE] {
-            e.create_topic(t, args.partitions)?;
+    for t in [PENDING, AGGREGATOR_INPUT, FILES_DONE] {
+        match &embedded {
+            Some(e) => e.create_topic(t, args.partitions)?,
+            // An existing topic is fine: the demo can run again on the same cluster.
+            None => {
+                if let Err(e) = create_topic(&bootstrap, t, args.partitions, &[]) {
+                    tracing::info!("topic {t}: {e}");
+                }
+            }
         }
     }
     let app_id = format!("file-aggregation-{}", std::process::id());
