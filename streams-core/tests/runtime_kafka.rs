@@ -121,6 +121,10 @@ fn wait_for_counts(
 }
 
 fn start(topology: Topology, config: StreamsConfig) -> KafkaStreams {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
     let mut app = KafkaStreams::new(topology, config).unwrap();
     app.start().unwrap();
     assert!(

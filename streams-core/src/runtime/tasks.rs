@@ -5,6 +5,12 @@
 //! assigns again. Revoked tasks are committed and kept; tasks whose partitions come back
 //! resume with their state, the rest are closed. Under exactly-once the commit is the
 //! thread's transaction, so a kept task's state is exactly its committed state.
+//!
+//! Hand-over between threads of one process: a task moved from thread A to thread B may
+//! still be open (suspended) on A when B is assigned its partitions, so B finds the
+//! task's state directory locked. B then waits: the task's partitions are paused, records
+//! already fetched for them are held back in order, and creation is retried on every
+//! loop until A has closed the task. Nothing is dropped and no offset moves meanwhile.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -47,6 +53,9 @@ pub(crate) struct TaskManager {
     suspended: BTreeSet<TaskId>,
     /// Partitions assigned by the last rebalance, not yet turned into tasks.
     pending: Option<Vec<(String, i32)>>,
+    /// Assigned tasks whose state directory another thread still holds, with the records
+    /// fetched for them meanwhile (their partitions are paused).
+    waiting: BTreeMap<TaskId, Vec<RawRecord>>,
     /// Whether anything was processed or produced since the last commit.
     dirty: bool,
     pub in_transaction: bool,
@@ -88,6 +97,7 @@ impl TaskManager {
             tasks: BTreeMap::new(),
             suspended: BTreeSet::new(),
             pending: None,
+            waiting: BTreeMap::new(),
             dirty: false,
             in_transaction: false,
             failure: None,
@@ -105,8 +115,22 @@ impl TaskManager {
         );
     }
 
+    /// Whether an assignment or a task waiting for its state directory needs work.
     pub fn has_pending(&self) -> bool {
-        self.pending.is_some()
+        self.pending.is_some() || !self.waiting.is_empty()
+    }
+
+    /// The assigned partitions of a task.
+    fn task_partitions(&self, id: TaskId) -> TopicPartitionList {
+        let mut tpl = TopicPartitionList::new();
+        for sub in self.settings.topology.subtopologies() {
+            if sub.id == id.subtopology {
+                for topic in &sub.source_topics {
+                    tpl.add_partition(topic, id.partition);
+                }
+            }
+        }
+        tpl
     }
 
     fn task_dir(&self, id: TaskId) -> PathBuf {
@@ -162,35 +186,53 @@ impl TaskManager {
         Ok((task, wipe))
     }
 
-    /// Creates (or resumes) the tasks of the pending assignment: restores their stores,
-    /// then initializes their processors.
-    pub fn create_pending(&mut self) -> Result<(), StreamsError> {
-        let Some(pending) = self.pending.take() else {
-            return Ok(());
-        };
-        let topology = self.settings.topology.clone();
-        let wanted: BTreeSet<TaskId> = pending
-            .iter()
-            .filter_map(|(t, p)| {
-                topology.subtopology_of_topic(t).map(|s| TaskId {
-                    subtopology: s.id,
-                    partition: *p,
+    /// Creates (or resumes) the tasks of the pending assignment, and those waiting for
+    /// their state directory: restores their stores, then initializes their processors.
+    pub fn create_pending<C: ConsumerContext>(
+        &mut self,
+        consumer: &BaseConsumer<C>,
+    ) -> Result<(), StreamsError> {
+        let mut wanted: BTreeSet<TaskId> = self.waiting.keys().copied().collect();
+        if let Some(pending) = self.pending.take() {
+            let topology = self.settings.topology.clone();
+            wanted = pending
+                .iter()
+                .filter_map(|(t, p)| {
+                    topology.subtopology_of_topic(t).map(|s| TaskId {
+                        subtopology: s.id,
+                        partition: *p,
+                    })
                 })
-            })
-            .collect();
-        for id in std::mem::take(&mut self.suspended) {
-            if !wanted.contains(&id)
-                && let Some(mut task) = self.tasks.remove(&id)
-            {
-                tracing::info!(task = %id, "closing task taken by another member");
-                task.close(true)?;
+                .collect();
+            // A new assignment restarts every partition from its committed offset (and
+            // unpaused): records held for waiting tasks would be seen twice.
+            self.waiting.clear();
+            for id in std::mem::take(&mut self.suspended) {
+                if !wanted.contains(&id)
+                    && let Some(mut task) = self.tasks.remove(&id)
+                {
+                    tracing::info!(task = %id, "closing task taken by another member");
+                    task.close(true)?;
+                }
             }
         }
         for id in wanted {
             if self.tasks.contains_key(&id) {
                 continue;
             }
-            let (mut task, wipe) = self.make_task(id)?;
+            let (mut task, wipe) = match self.make_task(id) {
+                Err(StreamsError::Store(StoreError::Locked { .. })) => {
+                    if !self.waiting.contains_key(&id) {
+                        tracing::info!(task = %id, "state directory still held by another thread; waiting");
+                        consumer
+                            .pause(&self.task_partitions(id))
+                            .map_err(|e| kafka_err("pause", e))?;
+                        self.waiting.insert(id, Vec::new());
+                    }
+                    continue;
+                }
+                other => other?,
+            };
             if wipe {
                 tracing::info!(task = %id, "wiping state without checkpoint (exactly-once)");
                 task.close(false)?;
@@ -225,6 +267,12 @@ impl TaskManager {
             }
             task.initialize()?;
             tracing::info!(task = %id, restored, "task created");
+            if let Some(held) = self.waiting.remove(&id) {
+                task.add_records(held);
+                consumer
+                    .resume(&self.task_partitions(id))
+                    .map_err(|e| kafka_err("resume", e))?;
+            }
             self.tasks.insert(id, task);
         }
         Ok(())
@@ -240,6 +288,8 @@ impl TaskManager {
         };
         if let Some(task) = self.tasks.get_mut(&id) {
             task.add_records([record]);
+        } else if let Some(held) = self.waiting.get_mut(&id) {
+            held.push(record);
         }
     }
 

@@ -157,7 +157,7 @@ fn run_loop(
         }
         step(&mut |tm| {
             if tm.has_pending() {
-                tm.create_pending()?;
+                tm.create_pending(consumer)?;
             }
             Ok(())
         })?;
