@@ -163,59 +163,49 @@ fn configure<'c>(c: &'c mut Criterion, name: &str, elements: u64) -> BenchmarkGr
 
 /// Benchmarks an inclusive range `[from, to]` expected to hold `expected` entries.
 fn bench_range(c: &mut Criterion, f: &Fixture, name: &str, from: &[u8], to: &[u8], expected: usize) {
-    let range = || (Bound::Included(from), Bound::Included(to));
-    assert_eq!(
-        consume(f.memory.range(range().0, range().1).unwrap()),
-        expected,
-        "{name}"
-    );
-    assert_eq!(
-        consume(f.rocks.range(range().0, range().1).unwrap()),
-        expected,
-        "{name}"
-    );
-    assert_eq!(raw_scan(&f.raw, from, &successor(to)), expected, "{name}");
+    let (lo, hi) = (Bound::Included(from), Bound::Included(to));
+    let upper = successor(to);
+    assert_eq!(raw_scan(&f.raw, from, &upper), expected, "{name}");
+    assert_eq!(consume(f.rocks.range(lo, hi).unwrap()), expected, "{name}");
+    assert_eq!(consume(f.cached.range(lo, hi).unwrap()), expected, "{name}");
+    assert_eq!(consume(f.memory.range(lo, hi).unwrap()), expected, "{name}");
     let mut g = configure(c, name, expected as u64);
-    g.bench_function("in_memory", |b| {
-        b.iter(|| consume(f.memory.range(range().0, range().1).unwrap()))
-    });
-    g.bench_function("rocksdb", |b| {
-        b.iter(|| consume(f.rocks.range(range().0, range().1).unwrap()))
-    });
+    g.bench_function("raw_rocksdb", |b| b.iter(|| raw_scan(&f.raw, from, &upper)));
+    g.bench_function("rocksdb", |b| b.iter(|| consume(f.rocks.range(lo, hi).unwrap())));
     g.bench_function("cached_rocksdb", |b| {
-        b.iter(|| consume(f.cached.range(range().0, range().1).unwrap()))
+        b.iter(|| consume(f.cached.range(lo, hi).unwrap()))
     });
-    g.bench_function("raw_rocksdb", |b| {
-        b.iter(|| raw_scan(&f.raw, from, &successor(to)))
+    g.bench_function("in_memory", |b| {
+        b.iter(|| consume(f.memory.range(lo, hi).unwrap()))
     });
     g.finish();
 }
 
 fn bench_prefix(c: &mut Criterion, f: &Fixture, name: &str, prefix: &[u8], expected: usize) {
     let upper = streams_state::prefix_successor(prefix).unwrap();
-    assert_eq!(consume(f.memory.prefix_scan(prefix).unwrap()), expected, "{name}");
+    assert_eq!(raw_scan(&f.raw, prefix, &upper), expected, "{name}");
     assert_eq!(consume(f.rocks.prefix_scan(prefix).unwrap()), expected, "{name}");
     assert_eq!(consume(f.cached.prefix_scan(prefix).unwrap()), expected, "{name}");
-    assert_eq!(raw_scan(&f.raw, prefix, &upper), expected, "{name}");
+    assert_eq!(consume(f.memory.prefix_scan(prefix).unwrap()), expected, "{name}");
     let mut g = configure(c, name, expected as u64);
-    g.bench_function("in_memory", |b| {
-        b.iter(|| consume(f.memory.prefix_scan(prefix).unwrap()))
-    });
+    g.bench_function("raw_rocksdb", |b| b.iter(|| raw_scan(&f.raw, prefix, &upper)));
     g.bench_function("rocksdb", |b| {
         b.iter(|| consume(f.rocks.prefix_scan(prefix).unwrap()))
     });
     g.bench_function("cached_rocksdb", |b| {
         b.iter(|| consume(f.cached.prefix_scan(prefix).unwrap()))
     });
-    g.bench_function("raw_rocksdb", |b| b.iter(|| raw_scan(&f.raw, prefix, &upper)));
+    g.bench_function("in_memory", |b| {
+        b.iter(|| consume(f.memory.prefix_scan(prefix).unwrap()))
+    });
     g.finish();
 }
 
 fn bench_get(c: &mut Criterion, f: &Fixture) {
     let mut g = configure(c, "get", 1);
     let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
-    g.bench_function("in_memory", |b| {
-        b.iter(|| f.memory.get(&key(rng.next_index())).unwrap().unwrap())
+    g.bench_function("raw_rocksdb", |b| {
+        b.iter(|| f.raw.get_pinned(key(rng.next_index())).unwrap().unwrap().len())
     });
     g.bench_function("rocksdb", |b| {
         b.iter(|| f.rocks.get(&key(rng.next_index())).unwrap().unwrap())
@@ -223,8 +213,8 @@ fn bench_get(c: &mut Criterion, f: &Fixture) {
     g.bench_function("cached_rocksdb", |b| {
         b.iter(|| f.cached.get(&key(rng.next_index())).unwrap().unwrap())
     });
-    g.bench_function("raw_rocksdb", |b| {
-        b.iter(|| f.raw.get_pinned(key(rng.next_index())).unwrap().unwrap().len())
+    g.bench_function("in_memory", |b| {
+        b.iter(|| f.memory.get(&key(rng.next_index())).unwrap().unwrap())
     });
     g.finish();
 }
@@ -232,8 +222,9 @@ fn bench_get(c: &mut Criterion, f: &Fixture) {
 fn bench_put(c: &mut Criterion, f: &mut Fixture) {
     let mut g = configure(c, "put", 1);
     let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
-    g.bench_function("in_memory", |b| {
-        b.iter(|| f.memory.put(&key(rng.next_index()), &VALUE).unwrap())
+    let (raw, no_wal) = (&f.raw, &f.no_wal);
+    g.bench_function("raw_rocksdb", |b| {
+        b.iter(|| raw.put_opt(key(rng.next_index()), VALUE, no_wal).unwrap())
     });
     g.bench_function("rocksdb", |b| {
         b.iter(|| f.rocks.put(&key(rng.next_index()), &VALUE).unwrap())
@@ -241,10 +232,8 @@ fn bench_put(c: &mut Criterion, f: &mut Fixture) {
     g.bench_function("cached_rocksdb", |b| {
         b.iter(|| f.cached.put(&key(rng.next_index()), &VALUE).unwrap())
     });
-    let raw = &f.raw;
-    let no_wal = &f.no_wal;
-    g.bench_function("raw_rocksdb", |b| {
-        b.iter(|| raw.put_opt(key(rng.next_index()), VALUE, no_wal).unwrap())
+    g.bench_function("in_memory", |b| {
+        b.iter(|| f.memory.put(&key(rng.next_index()), &VALUE).unwrap())
     });
     g.finish();
 }

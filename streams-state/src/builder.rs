@@ -108,7 +108,9 @@ pub trait StoreBuilder: Send + Sync + 'static {
     /// Whether the built store has a write-back cache.
     fn caching(&self) -> bool;
 
-    /// Builds one task's instance, layered as the [module docs](self) describe.
+    /// Builds one task's instance, outermost layer first: caching (when enabled and
+    /// `ctx.cache_max_bytes > 0`) -> change-logging (when enabled and `ctx.changelog` is
+    /// given) -> the inner in-memory or RocksDB store (in `<state_dir>/rocksdb/<name>`).
     ///
     /// # Errors
     ///

@@ -105,7 +105,7 @@ fn run(lines: u64) {
     store.close().unwrap();
 }
 
-/// About 45 s in a debug build on 2 loaded cores (RocksDB's C++ unoptimised), a few seconds
+/// 15-50 s in a debug build on 2 cores, depending on load (RocksDB's C++ unoptimised); a few seconds
 /// in release.
 #[test]
 fn file_aggregation_1m_lines() {

@@ -270,6 +270,31 @@ fn iterators_are_lazy_and_ordered_across_memtable_and_sst() {
 }
 
 #[test]
+fn entries_of_every_size_are_copied_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = open(dir.path());
+    let sizes = [0usize, 1, 100, 2040, 2047, 2048, 2049, 4096, 5000, 100_000];
+    let mut expected = Vec::new();
+    for round in 0..20u8 {
+        for (i, size) in sizes.iter().enumerate() {
+            let key = vec![round, i as u8];
+            let value: Vec<u8> = (0..*size)
+                .map(|j| (j as u8).wrapping_mul(31).wrapping_add(round))
+                .collect();
+            s.put(&key, &value).unwrap();
+            expected.push((Bytes::from(key), Bytes::from(value)));
+        }
+    }
+    // Retained all at once (arenas stay alive) and streamed one by one (arenas reused).
+    assert_eq!(collect(s.all().unwrap()), expected);
+    for (entry, want) in s.all().unwrap().zip(&expected) {
+        assert_eq!(&entry.unwrap(), want);
+    }
+    expected.reverse();
+    assert_eq!(collect(s.reverse_all().unwrap()), expected);
+}
+
+#[test]
 fn restore_batch_and_checkpoint_survive_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = open(dir.path());

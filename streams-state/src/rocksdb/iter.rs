@@ -9,14 +9,24 @@
 //! | `Included(k)` | `k` | `k ++ [0]` |
 //! | `Excluded(k)` | `k ++ [0]` | `k` |
 //! | `Unbounded` | none | none |
+//!
+//! # Copies
+//!
+//! Entries are copied out of RocksDB (its slices die when the iterator moves). Small entries
+//! are copied into a per-iterator arena of [`ARENA_BYTES`] and handed out as slices of it, so
+//! a scan makes one allocation per arena instead of two per entry, and an arena whose entries
+//! were all dropped is reused in place. A retained entry keeps at most its arena alive.
 
 use std::ops::Bound;
 
 use ::rocksdb::{DBRawIterator, ReadOptions};
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use crate::error::Result;
 use crate::iter::KeyValue;
+
+/// The size of the buffers small entries are copied into.
+const ARENA_BYTES: usize = 4096;
 
 /// The smallest key greater than `key`: `key ++ [0x00]`.
 pub(super) fn successor(key: &[u8]) -> Vec<u8> {
@@ -44,16 +54,36 @@ pub(super) fn upper_bound(to: Bound<&[u8]>) -> Option<Vec<u8>> {
     }
 }
 
-/// Read options carrying the range's bounds, so the iterator never leaves the range.
-pub(super) fn bounded_read_options(from: Bound<&[u8]>, to: Bound<&[u8]>) -> ReadOptions {
+/// Read options carrying the bounds `[lower, upper)`, so the iterator never leaves them;
+/// `None` when the range is empty (`lower >= upper`).
+pub(super) fn bounded_read_options(lower: Option<Vec<u8>>, upper: Option<Vec<u8>>) -> Option<ReadOptions> {
+    if matches!((&lower, &upper), (Some(lower), Some(upper)) if lower >= upper) {
+        return None;
+    }
     let mut opts = ReadOptions::default();
-    if let Some(lower) = lower_bound(from) {
+    if let Some(lower) = lower {
         opts.set_iterate_lower_bound(lower);
     }
-    if let Some(upper) = upper_bound(to) {
+    if let Some(upper) = upper {
         opts.set_iterate_upper_bound(upper);
     }
-    opts
+    Some(opts)
+}
+
+/// Copies an entry: into `arena` when small, into two buffers of its own otherwise.
+fn copy_entry(arena: &mut BytesMut, key: &[u8], value: &[u8]) -> KeyValue {
+    let needed = key.len() + value.len();
+    if needed > ARENA_BYTES / 2 {
+        return (Bytes::copy_from_slice(key), Bytes::copy_from_slice(value));
+    }
+    if arena.capacity() < needed {
+        // Reuses the arena in place when no entry cut from it is alive, else allocates.
+        arena.reserve(ARENA_BYTES);
+    }
+    arena.extend_from_slice(key);
+    let key = arena.split().freeze();
+    arena.extend_from_slice(value);
+    (key, arena.split().freeze())
 }
 
 /// A lazy iterator over a bounded raw iterator: one entry is copied per `next`.
@@ -65,6 +95,7 @@ pub(super) struct RocksIter<'a> {
     /// initial seek), so the next call reads before it moves.
     positioned: bool,
     done: bool,
+    arena: BytesMut,
 }
 
 impl<'a> RocksIter<'a> {
@@ -81,6 +112,7 @@ impl<'a> RocksIter<'a> {
             reverse,
             positioned: true,
             done: false,
+            arena: BytesMut::new(),
         }
     }
 }
@@ -101,7 +133,7 @@ impl Iterator for RocksIter<'_> {
         }
         self.positioned = false;
         if let Some((key, value)) = self.raw.item() {
-            return Some(Ok((Bytes::copy_from_slice(key), Bytes::copy_from_slice(value))));
+            return Some(Ok(copy_entry(&mut self.arena, key, value)));
         }
         self.done = true;
         match self.raw.status() {

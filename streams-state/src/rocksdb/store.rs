@@ -13,23 +13,33 @@ use bytes::Bytes;
 
 use super::iter::{RocksIter, bounded_read_options, lower_bound, successor, upper_bound};
 use super::{RocksDbResources, op_error, open_error};
-use crate::KeyRange;
 use crate::changelog::ChangelogRecord;
 use crate::error::{Result, StoreError};
 use crate::iter::KeyValueIter;
 use crate::store::{KeyValueStore, StateStore};
+use crate::{KeyRange, prefix_successor};
 
 /// The column family holding the store's metadata (the checkpoint).
 const METADATA_CF: &str = "streams-metadata";
 /// The key of the checkpoint in [`METADATA_CF`]; the value is an `i64`, big-endian.
 const CHECKPOINT_KEY: &[u8] = b"checkpoint";
 
-/// A persistent, ordered key-value store on RocksDB. See the [module docs](super) for the
-/// on-disk layout and the invariants (bounded iterators, atomic restore, locking).
+/// A persistent, ordered key-value store on RocksDB: one RocksDB instance per store, in
+/// `<state dir>/rocksdb/<store>` ([`store_dir`](Self::store_dir)).
 ///
-/// Keys are ordered by RocksDB's default bytewise comparator, which is exactly the byte order
-/// of the [ordering contract](crate::KeyValueStore). Values are copied out of RocksDB into
-/// [`Bytes`] as they are read.
+/// - Keys are ordered by RocksDB's bytewise comparator, exactly the byte order of the
+///   [ordering contract](crate::KeyValueStore); iterators are lazy and carry RocksDB
+///   `iterate_lower_bound`/`iterate_upper_bound`, so they never walk tombstones outside their
+///   range. Values are copied out into [`Bytes`] as they are read.
+/// - `delete_range`/`delete_prefix` are one RocksDB range delete.
+/// - Writes skip the write-ahead log, as in Kafka Streams: the changelog is the source of
+///   truth. [`flush`](crate::StateStore::flush) and
+///   [`write_checkpoint`](crate::KeyValueStore::write_checkpoint) flush the memtables;
+///   `restore_batch` writes records and checkpoint in one atomic batch, and data and
+///   checkpoint (kept in a separate column family) are flushed atomically, so after a crash
+///   the checkpoint is never ahead of the data.
+/// - A second instance on the same directory fails with [`StoreError::Locked`]; unreadable
+///   files give [`StoreError::Corrupt`].
 pub struct RocksDbKeyValueStore {
     name: String,
     path: PathBuf,
@@ -115,12 +125,25 @@ impl RocksDbKeyValueStore {
     }
 
     fn iter_range(&self, from: Bound<&[u8]>, to: Bound<&[u8]>, reverse: bool) -> Result<KeyValueIter<'_>> {
+        self.iter_bounds(lower_bound(from), upper_bound(to), reverse)
+    }
+
+    /// A lazy iterator over `[lower, upper)`, bounds handed to RocksDB.
+    fn iter_bounds(
+        &self,
+        lower: Option<Vec<u8>>,
+        upper: Option<Vec<u8>>,
+        reverse: bool,
+    ) -> Result<KeyValueIter<'_>> {
         let db = self.db()?;
-        if KeyRange::new(from, to).is_empty() {
+        let Some(opts) = bounded_read_options(lower, upper) else {
             return Ok(KeyValueIter::empty());
-        }
-        let raw = db.raw_iterator_opt(bounded_read_options(from, to));
-        Ok(KeyValueIter::new(RocksIter::new(raw, &self.name, reverse)))
+        };
+        Ok(KeyValueIter::new(RocksIter::new(
+            db.raw_iterator_opt(opts),
+            &self.name,
+            reverse,
+        )))
     }
 
     /// The largest key at or above `lower`, if any.
@@ -209,6 +232,13 @@ impl KeyValueStore for RocksDbKeyValueStore {
 
     fn reverse_range(&self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<KeyValueIter<'_>> {
         self.iter_range(from, to, true)
+    }
+
+    /// Scans `[prefix, prefix_successor(prefix))`; unbounded above when the prefix has no
+    /// successor (empty or all `0xFF`).
+    fn prefix_scan(&self, prefix: &[u8]) -> Result<KeyValueIter<'_>> {
+        let lower = (!prefix.is_empty()).then(|| prefix.to_vec());
+        self.iter_bounds(lower, prefix_successor(prefix), false)
     }
 
     /// RocksDB's `rocksdb.estimate-num-keys`: approximate, and not reduced by range deletes
