@@ -33,7 +33,7 @@ use crate::KeyRange;
 use crate::changelog::ChangelogRecord;
 use crate::error::{Result, StoreError};
 use crate::iter::{KeyValue, KeyValueIter};
-use crate::store::{KeyValueStore, StateStore};
+use crate::store::{KeyValueStore, StateStore, StoreStats};
 
 /// The bytes each cached entry is charged for on top of its key and value: the map node,
 /// the recency index entry and the reference-counted buffers, roughly.
@@ -342,6 +342,11 @@ impl StateStore for CachingKeyValueStore {
         self.recency.clear();
         self.cached_bytes = 0;
         self.inner.close()
+    }
+    fn stats(&self) -> StoreStats {
+        let mut stats = self.inner.stats();
+        stats.cached_bytes = Some(self.cached_bytes as u64);
+        stats
     }
 }
 

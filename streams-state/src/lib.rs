@@ -33,5 +33,5 @@ pub use iter::{KeyValue, KeyValueIter};
 pub use logging::ChangeLoggingKeyValueStore;
 pub use memory::InMemoryKeyValueStore;
 pub use serde::{OrderedSerde, Serde};
-pub use store::{KeyValueStore, StateStore};
+pub use store::{KeyValueStore, StateStore, StoreStats};
 pub use typed::{KvStore, KvStoreReader, SharedKeyValueStore, TypedIter};

@@ -17,7 +17,7 @@ use bytes::Bytes;
 use crate::changelog::{ChangelogError, ChangelogRecord, ChangelogSink};
 use crate::error::{Result, StoreError};
 use crate::iter::KeyValueIter;
-use crate::store::{KeyValueStore, StateStore};
+use crate::store::{KeyValueStore, StateStore, StoreStats};
 
 /// A store that logs every change of its inner store. See the [module docs](self).
 pub struct ChangeLoggingKeyValueStore {
@@ -82,6 +82,9 @@ impl StateStore for ChangeLoggingKeyValueStore {
         }
         self.flush()?;
         self.inner.close()
+    }
+    fn stats(&self) -> StoreStats {
+        self.inner.stats()
     }
 }
 

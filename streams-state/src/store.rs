@@ -29,6 +29,24 @@ use crate::changelog::ChangelogRecord;
 use crate::error::Result;
 use crate::iter::KeyValueIter;
 
+/// Gauges a store reports for metrics; `None` where the store has no such thing.
+///
+/// Read about once a second by the runtime, never per record.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StoreStats {
+    /// RocksDB's `rocksdb.estimate-num-keys`.
+    pub estimated_keys: Option<u64>,
+    /// RocksDB's `rocksdb.cur-size-all-mem-tables`: bytes in memtables.
+    pub memtable_bytes: Option<u64>,
+    /// RocksDB's `rocksdb.block-cache-usage`: bytes of the (possibly shared) block cache in use.
+    pub block_cache_usage_bytes: Option<u64>,
+    /// RocksDB's `rocksdb.estimate-pending-compaction-bytes`.
+    pub pending_compaction_bytes: Option<u64>,
+    /// Bytes held by the record cache layer, when there is one.
+    pub cached_bytes: Option<u64>,
+}
+
 /// Operations every state store has, whatever its shape.
 pub trait StateStore: Send {
     /// The store's name, unique within a topology.
@@ -47,6 +65,11 @@ pub trait StateStore: Send {
     /// Flushes and releases the store's resources. Further operations fail with
     /// [`StoreError::Closed`](crate::StoreError::Closed). Closing twice is fine.
     fn close(&mut self) -> Result<()>;
+
+    /// The store's gauges; a layer adds its own to those of the layer below. Default: none.
+    fn stats(&self) -> StoreStats {
+        StoreStats::default()
+    }
 }
 
 /// An ordered key-value store of bytes. See the [module docs](self) for the ordering,
@@ -144,6 +167,9 @@ impl<S: StateStore + ?Sized> StateStore for Box<S> {
     }
     fn close(&mut self) -> Result<()> {
         (**self).close()
+    }
+    fn stats(&self) -> StoreStats {
+        (**self).stats()
     }
 }
 

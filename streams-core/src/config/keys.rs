@@ -32,6 +32,9 @@ pub const DEFAULT_PRODUCTION_EXCEPTION_HANDLER: &str = "default.production.excep
 pub const DEAD_LETTER_QUEUE_TOPIC_NAME: &str = "errors.dead.letter.queue.topic.name";
 /// The socket address of the Prometheus metrics endpoint.
 pub const METRICS_ADDRESS: &str = "metrics.address";
+/// Which metrics are recorded: `INFO` (default) or `DEBUG` (adds latency histograms per
+/// processor node and store operation).
+pub const METRICS_RECORDING_LEVEL: &str = "metrics.recording.level";
 /// The longest a stream thread blocks in a poll, in milliseconds.
 pub const POLL_MS: &str = "poll.ms";
 /// The replication factor of internal topics; -1 for the broker's default.
@@ -67,6 +70,7 @@ pub(super) const STREAMS: &[&str] = &[
     DEFAULT_PRODUCTION_EXCEPTION_HANDLER,
     DEAD_LETTER_QUEUE_TOPIC_NAME,
     METRICS_ADDRESS,
+    METRICS_RECORDING_LEVEL,
     POLL_MS,
     REPLICATION_FACTOR,
 ];
@@ -96,7 +100,6 @@ pub(super) const UNSUPPORTED: &[&str] = &[
     "max.warmup.replicas",
     "metric.reporters",
     "metrics.num.samples",
-    "metrics.recording.level",
     "metrics.sample.window.ms",
     "num.standby.replicas",
     "probing.rebalance.interval.ms",

@@ -52,6 +52,7 @@ pub use guarantee::ProcessingGuarantee;
 use crate::driver::DriverConfig;
 use crate::error::StreamsError;
 use crate::handlers::{ErrorHandling, ErrorPolicy};
+use crate::metrics::RecordingLevel;
 
 /// Which clients a pass-through property is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -110,6 +111,7 @@ pub struct StreamsConfig {
     production_handler: ErrorHandling,
     dead_letter_topic: Option<String>,
     metrics_address: Option<SocketAddr>,
+    recording_level: RecordingLevel,
     poll_interval: Duration,
     replication_factor: i32,
     /// Pass-through client properties, prefix stripped, by scope.
@@ -288,6 +290,11 @@ impl StreamsConfig {
         self.metrics_address
     }
 
+    /// `metrics.recording.level`: `INFO` (default) or `DEBUG` (`TRACE` is read as `DEBUG`).
+    pub fn recording_level(&self) -> RecordingLevel {
+        self.recording_level
+    }
+
     /// `poll.ms`: the longest a stream thread blocks waiting for records.
     pub fn poll_interval(&self) -> Duration {
         self.poll_interval
@@ -401,6 +408,10 @@ impl StreamsConfig {
             (
                 keys::METRICS_ADDRESS,
                 opt(self.metrics_address.map(|a| a.to_string()), "<unset>"),
+            ),
+            (
+                keys::METRICS_RECORDING_LEVEL,
+                format!("{:?}", self.recording_level).to_ascii_uppercase(),
             ),
             (keys::POLL_MS, self.poll_interval.as_millis().to_string()),
             (keys::REPLICATION_FACTOR, self.replication_factor.to_string()),

@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::{ProcessingGuarantee, Scope, StreamsConfig, keys};
 use crate::error::StreamsError;
 use crate::handlers::ErrorHandling;
+use crate::metrics::RecordingLevel;
 
 /// A [`StreamsError::Config`] for `property`.
 pub(super) fn invalid(property: &str, message: impl Into<String>) -> StreamsError {
@@ -137,6 +138,19 @@ pub(super) fn validate(
             })
         })
         .transpose()?;
+    let recording_level = match get(keys::METRICS_RECORDING_LEVEL) {
+        Some(v) => match v.to_ascii_uppercase().as_str() {
+            "INFO" => RecordingLevel::Info,
+            "DEBUG" | "TRACE" => RecordingLevel::Debug,
+            _ => {
+                return Err(invalid(
+                    keys::METRICS_RECORDING_LEVEL,
+                    format!("`{v}` is not one of INFO, DEBUG, TRACE"),
+                ));
+            }
+        },
+        None => RecordingLevel::Info,
+    };
     let poll_interval = match get(keys::POLL_MS) {
         Some(v) => millis(keys::POLL_MS, v)?,
         None => Duration::from_millis(StreamsConfig::DEFAULT_POLL_MS),
@@ -168,6 +182,7 @@ pub(super) fn validate(
         production_handler: production.0,
         dead_letter_topic,
         metrics_address,
+        recording_level,
         poll_interval,
         replication_factor,
         client,

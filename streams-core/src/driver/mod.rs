@@ -33,6 +33,7 @@ pub use topics::{TestInputTopic, TestOutputTopic, TestRecord};
 use self::log::{DriverChangelog, DriverCollector, SharedLog};
 use crate::error::StreamsError;
 use crate::handlers::ErrorPolicy;
+use crate::metrics::{Metrics, RecordingLevel, ThreadMetrics};
 use crate::partitioner::default_partition;
 use crate::processor::PunctuationType;
 use crate::record::{Headers, OutputRecord};
@@ -56,6 +57,9 @@ pub struct DriverConfig {
     /// as Kafka Streams' test driver does. Larger values suit bulk tests on RocksDB stores,
     /// whose flush writes a table file. [`TopologyTestDriver::commit`] commits on demand.
     pub commit_every: u32,
+    /// Record metrics at this level (none by default); read them with
+    /// [`TopologyTestDriver::metrics`].
+    pub metrics: Option<RecordingLevel>,
 }
 
 impl Default for DriverConfig {
@@ -67,6 +71,7 @@ impl Default for DriverConfig {
             cache_max_bytes: StoreBuildContext::DEFAULT_CACHE_MAX_BYTES,
             errors: ErrorPolicy::default(),
             commit_every: 1,
+            metrics: None,
         }
     }
 }
@@ -101,6 +106,12 @@ impl DriverConfig {
         self.cache_max_bytes = bytes;
         self
     }
+
+    /// Records metrics at `level`, as one stream thread named `<application id>-driver`.
+    pub fn metrics(mut self, level: RecordingLevel) -> Self {
+        self.metrics = Some(level);
+        self
+    }
 }
 
 pub(crate) struct DriverInner {
@@ -113,6 +124,7 @@ pub(crate) struct DriverInner {
     routed: HashMap<String, usize>,
     commit_every: u32,
     since_commit: u32,
+    metrics: Option<(Metrics, ThreadMetrics)>,
     _state_dir: tempfile::TempDir,
 }
 
@@ -155,6 +167,14 @@ impl TopologyTestDriver {
         }
         let app_id: Arc<str> = Arc::from(config.application_id.as_str());
         let timestamp = Arc::new(AtomicI64::new(0));
+        let metrics = match config.metrics {
+            Some(level) => {
+                let m = Metrics::new(&config.application_id, level)?;
+                let thread = m.thread(&format!("{}-driver", config.application_id));
+                Some((m, thread))
+            }
+            None => None,
+        };
         let mut tasks = BTreeMap::new();
         for sub in topology.subtopologies() {
             let counts: Vec<i32> = sub
@@ -202,6 +222,7 @@ impl TopologyTestDriver {
                     config.errors.clone(),
                     config.start_wall_clock,
                     timestamp.clone(),
+                    metrics.as_ref().map(|(_, t)| t.task(id)),
                 )?;
                 task.initialize()?;
                 tasks.insert(id, task);
@@ -217,6 +238,7 @@ impl TopologyTestDriver {
             routed: HashMap::new(),
             commit_every: config.commit_every.max(1),
             since_commit: 0,
+            metrics,
             _state_dir: state_dir,
         };
         Ok(Self {
@@ -262,6 +284,21 @@ impl TopologyTestDriver {
     /// Commits every task now: flushes caches and stores.
     pub fn commit(&self) -> Result<(), StreamsError> {
         self.inner.borrow_mut().commit()
+    }
+
+    /// The metrics, published up to now, when [`DriverConfig::metrics`] asked for them.
+    pub fn metrics(&self) -> Option<Metrics> {
+        let mut inner = self.inner.borrow_mut();
+        let inner = &mut *inner;
+        let (m, thread) = inner.metrics.as_ref()?;
+        for task in inner.tasks.values_mut() {
+            let d = task.publish_metrics();
+            thread.process_records.inc_by(d.processed);
+            for (c, n) in thread.dead_letters.iter().zip(d.dead_lettered) {
+                c.inc_by(n);
+            }
+        }
+        Some(m.clone())
     }
 
     /// The wall-clock time (ms).

@@ -34,6 +34,7 @@ use self::tasks::{TaskManagerParts, TaskSettings};
 use self::thread::{LoopSettings, ThreadContext};
 use crate::config::StreamsConfig;
 use crate::error::StreamsError;
+use crate::metrics::{Metrics, MetricsServer};
 use crate::topology::Topology;
 
 /// What to do when a stream thread fails.
@@ -56,6 +57,7 @@ struct ThreadHandle {
 
 /// What a stream thread is built from; shared so a failed thread can be replaced.
 struct ThreadFactory {
+    metrics: Metrics,
     topology: Arc<Topology>,
     config: Arc<StreamsConfig>,
     status: Arc<Status>,
@@ -91,6 +93,10 @@ impl ThreadFactory {
                 "isolation.level",
                 if eos { "read_committed" } else { "read_uncommitted" },
             );
+        if cc.get("statistics.interval.ms").is_none() {
+            // End offsets for the lag metric.
+            cc.set("statistics.interval.ms", "1000");
+        }
         if cc.get("auto.offset.reset").is_none() {
             let earliest = self
                 .topology
@@ -103,6 +109,7 @@ impl ThreadFactory {
             status: self.status.clone(),
             name: name.to_owned(),
             in_rebalance: AtomicBool::new(false),
+            high_watermarks: std::sync::Mutex::new(std::collections::HashMap::new()),
         };
         let consumer: BaseConsumer<ThreadContext> = cc
             .create_with_context(context)
@@ -165,6 +172,8 @@ impl ThreadFactory {
         };
         let tasks = TaskManagerParts {
             settings,
+            metrics: self.metrics.clone(),
+            thread_name: name.to_owned(),
             producer: Arc::new(producer),
             tracker,
             restore_consumer,
@@ -180,6 +189,8 @@ impl ThreadFactory {
 
 /// A streams application: a topology running on Kafka. See the [module docs](self).
 pub struct KafkaStreams {
+    metrics: Metrics,
+    server: Option<MetricsServer>,
     topology: Arc<Topology>,
     config: Arc<StreamsConfig>,
     status: Arc<Status>,
@@ -238,10 +249,15 @@ impl KafkaStreams {
         bootstrap: String,
     ) -> Result<Self, StreamsError> {
         let process_id = process_id(&config.state_dir().join(config.application_id()))?;
+        let metrics = Metrics::new(config.application_id(), config.recording_level())?;
+        metrics.set_topology(&topology.describe().to_string());
+        metrics.set_alive_threads(0);
         Ok(Self {
+            status: Arc::new(Status::new(metrics.clone())),
+            metrics,
+            server: None,
             topology: Arc::new(topology),
             config: Arc::new(config),
-            status: Arc::new(Status::new()),
             shutdown: Arc::new(AtomicBool::new(false)),
             threads: Vec::new(),
             embedded,
@@ -272,6 +288,17 @@ impl KafkaStreams {
         self.status.processed_total()
     }
 
+    /// The application's metrics (served at `metrics.address` when set).
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Where the metrics endpoint listens once started (the bound port when
+    /// `metrics.address` asked for port 0).
+    pub fn metrics_address(&self) -> Option<std::net::SocketAddr> {
+        self.server.as_ref().map(MetricsServer::address)
+    }
+
     /// Calls `listener(new, old)` on every state change.
     pub fn set_state_listener(&mut self, listener: impl Fn(State, State) + Send + Sync + 'static) {
         self.status.set_listener(Arc::new(listener));
@@ -287,6 +314,7 @@ impl KafkaStreams {
 
     fn factory(&self) -> Arc<ThreadFactory> {
         Arc::new(ThreadFactory {
+            metrics: self.metrics.clone(),
             topology: self.topology.clone(),
             config: self.config.clone(),
             status: self.status.clone(),
@@ -302,6 +330,14 @@ impl KafkaStreams {
                 "cannot start in state {:?}",
                 self.status.state()
             )));
+        }
+        if let Some(address) = self.config.metrics_address() {
+            let status = self.status.clone();
+            self.server = Some(MetricsServer::start(
+                address,
+                self.metrics.clone(),
+                Arc::new(move || status.state()),
+            )?);
         }
         let factory = self.factory();
         let md: BaseConsumer = factory
@@ -335,9 +371,16 @@ impl KafkaStreams {
         let status = self.status.clone();
         let handler = self.error_handler.clone();
         let thread_name = name.clone();
+        let alive = self
+            .metrics
+            .families()
+            .alive_threads
+            .with_label_values(&[self.metrics.application_id()]);
         let join = std::thread::Builder::new()
             .name(name.clone())
             .spawn(move || {
+                alive.inc();
+                let _alive = AliveGuard(alive);
                 let mut parts = Some((consumer, tasks, settings));
                 while let Some((consumer, tasks, settings)) = parts.take() {
                     let result = thread::run(
@@ -410,6 +453,15 @@ impl KafkaStreams {
             self.status.transition(State::NotRunning);
         }
         all
+    }
+}
+
+/// Decrements the alive-threads gauge when a stream thread ends, however it ends.
+struct AliveGuard(prometheus::IntGauge);
+
+impl Drop for AliveGuard {
+    fn drop(&mut self) {
+        self.0.dec();
     }
 }
 

@@ -6,6 +6,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::metrics::Metrics;
+
 /// The state of a [`KafkaStreams`](super::KafkaStreams) application, as in Kafka Streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum State {
@@ -27,6 +29,7 @@ pub enum State {
 pub type StateListener = Arc<dyn Fn(State, State) + Send + Sync>;
 
 pub(crate) struct Status {
+    metrics: Metrics,
     state: Mutex<State>,
     listener: Mutex<Option<StateListener>>,
     rebalancing: AtomicUsize,
@@ -36,8 +39,10 @@ pub(crate) struct Status {
 }
 
 impl Status {
-    pub fn new() -> Self {
+    pub fn new(metrics: Metrics) -> Self {
+        metrics.set_state(State::Created);
         Self {
+            metrics,
             state: Mutex::new(State::Created),
             listener: Mutex::new(None),
             rebalancing: AtomicUsize::new(0),
@@ -76,6 +81,7 @@ impl Status {
                 return;
             }
             *s = new;
+            self.metrics.set_state(new);
             old
         };
         let listener = self.listener.lock().ok().and_then(|l| l.clone());

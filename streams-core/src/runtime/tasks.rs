@@ -27,6 +27,7 @@ use super::producer::{DeliveryTracker, KafkaChangelogSink, KafkaCollector, Parti
 use super::restore::{changelog_topic, kafka_err, restore_task};
 use crate::error::StreamsError;
 use crate::handlers::ErrorPolicy;
+use crate::metrics::{Metrics, ThreadMetrics};
 use crate::processor::PunctuationType;
 use crate::record::RawRecord;
 use crate::task::{Task, TaskId};
@@ -46,6 +47,9 @@ pub(crate) struct TaskSettings {
 
 pub(crate) struct TaskManager {
     settings: TaskSettings,
+    pub metrics: ThreadMetrics,
+    /// Producer failures already published.
+    failed_published: u64,
     pub producer: Arc<StreamProducer>,
     tracker: DeliveryTracker,
     restore_consumer: BaseConsumer,
@@ -76,6 +80,8 @@ fn now_ms() -> i64 {
 /// (thread-bound) task manager there.
 pub(crate) struct TaskManagerParts {
     pub settings: TaskSettings,
+    pub metrics: Metrics,
+    pub thread_name: String,
     pub producer: Arc<StreamProducer>,
     pub tracker: DeliveryTracker,
     pub restore_consumer: BaseConsumer,
@@ -85,12 +91,16 @@ impl TaskManager {
     pub fn new(parts: TaskManagerParts) -> Self {
         let TaskManagerParts {
             settings,
+            metrics,
+            thread_name,
             producer,
             tracker,
             restore_consumer,
         } = parts;
         Self {
             settings,
+            metrics: metrics.thread(&thread_name),
+            failed_published: 0,
             producer,
             tracker,
             restore_consumer,
@@ -170,6 +180,7 @@ impl TaskManager {
             self.settings.policy.clone(),
             now_ms(),
             timestamp.clone(),
+            Some(self.metrics.task(id)),
         )?;
         // Under exactly-once, persistent state without a checkpoint may hold writes of an
         // aborted transaction: it is wiped and rebuilt from the (committed) changelog.
@@ -213,6 +224,7 @@ impl TaskManager {
                 {
                     tracing::info!(task = %id, "closing task taken by another member");
                     task.close(true)?;
+                    self.metrics.tasks_closed.inc();
                 }
             }
         }
@@ -247,9 +259,22 @@ impl TaskManager {
                 })?;
                 task = self.make_task(id)?.0;
             }
+            let gauges = task
+                .metrics_mut()
+                .map(|m| (m.restore_records.clone(), m.restore_remaining.clone()));
+            let mut counted = 0;
             let restored = restore_task(&self.restore_consumer, &task, &self.settings.app_id, &mut |p| {
                 tracing::debug!(task = %id, restored = p.restored, remaining = p.remaining, "restore progress");
+                if let Some((records, remaining)) = &gauges {
+                    records.inc_by(p.restored.saturating_sub(counted));
+                    counted = p.restored;
+                    remaining.set(i64::try_from(p.remaining).unwrap_or(i64::MAX));
+                }
             })?;
+            if let Some((records, remaining)) = &gauges {
+                records.inc_by(restored.saturating_sub(counted));
+                remaining.set(0);
+            }
             for slot in task.stores() {
                 if let Some(c) = slot.store.borrow().checkpoint()? {
                     self.restored_to.insert(
@@ -266,6 +291,7 @@ impl TaskManager {
                 }
             }
             task.initialize()?;
+            self.metrics.tasks_created.inc();
             tracing::info!(task = %id, restored, "task created");
             if let Some(held) = self.waiting.remove(&id) {
                 task.add_records(held);
@@ -276,6 +302,59 @@ impl TaskManager {
             self.tasks.insert(id, task);
         }
         Ok(())
+    }
+
+    /// Publishes every task's counts and gauges, the lag of each input partition (end
+    /// offset `high` from the consumer's statistics minus the task's next offset) and the
+    /// producer's failures. Run about once a second.
+    pub fn publish_metrics<C: ConsumerContext>(
+        &mut self,
+        consumer: &BaseConsumer<C>,
+        high: &std::collections::HashMap<(String, i32), i64>,
+    ) {
+        let positions = consumer.position().ok();
+        for task in self.tasks.values_mut() {
+            let d = task.publish_metrics();
+            self.metrics.process_records.inc_by(d.processed);
+            for (c, n) in self.metrics.dead_letters.iter().zip(d.dead_lettered) {
+                c.inc_by(n);
+            }
+            let next: std::collections::HashMap<(String, i32), i64> = task
+                .committable_offsets()
+                .into_iter()
+                .map(|(t, p, o)| ((t, p), o))
+                .collect();
+            let topology = self.settings.topology.clone();
+            let Some(sub) = topology.subtopology(task.id().subtopology) else {
+                continue;
+            };
+            let partition = task.id().partition;
+            for topic in &sub.source_topics {
+                let Some(&high) = high.get(&(topic.clone(), partition)) else {
+                    continue;
+                };
+                let position = next.get(&(topic.clone(), partition)).copied().or_else(|| {
+                    positions
+                        .as_ref()
+                        .and_then(|p| p.find_partition(topic, partition))
+                        .and_then(|e| match e.offset() {
+                            Offset::Offset(o) => Some(o),
+                            _ => None,
+                        })
+                });
+                if let (Some(position), Some(m)) = (position, task.metrics_mut())
+                    && high >= 0
+                {
+                    m.set_lag(topic, partition, (high - position).max(0));
+                }
+            }
+        }
+        if let Ok(d) = self.tracker.state.lock() {
+            self.metrics
+                .producer_errors
+                .inc_by(d.failed.saturating_sub(self.failed_published));
+            self.failed_published = d.failed;
+        }
     }
 
     pub fn add_record(&mut self, record: RawRecord) {
@@ -483,6 +562,7 @@ impl TaskManager {
             if let Err(e) = task.close(clean && result.is_ok()) {
                 tracing::warn!(task = %task.id(), error = %e, "closing task");
             }
+            self.metrics.tasks_closed.inc();
         }
         result
     }

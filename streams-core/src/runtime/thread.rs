@@ -6,14 +6,16 @@
 //! before the partitions move, without sharing tasks across threads or taking locks.
 
 use std::cell::RefCell;
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rdkafka::ClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
 use rdkafka::message::{Headers as _, Message};
+use rdkafka::statistics::Statistics;
 
 use super::status::Status;
 use super::tasks::{TaskManager, TaskManagerParts};
@@ -35,9 +37,25 @@ pub(crate) struct ThreadContext {
     pub name: String,
     /// Set by a rebalance callback, cleared by the loop once the new tasks exist.
     pub in_rebalance: AtomicBool,
+    /// End offsets of the assigned partitions, from librdkafka's statistics (delivered
+    /// inside `poll` about once a second), for the lag metric.
+    pub high_watermarks: Mutex<HashMap<(String, i32), i64>>,
 }
 
-impl ClientContext for ThreadContext {}
+impl ClientContext for ThreadContext {
+    fn stats(&self, statistics: Statistics) {
+        let Ok(mut hw) = self.high_watermarks.lock() else {
+            return;
+        };
+        for (topic, t) in statistics.topics {
+            for (partition, p) in t.partitions {
+                if partition >= 0 && p.hi_offset >= 0 {
+                    hw.insert((topic.clone(), partition), p.hi_offset);
+                }
+            }
+        }
+    }
+}
 
 impl ConsumerContext for ThreadContext {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
@@ -133,10 +151,15 @@ fn run_loop(
         .unwrap_or_else(|| Err(StreamsError::Usage("task manager missing".into())))
     };
     step(&mut |tm| tm.begin_transaction())?;
+    // The loop's own metric handles (the task manager owns the thread's series).
+    let m = with_tasks(|tm| LoopMetrics::of(&tm.metrics))
+        .ok_or_else(|| StreamsError::Usage("task manager missing".into()))?;
     let mut last_commit = Instant::now();
+    let mut last_publish = Instant::now();
     while !shutdown.load(Ordering::Relaxed) {
         let mut batch = Vec::new();
         let mut timeout = settings.poll;
+        let poll_started = Instant::now();
         while batch.len() < settings.max_poll_records {
             let generation = status.generation();
             let polled = consumer.poll(timeout);
@@ -149,12 +172,17 @@ fn run_loop(
                 Some(Ok(m)) => batch.push(to_raw(&m)),
                 Some(Err(e)) => {
                     tracing::warn!(thread = name, error = %e, "poll error");
+                    m.consumer_errors.inc();
                     break;
                 }
                 None => break,
             }
             timeout = Duration::ZERO;
         }
+        let polled_for = poll_started.elapsed().as_secs_f64();
+        m.poll_latency.observe(polled_for);
+        m.blocked_seconds.inc_by(polled_for);
+        m.poll_records.observe(batch.len() as f64);
         step(&mut |tm| {
             if tm.has_pending() {
                 tm.create_pending(consumer)?;
@@ -165,19 +193,72 @@ fn run_loop(
             status.leave_rebalance();
         }
         step(&mut |tm| {
+            let started = Instant::now();
             for r in batch.drain(..) {
                 tm.add_record(r);
             }
-            tm.process()?;
-            tm.punctuate_wall_clock()?;
+            if tm.process()? > 0 {
+                m.process_latency.observe(started.elapsed().as_secs_f64());
+            }
+            let started = Instant::now();
+            if tm.punctuate_wall_clock()? > 0 {
+                m.punctuate_latency.observe(started.elapsed().as_secs_f64());
+            }
             if tm.commit_requested() || last_commit.elapsed() >= settings.commit_interval {
-                tm.commit(consumer)?;
+                let started = Instant::now();
+                if tm.commit(consumer)? {
+                    let took = started.elapsed().as_secs_f64();
+                    m.commit_latency.observe(took);
+                    m.blocked_seconds.inc_by(took);
+                    m.commits.inc();
+                    tracing::debug!(thread = name, took_ms = took * 1e3, "committed");
+                }
                 tm.begin_transaction()?;
                 last_commit = Instant::now();
+            }
+            if last_publish.elapsed() >= PUBLISH_EVERY {
+                let high = consumer
+                    .context()
+                    .high_watermarks
+                    .lock()
+                    .map(|h| h.clone())
+                    .unwrap_or_default();
+                tm.publish_metrics(consumer, &high);
+                last_publish = Instant::now();
             }
             status.set_processed(name, tm.processed_total);
             Ok(())
         })?;
     }
     Ok(())
+}
+
+/// How often task counts and gauges are published to the registry.
+const PUBLISH_EVERY: Duration = Duration::from_secs(1);
+
+/// Clones of the thread's handles the loop records into itself.
+struct LoopMetrics {
+    poll_latency: prometheus::Histogram,
+    poll_records: prometheus::Histogram,
+    process_latency: prometheus::Histogram,
+    punctuate_latency: prometheus::Histogram,
+    commit_latency: prometheus::Histogram,
+    commits: prometheus::IntCounter,
+    blocked_seconds: prometheus::Counter,
+    consumer_errors: prometheus::IntCounter,
+}
+
+impl LoopMetrics {
+    fn of(t: &crate::metrics::ThreadMetrics) -> Self {
+        Self {
+            poll_latency: t.poll_latency.clone(),
+            poll_records: t.poll_records.clone(),
+            process_latency: t.process_latency.clone(),
+            punctuate_latency: t.punctuate_latency.clone(),
+            commit_latency: t.commit_latency.clone(),
+            commits: t.commits.clone(),
+            blocked_seconds: t.blocked_seconds.clone(),
+            consumer_errors: t.consumer_errors.clone(),
+        }
+    }
 }

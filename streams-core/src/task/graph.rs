@@ -7,16 +7,20 @@
 
 use std::any::Any;
 use std::cell::RefCell;
+use std::time::Instant;
 
 use super::nodes::ErasedNode;
 use super::shared::TaskShared;
 use crate::error::{ProcessResult, ProcessorError};
+use crate::metrics::NodeMetrics;
 
 /// The static facts of a node within a task.
 pub(crate) struct NodeMeta {
     pub name: String,
     pub children: Vec<usize>,
     pub stores: Vec<String>,
+    /// Present when the task records metrics.
+    pub metrics: Option<NodeMetrics>,
 }
 
 /// The node instances of one task, indexed as in `meta`.
@@ -62,12 +66,32 @@ impl<'a> NodeCx<'a> {
     /// Runs node `child` on `record` (an `Option<Record<K, V>>` or, for sources, an
     /// `Option<RawRecord>`).
     pub fn dispatch(&self, child: usize, record: &mut dyn Any) -> ProcessResult {
-        self.graph
-            .run(self.task, child, |node, cx| node.process(cx, record))
+        if let Some(m) = &self.graph.meta[self.node].metrics {
+            m.forwarded.set(m.forwarded.get() + 1);
+        }
+        self.graph.process(self.task, child, record)
     }
 }
 
 impl Graph {
+    /// Runs node `index` on `record`, counting it (and timing it at DEBUG) when the task
+    /// records metrics.
+    pub fn process(&self, task: &TaskShared, index: usize, record: &mut dyn Any) -> ProcessResult {
+        let Some(m) = &self.meta[index].metrics else {
+            return self.run(task, index, |node, cx| node.process(cx, record));
+        };
+        m.records_in.set(m.records_in.get() + 1);
+        match &m.latency {
+            None => self.run(task, index, |node, cx| node.process(cx, record)),
+            Some(h) => {
+                let started = Instant::now();
+                let result = self.run(task, index, |node, cx| node.process(cx, record));
+                h.observe(started.elapsed().as_secs_f64());
+                result
+            }
+        }
+    }
+
     /// Runs `f` on node `index`, tagging an error with the node's name unless a node below
     /// already did.
     pub fn run(

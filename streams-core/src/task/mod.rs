@@ -8,6 +8,7 @@
 pub(crate) mod collector;
 pub(crate) mod graph;
 pub(crate) mod nodes;
+mod publish;
 mod queue;
 pub(crate) mod shared;
 
@@ -26,6 +27,7 @@ use self::queue::RecordQueues;
 use self::shared::{StoreSlot, TaskShared};
 use crate::error::{ErrorOrigin, ProcessorError, StreamsError};
 use crate::handlers::{ErrorHandling, ErrorPolicy, dead_letter};
+use crate::metrics::{DLQ_REASONS, MeteredKeyValueStore, TaskMetrics};
 use crate::processor::PunctuationType;
 use crate::record::{RawRecord, RecordMetadata};
 use crate::topology::Topology;
@@ -54,6 +56,8 @@ pub(crate) struct TaskCounters {
     pub dropped: u64,
     pub punctuations: u64,
     pub dead_lettered: u64,
+    /// Dead-lettered records by reason, indexed as [`DLQ_REASONS`].
+    pub dead_lettered_by: [u64; 2],
 }
 
 struct SourceEntry {
@@ -72,6 +76,7 @@ pub(crate) struct Task {
     policy: ErrorPolicy,
     pub counters: TaskCounters,
     initialized: bool,
+    metrics: Option<TaskMetrics>,
 }
 
 /// Builds the bytes store stack of `def` for task `id`.
@@ -93,6 +98,7 @@ impl Task {
         policy: ErrorPolicy,
         wall_clock: i64,
         timestamp: Arc<std::sync::atomic::AtomicI64>,
+        mut metrics: Option<TaskMetrics>,
     ) -> Result<Self, StreamsError> {
         let sub = topology
             .subtopology(id.subtopology)
@@ -117,6 +123,7 @@ impl Task {
                     .filter_map(|c| index.get(c).copied())
                     .collect(),
                 stores: topology.stores_of(&def.name),
+                metrics: metrics.as_mut().map(|m| m.node(&def.name)),
             });
             if let NodeKind::Source {
                 topics, extractor, ..
@@ -136,7 +143,11 @@ impl Task {
         let mut stores = Vec::new();
         for &s in &sub.stores {
             let def = &topology.stores[s];
-            let store = make_store(def, id)?;
+            let mut store = make_store(def, id)?;
+            if let Some(m) = metrics.as_mut() {
+                let store_metrics = m.store(def.builder.name());
+                store = Box::new(MeteredKeyValueStore::new(store, store_metrics));
+            }
             stores.push(StoreSlot {
                 name: def.builder.name().to_owned(),
                 store: Rc::new(RefCell::new(store)),
@@ -153,6 +164,7 @@ impl Task {
             policy,
             counters: TaskCounters::default(),
             initialized: false,
+            metrics,
         })
     }
 
@@ -223,9 +235,7 @@ impl Task {
         let tp = (raw.topic.clone(), raw.partition);
         let offset = raw.offset;
         let mut slot = Some(raw);
-        let result = self
-            .graph
-            .run(&self.shared, node, |n, cx| n.process(cx, &mut slot));
+        let result = self.graph.process(&self.shared, node, &mut slot);
         if let Err(e) = result {
             self.handle_failure(e, slot)?;
         } else {
@@ -291,6 +301,9 @@ impl Task {
                         message: e.to_string(),
                     })?;
                 self.counters.dead_lettered += 1;
+                if let Some(i) = DLQ_REASONS.iter().position(|r| *r == kind) {
+                    self.counters.dead_lettered_by[i] += 1;
+                }
                 Ok(())
             }
         }

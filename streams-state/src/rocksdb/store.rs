@@ -16,7 +16,7 @@ use super::{RocksDbResources, op_error, open_error};
 use crate::changelog::ChangelogRecord;
 use crate::error::{Result, StoreError};
 use crate::iter::KeyValueIter;
-use crate::store::{KeyValueStore, StateStore};
+use crate::store::{KeyValueStore, StateStore, StoreStats};
 use crate::{KeyRange, prefix_successor};
 
 /// The column family holding the store's metadata (the checkpoint).
@@ -194,6 +194,20 @@ impl StateStore for RocksDbKeyValueStore {
         // Release the DB (and its LOCK) even when the flush failed.
         self.db = None;
         flushed
+    }
+
+    fn stats(&self) -> StoreStats {
+        let Some(db) = &self.db else {
+            return StoreStats::default();
+        };
+        let int = |name: &str| db.property_int_value(name).ok().flatten();
+        StoreStats {
+            estimated_keys: int("rocksdb.estimate-num-keys"),
+            memtable_bytes: int("rocksdb.cur-size-all-mem-tables"),
+            block_cache_usage_bytes: int("rocksdb.block-cache-usage"),
+            pending_compaction_bytes: int("rocksdb.estimate-pending-compaction-bytes"),
+            ..StoreStats::default()
+        }
     }
 }
 

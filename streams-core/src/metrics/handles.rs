@@ -1,0 +1,232 @@
+//! Pre-resolved metric handles of a thread, a task and a processor node.
+//!
+//! Label values are bound once, when the thread, task or node is created; recording is then
+//! an atomic add on a handle, or (processor nodes) a plain add on a local counter that the
+//! task publishes about once a second. Dropping a thread's or a task's handles removes its
+//! series from the registry, so a closed task leaves no stale series behind.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+
+use prometheus::{Counter, Histogram, IntCounter, IntGauge};
+
+use super::Metrics;
+use super::families::{counter, maybe};
+use crate::task::TaskId;
+
+/// Dead-letter reasons, as the `reason` label spells them.
+pub(crate) const DLQ_REASONS: [&str; 2] = ["deserialization", "processing"];
+
+/// The metrics of one stream thread.
+pub(crate) struct ThreadMetrics {
+    metrics: Metrics,
+    thread: String,
+    pub process_records: IntCounter,
+    pub poll_records: Histogram,
+    pub poll_latency: Histogram,
+    pub process_latency: Histogram,
+    pub commit_latency: Histogram,
+    pub punctuate_latency: Histogram,
+    pub commits: IntCounter,
+    pub tasks_created: IntCounter,
+    pub tasks_closed: IntCounter,
+    pub blocked_seconds: Counter,
+    pub producer_errors: IntCounter,
+    pub consumer_errors: IntCounter,
+    pub dead_letters: [IntCounter; 2],
+}
+
+impl ThreadMetrics {
+    pub(super) fn new(metrics: &Metrics, thread: &str) -> Self {
+        let f = metrics.families();
+        let l = [metrics.application_id(), thread];
+        Self {
+            metrics: metrics.clone(),
+            thread: thread.to_owned(),
+            process_records: counter(&f.thread_process_records, &l),
+            poll_records: f.thread_poll_records.with_label_values(&l),
+            poll_latency: f.thread_poll_latency.with_label_values(&l),
+            process_latency: f.thread_process_latency.with_label_values(&l),
+            commit_latency: f.thread_commit_latency.with_label_values(&l),
+            punctuate_latency: f.thread_punctuate_latency.with_label_values(&l),
+            commits: counter(&f.thread_commits, &l),
+            tasks_created: counter(&f.thread_tasks_created, &l),
+            tasks_closed: counter(&f.thread_tasks_closed, &l),
+            blocked_seconds: f.thread_blocked_seconds.with_label_values(&l),
+            producer_errors: counter(&f.producer_errors, &l),
+            consumer_errors: counter(&f.consumer_errors, &l),
+            dead_letters: DLQ_REASONS.map(|r| counter(&f.dead_letter_records, &[l[0], l[1], r])),
+        }
+    }
+
+    /// The metrics of task `id` on this thread.
+    pub fn task(&self, id: TaskId) -> TaskMetrics {
+        TaskMetrics::new(&self.metrics, &self.thread, id)
+    }
+}
+
+impl Drop for ThreadMetrics {
+    fn drop(&mut self) {
+        let f = self.metrics.families();
+        let l = [self.metrics.application_id(), self.thread.as_str()];
+        let _ = f.thread_process_records.remove_label_values(&l);
+        let _ = f.thread_poll_records.remove_label_values(&l);
+        let _ = f.thread_poll_latency.remove_label_values(&l);
+        let _ = f.thread_process_latency.remove_label_values(&l);
+        let _ = f.thread_commit_latency.remove_label_values(&l);
+        let _ = f.thread_punctuate_latency.remove_label_values(&l);
+        let _ = f.thread_commits.remove_label_values(&l);
+        let _ = f.thread_tasks_created.remove_label_values(&l);
+        let _ = f.thread_tasks_closed.remove_label_values(&l);
+        let _ = f.thread_blocked_seconds.remove_label_values(&l);
+        let _ = f.producer_errors.remove_label_values(&l);
+        let _ = f.consumer_errors.remove_label_values(&l);
+        for r in DLQ_REASONS {
+            let _ = f.dead_letter_records.remove_label_values(&[l[0], l[1], r]);
+        }
+    }
+}
+
+/// Totals a task last published, to publish deltas.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Published {
+    pub processed: u64,
+    pub dropped: u64,
+    pub punctuations: u64,
+    pub dead_lettered: [u64; 2],
+}
+
+/// The metrics of one task, with the names of its nodes and stores (to remove their series
+/// when the task closes).
+pub(crate) struct TaskMetrics {
+    metrics: Metrics,
+    thread: String,
+    task: String,
+    pub process_records: IntCounter,
+    pub dropped_records: IntCounter,
+    pub punctuations: IntCounter,
+    pub cache_size: IntGauge,
+    pub restore_records: IntCounter,
+    pub restore_remaining: IntGauge,
+    lag: HashMap<(String, i32), IntGauge>,
+    nodes: Vec<String>,
+    stores: Vec<String>,
+    pub published: Published,
+}
+
+impl TaskMetrics {
+    fn new(metrics: &Metrics, thread: &str, id: TaskId) -> Self {
+        let f = metrics.families();
+        let task = id.to_string();
+        let l = [metrics.application_id(), thread, task.as_str()];
+        Self {
+            metrics: metrics.clone(),
+            thread: thread.to_owned(),
+            process_records: counter(&f.task_process_records, &l),
+            dropped_records: counter(&f.task_dropped_records, &l),
+            punctuations: counter(&f.task_punctuations, &l),
+            cache_size: f.task_cache_size.with_label_values(&l),
+            restore_records: counter(&f.task_restore_records, &l),
+            restore_remaining: f.task_restore_remaining.with_label_values(&l),
+            task,
+            lag: HashMap::new(),
+            nodes: Vec::new(),
+            stores: Vec::new(),
+            published: Published::default(),
+        }
+    }
+
+    fn labels(&self) -> [&str; 3] {
+        [self.metrics.application_id(), &self.thread, &self.task]
+    }
+
+    /// Whether latency histograms are recorded.
+    pub fn debug(&self) -> bool {
+        self.metrics.recording_level() == super::RecordingLevel::Debug
+    }
+
+    /// The metrics of processor node `name`.
+    pub fn node(&mut self, name: &str) -> NodeMetrics {
+        let f = self.metrics.families();
+        let [a, t, k] = self.labels();
+        let l = [a, t, k, name];
+        let m = NodeMetrics {
+            records_in: Cell::new(0),
+            forwarded: Cell::new(0),
+            records_in_total: counter(&f.node_records_in, &l),
+            forwarded_total: counter(&f.node_records_forwarded, &l),
+            latency: maybe(self.debug(), &f.node_process_latency, &l),
+        };
+        self.nodes.push(name.to_owned());
+        m
+    }
+
+    /// The metrics of store `name`.
+    pub fn store(&mut self, name: &str) -> super::store::StoreMetrics {
+        let m = super::store::StoreMetrics::new(&self.metrics, self.labels(), name, self.debug());
+        self.stores.push(name.to_owned());
+        m
+    }
+
+    /// Sets the lag of input partition `topic`-`partition`.
+    pub fn set_lag(&mut self, topic: &str, partition: i32, lag: i64) {
+        let key = (topic.to_owned(), partition);
+        if !self.lag.contains_key(&key) {
+            let f = self.metrics.families();
+            let [a, t, k] = self.labels();
+            let p = partition.to_string();
+            let g = f.task_records_lag.with_label_values(&[a, t, k, topic, &p]);
+            self.lag.insert(key.clone(), g);
+        }
+        if let Some(g) = self.lag.get(&key) {
+            g.set(lag);
+        }
+    }
+}
+
+impl Drop for TaskMetrics {
+    fn drop(&mut self) {
+        let f = self.metrics.families();
+        let l = self.labels();
+        let _ = f.task_process_records.remove_label_values(&l);
+        let _ = f.task_dropped_records.remove_label_values(&l);
+        let _ = f.task_punctuations.remove_label_values(&l);
+        let _ = f.task_cache_size.remove_label_values(&l);
+        let _ = f.task_restore_records.remove_label_values(&l);
+        let _ = f.task_restore_remaining.remove_label_values(&l);
+        for (topic, partition) in self.lag.keys() {
+            let p = partition.to_string();
+            let _ = f
+                .task_records_lag
+                .remove_label_values(&[l[0], l[1], l[2], topic, &p]);
+        }
+        for node in &self.nodes {
+            let nl = [l[0], l[1], l[2], node.as_str()];
+            let _ = f.node_records_in.remove_label_values(&nl);
+            let _ = f.node_records_forwarded.remove_label_values(&nl);
+            let _ = f.node_process_latency.remove_label_values(&nl);
+        }
+        for store in &self.stores {
+            super::store::remove_store_series(f, l, store);
+        }
+    }
+}
+
+/// The metrics of one processor node in one task. Counting a record is a plain add on a
+/// local counter; [`publish`](Self::publish) moves the counts to the registry.
+pub(crate) struct NodeMetrics {
+    pub records_in: Cell<u64>,
+    pub forwarded: Cell<u64>,
+    records_in_total: IntCounter,
+    forwarded_total: IntCounter,
+    /// Present at recording level DEBUG.
+    pub latency: Option<Histogram>,
+}
+
+impl NodeMetrics {
+    /// Adds the local counts to the registry's counters.
+    pub fn publish(&self) {
+        self.records_in_total.inc_by(self.records_in.replace(0));
+        self.forwarded_total.inc_by(self.forwarded.replace(0));
+    }
+}

@@ -1,0 +1,286 @@
+//! Metrics of a running application against the real broker, scraped over HTTP: thread,
+//! task, processor and store series with their labels, counters that match the records
+//! sent, `/health`, and the series of tasks that moved to another instance removed.
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use streams_core::serdes::{StringSerde, U64Serde};
+use streams_core::testing::{self, ProduceRecord};
+use streams_core::{
+    KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, State, Stores, StreamsConfig,
+    Topology,
+};
+
+#[derive(Default)]
+struct Count {
+    store: Option<KvStore<StringSerde, U64Serde>>,
+}
+
+impl Processor<String, String, String, u64> for Count {
+    fn init(&mut self, ctx: &mut ProcessorContext<'_, String, u64>) -> ProcessResult {
+        self.store = Some(ctx.kv_store("counts")?);
+        Ok(())
+    }
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, u64>,
+        r: Record<String, String>,
+    ) -> ProcessResult {
+        let store = self.store.as_ref().ok_or("init")?;
+        let n = store.get(&r.key)?.unwrap_or(0) + 1;
+        store.put(&r.key, &n)?;
+        ctx.forward(Record::new(r.key, n, r.timestamp))
+    }
+}
+
+fn topology(input: &str, output: &str) -> Topology {
+    let mut b = Topology::builder();
+    b.add_source("src", [input], StringSerde, StringSerde)
+        .add_processor("count", Count::default, ["src"])
+        .add_state_store(
+            Stores::persistent_kv("counts", StringSerde, U64Serde).with_caching(),
+            ["count"],
+        )
+        .add_sink("out", output, StringSerde, U64Serde, ["count"]);
+    b.build().unwrap()
+}
+
+fn config(bootstrap: &str, app: &str, dir: &Path) -> StreamsConfig {
+    StreamsConfig::from_properties([
+        ("application.id", app),
+        ("bootstrap.servers", bootstrap),
+        ("state.dir", &dir.display().to_string()),
+        ("commit.interval.ms", "200"),
+        ("metrics.address", "127.0.0.1:0"),
+        ("metrics.recording.level", "DEBUG"),
+        ("consumer.session.timeout.ms", "6000"),
+        ("consumer.heartbeat.interval.ms", "500"),
+    ])
+    .unwrap()
+}
+
+/// A plain HTTP/1.1 GET: (status, body).
+fn get(address: SocketAddr, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(address).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    s.read_to_string(&mut response).unwrap();
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// The samples of `name` whose labels contain every one of `labels` (`key="value"`).
+fn samples<'a>(text: &'a str, name: &str, labels: &[&str]) -> Vec<(&'a str, f64)> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (series, value) = l.rsplit_once(' ')?;
+            let (n, rest) = series.split_once('{').unwrap_or((series, ""));
+            (n == name && labels.iter().all(|want| rest.contains(want)))
+                .then(|| Some((rest, value.parse().ok()?)))
+                .flatten()
+        })
+        .collect()
+}
+
+fn sum(text: &str, name: &str, labels: &[&str]) -> f64 {
+    samples(text, name, labels).iter().map(|(_, v)| v).sum()
+}
+
+fn task_ids(text: &str) -> BTreeSet<String> {
+    samples(text, "streams_task_process_records_total", &[])
+        .iter()
+        .filter_map(|(labels, _)| {
+            let start = labels.find("task_id=\"")? + 9;
+            let end = labels[start..].find('"')? + start;
+            Some(labels[start..end].to_owned())
+        })
+        .collect()
+}
+
+/// Scrapes until `done(text)` or fails after `timeout`, showing the last scrape.
+fn scrape_until(address: SocketAddr, timeout: Duration, what: &str, done: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let (status, text) = get(address, "/metrics");
+        assert_eq!(status, 200);
+        if done(&text) {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} not reached; last scrape:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+fn start(topology: Topology, config: StreamsConfig) -> (KafkaStreams, SocketAddr) {
+    let mut app = KafkaStreams::new(topology, config).unwrap();
+    app.start().unwrap();
+    assert!(app.wait_for_state(State::Running, Duration::from_secs(60)));
+    let address = app.metrics_address().expect("metrics endpoint");
+    (app, address)
+}
+
+#[test]
+fn metrics_are_scraped_while_running_and_follow_the_tasks() {
+    let Some(bootstrap) = testing::require_kafka("metrics_are_scraped_while_running_and_follow_the_tasks")
+    else {
+        return;
+    };
+    let app_id = testing::unique_name("metrics-app");
+    let input = testing::unique_name("words");
+    let output = testing::unique_name("counts");
+    testing::create_topic(&bootstrap, &input, 4, &[]).unwrap();
+    testing::create_topic(&bootstrap, &output, 4, &[]).unwrap();
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+
+    let (mut a, address) = start(topology(&input, &output), config(&bootstrap, &app_id, d1.path()));
+    let (status, body) = get(address, "/health");
+    assert_eq!((status, body.trim()), (200, "Running"));
+
+    const N: usize = 2_000;
+    let records: Vec<ProduceRecord> = (0..N)
+        .map(|i| ProduceRecord::new(format!("key-{}", i % 100), format!("v{i}")))
+        .collect();
+    testing::produce(&bootstrap, &input, &records, Duration::from_secs(60)).unwrap();
+
+    let app = format!("application_id=\"{app_id}\"");
+    let n = N as f64;
+    let lag_of_input = format!("topic=\"{input}\"");
+    // Lag comes from the consumer's statistics, emitted once a second.
+    let text = scrape_until(address, Duration::from_secs(60), "all records processed", |t| {
+        sum(t, "streams_thread_process_records_total", &[&app]) == n
+            && sum(
+                t,
+                "streams_processor_node_records_in_total",
+                &["processor_node_id=\"count\""],
+            ) == n
+            && samples(t, "streams_task_records_lag", &[&lag_of_input]).len() == 4
+            && sum(t, "streams_task_records_lag", &[&lag_of_input]) == 0.0
+    });
+
+    // Thread level.
+    let thread = format!("thread_id=\"{app_id}-StreamThread-1\"");
+    assert!(
+        sum(
+            &text,
+            "streams_thread_poll_latency_seconds_count",
+            &[&app, &thread]
+        ) > 0.0
+    );
+    assert!(sum(&text, "streams_thread_commit_total", &[&thread]) > 0.0);
+    assert_eq!(sum(&text, "streams_thread_task_created_total", &[&thread]), 4.0);
+    assert_eq!(sum(&text, "streams_client_alive_stream_threads", &[&app]), 1.0);
+    assert_eq!(
+        sum(&text, "streams_client_state", &[&app, "state=\"RUNNING\""]),
+        1.0
+    );
+    assert_eq!(
+        samples(&text, "streams_client_topology_info", &[&app]).len(),
+        1,
+        "topology info"
+    );
+    // Task level: four tasks whose counts add up, lag caught up.
+    assert_eq!(
+        task_ids(&text),
+        ["0_0", "0_1", "0_2", "0_3"].map(String::from).into()
+    );
+    assert_eq!(sum(&text, "streams_task_process_records_total", &[&thread]), n);
+    // Processor nodes: the source forwards every record to `count`, which forwards each.
+    assert_eq!(
+        sum(
+            &text,
+            "streams_processor_node_records_forwarded_total",
+            &["processor_node_id=\"src\""]
+        ),
+        n
+    );
+    assert_eq!(
+        sum(
+            &text,
+            "streams_processor_node_records_forwarded_total",
+            &["processor_node_id=\"count\""]
+        ),
+        n
+    );
+    assert!(
+        sum(
+            &text,
+            "streams_processor_node_process_latency_seconds_count",
+            &["processor_node_id=\"count\""]
+        ) == n,
+        "DEBUG level times every record"
+    );
+    // Store level: one get and one put per record, RocksDB gauges present.
+    let store = "store=\"counts\"";
+    assert_eq!(
+        sum(
+            &text,
+            "streams_store_operations_total",
+            &[store, "operation=\"get\""]
+        ),
+        n
+    );
+    assert_eq!(
+        sum(
+            &text,
+            "streams_store_operations_total",
+            &[store, "operation=\"put\""]
+        ),
+        n
+    );
+    assert!(
+        sum(
+            &text,
+            "streams_store_operation_latency_seconds_count",
+            &[store, "operation=\"put\""]
+        ) == n
+    );
+    assert_eq!(samples(&text, "streams_store_estimated_keys", &[store]).len(), 4);
+    assert_eq!(sum(&text, "streams_store_open_iterators", &[store]), 0.0);
+
+    // A second instance joins: the first keeps two tasks, and the series of the two it gave
+    // away are gone.
+    let (mut b, address_b) = start(topology(&input, &output), config(&bootstrap, &app_id, d2.path()));
+    let text = scrape_until(address, Duration::from_secs(60), "tasks handed over", |t| {
+        task_ids(t).len() == 2
+    });
+    let kept = task_ids(&text);
+    let text_b = scrape_until(address_b, Duration::from_secs(60), "tasks taken over", |t| {
+        task_ids(t).len() == 2
+    });
+    assert!(
+        kept.is_disjoint(&task_ids(&text_b)),
+        "{kept:?} vs {:?}",
+        task_ids(&text_b)
+    );
+    for id in ["0_0", "0_1", "0_2", "0_3"] {
+        let label = format!("task_id=\"{id}\"");
+        let series = samples(&text, "streams_store_operations_total", &[&label]).len();
+        assert_eq!(series > 0, kept.contains(id), "store series of task {id}");
+    }
+
+    assert!(b.close(Duration::from_secs(60)));
+    assert!(a.close(Duration::from_secs(60)));
+    let (status, body) = get(address, "/health");
+    assert_eq!((status, body.trim()), (503, "NotRunning"));
+}
