@@ -220,4 +220,56 @@ mod tests {
         assert!(text.contains(r#"streams_client_state{application_id="app",state="REBALANCING"} 1"#));
         assert!(text.contains(r#"streams_client_state{application_id="app",state="RUNNING"} 0"#));
     }
+
+    /// Every metric name in `text` (`streams_...`), histogram suffixes stripped.
+    fn names_in(text: &str) -> std::collections::BTreeSet<String> {
+        let mut names = std::collections::BTreeSet::new();
+        let mut rest = text;
+        while let Some(i) = rest.find("streams_") {
+            let tail = &rest[i..];
+            let end = tail
+                .find(|c: char| !(c.is_ascii_lowercase() || c == '_'))
+                .unwrap_or(tail.len());
+            let mut name = &tail[..end];
+            for suffix in ["_bucket", "_sum", "_count"] {
+                name = name.strip_suffix(suffix).unwrap_or(name);
+            }
+            // `streams_` inside a longer word (a crate name) is not a metric.
+            if i == 0 || !rest[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '-') {
+                names.insert(name.to_owned());
+            }
+            rest = &tail[end..];
+        }
+        names
+    }
+
+    #[test]
+    fn docs_and_dashboard_name_exactly_the_registered_metrics() {
+        let m = Metrics::new("app", RecordingLevel::Debug).unwrap();
+        m.set_state(State::Running);
+        m.set_alive_threads(1);
+        m.set_topology("t");
+        let thread = m.thread("t1");
+        let mut task = thread.task(TaskId {
+            subtopology: 0,
+            partition: 0,
+        });
+        let _node = task.node("n");
+        let _store = task.store("s");
+        task.set_lag("in", 0, 0);
+        let registered: std::collections::BTreeSet<String> = m
+            .registry()
+            .gather()
+            .iter()
+            .map(|f| f.name().to_owned())
+            .collect();
+        let docs = names_in(include_str!("../../../docs/metrics.md"));
+        assert_eq!(docs, registered, "docs/metrics.md vs the registry");
+        let dashboard = names_in(include_str!("../../../docs/grafana-dashboard.json"));
+        let unknown: Vec<_> = dashboard.difference(&registered).collect();
+        assert!(
+            unknown.is_empty(),
+            "the dashboard queries unknown metrics: {unknown:?}"
+        );
+    }
 }

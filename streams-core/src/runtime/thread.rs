@@ -125,6 +125,9 @@ pub(crate) fn run(
     shutdown: Arc<AtomicBool>,
     status: Arc<Status>,
 ) -> Result<(), StreamsError> {
+    // Every event of this thread, rebalance callbacks included, carries the thread's name.
+    let span = tracing::info_span!("stream_thread", thread = name);
+    let _entered = span.enter();
     TASKS.with(|t| *t.borrow_mut() = Some(TaskManager::new(tasks)));
     let result = run_loop(name, &consumer, &settings, &shutdown, &status);
     let clean = result.is_ok();
