@@ -7,8 +7,15 @@
 //!
 //! Counting is idempotent: a result is counted only when its key was absent
 //! (`put_if_absent`), so a result redelivered under at-least-once does not make a file
-//! look complete early or twice. Memory stays flat with file size: state lives in the
-//! store, and the output is streamed from the iterator.
+//! look complete early or twice. A redelivered result also triggers a read-repair of the
+//! file's count (once per file and run): after a crash, the restored stores may hold a
+//! result whose count update was lost, and the recount from the stored results fixes it.
+//! Under exactly-once the stores, the output and the input offsets commit together, so the
+//! aggregation is exact whatever crashes; at-least-once replays can still meet state that
+//! ran ahead of the committed offsets (a file completed and deleted, then some of its
+//! results replayed), so run the aggregator with `exactly_once_v2` where that matters.
+//! Memory stays flat with file size: state lives in the store, and the output is streamed
+//! from the iterator.
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -27,6 +34,44 @@ pub const PENDING: &str = "pending-commands";
 pub const AGGREGATOR_INPUT: &str = "aggregator-input";
 /// Topic of finished files: file id -> number of lines.
 pub const FILES_DONE: &str = "files-done";
+
+/// The topics of one pipeline; [`Topics::default`] uses the constants above.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Topics {
+    /// Pending commands.
+    pub pending: String,
+    /// Results and totals for the aggregator.
+    pub aggregator_input: String,
+    /// Finished files.
+    pub files_done: String,
+}
+
+impl Default for Topics {
+    fn default() -> Self {
+        Self {
+            pending: PENDING.into(),
+            aggregator_input: AGGREGATOR_INPUT.into(),
+            files_done: FILES_DONE.into(),
+        }
+    }
+}
+
+impl Topics {
+    /// The default names, each prefixed with `prefix-`, so pipelines can share a cluster.
+    pub fn prefixed(prefix: &str) -> Self {
+        let d = Self::default();
+        Self {
+            pending: format!("{prefix}-{}", d.pending),
+            aggregator_input: format!("{prefix}-{}", d.aggregator_input),
+            files_done: format!("{prefix}-{}", d.files_done),
+        }
+    }
+
+    /// All three names.
+    pub fn all(&self) -> [&str; 3] {
+        [&self.pending, &self.aggregator_input, &self.files_done]
+    }
+}
 
 /// One line of a file, sent to the command service.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -77,11 +122,21 @@ pub fn result_line(status: &str, output: &str) -> String {
     format!("{status}\t{output}")
 }
 
+/// The store prefix of every result of `file`.
+///
+/// File ids must not contain `-part-`, so that no file's prefix is the start of another's
+/// keys (`a` and `a-part-x` would share keys otherwise).
+pub fn part_prefix(file: &str) -> String {
+    format!("{file}-part-")
+}
+
 /// The aggregator processor.
 pub struct Aggregator {
     out_dir: PathBuf,
     parts: Option<KvStore<StringSerde, StringSerde>>,
     files: Option<KvStore<StringSerde, JsonSerde<Progress>>>,
+    /// Files whose count was recounted since this instance started.
+    repaired: std::collections::HashSet<String>,
 }
 
 impl Aggregator {
@@ -91,6 +146,7 @@ impl Aggregator {
             out_dir,
             parts: None,
             files: None,
+            repaired: std::collections::HashSet::new(),
         }
     }
 }
@@ -112,14 +168,27 @@ impl Processor<String, AggregatorMessage, String, u64> for Aggregator {
             self.files.as_ref().ok_or("init")?,
         );
         let file = r.key;
+        if file.contains("-part-") {
+            return Err(format!("file id `{file}` contains `-part-`").into());
+        }
+        let prefix = part_prefix(&file);
         let mut progress = files.get(&file)?.unwrap_or_default();
         match r.value {
             AggregatorMessage::Result { line, status, output } => {
-                if parts
-                    .put_if_absent(&part_key(&file, line), &result_line(&status, &output))?
-                    .is_none()
-                {
+                let existing = parts.put_if_absent(&part_key(&file, line), &result_line(&status, &output))?;
+                if existing.is_none() {
                     progress.received += 1;
+                } else if self.repaired.insert(file.clone()) {
+                    // A redelivery: recount what the store holds (once per file and run).
+                    let mut n = 0;
+                    for entry in parts.read()?.prefix_scan(&prefix, &StringSerde)? {
+                        entry?;
+                        n += 1;
+                    }
+                    if n != progress.received {
+                        tracing::info!(file = %file, counted = progress.received, stored = n, "repaired count");
+                    }
+                    progress.received = n;
                 }
             }
             AggregatorMessage::Total { lines } => progress.total = Some(lines),
@@ -127,7 +196,6 @@ impl Processor<String, AggregatorMessage, String, u64> for Aggregator {
         if progress.total != Some(progress.received) {
             return Ok(files.put(&file, &progress)?);
         }
-        let prefix = format!("{file}-part-");
         let tmp = self.out_dir.join(format!("{file}.result.tmp"));
         let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
         {
@@ -142,17 +210,23 @@ impl Processor<String, AggregatorMessage, String, u64> for Aggregator {
         std::fs::rename(&tmp, self.out_dir.join(format!("{file}.result")))?;
         parts.delete_prefix(&prefix, &StringSerde)?;
         files.delete(&file)?;
+        self.repaired.remove(&file);
         ctx.forward(Record::new(file, progress.received, r.timestamp))
     }
 }
 
-/// The aggregator's topology.
+/// The aggregator's topology on the default topics.
 pub fn aggregator_topology(out_dir: &Path) -> Result<Topology, TopologyError> {
+    aggregator_topology_on(&Topics::default(), out_dir)
+}
+
+/// The aggregator's topology on `topics`.
+pub fn aggregator_topology_on(topics: &Topics, out_dir: &Path) -> Result<Topology, TopologyError> {
     let out_dir = out_dir.to_path_buf();
     let mut b = Topology::builder();
     b.add_source(
         "aggregator-input",
-        [AGGREGATOR_INPUT],
+        [topics.aggregator_input.as_str()],
         StringSerde,
         JsonSerde::<AggregatorMessage>::new(),
     )
@@ -169,7 +243,13 @@ pub fn aggregator_topology(out_dir: &Path) -> Result<Topology, TopologyError> {
         Stores::persistent_kv("file-progress", StringSerde, JsonSerde::<Progress>::new()).with_caching(),
         ["aggregator"],
     )
-    .add_sink("files-done", FILES_DONE, StringSerde, U64Serde, ["aggregator"]);
+    .add_sink(
+        "files-done",
+        topics.files_done.as_str(),
+        StringSerde,
+        U64Serde,
+        ["aggregator"],
+    );
     b.build()
 }
 
@@ -178,8 +258,24 @@ pub fn aggregator_topology(out_dir: &Path) -> Result<Topology, TopologyError> {
 pub struct ServiceBehaviour {
     /// The longest random delay per command.
     pub max_delay: Duration,
-    /// The share of commands that fail (still producing an `error` result).
+    /// The share of commands that fail (still producing an `error` result). Which ones is
+    /// decided by [`fails`], so a command fails the same way every time it runs.
     pub failure_rate: f64,
+}
+
+/// Whether line `line` of `file` fails at `rate`: a hash of both, so deterministic.
+pub fn fails(file: &str, line: u64, rate: f64) -> bool {
+    use std::hash::{Hash, Hasher};
+    // SipHash with fixed keys: the same answer in every process.
+    let mut h = std::hash::DefaultHasher::new();
+    (file, line).hash(&mut h);
+    (h.finish() % 1_000_000) as f64 / 1_000_000.0 < rate
+}
+
+/// The result line the service produces for line `line` of `file` (command `command`).
+pub fn expected_result(file: &str, line: u64, command: &str, rate: f64) -> String {
+    let (status, output) = execute(command, fails(file, line, rate));
+    result_line(status, &output)
 }
 
 /// The stand-in command service: runs each command after a random delay; a failure still
@@ -198,7 +294,7 @@ impl Processor<(), Command, String, AggregatorMessage> for CommandService {
         if !self.behaviour.max_delay.is_zero() {
             std::thread::sleep(self.behaviour.max_delay.mul_f64(rng.random::<f64>()));
         }
-        let failed = rng.random::<f64>() < self.behaviour.failure_rate;
+        let failed = fails(&r.value.file, r.value.line, self.behaviour.failure_rate);
         let (status, output) = execute(&r.value.command, failed);
         let msg = AggregatorMessage::Result {
             line: r.value.line,
@@ -218,12 +314,17 @@ pub fn execute(command: &str, failed: bool) -> (&'static str, String) {
     }
 }
 
-/// The command service's topology.
+/// The command service's topology on the default topics.
 pub fn service_topology(behaviour: ServiceBehaviour) -> Result<Topology, TopologyError> {
+    service_topology_on(&Topics::default(), behaviour)
+}
+
+/// The command service's topology on `topics`.
+pub fn service_topology_on(topics: &Topics, behaviour: ServiceBehaviour) -> Result<Topology, TopologyError> {
     let mut b = Topology::builder();
     b.add_source(
         "pending",
-        [PENDING],
+        [topics.pending.as_str()],
         streams_core::serdes::UnitSerde,
         JsonSerde::<Command>::new(),
     )
@@ -234,7 +335,7 @@ pub fn service_topology(behaviour: ServiceBehaviour) -> Result<Topology, Topolog
     )
     .add_sink(
         "results",
-        AGGREGATOR_INPUT,
+        topics.aggregator_input.as_str(),
         StringSerde,
         JsonSerde::<AggregatorMessage>::new(),
         ["command-service"],

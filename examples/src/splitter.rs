@@ -8,7 +8,7 @@ use std::time::Duration;
 use rdkafka::ClientConfig;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 
-use crate::file_aggregation::{AGGREGATOR_INPUT, AggregatorMessage, Command, PENDING, read_commands};
+use crate::file_aggregation::{AggregatorMessage, Command, Topics, read_commands};
 
 /// Errors of the example programs.
 #[derive(Debug, thiserror::Error)]
@@ -71,8 +71,14 @@ fn send(
     }
 }
 
-/// Splits the file at `path` as file `file_id`. Returns the number of lines.
+/// Splits the file at `path` as file `file_id` on the default topics. Returns the number
+/// of lines.
 pub fn split(bootstrap: &str, file_id: &str, path: &Path) -> Result<u64, ExampleError> {
+    split_to(bootstrap, &Topics::default(), file_id, path)
+}
+
+/// Splits the file at `path` as file `file_id` on `topics`. Returns the number of lines.
+pub fn split_to(bootstrap: &str, topics: &Topics, file_id: &str, path: &Path) -> Result<u64, ExampleError> {
     let p = producer(bootstrap)?;
     let mut lines = 0u64;
     for (line, command) in read_commands(path)?.enumerate() {
@@ -81,13 +87,18 @@ pub fn split(bootstrap: &str, file_id: &str, path: &Path) -> Result<u64, Example
             line: line as u64,
             command: command?,
         };
-        send(&p, PENDING, None, &serde_json::to_vec(&cmd)?)?;
+        send(&p, &topics.pending, None, &serde_json::to_vec(&cmd)?)?;
         lines += 1;
     }
     // The total goes out after every line was acknowledged, so it never overtakes them.
     p.flush(Duration::from_secs(60))?;
     let total = AggregatorMessage::Total { lines };
-    send(&p, AGGREGATOR_INPUT, Some(file_id), &serde_json::to_vec(&total)?)?;
+    send(
+        &p,
+        &topics.aggregator_input,
+        Some(file_id),
+        &serde_json::to_vec(&total)?,
+    )?;
     p.flush(Duration::from_secs(60))?;
     Ok(lines)
 }
