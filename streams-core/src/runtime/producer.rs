@@ -39,7 +39,13 @@ pub(crate) struct DeliveryTracker {
     pub state: Arc<Mutex<Deliveries>>,
 }
 
-impl ClientContext for DeliveryTracker {}
+impl ClientContext for DeliveryTracker {
+    /// Client-level errors are transient (librdkafka retries); failed deliveries are
+    /// reported through [`ProducerContext::delivery`].
+    fn error(&self, error: KafkaError, reason: &str) {
+        tracing::warn!(error = %error, "kafka producer: {reason}");
+    }
+}
 
 impl ProducerContext for DeliveryTracker {
     type DeliveryOpaque = ();

@@ -66,6 +66,8 @@ pub(crate) struct TaskManager {
     /// A failure inside a rebalance callback, reported by the loop.
     pub failure: Option<StreamsError>,
     pub processed_total: u64,
+    /// When at-least-once commits started failing, if the last one failed.
+    commit_failing_since: Option<std::time::Instant>,
     /// Changelog offsets the stores hold as of their restoration, by changelog partition.
     restored_to: std::collections::HashMap<(String, i32), i64>,
 }
@@ -112,6 +114,7 @@ impl TaskManager {
             in_transaction: false,
             failure: None,
             processed_total: 0,
+            commit_failing_since: None,
             restored_to: std::collections::HashMap::new(),
         }
     }
@@ -451,19 +454,38 @@ impl TaskManager {
             self.in_transaction = false;
             self.check_deliveries()?;
         } else {
-            self.producer
-                .flush(timeout)
-                .map_err(|e| kafka_err("flush producer", e))?;
+            if let Err(e) = self.producer.flush(timeout) {
+                return self.commit_failed("flush producer", e);
+            }
             self.check_deliveries()?;
             self.write_checkpoints()?;
-            if tpl.count() > 0 {
-                consumer
-                    .commit(&tpl, CommitMode::Sync)
-                    .map_err(|e| kafka_err("commit offsets", e))?;
+            if tpl.count() > 0
+                && let Err(e) = consumer.commit(&tpl, CommitMode::Sync)
+            {
+                return self.commit_failed("commit offsets", e);
             }
         }
+        self.commit_failing_since = None;
         self.dirty = false;
         Ok(true)
+    }
+
+    /// An at-least-once commit failed (a broker restarting, a coordinator moving, a
+    /// rebalance): nothing is lost, the next commit retries and records since the last
+    /// commit may be processed again. Only after [`COMMIT_RETRY_LIMIT`] of failures in a
+    /// row is it an error.
+    fn commit_failed(&mut self, what: &str, e: impl std::fmt::Display) -> Result<bool, StreamsError> {
+        let since = *self
+            .commit_failing_since
+            .get_or_insert_with(std::time::Instant::now);
+        if since.elapsed() > COMMIT_RETRY_LIMIT {
+            return Err(StreamsError::Kafka {
+                message: format!("{what}: {e} (commits failing for {:?})", since.elapsed()),
+                retriable: false,
+            });
+        }
+        tracing::warn!(error = %e, "{what} failed; retrying at the next commit");
+        Ok(false)
     }
 
     fn check_deliveries(&self) -> Result<(), StreamsError> {
@@ -567,6 +589,10 @@ impl TaskManager {
         result
     }
 }
+
+/// How long at-least-once commits may fail in a row before the thread fails (Kafka
+/// Streams' `task.timeout.ms` default).
+const COMMIT_RETRY_LIMIT: Duration = Duration::from_secs(300);
 
 fn fatal_or_not(what: &str, e: rdkafka::error::KafkaError) -> StreamsError {
     let retriable = e.rdkafka_error_code().is_some_and(|c| {

@@ -43,6 +43,12 @@ pub(crate) struct ThreadContext {
 }
 
 impl ClientContext for ThreadContext {
+    /// librdkafka's client-level errors (a broker down, a coordinator moving) are
+    /// transient: librdkafka retries them itself. Logged as warnings, not errors.
+    fn error(&self, error: rdkafka::error::KafkaError, reason: &str) {
+        tracing::warn!(thread = %self.name, error = %error, "kafka client: {reason}");
+    }
+
     fn stats(&self, statistics: Statistics) {
         let Ok(mut hw) = self.high_watermarks.lock() else {
             return;
