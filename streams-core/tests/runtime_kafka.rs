@@ -309,3 +309,101 @@ fn poison_pills_go_to_the_dead_letter_topic() {
         assert!(header(streams_core::handlers::headers::OFFSET).is_some());
     }
 }
+
+#[test]
+fn undeliverable_outputs_go_to_the_dead_letter_topic() {
+    let Some(bootstrap) = testing::require_kafka("undeliverable_outputs_go_to_the_dead_letter_topic") else {
+        return;
+    };
+    let app_id = testing::unique_name("dlq-production-app");
+    let input = testing::unique_name("sizes");
+    let output = testing::unique_name("sizes-out");
+    let dlq = testing::unique_name("dlq-production");
+    testing::create_topic(&bootstrap, &input, 2, &[]).unwrap();
+    testing::create_topic(&bootstrap, &dlq, 2, &[]).unwrap();
+    // The output topic takes batches of at most 4,000 bytes: every 50th record (5,000
+    // bytes) is rejected by the broker, asynchronously, after the sink sent it.
+    testing::create_topic(&bootstrap, &output, 2, &[("max.message.bytes", "4000")]).unwrap();
+    let records: Vec<ProduceRecord> = (0..2_000u32)
+        .map(|i| {
+            let size = if i % 50 == 7 { 5_000 } else { 10 };
+            ProduceRecord::new(format!("k{i}"), vec![b'x'; size])
+        })
+        .collect();
+    testing::produce(&bootstrap, &input, &records, Duration::from_secs(60)).unwrap();
+    let mut b = Topology::builder();
+    b.add_source(
+        "src",
+        [input.as_str()],
+        StringSerde,
+        streams_core::serdes::BytesSerde,
+    )
+    .add_sink(
+        "out",
+        &output,
+        StringSerde,
+        streams_core::serdes::BytesSerde,
+        ["src"],
+    );
+    let state = tempfile::tempdir().unwrap();
+    let extra = [
+        ("production.exception.handler", "dead_letter_queue"),
+        ("errors.dead.letter.queue.topic.name", dlq.as_str()),
+        // Small records batch up to 3,000 bytes, under the topic's limit.
+        ("producer.batch.size", "3000"),
+    ];
+    let mut app = start(
+        b.build().unwrap(),
+        config(&bootstrap, &app_id, state.path(), 1, &extra),
+    );
+    let dead = testing::consume_all(
+        &bootstrap,
+        &dlq,
+        ConsumeUntil::Count(40),
+        Duration::from_secs(120),
+        false,
+    )
+    .unwrap();
+    let out = testing::consume_all(
+        &bootstrap,
+        &output,
+        ConsumeUntil::Count(1_960),
+        Duration::from_secs(120),
+        false,
+    )
+    .unwrap();
+    assert_eq!(app.state(), State::Running, "the application goes on");
+    assert!(app.close(Duration::from_secs(60)));
+    assert_eq!(out.len(), 1_960);
+    assert!(
+        out.iter()
+            .all(|r| r.value.as_ref().is_some_and(|v| v.len() == 10))
+    );
+    assert_eq!(dead.len(), 40);
+    for d in &dead {
+        assert_eq!(
+            d.value.as_ref().map(|v| v.len()),
+            Some(5_000),
+            "original bytes kept"
+        );
+        let header = |name: &str| {
+            d.headers
+                .iter()
+                .find(|(k, _)| k == name)
+                .and_then(|(_, v)| v.clone())
+                .map(|v| String::from_utf8(v).unwrap())
+        };
+        assert_eq!(
+            header(streams_core::handlers::headers::EXCEPTION).as_deref(),
+            Some("production")
+        );
+        assert_eq!(
+            header(streams_core::handlers::headers::TOPIC).as_deref(),
+            Some(output.as_str())
+        );
+        assert!(
+            header(streams_core::handlers::headers::MESSAGE).is_some_and(|m| m.contains("too large")),
+            "error header"
+        );
+    }
+}

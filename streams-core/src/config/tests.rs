@@ -252,13 +252,18 @@ fn handlers_are_checked() {
             (key, "dead_letter_queue"),
             ("errors.dead.letter.queue.topic.name", "dlq"),
         ]);
+        assert!(m.contains("errors.dead.letter.queue.topic.name"), "{m}");
+        assert!(dlq.is_ok(), "{key}: {dlq:?}");
         if key.contains("production") {
-            // Records that cannot be produced are not dead-lettered (the runtime cannot).
-            assert!(m.contains("not supported"), "{m}");
-            fails_on(dlq, key);
-        } else {
-            assert!(m.contains("errors.dead.letter.queue.topic.name"), "{m}");
-            assert!(dlq.is_ok(), "{key}: {dlq:?}");
+            // Under exactly-once a failed delivery aborts the transaction: nothing to
+            // dead-letter.
+            let eos = with_app(&[
+                (key, "dead_letter_queue"),
+                ("errors.dead.letter.queue.topic.name", "dlq"),
+                ("processing.guarantee", "exactly_once_v2"),
+            ]);
+            let m = fails_on(eos, key);
+            assert!(m.contains("exactly_once_v2"), "{m}");
         }
     }
     // Kafka Streams' class names, with or without their package.

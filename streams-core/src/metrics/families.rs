@@ -203,7 +203,7 @@ impl Families {
             )?,
             dead_letter_records: r.counter(
                 "streams_thread_dead_letter_records_total",
-                "Records sent to the dead-letter topic, by reason (deserialization, processing).",
+                "Records sent to the dead-letter topic, by reason (deserialization, processing, production).",
                 &with(THREAD, &["reason"]),
             )?,
             task_process_records: r.counter(

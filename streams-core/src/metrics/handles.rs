@@ -15,7 +15,7 @@ use super::families::{counter, maybe};
 use crate::task::TaskId;
 
 /// Dead-letter reasons, as the `reason` label spells them.
-pub(crate) const DLQ_REASONS: [&str; 2] = ["deserialization", "processing"];
+pub(crate) const DLQ_REASONS: [&str; 3] = ["deserialization", "processing", "production"];
 
 /// The metrics of one stream thread.
 pub(crate) struct ThreadMetrics {
@@ -33,7 +33,7 @@ pub(crate) struct ThreadMetrics {
     pub blocked_seconds: Counter,
     pub producer_errors: IntCounter,
     pub consumer_errors: IntCounter,
-    pub dead_letters: [IntCounter; 2],
+    pub dead_letters: [IntCounter; 3],
 }
 
 impl ThreadMetrics {

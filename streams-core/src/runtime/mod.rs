@@ -152,7 +152,10 @@ impl ThreadFactory {
         } else if pc.get("enable.idempotence").is_none() {
             pc.set("enable.idempotence", "true");
         }
-        let tracker = DeliveryTracker::default();
+        let tracker = DeliveryTracker {
+            keep_failed: cfg.error_policy().production == crate::handlers::ErrorHandling::DeadLetterQueue,
+            ..DeliveryTracker::default()
+        };
         let producer: producer::StreamProducer = pc
             .create_with_context(tracker.clone())
             .map_err(|e| restore::kafka_err("producer", e))?;

@@ -19,14 +19,20 @@ use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, T
 use streams_state::{ChangelogError, ChangelogSink};
 
 use crate::error::ProcessorError;
-use crate::record::{Headers, OutputRecord};
+use crate::record::{Headers, OutputRecord, RawRecord};
 use crate::task::collector::RecordCollector;
 
 /// What the producer's deliveries reported.
 #[derive(Default)]
 pub(crate) struct Deliveries {
-    /// The first failed delivery since the last commit.
+    /// The first failed delivery of an output record since the last commit (unless the
+    /// failed records are kept for the dead-letter topic).
     pub error: Option<String>,
+    /// The first failed changelog write since the last commit: always fatal, since the
+    /// store would otherwise hold state its changelog lacks.
+    pub changelog_error: Option<String>,
+    /// Output records that failed, with the error, kept for the dead-letter topic.
+    pub failed_records: Vec<(RawRecord, String)>,
     /// The last offset written to each changelog partition.
     pub changelog_offsets: HashMap<(String, i32), i64>,
     /// Records that failed to produce, for metrics.
@@ -37,6 +43,8 @@ pub(crate) struct Deliveries {
 #[derive(Clone, Default)]
 pub(crate) struct DeliveryTracker {
     pub state: Arc<Mutex<Deliveries>>,
+    /// Keep failed output records (the production handler is `dead_letter_queue`).
+    pub keep_failed: bool,
 }
 
 impl ClientContext for DeliveryTracker {
@@ -65,18 +73,47 @@ impl ProducerContext for DeliveryTracker {
             Ok(_) => {}
             Err((e, m)) => {
                 d.failed += 1;
-                if d.error.is_none() {
-                    d.error = Some(format!("{}-{}: {e}", m.topic(), m.partition()));
+                let message = format!("{}-{}: {e}", m.topic(), m.partition());
+                if m.topic().ends_with("-changelog") {
+                    d.changelog_error.get_or_insert(message);
+                } else if self.keep_failed {
+                    d.failed_records.push((failed_record(m), e.to_string()));
+                } else {
+                    d.error.get_or_insert(message);
                 }
             }
         }
     }
 }
 
+/// A record the producer failed to deliver, as the dead-letter topic gets it: its bytes,
+/// headers and destination (offset -1: it was never written).
+fn failed_record(m: &rdkafka::message::BorrowedMessage<'_>) -> RawRecord {
+    use rdkafka::message::Headers as _;
+    let mut headers = Headers::new();
+    if let Some(h) = m.headers() {
+        for hd in h.iter() {
+            match hd.value {
+                Some(v) => headers.add(hd.key, bytes::Bytes::copy_from_slice(v)),
+                None => headers.add_null(hd.key),
+            };
+        }
+    }
+    RawRecord {
+        topic: m.topic().to_owned(),
+        partition: m.partition(),
+        offset: -1,
+        key: m.key().map(bytes::Bytes::copy_from_slice),
+        value: m.payload().map(bytes::Bytes::copy_from_slice),
+        timestamp: m.timestamp().to_millis().unwrap_or(0),
+        headers,
+    }
+}
+
 /// The thread's producer, shared by its tasks' collectors and changelog sinks.
 pub(crate) type StreamProducer = ThreadedProducer<DeliveryTracker>;
 
-fn to_kafka_headers(h: &Headers) -> Option<OwnedHeaders> {
+pub(crate) fn to_kafka_headers(h: &Headers) -> Option<OwnedHeaders> {
     if h.is_empty() {
         return None;
     }
