@@ -558,6 +558,15 @@ impl ConsumedRecord {
             .as_deref()
             .map(|v| String::from_utf8_lossy(v).into_owned())
     }
+
+    /// The value of the first header named `name`, as UTF-8 text (lossy).
+    pub fn header_str(&self, name: &str) -> Option<String> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .and_then(|(_, v)| v.as_deref())
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    }
 }
 
 /// When [`consume_all`] stops reading.

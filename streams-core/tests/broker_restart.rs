@@ -12,34 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use streams_core::serdes::{StringSerde, U64Serde};
-use streams_core::testing::{self, ConsumeUntil, ProduceRecord};
-use streams_core::{
-    KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, State, Stores, StreamsConfig,
-    Topology,
-};
+use streams_core::testing::{self, ConsumeUntil};
+use streams_core::{KafkaStreams, State, StreamsConfig};
 
-#[derive(Default)]
-struct Count {
-    store: Option<KvStore<StringSerde, U64Serde>>,
-}
-
-impl Processor<String, String, String, u64> for Count {
-    fn init(&mut self, ctx: &mut ProcessorContext<'_, String, u64>) -> ProcessResult {
-        self.store = Some(ctx.kv_store("counts")?);
-        Ok(())
-    }
-    fn process(
-        &mut self,
-        ctx: &mut ProcessorContext<'_, String, u64>,
-        r: Record<String, String>,
-    ) -> ProcessResult {
-        let store = self.store.as_ref().ok_or("init")?;
-        let n = store.get(&r.key)?.unwrap_or(0) + 1;
-        store.put(&r.key, &n)?;
-        ctx.forward(Record::new(r.key, n, r.timestamp))
-    }
-}
+mod common;
 
 /// A broker of this test's own; stopped when dropped.
 struct Broker {
@@ -92,13 +68,6 @@ impl Drop for Broker {
             .status();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn produce_round(bootstrap: &str, topic: &str, keys: usize, per_key: usize, tag: &str) {
-    let records: Vec<ProduceRecord> = (0..per_key)
-        .flat_map(|i| (0..keys).map(move |k| ProduceRecord::new(format!("key-{k}"), format!("{tag}-{i}"))))
-        .collect();
-    testing::produce(bootstrap, topic, &records, Duration::from_secs(120)).unwrap();
 }
 
 /// The largest count seen per key.
@@ -164,14 +133,6 @@ fn application_survives_a_broker_restart_without_loss() {
     let state = tempfile::tempdir().unwrap();
     const KEYS: usize = 500;
 
-    let mut b = Topology::builder();
-    b.add_source("src", [input], StringSerde, StringSerde)
-        .add_processor("count", Count::default, ["src"])
-        .add_state_store(
-            Stores::persistent_kv("counts", StringSerde, U64Serde).with_caching(),
-            ["count"],
-        )
-        .add_sink("out", output, StringSerde, U64Serde, ["count"]);
     let config = StreamsConfig::from_properties([
         ("application.id", "restart-app"),
         ("bootstrap.servers", bootstrap.as_str()),
@@ -181,16 +142,16 @@ fn application_survives_a_broker_restart_without_loss() {
         ("consumer.heartbeat.interval.ms", "500"),
     ])
     .unwrap();
-    let mut app = KafkaStreams::new(b.build().unwrap(), config).unwrap();
+    let mut app = KafkaStreams::new(common::count_topology(input, output), config).unwrap();
     app.start().unwrap();
     assert!(app.wait_for_state(State::Running, Duration::from_secs(60)));
 
-    produce_round(&bootstrap, input, KEYS, 20, "a");
+    common::produce_words(&bootstrap, input, KEYS, 20, "a");
     wait_for(&bootstrap, output, KEYS, 20, Duration::from_secs(120));
 
     // Stop and start the broker (same data) while the application runs.
     broker.run("restart");
-    produce_round(&bootstrap, input, KEYS, 20, "b");
+    common::produce_words(&bootstrap, input, KEYS, 20, "b");
     let latest = wait_for(&bootstrap, output, KEYS, 40, Duration::from_secs(90));
     assert!(
         matches!(app.state(), State::Running | State::Rebalancing),

@@ -8,46 +8,12 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use streams_core::serdes::{StringSerde, U64Serde};
-use streams_core::testing::{self, ProduceRecord};
-use streams_core::{
-    KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, State, Stores, StreamsConfig,
-    Topology,
-};
+use streams_core::testing;
+use streams_core::{KafkaStreams, State, StreamsConfig, Topology};
 
-#[derive(Default)]
-struct Count {
-    store: Option<KvStore<StringSerde, U64Serde>>,
-}
+mod common;
 
-impl Processor<String, String, String, u64> for Count {
-    fn init(&mut self, ctx: &mut ProcessorContext<'_, String, u64>) -> ProcessResult {
-        self.store = Some(ctx.kv_store("counts")?);
-        Ok(())
-    }
-    fn process(
-        &mut self,
-        ctx: &mut ProcessorContext<'_, String, u64>,
-        r: Record<String, String>,
-    ) -> ProcessResult {
-        let store = self.store.as_ref().ok_or("init")?;
-        let n = store.get(&r.key)?.unwrap_or(0) + 1;
-        store.put(&r.key, &n)?;
-        ctx.forward(Record::new(r.key, n, r.timestamp))
-    }
-}
-
-fn topology(input: &str, output: &str) -> Topology {
-    let mut b = Topology::builder();
-    b.add_source("src", [input], StringSerde, StringSerde)
-        .add_processor("count", Count::default, ["src"])
-        .add_state_store(
-            Stores::persistent_kv("counts", StringSerde, U64Serde).with_caching(),
-            ["count"],
-        )
-        .add_sink("out", output, StringSerde, U64Serde, ["count"]);
-    b.build().unwrap()
-}
+use common::count_topology as topology;
 
 fn config(bootstrap: &str, app: &str, dir: &Path) -> StreamsConfig {
     StreamsConfig::from_properties([
@@ -158,10 +124,7 @@ fn metrics_are_scraped_while_running_and_follow_the_tasks() {
     assert_eq!((status, body.trim()), (200, "Running"));
 
     const N: usize = 2_000;
-    let records: Vec<ProduceRecord> = (0..N)
-        .map(|i| ProduceRecord::new(format!("key-{}", i % 100), format!("v{i}")))
-        .collect();
-    testing::produce(&bootstrap, &input, &records, Duration::from_secs(60)).unwrap();
+    common::produce_words(&bootstrap, &input, 100, N / 100, "v");
 
     let app = format!("application_id=\"{app_id}\"");
     let n = N as f64;

@@ -10,47 +10,14 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use streams_core::handlers::headers::{EXCEPTION, MESSAGE, OFFSET, TOPIC};
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::testing::{self, ConsumeUntil, ProduceRecord};
-use streams_core::{
-    KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, State, Stores, StreamsConfig,
-    Topology,
-};
+use streams_core::{KafkaStreams, State, StreamsConfig, Topology};
 
-/// Counts records per key in a RocksDB store (cached, logged) and forwards each new count.
-#[derive(Default)]
-struct Count {
-    store: Option<KvStore<StringSerde, U64Serde>>,
-}
+mod common;
 
-impl Processor<String, String, String, u64> for Count {
-    fn init(&mut self, ctx: &mut ProcessorContext<'_, String, u64>) -> ProcessResult {
-        self.store = Some(ctx.kv_store("counts")?);
-        Ok(())
-    }
-    fn process(
-        &mut self,
-        ctx: &mut ProcessorContext<'_, String, u64>,
-        r: Record<String, String>,
-    ) -> ProcessResult {
-        let store = self.store.as_ref().ok_or("init")?;
-        let n = store.get(&r.key)?.unwrap_or(0) + 1;
-        store.put(&r.key, &n)?;
-        ctx.forward(Record::new(r.key, n, r.timestamp))
-    }
-}
-
-fn count_topology(input: &str, output: &str) -> Topology {
-    let mut b = Topology::builder();
-    b.add_source("src", [input], StringSerde, StringSerde)
-        .add_processor("count", Count::default, ["src"])
-        .add_state_store(
-            Stores::persistent_kv("counts", StringSerde, U64Serde).with_caching(),
-            ["count"],
-        )
-        .add_sink("out", output, StringSerde, U64Serde, ["count"]);
-    b.build().unwrap()
-}
+use common::{count_topology, produce_words};
 
 fn config(
     bootstrap: &str,
@@ -72,15 +39,6 @@ fn config(
     ];
     props.extend_from_slice(extra);
     StreamsConfig::from_properties(props).unwrap()
-}
-
-fn produce_words(bootstrap: &str, topic: &str, keys: usize, per_key: usize, tag: &str) {
-    let records: Vec<ProduceRecord> = (0..per_key)
-        .flat_map(|i| (0..keys).map(move |k| ProduceRecord::new(format!("key-{k}"), format!("{tag}-{i}"))))
-        .collect();
-    for chunk in records.chunks(20_000) {
-        testing::produce(bootstrap, topic, chunk, Duration::from_secs(60)).unwrap();
-    }
 }
 
 /// Reads the output until the latest count of every key is `expected`, or fails.
@@ -269,44 +227,17 @@ fn poison_pills_go_to_the_dead_letter_topic() {
         b.build().unwrap(),
         config(&bootstrap, &app_id, state.path(), 1, &extra),
     );
-    let out = testing::consume_all(
-        &bootstrap,
-        &output,
-        ConsumeUntil::Count(9_900),
-        Duration::from_secs(120),
-        false,
-    )
-    .unwrap();
-    let dead = testing::consume_all(
-        &bootstrap,
-        &dlq,
-        ConsumeUntil::Count(100),
-        Duration::from_secs(60),
-        false,
-    )
-    .unwrap();
+    let out = read(&bootstrap, &output, 9_900);
+    let dead = read(&bootstrap, &dlq, 100);
     assert!(app.close(Duration::from_secs(60)));
     assert_eq!(out.len(), 9_900);
     assert_eq!(dead.len(), 100);
     for d in &dead {
         let value = d.value_str().unwrap();
         assert!(value.starts_with("poison-"), "original bytes kept: {value}");
-        let header = |name: &str| {
-            d.headers
-                .iter()
-                .find(|(k, _)| k == name)
-                .and_then(|(_, v)| v.clone())
-                .map(|v| String::from_utf8(v).unwrap())
-        };
-        assert_eq!(
-            header(streams_core::handlers::headers::EXCEPTION).as_deref(),
-            Some("deserialization")
-        );
-        assert_eq!(
-            header(streams_core::handlers::headers::TOPIC).as_deref(),
-            Some(input.as_str())
-        );
-        assert!(header(streams_core::handlers::headers::OFFSET).is_some());
+        assert_eq!(d.header_str(EXCEPTION).as_deref(), Some("deserialization"));
+        assert_eq!(d.header_str(TOPIC).as_deref(), Some(input.as_str()));
+        assert!(d.header_str(OFFSET).is_some());
     }
 }
 
@@ -356,22 +287,8 @@ fn undeliverable_outputs_go_to_the_dead_letter_topic() {
         b.build().unwrap(),
         config(&bootstrap, &app_id, state.path(), 1, &extra),
     );
-    let dead = testing::consume_all(
-        &bootstrap,
-        &dlq,
-        ConsumeUntil::Count(40),
-        Duration::from_secs(120),
-        false,
-    )
-    .unwrap();
-    let out = testing::consume_all(
-        &bootstrap,
-        &output,
-        ConsumeUntil::Count(1_960),
-        Duration::from_secs(120),
-        false,
-    )
-    .unwrap();
+    let dead = read(&bootstrap, &dlq, 40);
+    let out = read(&bootstrap, &output, 1_960);
     assert_eq!(app.state(), State::Running, "the application goes on");
     assert!(app.close(Duration::from_secs(60)));
     assert_eq!(out.len(), 1_960);
@@ -386,24 +303,21 @@ fn undeliverable_outputs_go_to_the_dead_letter_topic() {
             Some(5_000),
             "original bytes kept"
         );
-        let header = |name: &str| {
-            d.headers
-                .iter()
-                .find(|(k, _)| k == name)
-                .and_then(|(_, v)| v.clone())
-                .map(|v| String::from_utf8(v).unwrap())
-        };
-        assert_eq!(
-            header(streams_core::handlers::headers::EXCEPTION).as_deref(),
-            Some("production")
-        );
-        assert_eq!(
-            header(streams_core::handlers::headers::TOPIC).as_deref(),
-            Some(output.as_str())
-        );
-        assert!(
-            header(streams_core::handlers::headers::MESSAGE).is_some_and(|m| m.contains("too large")),
-            "error header"
-        );
+        assert_eq!(d.header_str(EXCEPTION).as_deref(), Some("production"));
+        assert_eq!(d.header_str(TOPIC).as_deref(), Some(output.as_str()));
+        let message = d.header_str(MESSAGE).unwrap_or_default();
+        assert!(message.contains("too large"), "error header: {message}");
     }
+}
+
+/// Reads the first `n` records of `topic` (fails if fewer arrive within two minutes).
+fn read(bootstrap: &str, topic: &str, n: usize) -> Vec<testing::ConsumedRecord> {
+    testing::consume_all(
+        bootstrap,
+        topic,
+        ConsumeUntil::Count(n),
+        Duration::from_secs(120),
+        false,
+    )
+    .unwrap()
 }

@@ -1,0 +1,55 @@
+//! What the runtime's integration tests share: a keyed count over a cached, logged RocksDB
+//! store, forwarding each new count.
+
+use std::time::Duration;
+
+use streams_core::serdes::{StringSerde, U64Serde};
+use streams_core::testing::{self, ProduceRecord};
+use streams_core::{KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology};
+
+/// Counts records per key in the store `counts` and forwards each new count.
+#[derive(Default)]
+pub struct Count {
+    store: Option<KvStore<StringSerde, U64Serde>>,
+}
+
+impl Processor<String, String, String, u64> for Count {
+    fn init(&mut self, ctx: &mut ProcessorContext<'_, String, u64>) -> ProcessResult {
+        self.store = Some(ctx.kv_store("counts")?);
+        Ok(())
+    }
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, u64>,
+        r: Record<String, String>,
+    ) -> ProcessResult {
+        let store = self.store.as_ref().ok_or("init")?;
+        let n = store.get(&r.key)?.unwrap_or(0) + 1;
+        store.put(&r.key, &n)?;
+        ctx.forward(Record::new(r.key, n, r.timestamp))
+    }
+}
+
+/// `input` (`src`) -> `count` -> `output` (`out`).
+pub fn count_topology(input: &str, output: &str) -> Topology {
+    let mut b = Topology::builder();
+    b.add_source("src", [input], StringSerde, StringSerde)
+        .add_processor("count", Count::default, ["src"])
+        .add_state_store(
+            Stores::persistent_kv("counts", StringSerde, U64Serde).with_caching(),
+            ["count"],
+        )
+        .add_sink("out", output, StringSerde, U64Serde, ["count"]);
+    b.build().expect("count topology")
+}
+
+/// Produces `per_key` rounds of one record for each of `keys` keys (`key-<k>`), values
+/// tagged `<tag>-<round>`.
+pub fn produce_words(bootstrap: &str, topic: &str, keys: usize, per_key: usize, tag: &str) {
+    let records: Vec<ProduceRecord> = (0..per_key)
+        .flat_map(|i| (0..keys).map(move |k| ProduceRecord::new(format!("key-{k}"), format!("{tag}-{i}"))))
+        .collect();
+    for chunk in records.chunks(20_000) {
+        testing::produce(bootstrap, topic, chunk, Duration::from_secs(120)).unwrap();
+    }
+}
