@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use streams_core::testing::{self, ConsumeUntil};
+use streams_core::testing;
 use streams_core::{KafkaStreams, State, StreamsConfig};
 
 mod common;
@@ -70,25 +70,6 @@ impl Drop for Broker {
     }
 }
 
-/// The largest count seen per key.
-fn latest_counts(bootstrap: &str, topic: &str) -> HashMap<String, u64> {
-    let mut latest = HashMap::new();
-    let records = testing::consume_all(
-        bootstrap,
-        topic,
-        ConsumeUntil::Idle(Duration::ZERO),
-        Duration::from_secs(60),
-        false,
-    )
-    .unwrap();
-    for r in &records {
-        let v = u64::from_be_bytes(r.value.as_deref().unwrap().try_into().unwrap());
-        let e = latest.entry(r.key_str().unwrap()).or_insert(0);
-        *e = v.max(*e);
-    }
-    latest
-}
-
 fn wait_for(
     bootstrap: &str,
     topic: &str,
@@ -98,7 +79,7 @@ fn wait_for(
 ) -> HashMap<String, u64> {
     let deadline = Instant::now() + timeout;
     loop {
-        let latest = latest_counts(bootstrap, topic);
+        let latest = common::latest_counts(bootstrap, topic);
         if latest.len() == keys && latest.values().all(|&v| v >= at_least) {
             return latest;
         }

@@ -51,20 +51,7 @@ fn wait_for_counts(
 ) -> HashMap<String, u64> {
     let deadline = Instant::now() + timeout;
     loop {
-        let records = testing::consume_all(
-            bootstrap,
-            topic,
-            ConsumeUntil::Idle(Duration::ZERO),
-            Duration::from_secs(60),
-            false,
-        )
-        .unwrap();
-        let mut latest: HashMap<String, u64> = HashMap::new();
-        for r in &records {
-            let v = u64::from_be_bytes(r.value.as_deref().unwrap().try_into().unwrap());
-            let e = latest.entry(r.key_str().unwrap()).or_insert(0);
-            *e = (*e).max(v);
-        }
+        let latest = common::latest_counts(bootstrap, topic);
         if latest.len() == keys && latest.values().all(|&v| v == expected) {
             return latest;
         }

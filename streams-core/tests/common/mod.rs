@@ -1,10 +1,14 @@
 //! What the runtime's integration tests share: a keyed count over a cached, logged RocksDB
-//! store, forwarding each new count.
+//! store, forwarding each new count, and helpers to feed it and read its output.
 
+// Each test crate uses a part of this module.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
 use std::time::Duration;
 
 use streams_core::serdes::{StringSerde, U64Serde};
-use streams_core::testing::{self, ProduceRecord};
+use streams_core::testing::{self, ConsumeUntil, ProduceRecord};
 use streams_core::{KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology};
 
 /// Counts records per key in the store `counts` and forwards each new count.
@@ -52,4 +56,23 @@ pub fn produce_words(bootstrap: &str, topic: &str, keys: usize, per_key: usize, 
     for chunk in records.chunks(20_000) {
         testing::produce(bootstrap, topic, chunk, Duration::from_secs(120)).unwrap();
     }
+}
+
+/// The largest count each key reached in the counts written to `topic`.
+pub fn latest_counts(bootstrap: &str, topic: &str) -> HashMap<String, u64> {
+    let records = testing::consume_all(
+        bootstrap,
+        topic,
+        ConsumeUntil::Idle(Duration::ZERO),
+        Duration::from_secs(60),
+        false,
+    )
+    .unwrap();
+    let mut latest = HashMap::new();
+    for r in &records {
+        let v = u64::from_be_bytes(r.value.as_deref().unwrap().try_into().unwrap());
+        let e = latest.entry(r.key_str().unwrap()).or_insert(0);
+        *e = v.max(*e);
+    }
+    latest
 }
