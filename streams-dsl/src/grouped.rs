@@ -50,9 +50,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         if let Some(name) = &grouped.name {
             keyed.next_name = Some(format!("{name}-select"));
         }
-        let mut selected = keyed.select_key(f);
-        selected.value_serde = self.value_serde.clone();
-        selected.group_by_key(grouped)
+        keyed.select_key(f).group_by_key(grouped)
     }
 
     /// This stream written to a repartition topic and read back.
@@ -62,7 +60,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             .check_named(given.is_some(), &self.node, "a repartition topic");
         let base = match &given {
             Some(n) => self.shared.name(Some(n), "", ""),
-            None => self.shared.name(None, &self.node, "repartition"),
+            None => self.shared.name(None, &self.node, "group"),
         };
         let topic = self.shared.repartition_topic(&base);
         let (Some(ks), Some(vs)) = (self.key_serde.clone(), self.value_serde.clone()) else {

@@ -7,14 +7,15 @@ use streams_core::{Processor, Record, SinkConfig};
 use streams_state::Serde;
 
 use crate::builder::Shared;
-use crate::options::{DynSerde, Produced};
+use crate::options::{DynSerde, Produced, carry};
 use crate::processors::{Emit, OpFn, OpProcessor};
 
 /// A stream of `Record<K, V>`: every record is an independent event.
 ///
-/// The record types are checked at compile time through the chain; the serdes of a stream
-/// are carried along as long as an operator keeps them (a `map_values` keeps the key serde,
-/// a `map` keeps neither) and are used where a repartition topic needs them.
+/// The record types are checked at compile time through the chain. The serdes a stream was
+/// read with are carried along while the key or value type stays the same (a `map_values`
+/// to another type drops the value serde) and are used where a repartition topic or a
+/// store needs them; `Grouped` and `Materialized` give the ones that were dropped.
 pub struct KStream<K, V> {
     pub(crate) shared: Shared,
     pub(crate) node: String,
@@ -138,7 +139,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             let (k, v) = f(r.key, r.value);
             emit(Record::new(k, v, r.timestamp).with_headers(r.headers))
         });
-        self.derive(name, None, None, true)
+        self.derive(name, carry(&self.key_serde), carry(&self.value_serde), true)
     }
 
     /// Each record's value replaced by `f(key, value)`; keys (and partitioning) kept.
@@ -156,7 +157,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
                 headers: r.headers,
             })
         });
-        self.derive(name, self.key_serde.clone(), None, false)
+        self.derive(name, self.key_serde.clone(), carry(&self.value_serde), false)
     }
 
     /// Each record replaced by the records `f(key, value)` returns. Grouping afterwards
@@ -174,7 +175,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             }
             Ok(())
         });
-        self.derive(name, None, None, true)
+        self.derive(name, carry(&self.key_serde), carry(&self.value_serde), true)
     }
 
     /// Each record replaced by one record per value `f(key, value)` returns, with its key.
@@ -190,7 +191,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             }
             Ok(())
         });
-        self.derive(name, self.key_serde.clone(), None, false)
+        self.derive(name, self.key_serde.clone(), carry(&self.value_serde), false)
     }
 
     /// Each record re-keyed with `f(key, value)`. Grouping afterwards repartitions.
@@ -203,7 +204,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             let k = f(&r.key, &r.value);
             emit(r.with_key(k))
         });
-        self.derive(name, None, self.value_serde.clone(), true)
+        self.derive(name, carry(&self.key_serde), self.value_serde.clone(), true)
     }
 
     /// Calls `f` on each record and passes it on unchanged.
@@ -266,7 +267,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         V2: Clone + 'static,
     {
         let name = self.add_user_processor(supplier, stores);
-        self.derive(name, None, None, true)
+        self.derive(name, carry(&self.key_serde), carry(&self.value_serde), true)
     }
 
     /// As [`process`](Self::process), for a processor that keeps every key as it is (its
@@ -281,7 +282,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         V2: Clone + 'static,
     {
         let name = self.add_user_processor(supplier, stores);
-        self.derive(name, self.key_serde.clone(), None, false)
+        self.derive(name, self.key_serde.clone(), carry(&self.value_serde), false)
     }
 
     fn add_user_processor<P, K2, V2>(

@@ -12,7 +12,9 @@
 //!   unnamed operator of the same kind on the same parent gets `-2`, and so on;
 //! - a source is named `<topic>-source` (several topics joined with `+`);
 //! - a store is the `Materialized` name, else `<operator node>-store`;
-//! - a repartition topic is `<application.id>-<Grouped name or operator node>-repartition`.
+//! - a repartition topic is `<application.id>-<base>-repartition`, where `<base>` is the
+//!   `Grouped` name, else `<node before it>-group`; its sink and source nodes are
+//!   `<base>-sink` and `<base>-source`.
 //!
 //! Adding an operator therefore renames nothing outside its own descendants, and naming an
 //! operator pins the names of everything below it.

@@ -17,6 +17,13 @@ pub fn dyn_serde<S: Serde>(serde: S) -> DynSerde<S::Target> {
     Arc::new(serde)
 }
 
+/// `serde` again when `B` is the type `A`, else `None`: operators that may change a type
+/// keep the serde when the type stayed the same.
+pub(crate) fn carry<A: 'static, B: 'static>(serde: &Option<DynSerde<A>>) -> Option<DynSerde<B>> {
+    let boxed: Box<dyn std::any::Any> = Box::new(serde.clone()?);
+    boxed.downcast::<DynSerde<B>>().ok().map(|b| *b)
+}
+
 /// How a stream reads its topics: serdes, the source's name, the offset reset.
 #[derive(Clone)]
 pub struct Consumed<KS, VS> {

@@ -3,7 +3,9 @@
 use std::sync::{Arc, Mutex};
 
 use streams_core::serdes::{StringSerde, U64Serde};
-use streams_core::{DriverConfig, KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, TopologyTestDriver};
+use streams_core::{
+    DriverConfig, KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, TopologyTestDriver,
+};
 use streams_dsl::{Consumed, KStream, Produced, StreamsBuilder};
 
 type Pairs = Vec<(String, String)>;
@@ -65,7 +67,10 @@ fn map_values_changes_the_value_type_checked_at_compile_time() {
     for (k, v) in INPUT {
         input.pipe((*k).into(), (*v).into()).unwrap();
     }
-    let got = driver.output_topic("out", StringSerde, U64Serde).read_key_values().unwrap();
+    let got = driver
+        .output_topic("out", StringSerde, U64Serde)
+        .read_key_values()
+        .unwrap();
     assert_eq!(got, [("b".to_owned(), 2), ("c".to_owned(), 3)]);
 }
 
@@ -73,14 +78,21 @@ fn map_values_changes_the_value_type_checked_at_compile_time() {
 fn flat_map_and_flat_map_values() {
     let got = run(
         |s| {
-            s.flat_map(|k, v| v.chars().map(move |c| (format!("{k}{c}"), c.to_string())).collect::<Vec<_>>())
-                .to("out", out())
+            s.flat_map(|k, v| {
+                v.chars()
+                    .map(move |c| (format!("{k}{c}"), c.to_string()))
+                    .collect::<Vec<_>>()
+            })
+            .to("out", out())
         },
         &[("a", "12")],
     );
     assert_eq!(got, pairs(&[("a1", "1"), ("a2", "2")]));
     let got = run(
-        |s| s.flat_map_values(|_, v| v.split(' ').map(str::to_owned).collect::<Vec<_>>()).to("out", out()),
+        |s| {
+            s.flat_map_values(|_, v| v.split(' ').map(str::to_owned).collect::<Vec<_>>())
+                .to("out", out())
+        },
         &[("k", "x y")],
     );
     assert_eq!(got, pairs(&[("k", "x"), ("k", "y")]));
@@ -88,7 +100,10 @@ fn flat_map_and_flat_map_values() {
 
 #[test]
 fn select_key_keeps_the_value() {
-    let got = run(|s| s.select_key(|_, v| format!("len{}", v.len())).to("out", out()), INPUT);
+    let got = run(
+        |s| s.select_key(|_, v| format!("len{}", v.len())).to("out", out()),
+        INPUT,
+    );
     assert_eq!(got, pairs(&[("len1", "1"), ("len2", "22"), ("len3", "333")]));
 }
 
@@ -149,9 +164,18 @@ fn merge_interleaves_two_streams() {
     let c = b.stream(["in-b"], strings()).map_values(|_, v| v.to_uppercase());
     a.merge(&c).to("out", out());
     let driver = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap();
-    driver.input_topic("in-a", StringSerde, StringSerde).pipe("1".into(), "a".into()).unwrap();
-    driver.input_topic("in-b", StringSerde, StringSerde).pipe("2".into(), "b".into()).unwrap();
-    let got = driver.output_topic("out", StringSerde, StringSerde).read_key_values().unwrap();
+    driver
+        .input_topic("in-a", StringSerde, StringSerde)
+        .pipe("1".into(), "a".into())
+        .unwrap();
+    driver
+        .input_topic("in-b", StringSerde, StringSerde)
+        .pipe("2".into(), "b".into())
+        .unwrap();
+    let got = driver
+        .output_topic("out", StringSerde, StringSerde)
+        .read_key_values()
+        .unwrap();
     assert_eq!(got, pairs(&[("1", "a"), ("2", "B")]));
 }
 
@@ -167,7 +191,11 @@ impl Processor<String, String, String, String> for Sequence {
         Ok(())
     }
 
-    fn process(&mut self, ctx: &mut ProcessorContext<'_, String, String>, r: Record<String, String>) -> ProcessResult {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, String>,
+        r: Record<String, String>,
+    ) -> ProcessResult {
         let store = self.store.as_ref().ok_or("not initialized")?;
         let n = store.get(&r.key)?.unwrap_or(0) + 1;
         store.put(&r.key, &n)?;
@@ -185,13 +213,21 @@ fn process_runs_a_user_processor_with_its_store() {
         .process(Sequence::default, &["seq"])
         .to("out", out());
     let topology = b.build().unwrap();
-    assert!(topology.describe().to_string().contains("Processor: sequence (stores: [seq])"));
+    assert!(
+        topology
+            .describe()
+            .to_string()
+            .contains("Processor: sequence (stores: [seq])")
+    );
     let driver = TopologyTestDriver::new(topology, DriverConfig::default()).unwrap();
     let input = driver.input_topic("in", StringSerde, StringSerde);
     for (k, v) in [("a", "x"), ("a", "y"), ("b", "z")] {
         input.pipe(k.into(), v.into()).unwrap();
     }
-    let got = driver.output_topic("out", StringSerde, StringSerde).read_key_values().unwrap();
+    let got = driver
+        .output_topic("out", StringSerde, StringSerde)
+        .read_key_values()
+        .unwrap();
     assert_eq!(got, pairs(&[("a", "x#1"), ("a", "y#2"), ("b", "z#1")]));
     let store = driver.kv_store::<StringSerde, U64Serde>("seq").unwrap();
     assert_eq!(store.get(&"a".into()).unwrap(), Some(2));
