@@ -23,6 +23,14 @@ pub struct KGroupedStream<K, V> {
     stream: KStream<K, V>,
 }
 
+impl<K, V> Clone for KGroupedStream<K, V> {
+    fn clone(&self) -> Self {
+        Self {
+            stream: self.stream.clone(),
+        }
+    }
+}
+
 impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     /// Groups the records by their key, repartitioning first if the key changed upstream.
     pub fn group_by_key(&self, grouped: Grouped<K, V>) -> KGroupedStream<K, V> {
@@ -90,6 +98,11 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
     /// The grouped records as a stream again (after any repartitioning).
     pub(crate) fn into_stream(self) -> KStream<K, V> {
         self.stream
+    }
+
+    /// The grouped records as a stream (after any repartitioning).
+    pub(crate) fn stream(&self) -> &KStream<K, V> {
+        &self.stream
     }
 
     /// The number of records per key.

@@ -6,7 +6,8 @@
 //!
 //! - [`KStream`]: `filter`, `map`, `flat_map`, `select_key`, `peek`, `split`, `merge`,
 //!   `to`, `process`, stream-table `join`/`left_join`, grouping;
-//! - [`KGroupedStream`]: `count`, `reduce`, `aggregate` into materialized stores;
+//! - [`KGroupedStream`]: `count`, `reduce`, `aggregate` into materialized stores, and
+//!   per tumbling window ([`TimeWindows`]);
 //! - [`KTable`]: `filter`, `map_values`, `to_stream`.
 //!
 //! Every node, store and repartition topic is named by the rule in [`naming`]: from the
@@ -21,6 +22,7 @@ mod ktable;
 pub mod naming;
 mod options;
 mod processors;
+mod windowed;
 
 /// The DSL guide (`docs/dsl.md`), whose examples are compiled as tests.
 #[doc = include_str!("../../docs/dsl.md")]
@@ -33,3 +35,4 @@ pub use grouped::KGroupedStream;
 pub use kstream::KStream;
 pub use ktable::KTable;
 pub use options::{Consumed, DynSerde, Grouped, Materialized, Produced, dyn_serde};
+pub use windowed::{TimeWindowedKStream, TimeWindows, Windowed, WindowedSerde};

@@ -239,6 +239,16 @@ impl<K: 'static, V: 'static> Materialized<K, V> {
         key_serde: DynSerde<K>,
         value_serde: DynSerde<V>,
     ) -> KeyValueStoreBuilder<DynSerde<K>, DynSerde<V>> {
+        self.store_with(name, key_serde, value_serde)
+    }
+
+    /// The store builder with these settings for keys of another type (windowed keys).
+    pub(crate) fn store_with<K2: 'static>(
+        &self,
+        name: &str,
+        key_serde: DynSerde<K2>,
+        value_serde: DynSerde<V>,
+    ) -> KeyValueStoreBuilder<DynSerde<K2>, DynSerde<V>> {
         let b = if self.persistent {
             Stores::persistent_kv(name, key_serde, value_serde)
         } else {
