@@ -17,10 +17,10 @@ use crate::processors::{JoinFn, StreamTableJoin, TableFn, TableOpProcessor};
 
 /// A table of the latest value per key; see the [module docs](self).
 pub struct KTable<K, V> {
-    shared: Shared,
-    node: String,
-    store: Option<String>,
-    key_serde: Option<DynSerde<K>>,
+    pub(crate) shared: Shared,
+    pub(crate) node: String,
+    pub(crate) store: Option<String>,
+    pub(crate) key_serde: Option<DynSerde<K>>,
     value_serde: Option<DynSerde<V>>,
 }
 

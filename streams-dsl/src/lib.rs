@@ -22,6 +22,7 @@ mod ktable;
 pub mod naming;
 mod options;
 mod processors;
+mod table_join;
 mod windowed;
 
 /// The DSL guide (`docs/dsl.md`), whose examples are compiled as tests.

@@ -181,3 +181,90 @@ fn joining_an_unmaterialized_table_is_a_build_error() {
         other => panic!("expected NotMaterialized, got {other:?}"),
     }
 }
+
+fn table_join_driver(kind: &str) -> TopologyTestDriver {
+    let b = StreamsBuilder::new("t");
+    let names = b.table(
+        "names",
+        Materialized::as_("names")
+            .with_key_serde(StringSerde)
+            .with_value_serde(StringSerde),
+    );
+    let ages = b.table(
+        "ages",
+        Materialized::as_("ages")
+            .with_key_serde(StringSerde)
+            .with_value_serde(U64Serde),
+    );
+    let joined = match kind {
+        "join" => names.join(&ages, |_, n, a| format!("{n}:{a}")),
+        "left" => names.left_join(&ages, |_, n, a| format!("{n}:{a:?}")),
+        _ => names.outer_join(&ages, |_, n, a| format!("{n:?}:{a:?}")),
+    };
+    joined
+        .to_stream()
+        .to("out", Produced::with(StringSerde, NullableSerde(StringSerde)));
+    let topology = b.build().unwrap();
+    let text = topology.describe().to_string();
+    assert!(
+        text.contains("names-table-") && text.contains("-this (stores: [ages])"),
+        "{text}"
+    );
+    TopologyTestDriver::new(topology, DriverConfig::default()).unwrap()
+}
+
+fn pipe_table_join_input(driver: &TopologyTestDriver) -> Vec<(String, Option<String>)> {
+    let names = driver.input_topic("names", StringSerde, NullableSerde(StringSerde));
+    let ages = driver.input_topic("ages", StringSerde, NullableSerde(U64Serde));
+    names.pipe_at("k".into(), Some("ann".into()), 1).unwrap();
+    ages.pipe_at("k".into(), Some(30), 2).unwrap();
+    ages.pipe_at("j".into(), Some(7), 3).unwrap();
+    names.pipe_at("k".into(), None, 4).unwrap();
+    driver
+        .output_topic("out", StringSerde, NullableSerde(StringSerde))
+        .read_key_values()
+        .unwrap()
+}
+
+fn kv(p: &[(&str, Option<&str>)]) -> Vec<(String, Option<String>)> {
+    p.iter()
+        .map(|(k, v)| ((*k).into(), v.map(str::to_owned)))
+        .collect()
+}
+
+#[test]
+fn table_table_inner_join_updates_from_both_sides() {
+    let got = pipe_table_join_input(&table_join_driver("join"));
+    assert_eq!(
+        got,
+        kv(&[("k", None), ("k", Some("ann:30")), ("j", None), ("k", None)])
+    );
+}
+
+#[test]
+fn table_table_left_join_keeps_rows_of_the_left_table() {
+    let got = pipe_table_join_input(&table_join_driver("left"));
+    assert_eq!(
+        got,
+        kv(&[
+            ("k", Some("ann:None")),
+            ("k", Some("ann:Some(30)")),
+            ("j", None),
+            ("k", None)
+        ])
+    );
+}
+
+#[test]
+fn table_table_outer_join_keeps_rows_of_either_table() {
+    let got = pipe_table_join_input(&table_join_driver("outer"));
+    assert_eq!(
+        got,
+        kv(&[
+            ("k", Some("Some(\"ann\"):None")),
+            ("k", Some("Some(\"ann\"):Some(30)")),
+            ("j", Some("None:Some(7)")),
+            ("k", Some("None:Some(30)")),
+        ])
+    );
+}
