@@ -8,7 +8,8 @@
 //!   `to`, `process`, stream-table `join`/`left_join`, grouping;
 //! - [`KGroupedStream`]: `count`, `reduce`, `aggregate` into materialized stores, and
 //!   per tumbling window ([`TimeWindows`]);
-//! - [`KTable`]: `filter`, `map_values`, `to_stream`.
+//! - [`KTable`]: `filter`, `map_values`, `to_stream`, table-table `join`, `left_join`,
+//!   `outer_join`.
 //!
 //! Every node, store and repartition topic is named by the rule in [`naming`]: from the
 //! closest user-given name, never from a global counter.

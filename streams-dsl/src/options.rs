@@ -258,3 +258,34 @@ impl<K: 'static, V: 'static> Materialized<K, V> {
         if self.logging { b } else { b.without_logging() }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use streams_state::serde::{StringSerde, U64Serde};
+
+    use super::*;
+
+    #[test]
+    fn carry_keeps_a_serde_only_for_the_same_type() {
+        let s: Option<DynSerde<String>> = Some(dyn_serde(StringSerde));
+        let same: Option<DynSerde<String>> = carry(&s);
+        assert_eq!(same.unwrap().serialize(&"x".to_owned()).unwrap(), b"x");
+        assert!(carry::<String, u64>(&s).is_none());
+        assert!(carry::<String, String>(&None).is_none());
+    }
+
+    #[test]
+    fn materialized_defaults_to_a_cached_logged_persistent_store() {
+        use streams_state::StoreBuilder;
+        let m = Materialized::<String, u64>::as_("counts");
+        let b = m.store("counts", dyn_serde(StringSerde), dyn_serde(U64Serde));
+        assert!(b.persistent());
+        assert!(b.logging_config().is_some());
+        let b = Materialized::<String, u64>::new()
+            .in_memory()
+            .without_logging()
+            .store("x", dyn_serde(StringSerde), dyn_serde(U64Serde));
+        assert!(!b.persistent());
+        assert!(b.logging_config().is_none());
+    }
+}
