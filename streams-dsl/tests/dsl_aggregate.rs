@@ -4,7 +4,9 @@
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
 use streams_core::{DriverConfig, Topology, TopologyTestDriver};
-use streams_dsl::{Consumed, DslError, DslIssue, DynSerde, Grouped, Materialized, Produced, StreamsBuilder};
+use streams_dsl::{
+    Consumed, DslError, DslIssue, DynSerde, Grouped, KStream, Materialized, Produced, StreamsBuilder,
+};
 
 fn strings() -> Consumed<StringSerde, StringSerde> {
     Consumed::with(StringSerde, StringSerde)
@@ -190,9 +192,16 @@ fn names(t: &Topology) -> (Vec<String>, Vec<String>) {
 }
 
 fn unnamed_pipeline(b: &StreamsBuilder) {
-    b.stream(["lines"], strings())
+    pipeline_with(b, |_| {});
+}
+
+/// The unnamed word count, with `extra` applied to the source stream before it.
+fn pipeline_with(b: &StreamsBuilder, extra: impl FnOnce(&KStream<String, String>)) {
+    let lines = b.stream(["lines"], strings());
+    extra(&lines);
+    lines
         .flat_map_values(|_, l| l.split(' ').map(str::to_owned).collect::<Vec<_>>())
-        .group_by(|_, w| w.clone(), Grouped::new().with_key_serde(StringSerde))
+        .group_by(|_, w| w.clone(), Grouped::new())
         .count(Materialized::new());
 }
 
@@ -201,21 +210,40 @@ fn adding_an_unrelated_operator_renames_no_store_or_topic() {
     let before = StreamsBuilder::new("app");
     unnamed_pipeline(&before);
     let before = before.build().unwrap();
+    let (stores_before, topics_before) = names(&before);
+    assert_eq!(
+        stores_before,
+        ["lines-source-flat_map_values-select_key-group-source-count-store"]
+    );
+    assert_eq!(
+        topics_before,
+        [
+            "app-lines-source-flat_map_values-select_key-group-repartition",
+            "lines"
+        ]
+    );
 
     let after = StreamsBuilder::new("app");
-    // Operators added before and beside the pipeline, on the same source topic's stream
-    // and on another stream with a store of its own.
+    // Another stream with a stateful pipeline of its own, built first...
     let other = after.stream(["other"], strings());
     other
         .filter(|_, v| !v.is_empty())
         .to("filtered", Produced::with(StringSerde, StringSerde));
     other
-        .group_by(|_, v| v.clone(), Grouped::new().with_key_serde(StringSerde))
+        .group_by(|_, v| v.clone(), Grouped::new())
         .count(Materialized::new());
-    unnamed_pipeline(&after);
+    // ...and siblings on the pipeline's own source stream, added before the pipeline,
+    // including another aggregation.
+    pipeline_with(&after, |lines| {
+        lines.peek(|_, _| {});
+        lines
+            .map_values(|_, v| v.len() as u64)
+            .filter(|_, n| *n > 0)
+            .group_by_key(Grouped::new())
+            .reduce(|a, b| a + b, Materialized::new().with_value_serde(U64Serde));
+    });
     let after = after.build().unwrap();
 
-    let (stores_before, topics_before) = names(&before);
     let (stores_after, topics_after) = names(&after);
     for s in &stores_before {
         assert!(stores_after.contains(s), "store {s} renamed: {stores_after:?}");
@@ -223,7 +251,7 @@ fn adding_an_unrelated_operator_renames_no_store_or_topic() {
     for t in &topics_before {
         assert!(topics_after.contains(t), "topic {t} renamed: {topics_after:?}");
     }
-    assert_eq!(stores_after.len(), stores_before.len() + 1);
+    assert_eq!(stores_after.len(), stores_before.len() + 2);
 }
 
 #[test]
