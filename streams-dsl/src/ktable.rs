@@ -15,7 +15,9 @@ use crate::kstream::KStream;
 use crate::options::{DynSerde, Materialized, dyn_serde};
 use crate::processors::{JoinFn, StreamTableJoin, TableFn, TableOpProcessor};
 
-/// A table of the latest value per key; see the [module docs](self).
+/// A table of the latest value per key. Its node forwards `Record<K, Option<V>>` updates
+/// (`None` a deletion); a materialized table also keeps its values in a named store, which
+/// joins read.
 pub struct KTable<K, V> {
     pub(crate) shared: Shared,
     pub(crate) node: String,

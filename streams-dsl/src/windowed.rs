@@ -111,7 +111,8 @@ impl TimeWindows {
     }
 }
 
-/// A grouped stream cut into time windows; see the [module docs](self).
+/// A grouped stream cut into tumbling time windows, to count or aggregate per key and
+/// window. Late records (past the grace period) are dropped; expired windows are removed.
 pub struct TimeWindowedKStream<K, V> {
     grouped: KGroupedStream<K, V>,
     windows: TimeWindows,
