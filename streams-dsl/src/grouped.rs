@@ -39,7 +39,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         let mut stream = self.derive(self.node.clone(), key_serde, value_serde, false);
         if self.repartition_required {
             stream.next_name = grouped.name.or_else(|| self.next_name.clone());
-            stream = stream.repartition();
+            stream = stream.through_topic("group");
         } else {
             stream.next_name = self.next_name.clone();
         }
@@ -61,14 +61,27 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         keyed.select_key(f).group_by_key(grouped)
     }
 
-    /// This stream written to a repartition topic and read back.
-    fn repartition(&self) -> Self {
+    /// This stream written to a repartition topic and read back, always (Kafka Streams'
+    /// `repartition()`): the `options` name names the topic
+    /// (`<application.id>-<name>-repartition`), else it is `<node>-through`; its serdes
+    /// replace the stream's.
+    pub fn repartition(&self, options: Grouped<K, V>) -> Self {
+        let mut s = self.clone();
+        s.key_serde = options.key_serde.or_else(|| self.key_serde.clone());
+        s.value_serde = options.value_serde.or_else(|| self.value_serde.clone());
+        s.next_name = options.name.or_else(|| self.next_name.clone());
+        s.through_topic("through")
+    }
+
+    /// This stream written to a repartition topic and read back; an unnamed topic's base
+    /// is `<node>-<op>`.
+    fn through_topic(&self, op: &str) -> Self {
         let given = self.next_name.clone();
         self.shared
             .check_named(given.is_some(), &self.node, "a repartition topic");
         let base = match &given {
             Some(n) => self.shared.name(Some(n), "", ""),
-            None => self.shared.name(None, &self.node, "group"),
+            None => self.shared.name(None, &self.node, op),
         };
         let topic = self.shared.repartition_topic(&base);
         let (Some(ks), Some(vs)) = (self.key_serde.clone(), self.value_serde.clone()) else {

@@ -283,3 +283,38 @@ fn a_name_used_twice_is_a_build_error() {
     s.clone().named("x").filter(|_, _| true);
     assert!(matches!(b.build(), Err(DslError::Invalid(i)) if i == [DslIssue::DuplicateName("x".into())]));
 }
+
+#[test]
+fn repartition_always_goes_through_a_named_topic() {
+    let b = StreamsBuilder::new("app");
+    let s = b.stream(["in"], strings());
+    s.repartition(Grouped::as_("spread"))
+        .to("out", Produced::with(StringSerde, StringSerde));
+    s.repartition(Grouped::new()).foreach(|_, _| {});
+    let topology = b.build().unwrap();
+    let text = topology.describe().to_string();
+    assert!(
+        text.contains("Sink: spread-sink (topic: app-spread-repartition)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("topic: app-in-source-through-repartition"),
+        "{text}"
+    );
+    let config = DriverConfig::default().partitions("app-spread-repartition", 4);
+    let driver = TopologyTestDriver::new(topology, config).unwrap();
+    let input = driver.input_topic("in", StringSerde, StringSerde);
+    for i in 0..8 {
+        input.pipe(format!("k{i}"), format!("v{i}")).unwrap();
+    }
+    let got = driver
+        .output_topic("out", StringSerde, StringSerde)
+        .read_key_values()
+        .unwrap();
+    assert_eq!(got.len(), 8);
+    assert_eq!(
+        driver.task_ids().len(),
+        1 + 4 + 1,
+        "one input task, four for the named topic, one for the other"
+    );
+}
