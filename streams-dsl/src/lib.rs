@@ -1,1 +1,40 @@
 //! The KStream / KTable DSL, compiled down to the Processor API of `streams-core`.
+//!
+//! A [`StreamsBuilder`] turns DSL calls into nodes of a Processor-API topology as they are
+//! made: there is no second runtime, and [`StreamsBuilder::build`] returns an ordinary
+//! [`Topology`](streams_core::Topology) for the `TopologyTestDriver` or `KafkaStreams`.
+//!
+//! - [`KStream`]: `filter`, `map`, `flat_map`, `select_key`, `peek`, `split`, `merge`,
+//!   `to`, `process`, stream-table `join`/`left_join`, grouping;
+//! - [`KGroupedStream`]: `count`, `reduce`, `aggregate` into materialized stores, and
+//!   per tumbling window ([`TimeWindows`]);
+//! - [`KTable`]: `filter`, `map_values`, `to_stream`, table-table `join`, `left_join`,
+//!   `outer_join`.
+//!
+//! Every node, store and repartition topic is named by the rule in [`naming`]: from the
+//! closest user-given name, never from a global counter.
+
+mod branch;
+mod builder;
+mod error;
+mod grouped;
+mod kstream;
+mod ktable;
+pub mod naming;
+mod options;
+mod processors;
+mod table_join;
+mod windowed;
+
+/// The DSL guide (`docs/dsl.md`), whose examples are compiled as tests.
+#[doc = include_str!("../../docs/dsl.md")]
+pub mod guide {}
+
+pub use branch::BranchedKStream;
+pub use builder::StreamsBuilder;
+pub use error::{DslError, DslIssue};
+pub use grouped::KGroupedStream;
+pub use kstream::KStream;
+pub use ktable::KTable;
+pub use options::{Consumed, DynSerde, Grouped, Materialized, Produced, dyn_serde};
+pub use windowed::{TimeWindowedKStream, TimeWindows, Windowed, WindowedSerde};

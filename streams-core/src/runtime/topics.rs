@@ -1,8 +1,10 @@
 //! Internal topics: the changelog of every logged store, created at start with the
-//! partition count of its sub-topology's source topics (`cleanup.policy=compact`), and the
-//! partition-count checks Kafka Streams makes before it runs.
+//! partition count of its sub-topology's source topics (`cleanup.policy=compact`); the
+//! repartition topics (written by a sink and read by a source of the same topology), created
+//! with the partition count of the topics upstream of them; and the partition-count checks
+//! Kafka Streams makes before it runs.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
@@ -12,7 +14,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use super::embedded::EmbeddedKafka;
 use super::restore::{changelog_topic, kafka_err};
 use crate::error::StreamsError;
-use crate::topology::Topology;
+use crate::topology::{SubTopology, Topology};
 
 /// A topic the application needs, with its partitions and configs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,21 +36,97 @@ fn partitions_of(metadata_consumer: &BaseConsumer, topic: &str) -> Result<Option
         .filter(|&n| n > 0))
 }
 
+/// The topics a sink of `subs` writes and a source of `subs` reads.
+fn repartition_topics(subs: &[&SubTopology]) -> BTreeSet<String> {
+    let read: BTreeSet<&String> = subs.iter().flat_map(|s| &s.source_topics).collect();
+    subs.iter()
+        .flat_map(|s| &s.sink_topics)
+        .filter(|t| read.contains(t))
+        .cloned()
+        .collect()
+}
+
+/// The partition count of every repartition topic, given the counts of the external
+/// source topics: a repartition topic read together with external topics takes their count
+/// (so the reader is co-partitioned); otherwise the largest count of the source topics of
+/// the sub-topologies that write it, as in Kafka Streams. Chains resolve in order.
+fn repartition_counts(
+    subs: &[&SubTopology],
+    repartition: &BTreeSet<String>,
+    external: &BTreeMap<String, i32>,
+) -> Result<BTreeMap<String, i32>, StreamsError> {
+    let mut counts = external.clone();
+    let mut pending: Vec<&String> = repartition.iter().collect();
+    while !pending.is_empty() {
+        let before = pending.len();
+        let mut still = Vec::new();
+        for topic in pending {
+            let co_partitioned = subs
+                .iter()
+                .filter(|s| s.source_topics.contains(topic))
+                .flat_map(|s| &s.source_topics)
+                .find_map(|t| external.get(t).copied());
+            let upstream = || {
+                let mut max = None;
+                for sub in subs.iter().filter(|s| s.sink_topics.contains(topic)) {
+                    for t in &sub.source_topics {
+                        max = Some(max.unwrap_or(0).max(*counts.get(t)?));
+                    }
+                }
+                max
+            };
+            match co_partitioned.or_else(upstream) {
+                Some(n) => {
+                    counts.insert(topic.clone(), n);
+                }
+                None => still.push(topic),
+            }
+        }
+        if still.len() == before {
+            return Err(StreamsError::Usage(format!(
+                "cannot derive the partition counts of repartition topics {still:?}"
+            )));
+        }
+        pending = still;
+    }
+    Ok(counts)
+}
+
 /// Checks source topics and computes the internal topics the topology needs.
 pub(crate) fn plan(
     topology: &Topology,
     app_id: &str,
     md: &BaseConsumer,
 ) -> Result<Vec<InternalTopic>, StreamsError> {
-    let mut topics = Vec::new();
-    for sub in topology.subtopologies().iter().filter(|s| !s.global) {
-        let mut counts = Vec::new();
-        for t in &sub.source_topics {
-            match partitions_of(md, t)? {
-                Some(n) => counts.push((t.clone(), n)),
-                None => return Err(StreamsError::Usage(format!("source topic `{t}` does not exist"))),
-            }
+    let subs: Vec<&SubTopology> = topology.subtopologies().iter().filter(|s| !s.global).collect();
+    let repartition = repartition_topics(&subs);
+    let mut external = BTreeMap::new();
+    for t in subs.iter().flat_map(|s| &s.source_topics) {
+        if repartition.contains(t) || external.contains_key(t) {
+            continue;
         }
+        match partitions_of(md, t)? {
+            Some(n) => external.insert(t.clone(), n),
+            None => return Err(StreamsError::Usage(format!("source topic `{t}` does not exist"))),
+        };
+    }
+    let all = repartition_counts(&subs, &repartition, &external)?;
+    let mut topics: Vec<InternalTopic> = repartition
+        .iter()
+        .filter_map(|t| {
+            all.get(t).map(|&n| InternalTopic {
+                name: t.clone(),
+                partitions: n,
+                config: BTreeMap::from([("cleanup.policy".to_owned(), "delete".to_owned())]),
+            })
+        })
+        .collect();
+    for sub in &subs {
+        let counts: Vec<(String, i32)> = sub
+            .source_topics
+            .iter()
+            .filter_map(|t| all.get(t).map(|&n| (t.clone(), n)))
+            .collect();
         let Some(&(_, n)) = counts.first() else { continue };
         if counts.iter().any(|(_, c)| *c != n) {
             return Err(StreamsError::Usage(format!(
@@ -143,4 +221,55 @@ pub(crate) fn ensure(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sub(id: u32, sources: &[&str], sinks: &[&str]) -> SubTopology {
+        SubTopology {
+            id,
+            nodes: Vec::new(),
+            source_topics: sources.iter().map(|s| s.to_string()).collect(),
+            sink_topics: sinks.iter().map(|s| s.to_string()).collect(),
+            stores: Vec::new(),
+            global: false,
+        }
+    }
+
+    #[test]
+    fn repartition_topics_take_upstream_or_co_partitioned_counts() {
+        let subs = [
+            sub(0, &["lines", "more"], &["r1", "out"]),
+            sub(1, &["r1"], &["r2"]),
+            sub(2, &["r2"], &["out2"]),
+            sub(3, &["words"], &["r3"]),
+            sub(4, &["r3", "users"], &[]),
+        ];
+        let refs: Vec<&SubTopology> = subs.iter().collect();
+        let repartition = repartition_topics(&refs);
+        assert_eq!(
+            repartition,
+            BTreeSet::from(["r1".into(), "r2".into(), "r3".into()])
+        );
+        let external = BTreeMap::from([
+            ("lines".into(), 2),
+            ("more".into(), 6),
+            ("words".into(), 8),
+            ("users".into(), 3),
+        ]);
+        let counts = repartition_counts(&refs, &repartition, &external).unwrap();
+        assert_eq!(counts["r1"], 6, "largest upstream count");
+        assert_eq!(counts["r2"], 6, "chained");
+        assert_eq!(counts["r3"], 3, "co-partitioned with the table it joins");
+    }
+
+    #[test]
+    fn a_repartition_cycle_is_an_error() {
+        let subs = [sub(0, &["a"], &["b"]), sub(1, &["b"], &["a"])];
+        let refs: Vec<&SubTopology> = subs.iter().collect();
+        let repartition = repartition_topics(&refs);
+        assert!(repartition_counts(&refs, &repartition, &BTreeMap::new()).is_err());
+    }
 }

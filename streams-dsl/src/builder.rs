@@ -1,0 +1,202 @@
+//! [`StreamsBuilder`]: the entry point of the DSL. It records every DSL call as nodes of a
+//! Processor-API [`TopologyBuilder`] at once, so `build()` is the core's own validation.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use streams_core::{Processor, SourceConfig, Topology, TopologyBuilder};
+use streams_state::{Serde, StoreBuilder};
+
+use crate::error::{DslError, DslIssue};
+use crate::kstream::KStream;
+use crate::ktable::KTable;
+use crate::naming::Namer;
+use crate::options::{Consumed, Materialized, dyn_serde};
+use crate::processors::TableSource;
+
+/// What every stream and table of one builder shares.
+pub(crate) struct Inner {
+    app_id: String,
+    topology: TopologyBuilder,
+    namer: Namer,
+    issues: Vec<DslIssue>,
+    require_names: bool,
+}
+
+/// The shared state behind a builder and its streams.
+#[derive(Clone)]
+pub(crate) struct Shared(Rc<RefCell<Inner>>);
+
+impl Shared {
+    /// A node name by the naming rule; a taken user-given name is recorded as an issue.
+    pub fn name(&self, given: Option<&str>, parent: &str, op: &str) -> String {
+        let mut inner = self.0.borrow_mut();
+        let (name, taken) = inner.namer.name(given, parent, op);
+        if taken {
+            inner.issues.push(DslIssue::DuplicateName(name.clone()));
+        }
+        name
+    }
+
+    /// Records a problem reported by `build`.
+    pub fn issue(&self, issue: DslIssue) {
+        self.0.borrow_mut().issues.push(issue);
+    }
+
+    /// Reports an unnamed stateful operator when names are required.
+    pub fn check_named(&self, given: bool, operator: &str, what: &'static str) {
+        if !given && self.0.borrow().require_names {
+            self.issue(DslIssue::Unnamed {
+                operator: operator.to_owned(),
+                what,
+            });
+        }
+    }
+
+    /// The repartition topic for `name`.
+    pub fn repartition_topic(&self, name: &str) -> String {
+        format!("{}-{name}-repartition", self.0.borrow().app_id)
+    }
+
+    /// Runs `f` on the topology builder.
+    pub fn with<R>(&self, f: impl FnOnce(&mut TopologyBuilder) -> R) -> R {
+        f(&mut self.0.borrow_mut().topology)
+    }
+
+    /// Adds a processor with one parent.
+    pub fn processor<P, KIn, VIn, KOut, VOut>(
+        &self,
+        name: &str,
+        supplier: impl Fn() -> P + Send + Sync + 'static,
+        parent: &str,
+    ) where
+        P: Processor<KIn, VIn, KOut, VOut>,
+        KIn: 'static,
+        VIn: 'static,
+        KOut: 'static,
+        VOut: 'static,
+    {
+        self.with(|t| {
+            t.add_processor(name, supplier, [parent]);
+        });
+    }
+
+    /// Adds a store connected to `processors`.
+    pub fn store(&self, builder: impl StoreBuilder, processors: &[&str]) {
+        self.with(|t| {
+            t.add_state_store(builder, processors.iter().copied());
+        });
+    }
+}
+
+/// Builds a topology from DSL calls: [`stream`](Self::stream) and [`table`](Self::table)
+/// start streams and tables, whose operators add Processor-API nodes; [`build`](Self::build)
+/// validates the result.
+///
+/// The application id is needed up front because it is part of repartition topic names
+/// (`<application.id>-<name>-repartition`); it must be the `application.id` the topology
+/// runs with.
+pub struct StreamsBuilder {
+    shared: Shared,
+}
+
+impl StreamsBuilder {
+    /// A builder for the application `application_id`.
+    pub fn new(application_id: impl Into<String>) -> Self {
+        Self {
+            shared: Shared(Rc::new(RefCell::new(Inner {
+                app_id: application_id.into(),
+                topology: Topology::builder(),
+                namer: Namer::default(),
+                issues: Vec::new(),
+                require_names: false,
+            }))),
+        }
+    }
+
+    /// Makes every stateful operator without a user-given name for its store or repartition
+    /// topic a build error, so that no state depends on the naming rule.
+    pub fn require_names(self) -> Self {
+        self.shared.0.borrow_mut().require_names = true;
+        self
+    }
+
+    /// A stream of the records of `topics`.
+    pub fn stream<KS, VS, T>(
+        &self,
+        topics: impl IntoIterator<Item = T>,
+        consumed: Consumed<KS, VS>,
+    ) -> KStream<KS::Target, VS::Target>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+        KS::Target: Clone + 'static,
+        VS::Target: Clone + 'static,
+        T: Into<String>,
+    {
+        let topics: Vec<String> = topics.into_iter().map(Into::into).collect();
+        let name = self
+            .shared
+            .name(consumed.name.as_deref(), &topics.join("+"), "source");
+        let config = SourceConfig::new(topics, consumed.key_serde.clone(), consumed.value_serde.clone())
+            .offset_reset(consumed.offset_reset);
+        self.shared.with(|t| {
+            t.add_source_with(&name, config);
+        });
+        KStream::new(
+            self.shared.clone(),
+            name,
+            Some(dyn_serde(consumed.key_serde)),
+            Some(dyn_serde(consumed.value_serde)),
+        )
+    }
+
+    /// A table of the latest value per key of `topic` (a null value deletes the key), kept
+    /// in the store `materialized` names, else `<topic>-table-store`. The materialized
+    /// serdes read the topic and must both be given.
+    pub fn table<K, V>(&self, topic: &str, materialized: Materialized<K, V>) -> KTable<K, V>
+    where
+        K: Clone + 'static,
+        V: Clone + 'static,
+    {
+        let source = self.shared.name(None, topic, "source");
+        let node = self.shared.name(None, topic, "table");
+        let (Some(ks), Some(vs)) = (materialized.key_serde.clone(), materialized.value_serde.clone()) else {
+            self.shared.issue(DslIssue::MissingSerde {
+                operator: node.clone(),
+                what: "key or value",
+            });
+            return KTable::new(self.shared.clone(), source, None);
+        };
+        let store = materialized
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("{topic}-table-store"));
+        let value_source = streams_state::serde::NullableSerde(vs.clone());
+        self.shared.with(|t| {
+            t.add_source(&source, [topic], ks.clone(), value_source);
+        });
+        let store_name = store.clone();
+        self.shared
+            .processor(&node, move || TableSource::<K, V>::new(&store_name), &source);
+        self.shared
+            .store(materialized.store(&store, ks.clone(), vs.clone()), &[&node]);
+        KTable::new(self.shared.clone(), node, Some(store)).with_serdes(Some(ks), Some(vs))
+    }
+
+    /// Adds a store for user processors; [`KStream::process`] connects it to one by name.
+    pub fn add_state_store(&self, builder: impl StoreBuilder) -> &Self {
+        self.shared.store(builder, &[]);
+        self
+    }
+
+    /// Validates the program and compiles it into a [`Topology`]. Every DSL problem is
+    /// reported together; then the core's own validation runs.
+    pub fn build(&self) -> Result<Topology, DslError> {
+        let inner = self.shared.0.borrow();
+        if !inner.issues.is_empty() {
+            return Err(DslError::Invalid(inner.issues.clone()));
+        }
+        Ok(inner.topology.build()?)
+    }
+}

@@ -1,0 +1,53 @@
+//! Errors of [`StreamsBuilder::build`](crate::StreamsBuilder::build).
+
+use streams_core::TopologyError;
+
+/// A DSL program that cannot be compiled to a topology.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DslError {
+    /// Problems found while the DSL calls were made, all of them.
+    #[error("invalid DSL program: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Invalid(Vec<DslIssue>),
+    /// The compiled topology did not validate.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+}
+
+/// One problem with a DSL program.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DslIssue {
+    /// An operator needs a serde that neither it nor its upstream was given.
+    #[error(
+        "`{operator}` needs a {what} serde: give it through Grouped, Materialized or the stream's Consumed"
+    )]
+    MissingSerde {
+        /// The node of the operator.
+        operator: String,
+        /// `"key"` or `"value"`.
+        what: &'static str,
+    },
+    /// [`StreamsBuilder::require_names`](crate::StreamsBuilder::require_names) is on and a
+    /// stateful operator has no user-given name for its store or topic.
+    #[error("`{operator}` creates {what} but was not named (require_names is on)")]
+    Unnamed {
+        /// The node of the operator.
+        operator: String,
+        /// What would have been named: `"a store"` or `"a repartition topic"`.
+        what: &'static str,
+    },
+    /// Two operators were given the same name.
+    #[error("name `{0}` is used twice")]
+    DuplicateName(String),
+    /// A join needs the table's values in a store, but the table is not materialized.
+    #[error(
+        "`{operator}` joins table `{table}`, which is not materialized; pass a Materialized to the operator that made it"
+    )]
+    NotMaterialized {
+        /// The join's node.
+        operator: String,
+        /// The table's node.
+        table: String,
+    },
+}

@@ -1,0 +1,229 @@
+//! [`KTable`]: a changelog stream read as a table (the latest value per key), its
+//! operators, and the stream-table joins of [`KStream`].
+//!
+//! A table's node forwards `Record<K, Option<V>>` updates: `Some` is the key's new value,
+//! `None` its deletion. A materialized table also keeps its values in a named store, which
+//! joins read.
+
+use std::sync::Arc;
+
+use streams_state::serde::NullableSerde;
+
+use crate::builder::Shared;
+use crate::error::DslIssue;
+use crate::kstream::KStream;
+use crate::options::{DynSerde, Materialized, dyn_serde};
+use crate::processors::{JoinFn, StreamTableJoin, TableFn, TableOpProcessor};
+
+/// A table of the latest value per key. Its node forwards `Record<K, Option<V>>` updates
+/// (`None` a deletion); a materialized table also keeps its values in a named store, which
+/// joins read.
+pub struct KTable<K, V> {
+    pub(crate) shared: Shared,
+    pub(crate) node: String,
+    pub(crate) store: Option<String>,
+    pub(crate) key_serde: Option<DynSerde<K>>,
+    value_serde: Option<DynSerde<V>>,
+}
+
+impl<K, V> Clone for KTable<K, V> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: self.shared.clone(),
+            node: self.node.clone(),
+            store: self.store.clone(),
+            key_serde: self.key_serde.clone(),
+            value_serde: self.value_serde.clone(),
+        }
+    }
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
+    pub(crate) fn new(shared: Shared, node: String, store: Option<String>) -> Self {
+        Self {
+            shared,
+            node,
+            store,
+            key_serde: None,
+            value_serde: None,
+        }
+    }
+
+    pub(crate) fn with_serdes(
+        mut self,
+        key_serde: Option<DynSerde<K>>,
+        value_serde: Option<DynSerde<V>>,
+    ) -> Self {
+        self.key_serde = key_serde;
+        self.value_serde = value_serde;
+        self
+    }
+
+    /// The name of the node that forwards this table's updates.
+    pub fn node_name(&self) -> &str {
+        &self.node
+    }
+
+    /// The store holding this table's values, if it is materialized.
+    pub fn store_name(&self) -> Option<&str> {
+        self.store.as_deref()
+    }
+
+    /// The rows for which `predicate` holds; an update to a row that fails it is forwarded
+    /// as a deletion. Not materialized.
+    pub fn filter(&self, predicate: impl Fn(&K, &V) -> bool + Send + Sync + 'static) -> Self {
+        self.filter_as(predicate, None)
+    }
+
+    /// As [`filter`](Self::filter), kept in the store `materialized` describes.
+    pub fn filter_as(
+        &self,
+        predicate: impl Fn(&K, &V) -> bool + Send + Sync + 'static,
+        materialized: impl Into<Option<Materialized<K, V>>>,
+    ) -> Self {
+        let f: TableFn<K, V, V> = Arc::new(move |k, v| v.filter(|v| predicate(k, v)));
+        self.table_op("filter", f, materialized.into(), self.value_serde.clone())
+    }
+
+    /// Each row's value replaced by `f(key, value)`. Not materialized.
+    pub fn map_values<V2: Clone + 'static>(
+        &self,
+        f: impl Fn(&K, V) -> V2 + Send + Sync + 'static,
+    ) -> KTable<K, V2> {
+        self.map_values_as(f, None)
+    }
+
+    /// As [`map_values`](Self::map_values), kept in the store `materialized` describes.
+    pub fn map_values_as<V2: Clone + 'static>(
+        &self,
+        f: impl Fn(&K, V) -> V2 + Send + Sync + 'static,
+        materialized: impl Into<Option<Materialized<K, V2>>>,
+    ) -> KTable<K, V2> {
+        let g: TableFn<K, V, V2> = Arc::new(move |k, v| v.map(|v| f(k, v)));
+        self.table_op("map_values", g, materialized.into(), None)
+    }
+
+    fn table_op<V2: Clone + 'static>(
+        &self,
+        op: &str,
+        f: TableFn<K, V, V2>,
+        materialized: Option<Materialized<K, V2>>,
+        value_fallback: Option<DynSerde<V2>>,
+    ) -> KTable<K, V2> {
+        let given = materialized.as_ref().and_then(|m| m.name.clone());
+        let node = self.shared.name(given.as_deref(), &self.node, op);
+        let mut store = None;
+        let mut value_serde = value_fallback.clone();
+        if let Some(m) = &materialized {
+            let name = m.name.clone().unwrap_or_else(|| format!("{node}-store"));
+            self.shared.check_named(m.name.is_some(), &node, "a store");
+            let ks = m.key_serde.clone().or_else(|| self.key_serde.clone());
+            let vs = m.value_serde.clone().or(value_fallback);
+            match (ks, vs) {
+                (Some(ks), Some(vs)) => {
+                    value_serde = Some(vs.clone());
+                    store = Some((name.clone(), m.store(&name, ks, vs)));
+                }
+                _ => self.shared.issue(DslIssue::MissingSerde {
+                    operator: node.clone(),
+                    what: "store key or value",
+                }),
+            }
+        }
+        let store_name = store.as_ref().map(|(n, _)| n.clone());
+        let for_supplier = store_name.clone();
+        self.shared.processor(
+            &node,
+            move || TableOpProcessor {
+                f: f.clone(),
+                store_name: for_supplier.clone(),
+                store: None,
+            },
+            &self.node,
+        );
+        if let Some((_, builder)) = store {
+            self.shared.store(builder, &[&node]);
+        }
+        KTable::new(self.shared.clone(), node, store_name).with_serdes(self.key_serde.clone(), value_serde)
+    }
+
+    /// The table's updates as a stream: `Some(value)` for a new value, `None` for a
+    /// deletion (Kafka's null value). Adds no node.
+    pub fn to_stream(&self) -> KStream<K, Option<V>> {
+        let value_serde = self.value_serde.clone().map(|vs| dyn_serde(NullableSerde(vs)));
+        KStream::new(
+            self.shared.clone(),
+            self.node.clone(),
+            self.key_serde.clone(),
+            value_serde,
+        )
+    }
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
+    /// Joins each record with the table's current value for its key; records whose key is
+    /// not in the table are dropped. The table must be materialized; a stream whose key
+    /// changed is repartitioned first, so both sides are partitioned alike.
+    pub fn join<VT, VR>(
+        &self,
+        table: &KTable<K, VT>,
+        joiner: impl Fn(&K, V, VT) -> VR + Send + Sync + 'static,
+    ) -> KStream<K, VR>
+    where
+        VT: Clone + 'static,
+        VR: Clone + 'static,
+    {
+        let j: JoinFn<K, V, VT, VR> = Arc::new(move |k, v, t| t.map(|t| joiner(k, v, t)));
+        self.join_with("join", table, j)
+    }
+
+    /// As [`join`](Self::join), but a record whose key is not in the table is joined with
+    /// `None`.
+    pub fn left_join<VT, VR>(
+        &self,
+        table: &KTable<K, VT>,
+        joiner: impl Fn(&K, V, Option<VT>) -> VR + Send + Sync + 'static,
+    ) -> KStream<K, VR>
+    where
+        VT: Clone + 'static,
+        VR: Clone + 'static,
+    {
+        let j: JoinFn<K, V, VT, VR> = Arc::new(move |k, v, t| Some(joiner(k, v, t)));
+        self.join_with("left_join", table, j)
+    }
+
+    fn join_with<VT: Clone + 'static, VR: Clone + 'static>(
+        &self,
+        op: &str,
+        table: &KTable<K, VT>,
+        joiner: JoinFn<K, V, VT, VR>,
+    ) -> KStream<K, VR> {
+        let left = if self.repartition_required {
+            self.group_by_key(crate::Grouped::new()).into_stream()
+        } else {
+            self.clone()
+        };
+        let node = left.child_name(op);
+        let Some(store) = table.store.clone() else {
+            self.shared.issue(DslIssue::NotMaterialized {
+                operator: node.clone(),
+                table: table.node.clone(),
+            });
+            return left.derive(node, None, None, false);
+        };
+        let table_store = store.clone();
+        self.shared.processor(
+            &node,
+            move || StreamTableJoin {
+                table_store: table_store.clone(),
+                joiner: joiner.clone(),
+                store: None,
+            },
+            &left.node,
+        );
+        self.shared.with(|t| {
+            t.connect_processor_and_state_stores(&node, [store]);
+        });
+        left.derive(node, left.key_serde.clone(), None, false)
+    }
+}

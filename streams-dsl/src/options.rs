@@ -1,0 +1,291 @@
+//! Operator options, as Kafka Streams' `Consumed`, `Produced`, `Grouped` and `Materialized`:
+//! serdes, names and store settings.
+
+use std::sync::Arc;
+
+use streams_core::state::KeyValueStoreBuilder;
+use streams_core::{OffsetReset, Stores};
+use streams_state::Serde;
+
+/// A serde behind an `Arc`, chosen at run time. Every store the DSL creates is typed
+/// `KvStore<DynSerde<K>, DynSerde<V>>`, which is what
+/// `TopologyTestDriver::kv_store` must be asked for.
+pub type DynSerde<T> = Arc<dyn Serde<Target = T>>;
+
+/// Boxes a serde as a [`DynSerde`].
+pub fn dyn_serde<S: Serde>(serde: S) -> DynSerde<S::Target> {
+    Arc::new(serde)
+}
+
+/// `serde` again when `B` is the type `A`, else `None`: operators that may change a type
+/// keep the serde when the type stayed the same.
+pub(crate) fn carry<A: 'static, B: 'static>(serde: &Option<DynSerde<A>>) -> Option<DynSerde<B>> {
+    let boxed: Box<dyn std::any::Any> = Box::new(serde.clone()?);
+    boxed.downcast::<DynSerde<B>>().ok().map(|b| *b)
+}
+
+/// How a stream reads its topics: serdes, the source's name, the offset reset.
+#[derive(Clone)]
+pub struct Consumed<KS, VS> {
+    pub(crate) key_serde: KS,
+    pub(crate) value_serde: VS,
+    pub(crate) name: Option<String>,
+    pub(crate) offset_reset: OffsetReset,
+}
+
+impl<KS: Serde + Clone, VS: Serde + Clone> Consumed<KS, VS> {
+    /// Reads keys with `key_serde` and values with `value_serde`.
+    pub fn with(key_serde: KS, value_serde: VS) -> Self {
+        Self {
+            key_serde,
+            value_serde,
+            name: None,
+            offset_reset: OffsetReset::default(),
+        }
+    }
+
+    /// Names the source node.
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Where to start without a committed offset.
+    pub fn offset_reset(mut self, reset: OffsetReset) -> Self {
+        self.offset_reset = reset;
+        self
+    }
+}
+
+/// How a stream is written to a topic: serdes and the sink's name.
+#[derive(Clone)]
+pub struct Produced<KS, VS> {
+    pub(crate) key_serde: KS,
+    pub(crate) value_serde: VS,
+    pub(crate) name: Option<String>,
+}
+
+impl<KS: Serde + Clone, VS: Serde + Clone> Produced<KS, VS> {
+    /// Writes keys with `key_serde` and values with `value_serde`.
+    pub fn with(key_serde: KS, value_serde: VS) -> Self {
+        Self {
+            key_serde,
+            value_serde,
+            name: None,
+        }
+    }
+
+    /// Names the sink node.
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+}
+
+/// How a stream is grouped: the serdes of its repartition topic (when one is needed) and
+/// the name that the repartition topic and the grouping's nodes derive from.
+pub struct Grouped<K, V> {
+    pub(crate) key_serde: Option<DynSerde<K>>,
+    pub(crate) value_serde: Option<DynSerde<V>>,
+    pub(crate) name: Option<String>,
+}
+
+impl<K, V> Default for Grouped<K, V> {
+    fn default() -> Self {
+        Self {
+            key_serde: None,
+            value_serde: None,
+            name: None,
+        }
+    }
+}
+
+impl<K: 'static, V: 'static> Grouped<K, V> {
+    /// Serdes from upstream, no name.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Named `name`, serdes from upstream.
+    pub fn as_(name: impl Into<String>) -> Self {
+        Self::default().named(name)
+    }
+
+    /// With both serdes.
+    pub fn with<KS, VS>(key_serde: KS, value_serde: VS) -> Self
+    where
+        KS: Serde<Target = K>,
+        VS: Serde<Target = V>,
+    {
+        Self {
+            key_serde: Some(dyn_serde(key_serde)),
+            value_serde: Some(dyn_serde(value_serde)),
+            name: None,
+        }
+    }
+
+    /// Sets the name.
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Sets the key serde.
+    pub fn with_key_serde(mut self, serde: impl Serde<Target = K>) -> Self {
+        self.key_serde = Some(dyn_serde(serde));
+        self
+    }
+
+    /// Sets the value serde.
+    pub fn with_value_serde(mut self, serde: impl Serde<Target = V>) -> Self {
+        self.value_serde = Some(dyn_serde(serde));
+        self
+    }
+}
+
+/// How a table or an aggregation is kept in a key-value store: its name, serdes, and
+/// whether it is persistent (RocksDB, the default), cached (default) and change-logged
+/// (default).
+///
+/// A cached DSL store still forwards every update downstream at once; the cache only
+/// batches writes to the store and its changelog until the next commit.
+pub struct Materialized<K, V> {
+    pub(crate) name: Option<String>,
+    pub(crate) key_serde: Option<DynSerde<K>>,
+    pub(crate) value_serde: Option<DynSerde<V>>,
+    persistent: bool,
+    caching: bool,
+    logging: bool,
+}
+
+impl<K, V> Default for Materialized<K, V> {
+    fn default() -> Self {
+        Self {
+            name: None,
+            key_serde: None,
+            value_serde: None,
+            persistent: true,
+            caching: true,
+            logging: true,
+        }
+    }
+}
+
+impl<K: 'static, V: 'static> Materialized<K, V> {
+    /// Unnamed (the store's name follows the naming rule), serdes from upstream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A store named `name`.
+    pub fn as_(name: impl Into<String>) -> Self {
+        Self {
+            name: Some(name.into()),
+            ..Self::default()
+        }
+    }
+
+    /// With both serdes.
+    pub fn with<KS, VS>(key_serde: KS, value_serde: VS) -> Self
+    where
+        KS: Serde<Target = K>,
+        VS: Serde<Target = V>,
+    {
+        Self::default()
+            .with_key_serde(key_serde)
+            .with_value_serde(value_serde)
+    }
+
+    /// Sets the store's name.
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Sets the key serde.
+    pub fn with_key_serde(mut self, serde: impl Serde<Target = K>) -> Self {
+        self.key_serde = Some(dyn_serde(serde));
+        self
+    }
+
+    /// Sets the value serde.
+    pub fn with_value_serde(mut self, serde: impl Serde<Target = V>) -> Self {
+        self.value_serde = Some(dyn_serde(serde));
+        self
+    }
+
+    /// Keeps the store in memory instead of RocksDB.
+    pub fn in_memory(mut self) -> Self {
+        self.persistent = false;
+        self
+    }
+
+    /// No write-back cache in front of the store.
+    pub fn without_caching(mut self) -> Self {
+        self.caching = false;
+        self
+    }
+
+    /// No changelog: the store is not restored after a failure.
+    pub fn without_logging(mut self) -> Self {
+        self.logging = false;
+        self
+    }
+
+    /// The store builder for a store called `name` with the given serdes.
+    pub(crate) fn store(
+        &self,
+        name: &str,
+        key_serde: DynSerde<K>,
+        value_serde: DynSerde<V>,
+    ) -> KeyValueStoreBuilder<DynSerde<K>, DynSerde<V>> {
+        self.store_with(name, key_serde, value_serde)
+    }
+
+    /// The store builder with these settings for keys of another type (windowed keys).
+    pub(crate) fn store_with<K2: 'static>(
+        &self,
+        name: &str,
+        key_serde: DynSerde<K2>,
+        value_serde: DynSerde<V>,
+    ) -> KeyValueStoreBuilder<DynSerde<K2>, DynSerde<V>> {
+        let b = if self.persistent {
+            Stores::persistent_kv(name, key_serde, value_serde)
+        } else {
+            Stores::in_memory_kv(name, key_serde, value_serde)
+        };
+        let b = if self.caching { b.with_caching() } else { b };
+        if self.logging { b } else { b.without_logging() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use streams_state::serde::{StringSerde, U64Serde};
+
+    use super::*;
+
+    #[test]
+    fn carry_keeps_a_serde_only_for_the_same_type() {
+        let s: Option<DynSerde<String>> = Some(dyn_serde(StringSerde));
+        let same: Option<DynSerde<String>> = carry(&s);
+        assert_eq!(same.unwrap().serialize(&"x".to_owned()).unwrap(), b"x");
+        assert!(carry::<String, u64>(&s).is_none());
+        assert!(carry::<String, String>(&None).is_none());
+    }
+
+    #[test]
+    fn materialized_defaults_to_a_cached_logged_persistent_store() {
+        use streams_state::StoreBuilder;
+        let m = Materialized::<String, u64>::as_("counts");
+        let b = m.store("counts", dyn_serde(StringSerde), dyn_serde(U64Serde));
+        assert!(b.persistent());
+        assert!(b.logging_config().is_some());
+        let b = Materialized::<String, u64>::new()
+            .in_memory()
+            .without_logging()
+            .store("x", dyn_serde(StringSerde), dyn_serde(U64Serde));
+        assert!(!b.persistent());
+        assert!(b.logging_config().is_none());
+    }
+}

@@ -1,0 +1,195 @@
+//! The processors DSL operators compile to. Each is an ordinary Processor-API
+//! [`Processor`]; user functions are shared between the instances of all tasks through
+//! `Arc`s.
+
+use std::sync::Arc;
+
+use streams_core::{KvStore, ProcessResult, Processor, ProcessorContext, Record};
+
+use crate::options::DynSerde;
+
+/// A typed handle of a DSL store.
+pub(crate) type DslStore<K, V> = KvStore<DynSerde<K>, DynSerde<V>>;
+
+/// Emits one output record.
+pub(crate) type Emit<'e, K, V> = dyn FnMut(Record<K, V>) -> ProcessResult + 'e;
+
+/// A stateless operator: turns one record into any number of records through `emit`.
+pub(crate) type OpFn<K, V, K2, V2> =
+    Arc<dyn Fn(Record<K, V>, &mut Emit<'_, K2, V2>) -> ProcessResult + Send + Sync>;
+
+/// Runs a stateless operator.
+pub(crate) struct OpProcessor<K, V, K2, V2> {
+    pub op: OpFn<K, V, K2, V2>,
+}
+
+impl<K, V, K2, V2> Processor<K, V, K2, V2> for OpProcessor<K, V, K2, V2>
+where
+    K: 'static,
+    V: 'static,
+    K2: Clone + 'static,
+    V2: Clone + 'static,
+{
+    fn process(&mut self, ctx: &mut ProcessorContext<'_, K2, V2>, record: Record<K, V>) -> ProcessResult {
+        (self.op)(record, &mut |out| ctx.forward(out))
+    }
+}
+
+fn open<K, V>(
+    ctx: &ProcessorContext<'_, impl Sized, impl Sized>,
+    name: &str,
+) -> Result<DslStore<K, V>, streams_core::state::StoreError>
+where
+    K: 'static,
+    V: 'static,
+{
+    ctx.kv_store::<DynSerde<K>, DynSerde<V>>(name)
+}
+
+/// Keeps a source topic's latest value per key in a store and forwards every change.
+pub(crate) struct TableSource<K: 'static, V: 'static> {
+    name: String,
+    store: Option<DslStore<K, V>>,
+}
+
+impl<K: 'static, V: 'static> TableSource<K, V> {
+    pub fn new(store: &str) -> Self {
+        Self {
+            name: store.to_owned(),
+            store: None,
+        }
+    }
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Option<V>, K, Option<V>> for TableSource<K, V> {
+    fn init(&mut self, ctx: &mut ProcessorContext<'_, K, Option<V>>) -> ProcessResult {
+        self.store = Some(open(ctx, &self.name)?);
+        Ok(())
+    }
+
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, K, Option<V>>,
+        r: Record<K, Option<V>>,
+    ) -> ProcessResult {
+        let store = self.store.as_ref().ok_or("table store not initialized")?;
+        match &r.value {
+            Some(v) => store.put(&r.key, v)?,
+            None => {
+                store.delete(&r.key)?;
+            }
+        }
+        ctx.forward(r)
+    }
+}
+
+/// Updates an aggregate per key: `update(key, value, old aggregate)`.
+pub(crate) type UpdateFn<K, V, A> = Arc<dyn Fn(&K, V, Option<A>) -> A + Send + Sync>;
+
+/// `count`, `reduce` and `aggregate`: reads the key's aggregate, updates it, writes it
+/// back and forwards the new value as a table update.
+pub(crate) struct AggregateProcessor<K: 'static, V, A: 'static> {
+    pub store_name: String,
+    pub update: UpdateFn<K, V, A>,
+    pub store: Option<DslStore<K, A>>,
+}
+
+impl<K: Clone + 'static, V: 'static, A: Clone + 'static> Processor<K, V, K, Option<A>>
+    for AggregateProcessor<K, V, A>
+{
+    fn init(&mut self, ctx: &mut ProcessorContext<'_, K, Option<A>>) -> ProcessResult {
+        self.store = Some(open(ctx, &self.store_name)?);
+        Ok(())
+    }
+
+    fn process(&mut self, ctx: &mut ProcessorContext<'_, K, Option<A>>, r: Record<K, V>) -> ProcessResult {
+        let store = self.store.as_ref().ok_or("aggregate store not initialized")?;
+        let old = store.get(&r.key)?;
+        let new = (self.update)(&r.key, r.value, old);
+        store.put(&r.key, &new)?;
+        ctx.forward(Record {
+            key: r.key,
+            value: Some(new),
+            timestamp: r.timestamp,
+            headers: r.headers,
+        })
+    }
+}
+
+/// A table operator on one update: `None` is a delete.
+pub(crate) type TableFn<K, V, V2> = Arc<dyn Fn(&K, Option<V>) -> Option<V2> + Send + Sync>;
+
+/// `KTable::filter` and `KTable::map_values`: transforms each update and, when the result
+/// is materialized, keeps it in its own store.
+pub(crate) struct TableOpProcessor<K: 'static, V, V2: 'static> {
+    pub f: TableFn<K, V, V2>,
+    pub store_name: Option<String>,
+    pub store: Option<DslStore<K, V2>>,
+}
+
+impl<K: Clone + 'static, V: 'static, V2: Clone + 'static> Processor<K, Option<V>, K, Option<V2>>
+    for TableOpProcessor<K, V, V2>
+{
+    fn init(&mut self, ctx: &mut ProcessorContext<'_, K, Option<V2>>) -> ProcessResult {
+        if let Some(name) = &self.store_name {
+            self.store = Some(open(ctx, name)?);
+        }
+        Ok(())
+    }
+
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, K, Option<V2>>,
+        r: Record<K, Option<V>>,
+    ) -> ProcessResult {
+        let new = (self.f)(&r.key, r.value);
+        if let Some(store) = &self.store {
+            match &new {
+                Some(v) => store.put(&r.key, v)?,
+                None => {
+                    store.delete(&r.key)?;
+                }
+            }
+        }
+        ctx.forward(Record {
+            key: r.key,
+            value: new,
+            timestamp: r.timestamp,
+            headers: r.headers,
+        })
+    }
+}
+
+/// Joins a stream value with the table's current value, if any; `None` drops the record.
+pub(crate) type JoinFn<K, V, VT, VR> = Arc<dyn Fn(&K, V, Option<VT>) -> Option<VR> + Send + Sync>;
+
+/// The stream side of a stream-table join: looks each record's key up in the table's
+/// store (connected to this processor, so stream and table share a task).
+pub(crate) struct StreamTableJoin<K: 'static, V, VT: 'static, VR> {
+    pub table_store: String,
+    pub joiner: JoinFn<K, V, VT, VR>,
+    pub store: Option<DslStore<K, VT>>,
+}
+
+impl<K: Clone + 'static, V: 'static, VT: Clone + 'static, VR: Clone + 'static> Processor<K, V, K, VR>
+    for StreamTableJoin<K, V, VT, VR>
+{
+    fn init(&mut self, ctx: &mut ProcessorContext<'_, K, VR>) -> ProcessResult {
+        self.store = Some(open(ctx, &self.table_store)?);
+        Ok(())
+    }
+
+    fn process(&mut self, ctx: &mut ProcessorContext<'_, K, VR>, r: Record<K, V>) -> ProcessResult {
+        let store = self.store.as_ref().ok_or("join store not initialized")?;
+        let other = store.get(&r.key)?;
+        match (self.joiner)(&r.key, r.value, other) {
+            Some(v) => ctx.forward(Record {
+                key: r.key,
+                value: v,
+                timestamp: r.timestamp,
+                headers: r.headers,
+            }),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! DSL topologies on the Kafka runtime against the real broker: word count through a
+//! repartition topic created at start with the input's partition count, and a stream-table
+//! join whose repartition topic takes the table topic's partition count. Skipped without a
+//! broker (`STREAMS_TEST_BOOTSTRAP`), failed then if `STREAMS_REQUIRE_KAFKA=1`.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use streams_core::serdes::{StringSerde, U64Serde};
+use streams_core::state::serde::NullableSerde;
+use streams_core::testing::{self, ConsumeUntil, ProduceRecord};
+use streams_core::{KafkaStreams, State, StreamsConfig, default_partition};
+use streams_dsl::{Consumed, Grouped, Materialized, Produced, StreamsBuilder};
+
+fn config(bootstrap: &str, app_id: &str, state_dir: &std::path::Path) -> StreamsConfig {
+    let dir = state_dir.display().to_string();
+    StreamsConfig::from_properties([
+        ("application.id", app_id),
+        ("bootstrap.servers", bootstrap),
+        ("state.dir", dir.as_str()),
+        ("commit.interval.ms", "200"),
+        ("consumer.session.timeout.ms", "6000"),
+        ("consumer.heartbeat.interval.ms", "500"),
+    ])
+    .unwrap()
+}
+
+/// Reads `topic` until `done` holds for the string pairs read so far, or fails.
+fn wait_for(
+    bootstrap: &str,
+    topic: &str,
+    done: impl Fn(&[(String, Vec<u8>)]) -> bool,
+) -> Vec<(String, Vec<u8>)> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let records = testing::consume_all(
+            bootstrap,
+            topic,
+            ConsumeUntil::Idle(Duration::ZERO),
+            Duration::from_secs(60),
+            false,
+        )
+        .unwrap();
+        let pairs: Vec<(String, Vec<u8>)> = records
+            .iter()
+            .map(|r| (r.key_str().unwrap(), r.value.clone().unwrap_or_default()))
+            .collect();
+        if done(&pairs) {
+            return pairs;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "output not reached: {} records",
+            pairs.len()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+#[test]
+fn word_count_on_the_broker_through_a_repartition_topic() {
+    let Some(bootstrap) = testing::require_kafka("word_count_on_the_broker_through_a_repartition_topic")
+    else {
+        return;
+    };
+    let app_id = testing::unique_name("dsl-wc");
+    let input = testing::unique_name("lines");
+    let output = testing::unique_name("word-counts");
+    testing::create_topic(&bootstrap, &input, 3, &[]).unwrap();
+    testing::create_topic(&bootstrap, &output, 3, &[]).unwrap();
+
+    let b = StreamsBuilder::new(app_id.clone());
+    b.stream([input.as_str()], Consumed::with(StringSerde, StringSerde))
+        .flat_map_values(|_, line| line.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+        .group_by(|_, word| word.clone(), Grouped::as_("words"))
+        .count(Materialized::as_("counts"))
+        .to_stream()
+        .to(&output, Produced::with(StringSerde, NullableSerde(U64Serde)));
+    let topology = b.build().unwrap();
+
+    // 300 lines of 3 words over 30 distinct words: every word 30 times.
+    let lines: Vec<ProduceRecord> = (0..300)
+        .map(|i| {
+            let words: Vec<String> = (0..3).map(|j| format!("w{}", (i * 3 + j) % 30)).collect();
+            ProduceRecord::new(format!("line-{i}"), words.join(" "))
+        })
+        .collect();
+    testing::produce(&bootstrap, &input, &lines, Duration::from_secs(60)).unwrap();
+
+    let state = tempfile::tempdir().unwrap();
+    let config = config(&bootstrap, &app_id, state.path());
+    let mut app = KafkaStreams::new(topology, config).unwrap();
+    app.start().unwrap();
+    assert!(
+        app.wait_for_state(State::Running, Duration::from_secs(60)),
+        "{:?}",
+        app.state()
+    );
+    testing::wait_for_topic(
+        &bootstrap,
+        &format!("{app_id}-words-repartition"),
+        3,
+        Duration::from_secs(10),
+    )
+    .unwrap();
+
+    let latest = |pairs: &[(String, Vec<u8>)]| {
+        let mut latest: HashMap<String, u64> = HashMap::new();
+        for (k, v) in pairs {
+            let bytes: [u8; 8] = v.as_slice().try_into().unwrap();
+            let e = latest.entry(k.clone()).or_insert(0);
+            *e = (*e).max(u64::from_be_bytes(bytes));
+        }
+        latest
+    };
+    let pairs = wait_for(&bootstrap, &output, |p| {
+        let l = latest(p);
+        l.len() == 30 && l.values().all(|&n| n == 30)
+    });
+    let latest = latest(&pairs);
+    assert_eq!(latest["w0"], 30);
+    assert!(app.close(Duration::from_secs(60)));
+}
+
+#[test]
+fn stream_table_join_on_the_broker_repartitions_to_the_table_partition_count() {
+    let Some(bootstrap) =
+        testing::require_kafka("stream_table_join_on_the_broker_repartitions_to_the_table_partition_count")
+    else {
+        return;
+    };
+    let app_id = testing::unique_name("dsl-join");
+    let users = testing::unique_name("users");
+    let clicks = testing::unique_name("clicks");
+    let output = testing::unique_name("enriched");
+    testing::create_topic(&bootstrap, &users, 2, &[]).unwrap();
+    testing::create_topic(&bootstrap, &clicks, 4, &[]).unwrap();
+    testing::create_topic(&bootstrap, &output, 2, &[]).unwrap();
+
+    let b = StreamsBuilder::new(app_id.clone());
+    let table = b.table(
+        &users,
+        Materialized::as_("users")
+            .with_key_serde(StringSerde)
+            .with_value_serde(StringSerde),
+    );
+    // Clicks are keyed by session and carry the user id as value: re-keyed, repartitioned.
+    b.stream([clicks.as_str()], Consumed::with(StringSerde, StringSerde))
+        .select_key(|_, user| user.clone())
+        .named("by-user")
+        .join(&table, |_, user, name| format!("{user}={name}"))
+        .to(&output, Produced::with(StringSerde, StringSerde));
+    let topology = b.build().unwrap();
+
+    // Placed as Java producers and the runtime's sinks place keys (murmur2), not by
+    // librdkafka's default partitioner, so the table is co-partitioned with the repartition
+    // topic.
+    let names: Vec<ProduceRecord> = (0..10)
+        .map(|u| {
+            let key = format!("u{u}");
+            let partition = default_partition(key.as_bytes(), 2);
+            ProduceRecord::new(key, format!("name{u}")).with_partition(partition)
+        })
+        .collect();
+    testing::produce(&bootstrap, &users, &names, Duration::from_secs(60)).unwrap();
+
+    let state = tempfile::tempdir().unwrap();
+    let mut app = KafkaStreams::new(topology, config(&bootstrap, &app_id, state.path())).unwrap();
+    // Starting checks co-partitioning: the repartition topic must get the table's 2
+    // partitions, not the 4 of the clicks topic.
+    app.start().unwrap();
+    assert!(
+        app.wait_for_state(State::Running, Duration::from_secs(60)),
+        "{:?}",
+        app.state()
+    );
+    testing::wait_for_topic(
+        &bootstrap,
+        &format!("{app_id}-by-user-repartition"),
+        2,
+        Duration::from_secs(10),
+    )
+    .unwrap();
+    // Let the table load before the clicks arrive.
+    std::thread::sleep(Duration::from_secs(3));
+    let clicks_in: Vec<ProduceRecord> = (0..40)
+        .map(|i| ProduceRecord::new(format!("session{i}"), format!("u{}", i % 10)))
+        .collect();
+    testing::produce(&bootstrap, &clicks, &clicks_in, Duration::from_secs(60)).unwrap();
+
+    let pairs = wait_for(&bootstrap, &output, |p| p.len() >= 40);
+    assert_eq!(pairs.len(), 40);
+    for (k, v) in &pairs {
+        let n = k.trim_start_matches('u');
+        assert_eq!(String::from_utf8_lossy(v), format!("{k}=name{n}"));
+    }
+    assert!(app.close(Duration::from_secs(60)));
+}
