@@ -93,10 +93,10 @@ fn main() {
     if std::env::args().any(|a| a == "--test" || a == "--list") {
         return;
     }
-    println!("metrics overhead: {RECORDS} records over {KEYS} keys, median of {RUNS} runs");
+    println!("metrics overhead: {RECORDS} records over {KEYS} keys, median of {RUNS} rounds");
     println!(
-        "{:<10} {:<8} {:>14} {:>10}",
-        "store", "metrics", "records/s", "vs off"
+        "{:<10} {:<8} {:>14} {:>16} {:>10}",
+        "store", "metrics", "CPU ns/record", "records/CPU-s", "cost"
     );
     let levels = [
         ("off", None),
