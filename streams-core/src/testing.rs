@@ -233,13 +233,17 @@ fn base_config(bootstrap: &str) -> ClientConfig {
     config
 }
 
-/// Producer settings for tests: idempotent (so `acks=all`), no batching delay, and a
+/// Producer settings for tests: idempotent (so `acks=all`), no batching delay, keys placed
+/// by murmur2 (as Java producers and the runtime place them), and a
 /// delivery timeout of [`DEFAULT_TIMEOUT`]. Add `transactional.id` for a transactional producer.
 pub fn producer_config(bootstrap: &str) -> ClientConfig {
     let mut config = base_config(bootstrap);
     config
         .set("enable.idempotence", "true")
         .set("linger.ms", "0")
+        // Keys placed as Java producers and the runtime's sinks place them, so topics
+        // written by tests are co-partitioned with the application's own topics.
+        .set("partitioner", "murmur2_random")
         .set("message.timeout.ms", DEFAULT_TIMEOUT.as_millis().to_string());
     config
 }
