@@ -1,27 +1,7 @@
 //! The write-back cache layer: buffers writes in memory, dedupes them per key, and writes
 //! them down to the inner store on flush (commit) or when the cache outgrows its budget.
 //!
-//! # Budget and eviction
-//!
-//! Every cached entry costs `key.len() + value.len() +` [`ENTRY_OVERHEAD`] bytes. When a
-//! write makes the cache exceed its budget, the least recently *written* entries are
-//! dropped until it fits again; if such an entry is dirty, every dirty entry is first
-//! written down (in key order), as Kafka Streams does. Recency is tracked on writes only:
-//! reads take `&self` and do not populate or reorder the cache (a read miss goes to the
-//! inner store and is not cached).
-//!
-//! # Reads and iteration
-//!
-//! `get` answers from the cache first (a cached delete means absent). Every iterator merges
-//! the cache's range over the inner store's range lazily, in key order: a cached entry
-//! shadows the inner entry with the same key and a cached delete hides it. Memory does not
-//! grow with the number of entries.
-//!
-//! # Range deletes and restore
-//!
-//! `delete_range`/`delete_prefix` drop the cached entries in the range and delegate to the
-//! inner store; `restore_batch` drops the cached entries of the restored keys and
-//! delegates. Neither is reported to the flush listener.
+//! The contract is documented on [`CachingKeyValueStore`].
 
 use std::collections::BTreeMap;
 use std::iter::Peekable;
@@ -58,7 +38,32 @@ fn entry_size(key: &[u8], value: Option<&Bytes>) -> usize {
     key.len() + value.map_or(0, Bytes::len) + ENTRY_OVERHEAD
 }
 
-/// A write-back cache over another key-value store. See the [module docs](self).
+/// A write-back cache over another key-value store.
+///
+/// The write-back cache layer: buffers writes in memory, dedupes them per key, and writes
+/// them down to the inner store on flush (commit) or when the cache outgrows its budget.
+///
+/// # Budget and eviction
+///
+/// Every cached entry costs `key.len() + value.len() +` [`ENTRY_OVERHEAD`] bytes. When a
+/// write makes the cache exceed its budget, the least recently *written* entries are
+/// dropped until it fits again; if such an entry is dirty, every dirty entry is first
+/// written down (in key order), as Kafka Streams does. Recency is tracked on writes only:
+/// reads take `&self` and do not populate or reorder the cache (a read miss goes to the
+/// inner store and is not cached).
+///
+/// # Reads and iteration
+///
+/// `get` answers from the cache first (a cached delete means absent). Every iterator merges
+/// the cache's range over the inner store's range lazily, in key order: a cached entry
+/// shadows the inner entry with the same key and a cached delete hides it. Memory does not
+/// grow with the number of entries.
+///
+/// # Range deletes and restore
+///
+/// `delete_range`/`delete_prefix` drop the cached entries in the range and delegate to the
+/// inner store; `restore_batch` drops the cached entries of the restored keys and
+/// delegates. Neither is reported to the flush listener.
 pub struct CachingKeyValueStore {
     inner: Box<dyn KeyValueStore>,
     cache: BTreeMap<Bytes, CacheEntry>,

@@ -1,14 +1,6 @@
 //! The change-logging layer: sends every change of the inner store to a [`ChangelogSink`].
 //!
-//! Each write goes to the inner store first and to the sink once the inner write
-//! succeeded: `put` and `put_all` log each value, `put_if_absent` logs only when it wrote,
-//! and `delete` logs a tombstone for every delete (whether or not the key existed, as Kafka
-//! Streams does). `delete_range`/`delete_prefix` log one tombstone per key present in the
-//! range — streamed while iterating the range's keys, before the range is deleted below, so
-//! memory does not grow with the range — then delegate the range delete.
-//!
-//! Reads pass through. `restore_batch` applies changelog records without logging them
-//! again. `flush` flushes the inner store, then the sink.
+//! The contract is documented on [`ChangeLoggingKeyValueStore`].
 
 use std::ops::Bound;
 
@@ -19,7 +11,19 @@ use crate::error::{Result, StoreError};
 use crate::iter::KeyValueIter;
 use crate::store::{KeyValueStore, StateStore, StoreStats};
 
-/// A store that logs every change of its inner store. See the [module docs](self).
+/// A store that logs every change of its inner store.
+///
+/// The change-logging layer: sends every change of the inner store to a [`ChangelogSink`].
+///
+/// Each write goes to the inner store first and to the sink once the inner write
+/// succeeded: `put` and `put_all` log each value, `put_if_absent` logs only when it wrote,
+/// and `delete` logs a tombstone for every delete (whether or not the key existed, as Kafka
+/// Streams does). `delete_range`/`delete_prefix` log one tombstone per key present in the
+/// range — streamed while iterating the range's keys, before the range is deleted below, so
+/// memory does not grow with the range — then delegate the range delete.
+///
+/// Reads pass through. `restore_batch` applies changelog records without logging them
+/// again. `flush` flushes the inner store, then the sink.
 pub struct ChangeLoggingKeyValueStore {
     inner: Box<dyn KeyValueStore>,
     sink: Box<dyn ChangelogSink>,

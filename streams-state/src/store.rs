@@ -1,25 +1,6 @@
 //! The bytes-level key-value store contract that every store and every layer implements.
 //!
-//! # Ordering contract
-//!
-//! Every iterator returned by a [`KeyValueStore`] — whatever the implementation and however
-//! many layers (caching, change-logging) sit on top — yields entries in ascending byte order
-//! of the key (`memcmp`, shorter first on a tie), or descending for `reverse_range` and
-//! `reverse_all`. Iteration is lazy: memory does not grow with the number of entries.
-//! Entries deleted in an upper layer (e.g. a cached tombstone) are never yielded.
-//!
-//! # Bounds
-//!
-//! [`range`](KeyValueStore::range) takes two [`Bound`]s; Kafka Streams' `range(from, to)` is
-//! `range(Included(from), Included(to))`. A range whose lower end lies above its upper end
-//! yields nothing (it is not an error). `prefix_scan(p)` yields exactly the keys starting with
-//! `p` (see [`KeyRange::prefix`](crate::KeyRange::prefix)); the empty prefix yields every key.
-//!
-//! # Writes while iterating
-//!
-//! Iterators borrow the store, so a store cannot be written while an iterator over it is
-//! open: the borrow checker rejects it. Collect the keys first, or use `delete_range` /
-//! `delete_prefix`.
+//! The contract is documented on [`KeyValueStore`].
 
 use std::ops::Bound;
 
@@ -72,8 +53,30 @@ pub trait StateStore: Send {
     }
 }
 
-/// An ordered key-value store of bytes. See the [module docs](self) for the ordering,
-/// bounds and iteration contracts.
+/// An ordered key-value store of bytes.
+///
+/// The bytes-level key-value store contract that every store and every layer implements.
+///
+/// # Ordering contract
+///
+/// Every iterator returned by a [`KeyValueStore`] — whatever the implementation and however
+/// many layers (caching, change-logging) sit on top — yields entries in ascending byte order
+/// of the key (`memcmp`, shorter first on a tie), or descending for `reverse_range` and
+/// `reverse_all`. Iteration is lazy: memory does not grow with the number of entries.
+/// Entries deleted in an upper layer (e.g. a cached tombstone) are never yielded.
+///
+/// # Bounds
+///
+/// [`range`](KeyValueStore::range) takes two [`Bound`]s; Kafka Streams' `range(from, to)` is
+/// `range(Included(from), Included(to))`. A range whose lower end lies above its upper end
+/// yields nothing (it is not an error). `prefix_scan(p)` yields exactly the keys starting with
+/// `p` (see [`KeyRange::prefix`](crate::KeyRange::prefix)); the empty prefix yields every key.
+///
+/// # Writes while iterating
+///
+/// Iterators borrow the store, so a store cannot be written while an iterator over it is
+/// open: the borrow checker rejects it. Collect the keys first, or use `delete_range` /
+/// `delete_prefix`.
 pub trait KeyValueStore: StateStore {
     /// The value of `key`, if any.
     fn get(&self, key: &[u8]) -> Result<Option<Bytes>>;

@@ -1,59 +1,7 @@
 //! The typed facade processors use: keys and values as Rust types, serialized once here,
 //! over a shared bytes store.
 //!
-//! # Borrow rules
-//!
-//! A [`KvStore`] is a cheap handle around a [`SharedKeyValueStore`]
-//! (`Rc<RefCell<Box<dyn KeyValueStore>>>`). Each method borrows the store only for the
-//! duration of the call. Iteration goes through a reader ([`KvStore::read`]) that holds a
-//! shared borrow for as long as it lives:
-//!
-//! - reads while reading are fine: any number of readers and handle reads at once;
-//! - a write (`put`, `delete`, `flush`, ...) while a reader is alive returns
-//!   [`StoreError::Borrowed`] — it never panics and never changes the store. Collect what
-//!   you need, drop the reader, then write; or use `delete_range`/`delete_prefix`.
-//!
-//! # Range queries need ordered keys
-//!
-//! `range`, `reverse_range`, `prefix_scan`, `delete_range` and `delete_prefix` exist only
-//! when the key serde is an [`OrderedSerde`], whose byte order is the key's logical order:
-//!
-//! ```
-//! use std::{cell::RefCell, ops::Bound, rc::Rc};
-//! use streams_state::serde::{StringSerde, U64Serde};
-//! use streams_state::{InMemoryKeyValueStore, KvStore, SharedKeyValueStore};
-//!
-//! let shared: SharedKeyValueStore = Rc::new(RefCell::new(Box::new(InMemoryKeyValueStore::new("s"))));
-//! let store = KvStore::new(shared, U64Serde, StringSerde);
-//! for i in 1..=9u64 {
-//!     store.put(&i, &format!("v{i}"))?;
-//! }
-//! let reader = store.read()?;
-//! let keys: Vec<u64> = reader.range_inclusive(&3, &5)?.map(|e| e.map(|(k, _)| k)).collect::<Result<_, _>>()?;
-//! assert_eq!(keys, vec![3, 4, 5]);
-//! let last = reader.reverse_range(Bound::Excluded(&7), Bound::Unbounded)?.next().transpose()?;
-//! assert_eq!(last, Some((9, "v9".to_string())));
-//! // Writing while the reader is alive is an error, not a panic.
-//! assert!(store.put(&10, &"x".to_string()).is_err());
-//! drop(reader);
-//! store.delete_range(Bound::Unbounded, Bound::Included(&5))?;
-//! assert_eq!(store.approximate_num_entries()?, 4);
-//! # Ok::<(), streams_state::StoreError>(())
-//! ```
-//!
-//! Kafka's `LongSerde` encoding ([`I64Serde`](crate::serde::I64Serde)) sorts negative numbers
-//! after positive ones, so a range over it does not compile:
-//!
-//! ```compile_fail
-//! use std::{cell::RefCell, rc::Rc};
-//! use streams_state::serde::{I64Serde, StringSerde};
-//! use streams_state::{InMemoryKeyValueStore, KvStore, SharedKeyValueStore};
-//!
-//! let shared: SharedKeyValueStore = Rc::new(RefCell::new(Box::new(InMemoryKeyValueStore::new("s"))));
-//! let store = KvStore::new(shared, I64Serde, StringSerde);
-//! let reader = store.read().unwrap();
-//! let _ = reader.range_inclusive(&-5, &5); // error: I64Serde is not an OrderedSerde
-//! ```
+//! The contract is documented on [`KvStore`].
 
 use std::cell::{Ref, RefCell};
 use std::ops::Bound;
@@ -73,7 +21,64 @@ pub type SharedKeyValueStore = Rc<RefCell<Box<dyn KeyValueStore>>>;
 /// Serialization buffers kept between calls larger than this are released.
 const MAX_KEPT_BUFFER: usize = 64 * 1024;
 
-/// A typed handle to a key-value store. See the [module docs](self) for the borrow rules.
+/// A typed handle to a key-value store.
+///
+/// The typed facade processors use: keys and values as Rust types, serialized once here,
+/// over a shared bytes store.
+///
+/// # Borrow rules
+///
+/// A [`KvStore`] is a cheap handle around a [`SharedKeyValueStore`]
+/// (`Rc<RefCell<Box<dyn KeyValueStore>>>`). Each method borrows the store only for the
+/// duration of the call. Iteration goes through a reader ([`KvStore::read`]) that holds a
+/// shared borrow for as long as it lives:
+///
+/// - reads while reading are fine: any number of readers and handle reads at once;
+/// - a write (`put`, `delete`, `flush`, ...) while a reader is alive returns
+///   [`StoreError::Borrowed`] — it never panics and never changes the store. Collect what
+///   you need, drop the reader, then write; or use `delete_range`/`delete_prefix`.
+///
+/// # Range queries need ordered keys
+///
+/// `range`, `reverse_range`, `prefix_scan`, `delete_range` and `delete_prefix` exist only
+/// when the key serde is an [`OrderedSerde`], whose byte order is the key's logical order:
+///
+/// ```
+/// use std::{cell::RefCell, ops::Bound, rc::Rc};
+/// use streams_state::serde::{StringSerde, U64Serde};
+/// use streams_state::{InMemoryKeyValueStore, KvStore, SharedKeyValueStore};
+///
+/// let shared: SharedKeyValueStore = Rc::new(RefCell::new(Box::new(InMemoryKeyValueStore::new("s"))));
+/// let store = KvStore::new(shared, U64Serde, StringSerde);
+/// for i in 1..=9u64 {
+///     store.put(&i, &format!("v{i}"))?;
+/// }
+/// let reader = store.read()?;
+/// let keys: Vec<u64> = reader.range_inclusive(&3, &5)?.map(|e| e.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+/// assert_eq!(keys, vec![3, 4, 5]);
+/// let last = reader.reverse_range(Bound::Excluded(&7), Bound::Unbounded)?.next().transpose()?;
+/// assert_eq!(last, Some((9, "v9".to_string())));
+/// // Writing while the reader is alive is an error, not a panic.
+/// assert!(store.put(&10, &"x".to_string()).is_err());
+/// drop(reader);
+/// store.delete_range(Bound::Unbounded, Bound::Included(&5))?;
+/// assert_eq!(store.approximate_num_entries()?, 4);
+/// # Ok::<(), streams_state::StoreError>(())
+/// ```
+///
+/// Kafka's `LongSerde` encoding ([`I64Serde`](crate::serde::I64Serde)) sorts negative numbers
+/// after positive ones, so a range over it does not compile:
+///
+/// ```compile_fail
+/// use std::{cell::RefCell, rc::Rc};
+/// use streams_state::serde::{I64Serde, StringSerde};
+/// use streams_state::{InMemoryKeyValueStore, KvStore, SharedKeyValueStore};
+///
+/// let shared: SharedKeyValueStore = Rc::new(RefCell::new(Box::new(InMemoryKeyValueStore::new("s"))));
+/// let store = KvStore::new(shared, I64Serde, StringSerde);
+/// let reader = store.read().unwrap();
+/// let _ = reader.range_inclusive(&-5, &5); // error: I64Serde is not an OrderedSerde
+/// ```
 pub struct KvStore<KS: Serde, VS: Serde> {
     store: SharedKeyValueStore,
     key_serde: KS,

@@ -13,7 +13,7 @@
 //! - [`DlqTool::replay`]: re-publishes all pending records, or the selected offsets, into
 //!   the ladder's first retry topic with the attempt count reset to 0 and due at once, then
 //!   records them as handled. The original topic, partition, offset and last error stay in
-//!   the headers, plus [`HEADER_REPLAYED_FROM`](super::HEADER_REPLAYED_FROM).
+//!   the headers, plus [`super::HEADER_REPLAYED_FROM`].
 //!
 //! Run one instance of the tool at a time per group.
 

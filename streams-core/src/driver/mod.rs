@@ -1,19 +1,6 @@
 //! [`TopologyTestDriver`]: runs a topology synchronously, without a broker, for unit tests.
 //!
-//! It drives the very task code the runtime runs: the same nodes, stores (including
-//! RocksDB, in a temporary directory), caches, changelogs, punctuation and error handlers.
-//! Only the edges differ: input comes from [`TestInputTopic`]s instead of a consumer, and
-//! produced records land in in-memory topics instead of a producer.
-//!
-//! Like the runtime, the driver
-//! - places keyed records on partitions with murmur2 of the key bytes, so a topic can have
-//!   several partitions and every (sub-topology, partition) has its own task and stores;
-//! - routes records written to a topic that a sub-topology reads (a repartition topic) to
-//!   that sub-topology's task;
-//! - commits (flushes caches and stores) after every piped record, as Kafka Streams' own
-//!   test driver does;
-//! - writes logged stores' changes to `<application.id>-<store>-changelog`, readable as an
-//!   output topic.
+//! The contract is documented on [`TopologyTestDriver`].
 
 mod log;
 mod topics;
@@ -129,7 +116,24 @@ pub(crate) struct DriverInner {
     _state_dir: tempfile::TempDir,
 }
 
-/// Runs a [`Topology`] without Kafka. See the [module docs](self).
+/// Runs a [`Topology`] without Kafka.
+///
+/// [`TopologyTestDriver`]: runs a topology synchronously, without a broker, for unit tests.
+///
+/// It drives the very task code the runtime runs: the same nodes, stores (including
+/// RocksDB, in a temporary directory), caches, changelogs, punctuation and error handlers.
+/// Only the edges differ: input comes from [`TestInputTopic`]s instead of a consumer, and
+/// produced records land in in-memory topics instead of a producer.
+///
+/// Like the runtime, the driver
+/// - places keyed records on partitions with murmur2 of the key bytes, so a topic can have
+///   several partitions and every (sub-topology, partition) has its own task and stores;
+/// - routes records written to a topic that a sub-topology reads (a repartition topic) to
+///   that sub-topology's task;
+/// - commits (flushes caches and stores) after every piped record, as Kafka Streams' own
+///   test driver does;
+/// - writes logged stores' changes to `<application.id>-<store>-changelog`, readable as an
+///   output topic.
 ///
 /// ```
 /// use streams_core::serdes::StringSerde;
