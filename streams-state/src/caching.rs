@@ -240,6 +240,11 @@ impl CachingKeyValueStore {
 
     fn merged<'a>(&'a self, range: &KeyRange, inner: KeyValueIter<'a>, reverse: bool) -> KeyValueIter<'a> {
         let cached = self.cache.range::<[u8], _>(range.as_bounds());
+        // Nothing cached in the range (and nothing can be while the iterator borrows the
+        // store): the inner iterator as it is, with no merge step per entry.
+        if cached.clone().next().is_none() {
+            return inner;
+        }
         if reverse {
             KeyValueIter::new(MergeIter::new(cached.rev(), inner, true))
         } else {
