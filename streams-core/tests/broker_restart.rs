@@ -108,38 +108,74 @@ fn application_survives_a_broker_restart_without_loss() {
         .try_init();
     let broker = Broker::start();
     let bootstrap = broker.bootstrap();
-    let (input, output) = ("restart-words", "restart-counts");
-    testing::create_topic(&bootstrap, input, 4, &[]).unwrap();
-    testing::create_topic(&bootstrap, output, 4, &[]).unwrap();
     let state = tempfile::tempdir().unwrap();
     const KEYS: usize = 500;
 
-    let config = StreamsConfig::from_properties([
-        ("application.id", "restart-app"),
-        ("bootstrap.servers", bootstrap.as_str()),
-        ("state.dir", &state.path().display().to_string()),
-        ("commit.interval.ms", "200"),
-        ("consumer.session.timeout.ms", "10000"),
-        ("consumer.heartbeat.interval.ms", "500"),
-    ])
-    .unwrap();
-    let mut app = KafkaStreams::new(common::count_topology(input, output), config).unwrap();
-    app.start().unwrap();
-    assert!(app.wait_for_state(State::Running, Duration::from_secs(60)));
+    // The same count twice, at-least-once and exactly-once, each on its own topics.
+    let mut apps = Vec::new();
+    for guarantee in ["at_least_once", "exactly_once_v2"] {
+        let (input, output) = (format!("{guarantee}-words"), format!("{guarantee}-counts"));
+        testing::create_topic(&bootstrap, &input, 4, &[]).unwrap();
+        testing::create_topic(&bootstrap, &output, 4, &[]).unwrap();
+        let config = StreamsConfig::from_properties([
+            ("application.id", format!("restart-{guarantee}")),
+            ("bootstrap.servers", bootstrap.clone()),
+            ("state.dir", state.path().join(guarantee).display().to_string()),
+            ("processing.guarantee", guarantee.to_owned()),
+            ("commit.interval.ms", "200".to_owned()),
+            ("consumer.session.timeout.ms", "10000".to_owned()),
+            ("consumer.heartbeat.interval.ms", "500".to_owned()),
+        ])
+        .unwrap();
+        let mut app = KafkaStreams::new(common::count_topology(&input, &output), config).unwrap();
+        app.start().unwrap();
+        assert!(app.wait_for_state(State::Running, Duration::from_secs(60)));
+        common::produce_words(&bootstrap, &input, KEYS, 20, "a");
+        apps.push((guarantee, input, output, app));
+    }
+    for (_, _, output, _) in &apps {
+        wait_for(&bootstrap, output, KEYS, 20, Duration::from_secs(120));
+    }
 
-    common::produce_words(&bootstrap, input, KEYS, 20, "a");
-    wait_for(&bootstrap, output, KEYS, 20, Duration::from_secs(120));
-
-    // Stop and start the broker (same data) while the application runs.
+    // Stop and start the broker (same data) while the applications run.
     broker.run("restart");
-    common::produce_words(&bootstrap, input, KEYS, 20, "b");
-    let latest = wait_for(&bootstrap, output, KEYS, 40, Duration::from_secs(90));
-    assert!(
-        matches!(app.state(), State::Running | State::Rebalancing),
-        "state after the restart: {:?}",
-        app.state()
-    );
-    let replayed: u64 = latest.values().map(|v| v - 40).sum();
-    eprintln!("broker restart: {replayed} records counted twice (at-least-once replays)");
-    assert!(app.close(Duration::from_secs(60)));
+    for (_, input, _, _) in &apps {
+        common::produce_words(&bootstrap, input, KEYS, 20, "b");
+    }
+    for (guarantee, _, output, app) in &mut apps {
+        let latest = wait_for(&bootstrap, output, KEYS, 40, Duration::from_secs(120));
+        assert!(
+            matches!(app.state(), State::Running | State::Rebalancing),
+            "{guarantee}: state after the restart: {:?}",
+            app.state()
+        );
+        let replayed: u64 = latest.values().map(|v| v - 40).sum();
+        eprintln!("{guarantee}: broker restart: {replayed} records counted twice");
+        assert!(app.close(Duration::from_secs(60)));
+    }
+
+    // Exactly-once: the committed output holds every count of every key once.
+    let (_, _, output, _) = &apps[1];
+    let committed = testing::consume_all(
+        &bootstrap,
+        output,
+        testing::ConsumeUntil::Idle(Duration::ZERO),
+        Duration::from_secs(60),
+        true,
+    )
+    .unwrap();
+    let mut seen: std::collections::HashMap<String, Vec<u64>> = std::collections::HashMap::new();
+    for r in &committed {
+        let v = u64::from_be_bytes(r.value.as_deref().unwrap().try_into().unwrap());
+        seen.entry(r.key_str().unwrap()).or_default().push(v);
+    }
+    assert_eq!(seen.len(), KEYS);
+    for (key, mut counts) in seen {
+        counts.sort_unstable();
+        assert_eq!(
+            counts,
+            (1..=40).collect::<Vec<u64>>(),
+            "key {key}: each count exactly once"
+        );
+    }
 }

@@ -185,7 +185,14 @@ impl GlobalTasks {
                     records += 1;
                     last_progress = Instant::now();
                 }
-                Some(Err(e)) => return Err(kafka_err("reading a global topic", e)),
+                Some(Err(e)) => {
+                    // Transient (a broker restarting), unless it lasts.
+                    if last_progress.elapsed() > STALL {
+                        return Err(kafka_err("reading a global topic", e));
+                    }
+                    tracing::debug!(error = %e, "global consumer");
+                    std::thread::sleep(Duration::from_millis(100));
+                }
                 None => {
                     // Transaction markers take offsets but are never returned.
                     if let Ok(pos) = self.consumer.position() {

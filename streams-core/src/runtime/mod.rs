@@ -6,9 +6,12 @@
 //! (transactional under `exactly_once_v2`) and the tasks of the partitions assigned to it.
 //! See `docs/runtime.md` for threads, tasks, commits and guarantees.
 
+mod deliveries;
 mod embedded;
 mod global;
 mod producer;
+mod publish;
+mod recover;
 mod restore;
 mod status;
 mod tasks;
@@ -173,6 +176,7 @@ impl ThreadFactory {
             rocksdb: streams_state::RocksDbResources::default(),
             policy: cfg.error_policy(),
             eos,
+            reset_earliest: cc.get("auto.offset.reset") == Some("earliest"),
         };
         let global_consumer = if self.topology.subtopologies().iter().any(|s| s.global) {
             let mut gc = self.client_config(cfg.restore_consumer_properties());

@@ -87,7 +87,15 @@ pub(crate) fn restore_task(
                     });
                     last_progress = Instant::now();
                 }
-                Some(Err(e)) => return Err(kafka_err(&format!("restoring {topic}-{partition}"), e)),
+                Some(Err(e)) => {
+                    // Transient (a broker restarting): librdkafka reconnects by itself; a
+                    // lasting failure ends in the stall error below.
+                    if last_progress.elapsed() > STALL {
+                        return Err(kafka_err(&format!("restoring {topic}-{partition}"), e));
+                    }
+                    tracing::debug!(error = %e, "restore consumer");
+                    std::thread::sleep(Duration::from_millis(100));
+                }
                 None => {
                     // Transaction markers take offsets but are never returned: ask where
                     // the consumer stands.

@@ -44,36 +44,38 @@ pub(crate) struct TaskSettings {
     pub rocksdb: RocksDbResources,
     pub policy: ErrorPolicy,
     pub eos: bool,
+    /// The main consumer's `auto.offset.reset` is `earliest`.
+    pub reset_earliest: bool,
 }
 
 pub(crate) struct TaskManager {
-    settings: TaskSettings,
-    global_consumer: Option<BaseConsumer>,
+    pub(super) settings: TaskSettings,
+    pub(super) global_consumer: Option<BaseConsumer>,
     /// This thread's replicas of the global stores.
-    globals: Option<GlobalTasks>,
+    pub(super) globals: Option<GlobalTasks>,
     pub metrics: ThreadMetrics,
     /// Producer failures already published.
-    failed_published: u64,
+    pub(super) failed_published: u64,
     pub producer: Arc<StreamProducer>,
-    tracker: DeliveryTracker,
-    restore_consumer: BaseConsumer,
-    tasks: BTreeMap<TaskId, Task>,
-    suspended: BTreeSet<TaskId>,
+    pub(super) tracker: DeliveryTracker,
+    pub(super) restore_consumer: BaseConsumer,
+    pub(super) tasks: BTreeMap<TaskId, Task>,
+    pub(super) suspended: BTreeSet<TaskId>,
     /// Partitions assigned by the last rebalance, not yet turned into tasks.
-    pending: Option<Vec<(String, i32)>>,
+    pub(super) pending: Option<Vec<(String, i32)>>,
     /// Assigned tasks whose state directory another thread still holds, with the records
     /// fetched for them meanwhile (their partitions are paused).
-    waiting: BTreeMap<TaskId, Vec<RawRecord>>,
+    pub(super) waiting: BTreeMap<TaskId, Vec<RawRecord>>,
     /// Whether anything was processed or produced since the last commit.
-    dirty: bool,
+    pub(super) dirty: bool,
     pub in_transaction: bool,
     /// A failure inside a rebalance callback, reported by the loop.
     pub failure: Option<StreamsError>,
     pub processed_total: u64,
     /// When at-least-once commits started failing, if the last one failed.
-    commit_failing_since: Option<std::time::Instant>,
+    pub(super) commit_failing_since: Option<std::time::Instant>,
     /// Changelog offsets the stores hold as of their restoration, by changelog partition.
-    restored_to: std::collections::HashMap<(String, i32), i64>,
+    pub(super) restored_to: std::collections::HashMap<(String, i32), i64>,
 }
 
 fn now_ms() -> i64 {
@@ -343,59 +345,6 @@ impl TaskManager {
         Ok(())
     }
 
-    /// Publishes every task's counts and gauges, the lag of each input partition (end
-    /// offset `high` from the consumer's statistics minus the task's next offset) and the
-    /// producer's failures. Run about once a second.
-    pub fn publish_metrics<C: ConsumerContext>(
-        &mut self,
-        consumer: &BaseConsumer<C>,
-        high: &std::collections::HashMap<(String, i32), i64>,
-    ) {
-        let positions = consumer.position().ok();
-        for task in self.tasks.values_mut() {
-            let d = task.publish_metrics();
-            self.metrics.process_records.inc_by(d.processed);
-            for (c, n) in self.metrics.dead_letters.iter().zip(d.dead_lettered) {
-                c.inc_by(n);
-            }
-            let next: std::collections::HashMap<(String, i32), i64> = task
-                .committable_offsets()
-                .into_iter()
-                .map(|(t, p, o)| ((t, p), o))
-                .collect();
-            let topology = self.settings.topology.clone();
-            let Some(sub) = topology.subtopology(task.id().subtopology) else {
-                continue;
-            };
-            let partition = task.id().partition;
-            for topic in &sub.source_topics {
-                let Some(&high) = high.get(&(topic.clone(), partition)) else {
-                    continue;
-                };
-                let position = next.get(&(topic.clone(), partition)).copied().or_else(|| {
-                    positions
-                        .as_ref()
-                        .and_then(|p| p.find_partition(topic, partition))
-                        .and_then(|e| match e.offset() {
-                            Offset::Offset(o) => Some(o),
-                            _ => None,
-                        })
-                });
-                if let (Some(position), Some(m)) = (position, task.metrics_mut())
-                    && high >= 0
-                {
-                    m.set_lag(topic, partition, (high - position).max(0));
-                }
-            }
-        }
-        if let Ok(d) = self.tracker.state.lock() {
-            self.metrics
-                .producer_errors
-                .inc_by(d.failed.saturating_sub(self.failed_published));
-            self.failed_published = d.failed;
-        }
-    }
-
     pub fn add_record(&mut self, record: RawRecord) {
         let Some(sub) = self.settings.topology.subtopology_of_topic(&record.topic) else {
             return;
@@ -480,13 +429,13 @@ impl TaskManager {
                 let meta = consumer
                     .group_metadata()
                     .ok_or_else(|| kafka_err("commit", "no group metadata"))?;
-                self.producer
-                    .send_offsets_to_transaction(&tpl, &meta, timeout)
-                    .map_err(|e| fatal_or_not("send offsets", e))?;
+                if let Err(e) = self.producer.send_offsets_to_transaction(&tpl, &meta, timeout) {
+                    return self.recover_transaction("send offsets", e, consumer);
+                }
             }
-            self.producer
-                .commit_transaction(timeout)
-                .map_err(|e| fatal_or_not("commit transaction", e))?;
+            if let Err(e) = self.producer.commit_transaction(timeout) {
+                return self.recover_transaction("commit transaction", e, consumer);
+            }
             self.in_transaction = false;
             self.check_deliveries()?;
         } else {
@@ -524,106 +473,27 @@ impl TaskManager {
         Ok(false)
     }
 
-    /// Acts on failed deliveries since the last commit: a failed changelog write is fatal;
-    /// failed output records go to the dead-letter topic (production handler
-    /// `dead_letter_queue`, then the producer is flushed again), are skipped
-    /// (`log_and_continue`), or fail the thread (`log_and_fail`).
-    fn check_deliveries(&mut self) -> Result<(), StreamsError> {
-        let (error, changelog_error, failed) = {
-            let mut d = self
-                .tracker
-                .state
-                .lock()
-                .map_err(|_| kafka_err("deliveries", "lock poisoned"))?;
-            (
-                d.error.take(),
-                d.changelog_error.take(),
-                std::mem::take(&mut d.failed_records),
-            )
-        };
-        if let Some(e) = changelog_error {
-            return Err(StreamsError::Kafka {
-                message: format!("changelog write failed: {e}"),
-                retriable: false,
-            });
-        }
-        if !failed.is_empty() {
-            self.dead_letter_failed(failed)?;
-        }
-        match error {
-            Some(e) if self.settings.policy.production != crate::handlers::ErrorHandling::LogAndContinue => {
-                Err(StreamsError::Kafka {
-                    message: format!("delivery failed: {e}"),
-                    retriable: false,
-                })
+    /// Closes every task without committing (after an aborted transaction).
+    pub(crate) fn close_all_dirty(&mut self) {
+        for (id, mut task) in std::mem::take(&mut self.tasks) {
+            if let Err(e) = task.close(false) {
+                tracing::warn!(task = %id, error = %e, "closing task dirty");
             }
-            Some(e) => {
-                tracing::warn!(error = %e, "delivery failed; continuing (production handler)");
-                Ok(())
-            }
-            None => Ok(()),
+            self.metrics.tasks_closed.inc();
         }
+        self.suspended.clear();
+        self.waiting.clear();
+        self.dirty = false;
     }
 
-    /// Writes output records the producer failed to deliver to the dead-letter topic, with
-    /// their bytes, headers and the error, and waits until they are written.
-    fn dead_letter_failed(&mut self, failed: Vec<(RawRecord, String)>) -> Result<(), StreamsError> {
-        let Some(topic) = self.settings.policy.dead_letter_topic.clone() else {
-            return Err(kafka_err("dead letter", "no dead-letter topic"));
-        };
-        let n = failed.len();
-        for (raw, error) in failed {
-            tracing::warn!(topic = %raw.topic, partition = raw.partition, error = %error, dlq = %topic, "dead-lettering a record that could not be produced");
-            let r = crate::handlers::dead_letter(&topic, &raw, "production", &raw.topic, &error);
-            super::producer::send(
-                &self.producer,
-                &r.topic,
-                None,
-                r.key.as_deref(),
-                r.value.as_deref(),
-                r.timestamp,
-                super::producer::to_kafka_headers(&r.headers),
-            )
-            .map_err(|e| kafka_err("dead-letter topic", e))?;
-        }
-        self.producer
-            .flush(Duration::from_secs(60))
-            .map_err(|e| kafka_err("flush dead-letter records", e))?;
-        self.metrics.dead_letters[2].inc_by(n as u64);
-        // A dead-letter record that itself failed is an error, not another dead letter.
-        let mut d = self
-            .tracker
-            .state
-            .lock()
-            .map_err(|_| kafka_err("deliveries", "lock poisoned"))?;
-        if let Some((raw, e)) = d.failed_records.drain(..).next() {
-            return Err(StreamsError::Kafka {
-                message: format!("dead-letter write to `{}` failed: {e}", raw.topic),
-                retriable: false,
-            });
-        }
-        Ok(())
+    /// Queues the partitions of `assignment` for task creation at the next loop.
+    pub(crate) fn requeue(&mut self, assignment: &TopicPartitionList) {
+        self.set_pending(assignment);
     }
 
-    fn write_checkpoints(&self) -> Result<(), StreamsError> {
-        let mut offsets = self.restored_to.clone();
-        let delivered = self
-            .tracker
-            .state
-            .lock()
-            .map_err(|_| kafka_err("deliveries", "lock poisoned"))?
-            .changelog_offsets
-            .clone();
-        offsets.extend(delivered);
-        for task in self.tasks.values() {
-            for slot in task.stores() {
-                let topic = changelog_topic(&self.settings.app_id, &slot.name);
-                if let Some(&o) = offsets.get(&(topic, task.id().partition)) {
-                    slot.store.borrow_mut().write_checkpoint(Some(o))?;
-                }
-            }
-        }
-        Ok(())
+    /// Whether partitions without a committed offset start from the beginning.
+    pub(crate) fn reset_earliest(&self) -> bool {
+        self.settings.reset_earliest
     }
 
     /// On revocation: commit everything and suspend the revoked tasks.
@@ -693,18 +563,3 @@ impl TaskManager {
 /// How long at-least-once commits may fail in a row before the thread fails (Kafka
 /// Streams' `task.timeout.ms` default).
 const COMMIT_RETRY_LIMIT: Duration = Duration::from_secs(300);
-
-fn fatal_or_not(what: &str, e: rdkafka::error::KafkaError) -> StreamsError {
-    let retriable = e.rdkafka_error_code().is_some_and(|c| {
-        !matches!(
-            c,
-            rdkafka::types::RDKafkaErrorCode::ProducerFenced
-                | rdkafka::types::RDKafkaErrorCode::InvalidProducerEpoch
-                | rdkafka::types::RDKafkaErrorCode::Fenced
-        )
-    });
-    StreamsError::Kafka {
-        message: format!("{what}: {e}"),
-        retriable,
-    }
-}

@@ -1,0 +1,116 @@
+//! What the producer reported since the last commit, acted on at commit: failed changelog
+//! writes (fatal), failed output records (dead-lettered, skipped or fatal, per the
+//! production handler), and the changelog offsets that at-least-once checkpoints record.
+
+use std::time::Duration;
+
+use rdkafka::producer::Producer;
+
+use super::restore::{changelog_topic, kafka_err};
+use super::tasks::TaskManager;
+use crate::error::StreamsError;
+use crate::record::RawRecord;
+
+impl TaskManager {
+    /// Acts on failed deliveries since the last commit: a failed changelog write is fatal;
+    /// failed output records go to the dead-letter topic (production handler
+    /// `dead_letter_queue`, then the producer is flushed again), are skipped
+    /// (`log_and_continue`), or fail the thread (`log_and_fail`).
+    pub(super) fn check_deliveries(&mut self) -> Result<(), StreamsError> {
+        let (error, changelog_error, failed) = {
+            let mut d = self
+                .tracker
+                .state
+                .lock()
+                .map_err(|_| kafka_err("deliveries", "lock poisoned"))?;
+            (
+                d.error.take(),
+                d.changelog_error.take(),
+                std::mem::take(&mut d.failed_records),
+            )
+        };
+        if let Some(e) = changelog_error {
+            return Err(StreamsError::Kafka {
+                message: format!("changelog write failed: {e}"),
+                retriable: false,
+            });
+        }
+        if !failed.is_empty() {
+            self.dead_letter_failed(failed)?;
+        }
+        match error {
+            Some(e) if self.settings.policy.production != crate::handlers::ErrorHandling::LogAndContinue => {
+                Err(StreamsError::Kafka {
+                    message: format!("delivery failed: {e}"),
+                    retriable: false,
+                })
+            }
+            Some(e) => {
+                tracing::warn!(error = %e, "delivery failed; continuing (production handler)");
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Writes output records the producer failed to deliver to the dead-letter topic, with
+    /// their bytes, headers and the error, and waits until they are written.
+    fn dead_letter_failed(&mut self, failed: Vec<(RawRecord, String)>) -> Result<(), StreamsError> {
+        let Some(topic) = self.settings.policy.dead_letter_topic.clone() else {
+            return Err(kafka_err("dead letter", "no dead-letter topic"));
+        };
+        let n = failed.len();
+        for (raw, error) in failed {
+            tracing::warn!(topic = %raw.topic, partition = raw.partition, error = %error, dlq = %topic, "dead-lettering a record that could not be produced");
+            let r = crate::handlers::dead_letter(&topic, &raw, "production", &raw.topic, &error);
+            super::producer::send(
+                &self.producer,
+                &r.topic,
+                None,
+                r.key.as_deref(),
+                r.value.as_deref(),
+                r.timestamp,
+                super::producer::to_kafka_headers(&r.headers),
+            )
+            .map_err(|e| kafka_err("dead-letter topic", e))?;
+        }
+        self.producer
+            .flush(Duration::from_secs(60))
+            .map_err(|e| kafka_err("flush dead-letter records", e))?;
+        self.metrics.dead_letters[2].inc_by(n as u64);
+        // A dead-letter record that itself failed is an error, not another dead letter.
+        let mut d = self
+            .tracker
+            .state
+            .lock()
+            .map_err(|_| kafka_err("deliveries", "lock poisoned"))?;
+        if let Some((raw, e)) = d.failed_records.drain(..).next() {
+            return Err(StreamsError::Kafka {
+                message: format!("dead-letter write to `{}` failed: {e}", raw.topic),
+                retriable: false,
+            });
+        }
+        Ok(())
+    }
+
+    pub(super) fn write_checkpoints(&self) -> Result<(), StreamsError> {
+        let mut offsets = self.restored_to.clone();
+        let delivered = self
+            .tracker
+            .state
+            .lock()
+            .map_err(|_| kafka_err("deliveries", "lock poisoned"))?
+            .changelog_offsets
+            .clone();
+        offsets.extend(delivered);
+        for task in self.tasks.values() {
+            for slot in task.stores() {
+                let topic = changelog_topic(&self.settings.app_id, &slot.name);
+                if let Some(&o) = offsets.get(&(topic, task.id().partition)) {
+                    slot.store.borrow_mut().write_checkpoint(Some(o))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,88 @@
+//! Recovering from a failed exactly-once commit without losing the thread.
+//!
+//! A transaction that cannot commit (a broker restarting, a coordinator moving, a timeout)
+//! is aborted: its output, changelog writes and offsets vanish. The thread's tasks hold
+//! state ahead of that, so they are closed dirty; the consumer is rewound to the committed
+//! offsets; and the tasks are created again, their stores wiped and restored from the
+//! (committed) changelog, as after a crash. Fatal errors (a fenced producer: another
+//! instance took over) still fail the thread.
+
+use std::time::{Duration, Instant};
+
+use rdkafka::Offset;
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::error::KafkaError;
+use rdkafka::producer::Producer;
+use rdkafka::types::RDKafkaErrorCode;
+
+use super::restore::kafka_err;
+use super::tasks::TaskManager;
+use crate::error::StreamsError;
+
+/// How long aborting may be retried while the cluster is unreachable.
+const ABORT_RETRY: Duration = Duration::from_secs(60);
+
+/// Whether `e` means the producer can no longer be used.
+pub(crate) fn is_fatal(e: &KafkaError) -> bool {
+    if let KafkaError::Transaction(t) = e
+        && t.is_fatal()
+    {
+        return true;
+    }
+    e.rdkafka_error_code().is_some_and(|c| {
+        matches!(
+            c,
+            RDKafkaErrorCode::ProducerFenced
+                | RDKafkaErrorCode::InvalidProducerEpoch
+                | RDKafkaErrorCode::Fenced
+        )
+    })
+}
+
+impl TaskManager {
+    /// Aborts the open transaction, closes every task dirty, rewinds the consumer to the
+    /// committed offsets and queues the assignment for re-creation. Returns `Ok(false)`:
+    /// nothing was committed.
+    pub(crate) fn recover_transaction<C: ConsumerContext>(
+        &mut self,
+        what: &str,
+        error: KafkaError,
+        consumer: &BaseConsumer<C>,
+    ) -> Result<bool, StreamsError> {
+        if is_fatal(&error) {
+            return Err(StreamsError::Kafka {
+                message: format!("{what}: {error}"),
+                retriable: false,
+            });
+        }
+        tracing::warn!(error = %error, "{what} failed; aborting the transaction and recreating the tasks from their changelogs");
+        let started = Instant::now();
+        loop {
+            match self.producer.abort_transaction(Duration::from_secs(10)) {
+                Ok(()) => break,
+                Err(e) if is_fatal(&e) || started.elapsed() > ABORT_RETRY => {
+                    return Err(kafka_err("abort transaction", e));
+                }
+                Err(e) => tracing::warn!(error = %e, "abort transaction failed; retrying"),
+            }
+        }
+        self.in_transaction = false;
+        self.close_all_dirty();
+        let assignment = consumer.assignment().map_err(|e| kafka_err("assignment", e))?;
+        let committed = consumer
+            .committed_offsets(assignment.clone(), Duration::from_secs(30))
+            .map_err(|e| kafka_err("committed offsets", e))?;
+        for e in committed.elements() {
+            let to = match e.offset() {
+                Offset::Offset(o) => Offset::Offset(o),
+                _ if self.reset_earliest() => Offset::Beginning,
+                _ => Offset::End,
+            };
+            consumer
+                .seek(e.topic(), e.partition(), to, Duration::from_secs(30))
+                .map_err(|err| kafka_err(&format!("rewind {}-{}", e.topic(), e.partition()), err))?;
+        }
+        self.requeue(&assignment);
+        Ok(false)
+    }
+}
