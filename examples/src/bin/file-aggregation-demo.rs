@@ -34,6 +34,9 @@ struct Args {
     /// Partitions of the topics the demo creates.
     #[arg(long, default_value_t = 4)]
     partitions: i32,
+    /// Serve the aggregator's Prometheus metrics at this address (`/metrics`, `/health`).
+    #[arg(long)]
+    metrics_address: Option<String>,
 }
 
 fn main() -> Result<(), ExampleError> {
@@ -71,12 +74,16 @@ fn main() -> Result<(), ExampleError> {
     }
     let app_id = format!("file-aggregation-{}", std::process::id());
     let config = |suffix: &str| {
-        StreamsConfig::from_properties([
+        let mut props = vec![
             ("application.id", format!("{app_id}-{suffix}")),
             ("bootstrap.servers", bootstrap.clone()),
             ("state.dir", dir.join("state").display().to_string()),
             ("commit.interval.ms", "1000".to_string()),
-        ])
+        ];
+        if let (Some(address), "aggregator") = (&args.metrics_address, suffix) {
+            props.push(("metrics.address", address.clone()));
+        }
+        StreamsConfig::from_properties(props)
     };
     let behaviour = ServiceBehaviour {
         max_delay: Duration::ZERO,

@@ -29,6 +29,9 @@ struct Args {
     state_dir: String,
     #[arg(long, default_value = "exactly_once_v2")]
     guarantee: String,
+    /// Serve Prometheus metrics at this address (`/metrics`, `/health`).
+    #[arg(long)]
+    metrics_address: Option<String>,
 }
 
 fn main() -> Result<(), ExampleError> {
@@ -40,7 +43,7 @@ fn main() -> Result<(), ExampleError> {
         .topic_prefix
         .as_deref()
         .map_or_else(Topics::default, Topics::prefixed);
-    let config = StreamsConfig::from_properties([
+    let mut props = vec![
         ("application.id", a.application_id.clone()),
         ("bootstrap.servers", a.bootstrap_servers.clone()),
         ("state.dir", a.state_dir.clone()),
@@ -48,7 +51,11 @@ fn main() -> Result<(), ExampleError> {
         ("commit.interval.ms", "200".into()),
         ("consumer.session.timeout.ms", "6000".into()),
         ("consumer.heartbeat.interval.ms", "500".into()),
-    ])?;
+    ];
+    if let Some(address) = &a.metrics_address {
+        props.push(("metrics.address", address.clone()));
+    }
+    let config = StreamsConfig::from_properties(props)?;
     std::fs::create_dir_all(&a.out_dir)?;
     let mut app = KafkaStreams::new(aggregator_topology_on(&topics, &a.out_dir)?, config)?;
     app.start()?;

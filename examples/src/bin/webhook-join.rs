@@ -63,6 +63,9 @@ struct Args {
     /// Demo: events.
     #[arg(long, default_value_t = 30)]
     events: usize,
+    /// Serve the join's Prometheus metrics at this address (`/metrics`, `/health`).
+    #[arg(long)]
+    metrics_address: Option<String>,
 }
 
 fn main() -> Result<(), ExampleError> {
@@ -100,6 +103,11 @@ fn main() -> Result<(), ExampleError> {
         .with_delays(&delays);
     if demo {
         config.delivery = config.delivery.clone().with_listener(print_outcome);
+    }
+    if let Some(address) = &args.metrics_address {
+        config
+            .streams_properties
+            .push(("metrics.address".into(), address.clone()));
     }
     create_topics(
         &bootstrap,
