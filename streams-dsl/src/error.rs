@@ -50,4 +50,16 @@ pub enum DslIssue {
         /// The table's node.
         table: String,
     },
+    /// Time windows whose advance is zero or larger than their size.
+    #[error(
+        "`{operator}` has windows of {size_ms} ms advancing by {advance_ms} ms; the advance must be in 1..=size"
+    )]
+    InvalidWindows {
+        /// The windowed aggregation's node.
+        operator: String,
+        /// The window size (ms).
+        size_ms: i64,
+        /// The advance (ms).
+        advance_ms: i64,
+    },
 }

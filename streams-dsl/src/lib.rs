@@ -7,7 +7,7 @@
 //! - [`KStream`]: `filter`, `map`, `flat_map`, `select_key`, `peek`, `split`, `merge`,
 //!   `to`, `process`, stream-table `join`/`left_join`, grouping;
 //! - [`KGroupedStream`]: `count`, `reduce`, `aggregate` into materialized stores, and
-//!   per tumbling window ([`TimeWindows`]);
+//!   per tumbling or hopping window ([`TimeWindows`]);
 //! - [`KTable`]: `filter`, `map_values`, `to_stream`, table-table `join`, `left_join`,
 //!   `outer_join`.
 //!
