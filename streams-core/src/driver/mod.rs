@@ -37,6 +37,7 @@ use crate::metrics::{Metrics, RecordingLevel, ThreadMetrics};
 use crate::partitioner::default_partition;
 use crate::processor::PunctuationType;
 use crate::record::{Headers, OutputRecord};
+use crate::task::shared::StoreSlot;
 use crate::task::{Task, TaskId};
 use crate::topology::Topology;
 
@@ -176,7 +177,11 @@ impl TopologyTestDriver {
             None => None,
         };
         let mut tasks = BTreeMap::new();
-        for sub in topology.subtopologies() {
+        // Global sub-topologies first: every other task reads their stores.
+        let mut subs: Vec<_> = topology.subtopologies().iter().collect();
+        subs.sort_by_key(|s| !s.global);
+        let mut globals: Vec<StoreSlot> = Vec::new();
+        for sub in subs {
             let counts: Vec<i32> = sub
                 .source_topics
                 .iter()
@@ -224,6 +229,11 @@ impl TopologyTestDriver {
                     timestamp.clone(),
                     metrics.as_ref().map(|(_, t)| t.task(id)),
                 )?;
+                if sub.global {
+                    globals.extend(task.stores().iter().cloned());
+                } else {
+                    task.with_globals(&globals);
+                }
                 task.initialize()?;
                 tasks.insert(id, task);
             }

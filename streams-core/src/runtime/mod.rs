@@ -7,6 +7,7 @@
 //! See `docs/runtime.md` for threads, tasks, commits and guarantees.
 
 mod embedded;
+mod global;
 mod producer;
 mod restore;
 mod status;
@@ -173,8 +174,26 @@ impl ThreadFactory {
             policy: cfg.error_policy(),
             eos,
         };
+        let global_consumer = if self.topology.subtopologies().iter().any(|s| s.global) {
+            let mut gc = self.client_config(cfg.restore_consumer_properties());
+            gc.set("group.id", format!("{app_id}-global"))
+                .set("client.id", format!("{name}-global"))
+                .set("enable.auto.commit", "false")
+                .set("auto.offset.reset", "earliest")
+                .set(
+                    "isolation.level",
+                    if eos { "read_committed" } else { "read_uncommitted" },
+                );
+            Some(
+                gc.create::<BaseConsumer>()
+                    .map_err(|e| restore::kafka_err("global consumer", e))?,
+            )
+        } else {
+            None
+        };
         let tasks = TaskManagerParts {
             settings,
+            global_consumer,
             metrics: self.metrics.clone(),
             thread_name: name.to_owned(),
             producer: Arc::new(producer),

@@ -23,6 +23,7 @@ use rdkafka::producer::Producer;
 use rdkafka::{Offset, TopicPartitionList};
 use streams_state::{KeyValueStore, RocksDbResources, StoreBuildContext, StoreError};
 
+use super::global::GlobalTasks;
 use super::producer::{DeliveryTracker, KafkaChangelogSink, KafkaCollector, PartitionCache, StreamProducer};
 use super::restore::{changelog_topic, kafka_err, restore_task};
 use crate::error::StreamsError;
@@ -47,6 +48,9 @@ pub(crate) struct TaskSettings {
 
 pub(crate) struct TaskManager {
     settings: TaskSettings,
+    global_consumer: Option<BaseConsumer>,
+    /// This thread's replicas of the global stores.
+    globals: Option<GlobalTasks>,
     pub metrics: ThreadMetrics,
     /// Producer failures already published.
     failed_published: u64,
@@ -82,6 +86,8 @@ fn now_ms() -> i64 {
 /// (thread-bound) task manager there.
 pub(crate) struct TaskManagerParts {
     pub settings: TaskSettings,
+    /// Reads the topics of global stores, when the topology has any.
+    pub global_consumer: Option<BaseConsumer>,
     pub metrics: Metrics,
     pub thread_name: String,
     pub producer: Arc<StreamProducer>,
@@ -93,6 +99,7 @@ impl TaskManager {
     pub fn new(parts: TaskManagerParts) -> Self {
         let TaskManagerParts {
             settings,
+            global_consumer,
             metrics,
             thread_name,
             producer,
@@ -101,6 +108,8 @@ impl TaskManager {
         } = parts;
         Self {
             settings,
+            global_consumer,
+            globals: None,
             metrics: metrics.thread(&thread_name),
             failed_published: 0,
             producer,
@@ -153,6 +162,29 @@ impl TaskManager {
             .join(id.to_string())
     }
 
+    /// Loads this thread's replicas of the global stores (in
+    /// `<state.dir>/<application.id>/global/<thread>`), before any task exists.
+    pub fn start_globals(&mut self, thread: &str) -> Result<(), StreamsError> {
+        if let Some(consumer) = self.global_consumer.take() {
+            let dir = self
+                .settings
+                .state_dir
+                .join(&*self.settings.app_id)
+                .join("global")
+                .join(thread);
+            self.globals = GlobalTasks::start(&self.settings, dir, consumer)?;
+        }
+        Ok(())
+    }
+
+    /// Applies global-store updates that have arrived.
+    pub fn poll_globals(&mut self) -> Result<(), StreamsError> {
+        if let Some(g) = self.globals.as_mut() {
+            g.poll()?;
+        }
+        Ok(())
+    }
+
     fn make_task(&self, id: TaskId) -> Result<(Task, bool), StreamsError> {
         let timestamp = Arc::new(AtomicI64::new(0));
         let dir = self.task_dir(id);
@@ -185,6 +217,10 @@ impl TaskManager {
             timestamp.clone(),
             Some(self.metrics.task(id)),
         )?;
+        let mut task = task;
+        if let Some(g) = &self.globals {
+            task.with_globals(g.slots());
+        }
         // Under exactly-once, persistent state without a checkpoint may hold writes of an
         // aborted transaction: it is wiped and rebuilt from the (committed) changelog.
         let mut wipe = false;
@@ -645,6 +681,10 @@ impl TaskManager {
                 tracing::warn!(task = %task.id(), error = %e, "closing task");
             }
             self.metrics.tasks_closed.inc();
+        }
+        // After the tasks, which read the global stores until they close.
+        if let Some(mut g) = self.globals.take() {
+            g.close();
         }
         result
     }

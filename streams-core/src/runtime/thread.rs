@@ -159,6 +159,7 @@ fn run_loop(
         })
         .unwrap_or_else(|| Err(StreamsError::Usage("task manager missing".into())))
     };
+    step(&mut |tm| tm.start_globals(name))?;
     step(&mut |tm| tm.begin_transaction())?;
     // The loop's own metric handles (the task manager owns the thread's series).
     let m = with_tasks(|tm| LoopMetrics::of(&tm.metrics))
@@ -202,6 +203,7 @@ fn run_loop(
             status.leave_rebalance();
         }
         step(&mut |tm| {
+            tm.poll_globals()?;
             let started = Instant::now();
             for r in batch.drain(..) {
                 tm.add_record(r);

@@ -173,9 +173,15 @@ impl Task {
         self.shared.task_id
     }
 
-    /// The task's stores.
+    /// The task's own stores (not the global stores it reads).
     pub fn stores(&self) -> &[StoreSlot] {
         &self.shared.stores
+    }
+
+    /// Lets the task's processors read `globals`, the global stores (owned by the global
+    /// task). Call before [`Task::initialize`].
+    pub fn with_globals(&mut self, globals: &[StoreSlot]) {
+        self.shared.globals = globals.to_vec();
     }
 
     /// Initializes every node (processors look up stores and schedule punctuators here).

@@ -19,6 +19,7 @@ use crate::processor::{Cancellable, PunctuationType, ScheduleId};
 use crate::record::RecordMetadata;
 
 /// One store of a task.
+#[derive(Clone)]
 pub(crate) struct StoreSlot {
     pub name: String,
     pub store: SharedKeyValueStore,
@@ -49,6 +50,9 @@ pub(crate) struct TaskShared {
     next_schedule: Cell<u64>,
     pub commit_requested: Cell<bool>,
     pub stores: Vec<StoreSlot>,
+    /// The global stores of the topology, owned by the global task of this thread (or
+    /// driver) and readable from every processor; never flushed or closed by this task.
+    pub globals: Vec<StoreSlot>,
     pub collector: RefCell<Box<dyn RecordCollector>>,
 }
 
@@ -72,6 +76,7 @@ impl TaskShared {
             next_schedule: Cell::new(0),
             commit_requested: Cell::new(false),
             stores,
+            globals: Vec::new(),
             collector: RefCell::new(collector),
         }
     }
@@ -144,6 +149,7 @@ impl TaskShared {
         let slot = self
             .stores
             .iter()
+            .chain(&self.globals)
             .find(|s| s.name == name)
             .filter(|s| s.global || graph.meta[node].stores.iter().any(|n| n == name))
             .ok_or_else(|| StoreError::NotConnected {

@@ -76,3 +76,63 @@ pub fn latest_counts(bootstrap: &str, topic: &str) -> HashMap<String, u64> {
     }
     latest
 }
+
+/// Writes each user record into the global store `users` (a tombstone deletes).
+pub struct UserUpdater {
+    store: Option<KvStore<StringSerde, StringSerde>>,
+}
+
+impl Processor<String, String, (), ()> for UserUpdater {
+    fn init(&mut self, ctx: &mut ProcessorContext<'_, (), ()>) -> ProcessResult {
+        self.store = Some(ctx.kv_store("users")?);
+        Ok(())
+    }
+    fn process(&mut self, _: &mut ProcessorContext<'_, (), ()>, r: Record<String, String>) -> ProcessResult {
+        let store = self.store.as_ref().ok_or("init")?;
+        store.put(&r.key, &r.value)?;
+        Ok(())
+    }
+}
+
+/// Enriches each order (key: user id) with the user's name from the global store.
+#[derive(Default)]
+pub struct Enrich {
+    users: Option<KvStore<StringSerde, StringSerde>>,
+}
+
+impl Processor<String, String, String, String> for Enrich {
+    fn init(&mut self, ctx: &mut ProcessorContext<'_, String, String>) -> ProcessResult {
+        self.users = Some(ctx.kv_store("users")?);
+        Ok(())
+    }
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, String>,
+        r: Record<String, String>,
+    ) -> ProcessResult {
+        let users = self.users.as_ref().ok_or("init")?;
+        let name = users.get(&r.key)?.unwrap_or_else(|| "unknown".into());
+        ctx.forward(Record::new(r.key, format!("{}:{name}", r.value), r.timestamp))
+    }
+}
+
+/// `orders` enriched from the global store of `users` into `output`.
+pub fn enrich_topology(users: &str, orders: &str, output: &str, persistent: bool) -> Topology {
+    let store = if persistent {
+        Stores::persistent_kv("users", StringSerde, StringSerde)
+    } else {
+        Stores::in_memory_kv("users", StringSerde, StringSerde)
+    };
+    let mut b = Topology::builder();
+    b.add_global_store(
+        store.without_logging(),
+        "users-source",
+        streams_core::SourceConfig::new([users], StringSerde, StringSerde),
+        "users-updater",
+        || UserUpdater { store: None },
+    )
+    .add_source("orders", [orders], StringSerde, StringSerde)
+    .add_processor("enrich", Enrich::default, ["orders"])
+    .add_sink("out", output, StringSerde, StringSerde, ["enrich"]);
+    b.build().expect("enrich topology")
+}

@@ -1,0 +1,261 @@
+//! The global tasks of a stream thread: each thread keeps its own replica of every global
+//! store, fed from every partition of the store's topic by the store's processor.
+//!
+//! A replica per thread keeps the read path what it is for a task's own stores: a shared
+//! handle on the same thread, no lock. It costs memory and one topic read per thread.
+//!
+//! At thread start the replica is rebuilt from the beginning of its topics (the topic is the
+//! store's changelog; there is no checkpoint yet), up to the end offsets found then, before
+//! any task is created. Afterwards the loop polls the global consumer without waiting, once
+//! per iteration, so updates arrive while tasks process. Global offsets are never committed.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicI64;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Headers as _, Message};
+use rdkafka::{Offset, TopicPartitionList};
+use streams_state::{KeyValueStore, StoreBuildContext, StoreError};
+
+use super::restore::kafka_err;
+use super::tasks::TaskSettings;
+use crate::error::{ProcessorError, StreamsError};
+use crate::record::{Headers, OutputRecord, RawRecord};
+use crate::task::collector::RecordCollector;
+use crate::task::shared::StoreSlot;
+use crate::task::{Task, TaskId};
+use crate::topology::spec::StoreDef;
+
+/// How long the bootstrap may go without progress before it fails.
+const STALL: Duration = Duration::from_secs(60);
+/// Records taken from the global consumer per loop iteration at most.
+const PER_POLL: usize = 1_000;
+
+/// Global processors write their store and forward nothing.
+struct NoOutput;
+
+impl RecordCollector for NoOutput {
+    fn send(&mut self, r: OutputRecord) -> Result<(), ProcessorError> {
+        Err(format!(
+            "a global store's processor cannot write to a topic (`{}`)",
+            r.topic
+        )
+        .into())
+    }
+    fn partitions(&mut self, _: &str) -> Option<i32> {
+        None
+    }
+}
+
+/// The global tasks of one thread and their consumer.
+pub(crate) struct GlobalTasks {
+    topology: Arc<crate::topology::Topology>,
+    tasks: Vec<Task>,
+    consumer: BaseConsumer,
+    slots: Vec<StoreSlot>,
+}
+
+fn to_raw(m: &rdkafka::message::BorrowedMessage<'_>) -> RawRecord {
+    let mut headers = Headers::new();
+    if let Some(h) = m.headers() {
+        for hd in h.iter() {
+            match hd.value {
+                Some(v) => headers.add(hd.key, Bytes::copy_from_slice(v)),
+                None => headers.add_null(hd.key),
+            };
+        }
+    }
+    RawRecord {
+        topic: m.topic().to_owned(),
+        partition: m.partition(),
+        offset: m.offset(),
+        key: m.key().map(Bytes::copy_from_slice),
+        value: m.payload().map(Bytes::copy_from_slice),
+        timestamp: m.timestamp().to_millis().unwrap_or(0),
+        headers,
+    }
+}
+
+impl GlobalTasks {
+    /// Builds the global tasks of the topology (none: `Ok(None)`) with their stores in
+    /// `dir` (wiped first), and reads their topics to the end.
+    pub fn start(
+        settings: &TaskSettings,
+        dir: PathBuf,
+        consumer: BaseConsumer,
+    ) -> Result<Option<Self>, StreamsError> {
+        let topology = settings.topology.clone();
+        let subs: Vec<_> = topology.subtopologies().iter().filter(|s| s.global).collect();
+        if subs.is_empty() {
+            return Ok(None);
+        }
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|e| {
+                StreamsError::Store(StoreError::Io {
+                    store: "global".into(),
+                    path: dir.clone(),
+                    source: e,
+                })
+            })?;
+        }
+        let mut tasks = Vec::new();
+        let mut slots = Vec::new();
+        let mut assignment = TopicPartitionList::new();
+        let mut ends: HashMap<(String, i32), i64> = HashMap::new();
+        for sub in subs {
+            let id = TaskId {
+                subtopology: sub.id,
+                partition: -1,
+            };
+            let mut make_store = |def: &StoreDef, _: TaskId| -> Result<Box<dyn KeyValueStore>, StoreError> {
+                let mut ctx = StoreBuildContext::new(Some(dir.join(id.to_string())))
+                    .with_rocksdb(settings.rocksdb.clone());
+                ctx.cache_max_bytes = settings.cache_max_bytes;
+                def.builder.build(ctx)
+            };
+            let mut task = Task::new(
+                &topology,
+                id,
+                settings.app_id.clone(),
+                Box::new(NoOutput),
+                &mut make_store,
+                settings.policy.clone(),
+                0,
+                Arc::new(AtomicI64::new(0)),
+                None,
+            )?;
+            task.initialize()?;
+            slots.extend(task.stores().iter().cloned());
+            for topic in &sub.source_topics {
+                let md = consumer
+                    .fetch_metadata(Some(topic), Duration::from_secs(30))
+                    .map_err(|e| kafka_err(&format!("metadata of global topic {topic}"), e))?;
+                let partitions = md.topics().first().map_or(0, |t| t.partitions().len() as i32);
+                if partitions == 0 {
+                    return Err(kafka_err(
+                        "global store",
+                        format!("topic `{topic}` does not exist"),
+                    ));
+                }
+                for p in 0..partitions {
+                    let (low, high) = consumer
+                        .fetch_watermarks(topic, p, Duration::from_secs(30))
+                        .map_err(|e| kafka_err(&format!("watermarks of {topic}-{p}"), e))?;
+                    assignment
+                        .add_partition_offset(topic, p, Offset::Beginning)
+                        .map_err(|e| kafka_err("global assignment", e))?;
+                    if high > low {
+                        ends.insert((topic.clone(), p), high);
+                    }
+                }
+            }
+            tasks.push(task);
+        }
+        consumer
+            .assign(&assignment)
+            .map_err(|e| kafka_err("global assignment", e))?;
+        let mut globals = Self {
+            topology,
+            tasks,
+            consumer,
+            slots,
+        };
+        globals.bootstrap(ends)?;
+        Ok(Some(globals))
+    }
+
+    /// Reads every global partition up to `ends`.
+    fn bootstrap(&mut self, mut ends: HashMap<(String, i32), i64>) -> Result<(), StreamsError> {
+        let started = Instant::now();
+        let mut last_progress = Instant::now();
+        let mut records = 0u64;
+        while !ends.is_empty() {
+            match self.consumer.poll(Duration::from_millis(100)) {
+                Some(Ok(m)) => {
+                    let key = (m.topic().to_owned(), m.partition());
+                    if ends.get(&key).is_some_and(|&end| m.offset() + 1 >= end) {
+                        ends.remove(&key);
+                    }
+                    let raw = to_raw(&m);
+                    self.apply(raw)?;
+                    records += 1;
+                    last_progress = Instant::now();
+                }
+                Some(Err(e)) => return Err(kafka_err("reading a global topic", e)),
+                None => {
+                    // Transaction markers take offsets but are never returned.
+                    if let Ok(pos) = self.consumer.position() {
+                        for e in pos.elements() {
+                            if let Offset::Offset(p) = e.offset()
+                                && ends
+                                    .get(&(e.topic().to_owned(), e.partition()))
+                                    .is_some_and(|&end| p >= end)
+                            {
+                                ends.remove(&(e.topic().to_owned(), e.partition()));
+                            }
+                        }
+                    }
+                    if last_progress.elapsed() > STALL {
+                        return Err(kafka_err(
+                            "global store",
+                            format!("no progress reading {:?} for {STALL:?}", ends.keys()),
+                        ));
+                    }
+                }
+            }
+        }
+        tracing::info!(records, elapsed = ?started.elapsed(), "global stores loaded");
+        Ok(())
+    }
+
+    /// Runs one record through the global task of its topic.
+    fn apply(&mut self, raw: RawRecord) -> Result<(), StreamsError> {
+        let sub = self.topology.subtopology_of_topic(&raw.topic).map(|s| s.id);
+        let task = self
+            .tasks
+            .iter_mut()
+            .find(|t| Some(t.id().subtopology) == sub)
+            .ok_or_else(|| kafka_err("global store", format!("no global task reads `{}`", raw.topic)))?;
+        task.add_records([raw]);
+        while task.process_one()? {}
+        Ok(())
+    }
+
+    /// The global stores, for the thread's tasks to read.
+    pub fn slots(&self) -> &[StoreSlot] {
+        &self.slots
+    }
+
+    /// Applies the global records that have arrived, without waiting.
+    pub fn poll(&mut self) -> Result<usize, StreamsError> {
+        let mut n = 0;
+        while n < PER_POLL {
+            match self.consumer.poll(Duration::ZERO) {
+                Some(Ok(m)) => {
+                    let raw = to_raw(&m);
+                    self.apply(raw)?;
+                    n += 1;
+                }
+                Some(Err(e)) => {
+                    tracing::warn!(error = %e, "global consumer");
+                    break;
+                }
+                None => break,
+            }
+        }
+        Ok(n)
+    }
+
+    /// Closes the global tasks and their stores.
+    pub fn close(&mut self) {
+        for mut task in self.tasks.drain(..) {
+            if let Err(e) = task.close(true) {
+                tracing::warn!(task = %task.id(), error = %e, "closing global task");
+            }
+        }
+    }
+}
