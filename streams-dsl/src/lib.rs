@@ -17,6 +17,7 @@
 mod branch;
 mod builder;
 mod error;
+mod global_table;
 mod grouped;
 mod kstream;
 mod ktable;
@@ -33,6 +34,7 @@ pub mod guide {}
 pub use branch::BranchedKStream;
 pub use builder::StreamsBuilder;
 pub use error::{DslError, DslIssue};
+pub use global_table::GlobalKTable;
 pub use grouped::KGroupedStream;
 pub use kstream::KStream;
 pub use ktable::KTable;
