@@ -50,9 +50,10 @@ pub enum DslIssue {
         /// The table's node.
         table: String,
     },
-    /// Time windows whose advance is zero or larger than their size.
+    /// Time windows whose advance is zero, larger than their size, or so small that a
+    /// record would fall into more than 65536 windows.
     #[error(
-        "`{operator}` has windows of {size_ms} ms advancing by {advance_ms} ms; the advance must be in 1..=size"
+        "`{operator}` has windows of {size_ms} ms advancing by {advance_ms} ms; the advance must be in 1..=size and put a record in at most 65536 windows"
     )]
     InvalidWindows {
         /// The windowed aggregation's node.

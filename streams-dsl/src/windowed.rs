@@ -109,7 +109,8 @@ impl TimeWindows {
 
     /// Hopping windows: a new window starts every `advance`, so windows overlap when
     /// `advance` is less than the size (equal to the size is tumbling). An advance of zero
-    /// or above the size makes `windowed_by` report [`DslIssue::InvalidWindows`] at build.
+    /// or above the size, or so small that a record would fall into more than 65536
+    /// windows, makes `windowed_by` report [`DslIssue::InvalidWindows`] at build.
     pub fn advance_by(self, advance: Duration) -> Self {
         Self {
             advance_ms: i64::try_from(advance.as_millis()).unwrap_or(i64::MAX),
@@ -150,13 +151,16 @@ impl TimeWindows {
         starts
     }
 
+    /// An advance in `1..=size` that puts a record in at most [`MAX_WINDOWS`] windows.
     fn valid(&self) -> bool {
-        self.advance_ms > 0 && self.advance_ms <= self.size_ms
+        self.advance_ms > 0
+            && self.advance_ms <= self.size_ms
+            && (self.size_ms - 1) / self.advance_ms < MAX_WINDOWS as i64
     }
 }
 
-/// A bound on the windows one record updates, against a tiny advance on a huge size.
-const MAX_WINDOWS: usize = 1 << 16;
+/// The most windows one record may fall into; smaller advances are a build error.
+pub(crate) const MAX_WINDOWS: usize = 1 << 16;
 
 /// A grouped stream cut into time windows (tumbling or hopping), to count or aggregate per
 /// key and window. Late records (past the grace period) are dropped; expired windows are
@@ -380,5 +384,8 @@ mod tests {
         assert!(w.valid());
         assert!(!w.advance_by(Duration::ZERO).valid());
         assert!(!w.advance_by(Duration::from_millis(11)).valid());
+        let day = TimeWindows::of_size_no_grace(Duration::from_secs(86_400));
+        assert!(!day.advance_by(Duration::from_millis(1)).valid());
+        assert!(day.advance_by(Duration::from_secs(60)).valid());
     }
 }
