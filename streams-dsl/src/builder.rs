@@ -97,7 +97,7 @@ impl Shared {
 /// (`<application.id>-<name>-repartition`); it must be the `application.id` the topology
 /// runs with.
 pub struct StreamsBuilder {
-    shared: Shared,
+    pub(crate) shared: Shared,
 }
 
 impl StreamsBuilder {

@@ -50,4 +50,17 @@ pub enum DslIssue {
         /// The table's node.
         table: String,
     },
+    /// Time windows whose advance is zero, larger than their size, or so small that a
+    /// record would fall into more than 65536 windows.
+    #[error(
+        "`{operator}` has windows of {size_ms} ms advancing by {advance_ms} ms; the advance must be in 1..=size and put a record in at most 65536 windows"
+    )]
+    InvalidWindows {
+        /// The windowed aggregation's node.
+        operator: String,
+        /// The window size (ms).
+        size_ms: i64,
+        /// The advance (ms).
+        advance_ms: i64,
+    },
 }

@@ -7,7 +7,7 @@
 //! - [`KStream`]: `filter`, `map`, `flat_map`, `select_key`, `peek`, `split`, `merge`,
 //!   `to`, `process`, stream-table `join`/`left_join`, grouping;
 //! - [`KGroupedStream`]: `count`, `reduce`, `aggregate` into materialized stores, and
-//!   per tumbling window ([`TimeWindows`]);
+//!   per tumbling or hopping window ([`TimeWindows`]);
 //! - [`KTable`]: `filter`, `map_values`, `to_stream`, table-table `join`, `left_join`,
 //!   `outer_join`.
 //!
@@ -17,6 +17,7 @@
 mod branch;
 mod builder;
 mod error;
+mod global_table;
 mod grouped;
 mod kstream;
 mod ktable;
@@ -33,6 +34,7 @@ pub mod guide {}
 pub use branch::BranchedKStream;
 pub use builder::StreamsBuilder;
 pub use error::{DslError, DslIssue};
+pub use global_table::GlobalKTable;
 pub use grouped::KGroupedStream;
 pub use kstream::KStream;
 pub use ktable::KTable;

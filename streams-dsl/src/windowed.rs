@@ -1,10 +1,13 @@
-//! Tumbling-window aggregation: [`KGroupedStream::windowed_by`] with [`TimeWindows`], then
+//! Time-window aggregation: [`KGroupedStream::windowed_by`] with [`TimeWindows`], then
 //! `count` or `aggregate` per key and window into a store keyed by [`Windowed`] keys.
 //!
-//! A record falls into the window `[start, start + size)` with
-//! `start = timestamp - timestamp mod size`. A record whose window closed (its end plus the
-//! grace period is at or before the task's stream time) is dropped, as Kafka Streams drops
-//! late records. Windows older than `size + grace` behind stream time are removed from the
+//! Windows are `[start, start + size)` with `start` a multiple of the advance. Tumbling
+//! windows advance by their size, so a record falls into exactly one; hopping windows
+//! advance by less, so a record falls into every window that contains its timestamp
+//! (`size / advance` of them when the advance divides the size). A record is dropped from a
+//! window that closed (its end plus the grace period is at or before the task's stream
+//! time), as Kafka Streams drops late records, and still counted in the record's windows
+//! that are open. Windows older than `size + grace` behind stream time are removed from the
 //! store by a stream-time punctuator; the store keeps its keys ordered by window start, so
 //! removal reads only expired entries.
 
@@ -84,20 +87,45 @@ fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX).max(1)
 }
 
-/// Tumbling windows: fixed size, no overlap, with a grace period for late records.
+/// Time windows of a fixed size, with a grace period for late records: tumbling (no
+/// overlap) unless [`advance_by`](Self::advance_by) makes them hop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimeWindows {
     size_ms: i64,
+    advance_ms: i64,
     grace_ms: i64,
 }
 
 impl TimeWindows {
-    /// Windows of `size` that accept records up to `grace` after they end.
+    /// Tumbling windows of `size` that accept records up to `grace` after they end.
     pub fn of_size_with_grace(size: Duration, grace: Duration) -> Self {
+        let size_ms = millis(size);
         Self {
-            size_ms: millis(size),
+            size_ms,
+            advance_ms: size_ms,
             grace_ms: i64::try_from(grace.as_millis()).unwrap_or(i64::MAX),
         }
+    }
+
+    /// Hopping windows: a new window starts every `advance`, so windows overlap when
+    /// `advance` is less than the size (equal to the size is tumbling). An advance of zero
+    /// or above the size, or so small that a record would fall into more than 65536
+    /// windows, makes `windowed_by` report [`DslIssue::InvalidWindows`] at build.
+    pub fn advance_by(self, advance: Duration) -> Self {
+        Self {
+            advance_ms: i64::try_from(advance.as_millis()).unwrap_or(i64::MAX),
+            ..self
+        }
+    }
+
+    /// The window size in milliseconds.
+    pub fn size_ms(&self) -> i64 {
+        self.size_ms
+    }
+
+    /// The advance (hop) in milliseconds; the size for tumbling windows.
+    pub fn advance_ms(&self) -> i64 {
+        self.advance_ms
     }
 
     /// Windows of `size` that close when they end.
@@ -105,21 +133,45 @@ impl TimeWindows {
         Self::of_size_with_grace(size, Duration::ZERO)
     }
 
-    /// The start of the window holding `timestamp`.
+    /// The start of the latest window holding `timestamp` (the only one when tumbling).
     pub fn window_start(&self, timestamp: i64) -> i64 {
-        timestamp - timestamp.rem_euclid(self.size_ms)
+        timestamp - timestamp.rem_euclid(self.advance_ms.max(1))
+    }
+
+    /// The starts of every window holding `timestamp`, earliest first.
+    pub fn window_starts(&self, timestamp: i64) -> Vec<i64> {
+        let advance = self.advance_ms.max(1);
+        let mut starts = Vec::new();
+        let mut start = self.window_start(timestamp);
+        while start.saturating_add(self.size_ms) > timestamp && starts.len() < MAX_WINDOWS {
+            starts.push(start);
+            start = start.saturating_sub(advance);
+        }
+        starts.reverse();
+        starts
+    }
+
+    /// An advance in `1..=size` that puts a record in at most [`MAX_WINDOWS`] windows.
+    fn valid(&self) -> bool {
+        self.advance_ms > 0
+            && self.advance_ms <= self.size_ms
+            && (self.size_ms - 1) / self.advance_ms < MAX_WINDOWS as i64
     }
 }
 
-/// A grouped stream cut into tumbling time windows, to count or aggregate per key and
-/// window. Late records (past the grace period) are dropped; expired windows are removed.
+/// The most windows one record may fall into; smaller advances are a build error.
+pub(crate) const MAX_WINDOWS: usize = 1 << 16;
+
+/// A grouped stream cut into time windows (tumbling or hopping), to count or aggregate per
+/// key and window. Late records (past the grace period) are dropped; expired windows are
+/// removed.
 pub struct TimeWindowedKStream<K, V> {
     grouped: KGroupedStream<K, V>,
     windows: TimeWindows,
 }
 
 impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
-    /// Aggregates per key and tumbling window.
+    /// Aggregates per key and time window.
     pub fn windowed_by(&self, windows: TimeWindows) -> TimeWindowedKStream<K, V> {
         TimeWindowedKStream {
             grouped: self.clone(),
@@ -168,6 +220,13 @@ impl<K: Clone + 'static, V: Clone + 'static> TimeWindowedKStream<K, V> {
         let given = materialized.name.clone().or_else(|| s.next_name.clone());
         s.shared.check_named(given.is_some(), &s.node, "a store");
         let node = s.shared.name(given.as_deref(), &s.node, op);
+        if !self.windows.valid() {
+            s.shared.issue(DslIssue::InvalidWindows {
+                operator: node.clone(),
+                size_ms: self.windows.size_ms,
+                advance_ms: self.windows.advance_ms,
+            });
+        }
         let store = materialized
             .name
             .clone()
@@ -206,13 +265,13 @@ struct WindowedAggregate<K: 'static, V, A: 'static> {
     store: Option<DslStore<Windowed<K>, A>>,
 }
 
-impl<K: Clone + 'static, V: 'static, A: Clone + 'static> Processor<K, V, Windowed<K>, Option<A>>
+impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> Processor<K, V, Windowed<K>, Option<A>>
     for WindowedAggregate<K, V, A>
 {
     fn init(&mut self, ctx: &mut ProcessorContext<'_, Windowed<K>, Option<A>>) -> ProcessResult {
         self.store = Some(ctx.kv_store(&self.store_name)?);
         ctx.schedule(
-            Duration::from_millis(self.windows.size_ms.unsigned_abs()),
+            Duration::from_millis(self.windows.advance_ms.max(1).unsigned_abs()),
             PunctuationType::StreamTime,
         );
         Ok(())
@@ -224,24 +283,27 @@ impl<K: Clone + 'static, V: 'static, A: Clone + 'static> Processor<K, V, Windowe
         r: Record<K, V>,
     ) -> ProcessResult {
         let store = self.store.as_ref().ok_or("windowed store not initialized")?;
-        let start = self.windows.window_start(r.timestamp);
-        let end = start.saturating_add(self.windows.size_ms);
-        if end.saturating_add(self.windows.grace_ms) <= ctx.stream_time() {
-            return Ok(()); // the window closed: a late record
+        let stream_time = ctx.stream_time();
+        for start in self.windows.window_starts(r.timestamp) {
+            let end = start.saturating_add(self.windows.size_ms);
+            if end.saturating_add(self.windows.grace_ms) <= stream_time {
+                continue; // this window closed: late for it
+            }
+            let key = Windowed {
+                key: r.key.clone(),
+                start,
+                end,
+            };
+            let new = (self.update)(&key.key, r.value.clone(), store.get(&key)?);
+            store.put(&key, &new)?;
+            ctx.forward(Record {
+                key,
+                value: Some(new),
+                timestamp: r.timestamp,
+                headers: r.headers.clone(),
+            })?;
         }
-        let key = Windowed {
-            key: r.key,
-            start,
-            end,
-        };
-        let new = (self.update)(&key.key, r.value, store.get(&key)?);
-        store.put(&key, &new)?;
-        ctx.forward(Record {
-            key,
-            value: Some(new),
-            timestamp: r.timestamp,
-            headers: r.headers,
-        })
+        Ok(())
     }
 
     fn punctuate(
@@ -308,5 +370,22 @@ mod tests {
         assert_eq!(w.window_start(0), 0);
         assert_eq!(w.window_start(19), 10);
         assert_eq!(w.window_start(-1), -10);
+        assert_eq!(w.window_starts(19), [10]);
+    }
+
+    #[test]
+    fn hopping_window_starts() {
+        let w = TimeWindows::of_size_no_grace(Duration::from_millis(10)).advance_by(Duration::from_millis(5));
+        assert_eq!(w.window_starts(0), [-5, 0]);
+        assert_eq!(w.window_starts(7), [0, 5]);
+        assert_eq!(w.window_starts(10), [5, 10]);
+        let w = TimeWindows::of_size_no_grace(Duration::from_millis(10)).advance_by(Duration::from_millis(3));
+        assert_eq!(w.window_starts(10), [3, 6, 9]);
+        assert!(w.valid());
+        assert!(!w.advance_by(Duration::ZERO).valid());
+        assert!(!w.advance_by(Duration::from_millis(11)).valid());
+        let day = TimeWindows::of_size_no_grace(Duration::from_secs(86_400));
+        assert!(!day.advance_by(Duration::from_millis(1)).valid());
+        assert!(day.advance_by(Duration::from_secs(60)).valid());
     }
 }

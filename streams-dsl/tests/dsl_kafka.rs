@@ -1,7 +1,7 @@
 //! DSL topologies on the Kafka runtime against the real broker: word count through a
 //! repartition topic created at start with the input's partition count, and a stream-table
-//! join whose repartition topic takes the table topic's partition count. Skipped without a
-//! broker (`STREAMS_TEST_BOOTSTRAP`), failed then if `STREAMS_REQUIRE_KAFKA=1`.
+//! join whose repartition topic takes the table topic's partition count, and a stream joined
+//! with a global table on two stream threads. Skipped without a broker (`STREAMS_TEST_BOOTSTRAP`), failed then if `STREAMS_REQUIRE_KAFKA=1`.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -193,6 +193,80 @@ fn stream_table_join_on_the_broker_repartitions_to_the_table_partition_count() {
     for (k, v) in &pairs {
         let n = k.trim_start_matches('u');
         assert_eq!(String::from_utf8_lossy(v), format!("{k}=name{n}"));
+    }
+    assert!(app.close(Duration::from_secs(60)));
+}
+
+#[test]
+fn join_global_on_the_broker_enriches_every_partition_on_two_threads() {
+    let Some(bootstrap) =
+        testing::require_kafka("join_global_on_the_broker_enriches_every_partition_on_two_threads")
+    else {
+        return;
+    };
+    let app_id = testing::unique_name("dsl-global");
+    let users = testing::unique_name("users");
+    let orders = testing::unique_name("orders");
+    let output = testing::unique_name("enriched");
+    testing::create_topic(&bootstrap, &users, 3, &[]).unwrap();
+    testing::create_topic(&bootstrap, &orders, 4, &[]).unwrap();
+    testing::create_topic(&bootstrap, &output, 4, &[]).unwrap();
+
+    let b = StreamsBuilder::new(app_id.clone());
+    let table = b.global_table(
+        &users,
+        Materialized::as_("users")
+            .with_key_serde(StringSerde)
+            .with_value_serde(StringSerde),
+    );
+    // Orders are keyed by order id and carry the user id: no repartitioning, the global
+    // table is read by user id from every task.
+    b.stream([orders.as_str()], Consumed::with(StringSerde, StringSerde))
+        .join_global(
+            &table,
+            |_, user| user.clone(),
+            |_, user, name| format!("{user}={name}"),
+        )
+        .to(&output, Produced::with(StringSerde, StringSerde));
+    let topology = b.build().unwrap();
+
+    // Placed round-robin, not by key: a global table needs no co-partitioning.
+    let names: Vec<ProduceRecord> = (0..10)
+        .map(|u| ProduceRecord::new(format!("u{u}"), format!("name{u}")).with_partition(u % 3))
+        .collect();
+    testing::produce(&bootstrap, &users, &names, Duration::from_secs(60)).unwrap();
+
+    let state = tempfile::tempdir().unwrap();
+    let dir = state.path().display().to_string();
+    let config = StreamsConfig::from_properties([
+        ("application.id", app_id.as_str()),
+        ("bootstrap.servers", bootstrap.as_str()),
+        ("state.dir", dir.as_str()),
+        ("num.stream.threads", "2"),
+        ("commit.interval.ms", "200"),
+    ])
+    .unwrap();
+    let mut app = KafkaStreams::new(topology, config).unwrap();
+    app.start().unwrap();
+    assert!(
+        app.wait_for_state(State::Running, Duration::from_secs(60)),
+        "{:?}",
+        app.state()
+    );
+    // Users 10..14 are unknown: their orders are dropped.
+    let orders_in: Vec<ProduceRecord> = (0..40)
+        .map(|i| ProduceRecord::new(format!("order{i}"), format!("u{}", i % 15)))
+        .collect();
+    testing::produce(&bootstrap, &orders, &orders_in, Duration::from_secs(60)).unwrap();
+    let known = orders_in.len() / 15 * 10 + (orders_in.len() % 15).min(10);
+
+    let pairs = wait_for(&bootstrap, &output, |p| p.len() >= known);
+    assert_eq!(pairs.len(), known);
+    for (k, v) in &pairs {
+        let i: usize = k.trim_start_matches("order").parse().unwrap();
+        let u = i % 15;
+        assert!(u < 10, "order {k} of an unknown user joined");
+        assert_eq!(String::from_utf8_lossy(v), format!("u{u}=name{u}"));
     }
     assert!(app.close(Duration::from_secs(60)));
 }

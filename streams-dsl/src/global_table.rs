@@ -1,0 +1,227 @@
+//! [`GlobalKTable`]: a table replicated in full to every task, and the stream joins that
+//! read it ([`KStream::join_global`], [`KStream::left_join_global`]).
+//!
+//! [`StreamsBuilder::global_table`] compiles to the core's global store: a source over
+//! every partition of the topic feeding a state-update processor (a value puts, a null
+//! value deletes) in a sub-topology of its own. The store has no changelog, its topic is
+//! its changelog. A join with a global table maps each stream record to a table key with a
+//! user function and reads the store directly: the stream is neither repartitioned nor
+//! co-partitioned with the table's topic.
+
+use std::sync::Arc;
+
+use streams_core::{ProcessResult, Processor, ProcessorContext, Record, SourceConfig};
+use streams_state::serde::NullableSerde;
+
+use crate::builder::StreamsBuilder;
+use crate::error::DslIssue;
+use crate::kstream::KStream;
+use crate::options::Materialized;
+use crate::processors::DslStore;
+
+/// A table of the latest value per key of a topic, every partition of it, readable from
+/// every task. Made by [`StreamsBuilder::global_table`]; streams join it with
+/// [`KStream::join_global`] and [`KStream::left_join_global`].
+pub struct GlobalKTable<K, V> {
+    store: String,
+    node: String,
+    _types: std::marker::PhantomData<fn() -> (K, V)>,
+}
+
+impl<K, V> Clone for GlobalKTable<K, V> {
+    fn clone(&self) -> Self {
+        Self {
+            store: self.store.clone(),
+            node: self.node.clone(),
+            _types: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<K, V> GlobalKTable<K, V> {
+    /// The global store holding the table's values.
+    pub fn store_name(&self) -> &str {
+        &self.store
+    }
+
+    /// The name of the state-update processor that writes the store.
+    pub fn node_name(&self) -> &str {
+        &self.node
+    }
+}
+
+impl StreamsBuilder {
+    /// A global table of the latest value per key of `topic` (a null value deletes the
+    /// key), kept in the global store `materialized` names, else `<topic>-global-store`.
+    /// The materialized serdes read the topic and must both be given. The store is neither
+    /// logged nor cached, whatever `materialized` says: the topic itself restores it.
+    ///
+    /// Nodes: `<topic>-global_source` feeding `<topic>-global_table`.
+    pub fn global_table<K, V>(&self, topic: &str, materialized: Materialized<K, V>) -> GlobalKTable<K, V>
+    where
+        K: Clone + 'static,
+        V: Clone + 'static,
+    {
+        let shared = &self.shared;
+        let source = shared.name(None, topic, "global_source");
+        let node = shared.name(None, topic, "global_table");
+        let store = materialized
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("{topic}-global-store"));
+        let table = GlobalKTable {
+            store: store.clone(),
+            node: node.clone(),
+            _types: std::marker::PhantomData,
+        };
+        let (Some(ks), Some(vs)) = (materialized.key_serde.clone(), materialized.value_serde.clone()) else {
+            shared.issue(DslIssue::MissingSerde {
+                operator: node,
+                what: "key or value",
+            });
+            return table;
+        };
+        let builder = materialized
+            .without_logging()
+            .without_caching()
+            .store(&store, ks.clone(), vs.clone());
+        let config = SourceConfig::new([topic], ks, NullableSerde(vs));
+        let store_name = store.clone();
+        shared.with(|t| {
+            t.add_global_store(builder, &source, config, &node, move || GlobalTableUpdater::<
+                K,
+                V,
+            > {
+                name: store_name.clone(),
+                store: None,
+            });
+        });
+        table
+    }
+}
+
+/// Writes a global table's topic into its store: a value puts, a null value deletes.
+struct GlobalTableUpdater<K: 'static, V: 'static> {
+    name: String,
+    store: Option<DslStore<K, V>>,
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Option<V>, (), ()> for GlobalTableUpdater<K, V> {
+    fn init(&mut self, ctx: &mut ProcessorContext<'_, (), ()>) -> ProcessResult {
+        self.store = Some(ctx.kv_store(&self.name)?);
+        Ok(())
+    }
+
+    fn process(&mut self, _: &mut ProcessorContext<'_, (), ()>, r: Record<K, Option<V>>) -> ProcessResult {
+        let store = self.store.as_ref().ok_or("global store not initialized")?;
+        match &r.value {
+            Some(v) => store.put(&r.key, v)?,
+            None => {
+                store.delete(&r.key)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Maps a stream record to the key to look up in the global table.
+type KeyMapper<K, V, GK> = Arc<dyn Fn(&K, &V) -> GK + Send + Sync>;
+
+/// Joins a stream value with the global table's value, if any; `None` drops the record.
+type GlobalJoinFn<K, V, GV, VR> = Arc<dyn Fn(&K, V, Option<GV>) -> Option<VR> + Send + Sync>;
+
+/// The stream side of a join with a global table: maps each record to a table key and
+/// reads the global store, which every task sees in full.
+struct GlobalJoin<K, V, GK: 'static, GV: 'static, VR> {
+    store_name: String,
+    key_mapper: KeyMapper<K, V, GK>,
+    joiner: GlobalJoinFn<K, V, GV, VR>,
+    store: Option<DslStore<GK, GV>>,
+}
+
+impl<K, V, GK, GV, VR> Processor<K, V, K, VR> for GlobalJoin<K, V, GK, GV, VR>
+where
+    K: Clone + 'static,
+    V: 'static,
+    GK: 'static,
+    GV: Clone + 'static,
+    VR: Clone + 'static,
+{
+    fn init(&mut self, ctx: &mut ProcessorContext<'_, K, VR>) -> ProcessResult {
+        self.store = Some(ctx.kv_store(&self.store_name)?);
+        Ok(())
+    }
+
+    fn process(&mut self, ctx: &mut ProcessorContext<'_, K, VR>, r: Record<K, V>) -> ProcessResult {
+        let store = self.store.as_ref().ok_or("global store not initialized")?;
+        let other = store.get(&(self.key_mapper)(&r.key, &r.value))?;
+        match (self.joiner)(&r.key, r.value, other) {
+            Some(v) => ctx.forward(Record {
+                key: r.key,
+                value: v,
+                timestamp: r.timestamp,
+                headers: r.headers,
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
+    /// Joins each record with the global table's value for `key_mapper(key, value)`;
+    /// records whose mapped key is not in the table are dropped. Keys are kept, and the
+    /// stream is not repartitioned (every task reads the whole table).
+    pub fn join_global<GK, GV, VR>(
+        &self,
+        table: &GlobalKTable<GK, GV>,
+        key_mapper: impl Fn(&K, &V) -> GK + Send + Sync + 'static,
+        joiner: impl Fn(&K, V, GV) -> VR + Send + Sync + 'static,
+    ) -> KStream<K, VR>
+    where
+        GK: Clone + 'static,
+        GV: Clone + 'static,
+        VR: Clone + 'static,
+    {
+        let j: GlobalJoinFn<K, V, GV, VR> = Arc::new(move |k, v, t| t.map(|t| joiner(k, v, t)));
+        self.global_join_with("join_global", table, Arc::new(key_mapper), j)
+    }
+
+    /// As [`join_global`](Self::join_global), but a record whose mapped key is not in the
+    /// table is joined with `None`.
+    pub fn left_join_global<GK, GV, VR>(
+        &self,
+        table: &GlobalKTable<GK, GV>,
+        key_mapper: impl Fn(&K, &V) -> GK + Send + Sync + 'static,
+        joiner: impl Fn(&K, V, Option<GV>) -> VR + Send + Sync + 'static,
+    ) -> KStream<K, VR>
+    where
+        GK: Clone + 'static,
+        GV: Clone + 'static,
+        VR: Clone + 'static,
+    {
+        let j: GlobalJoinFn<K, V, GV, VR> = Arc::new(move |k, v, t| Some(joiner(k, v, t)));
+        self.global_join_with("left_join_global", table, Arc::new(key_mapper), j)
+    }
+
+    fn global_join_with<GK: Clone + 'static, GV: Clone + 'static, VR: Clone + 'static>(
+        &self,
+        op: &str,
+        table: &GlobalKTable<GK, GV>,
+        key_mapper: KeyMapper<K, V, GK>,
+        joiner: GlobalJoinFn<K, V, GV, VR>,
+    ) -> KStream<K, VR> {
+        let node = self.child_name(op);
+        let store_name = table.store.clone();
+        self.shared.processor(
+            &node,
+            move || GlobalJoin {
+                store_name: store_name.clone(),
+                key_mapper: key_mapper.clone(),
+                joiner: joiner.clone(),
+                store: None,
+            },
+            &self.node,
+        );
+        self.derive(node, self.key_serde.clone(), None, false)
+    }
+}
