@@ -15,16 +15,16 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::{Headers as _, Message};
+use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 use streams_state::{KeyValueStore, StoreBuildContext, StoreError};
 
 use super::restore::kafka_err;
 use super::tasks::TaskSettings;
+use super::thread::to_raw;
 use crate::error::{ProcessorError, StreamsError};
-use crate::record::{Headers, OutputRecord, RawRecord};
+use crate::record::{OutputRecord, RawRecord};
 use crate::task::collector::RecordCollector;
 use crate::task::shared::StoreSlot;
 use crate::task::{Task, TaskId};
@@ -57,27 +57,6 @@ pub(crate) struct GlobalTasks {
     tasks: Vec<Task>,
     consumer: BaseConsumer,
     slots: Vec<StoreSlot>,
-}
-
-fn to_raw(m: &rdkafka::message::BorrowedMessage<'_>) -> RawRecord {
-    let mut headers = Headers::new();
-    if let Some(h) = m.headers() {
-        for hd in h.iter() {
-            match hd.value {
-                Some(v) => headers.add(hd.key, Bytes::copy_from_slice(v)),
-                None => headers.add_null(hd.key),
-            };
-        }
-    }
-    RawRecord {
-        topic: m.topic().to_owned(),
-        partition: m.partition(),
-        offset: m.offset(),
-        key: m.key().map(Bytes::copy_from_slice),
-        value: m.payload().map(Bytes::copy_from_slice),
-        timestamp: m.timestamp().to_millis().unwrap_or(0),
-        headers,
-    }
 }
 
 impl GlobalTasks {

@@ -89,25 +89,9 @@ impl ProducerContext for DeliveryTracker {
 /// A record the producer failed to deliver, as the dead-letter topic gets it: its bytes,
 /// headers and destination (offset -1: it was never written).
 fn failed_record(m: &rdkafka::message::BorrowedMessage<'_>) -> RawRecord {
-    use rdkafka::message::Headers as _;
-    let mut headers = Headers::new();
-    if let Some(h) = m.headers() {
-        for hd in h.iter() {
-            match hd.value {
-                Some(v) => headers.add(hd.key, bytes::Bytes::copy_from_slice(v)),
-                None => headers.add_null(hd.key),
-            };
-        }
-    }
-    RawRecord {
-        topic: m.topic().to_owned(),
-        partition: m.partition(),
-        offset: -1,
-        key: m.key().map(bytes::Bytes::copy_from_slice),
-        value: m.payload().map(bytes::Bytes::copy_from_slice),
-        timestamp: m.timestamp().to_millis().unwrap_or(0),
-        headers,
-    }
+    let mut r = super::thread::to_raw(m);
+    r.offset = -1;
+    r
 }
 
 /// The thread's producer, shared by its tasks' collectors and changelog sinks.

@@ -100,7 +100,8 @@ pub(crate) struct LoopSettings {
     pub max_poll_records: usize,
 }
 
-fn to_raw(m: &rdkafka::message::BorrowedMessage<'_>) -> RawRecord {
+/// A consumed message as the tasks take it (bytes copied out of librdkafka's buffers).
+pub(super) fn to_raw(m: &rdkafka::message::BorrowedMessage<'_>) -> RawRecord {
     let mut headers = Headers::new();
     if let Some(h) = m.headers() {
         for hd in h.iter() {
