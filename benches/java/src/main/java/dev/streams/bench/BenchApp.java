@@ -19,7 +19,7 @@ import org.apache.kafka.streams.state.Stores;
  * benches/src/bin/side_by_side.rs, run until standard input closes.
  *
  * <p>Usage: BenchApp BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR WORKLOAD GUARANTEE COMMIT_MS
- * CACHE_BYTES THREADS, WORKLOAD being {@code map} or {@code count}.
+ * CACHE_BYTES THREADS, WORKLOAD being {@code map}, {@code filtermap} or {@code count}.
  */
 public final class BenchApp {
     private BenchApp() {}
@@ -36,6 +36,29 @@ public final class BenchApp {
         @Override
         public void process(Record<String, String> r) {
             ctx.forward(r);
+        }
+    }
+
+    /** Keeps records whose key ends in an even digit and upper-cases their value. */
+    static final class FilterMap implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> ctx;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.ctx = context;
+        }
+
+        @Override
+        public void process(Record<String, String> r) {
+            String k = r.key();
+            if (k == null || k.isEmpty()) {
+                return;
+            }
+            char last = k.charAt(k.length() - 1);
+            if (last < '0' || last > '9' || (last - '0') % 2 != 0) {
+                return;
+            }
+            ctx.forward(r.withValue(r.value().toUpperCase(java.util.Locale.ROOT)));
         }
     }
 
@@ -66,6 +89,10 @@ public final class BenchApp {
             case "map":
                 t.addProcessor("map", PassThrough::new, "source");
                 t.addSink("sink", output, Serdes.String().serializer(), Serdes.String().serializer(), "map");
+                break;
+            case "filtermap":
+                t.addProcessor("filtermap", FilterMap::new, "source");
+                t.addSink("sink", output, Serdes.String().serializer(), Serdes.String().serializer(), "filtermap");
                 break;
             case "count":
                 t.addProcessor("count", Count::new, "source");
