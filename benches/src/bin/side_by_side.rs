@@ -182,7 +182,7 @@ impl Processor<String, String, String, String> for FilterMap {
 /// The filter of the `filtermap` workload: the key's last byte is an even ASCII digit.
 fn keep(key: &[u8]) -> bool {
     key.last()
-        .is_some_and(|b| b.is_ascii_digit() && (b - b'0') % 2 == 0)
+        .is_some_and(|b| b.is_ascii_digit() && (b - b'0').is_multiple_of(2))
 }
 
 /// Counts records per key in the store `counts` and forwards each new count.
