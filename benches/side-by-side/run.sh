@@ -15,6 +15,8 @@
 #   VALUE_BYTES  value size (default 100)
 #   PARTITIONS   input partitions (default 4)
 #   RUNS         runs per cell (default 3)
+#   RESTORE_RECORDS, RESTORE_KEYS  size of the input of the restore cells, preloaded only when
+#                a cell is a restore (default 1000000 records over 1000000 possible keys)
 #   CELLS        comma-separated impl:workload:guarantee list (default: every cell below)
 #   BENCH_JAVA_OPTS  JVM options of the Java app (default -Xmx1g)
 #   OUT_DIR      where results go (default benches/results/<UTC date>)
@@ -30,7 +32,7 @@ PARTITIONS=${PARTITIONS:-4}
 RUNS=${RUNS:-3}
 ALOS=at_least_once
 EOS=exactly_once_v2
-CELLS=${CELLS:-ours:map:$ALOS,java:map:$ALOS,raw:map:$ALOS,ours:map:$EOS,java:map:$EOS,raw:map:$EOS,ours:filtermap:$ALOS,java:filtermap:$ALOS,raw:filtermap:$ALOS,ours:count:$ALOS,java:count:$ALOS,ours:count:$EOS,java:count:$EOS}
+CELLS=${CELLS:-ours:map:$ALOS,java:map:$ALOS,raw:map:$ALOS,ours:map:$EOS,java:map:$EOS,raw:map:$EOS,ours:filtermap:$ALOS,java:filtermap:$ALOS,raw:filtermap:$ALOS,ours:count:$ALOS,java:count:$ALOS,ours:count:$EOS,java:count:$EOS,ours:restore:$ALOS,java:restore:$ALOS}
 OUT_DIR=${OUT_DIR:-$ROOT/benches/results/$(date -u +%Y-%m-%d)}
 export KAFKA_PORT=39092
 export KAFKA_RUN_DIR=/tmp/kafka-bench
@@ -66,6 +68,10 @@ fi
 } >"$OUT_DIR/machine.txt"
 
 "$BIN" preload "$BOOTSTRAP" "$INPUT" "$RECORDS" "$PARTITIONS" "$KEYS" "$VALUE_BYTES" | tee "$OUT_DIR/preload.txt"
+if [[ $CELLS == *:restore:* ]]; then
+    "$BIN" preload "$BOOTSTRAP" "$INPUT-restore" "${RESTORE_RECORDS:-1000000}" "$PARTITIONS" \
+        "${RESTORE_KEYS:-1000000}" "$VALUE_BYTES" | tee -a "$OUT_DIR/preload.txt"
+fi
 "$BIN" run "$BOOTSTRAP" "$INPUT" "$OUT_DIR" "$RUNS" "$JAVA_CP" "$CELLS"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT_DIR/machine.txt"
 say "results in $OUT_DIR"

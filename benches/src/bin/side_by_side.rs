@@ -12,7 +12,8 @@
 //!   application as a child process, waits until the application's consumer group has
 //!   committed the end offset of every input partition, then reads the child's CPU time and
 //!   peak RSS from `/proc`, closes its standard input and waits for it to exit. One line per
-//!   run goes to `OUT_DIR/runs.tsv`, the medians to `OUT_DIR/table.md`.
+//!   run goes to `OUT_DIR/runs.tsv`, the medians to `OUT_DIR/table.md`. The `restore`
+//!   workload (see `run_once`) reads `INPUT-restore` instead of `INPUT`.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -480,62 +481,65 @@ fn spawn_app(
         .spawn()?)
 }
 
-/// Runs one cell once and measures it.
-#[allow(clippy::too_many_arguments)]
-fn run_once(
+/// What one application launch measured.
+struct Measured {
+    seconds: f64,
+    first_output_s: f64,
+    cpu_s: f64,
+    peak_rss_kib: u64,
+    load1: f64,
+}
+
+/// Identifies one application launch.
+#[derive(Clone, Copy)]
+struct Launch<'a> {
+    imp: &'a str,
+    workload: &'a str,
+    guarantee: &'a str,
+    app_id: &'a str,
+    input: &'a str,
+    output: &'a str,
+    state_dir: &'a Path,
+    tag: &'a str,
+}
+
+/// Launches one application, waits until its group has committed `ends` on every input
+/// partition, reads its CPU time and peak RSS, then closes it.
+fn measure(
     bootstrap: &str,
-    input: &str,
+    l: &Launch<'_>,
     ends: &[(i32, i64)],
-    cell: &str,
-    run: usize,
     out_dir: &Path,
     java_cp: &str,
     clk_tck: f64,
-) -> Res<RunResult> {
-    let parts: Vec<&str> = cell.split(':').collect();
-    let [imp, workload, guarantee] = parts[..] else {
-        return Err(format!("bad cell {cell}: want impl:workload:guarantee").into());
+) -> Res<Measured> {
+    let commit_ms = if l.guarantee == "exactly_once_v2" {
+        100
+    } else {
+        1000
     };
-    let commit_ms = if guarantee == "exactly_once_v2" { 100 } else { 1000 };
     let cache_bytes = 10 * 1024 * 1024;
-    let tag = format!(
-        "{imp}-{workload}-{}-{run}",
-        if guarantee == "exactly_once_v2" {
-            "eos"
-        } else {
-            "alos"
-        }
-    );
-    let nonce = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)?
-        .as_millis();
-    let app_id = format!("bench-{tag}-{nonce}");
-    let output = format!("{app_id}-out");
-    create_topic(bootstrap, &output, ends.len() as i32, &[])?;
-    let state_dir = tempfile::tempdir()?;
-    let records: u64 = ends.iter().map(|(_, e)| *e as u64).sum();
-
     let offsets_reader: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
-        .set("group.id", &app_id)
+        .set("group.id", l.app_id)
         .set("enable.auto.commit", "false")
         .create()?;
     let mut tpl = TopicPartitionList::new();
     for (p, _) in ends {
-        tpl.add_partition(input, *p);
+        tpl.add_partition(l.input, *p);
     }
-
+    let tag = l.tag;
     let log = out_dir.join(format!("{tag}.log"));
     let t0 = Instant::now();
     let mut child = spawn_app(
-        imp,
-        workload,
-        guarantee,
+        l.imp,
+        l.workload,
+        l.guarantee,
         bootstrap,
-        &app_id,
-        input,
-        &output,
-        state_dir.path(),
+        l.app_id,
+        l.input,
+        l.output,
+        l.state_dir,
         commit_ms,
         cache_bytes,
         java_cp,
@@ -571,7 +575,7 @@ fn run_once(
         if first_output.is_none() {
             let mut n = 0;
             for (p, _) in ends {
-                if let Ok((_, high)) = offsets_reader.fetch_watermarks(&output, *p, Duration::from_secs(5)) {
+                if let Ok((_, high)) = offsets_reader.fetch_watermarks(l.output, *p, Duration::from_secs(5)) {
                     n += high;
                 }
             }
@@ -583,7 +587,7 @@ fn run_once(
             continue;
         };
         let all = ends.iter().all(|(p, end)| {
-            matches!(committed.find_partition(input, *p).map(|e| e.offset()), Some(Offset::Offset(o)) if o >= *end)
+            matches!(committed.find_partition(l.input, *p).map(|e| e.offset()), Some(Offset::Offset(o)) if o >= *end)
         });
         if all {
             let seconds = t0.elapsed().as_secs_f64();
@@ -603,17 +607,153 @@ fn run_once(
         std::thread::sleep(Duration::from_millis(100));
     }
     let (seconds, cpu_s, peak_rss_kib) = done?;
-    let changelog = format!("{app_id}-counts-changelog");
-    delete_topics(bootstrap, &[&output, &changelog])?;
-    Ok(RunResult {
-        cell: cell.to_owned(),
-        run,
-        records,
+    Ok(Measured {
         seconds,
         first_output_s: first_output.unwrap_or(f64::NAN),
         cpu_s,
         peak_rss_kib,
         load1: load,
+    })
+}
+
+/// End offsets of every partition of `topic`.
+fn end_offsets(bootstrap: &str, topic: &str) -> Res<Vec<(i32, i64)>> {
+    let probe: BaseConsumer = ClientConfig::new().set("bootstrap.servers", bootstrap).create()?;
+    let meta = probe.fetch_metadata(Some(topic), Duration::from_secs(10))?;
+    let t = meta.topics().first().ok_or("topic missing")?;
+    let mut ends = Vec::new();
+    for p in t.partitions() {
+        let (_, high) = probe.fetch_watermarks(topic, p.id(), Duration::from_secs(10))?;
+        ends.push((p.id(), high));
+    }
+    Ok(ends)
+}
+
+/// Waits until consumer group `group` has no members. Kafka Streams does not leave the group
+/// when it closes, so a restarted instance would otherwise wait for its predecessor's session
+/// to time out, and the restore measurement would time that instead.
+fn wait_for_empty_group(bootstrap: &str, group: &str, timeout: Duration) -> Res<()> {
+    let client: BaseConsumer = ClientConfig::new().set("bootstrap.servers", bootstrap).create()?;
+    let deadline = Instant::now() + timeout;
+    loop {
+        let list = client.fetch_group_list(Some(group), Duration::from_secs(10))?;
+        if list.groups().iter().all(|g| g.members().is_empty()) {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("group {group} still has members after {timeout:?}").into());
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Appends one record to every partition of `topic`.
+fn append_markers(bootstrap: &str, topic: &str, partitions: &[(i32, i64)]) -> Res<()> {
+    let producer: BaseProducer = ClientConfig::new().set("bootstrap.servers", bootstrap).create()?;
+    for (p, _) in partitions {
+        producer
+            .send(
+                BaseRecord::to(topic)
+                    .key("marker")
+                    .payload("marker")
+                    .partition(*p),
+            )
+            .map_err(|(e, _)| e)?;
+    }
+    producer.flush(Duration::from_secs(30))?;
+    Ok(())
+}
+
+/// Runs one cell once and measures it.
+///
+/// The `restore` workload runs the count on `restore_input` to its end, closes it, appends
+/// one record to every input partition and starts the same application again with an empty
+/// state directory: the second launch, measured, restores the whole store from the changelog
+/// before it can process (and commit) the new records. Its records are the changelog's.
+#[allow(clippy::too_many_arguments)]
+fn run_once(
+    bootstrap: &str,
+    input: &str,
+    restore_input: &str,
+    ends: &[(i32, i64)],
+    cell: &str,
+    run: usize,
+    out_dir: &Path,
+    java_cp: &str,
+    clk_tck: f64,
+) -> Res<RunResult> {
+    let parts: Vec<&str> = cell.split(':').collect();
+    let [imp, workload, guarantee] = parts[..] else {
+        return Err(format!("bad cell {cell}: want impl:workload:guarantee").into());
+    };
+    let g = if guarantee == "exactly_once_v2" {
+        "eos"
+    } else {
+        "alos"
+    };
+    let tag = format!("{imp}-{workload}-{g}-{run}");
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_millis();
+    let app_id = format!("bench-{tag}-{nonce}");
+    let output = format!("{app_id}-out");
+    let changelog = format!("{app_id}-counts-changelog");
+    let state_dir = tempfile::tempdir()?;
+    let restore = workload == "restore";
+    let (input, ends) = if restore {
+        (restore_input, end_offsets(bootstrap, restore_input)?)
+    } else {
+        (input, ends.to_vec())
+    };
+    create_topic(bootstrap, &output, ends.len() as i32, &[])?;
+    let launch = Launch {
+        imp,
+        workload: if restore { "count" } else { workload },
+        guarantee,
+        app_id: &app_id,
+        input,
+        output: &output,
+        state_dir: state_dir.path(),
+        tag: &tag,
+    };
+    let result = (|| -> Res<(u64, Measured)> {
+        if !restore {
+            let m = measure(bootstrap, &launch, &ends, out_dir, java_cp, clk_tck)?;
+            return Ok((ends.iter().map(|(_, e)| *e as u64).sum(), m));
+        }
+        let fill_tag = format!("{tag}-fill");
+        let fill = Launch {
+            tag: &fill_tag,
+            ..launch
+        };
+        measure(bootstrap, &fill, &ends, out_dir, java_cp, clk_tck)?;
+        wait_for_empty_group(bootstrap, &app_id, Duration::from_secs(120))?;
+        let restored: u64 = end_offsets(bootstrap, &changelog)?
+            .iter()
+            .map(|(_, e)| *e as u64)
+            .sum();
+        append_markers(bootstrap, input, &ends)?;
+        let new_ends: Vec<(i32, i64)> = ends.iter().map(|(p, e)| (*p, e + 1)).collect();
+        let wiped = tempfile::tempdir()?;
+        let again = Launch {
+            state_dir: wiped.path(),
+            ..launch
+        };
+        let m = measure(bootstrap, &again, &new_ends, out_dir, java_cp, clk_tck)?;
+        Ok((restored, m))
+    })();
+    delete_topics(bootstrap, &[&output, &changelog])?;
+    let (records, m) = result?;
+    Ok(RunResult {
+        cell: cell.to_owned(),
+        run,
+        records,
+        seconds: m.seconds,
+        // The output topic already holds the first launch's records.
+        first_output_s: if restore { f64::NAN } else { m.first_output_s },
+        cpu_s: m.cpu_s,
+        peak_rss_kib: m.peak_rss_kib,
+        load1: m.load1,
     })
 }
 
@@ -668,14 +808,8 @@ fn drive(bootstrap: &str, input: &str, out_dir: &Path, runs: usize, java_cp: &st
         .and_then(|o| String::from_utf8(o.stdout).ok())
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(100.0);
-    let probe: BaseConsumer = ClientConfig::new().set("bootstrap.servers", bootstrap).create()?;
-    let meta = probe.fetch_metadata(Some(input), Duration::from_secs(10))?;
-    let topic = meta.topics().first().ok_or("input topic missing")?;
-    let mut ends = Vec::new();
-    for p in topic.partitions() {
-        let (_, high) = probe.fetch_watermarks(input, p.id(), Duration::from_secs(10))?;
-        ends.push((p.id(), high));
-    }
+    let ends = end_offsets(bootstrap, input)?;
+    let restore_input = format!("{input}-restore");
     let cells: Vec<&str> = cells.split(',').filter(|c| !c.is_empty()).collect();
     let mut tsv = std::fs::File::create(out_dir.join("runs.tsv"))?;
     writeln!(
@@ -687,7 +821,17 @@ fn drive(bootstrap: &str, input: &str, out_dir: &Path, runs: usize, java_cp: &st
     // machine's background load spreads over all cells rather than hitting one.
     for run in 1..=runs {
         for cell in &cells {
-            match run_once(bootstrap, input, &ends, cell, run, out_dir, java_cp, clk_tck) {
+            match run_once(
+                bootstrap,
+                input,
+                &restore_input,
+                &ends,
+                cell,
+                run,
+                out_dir,
+                java_cp,
+                clk_tck,
+            ) {
                 Ok(r) => {
                     let line = format!(
                         "{}\t{}\t{}\t{:.3}\t{:.0}\t{:.3}\t{:.2}\t{:.3}\t{:.1}\t{:.2}",
@@ -769,8 +913,16 @@ fn table(results: &[RunResult], cells: &[&str]) -> String {
             };
             let _ = writeln!(
                 s,
-                "| {w} | {imp} | {} | {:.0} | {:.0} | {:.2} | {:.0} | {cols} |",
-                m.runs, m.rps, m.rps_running, m.cpu_per_m, m.rss_mib
+                "| {w} | {imp} | {} | {:.0} | {} | {:.2} | {:.0} | {cols} |",
+                m.runs,
+                m.rps,
+                if m.rps_running.is_finite() {
+                    format!("{:.0}", m.rps_running)
+                } else {
+                    "–".into()
+                },
+                m.cpu_per_m,
+                m.rss_mib
             );
         }
     }
