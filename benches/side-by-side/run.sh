@@ -21,6 +21,7 @@
 #   BENCH_JAVA_OPTS  JVM options of the Java app (default -Xmx1g)
 #   OUT_DIR      where results go (default benches/results/<UTC date>)
 #   KEEP_BROKER  1 leaves the broker running afterwards
+#   SKIP_BUILD   1 uses the binaries already built (e.g. while another build holds cargo's lock)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -41,8 +42,10 @@ INPUT=bench-input
 
 say() { echo "side-by-side: $*"; }
 
-say "building (release)"
-cargo build --workspace --release --bins
+if [[ ${SKIP_BUILD:-0} != 1 ]]; then
+    say "building (release)"
+    cargo build --workspace --release --bins
+fi
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 BIN=$TARGET_DIR/release/side_by_side
 (cd benches/java && mvn -q -B -Dstyle.color=never compile dependency:copy-dependencies)
