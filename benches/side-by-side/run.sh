@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark: this framework vs Java Kafka Streams 4.1.1 vs a raw rdkafka loop.
+#
+#   bash benches/side-by-side/run.sh
+#
+# Starts its own broker on 127.0.0.1:39092 (run dir /tmp/kafka-bench, so a test broker on
+# 9092 is not disturbed), builds the release binaries and the Java app, preloads one input
+# topic, runs every cell RUNS times (interleaved), prints the table of medians and stops the
+# broker. Results go to benches/results/<UTC date>/ (machine.txt, runs.tsv, table.md and one
+# log per application run). See docs/benchmarks.md.
+#
+# Environment (all optional):
+#   RECORDS      input records (default 2000000)
+#   KEYS         distinct keys (default 10000)
+#   VALUE_BYTES  value size (default 100)
+#   PARTITIONS   input partitions (default 4)
+#   RUNS         runs per cell (default 3)
+#   RESTORE_RECORDS, RESTORE_KEYS  size of the input of the restore cells, preloaded only when
+#                a cell is a restore (default 1000000 records over 1000000 possible keys)
+#   CELLS        comma-separated impl:workload:guarantee list (default: every cell below)
+#   BENCH_JAVA_OPTS  JVM options of the Java app (default -Xmx1g)
+#   OUT_DIR      where results go (default benches/results/<UTC date>)
+#   KEEP_BROKER  1 leaves the broker running afterwards
+#   SKIP_BUILD   1 uses the binaries already built (e.g. while another build holds cargo's lock)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+RECORDS=${RECORDS:-2000000}
+KEYS=${KEYS:-10000}
+VALUE_BYTES=${VALUE_BYTES:-100}
+PARTITIONS=${PARTITIONS:-4}
+RUNS=${RUNS:-3}
+ALOS=at_least_once
+EOS=exactly_once_v2
+CELLS=${CELLS:-ours:map:$ALOS,java:map:$ALOS,raw:map:$ALOS,ours:map:$EOS,java:map:$EOS,raw:map:$EOS,ours:filtermap:$ALOS,java:filtermap:$ALOS,raw:filtermap:$ALOS,ours:count:$ALOS,java:count:$ALOS,ours:count:$EOS,java:count:$EOS,ours:restore:$ALOS,java:restore:$ALOS}
+OUT_DIR=${OUT_DIR:-$ROOT/benches/results/$(date -u +%Y-%m-%d)}
+export KAFKA_PORT=39092
+export KAFKA_RUN_DIR=/tmp/kafka-bench
+BOOTSTRAP=127.0.0.1:$KAFKA_PORT
+INPUT=bench-input
+
+say() { echo "side-by-side: $*"; }
+
+if [[ ${SKIP_BUILD:-0} != 1 ]]; then
+    say "building (release)"
+    cargo build --workspace --release --bins
+fi
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+BIN=$TARGET_DIR/release/side_by_side
+(cd benches/java && mvn -q -B -Dstyle.color=never compile dependency:copy-dependencies)
+JAVA_CP="$ROOT/benches/java/target/classes:$ROOT/benches/java/target/deps/*"
+
+mkdir -p "$OUT_DIR"
+bash scripts/kafka.sh start
+if [[ ${KEEP_BROKER:-0} != 1 ]]; then
+    trap 'bash scripts/kafka.sh stop' EXIT
+fi
+
+{
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    echo "nproc: $(nproc)"
+    echo "cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)"
+    echo "memory: $(free -h | awk '/^Mem:/ {print $2 " total, " $7 " available"}')"
+    echo "kernel: $(uname -sr)"
+    echo "java: $(java -version 2>&1 | head -n1)"
+    echo "rustc: $(rustc --version)"
+    echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "records: $RECORDS, keys: $KEYS, value bytes: $VALUE_BYTES, partitions: $PARTITIONS, runs: $RUNS"
+} >"$OUT_DIR/machine.txt"
+
+"$BIN" preload "$BOOTSTRAP" "$INPUT" "$RECORDS" "$PARTITIONS" "$KEYS" "$VALUE_BYTES" | tee "$OUT_DIR/preload.txt"
+if [[ $CELLS == *:restore:* ]]; then
+    "$BIN" preload "$BOOTSTRAP" "$INPUT-restore" "${RESTORE_RECORDS:-1000000}" "$PARTITIONS" \
+        "${RESTORE_KEYS:-1000000}" "$VALUE_BYTES" | tee -a "$OUT_DIR/preload.txt"
+fi
+"$BIN" run "$BOOTSTRAP" "$INPUT" "$OUT_DIR" "$RUNS" "$JAVA_CP" "$CELLS"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT_DIR/machine.txt"
+say "results in $OUT_DIR"
