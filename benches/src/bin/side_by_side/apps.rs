@@ -1,0 +1,215 @@
+//! The applications measured: this framework's topologies (Processor API) and the raw
+//! rdkafka loop, each run as a child process until its standard input closes.
+
+use super::*;
+
+pub(crate) struct AppArgs {
+    pub(crate) workload: String,
+    pub(crate) guarantee: String,
+    pub(crate) bootstrap: String,
+    pub(crate) app_id: String,
+    pub(crate) input: String,
+    pub(crate) output: String,
+    pub(crate) state_dir: String,
+    pub(crate) commit_ms: u64,
+    pub(crate) cache_bytes: u64,
+}
+
+/// Forwards every record unchanged (a `String` to `String` map through the serdes).
+pub(crate) struct PassThrough;
+
+impl Processor<String, String, String, String> for PassThrough {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, String>,
+        r: Record<String, String>,
+    ) -> ProcessResult {
+        ctx.forward(r)
+    }
+}
+
+/// Keeps the records whose key ends in an even digit (about half) and upper-cases their value.
+pub(crate) struct FilterMap;
+
+impl Processor<String, String, String, String> for FilterMap {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, String>,
+        r: Record<String, String>,
+    ) -> ProcessResult {
+        if !keep(r.key.as_bytes()) {
+            return Ok(());
+        }
+        let value = r.value.to_ascii_uppercase();
+        ctx.forward(Record::new(r.key, value, r.timestamp))
+    }
+}
+
+/// The filter of the `filtermap` workload: the key's last byte is an even ASCII digit.
+pub(crate) fn keep(key: &[u8]) -> bool {
+    key.last()
+        .is_some_and(|b| b.is_ascii_digit() && (b - b'0').is_multiple_of(2))
+}
+
+/// The keyed count (store `counts`, forwarding each new count) is the example's.
+pub(crate) use streams_examples::count::Count;
+
+pub(crate) fn topology(workload: &str, input: &str, output: &str) -> Res<Topology> {
+    let mut b = Topology::builder();
+    b.add_source("source", [input], StringSerde, StringSerde);
+    match workload {
+        "map" => {
+            b.add_processor("map", || PassThrough, ["source"]).add_sink(
+                "sink",
+                output,
+                StringSerde,
+                StringSerde,
+                ["map"],
+            );
+        }
+        "filtermap" => {
+            b.add_processor("filtermap", || FilterMap, ["source"]).add_sink(
+                "sink",
+                output,
+                StringSerde,
+                StringSerde,
+                ["filtermap"],
+            );
+        }
+        "count" => {
+            b.add_processor("count", Count::default, ["source"])
+                .add_state_store(
+                    Stores::persistent_kv("counts", StringSerde, U64Serde).with_caching(),
+                    ["count"],
+                )
+                .add_sink("sink", output, StringSerde, U64Serde, ["count"]);
+        }
+        other => return Err(format!("unknown workload {other}").into()),
+    }
+    Ok(b.build()?)
+}
+
+pub(crate) fn wait_for_stdin_close() {
+    let mut sink = Vec::new();
+    let _ = std::io::stdin().read_to_end(&mut sink);
+}
+
+pub(crate) fn run_ours(a: &AppArgs) -> Res<()> {
+    let config = StreamsConfig::from_properties([
+        ("application.id", a.app_id.clone()),
+        ("bootstrap.servers", a.bootstrap.clone()),
+        ("state.dir", a.state_dir.clone()),
+        ("processing.guarantee", a.guarantee.clone()),
+        ("commit.interval.ms", a.commit_ms.to_string()),
+        ("statestore.cache.max.bytes", a.cache_bytes.to_string()),
+        ("num.stream.threads", "1".into()),
+    ])?;
+    let mut app = KafkaStreams::new(topology(&a.workload, &a.input, &a.output)?, config)?;
+    app.start()?;
+    println!("started");
+    wait_for_stdin_close();
+    app.close(Duration::from_secs(30));
+    Ok(())
+}
+
+/// consume -> pass-through -> produce with rdkafka alone: offsets committed every
+/// `commit_ms` after a producer flush (at-least-once), or in a transaction with the output
+/// (`exactly_once_v2`).
+pub(crate) fn run_raw(a: &AppArgs) -> Res<()> {
+    let filter = match a.workload.as_str() {
+        "map" => false,
+        "filtermap" => true,
+        _ => return Err("the raw loop implements the map and filtermap workloads only".into()),
+    };
+    let eos = a.guarantee == "exactly_once_v2";
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &a.bootstrap)
+        .set("group.id", &a.app_id)
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("partition.assignment.strategy", "range")
+        .set(
+            "isolation.level",
+            if eos { "read_committed" } else { "read_uncommitted" },
+        )
+        .create()?;
+    let mut pc = ClientConfig::new();
+    pc.set("bootstrap.servers", &a.bootstrap);
+    if eos {
+        pc.set("transactional.id", format!("{}-raw", a.app_id));
+    }
+    let producer: BaseProducer = pc.create()?;
+    consumer.subscribe(&[&a.input])?;
+    if eos {
+        producer.init_transactions(Duration::from_secs(30))?;
+        producer.begin_transaction()?;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            wait_for_stdin_close();
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+    println!("started");
+    let commit_every = Duration::from_millis(a.commit_ms);
+    let mut next: HashMap<i32, i64> = HashMap::new();
+    let mut last_commit = Instant::now();
+    let mut dirty = false;
+    while !stop.load(Ordering::Relaxed) {
+        if let Some(m) = consumer.poll(Duration::from_millis(100)) {
+            let m = m?;
+            next.insert(m.partition(), m.offset() + 1);
+            dirty = true;
+            let upper;
+            let mut payload = m.payload().unwrap_or_default();
+            if filter {
+                if !keep(m.key().unwrap_or_default()) {
+                    continue;
+                }
+                upper = payload.to_ascii_uppercase();
+                payload = &upper;
+            }
+            let mut rec = BaseRecord::to(&a.output).payload(payload);
+            if let Some(k) = m.key() {
+                rec = rec.key(k);
+            }
+            rec = rec.timestamp(m.timestamp().to_millis().unwrap_or(0));
+            loop {
+                match producer.send(rec) {
+                    Ok(()) => break,
+                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
+                        rec = r;
+                        producer.poll(Duration::from_millis(10));
+                    }
+                    Err((e, _)) => return Err(e.into()),
+                }
+            }
+            producer.poll(Duration::ZERO);
+        }
+        if dirty && last_commit.elapsed() >= commit_every {
+            let mut tpl = TopicPartitionList::new();
+            for (p, o) in &next {
+                tpl.add_partition_offset(&a.input, *p, Offset::Offset(*o))?;
+            }
+            if eos {
+                let meta = consumer.group_metadata().ok_or("no group metadata")?;
+                producer.send_offsets_to_transaction(&tpl, &meta, Duration::from_secs(30))?;
+                producer.commit_transaction(Duration::from_secs(30))?;
+                producer.begin_transaction()?;
+            } else {
+                producer.flush(Duration::from_secs(30))?;
+                consumer.commit(&tpl, CommitMode::Sync)?;
+            }
+            last_commit = Instant::now();
+            dirty = false;
+        }
+    }
+    if eos {
+        producer.abort_transaction(Duration::from_secs(30))?;
+    } else {
+        producer.flush(Duration::from_secs(30))?;
+    }
+    Ok(())
+}

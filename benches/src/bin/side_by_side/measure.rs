@@ -1,0 +1,388 @@
+//! Measuring one run: the child process, its CPU time and peak RSS from `/proc`, and the
+//! wait until its consumer group has committed the end of the input.
+
+use super::*;
+
+/// One measured run.
+pub(crate) struct RunResult {
+    pub(crate) cell: String,
+    pub(crate) run: usize,
+    pub(crate) records: u64,
+    pub(crate) seconds: f64,
+    pub(crate) first_output_s: f64,
+    pub(crate) cpu_s: f64,
+    pub(crate) peak_rss_kib: u64,
+    pub(crate) load1: f64,
+}
+
+pub(crate) fn admin(bootstrap: &str) -> Res<AdminClient<DefaultClientContext>> {
+    Ok(ClientConfig::new().set("bootstrap.servers", bootstrap).create()?)
+}
+
+pub(crate) fn delete_topics(bootstrap: &str, topics: &[&str]) -> Res<()> {
+    let admin = admin(bootstrap)?;
+    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    // Missing topics (a run that failed early) are fine.
+    let _ = block_on_timeout(admin.delete_topics(topics, &opts), Duration::from_secs(60));
+    Ok(())
+}
+
+/// CPU seconds (user + system, all threads) and peak RSS (KiB) of a live process.
+pub(crate) fn proc_usage(pid: u32, clk_tck: f64) -> Res<(f64, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
+    let rest = &stat[stat.rfind(')').ok_or("bad /proc stat")? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = f[11].parse::<u64>()? + f[12].parse::<u64>()?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let hwm = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0);
+    Ok((ticks as f64 / clk_tck, hwm))
+}
+
+pub(crate) fn load1() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(f64::NAN)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn spawn_app(
+    imp: &str,
+    workload: &str,
+    guarantee: &str,
+    bootstrap: &str,
+    app_id: &str,
+    input: &str,
+    output: &str,
+    state_dir: &Path,
+    commit_ms: u64,
+    cache_bytes: u64,
+    java_cp: &str,
+    log: &Path,
+) -> Res<Child> {
+    let state = state_dir.to_string_lossy().into_owned();
+    let mut cmd = if imp == "java" {
+        let mut c = Command::new("java");
+        let opts = std::env::var("BENCH_JAVA_OPTS").unwrap_or_else(|_| "-Xmx1g".into());
+        c.args(opts.split_whitespace())
+            .arg("-cp")
+            .arg(java_cp)
+            .arg("dev.streams.bench.BenchApp")
+            .args([
+                bootstrap,
+                app_id,
+                input,
+                output,
+                &state,
+                workload,
+                guarantee,
+                &commit_ms.to_string(),
+                &cache_bytes.to_string(),
+                "1",
+            ]);
+        c
+    } else {
+        let mut c = Command::new(std::env::current_exe()?);
+        c.args([
+            "app",
+            imp,
+            workload,
+            guarantee,
+            bootstrap,
+            app_id,
+            input,
+            output,
+            &state,
+            &commit_ms.to_string(),
+            &cache_bytes.to_string(),
+        ]);
+        c
+    };
+    let out = std::fs::File::create(log)?;
+    Ok(cmd
+        .stdin(Stdio::piped())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .spawn()?)
+}
+
+/// What one application launch measured.
+pub(crate) struct Measured {
+    pub(crate) seconds: f64,
+    pub(crate) first_output_s: f64,
+    pub(crate) cpu_s: f64,
+    pub(crate) peak_rss_kib: u64,
+    pub(crate) load1: f64,
+}
+
+/// Identifies one application launch.
+#[derive(Clone, Copy)]
+pub(crate) struct Launch<'a> {
+    pub(crate) imp: &'a str,
+    pub(crate) workload: &'a str,
+    pub(crate) guarantee: &'a str,
+    pub(crate) app_id: &'a str,
+    pub(crate) input: &'a str,
+    pub(crate) output: &'a str,
+    pub(crate) state_dir: &'a Path,
+    pub(crate) tag: &'a str,
+}
+
+/// Launches one application, waits until its group has committed `ends` on every input
+/// partition, reads its CPU time and peak RSS, then closes it.
+pub(crate) fn measure(
+    bootstrap: &str,
+    l: &Launch<'_>,
+    ends: &[(i32, i64)],
+    out_dir: &Path,
+    java_cp: &str,
+    clk_tck: f64,
+) -> Res<Measured> {
+    let commit_ms = if l.guarantee == "exactly_once_v2" {
+        100
+    } else {
+        1000
+    };
+    let cache_bytes = 10 * 1024 * 1024;
+    let offsets_reader: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", l.app_id)
+        .set("enable.auto.commit", "false")
+        .create()?;
+    let mut tpl = TopicPartitionList::new();
+    for (p, _) in ends {
+        tpl.add_partition(l.input, *p);
+    }
+    let tag = l.tag;
+    let log = out_dir.join(format!("{tag}.log"));
+    let t0 = Instant::now();
+    let mut child = spawn_app(
+        l.imp,
+        l.workload,
+        l.guarantee,
+        bootstrap,
+        l.app_id,
+        l.input,
+        l.output,
+        l.state_dir,
+        commit_ms,
+        cache_bytes,
+        java_cp,
+        &log,
+    )?;
+    let pid = child.id();
+    let timeout = Duration::from_secs(
+        std::env::var("BENCH_RUN_TIMEOUT_S")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(900),
+    );
+    let mut first_output: Option<f64> = None;
+    let mut last = (0.0, 0u64, 0.0);
+    let done = loop {
+        std::thread::sleep(Duration::from_millis(50));
+        if let Some(status) = child.try_wait()? {
+            break Err(format!(
+                "{tag}: the application exited early ({status}); see {}",
+                log.display()
+            ));
+        }
+        if t0.elapsed() > timeout {
+            break Err(format!(
+                "{tag}: not done within {timeout:?}; see {}",
+                log.display()
+            ));
+        }
+        // Usage is sampled before the commit check, so it covers at least the processing.
+        if let Ok((cpu, hwm)) = proc_usage(pid, clk_tck) {
+            last = (t0.elapsed().as_secs_f64(), hwm, cpu);
+        }
+        if first_output.is_none() {
+            let mut n = 0;
+            for (p, _) in ends {
+                if let Ok((_, high)) = offsets_reader.fetch_watermarks(l.output, *p, Duration::from_secs(5)) {
+                    n += high;
+                }
+            }
+            if n > 0 {
+                first_output = Some(t0.elapsed().as_secs_f64());
+            }
+        }
+        let Ok(committed) = offsets_reader.committed_offsets(tpl.clone(), Duration::from_secs(5)) else {
+            continue;
+        };
+        let all = ends.iter().all(|(p, end)| {
+            matches!(committed.find_partition(l.input, *p).map(|e| e.offset()), Some(Offset::Offset(o)) if o >= *end)
+        });
+        if all {
+            let seconds = t0.elapsed().as_secs_f64();
+            let (cpu, hwm) = proc_usage(pid, clk_tck).map_or((last.2, last.1), |u| u);
+            break Ok((seconds, cpu, hwm));
+        }
+    };
+    let load = load1();
+    drop(child.stdin.take());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait()?.is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (seconds, cpu_s, peak_rss_kib) = done?;
+    Ok(Measured {
+        seconds,
+        first_output_s: first_output.unwrap_or(f64::NAN),
+        cpu_s,
+        peak_rss_kib,
+        load1: load,
+    })
+}
+
+/// End offsets of every partition of `topic`.
+pub(crate) fn end_offsets(bootstrap: &str, topic: &str) -> Res<Vec<(i32, i64)>> {
+    let probe: BaseConsumer = ClientConfig::new().set("bootstrap.servers", bootstrap).create()?;
+    let meta = probe.fetch_metadata(Some(topic), Duration::from_secs(10))?;
+    let t = meta.topics().first().ok_or("topic missing")?;
+    let mut ends = Vec::new();
+    for p in t.partitions() {
+        let (_, high) = probe.fetch_watermarks(topic, p.id(), Duration::from_secs(10))?;
+        ends.push((p.id(), high));
+    }
+    Ok(ends)
+}
+
+/// Waits until consumer group `group` has no members. Kafka Streams does not leave the group
+/// when it closes, so a restarted instance would otherwise wait for its predecessor's session
+/// to time out, and the restore measurement would time that instead.
+pub(crate) fn wait_for_empty_group(bootstrap: &str, group: &str, timeout: Duration) -> Res<()> {
+    let client: BaseConsumer = ClientConfig::new().set("bootstrap.servers", bootstrap).create()?;
+    let deadline = Instant::now() + timeout;
+    loop {
+        let list = client.fetch_group_list(Some(group), Duration::from_secs(10))?;
+        if list.groups().iter().all(|g| g.members().is_empty()) {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("group {group} still has members after {timeout:?}").into());
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Appends one record to every partition of `topic`.
+pub(crate) fn append_markers(bootstrap: &str, topic: &str, partitions: &[(i32, i64)]) -> Res<()> {
+    let producer: BaseProducer = ClientConfig::new().set("bootstrap.servers", bootstrap).create()?;
+    for (p, _) in partitions {
+        producer
+            .send(
+                BaseRecord::to(topic)
+                    .key("marker")
+                    .payload("marker")
+                    .partition(*p),
+            )
+            .map_err(|(e, _)| e)?;
+    }
+    producer.flush(Duration::from_secs(30))?;
+    Ok(())
+}
+
+/// Runs one cell once and measures it.
+///
+/// The `restore` workload runs the count on `restore_input` to its end, closes it, appends
+/// one record to every input partition and starts the same application again with an empty
+/// state directory: the second launch, measured, restores the whole store from the changelog
+/// before it can process (and commit) the new records. Its records are the changelog's.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_once(
+    bootstrap: &str,
+    input: &str,
+    restore_input: &str,
+    ends: &[(i32, i64)],
+    cell: &str,
+    run: usize,
+    out_dir: &Path,
+    java_cp: &str,
+    clk_tck: f64,
+) -> Res<RunResult> {
+    let parts: Vec<&str> = cell.split(':').collect();
+    let [imp, workload, guarantee] = parts[..] else {
+        return Err(format!("bad cell {cell}: want impl:workload:guarantee").into());
+    };
+    let g = if guarantee == "exactly_once_v2" {
+        "eos"
+    } else {
+        "alos"
+    };
+    let tag = format!("{imp}-{workload}-{g}-{run}");
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_millis();
+    let app_id = format!("bench-{tag}-{nonce}");
+    let output = format!("{app_id}-out");
+    let changelog = format!("{app_id}-counts-changelog");
+    let state_dir = tempfile::tempdir()?;
+    let restore = workload == "restore";
+    let (input, ends) = if restore {
+        (restore_input, end_offsets(bootstrap, restore_input)?)
+    } else {
+        (input, ends.to_vec())
+    };
+    create_topic(bootstrap, &output, ends.len() as i32, &[])?;
+    let launch = Launch {
+        imp,
+        workload: if restore { "count" } else { workload },
+        guarantee,
+        app_id: &app_id,
+        input,
+        output: &output,
+        state_dir: state_dir.path(),
+        tag: &tag,
+    };
+    let result = (|| -> Res<(u64, Measured)> {
+        if !restore {
+            let m = measure(bootstrap, &launch, &ends, out_dir, java_cp, clk_tck)?;
+            return Ok((ends.iter().map(|(_, e)| *e as u64).sum(), m));
+        }
+        let fill_tag = format!("{tag}-fill");
+        let fill = Launch {
+            tag: &fill_tag,
+            ..launch
+        };
+        measure(bootstrap, &fill, &ends, out_dir, java_cp, clk_tck)?;
+        wait_for_empty_group(bootstrap, &app_id, Duration::from_secs(120))?;
+        let restored: u64 = end_offsets(bootstrap, &changelog)?
+            .iter()
+            .map(|(_, e)| *e as u64)
+            .sum();
+        append_markers(bootstrap, input, &ends)?;
+        let new_ends: Vec<(i32, i64)> = ends.iter().map(|(p, e)| (*p, e + 1)).collect();
+        let wiped = tempfile::tempdir()?;
+        let again = Launch {
+            state_dir: wiped.path(),
+            ..launch
+        };
+        let m = measure(bootstrap, &again, &new_ends, out_dir, java_cp, clk_tck)?;
+        Ok((restored, m))
+    })();
+    delete_topics(bootstrap, &[&output, &changelog])?;
+    let (records, m) = result?;
+    Ok(RunResult {
+        cell: cell.to_owned(),
+        run,
+        records,
+        seconds: m.seconds,
+        // The output topic already holds the first launch's records.
+        first_output_s: if restore { f64::NAN } else { m.first_output_s },
+        cpu_s: m.cpu_s,
+        peak_rss_kib: m.peak_rss_kib,
+        load1: m.load1,
+    })
+}
