@@ -39,7 +39,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         let mut stream = self.derive(self.node.clone(), key_serde, value_serde, false);
         if self.repartition_required {
             stream.next_name = grouped.name.or_else(|| self.next_name.clone());
-            stream = stream.through_topic("group");
+            stream = stream.through_topic("group", grouped.partitions);
         } else {
             stream.next_name = self.next_name.clone();
         }
@@ -70,12 +70,12 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         s.key_serde = options.key_serde.or_else(|| self.key_serde.clone());
         s.value_serde = options.value_serde.or_else(|| self.value_serde.clone());
         s.next_name = options.name.or_else(|| self.next_name.clone());
-        s.through_topic("through")
+        s.through_topic("through", options.partitions)
     }
 
     /// This stream written to a repartition topic and read back; an unnamed topic's base
     /// is `<node>-<op>`.
-    fn through_topic(&self, op: &str) -> Self {
+    fn through_topic(&self, op: &str, partitions: Option<std::num::NonZeroU16>) -> Self {
         let given = self.next_name.clone();
         self.shared
             .check_named(given.is_some(), &self.node, "a repartition topic");
@@ -100,6 +100,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
                 [&self.node],
             )
             .add_source(&source, [&topic], ks.clone(), vs.clone());
+            if let Some(n) = partitions {
+                t.set_repartition_partitions(&topic, n);
+            }
         });
         let mut out = self.derive(source, Some(ks), Some(vs), false);
         out.repartition_required = false;

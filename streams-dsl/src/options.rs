@@ -88,6 +88,7 @@ pub struct Grouped<K, V> {
     pub(crate) key_serde: Option<DynSerde<K>>,
     pub(crate) value_serde: Option<DynSerde<V>>,
     pub(crate) name: Option<String>,
+    pub(crate) partitions: Option<std::num::NonZeroU16>,
 }
 
 impl<K, V> Default for Grouped<K, V> {
@@ -96,6 +97,7 @@ impl<K, V> Default for Grouped<K, V> {
             key_serde: None,
             value_serde: None,
             name: None,
+            partitions: None,
         }
     }
 }
@@ -121,7 +123,16 @@ impl<K: 'static, V: 'static> Grouped<K, V> {
             key_serde: Some(dyn_serde(key_serde)),
             value_serde: Some(dyn_serde(value_serde)),
             name: None,
+            partitions: None,
         }
+    }
+
+    /// Gives the repartition topic (if this grouping or `repartition` makes one) `n`
+    /// partitions instead of the count of the topics upstream (Kafka Streams'
+    /// `Repartitioned.withNumberOfPartitions`).
+    pub fn with_number_of_partitions(mut self, n: std::num::NonZeroU16) -> Self {
+        self.partitions = Some(n);
+        self
     }
 
     /// Sets the name.

@@ -318,3 +318,33 @@ fn repartition_always_goes_through_a_named_topic() {
         "one input task, four for the named topic, one for the other"
     );
 }
+
+#[test]
+fn a_repartition_topic_can_have_a_fixed_partition_count() {
+    let b = StreamsBuilder::new("app");
+    let five = std::num::NonZeroU16::new(5).unwrap();
+    b.stream(["in"], strings())
+        .repartition(Grouped::as_("spread").with_number_of_partitions(five))
+        .to("out", Produced::with(StringSerde, StringSerde));
+    let topology = b.build().unwrap();
+    assert_eq!(
+        topology.repartition_partitions().get("app-spread-repartition"),
+        Some(&5)
+    );
+    // The driver gives the topic its count: one task per partition reads it.
+    let driver = TopologyTestDriver::new(topology, DriverConfig::default()).unwrap();
+    let input = driver.input_topic("in", StringSerde, StringSerde);
+    for i in 0..20 {
+        input.pipe(format!("k{i}"), format!("v{i}")).unwrap();
+    }
+    let got = driver
+        .output_topic("out", StringSerde, StringSerde)
+        .read_key_values()
+        .unwrap();
+    assert_eq!(got.len(), 20);
+    assert_eq!(
+        driver.task_ids().len(),
+        1 + 5,
+        "one input task, five for the topic"
+    );
+}

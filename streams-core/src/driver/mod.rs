@@ -167,6 +167,9 @@ impl TopologyTestDriver {
         let state_dir =
             tempfile::tempdir().map_err(|e| StreamsError::Usage(format!("temporary state dir: {e}")))?;
         let log = SharedLog::default();
+        for (t, n) in topology.repartition_partitions() {
+            log.lock().set_partitions(t, *n);
+        }
         for (t, n) in &config.partitions {
             log.lock().set_partitions(t, *n);
         }

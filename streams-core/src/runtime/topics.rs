@@ -54,9 +54,15 @@ fn repartition_counts(
     subs: &[&SubTopology],
     repartition: &BTreeSet<String>,
     external: &BTreeMap<String, i32>,
+    fixed: &BTreeMap<String, i32>,
 ) -> Result<BTreeMap<String, i32>, StreamsError> {
     let mut counts = external.clone();
-    let mut pending: Vec<&String> = repartition.iter().collect();
+    for t in repartition {
+        if let Some(&n) = fixed.get(t) {
+            counts.insert(t.clone(), n);
+        }
+    }
+    let mut pending: Vec<&String> = repartition.iter().filter(|t| !fixed.contains_key(*t)).collect();
     while !pending.is_empty() {
         let before = pending.len();
         let mut still = Vec::new();
@@ -110,7 +116,7 @@ pub(crate) fn plan(
             None => return Err(StreamsError::Usage(format!("source topic `{t}` does not exist"))),
         };
     }
-    let all = repartition_counts(&subs, &repartition, &external)?;
+    let all = repartition_counts(&subs, &repartition, &external, topology.repartition_partitions())?;
     let mut topics: Vec<InternalTopic> = repartition
         .iter()
         .filter_map(|t| {
@@ -259,10 +265,25 @@ mod tests {
             ("words".into(), 8),
             ("users".into(), 3),
         ]);
-        let counts = repartition_counts(&refs, &repartition, &external).unwrap();
+        let counts = repartition_counts(&refs, &repartition, &external, &BTreeMap::new()).unwrap();
         assert_eq!(counts["r1"], 6, "largest upstream count");
         assert_eq!(counts["r2"], 6, "chained");
         assert_eq!(counts["r3"], 3, "co-partitioned with the table it joins");
+    }
+
+    #[test]
+    fn a_fixed_count_wins_and_flows_downstream() {
+        let subs = [
+            sub(0, &["lines"], &["r1"]),
+            sub(1, &["r1"], &["r2"]),
+            sub(2, &["r2"], &[]),
+        ];
+        let refs: Vec<&SubTopology> = subs.iter().collect();
+        let repartition = repartition_topics(&refs);
+        let external = BTreeMap::from([("lines".into(), 2)]);
+        let fixed = BTreeMap::from([("r1".into(), 10)]);
+        let counts = repartition_counts(&refs, &repartition, &external, &fixed).unwrap();
+        assert_eq!((counts["r1"], counts["r2"]), (10, 10));
     }
 
     #[test]
@@ -270,6 +291,6 @@ mod tests {
         let subs = [sub(0, &["a"], &["b"]), sub(1, &["b"], &["a"])];
         let refs: Vec<&SubTopology> = subs.iter().collect();
         let repartition = repartition_topics(&refs);
-        assert!(repartition_counts(&refs, &repartition, &BTreeMap::new()).is_err());
+        assert!(repartition_counts(&refs, &repartition, &BTreeMap::new(), &BTreeMap::new()).is_err());
     }
 }

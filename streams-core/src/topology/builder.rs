@@ -115,6 +115,7 @@ pub struct TopologyBuilder {
     pub(crate) nodes: Vec<NodeDef>,
     pub(crate) stores: Vec<StoreDef>,
     pub(crate) connections: Vec<(String, String)>,
+    pub(crate) repartition_partitions: std::collections::BTreeMap<String, i32>,
 }
 
 fn names<T: AsRef<str>>(items: impl IntoIterator<Item = T>) -> Vec<String> {
@@ -350,6 +351,17 @@ impl TopologyBuilder {
             processors: vec![processor_name.to_owned()],
             global: true,
         });
+        self
+    }
+
+    /// Fixes the partition count of repartition topic `topic` (a topic the topology both
+    /// writes and reads), instead of deriving it from the topics upstream. At start an
+    /// existing topic with another count, or a count that breaks the co-partitioning of the
+    /// topic's reader, is an error; the test driver gives the topic this count unless its
+    /// config names one.
+    pub fn set_repartition_partitions(&mut self, topic: &str, partitions: std::num::NonZeroU16) -> &mut Self {
+        self.repartition_partitions
+            .insert(topic.to_owned(), i32::from(partitions.get()));
         self
     }
 

@@ -44,12 +44,19 @@ pub struct Topology {
     pub(crate) stores: Vec<StoreDef>,
     pub(crate) subtopologies: Vec<SubTopology>,
     children: Vec<Vec<usize>>,
+    pub(crate) repartition_partitions: std::collections::BTreeMap<String, i32>,
 }
 
 impl Topology {
     /// A new builder.
     pub fn builder() -> TopologyBuilder {
         TopologyBuilder::default()
+    }
+
+    /// The partition counts fixed with
+    /// [`TopologyBuilder::set_repartition_partitions`], by topic.
+    pub fn repartition_partitions(&self) -> &std::collections::BTreeMap<String, i32> {
+        &self.repartition_partitions
     }
 
     /// The sub-topologies (including those of global stores).

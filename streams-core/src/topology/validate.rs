@@ -85,6 +85,7 @@ pub(super) fn build(b: &TopologyBuilder) -> Result<Topology, TopologyError> {
         stores,
         subtopologies,
         children,
+        repartition_partitions: b.repartition_partitions.clone(),
     })
 }
 
