@@ -69,10 +69,13 @@ struct SourceEntry {
 pub(crate) struct Task {
     shared: TaskShared,
     graph: Graph,
-    sources: HashMap<String, SourceEntry>,
+    /// Source node of each input topic: a handful at most, so a scan beats hashing the
+    /// topic name of every record.
+    sources: Vec<(String, SourceEntry)>,
     queues: RecordQueues,
-    /// Next offset to commit per input partition.
-    consumed: HashMap<(String, i32), i64>,
+    /// Next offset to commit per input partition (topic, partition, offset); a few
+    /// entries, updated in place per record without allocating.
+    consumed: Vec<(String, i32, i64)>,
     policy: ErrorPolicy,
     pub counters: TaskCounters,
     initialized: bool,
@@ -111,7 +114,7 @@ impl Task {
             .collect();
         let mut nodes = Vec::with_capacity(sub.nodes.len());
         let mut meta = Vec::with_capacity(sub.nodes.len());
-        let mut sources = HashMap::new();
+        let mut sources: Vec<(String, SourceEntry)> = Vec::new();
         for (local, &g) in sub.nodes.iter().enumerate() {
             let def = &topology.nodes[g];
             nodes.push(RefCell::new((def.factory)()));
@@ -130,13 +133,13 @@ impl Task {
             } = &def.kind
             {
                 for t in topics {
-                    sources.insert(
+                    sources.push((
                         t.clone(),
                         SourceEntry {
                             node: local,
                             extractor: extractor.clone(),
                         },
-                    );
+                    ));
                 }
             }
         }
@@ -160,7 +163,7 @@ impl Task {
             graph: Graph { nodes, meta },
             sources,
             queues: RecordQueues::default(),
-            consumed: HashMap::new(),
+            consumed: Vec::new(),
             policy,
             counters: TaskCounters::default(),
             initialized: false,
@@ -202,7 +205,7 @@ impl Task {
     /// dropped (and counted), as Kafka Streams does.
     pub fn add_records(&mut self, records: impl IntoIterator<Item = RawRecord>) {
         for r in records {
-            let Some(source) = self.sources.get(&r.topic) else {
+            let Some(source) = self.source(&r.topic) else {
                 continue;
             };
             let partition_time = self.shared.stream_time.get();
@@ -213,7 +216,8 @@ impl Task {
             if ts < 0 {
                 tracing::warn!(task = %self.id(), topic = %r.topic, offset = r.offset, "dropping record with negative timestamp {ts}");
                 self.counters.dropped += 1;
-                self.consumed.insert((r.topic.clone(), r.partition), r.offset + 1);
+                let (partition, next) = (r.partition, r.offset + 1);
+                self.mark_consumed(&r.topic, partition, next);
                 continue;
             }
             self.queues.push(ts, r);
@@ -226,7 +230,7 @@ impl Task {
         let Some((ts, raw)) = self.queues.pop() else {
             return Ok(false);
         };
-        let Some(node) = self.sources.get(&raw.topic).map(|s| s.node) else {
+        let Some(node) = self.source(&raw.topic).map(|s| s.node) else {
             return Ok(false);
         };
         if ts > self.shared.stream_time.get() {
@@ -238,8 +242,9 @@ impl Task {
             partition: raw.partition,
             offset: raw.offset,
         });
-        let tp = (raw.topic.clone(), raw.partition);
         let offset = raw.offset;
+        // Until it is processed, the next offset of its partition is this record's.
+        let consumed = self.mark_consumed(&raw.topic, raw.partition, offset);
         let mut slot = Some(raw);
         let result = self.graph.process(&self.shared, node, &mut slot);
         if let Err(e) = result {
@@ -247,7 +252,7 @@ impl Task {
         } else {
             self.counters.processed += 1;
         }
-        self.consumed.insert(tp, offset + 1);
+        self.consumed[consumed].2 = offset + 1;
         self.punctuate(PunctuationType::StreamTime, self.shared.stream_time.get())?;
         Ok(true)
     }
@@ -375,13 +380,32 @@ impl Task {
     /// The offsets to commit: for each input partition, the offset after the last record
     /// processed (or dropped).
     pub fn committable_offsets(&self) -> Vec<(String, i32, i64)> {
-        let mut v: Vec<_> = self
-            .consumed
-            .iter()
-            .map(|((t, p), o)| (t.clone(), *p, *o))
-            .collect();
+        let mut v = self.consumed.clone();
         v.sort();
         v
+    }
+
+    fn source(&self, topic: &str) -> Option<&SourceEntry> {
+        self.sources.iter().find(|(t, _)| t == topic).map(|(_, s)| s)
+    }
+
+    /// Records `next` as the offset to commit for `topic`-`partition`; returns the
+    /// entry's index.
+    fn mark_consumed(&mut self, topic: &str, partition: i32, next: i64) -> usize {
+        match self
+            .consumed
+            .iter()
+            .position(|(t, p, _)| *p == partition && t == topic)
+        {
+            Some(i) => {
+                self.consumed[i].2 = next;
+                i
+            }
+            None => {
+                self.consumed.push((topic.to_owned(), partition, next));
+                self.consumed.len() - 1
+            }
+        }
     }
 
     /// Closes processors and stores. A clean close flushes the stores first; a dirty close
