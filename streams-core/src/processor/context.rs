@@ -46,7 +46,7 @@ impl<'a, K, V> ProcessorContext<'a, K, V> {
 
     /// Topic, partition and offset of the record being processed; `None` in a punctuator.
     pub fn record_metadata(&self) -> Option<RecordMetadata> {
-        self.cx.task.record.borrow().clone()
+        self.cx.task.record.borrow().as_ref().map(|r| r.metadata())
     }
 
     /// The task's stream time: the largest timestamp seen so far (`i64::MIN` before any).

@@ -24,12 +24,12 @@ use self::collector::RecordCollector;
 use self::graph::{Graph, NodeFailure, NodeMeta};
 use self::nodes::DeserializeFailure;
 use self::queue::RecordQueues;
-use self::shared::{StoreSlot, TaskShared};
+use self::shared::{CurrentRecord, StoreSlot, TaskShared};
 use crate::error::{ErrorOrigin, ProcessorError, StreamsError};
 use crate::handlers::{ErrorHandling, ErrorPolicy, dead_letter};
 use crate::metrics::{DLQ_REASONS, MeteredKeyValueStore, TaskMetrics};
 use crate::processor::PunctuationType;
-use crate::record::{RawRecord, RecordMetadata};
+use crate::record::RawRecord;
 use crate::topology::Topology;
 use crate::topology::spec::{NodeKind, StoreDef, TimestampExtractor};
 
@@ -71,7 +71,7 @@ pub(crate) struct Task {
     graph: Graph,
     /// Source node of each input topic: a handful at most, so a scan beats hashing the
     /// topic name of every record.
-    sources: Vec<(String, SourceEntry)>,
+    sources: Vec<(Arc<str>, SourceEntry)>,
     queues: RecordQueues,
     /// Next offset to commit per input partition (topic, partition, offset); a few
     /// entries, updated in place per record without allocating.
@@ -114,7 +114,7 @@ impl Task {
             .collect();
         let mut nodes = Vec::with_capacity(sub.nodes.len());
         let mut meta = Vec::with_capacity(sub.nodes.len());
-        let mut sources: Vec<(String, SourceEntry)> = Vec::new();
+        let mut sources: Vec<(Arc<str>, SourceEntry)> = Vec::new();
         for (local, &g) in sub.nodes.iter().enumerate() {
             let def = &topology.nodes[g];
             nodes.push(RefCell::new((def.factory)()));
@@ -134,7 +134,7 @@ impl Task {
             {
                 for t in topics {
                     sources.push((
-                        t.clone(),
+                        Arc::from(t.as_str()),
                         SourceEntry {
                             node: local,
                             extractor: extractor.clone(),
@@ -230,15 +230,20 @@ impl Task {
         let Some((ts, raw)) = self.queues.pop() else {
             return Ok(false);
         };
-        let Some(node) = self.source(&raw.topic).map(|s| s.node) else {
+        let Some((topic, node)) = self
+            .sources
+            .iter()
+            .find(|(t, _)| **t == *raw.topic)
+            .map(|(t, s)| (t.clone(), s.node))
+        else {
             return Ok(false);
         };
         if ts > self.shared.stream_time.get() {
             self.shared.stream_time.set(ts);
         }
         self.shared.set_timestamp(ts);
-        *self.shared.record.borrow_mut() = Some(RecordMetadata {
-            topic: raw.topic.clone(),
+        *self.shared.record.borrow_mut() = Some(CurrentRecord {
+            topic,
             partition: raw.partition,
             offset: raw.offset,
         });
@@ -386,7 +391,7 @@ impl Task {
     }
 
     fn source(&self, topic: &str) -> Option<&SourceEntry> {
-        self.sources.iter().find(|(t, _)| t == topic).map(|(_, s)| s)
+        self.sources.iter().find(|(t, _)| **t == *topic).map(|(_, s)| s)
     }
 
     /// Records `next` as the offset to commit for `topic`-`partition`; returns the

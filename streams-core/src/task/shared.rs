@@ -18,6 +18,26 @@ use super::graph::Graph;
 use crate::processor::{Cancellable, PunctuationType, ScheduleId};
 use crate::record::RecordMetadata;
 
+/// The record being processed: its topic shared with the task's source table, so setting
+/// it per record allocates nothing.
+#[derive(Clone)]
+pub(crate) struct CurrentRecord {
+    pub topic: Arc<str>,
+    pub partition: i32,
+    pub offset: i64,
+}
+
+impl CurrentRecord {
+    /// The public form.
+    pub fn metadata(&self) -> RecordMetadata {
+        RecordMetadata {
+            topic: self.topic.to_string(),
+            partition: self.partition,
+            offset: self.offset,
+        }
+    }
+}
+
 /// One store of a task.
 #[derive(Clone)]
 pub(crate) struct StoreSlot {
@@ -41,7 +61,7 @@ pub(crate) struct Schedule {
 pub(crate) struct TaskShared {
     pub app_id: Arc<str>,
     pub task_id: TaskId,
-    pub record: RefCell<Option<RecordMetadata>>,
+    pub record: RefCell<Option<CurrentRecord>>,
     /// Shared with the changelog sinks of the task's stores, which stamp records with it.
     pub current_timestamp: Arc<AtomicI64>,
     pub stream_time: Cell<i64>,
