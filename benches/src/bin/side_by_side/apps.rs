@@ -312,3 +312,23 @@ pub(crate) fn run_raw(a: &AppArgs) -> Res<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc32_is_the_ieee_one() {
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+    }
+
+    #[test]
+    fn users_follow_librdkafkas_default_partitioner() {
+        // zlib.crc32(b"key-%05d" % u) % 4 for u in 0..4 is [0, 2, 0, 2].
+        if std::env::var_os("KEYS").is_some() || std::env::var_os("PARTITIONS").is_some() {
+            return;
+        }
+        assert_eq!(users_of_partition(0).take(2).collect::<Vec<_>>(), [0, 2]);
+        assert_eq!(users_of_partition(2).take(2).collect::<Vec<_>>(), [1, 3]);
+    }
+}
