@@ -31,9 +31,11 @@ KEYS=${KEYS:-10000}
 VALUE_BYTES=${VALUE_BYTES:-100}
 PARTITIONS=${PARTITIONS:-4}
 RUNS=${RUNS:-3}
+# The join workloads' applications read KEYS and PARTITIONS to fill their stores.
+export KEYS PARTITIONS
 ALOS=at_least_once
 EOS=exactly_once_v2
-CELLS=${CELLS:-ours:map:$ALOS,java:map:$ALOS,raw:map:$ALOS,ours:map:$EOS,java:map:$EOS,raw:map:$EOS,ours:filtermap:$ALOS,java:filtermap:$ALOS,raw:filtermap:$ALOS,ours:count:$ALOS,java:count:$ALOS,ours:count:$EOS,java:count:$EOS,ours:restore:$ALOS,java:restore:$ALOS}
+CELLS=${CELLS:-ours:map:$ALOS,java:map:$ALOS,raw:map:$ALOS,ours:map:$EOS,java:map:$EOS,raw:map:$EOS,ours:filtermap:$ALOS,java:filtermap:$ALOS,raw:filtermap:$ALOS,ours:count:$ALOS,java:count:$ALOS,ours:count:$EOS,java:count:$EOS,ours:restore:$ALOS,java:restore:$ALOS,ours:join10:$ALOS,java:join10:$ALOS,ours:join100:$ALOS,java:join100:$ALOS}
 OUT_DIR=${OUT_DIR:-$ROOT/benches/results/$(date -u +%Y-%m-%d)}
 export KAFKA_PORT=39092
 export KAFKA_RUN_DIR=/tmp/kafka-bench

@@ -51,6 +51,96 @@ pub(crate) fn keep(key: &[u8]) -> bool {
         .is_some_and(|b| b.is_ascii_digit() && (b - b'0').is_multiple_of(2))
 }
 
+/// The store of the `join10` / `join100` workloads, keyed `%06d(user):%04d(hook)`.
+pub(crate) const JOIN_STORE: &str = "hooks";
+
+/// The input's key count and partition count, read from the environment variables `KEYS`
+/// and `PARTITIONS` that `run.sh` exports (defaults 10000 and 4).
+fn key_space() -> (u64, i32) {
+    let var = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    (var("KEYS", 10_000), var("PARTITIONS", 4) as i32)
+}
+
+/// The CRC-32 (IEEE, as zlib and librdkafka compute it) of `bytes`.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// The user ids whose input key (`key-%05d`) the preload (librdkafka's default
+/// `consistent_random` partitioner: CRC-32 of the key modulo the partition count) wrote to
+/// `partition`.
+pub(crate) fn users_of_partition(partition: i32) -> impl Iterator<Item = u64> {
+    let (keys, partitions) = key_space();
+    (0..keys).filter(move |u| {
+        let key = format!("key-{u:05}");
+        (crc32(key.as_bytes()) % partitions as u32) as i32 == partition
+    })
+}
+
+/// The `join10` / `join100` processor: at init it fills [`JOIN_STORE`] with `rows` hooks for
+/// every user of its partition; each record (key `key-%05d`, the user) then prefix-scans
+/// `%06d(user):` and forwards one record, the input key with the number of rows found.
+pub(crate) struct PrefixJoin {
+    rows: u64,
+    store: Option<KvStore<StringSerde, StringSerde>>,
+}
+
+impl PrefixJoin {
+    /// A join against `rows` hooks per user.
+    pub(crate) fn new(rows: u64) -> Self {
+        Self { rows, store: None }
+    }
+}
+
+impl Processor<String, String, String, String> for PrefixJoin {
+    fn init(&mut self, ctx: &mut ProcessorContext<'_, String, String>) -> ProcessResult {
+        let store: KvStore<StringSerde, StringSerde> = ctx.kv_store(JOIN_STORE)?;
+        let mut rows = Vec::new();
+        for user in users_of_partition(ctx.task_id().partition) {
+            for hook in 0..self.rows {
+                rows.push((
+                    format!("{user:06}:{hook:04}"),
+                    format!("https://hooks.example/{user}/{hook}"),
+                ));
+            }
+        }
+        store.put_all(&rows)?;
+        self.store = Some(store);
+        Ok(())
+    }
+
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, String>,
+        r: Record<String, String>,
+    ) -> ProcessResult {
+        let store = self.store.as_ref().ok_or("not initialized")?;
+        let user: u64 = r.key.trim_start_matches("key-").parse()?;
+        let mut found = 0u64;
+        for entry in store.read()?.prefix_scan(&format!("{user:06}:"), &StringSerde)? {
+            entry?;
+            found += 1;
+        }
+        ctx.forward(Record::new(r.key, found.to_string(), r.timestamp))
+    }
+}
+
 /// The keyed count (store `counts`, forwarding each new count) is the example's.
 pub(crate) use streams_examples::count::Count;
 
@@ -83,6 +173,15 @@ pub(crate) fn topology(workload: &str, input: &str, output: &str) -> Res<Topolog
                     ["count"],
                 )
                 .add_sink("sink", output, StringSerde, U64Serde, ["count"]);
+        }
+        "join10" | "join100" => {
+            let rows = if workload == "join10" { 10 } else { 100 };
+            b.add_processor("join", move || PrefixJoin::new(rows), ["source"])
+                .add_state_store(
+                    Stores::persistent_kv(JOIN_STORE, StringSerde, StringSerde).without_logging(),
+                    ["join"],
+                )
+                .add_sink("sink", output, StringSerde, StringSerde, ["join"]);
         }
         other => return Err(format!("unknown workload {other}").into()),
     }
@@ -212,4 +311,24 @@ pub(crate) fn run_raw(a: &AppArgs) -> Res<()> {
         producer.flush(Duration::from_secs(30))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc32_is_the_ieee_one() {
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+    }
+
+    #[test]
+    fn users_follow_librdkafkas_default_partitioner() {
+        // zlib.crc32(b"key-%05d" % u) % 4 for u in 0..4 is [0, 2, 0, 2].
+        if std::env::var_os("KEYS").is_some() || std::env::var_os("PARTITIONS").is_some() {
+            return;
+        }
+        assert_eq!(users_of_partition(0).take(2).collect::<Vec<_>>(), [0, 2]);
+        assert_eq!(users_of_partition(2).take(2).collect::<Vec<_>>(), [1, 3]);
+    }
 }

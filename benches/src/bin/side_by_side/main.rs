@@ -35,7 +35,8 @@ use rdkafka::{Offset, TopicPartitionList};
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::testing::{block_on_timeout, create_topic};
 use streams_core::{
-    KafkaStreams, ProcessResult, Processor, ProcessorContext, Record, Stores, StreamsConfig, Topology,
+    KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, StreamsConfig,
+    Topology,
 };
 
 mod apps;

@@ -2,15 +2,22 @@ package dev.streams.bench;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Properties;
+import java.util.zip.CRC32;
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
 
@@ -19,7 +26,8 @@ import org.apache.kafka.streams.state.Stores;
  * benches/src/bin/side_by_side.rs, run until standard input closes.
  *
  * <p>Usage: BenchApp BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR WORKLOAD GUARANTEE COMMIT_MS
- * CACHE_BYTES THREADS, WORKLOAD being {@code map}, {@code filtermap} or {@code count}.
+ * CACHE_BYTES THREADS, WORKLOAD being {@code map}, {@code filtermap}, {@code count}, {@code join10} or
+ * {@code join100}.
  */
 public final class BenchApp {
     private BenchApp() {}
@@ -82,6 +90,68 @@ public final class BenchApp {
         }
     }
 
+    /** The store of the join10 / join100 workloads, keyed {@code %06d(user):%04d(hook)}. */
+    static final String JOIN_STORE = "hooks";
+
+    private static int env(String name, int dflt) {
+        String v = System.getenv(name);
+        return v == null || v.isEmpty() ? dflt : Integer.parseInt(v);
+    }
+
+    /**
+     * The join10 / join100 processor: at init it fills the store with {@code rows} hooks for
+     * every user whose input key ({@code key-%05d}) the preload (librdkafka's default
+     * partitioner: CRC-32 of the key modulo the partition count, from the environment
+     * variables KEYS and PARTITIONS) wrote to this task's partition; each record then
+     * prefix-scans {@code %06d(user):} and forwards the input key with the number of rows.
+     */
+    static final class PrefixJoin implements Processor<String, String, String, String> {
+        private final int rows;
+        private ProcessorContext<String, String> ctx;
+        private KeyValueStore<String, String> store;
+
+        PrefixJoin(int rows) {
+            this.rows = rows;
+        }
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.ctx = context;
+            this.store = context.getStateStore(JOIN_STORE);
+            int keys = env("KEYS", 10000);
+            int partitions = env("PARTITIONS", 4);
+            int partition = context.taskId().partition();
+            List<KeyValue<String, String>> entries = new ArrayList<>();
+            for (int user = 0; user < keys; user++) {
+                CRC32 crc = new CRC32();
+                crc.update(String.format("key-%05d", user).getBytes(StandardCharsets.UTF_8));
+                if (crc.getValue() % partitions != partition) {
+                    continue;
+                }
+                for (int hook = 0; hook < rows; hook++) {
+                    entries.add(KeyValue.pair(
+                            String.format("%06d:%04d", user, hook),
+                            "https://hooks.example/" + user + "/" + hook));
+                }
+            }
+            store.putAll(entries);
+        }
+
+        @Override
+        public void process(Record<String, String> r) {
+            int user = Integer.parseInt(r.key().substring("key-".length()));
+            long found = 0;
+            try (KeyValueIterator<String, String> it =
+                    store.prefixScan(String.format("%06d:", user), new StringSerializer())) {
+                while (it.hasNext()) {
+                    it.next();
+                    found++;
+                }
+            }
+            ctx.forward(r.withValue(Long.toString(found)));
+        }
+    }
+
     static Topology topology(String workload, String input, String output) {
         Topology t = new Topology();
         t.addSource("source", Serdes.String().deserializer(), Serdes.String().deserializer(), input);
@@ -103,6 +173,17 @@ public final class BenchApp {
                                 .withLoggingEnabled(new java.util.HashMap<>()),
                         "count");
                 t.addSink("sink", output, Serdes.String().serializer(), Serdes.Long().serializer(), "count");
+                break;
+            case "join10":
+            case "join100":
+                int rows = workload.equals("join10") ? 10 : 100;
+                t.addProcessor("join", () -> new PrefixJoin(rows), "source");
+                t.addStateStore(
+                        Stores.keyValueStoreBuilder(
+                                        Stores.persistentKeyValueStore(JOIN_STORE), Serdes.String(), Serdes.String())
+                                .withLoggingDisabled(),
+                        "join");
+                t.addSink("sink", output, Serdes.String().serializer(), Serdes.String().serializer(), "join");
                 break;
             default:
                 throw new IllegalArgumentException("unknown workload " + workload);
