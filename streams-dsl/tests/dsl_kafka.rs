@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
 use streams_core::testing::{self, ConsumeUntil, ProduceRecord};
-use streams_core::{KafkaStreams, State, StreamsConfig, default_partition};
+use streams_core::{KafkaStreams, State, StreamsConfig};
 use streams_dsl::{Consumed, Grouped, Materialized, Produced, StreamsBuilder};
 
 fn config(bootstrap: &str, app_id: &str, state_dir: &std::path::Path) -> StreamsConfig {
@@ -152,15 +152,10 @@ fn stream_table_join_on_the_broker_repartitions_to_the_table_partition_count() {
         .to(&output, Produced::with(StringSerde, StringSerde));
     let topology = b.build().unwrap();
 
-    // Placed as Java producers and the runtime's sinks place keys (murmur2), not by
-    // librdkafka's default partitioner, so the table is co-partitioned with the repartition
-    // topic.
+    // Keyed by user: `testing` producers place keys by murmur2, as the runtime's sinks do,
+    // so the table is co-partitioned with the repartition topic.
     let names: Vec<ProduceRecord> = (0..10)
-        .map(|u| {
-            let key = format!("u{u}");
-            let partition = default_partition(key.as_bytes(), 2);
-            ProduceRecord::new(key, format!("name{u}")).with_partition(partition)
-        })
+        .map(|u| ProduceRecord::new(format!("u{u}"), format!("name{u}")))
         .collect();
     testing::produce(&bootstrap, &users, &names, Duration::from_secs(60)).unwrap();
 

@@ -309,11 +309,7 @@ impl TopologyTestDriver {
         let inner = &mut *inner;
         let (m, thread) = inner.metrics.as_ref()?;
         for task in inner.tasks.values_mut() {
-            let d = task.publish_metrics();
-            thread.process_records.inc_by(d.processed);
-            for (c, n) in thread.dead_letters.iter().zip(d.dead_lettered) {
-                c.inc_by(n);
-            }
+            thread.add(&task.publish_metrics());
         }
         Some(m.clone())
     }

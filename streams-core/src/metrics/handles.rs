@@ -59,6 +59,14 @@ impl ThreadMetrics {
         }
     }
 
+    /// Adds what a task published (see `Task::publish_metrics`) to the thread's totals.
+    pub fn add(&self, task: &Published) {
+        self.process_records.inc_by(task.processed);
+        for (c, n) in self.dead_letters.iter().zip(task.dead_lettered) {
+            c.inc_by(n);
+        }
+    }
+
     /// The metrics of task `id` on this thread.
     pub fn task(&self, id: TaskId) -> TaskMetrics {
         TaskMetrics::new(&self.metrics, &self.thread, id)

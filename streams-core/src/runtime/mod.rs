@@ -79,6 +79,17 @@ impl ThreadFactory {
         c
     }
 
+    /// Settings of a consumer that is assigned partitions itself (restore, global stores):
+    /// never commits, reads only committed records under exactly-once.
+    fn assigned_consumer_config(&self, group: &str, eos: bool) -> ClientConfig {
+        let mut c = self.client_config(self.config.restore_consumer_properties());
+        c.set("group.id", group).set("enable.auto.commit", "false").set(
+            "isolation.level",
+            if eos { "read_committed" } else { "read_uncommitted" },
+        );
+        c
+    }
+
     fn parts(
         &self,
         name: &str,
@@ -124,14 +135,8 @@ impl ThreadFactory {
             .subscribe(&topic_refs)
             .map_err(|e| restore::kafka_err("subscribe", e))?;
 
-        let mut rc = self.client_config(cfg.restore_consumer_properties());
-        rc.set("group.id", format!("{app_id}-restore"))
-            .set("enable.auto.commit", "false")
-            .set(
-                "isolation.level",
-                if eos { "read_committed" } else { "read_uncommitted" },
-            );
-        let restore_consumer: BaseConsumer = rc
+        let restore_consumer: BaseConsumer = self
+            .assigned_consumer_config(&format!("{app_id}-restore"), eos)
             .create()
             .map_err(|e| restore::kafka_err("restore consumer", e))?;
 
@@ -179,15 +184,9 @@ impl ThreadFactory {
             reset_earliest: cc.get("auto.offset.reset") == Some("earliest"),
         };
         let global_consumer = if self.topology.subtopologies().iter().any(|s| s.global) {
-            let mut gc = self.client_config(cfg.restore_consumer_properties());
-            gc.set("group.id", format!("{app_id}-global"))
-                .set("client.id", format!("{name}-global"))
-                .set("enable.auto.commit", "false")
-                .set("auto.offset.reset", "earliest")
-                .set(
-                    "isolation.level",
-                    if eos { "read_committed" } else { "read_uncommitted" },
-                );
+            let mut gc = self.assigned_consumer_config(&format!("{app_id}-global"), eos);
+            gc.set("client.id", format!("{name}-global"))
+                .set("auto.offset.reset", "earliest");
             Some(
                 gc.create::<BaseConsumer>()
                     .map_err(|e| restore::kafka_err("global consumer", e))?,

@@ -16,27 +16,23 @@ impl TaskManager {
         high: &std::collections::HashMap<(String, i32), i64>,
     ) {
         let positions = consumer.position().ok();
+        let topology = self.settings.topology.clone();
         for task in self.tasks.values_mut() {
-            let d = task.publish_metrics();
-            self.metrics.process_records.inc_by(d.processed);
-            for (c, n) in self.metrics.dead_letters.iter().zip(d.dead_lettered) {
-                c.inc_by(n);
-            }
-            let next: std::collections::HashMap<(String, i32), i64> = task
-                .committable_offsets()
-                .into_iter()
-                .map(|(t, p, o)| ((t, p), o))
-                .collect();
-            let topology = self.settings.topology.clone();
+            self.metrics.add(&task.publish_metrics());
             let Some(sub) = topology.subtopology(task.id().subtopology) else {
                 continue;
             };
             let partition = task.id().partition;
+            let next = task.committable_offsets();
             for topic in &sub.source_topics {
                 let Some(&high) = high.get(&(topic.clone(), partition)) else {
                     continue;
                 };
-                let position = next.get(&(topic.clone(), partition)).copied().or_else(|| {
+                let processed = next
+                    .iter()
+                    .find(|(t, p, _)| t == topic && *p == partition)
+                    .map(|(_, _, o)| *o);
+                let position = processed.or_else(|| {
                     positions
                         .as_ref()
                         .and_then(|p| p.find_partition(topic, partition))

@@ -75,14 +75,15 @@ impl TaskManager {
         for e in committed.elements() {
             let to = match e.offset() {
                 Offset::Offset(o) => Offset::Offset(o),
-                _ if self.reset_earliest() => Offset::Beginning,
+                _ if self.settings.reset_earliest => Offset::Beginning,
                 _ => Offset::End,
             };
             consumer
                 .seek(e.topic(), e.partition(), to, Duration::from_secs(30))
                 .map_err(|err| kafka_err(&format!("rewind {}-{}", e.topic(), e.partition()), err))?;
         }
-        self.requeue(&assignment);
+        // Queued for creation at the next loop, as after a rebalance.
+        self.set_pending(&assignment);
         Ok(false)
     }
 }

@@ -486,16 +486,6 @@ impl TaskManager {
         self.dirty = false;
     }
 
-    /// Queues the partitions of `assignment` for task creation at the next loop.
-    pub(crate) fn requeue(&mut self, assignment: &TopicPartitionList) {
-        self.set_pending(assignment);
-    }
-
-    /// Whether partitions without a committed offset start from the beginning.
-    pub(crate) fn reset_earliest(&self) -> bool {
-        self.settings.reset_earliest
-    }
-
     /// On revocation: commit everything and suspend the revoked tasks.
     pub fn revoke<C: ConsumerContext>(
         &mut self,
