@@ -5,6 +5,11 @@
 #   bash scripts/kafka.sh stop      SIGTERM, bounded wait, then SIGKILL; ok when not running
 #   bash scripts/kafka.sh status    exit 0 when running and answering, 3 when not running, 1 when stuck
 #   bash scripts/kafka.sh restart   stop + start keeping the data (for tests that restart the broker)
+#   bash scripts/kafka.sh ensure    running and answering: prints its `kafka listening on` line and exits 0;
+#                                   otherwise starts it keeping the data (storage formatted only when new,
+#                                   jars resolved on first use as by start). What the examples run by default.
+#
+# start, restart and ensure end with the line `kafka listening on 127.0.0.1:PORT` on stdout.
 #
 # Kafka is not downloaded as a tarball: its jars are resolved from Maven Central through
 # scripts/kafka/pom.xml into $STREAMS_CACHE/kafka-$KAFKA_VERSION/libs (reused once complete).
@@ -65,12 +70,20 @@ esac
 [[ $KAFKA_PORT != "$KAFKA_CONTROLLER_PORT" ]] || die "KAFKA_PORT and KAFKA_CONTROLLER_PORT must differ"
 
 # One start/stop at a time per run dir (two concurrent test scripts would otherwise race).
+# Taking it again while held is a no-op; unlock_run_dir releases it.
+RUN_DIR_LOCKED=0
 lock_run_dir() {
+    [[ $RUN_DIR_LOCKED == 0 ]] || return 0
     mkdir -p "$KAFKA_RUN_DIR"
     if command -v flock >/dev/null 2>&1; then
         exec 9>"$KAFKA_RUN_DIR/.lock"
         flock -w 300 9 || die "another scripts/kafka.sh holds $KAFKA_RUN_DIR/.lock for more than 300 s"
     fi
+    RUN_DIR_LOCKED=1
+}
+unlock_run_dir() {
+    exec 9>&-
+    RUN_DIR_LOCKED=0
 }
 
 need_java() {
@@ -334,8 +347,8 @@ show_logs() {
     tail -n 20 "$LOG_DIR/console.out" >&2 2>/dev/null || true
 }
 
-do_start() { # do_start keep|fresh
-    local mode=$1 t0 pid cluster_id rc
+do_start() { # do_start keep|fresh [announce]
+    local mode=$1 announce=${2:-} t0 pid cluster_id rc
     t0=$(now_ms)
     lock_run_dir
     if pid=$(running_pid); then
@@ -356,6 +369,9 @@ do_start() { # do_start keep|fresh
                 "(KAFKA_PORT=..., controller port KAFKA_CONTROLLER_PORT defaults to KAFKA_PORT+1)"
         fi
     done
+    if [[ -n $announce ]]; then
+        say "starting Kafka $KAFKA_VERSION on 127.0.0.1:$KAFKA_PORT, data in $KAFKA_RUN_DIR (a few seconds; the first time also resolves its jars from Maven Central)"
+    fi
     need_java
     resolve_kafka
     build_probe
@@ -437,17 +453,38 @@ do_status() {
     return 1
 }
 
+# A broker already running and answering is left as it is; otherwise one is started keeping
+# the data. Holds the lock throughout, so concurrent ensures start one broker between them.
+do_ensure() {
+    local pid cluster_id
+    lock_run_dir
+    if pid=$(running_pid); then
+        ports_from_props
+        need_java
+        build_probe
+        if cluster_id=$(probe "$KAFKA_START_TIMEOUT" "$pid"); then
+            say "Kafka $KAFKA_VERSION already running: pid $pid, cluster id $cluster_id, run dir $KAFKA_RUN_DIR"
+            echo "kafka listening on 127.0.0.1:$KAFKA_PORT"
+            return 0
+        fi
+        die "the broker of $KAFKA_RUN_DIR (pid $pid) is running but does not answer on 127.0.0.1:$KAFKA_PORT" \
+            "within $KAFKA_START_TIMEOUT s (log: $LOG_DIR/server.log); restart it with: bash scripts/kafka.sh restart"
+    fi
+    do_start keep announce
+}
+
 case "${1:-}" in
 start) do_start fresh ;;
 stop) do_stop ;;
 status) do_status ;;
 restart)
     do_stop
-    exec 9>&- # release the lock between the two halves
+    unlock_run_dir # release the lock between the two halves
     do_start keep
     ;;
+ensure) do_ensure ;;
 *)
-    echo "usage: $0 start|stop|status|restart" >&2
+    echo "usage: $0 start|stop|status|restart|ensure" >&2
     exit 2
     ;;
 esac
