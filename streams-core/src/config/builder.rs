@@ -52,7 +52,7 @@ impl StreamsConfigBuilder {
     }
 
     /// Sets any property, streams or client, by name (validated by `build`); for example
-    /// `set("session.timeout.ms", "6000")` or `set("consumer.max.poll.records", "100")`.
+    /// `set("session.timeout.ms", "6000")` or `set("consumer.fetch.wait.max.ms", "100")`.
     pub fn set(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         let key = key.into().trim().to_owned();
         if key == keys::STATE_DIR {
@@ -78,7 +78,7 @@ impl StreamsConfigBuilder {
         self.set(keys::APPLICATION_ID, id)
     }
 
-    /// Sets `bootstrap.servers` (`host:port,host:port`); unset means the embedded mock cluster.
+    /// Sets `bootstrap.servers` (`host:port,host:port`); required by `KafkaStreams::new`.
     pub fn bootstrap_servers(self, servers: impl Into<String>) -> Self {
         self.set(keys::BOOTSTRAP_SERVERS, servers)
     }

@@ -4,7 +4,7 @@
 /// An identifier for the application: the consumer group id, and the prefix of internal
 /// topic names and of the state directory. Required.
 pub const APPLICATION_ID: &str = "application.id";
-/// The Kafka brokers (`host:port,host:port`). Unset means the embedded mock cluster.
+/// The Kafka brokers (`host:port,host:port`). Required by `KafkaStreams::new`.
 pub const BOOTSTRAP_SERVERS: &str = "bootstrap.servers";
 /// The number of stream threads.
 pub const NUM_STREAM_THREADS: &str = "num.stream.threads";
@@ -37,6 +37,10 @@ pub const METRICS_ADDRESS: &str = "metrics.address";
 pub const METRICS_RECORDING_LEVEL: &str = "metrics.recording.level";
 /// The longest a stream thread blocks in a poll, in milliseconds.
 pub const POLL_MS: &str = "poll.ms";
+/// The most records a stream thread takes from its consumer per loop iteration (a Java
+/// consumer property that librdkafka lacks: the runtime's loop honours it). Also read as
+/// `consumer.max.poll.records` and `main.consumer.max.poll.records`, which win.
+pub const MAX_POLL_RECORDS: &str = "max.poll.records";
 /// The replication factor of internal topics; -1 for the broker's default.
 pub const REPLICATION_FACTOR: &str = "replication.factor";
 
@@ -72,6 +76,7 @@ pub(super) const STREAMS: &[&str] = &[
     METRICS_ADDRESS,
     METRICS_RECORDING_LEVEL,
     POLL_MS,
+    MAX_POLL_RECORDS,
     REPLICATION_FACTOR,
 ];
 

@@ -20,13 +20,15 @@
 //!     ("application.id", "word-count"),
 //!     ("processing.guarantee", "exactly_once_v2"),
 //!     ("session.timeout.ms", "6000"),
-//!     ("consumer.max.poll.records", "100"),
+//!     ("consumer.fetch.wait.max.ms", "100"),
+//!     ("max.poll.records", "500"),
 //! ])
 //! .unwrap();
 //! assert!(config.is_exactly_once());
 //! assert_eq!(config.commit_interval(), Duration::from_millis(100));
-//! assert_eq!(config.consumer_properties()["max.poll.records"], "100");
-//! assert!(!config.producer_properties().contains_key("max.poll.records"));
+//! assert_eq!(config.consumer_properties()["fetch.wait.max.ms"], "100");
+//! assert!(!config.producer_properties().contains_key("fetch.wait.max.ms"));
+//! assert_eq!(config.max_poll_records(), 500);
 //!
 //! let err = StreamsConfig::builder().application_id("app").num_stream_threads(0).build().unwrap_err();
 //! assert!(err.to_string().contains("num.stream.threads"));
@@ -113,6 +115,7 @@ pub struct StreamsConfig {
     metrics_address: Option<SocketAddr>,
     recording_level: RecordingLevel,
     poll_interval: Duration,
+    max_poll_records: usize,
     replication_factor: i32,
     /// Pass-through client properties, prefix stripped, by scope.
     client: BTreeMap<Scope, BTreeMap<String, String>>,
@@ -133,6 +136,8 @@ impl StreamsConfig {
     pub const DEFAULT_CACHE_MAX_BYTES: usize = 10_485_760;
     /// The default `poll.ms`.
     pub const DEFAULT_POLL_MS: u64 = 100;
+    /// The default `max.poll.records` (Kafka Streams' own default).
+    pub const DEFAULT_MAX_POLL_RECORDS: usize = 1000;
     /// The default `replication.factor`: -1, the broker's `default.replication.factor`.
     pub const DEFAULT_REPLICATION_FACTOR: i32 = -1;
 
@@ -213,7 +218,7 @@ impl StreamsConfig {
         &self.application_id
     }
 
-    /// `bootstrap.servers`; `None` means the embedded mock cluster.
+    /// `bootstrap.servers`; `None` when unset (`KafkaStreams::new` then refuses the config).
     pub fn bootstrap_servers(&self) -> Option<&str> {
         self.bootstrap_servers.as_deref()
     }
@@ -300,6 +305,11 @@ impl StreamsConfig {
         self.poll_interval
     }
 
+    /// `max.poll.records`: the most records a stream thread takes per loop iteration.
+    pub fn max_poll_records(&self) -> usize {
+        self.max_poll_records
+    }
+
     /// `replication.factor` of internal (changelog and repartition) topics; -1 means the
     /// broker's `default.replication.factor`.
     pub fn replication_factor(&self) -> i32 {
@@ -379,7 +389,7 @@ impl StreamsConfig {
             (keys::APPLICATION_ID, self.application_id.clone()),
             (
                 keys::BOOTSTRAP_SERVERS,
-                opt(self.bootstrap_servers.clone(), "<unset: embedded mock cluster>"),
+                opt(self.bootstrap_servers.clone(), "<unset>"),
             ),
             (keys::NUM_STREAM_THREADS, self.num_stream_threads.to_string()),
             (keys::PROCESSING_GUARANTEE, self.processing_guarantee.to_string()),
@@ -414,6 +424,7 @@ impl StreamsConfig {
                 format!("{:?}", self.recording_level).to_ascii_uppercase(),
             ),
             (keys::POLL_MS, self.poll_interval.as_millis().to_string()),
+            (keys::MAX_POLL_RECORDS, self.max_poll_records.to_string()),
             (keys::REPLICATION_FACTOR, self.replication_factor.to_string()),
         ]
     }

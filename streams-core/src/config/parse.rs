@@ -158,6 +158,8 @@ pub(super) fn validate(
         Some(v) => millis(keys::POLL_MS, v)?,
         None => Duration::from_millis(StreamsConfig::DEFAULT_POLL_MS),
     };
+    let max_poll_records = max_poll_records(get(keys::MAX_POLL_RECORDS), &mut client)?;
+    assignment_strategy(&client)?;
     let replication_factor = match get(keys::REPLICATION_FACTOR) {
         Some(v) => match integer(keys::REPLICATION_FACTOR, v, i64::MIN)? {
             -1 => -1,
@@ -187,11 +189,65 @@ pub(super) fn validate(
         metrics_address,
         recording_level,
         poll_interval,
+        max_poll_records,
         replication_factor,
         client,
         ignored,
         originals,
     })
+}
+
+/// `max.poll.records`, from the streams property or the (main) consumer's, which win; the
+/// name is taken out of the client properties, since librdkafka has no such property. The
+/// restore and global consumers read in batches of their own, so it is refused there.
+fn max_poll_records(
+    streams: Option<&str>,
+    client: &mut BTreeMap<Scope, BTreeMap<String, String>>,
+) -> Result<usize, StreamsError> {
+    const NAME: &str = "max.poll.records";
+    let mut value = streams.map(|v| (keys::MAX_POLL_RECORDS.to_owned(), v.to_owned()));
+    for scope in [Scope::Common, Scope::Consumer, Scope::MainConsumer] {
+        if let Some(v) = client.get_mut(&scope).and_then(|m| m.remove(NAME)) {
+            value = Some((format!("{}{NAME}", scope.prefix()), v));
+        }
+    }
+    for scope in [
+        Scope::RestoreConsumer,
+        Scope::GlobalConsumer,
+        Scope::Producer,
+        Scope::Admin,
+    ] {
+        if client.get(&scope).is_some_and(|m| m.contains_key(NAME)) {
+            return Err(invalid(
+                &format!("{}{NAME}", scope.prefix()),
+                "only the stream threads' main consumer takes `max.poll.records`",
+            ));
+        }
+    }
+    match value {
+        Some((key, v)) => to_usize(&key, integer(&key, &v, 1)?),
+        None => Ok(StreamsConfig::DEFAULT_MAX_POLL_RECORDS),
+    }
+}
+
+/// The main consumer assigns with `range`, which keeps co-partitioned topics together;
+/// another strategy would break joins and aggregations silently, so it is refused.
+fn assignment_strategy(client: &BTreeMap<Scope, BTreeMap<String, String>>) -> Result<(), StreamsError> {
+    const NAME: &str = "partition.assignment.strategy";
+    for scope in [Scope::Common, Scope::Consumer, Scope::MainConsumer] {
+        if let Some(v) = client.get(&scope).and_then(|m| m.get(NAME))
+            && v.trim() != "range"
+        {
+            return Err(invalid(
+                &format!("{}{NAME}", scope.prefix()),
+                format!(
+                    "`{v}` is not supported: stream threads assign partitions with `range`, which keeps \
+                     co-partitioned topics on the same task"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// What a property is.

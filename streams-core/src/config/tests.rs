@@ -390,8 +390,8 @@ fn client_properties_route_by_prefix_and_prefixed_wins() {
         ("max.poll.interval.ms", "300000"),
         ("client.rack", "rack-a"),
         ("consumer.session.timeout.ms", "10000"),
-        ("consumer.max.poll.records", "50"),
-        ("main.consumer.max.poll.records", "70"),
+        ("consumer.fetch.wait.max.ms", "50"),
+        ("main.consumer.fetch.wait.max.ms", "70"),
         ("restore.consumer.fetch.max.bytes", "1000"),
         ("producer.linger.ms", "5"),
         ("producer.client.rack", "rack-b"),
@@ -406,14 +406,14 @@ fn client_properties_route_by_prefix_and_prefixed_wins() {
         map(&[
             ("bootstrap.servers", "b:9092"),
             ("client.rack", "rack-a"),
+            ("fetch.wait.max.ms", "50"),
             ("max.poll.interval.ms", "300000"),
-            ("max.poll.records", "50"),
             ("session.timeout.ms", "10000"),
         ])
     );
-    assert_eq!(c.main_consumer_properties()["max.poll.records"], "70");
+    assert_eq!(c.main_consumer_properties()["fetch.wait.max.ms"], "70");
     assert_eq!(c.main_consumer_properties()["session.timeout.ms"], "10000");
-    assert_eq!(c.restore_consumer_properties()["max.poll.records"], "50");
+    assert_eq!(c.restore_consumer_properties()["fetch.wait.max.ms"], "50");
     assert_eq!(c.restore_consumer_properties()["fetch.max.bytes"], "1000");
     assert!(!c.main_consumer_properties().contains_key("fetch.max.bytes"));
     assert_eq!(c.global_consumer_properties(), c.consumer_properties());
@@ -465,7 +465,7 @@ fn builder_sets_typed_values_and_client_properties() {
         .poll_interval(Duration::from_millis(20))
         .replication_factor(3)
         .set("session.timeout.ms", "6000")
-        .consumer_property("max.poll.records", "10")
+        .consumer_property("fetch.wait.max.ms", "10")
         .producer_property("linger.ms", "1")
         .admin_property("request.timeout.ms", "500")
         .build()
@@ -476,7 +476,7 @@ fn builder_sets_typed_values_and_client_properties() {
     assert_eq!(c.production_exception_handler(), ErrorHandling::LogAndContinue);
     assert_eq!(c.processing_exception_handler(), ErrorHandling::DeadLetterQueue);
     assert_eq!(c.poll_interval(), Duration::from_millis(20));
-    assert_eq!(c.consumer_properties()["max.poll.records"], "10");
+    assert_eq!(c.consumer_properties()["fetch.wait.max.ms"], "10");
     assert_eq!(c.consumer_properties()["session.timeout.ms"], "6000");
     assert_eq!(c.producer_properties()["linger.ms"], "1");
     assert_eq!(c.admin_properties()["request.timeout.ms"], "500");
@@ -542,7 +542,7 @@ bootstrap.servers:localhost:9092
 num.stream.threads   4
 processing.guarantee=exactly_once_v2
 state.dir = /tmp/wc   
-consumer.max.poll.records: 100
+consumer.fetch.wait.max.ms: 100
 producer.client.id = wc\
                      -producer
 sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required \
@@ -565,7 +565,7 @@ fn properties_file_syntax() {
             ("num.stream.threads", "4"),
             ("processing.guarantee", "exactly_once_v2"),
             ("state.dir", "/tmp/wc"),
-            ("consumer.max.poll.records", "100"),
+            ("consumer.fetch.wait.max.ms", "100"),
             ("producer.client.id", "wc-producer"),
             (
                 "sasl.jaas.config",
@@ -612,7 +612,7 @@ fn from_properties_str_and_file() {
     assert!(c.is_exactly_once());
     assert_eq!(c.commit_interval(), Duration::from_millis(100));
     assert_eq!(c.state_dir(), PathBuf::from("/tmp/wc"));
-    assert_eq!(c.consumer_properties()["max.poll.records"], "100");
+    assert_eq!(c.consumer_properties()["fetch.wait.max.ms"], "100");
     assert_eq!(c.producer_properties()["client.id"], "wc-producer");
     assert!(c.admin_properties().contains_key("sasl.jaas.config"));
 
@@ -642,14 +642,14 @@ fn display_lists_effective_values_and_masks_secrets() {
         ("processing.guarantee", "exactly_once_v2"),
         ("sasl.password", "hunter2"),
         ("producer.ssl.key.password", "hunter3"),
-        ("consumer.max.poll.records", "5"),
+        ("consumer.fetch.wait.max.ms", "5"),
         ("num.standby.replicas", "1"),
     ])
     .unwrap();
     let shown = c.to_string();
     for line in [
         "application.id = app",
-        "bootstrap.servers = <unset: embedded mock cluster>",
+        "bootstrap.servers = <unset>",
         "num.stream.threads = 1",
         "processing.guarantee = exactly_once_v2",
         "commit.interval.ms = 100",
@@ -657,7 +657,7 @@ fn display_lists_effective_values_and_masks_secrets() {
         "deserialization.exception.handler = log_and_fail",
         "poll.ms = 100",
         "replication.factor = -1",
-        "consumer.max.poll.records = 5",
+        "consumer.fetch.wait.max.ms = 5",
         "sasl.password = ********",
         "producer.ssl.key.password = ********",
         "# ignored (not supported): num.standby.replicas",
@@ -666,7 +666,7 @@ fn display_lists_effective_values_and_masks_secrets() {
     }
     let debug = format!("{c:?}");
     assert!(
-        debug.contains("commit.interval.ms") && debug.contains("max.poll.records"),
+        debug.contains("commit.interval.ms") && debug.contains("fetch.wait.max.ms"),
         "{debug}"
     );
     for shown in [shown, debug, format!("{:?}", c.to_builder())] {
@@ -688,7 +688,7 @@ fn the_reference_matches_the_code() {
         .filter_map(|l| l.strip_prefix("| `"))
         .filter_map(|l| l.split('`').next())
         .collect();
-    assert_eq!(documented.len(), 15, "{documented:?}");
+    assert_eq!(documented.len(), 16, "{documented:?}");
     for key in super::keys::STREAMS {
         // The deprecated names are mentioned in their successors' rows.
         assert!(
@@ -714,4 +714,49 @@ fn the_reference_matches_the_code() {
     assert_eq!(c.consumer_properties()["session.timeout.ms"], "10000");
     assert_eq!(c.producer_properties()["sasl.mechanism"], "PLAIN");
     assert!(!c.producer_properties().contains_key("session.timeout.ms"));
+}
+
+#[test]
+fn max_poll_records_is_the_loops_not_a_client_property() {
+    let c = with_app(&[]).unwrap();
+    assert_eq!(c.max_poll_records(), StreamsConfig::DEFAULT_MAX_POLL_RECORDS);
+    let c = with_app(&[("max.poll.records", "200")]).unwrap();
+    assert_eq!(c.max_poll_records(), 200);
+    // The consumer's and then the main consumer's win, and no client sees the name.
+    let c = with_app(&[
+        ("max.poll.records", "200"),
+        ("consumer.max.poll.records", "300"),
+        ("main.consumer.max.poll.records", "400"),
+    ])
+    .unwrap();
+    assert_eq!(c.max_poll_records(), 400);
+    for props in [
+        c.consumer_properties(),
+        c.main_consumer_properties(),
+        c.restore_consumer_properties(),
+    ] {
+        assert!(!props.contains_key("max.poll.records"), "{props:?}");
+    }
+    let c = with_app(&[("consumer.max.poll.records", "300")]).unwrap();
+    assert_eq!(c.max_poll_records(), 300);
+    let e = with_app(&[("consumer.max.poll.records", "0")]).unwrap_err();
+    assert!(e.to_string().contains("consumer.max.poll.records"), "{e}");
+    let e = with_app(&[("restore.consumer.max.poll.records", "10")]).unwrap_err();
+    assert!(e.to_string().contains("restore.consumer.max.poll.records"), "{e}");
+}
+
+#[test]
+fn an_assignment_strategy_other_than_range_is_refused() {
+    assert!(with_app(&[("consumer.partition.assignment.strategy", "range")]).is_ok());
+    for key in [
+        "partition.assignment.strategy",
+        "consumer.partition.assignment.strategy",
+        "main.consumer.partition.assignment.strategy",
+    ] {
+        let e = with_app(&[(key, "cooperative-sticky")]).unwrap_err();
+        assert!(
+            e.to_string().contains(key) && e.to_string().contains("range"),
+            "{e}"
+        );
+    }
 }
