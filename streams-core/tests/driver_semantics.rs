@@ -397,3 +397,78 @@ fn undeserializable_records_go_to_the_dead_letter_topic_with_their_bytes() {
         "{err}"
     );
 }
+
+/// Serializes strings, failing on `"unserializable"`.
+#[derive(Clone)]
+struct PickySerde;
+
+impl streams_core::serdes::Serde for PickySerde {
+    type Target = String;
+    fn serialize_into(
+        &self,
+        value: &String,
+        out: &mut Vec<u8>,
+    ) -> Result<(), streams_core::serdes::SerdeError> {
+        if value == "unserializable" {
+            return Err(streams_core::serdes::SerdeError::new(
+                "picky",
+                "refused by the test serde",
+            ));
+        }
+        out.extend_from_slice(value.as_bytes());
+        Ok(())
+    }
+    fn deserialize(&self, bytes: &[u8]) -> Result<String, streams_core::serdes::SerdeError> {
+        Ok(String::from_utf8_lossy(bytes).into_owned())
+    }
+}
+
+#[test]
+fn sink_serialization_errors_go_to_the_production_handler() {
+    let topology = || {
+        let mut b = Topology::builder();
+        b.add_source("src", ["words"], StringSerde, StringSerde).add_sink(
+            "out",
+            "words-out",
+            StringSerde,
+            PickySerde,
+            ["src"],
+        );
+        b.build().unwrap()
+    };
+    // Production errors are skipped, processing errors would fail: the record is skipped.
+    let policy = ErrorPolicy {
+        processing: ErrorHandling::LogAndFail,
+        production: ErrorHandling::LogAndContinue,
+        ..ErrorPolicy::default()
+    };
+    let d = TopologyTestDriver::new(topology(), DriverConfig::default().errors(policy)).unwrap();
+    let input = d.input_topic("words", StringSerde, StringSerde);
+    for v in ["a", "unserializable", "b"] {
+        input.pipe("k".into(), v.into()).unwrap();
+    }
+    let values: Vec<String> = d
+        .output_topic("words-out", StringSerde, StringSerde)
+        .read_key_values()
+        .unwrap()
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(values, ["a", "b"]);
+
+    // The other way round, the error stops processing and is reported as a production error.
+    let policy = ErrorPolicy {
+        processing: ErrorHandling::LogAndContinue,
+        production: ErrorHandling::LogAndFail,
+        ..ErrorPolicy::default()
+    };
+    let d = TopologyTestDriver::new(topology(), DriverConfig::default().errors(policy)).unwrap();
+    let err = d
+        .input_topic("words", StringSerde, StringSerde)
+        .pipe("k".into(), "unserializable".into())
+        .unwrap_err();
+    assert!(
+        matches!(err, streams_core::StreamsError::Production { ref topic, .. } if topic == "words-out"),
+        "{err:?}"
+    );
+}

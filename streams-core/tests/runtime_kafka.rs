@@ -235,7 +235,9 @@ fn undeliverable_outputs_go_to_the_dead_letter_topic() {
     };
     let app_id = testing::unique_name("dlq-production-app");
     let input = testing::unique_name("sizes");
-    let output = testing::unique_name("sizes-out");
+    // A user topic whose name ends in `-changelog` is still an output topic: its failed
+    // deliveries go to the production handler, not the fatal changelog path.
+    let output = format!("{}-changelog", testing::unique_name("sizes-out"));
     let dlq = testing::unique_name("dlq-production");
     testing::create_topic(&bootstrap, &input, 2, &[]).unwrap();
     testing::create_topic(&bootstrap, &dlq, 2, &[]).unwrap();

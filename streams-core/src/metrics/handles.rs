@@ -33,6 +33,8 @@ pub(crate) struct ThreadMetrics {
     pub blocked_seconds: Counter,
     pub producer_errors: IntCounter,
     pub consumer_errors: IntCounter,
+    pub offset_resets: IntCounter,
+    pub skipped_offsets: IntCounter,
     pub dead_letters: [IntCounter; 3],
 }
 
@@ -55,6 +57,8 @@ impl ThreadMetrics {
             blocked_seconds: f.thread_blocked_seconds.with_label_values(&l),
             producer_errors: counter(&f.producer_errors, &l),
             consumer_errors: counter(&f.consumer_errors, &l),
+            offset_resets: counter(&f.offset_resets, &l),
+            skipped_offsets: counter(&f.skipped_offsets, &l),
             dead_letters: DLQ_REASONS.map(|r| counter(&f.dead_letter_records, &[l[0], l[1], r])),
         }
     }
@@ -89,6 +93,8 @@ impl Drop for ThreadMetrics {
         let _ = f.thread_blocked_seconds.remove_label_values(&l);
         let _ = f.producer_errors.remove_label_values(&l);
         let _ = f.consumer_errors.remove_label_values(&l);
+        let _ = f.offset_resets.remove_label_values(&l);
+        let _ = f.skipped_offsets.remove_label_values(&l);
         for r in DLQ_REASONS {
             let _ = f.dead_letter_records.remove_label_values(&[l[0], l[1], r]);
         }
@@ -101,7 +107,7 @@ pub(crate) struct Published {
     pub processed: u64,
     pub dropped: u64,
     pub punctuations: u64,
-    pub dead_lettered: [u64; 2],
+    pub dead_lettered: [u64; 3],
 }
 
 /// The metrics of one task, with the names of its nodes and stores (to remove their series

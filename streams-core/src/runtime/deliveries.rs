@@ -65,6 +65,7 @@ impl TaskManager {
             let r = crate::handlers::dead_letter(&topic, &raw, "production", &raw.topic, &error);
             super::producer::send(
                 &self.producer,
+                super::producer::Written::Output,
                 &r.topic,
                 None,
                 r.key.as_deref(),

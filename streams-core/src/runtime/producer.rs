@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::ClientContext;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -55,15 +55,35 @@ impl ClientContext for DeliveryTracker {
     }
 }
 
-impl ProducerContext for DeliveryTracker {
-    type DeliveryOpaque = ();
+/// What a produced record is, carried to its delivery report (a user topic may well end in
+/// `-changelog`: the name says nothing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Written {
+    /// An output record of a sink (or a dead-letter record).
+    Output,
+    /// A store's changelog record.
+    Changelog,
+}
 
-    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+impl Written {
+    fn opaque(self) -> usize {
+        match self {
+            Self::Output => 0,
+            Self::Changelog => 1,
+        }
+    }
+}
+
+impl ProducerContext for DeliveryTracker {
+    type DeliveryOpaque = usize;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, opaque: usize) {
+        let changelog = opaque == Written::Changelog.opaque();
         let Ok(mut d) = self.state.lock() else {
             return;
         };
         match result {
-            Ok(m) if m.topic().ends_with("-changelog") => {
+            Ok(m) if changelog => {
                 let e = d
                     .changelog_offsets
                     .entry((m.topic().to_owned(), m.partition()))
@@ -74,7 +94,7 @@ impl ProducerContext for DeliveryTracker {
             Err((e, m)) => {
                 d.failed += 1;
                 let message = format!("{}-{}: {e}", m.topic(), m.partition());
-                if m.topic().ends_with("-changelog") {
+                if changelog {
                     d.changelog_error.get_or_insert(message);
                 } else if self.keep_failed {
                     d.failed_records.push((failed_record(m), e.to_string()));
@@ -109,8 +129,10 @@ pub(crate) fn to_kafka_headers(h: &Headers) -> Option<OwnedHeaders> {
 }
 
 /// Sends one record, waiting (bounded) while the producer's queue is full.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn send(
     producer: &StreamProducer,
+    written: Written,
     topic: &str,
     partition: Option<i32>,
     key: Option<&[u8]>,
@@ -118,7 +140,8 @@ pub(crate) fn send(
     timestamp: i64,
     headers: Option<OwnedHeaders>,
 ) -> Result<(), KafkaError> {
-    let mut record: BaseRecord<'_, [u8], [u8], ()> = BaseRecord::to(topic).timestamp(timestamp);
+    let mut record: BaseRecord<'_, [u8], [u8], usize> =
+        BaseRecord::with_opaque_to(topic, written.opaque()).timestamp(timestamp);
     if let Some(p) = partition {
         record = record.partition(p);
     }
@@ -145,36 +168,68 @@ pub(crate) fn send(
     }
 }
 
-/// Partition counts of output topics, looked up once per topic.
+/// Partition counts of output topics, looked up once per topic. A failed lookup (the topic
+/// does not exist yet, the broker did not answer) is remembered for [`MISS_RETRY`], so a
+/// missing topic costs one metadata request per interval, not one per record; meanwhile
+/// records go out without a partition and the producer's partitioner places them.
 pub(crate) struct PartitionCache {
-    producer: Arc<StreamProducer>,
-    counts: HashMap<String, Option<i32>>,
+    lookup: PartitionLookup,
+    counts: HashMap<String, i32>,
+    misses: HashMap<String, Instant>,
 }
+
+/// Asks the cluster for a topic's partition count.
+type PartitionLookup = Box<dyn FnMut(&str) -> Option<i32>>;
+
+/// How long a failed partition-count lookup is remembered.
+pub(crate) const MISS_RETRY: Duration = Duration::from_secs(5);
 
 impl PartitionCache {
     pub fn new(producer: Arc<StreamProducer>) -> Self {
+        Self::with_lookup(Box::new(move |topic| {
+            producer
+                .client()
+                .fetch_metadata(Some(topic), Duration::from_secs(10))
+                .ok()
+                .and_then(|m| m.topics().first().map(|t| t.partitions().len() as i32))
+                .filter(|&n| n > 0)
+        }))
+    }
+
+    fn with_lookup(lookup: PartitionLookup) -> Self {
         Self {
-            producer,
+            lookup,
             counts: HashMap::new(),
+            misses: HashMap::new(),
         }
     }
 
     pub fn get(&mut self, topic: &str) -> Option<i32> {
-        if let Some(c) = self.counts.get(topic) {
-            return *c;
+        self.get_at(topic, Instant::now())
+    }
+
+    fn get_at(&mut self, topic: &str, now: Instant) -> Option<i32> {
+        if let Some(&n) = self.counts.get(topic) {
+            return Some(n);
         }
-        let n = self
-            .producer
-            .client()
-            .fetch_metadata(Some(topic), Duration::from_secs(10))
-            .ok()
-            .and_then(|m| m.topics().first().map(|t| t.partitions().len() as i32))
-            .filter(|&n| n > 0);
-        // Cache only answers: a topic that does not exist yet may be auto-created later.
-        if n.is_some() {
-            self.counts.insert(topic.to_owned(), n);
+        if self
+            .misses
+            .get(topic)
+            .is_some_and(|&at| now.saturating_duration_since(at) < MISS_RETRY)
+        {
+            return None;
         }
-        n
+        match (self.lookup)(topic) {
+            Some(n) => {
+                self.misses.remove(topic);
+                self.counts.insert(topic.to_owned(), n);
+                Some(n)
+            }
+            None => {
+                self.misses.insert(topic.to_owned(), now);
+                None
+            }
+        }
     }
 }
 
@@ -188,6 +243,7 @@ impl RecordCollector for KafkaCollector {
     fn send(&mut self, r: OutputRecord) -> Result<(), ProcessorError> {
         send(
             &self.producer,
+            Written::Output,
             &r.topic,
             r.partition,
             r.key.as_deref(),
@@ -217,6 +273,7 @@ impl ChangelogSink for KafkaChangelogSink {
         let ts = self.timestamp.load(Ordering::Relaxed);
         send(
             &self.producer,
+            Written::Changelog,
             &self.topic,
             Some(self.partition),
             Some(key),
@@ -225,5 +282,38 @@ impl ChangelogSink for KafkaChangelogSink {
             None,
         )
         .map_err(|e| ChangelogError::new(format!("changelog `{}`: {e}", self.topic)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    use super::*;
+
+    #[test]
+    fn a_missing_topic_is_looked_up_once_per_interval() {
+        let calls = Rc::new(Cell::new(0));
+        let exists = Rc::new(Cell::new(false));
+        let (c, e) = (calls.clone(), exists.clone());
+        let mut cache = PartitionCache::with_lookup(Box::new(move |_| {
+            c.set(c.get() + 1);
+            e.get().then_some(6)
+        }));
+        let start = Instant::now();
+        for i in 0..1000 {
+            assert_eq!(cache.get_at("missing", start + Duration::from_micros(i)), None);
+        }
+        assert_eq!(calls.get(), 1, "one lookup while the miss is fresh");
+        exists.set(true);
+        assert_eq!(cache.get_at("missing", start + MISS_RETRY / 2), None);
+        assert_eq!(calls.get(), 1);
+        assert_eq!(cache.get_at("missing", start + MISS_RETRY), Some(6));
+        assert_eq!(calls.get(), 2);
+        for _ in 0..10 {
+            assert_eq!(cache.get_at("missing", start), Some(6));
+        }
+        assert_eq!(calls.get(), 2, "an answer is kept");
     }
 }

@@ -22,7 +22,7 @@ use streams_state::{KeyValueStore, StoreError};
 
 use self::collector::RecordCollector;
 use self::graph::{Graph, NodeFailure, NodeMeta};
-use self::nodes::DeserializeFailure;
+use self::nodes::{DeserializeFailure, ProduceFailure};
 use self::queue::RecordQueues;
 use self::shared::{CurrentRecord, StoreSlot, TaskShared};
 use crate::error::{ErrorOrigin, ProcessorError, StreamsError};
@@ -57,7 +57,7 @@ pub(crate) struct TaskCounters {
     pub punctuations: u64,
     pub dead_lettered: u64,
     /// Dead-lettered records by reason, indexed as [`DLQ_REASONS`].
-    pub dead_lettered_by: [u64; 2],
+    pub dead_lettered_by: [u64; 3],
 }
 
 struct SourceEntry {
@@ -281,14 +281,25 @@ impl Task {
                 };
                 ("deserialization", self.policy.deserialization, err)
             }
-            Err(inner) => (
-                "processing",
-                self.policy.processing,
-                StreamsError::Processing {
-                    origin,
-                    source: inner,
-                },
-            ),
+            Err(inner) => match inner.downcast::<ProduceFailure>() {
+                Ok(p) => (
+                    "production",
+                    self.policy.production,
+                    StreamsError::Production {
+                        origin,
+                        topic: p.topic,
+                        message: p.source.to_string(),
+                    },
+                ),
+                Err(inner) => (
+                    "processing",
+                    self.policy.processing,
+                    StreamsError::Processing {
+                        origin,
+                        source: inner,
+                    },
+                ),
+            },
         };
         match handling {
             ErrorHandling::LogAndFail => Err(err),

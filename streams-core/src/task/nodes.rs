@@ -86,6 +86,17 @@ pub(crate) struct DeserializeFailure {
     pub source: SerdeError,
 }
 
+/// An output record a sink could not hand to the producer: its key or value did not
+/// serialize, or the producer refused it at once. The task hands it to the production
+/// exception handler (as Kafka Streams does), with the input record being processed.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot produce to `{topic}`: {source}")]
+pub(crate) struct ProduceFailure {
+    pub topic: String,
+    #[source]
+    pub source: ProcessorError,
+}
+
 /// A source: deserializes raw records and forwards them. It reads the raw record from
 /// `&mut Option<RawRecord>` without taking it, so the task still has the original bytes
 /// when deserialization fails.
@@ -201,12 +212,20 @@ where
         };
         self.key_buf.clear();
         self.value_buf.clear();
+        let failure = |topic: &str, source: ProcessorError| -> ProcessorError {
+            Box::new(ProduceFailure {
+                topic: topic.to_owned(),
+                source,
+            })
+        };
         let has_key = self
             .key_serde
-            .serialize_nullable(&record.key, &mut self.key_buf)?;
+            .serialize_nullable(&record.key, &mut self.key_buf)
+            .map_err(|e| failure(&topic, e.into()))?;
         let has_value = self
             .value_serde
-            .serialize_nullable(&record.value, &mut self.value_buf)?;
+            .serialize_nullable(&record.value, &mut self.value_buf)
+            .map_err(|e| failure(&topic, e.into()))?;
         let mut collector = cx.task.collector.borrow_mut();
         let partitions = collector.partitions(&topic);
         let partition = match (&self.partitioner, partitions) {
@@ -217,14 +236,16 @@ where
             (true, Some(n)) => Some(default_partition(&self.key_buf, n)),
             _ => None,
         });
-        collector.send(OutputRecord {
-            topic,
-            partition,
-            key: has_key.then(|| bytes::Bytes::copy_from_slice(&self.key_buf)),
-            value: has_value.then(|| bytes::Bytes::copy_from_slice(&self.value_buf)),
-            timestamp: record.timestamp,
-            headers: record.headers,
-        })
+        collector
+            .send(OutputRecord {
+                topic: topic.clone(),
+                partition,
+                key: has_key.then(|| bytes::Bytes::copy_from_slice(&self.key_buf)),
+                value: has_value.then(|| bytes::Bytes::copy_from_slice(&self.value_buf)),
+                timestamp: record.timestamp,
+                headers: record.headers,
+            })
+            .map_err(|e| failure(&topic, e))
     }
 
     fn punctuate(&mut self, _: NodeCx<'_>, _: ScheduleId, _: i64) -> ProcessResult {

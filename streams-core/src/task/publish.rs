@@ -28,10 +28,7 @@ impl Task {
             processed: c.processed - last.processed,
             dropped: c.dropped - last.dropped,
             punctuations: c.punctuations - last.punctuations,
-            dead_lettered: [
-                c.dead_lettered_by[0] - last.dead_lettered[0],
-                c.dead_lettered_by[1] - last.dead_lettered[1],
-            ],
+            dead_lettered: std::array::from_fn(|i| c.dead_lettered_by[i] - last.dead_lettered[i]),
         };
         m.process_records.inc_by(delta.processed);
         m.dropped_records.inc_by(delta.dropped);
