@@ -39,6 +39,8 @@ pub(crate) struct Families {
     pub thread_blocked_seconds: prometheus::CounterVec,
     pub producer_errors: IntCounterVec,
     pub consumer_errors: IntCounterVec,
+    pub offset_resets: IntCounterVec,
+    pub skipped_offsets: IntCounterVec,
     pub dead_letter_records: IntCounterVec,
     // Task.
     pub task_process_records: IntCounterVec,
@@ -199,6 +201,16 @@ impl Families {
             consumer_errors: r.counter(
                 "streams_thread_consumer_errors_total",
                 "Errors the thread's consumer reported from poll.",
+                &thread,
+            )?,
+            offset_resets: r.counter(
+                "streams_thread_offset_resets_total",
+                "Source partitions whose position was out of range and reset by auto.offset.reset.",
+                &thread,
+            )?,
+            skipped_offsets: r.counter(
+                "streams_thread_skipped_offsets_total",
+                "Source offsets skipped by offset resets (records deleted before they were read).",
                 &thread,
             )?,
             dead_letter_records: r.counter(

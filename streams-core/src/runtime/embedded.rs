@@ -1,5 +1,9 @@
-//! The embedded default: librdkafka's in-process mock cluster, so an application (and the
-//! examples) run with no broker at all.
+//! An in-process cluster for small, quick tests: librdkafka's mock cluster.
+//!
+//! It is never a default. The mock keeps at most 5 MiB or 100,000 message sets per
+//! partition and deletes older ones without a word, so anything that lags by more than that
+//! would lose records: an application on it stops with an error as soon as a source or
+//! changelog offset falls out of its log (see `resets.rs`).
 //!
 //! The mock serves produce, consumer groups with committed offsets and auto-created
 //! topics; it does not hide aborted transactions from `read_committed` consumers, so

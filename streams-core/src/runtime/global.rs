@@ -15,11 +15,12 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::Consumer;
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 use streams_state::{KeyValueStore, StoreBuildContext, StoreError};
 
+use super::resets::AssignedConsumer;
 use super::restore::kafka_err;
 use super::tasks::TaskSettings;
 use super::thread::to_raw;
@@ -55,7 +56,7 @@ impl RecordCollector for NoOutput {
 pub(crate) struct GlobalTasks {
     topology: Arc<crate::topology::Topology>,
     tasks: Vec<Task>,
-    consumer: BaseConsumer,
+    consumer: AssignedConsumer,
     slots: Vec<StoreSlot>,
 }
 
@@ -65,7 +66,7 @@ impl GlobalTasks {
     pub fn start(
         settings: &TaskSettings,
         dir: PathBuf,
-        consumer: BaseConsumer,
+        consumer: AssignedConsumer,
     ) -> Result<Option<Self>, StreamsError> {
         let topology = settings.topology.clone();
         let subs: Vec<_> = topology.subtopologies().iter().filter(|s| s.global).collect();

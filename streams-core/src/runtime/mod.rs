@@ -12,6 +12,7 @@ mod global;
 mod producer;
 mod publish;
 mod recover;
+mod resets;
 mod restore;
 mod status;
 mod tasks;
@@ -33,6 +34,7 @@ pub use restore::changelog_topic;
 pub use status::{State, StateListener};
 
 use self::producer::DeliveryTracker;
+use self::resets::{AssignedConsumer, QuietContext};
 use self::status::Status;
 use self::tasks::{TaskManagerParts, TaskSettings};
 use self::thread::{LoopSettings, ThreadContext};
@@ -67,6 +69,8 @@ struct ThreadFactory {
     status: Arc<Status>,
     bootstrap: String,
     process_id: String,
+    /// The application runs on the embedded mock cluster (an offset reset is then fatal).
+    on_mock: bool,
 }
 
 impl ThreadFactory {
@@ -88,6 +92,17 @@ impl ThreadFactory {
             if eos { "read_committed" } else { "read_uncommitted" },
         );
         c
+    }
+
+    /// A consumer with `config` whose client-level errors are warnings (see `resets.rs`).
+    fn assigned_consumer(
+        &self,
+        config: &ClientConfig,
+        name: String,
+    ) -> Result<AssignedConsumer, StreamsError> {
+        config
+            .create_with_context(QuietContext { name: name.clone() })
+            .map_err(|e| restore::kafka_err(&name, e))
     }
 
     fn parts(
@@ -124,7 +139,9 @@ impl ThreadFactory {
             status: self.status.clone(),
             name: name.to_owned(),
             in_rebalance: AtomicBool::new(false),
+            generation: std::sync::atomic::AtomicU64::new(0),
             high_watermarks: std::sync::Mutex::new(std::collections::HashMap::new()),
+            resets: resets::ResetWatch::default(),
         };
         let consumer: BaseConsumer<ThreadContext> = cc
             .create_with_context(context)
@@ -135,10 +152,12 @@ impl ThreadFactory {
             .subscribe(&topic_refs)
             .map_err(|e| restore::kafka_err("subscribe", e))?;
 
-        let restore_consumer: BaseConsumer = self
-            .assigned_consumer_config(&format!("{app_id}-restore"), eos)
-            .create()
-            .map_err(|e| restore::kafka_err("restore consumer", e))?;
+        // A changelog offset out of range is corrupted state, never a silent skip: the
+        // restore loop sees it as an error and wipes the store (see `restore.rs`).
+        let mut rc = self.assigned_consumer_config(&format!("{app_id}-restore"), eos);
+        rc.set("client.id", format!("{name}-restore"))
+            .set("auto.offset.reset", "error");
+        let restore_consumer = self.assigned_consumer(&rc, format!("{name}-restore"))?;
 
         let mut pc = self.client_config(cfg.producer_properties());
         pc.set("client.id", format!("{name}-producer"));
@@ -182,15 +201,13 @@ impl ThreadFactory {
             policy: cfg.error_policy(),
             eos,
             reset_earliest: cc.get("auto.offset.reset") == Some("earliest"),
+            on_mock: self.on_mock,
         };
         let global_consumer = if self.topology.subtopologies().iter().any(|s| s.global) {
             let mut gc = self.assigned_consumer_config(&format!("{app_id}-global"), eos);
             gc.set("client.id", format!("{name}-global"))
                 .set("auto.offset.reset", "earliest");
-            Some(
-                gc.create::<BaseConsumer>()
-                    .map_err(|e| restore::kafka_err("global consumer", e))?,
-            )
+            Some(self.assigned_consumer(&gc, format!("{name}-global"))?)
         } else {
             None
         };
@@ -206,7 +223,8 @@ impl ThreadFactory {
         let loop_settings = LoopSettings {
             commit_interval: cfg.commit_interval(),
             poll: cfg.poll_interval(),
-            max_poll_records: 1000,
+            max_poll_records: cfg.max_poll_records(),
+            on_mock: self.on_mock,
         };
         Ok((consumer, tasks, loop_settings))
     }
@@ -229,29 +247,27 @@ pub struct KafkaStreams {
 }
 
 impl KafkaStreams {
-    /// An application running `topology` with `config`. With no `bootstrap.servers` it runs
-    /// on an in-process [`EmbeddedKafka`] (at-least-once only).
+    /// An application running `topology` with `config` on the cluster of
+    /// `bootstrap.servers`, which is required: without it construction fails naming the
+    /// property. (Small in-process tests can run on an [`EmbeddedKafka`] instead, with
+    /// [`KafkaStreams::on_embedded`].)
     pub fn new(topology: Topology, config: StreamsConfig) -> Result<Self, StreamsError> {
-        let (embedded, bootstrap) = match config.bootstrap_servers() {
-            Some(b) => (None, b.to_owned()),
-            None => {
-                if config.is_exactly_once() {
-                    return Err(StreamsError::Config {
-                        property: "processing.guarantee".into(),
-                        message: "exactly_once_v2 needs a real Kafka cluster (set bootstrap.servers); \
-                                  the embedded mock cluster does not isolate aborted transactions"
-                            .into(),
-                    });
-                }
-                let e = EmbeddedKafka::start()?;
-                let b = e.bootstrap_servers().to_owned();
-                (Some(e), b)
-            }
+        let Some(bootstrap) = config.bootstrap_servers().map(str::to_owned) else {
+            return Err(StreamsError::Config {
+                property: "bootstrap.servers".into(),
+                message: "required: the Kafka brokers to connect to (host:port,...). For small, quick \
+                          in-process tests use KafkaStreams::on_embedded with an EmbeddedKafka (librdkafka's \
+                          mock cluster, which keeps at most 5 MiB or 100,000 message sets per partition)"
+                    .into(),
+            });
         };
-        Self::with_bootstrap(topology, config, embedded, bootstrap)
+        Self::with_bootstrap(topology, config, None, bootstrap)
     }
 
-    /// An application on an embedded cluster that other applications of this process share.
+    /// An application on an embedded mock cluster (at-least-once only), which other
+    /// applications of this process may share. For small, quick tests: the mock keeps at
+    /// most 5 MiB or 100,000 message sets per partition, and an application that finds
+    /// records deleted before it read them stops with an error saying so.
     pub fn on_embedded(
         topology: Topology,
         config: StreamsConfig,
@@ -345,6 +361,7 @@ impl KafkaStreams {
             status: self.status.clone(),
             bootstrap: self.bootstrap.clone(),
             process_id: self.process_id.clone(),
+            on_mock: self.embedded.is_some(),
         })
     }
 

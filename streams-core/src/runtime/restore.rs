@@ -5,16 +5,39 @@
 //! contains) or, without one, from the start of the partition; it reads up to the end
 //! offset found when restoration began, in batches applied through
 //! `KeyValueStore::restore_batch` (RocksDB: one write batch each, WAL off).
+//!
+//! A gap is corrupted state, never skipped: when the checkpoint lies before the
+//! changelog's log start (retention or `DeleteRecords` removed records the store never
+//! saw), or the restore position falls out of the log while reading (the restore consumer
+//! runs with `auto.offset.reset=error`), restoration stops with [`Restored::Corrupted`];
+//! the task manager then wipes the task's state and restores from the earliest offset, as
+//! Kafka Streams does for a `TaskCorruptedException`.
 
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::Consumer;
+use rdkafka::error::KafkaError;
+use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Message, Offset, TopicPartitionList};
 use streams_state::ChangelogRecord;
 
+use super::resets::AssignedConsumer;
 use crate::error::StreamsError;
 use crate::task::Task;
+
+/// How a task's restoration ended.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Restored {
+    /// Every logged store is up to date; this many records were applied.
+    Done(u64),
+    /// The changelog of `topic` has a gap the store cannot cross: wipe and restore again.
+    Corrupted {
+        store: String,
+        topic: String,
+        reason: String,
+    },
+}
 
 /// How many records one restore batch holds.
 const BATCH: usize = 10_000;
@@ -40,13 +63,26 @@ pub(crate) struct RestoreProgress {
     pub remaining: u64,
 }
 
-/// Restores every logged store of `task`. Returns the number of records applied.
+/// Restores every logged store of `task`.
 pub(crate) fn restore_task(
-    consumer: &BaseConsumer,
+    consumer: &AssignedConsumer,
     task: &Task,
     app_id: &str,
     on_progress: &mut dyn FnMut(RestoreProgress),
-) -> Result<u64, StreamsError> {
+) -> Result<Restored, StreamsError> {
+    let result = restore_stores(consumer, task, app_id, on_progress);
+    let unassigned = consumer.unassign().map_err(|e| kafka_err("restore unassign", e));
+    let restored = result?;
+    unassigned?;
+    Ok(restored)
+}
+
+fn restore_stores(
+    consumer: &AssignedConsumer,
+    task: &Task,
+    app_id: &str,
+    on_progress: &mut dyn FnMut(RestoreProgress),
+) -> Result<Restored, StreamsError> {
     let mut total = 0;
     let partition = task.id().partition;
     for slot in task.stores() {
@@ -61,7 +97,21 @@ pub(crate) fn restore_task(
             .store
             .try_borrow_mut()
             .map_err(|_| StreamsError::Usage("store borrowed".into()))?;
-        let start = store.checkpoint()?.map_or(low, |c| c + 1).max(low);
+        let checkpoint = store.checkpoint()?;
+        if let Some(c) = checkpoint
+            && c + 1 < low
+        {
+            return Ok(Restored::Corrupted {
+                store: slot.name.clone(),
+                topic: format!("{topic}-{partition}"),
+                reason: format!(
+                    "the store holds the changelog up to offset {c}, but the changelog now starts at {low}: \
+                     offsets {}..{low} were deleted before the store saw them",
+                    c + 1
+                ),
+            });
+        }
+        let start = checkpoint.map_or(low, |c| c + 1);
         if start >= high {
             continue;
         }
@@ -86,6 +136,15 @@ pub(crate) fn restore_task(
                         offset: m.offset(),
                     });
                     last_progress = Instant::now();
+                }
+                Some(Err(KafkaError::MessageConsumption(RDKafkaErrorCode::AutoOffsetReset))) => {
+                    return Ok(Restored::Corrupted {
+                        store: slot.name.clone(),
+                        topic: format!("{topic}-{partition}"),
+                        reason: format!(
+                            "offset {position} is no longer in the changelog (deleted while restoring)"
+                        ),
+                    });
                 }
                 Some(Err(e)) => {
                     // Transient (a broker restarting): librdkafka reconnects by itself; a
@@ -131,8 +190,5 @@ pub(crate) fn restore_task(
         store.write_checkpoint(Some(high - 1))?;
         tracing::info!(task = %task.id(), store = %slot.name, records = total, elapsed = ?started.elapsed(), "restored");
     }
-    consumer
-        .unassign()
-        .map_err(|e| kafka_err("restore unassign", e))?;
-    Ok(total)
+    Ok(Restored::Done(total))
 }

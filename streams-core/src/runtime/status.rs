@@ -3,7 +3,7 @@
 //! Taken only on state changes and rebalances, never per record.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::metrics::Metrics;
@@ -33,7 +33,6 @@ pub(crate) struct Status {
     state: Mutex<State>,
     listener: Mutex<Option<StateListener>>,
     rebalancing: AtomicUsize,
-    generation: AtomicU64,
     threads: AtomicUsize,
     processed: Mutex<HashMap<String, u64>>,
 }
@@ -46,7 +45,6 @@ impl Status {
             state: Mutex::new(State::Created),
             listener: Mutex::new(None),
             rebalancing: AtomicUsize::new(0),
-            generation: AtomicU64::new(0),
             threads: AtomicUsize::new(0),
             processed: Mutex::new(HashMap::new()),
         }
@@ -94,11 +92,6 @@ impl Status {
         self.threads.store(n, Ordering::Relaxed);
     }
 
-    /// A rebalance callback ran on some thread.
-    pub fn bump_generation(&self) {
-        self.generation.fetch_add(1, Ordering::Relaxed);
-    }
-
     /// A thread enters a rebalance.
     pub fn enter_rebalance(&self) {
         if self.rebalancing.fetch_add(1, Ordering::Relaxed) == 0 && self.state() == State::Running {
@@ -111,11 +104,6 @@ impl Status {
         if self.rebalancing.fetch_sub(1, Ordering::Relaxed) == 1 && self.state() == State::Rebalancing {
             self.transition(State::Running);
         }
-    }
-
-    /// Counts rebalances seen by any thread.
-    pub fn generation(&self) -> u64 {
-        self.generation.load(Ordering::Relaxed)
     }
 
     pub fn set_processed(&self, thread: &str, total: u64) {

@@ -25,7 +25,8 @@ use streams_state::{KeyValueStore, RocksDbResources, StoreBuildContext, StoreErr
 
 use super::global::GlobalTasks;
 use super::producer::{DeliveryTracker, KafkaChangelogSink, KafkaCollector, PartitionCache, StreamProducer};
-use super::restore::{changelog_topic, kafka_err, restore_task};
+use super::resets::{AssignedConsumer, mock_retention_error};
+use super::restore::{Restored, changelog_topic, kafka_err, restore_task};
 use crate::error::StreamsError;
 use crate::handlers::ErrorPolicy;
 use crate::metrics::{Metrics, ThreadMetrics};
@@ -46,11 +47,13 @@ pub(crate) struct TaskSettings {
     pub eos: bool,
     /// The main consumer's `auto.offset.reset` is `earliest`.
     pub reset_earliest: bool,
+    /// The application runs on the embedded mock cluster: a changelog gap is then fatal.
+    pub on_mock: bool,
 }
 
 pub(crate) struct TaskManager {
     pub(super) settings: TaskSettings,
-    pub(super) global_consumer: Option<BaseConsumer>,
+    pub(super) global_consumer: Option<AssignedConsumer>,
     /// This thread's replicas of the global stores.
     pub(super) globals: Option<GlobalTasks>,
     pub metrics: ThreadMetrics,
@@ -58,7 +61,7 @@ pub(crate) struct TaskManager {
     pub(super) failed_published: u64,
     pub producer: Arc<StreamProducer>,
     pub(super) tracker: DeliveryTracker,
-    pub(super) restore_consumer: BaseConsumer,
+    pub(super) restore_consumer: AssignedConsumer,
     pub(super) tasks: BTreeMap<TaskId, Task>,
     pub(super) suspended: BTreeSet<TaskId>,
     /// Partitions assigned by the last rebalance, not yet turned into tasks.
@@ -89,12 +92,12 @@ fn now_ms() -> i64 {
 pub(crate) struct TaskManagerParts {
     pub settings: TaskSettings,
     /// Reads the topics of global stores, when the topology has any.
-    pub global_consumer: Option<BaseConsumer>,
+    pub global_consumer: Option<AssignedConsumer>,
     pub metrics: Metrics,
     pub thread_name: String,
     pub producer: Arc<StreamProducer>,
     pub tracker: DeliveryTracker,
-    pub restore_consumer: BaseConsumer,
+    pub restore_consumer: AssignedConsumer,
 }
 
 impl TaskManager {
@@ -238,6 +241,22 @@ impl TaskManager {
         Ok((task, wipe))
     }
 
+    /// Closes `task` without committing, deletes its state directory and creates it anew
+    /// (empty stores, restored from the changelog by the caller).
+    fn wipe(&self, mut task: Task, id: TaskId) -> Result<Task, StreamsError> {
+        task.close(false)?;
+        drop(task);
+        let dir = self.task_dir(id);
+        std::fs::remove_dir_all(&dir).map_err(|e| {
+            StreamsError::Store(StoreError::Io {
+                store: id.to_string(),
+                path: dir.clone(),
+                source: e,
+            })
+        })?;
+        Ok(self.make_task(id)?.0)
+    }
+
     /// Creates (or resumes) the tasks of the pending assignment, and those waiting for
     /// their state directory: restores their stores, then initializes their processors.
     pub fn create_pending<C: ConsumerContext>(
@@ -288,30 +307,47 @@ impl TaskManager {
             };
             if wipe {
                 tracing::info!(task = %id, "wiping state without checkpoint (exactly-once)");
-                task.close(false)?;
-                drop(task);
-                let dir = self.task_dir(id);
-                std::fs::remove_dir_all(&dir).map_err(|e| {
-                    StreamsError::Store(StoreError::Io {
-                        store: id.to_string(),
-                        path: dir.clone(),
-                        source: e,
-                    })
-                })?;
-                task = self.make_task(id)?.0;
+                task = self.wipe(task, id)?;
             }
             let gauges = task
                 .metrics_mut()
                 .map(|m| (m.restore_records.clone(), m.restore_remaining.clone()));
             let mut counted = 0;
-            let restored = restore_task(&self.restore_consumer, &task, &self.settings.app_id, &mut |p| {
-                tracing::debug!(task = %id, restored = p.restored, remaining = p.remaining, "restore progress");
-                if let Some((records, remaining)) = &gauges {
-                    records.inc_by(p.restored.saturating_sub(counted));
-                    counted = p.restored;
-                    remaining.set(i64::try_from(p.remaining).unwrap_or(i64::MAX));
+            let mut wiped_for_gap = false;
+            let restored = loop {
+                let outcome = restore_task(&self.restore_consumer, &task, &self.settings.app_id, &mut |p| {
+                    tracing::debug!(task = %id, restored = p.restored, remaining = p.remaining, "restore progress");
+                    if let Some((records, remaining)) = &gauges {
+                        records.inc_by(p.restored.saturating_sub(counted));
+                        counted = p.restored;
+                        remaining.set(i64::try_from(p.remaining).unwrap_or(i64::MAX));
+                    }
+                })?;
+                match outcome {
+                    Restored::Done(n) => break n,
+                    Restored::Corrupted { store, topic, reason } => {
+                        if self.settings.on_mock {
+                            return Err(mock_retention_error("changelog", &topic, id.partition, &reason));
+                        }
+                        if wiped_for_gap {
+                            return Err(StreamsError::Kafka {
+                                message: format!(
+                                    "restoring store {store} of task {id} from {topic}: {reason}, even after wiping it"
+                                ),
+                                retriable: true,
+                            });
+                        }
+                        tracing::warn!(
+                            task = %id,
+                            store = %store,
+                            "changelog {topic}: {reason}; the task's state is corrupted: wiping it and restoring from the earliest offset"
+                        );
+                        task = self.wipe(task, id)?;
+                        wiped_for_gap = true;
+                        counted = 0;
+                    }
                 }
-            })?;
+            };
             if let Some((records, remaining)) = &gauges {
                 records.inc_by(restored.saturating_sub(counted));
                 remaining.set(0);

@@ -7,16 +7,18 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rdkafka::ClientContext;
+use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
 use rdkafka::message::{Headers as _, Message};
 use rdkafka::statistics::Statistics;
 
+use super::resets::{ResetWatch, SourceResets, forward_log};
 use super::status::Status;
 use super::tasks::{TaskManager, TaskManagerParts};
 use crate::error::StreamsError;
@@ -37,12 +39,24 @@ pub(crate) struct ThreadContext {
     pub name: String,
     /// Set by a rebalance callback, cleared by the loop once the new tasks exist.
     pub in_rebalance: AtomicBool,
+    /// Counts this thread's rebalance callbacks. Per thread: a callback on another thread
+    /// says nothing about the records this thread has polled.
+    pub generation: AtomicU64,
     /// End offsets of the assigned partitions, from librdkafka's statistics (delivered
     /// inside `poll` about once a second), for the lag metric.
     pub high_watermarks: Mutex<HashMap<(String, i32), i64>>,
+    /// Offset resets of source partitions librdkafka logged, for the loop to report.
+    pub resets: ResetWatch,
 }
 
 impl ClientContext for ThreadContext {
+    /// librdkafka's log lines go to `tracing`; an offset reset is also noted for the loop,
+    /// which reports it with what it skipped.
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
+        self.resets.observe(fac, message);
+        forward_log(&self.name, level, fac, message);
+    }
+
     /// librdkafka's client-level errors (a broker down, a coordinator moving) are
     /// transient: librdkafka retries them itself. Logged as warnings, not errors.
     fn error(&self, error: rdkafka::error::KafkaError, reason: &str) {
@@ -65,7 +79,7 @@ impl ClientContext for ThreadContext {
 
 impl ConsumerContext for ThreadContext {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        self.status.bump_generation();
+        self.generation.fetch_add(1, Ordering::Relaxed);
         if !self.in_rebalance.swap(true, Ordering::Relaxed) {
             self.status.enter_rebalance();
         }
@@ -81,7 +95,7 @@ impl ConsumerContext for ThreadContext {
     }
 
     fn post_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        self.status.bump_generation();
+        self.generation.fetch_add(1, Ordering::Relaxed);
         match rebalance {
             Rebalance::Assign(tpl) => {
                 tracing::info!(thread = %self.name, partitions = tpl.count(), "partitions assigned");
@@ -98,6 +112,8 @@ pub(crate) struct LoopSettings {
     pub commit_interval: Duration,
     pub poll: Duration,
     pub max_poll_records: usize,
+    /// The application runs on the embedded mock cluster.
+    pub on_mock: bool,
 }
 
 /// A consumed message as the tasks take it (bytes copied out of librdkafka's buffers).
@@ -165,6 +181,12 @@ fn run_loop(
     // The loop's own metric handles (the task manager owns the thread's series).
     let m = with_tasks(|tm| LoopMetrics::of(&tm.metrics))
         .ok_or_else(|| StreamsError::Usage("task manager missing".into()))?;
+    let resets = with_tasks(|tm| SourceResets {
+        on_mock: settings.on_mock,
+        resets: tm.metrics.offset_resets.clone(),
+        skipped: tm.metrics.skipped_offsets.clone(),
+    })
+    .ok_or_else(|| StreamsError::Usage("task manager missing".into()))?;
     let mut last_commit = Instant::now();
     let mut last_publish = Instant::now();
     while !shutdown.load(Ordering::Relaxed) {
@@ -172,11 +194,12 @@ fn run_loop(
         let mut timeout = settings.poll;
         let poll_started = Instant::now();
         while batch.len() < settings.max_poll_records {
-            let generation = status.generation();
+            let generation = consumer.context().generation.load(Ordering::Relaxed);
             let polled = consumer.poll(timeout);
-            if status.generation() != generation {
-                // A rebalance ran inside this poll: records polled before it belong to
-                // the old assignment and are delivered again from the committed offsets.
+            if consumer.context().generation.load(Ordering::Relaxed) != generation {
+                // A rebalance of this thread's consumer ran inside this poll: records
+                // polled before it belong to the old assignment and are delivered again
+                // from the committed offsets.
                 batch.clear();
             }
             match polled {
@@ -194,6 +217,10 @@ fn run_loop(
         m.poll_latency.observe(polled_for);
         m.blocked_seconds.inc_by(polled_for);
         m.poll_records.observe(batch.len() as f64);
+        let reset = consumer.context().resets.take();
+        if !reset.is_empty() {
+            resets.handle(consumer, reset)?;
+        }
         step(&mut |tm| {
             if tm.has_pending() {
                 tm.create_pending(consumer)?;
@@ -272,5 +299,44 @@ impl LoopMetrics {
             blocked_seconds: t.blocked_seconds.clone(),
             consumer_errors: t.consumer_errors.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rdkafka::ClientConfig;
+    use rdkafka::TopicPartitionList;
+
+    use super::*;
+    use crate::metrics::{Metrics, RecordingLevel};
+
+    fn context(status: &Arc<Status>, name: &str) -> ThreadContext {
+        ThreadContext {
+            status: status.clone(),
+            name: name.to_owned(),
+            in_rebalance: AtomicBool::new(false),
+            generation: AtomicU64::new(0),
+            high_watermarks: Mutex::new(HashMap::new()),
+            resets: ResetWatch::default(),
+        }
+    }
+
+    /// Two threads of one instance: a rebalance callback on B's consumer must not look like
+    /// a rebalance to A, whose polled batch would otherwise be dropped while its position
+    /// has moved past it (records lost).
+    #[test]
+    fn a_rebalance_of_one_thread_does_not_touch_anothers_generation() {
+        let status = Arc::new(Status::new(Metrics::new("app", RecordingLevel::Info).unwrap()));
+        let a = context(&status, "a");
+        let b: BaseConsumer<ThreadContext> = ClientConfig::new()
+            .set("bootstrap.servers", "127.0.0.1:1")
+            .set("group.id", "g")
+            .create_with_context(context(&status, "b"))
+            .unwrap();
+        let tpl = TopicPartitionList::new();
+        b.context().pre_rebalance(&b, &Rebalance::Assign(&tpl));
+        b.context().post_rebalance(&b, &Rebalance::Assign(&tpl));
+        assert_eq!(b.context().generation.load(Ordering::Relaxed), 2);
+        assert_eq!(a.generation.load(Ordering::Relaxed), 0);
     }
 }
