@@ -353,7 +353,7 @@ do_start() { # do_start keep|fresh [announce]
     lock_run_dir
     if pid=$(running_pid); then
         ports_from_props
-        say "kafka already running (pid $pid) on 127.0.0.1:$KAFKA_PORT"
+        say "Kafka $KAFKA_VERSION already running: pid $pid on 127.0.0.1:$KAFKA_PORT, run dir $KAFKA_RUN_DIR"
         echo "kafka listening on 127.0.0.1:$KAFKA_PORT"
         return 0
     fi
