@@ -7,11 +7,33 @@
 //!   RocksDB store), delivered over HTTP (`webhook-join`).
 //! - [`retry`]: non-blocking retries through delayed retry topics and a dead-letter topic,
 //!   and the dead-letter tool's functions (`dlq-tool`).
+//!
+//! Every binary runs on the broker given with `--bootstrap-servers`, and without it on a
+//! local single-node Apache Kafka that it starts (or finds running) through
+//! `scripts/kafka.sh` ([`local_kafka`]). [`admin`] creates and deletes their topics.
 
+pub mod admin;
 pub mod count;
 pub mod file_aggregation;
+pub mod local_kafka;
 pub mod retry;
 pub mod splitter;
 pub mod webhooks;
 
 pub use splitter::ExampleError;
+
+/// What the binaries' `main` returns: an [`ExampleError`] whose `Debug` form, which Rust
+/// prints when `main` fails (`Error: ...`, exit code 1), is its message.
+pub struct MainError(pub ExampleError);
+
+impl<E: Into<ExampleError>> From<E> for MainError {
+    fn from(e: E) -> Self {
+        Self(e.into())
+    }
+}
+
+impl std::fmt::Debug for MainError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.0, f)
+    }
+}

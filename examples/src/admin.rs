@@ -1,0 +1,151 @@
+//! Topic and group administration for the example programs, with rdkafka's admin API:
+//! create a program's topics, and delete what one run of a demo created.
+//!
+//! Every call is bounded in time ([`ADMIN_TIMEOUT`]).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rdkafka::ClientConfig;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::types::RDKafkaErrorCode;
+use streams_core::testing::{block_on_timeout, wait_for_topic};
+
+use crate::ExampleError;
+
+/// The bound of each admin request (and of waiting for a created topic's leaders).
+pub const ADMIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A name for one run of a program: `<prefix>-<unix millis>-<pid>`, different for every
+/// run on a machine. The demos prefix their topics, application ids and groups with it, so
+/// runs sharing a broker never read each other's records.
+pub fn run_id(prefix: &str) -> String {
+    let millis = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    format!("{prefix}-{millis}-{}", std::process::id())
+}
+
+fn admin(bootstrap: &str) -> Result<AdminClient<DefaultClientContext>, ExampleError> {
+    Ok(ClientConfig::new().set("bootstrap.servers", bootstrap).create()?)
+}
+
+fn options() -> AdminOptions {
+    AdminOptions::new()
+        .request_timeout(Some(ADMIN_TIMEOUT))
+        .operation_timeout(Some(ADMIN_TIMEOUT))
+}
+
+/// Creates `topics` with `partitions` partitions (broker-default replication) where they do
+/// not exist yet, then waits until each has a leader for every partition. An existing topic
+/// is left as it is, whatever its partition count.
+pub fn create_topics(bootstrap: &str, topics: &[String], partitions: i32) -> Result<(), ExampleError> {
+    let admin = admin(bootstrap)?;
+    let new: Vec<NewTopic<'_>> = topics
+        .iter()
+        .map(|t| NewTopic::new(t, partitions, TopicReplication::Fixed(-1)))
+        .collect();
+    let results =
+        block_on_timeout(admin.create_topics(new.iter(), &options()), ADMIN_TIMEOUT).ok_or_else(|| {
+            ExampleError::Other(format!("creating topics {topics:?} on {bootstrap}: timed out"))
+        })??;
+    for result in results {
+        match result {
+            Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((topic, code)) => {
+                return Err(ExampleError::Other(format!("creating topic {topic}: {code}")));
+            }
+        }
+    }
+    for t in topics {
+        wait_for_topic(bootstrap, t, 1, ADMIN_TIMEOUT)
+            .map_err(|e| ExampleError::Other(format!("topic {t}: {e}")))?;
+    }
+    Ok(())
+}
+
+/// The names of the topics whose name starts with `prefix`, sorted.
+pub fn topics_with_prefix(bootstrap: &str, prefix: &str) -> Result<Vec<String>, ExampleError> {
+    let consumer: BaseConsumer = ClientConfig::new().set("bootstrap.servers", bootstrap).create()?;
+    let metadata = consumer.fetch_metadata(None, ADMIN_TIMEOUT)?;
+    let mut names: Vec<String> = metadata
+        .topics()
+        .iter()
+        .map(|t| t.name().to_owned())
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// The consumer groups whose name starts with `prefix`, sorted.
+pub fn groups_with_prefix(bootstrap: &str, prefix: &str) -> Result<Vec<String>, ExampleError> {
+    let consumer: BaseConsumer = ClientConfig::new().set("bootstrap.servers", bootstrap).create()?;
+    let list = consumer.fetch_group_list(None, ADMIN_TIMEOUT)?;
+    let mut names: Vec<String> = list
+        .groups()
+        .iter()
+        .map(|g| g.name().to_owned())
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// Deletes `topics`; one that does not exist (any more) counts as deleted.
+pub fn delete_topics(bootstrap: &str, topics: &[String]) -> Result<(), ExampleError> {
+    if topics.is_empty() {
+        return Ok(());
+    }
+    let admin = admin(bootstrap)?;
+    let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+    let results = block_on_timeout(admin.delete_topics(&names, &options()), ADMIN_TIMEOUT)
+        .ok_or_else(|| ExampleError::Other(format!("deleting topics {topics:?}: timed out")))??;
+    for result in results {
+        match result {
+            Ok(_) | Err((_, RDKafkaErrorCode::UnknownTopicOrPartition)) => {}
+            Err((topic, code)) => {
+                return Err(ExampleError::Other(format!("deleting topic {topic}: {code}")));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Deletes the consumer groups `groups` (they must have no members left); one that does not
+/// exist counts as deleted.
+pub fn delete_groups(bootstrap: &str, groups: &[String]) -> Result<(), ExampleError> {
+    if groups.is_empty() {
+        return Ok(());
+    }
+    let admin = admin(bootstrap)?;
+    let names: Vec<&str> = groups.iter().map(String::as_str).collect();
+    let results = block_on_timeout(admin.delete_groups(&names, &options()), ADMIN_TIMEOUT)
+        .ok_or_else(|| ExampleError::Other(format!("deleting groups {groups:?}: timed out")))??;
+    for result in results {
+        match result {
+            Ok(_) | Err((_, RDKafkaErrorCode::GroupIdNotFound)) => {}
+            Err((group, code)) => {
+                return Err(ExampleError::Other(format!("deleting group {group}: {code}")));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_are_valid_topic_prefixes() {
+        let a = run_id("demo");
+        let parts: Vec<&str> = a.split('-').collect();
+        assert_eq!(parts.len(), 3, "{a}");
+        assert_eq!(parts[0], "demo");
+        assert!(parts[1].parse::<u128>().unwrap() > 1_600_000_000_000, "{a}");
+        assert_eq!(parts[2], std::process::id().to_string());
+        assert!(a.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'));
+    }
+}
