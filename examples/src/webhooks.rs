@@ -24,16 +24,12 @@ pub mod receiver;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use rdkafka::ClientConfig;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::message::OwnedHeaders;
-use rdkafka::types::RDKafkaErrorCode;
 use serde::{Deserialize, Serialize};
 use streams_core::serdes::{JsonSerde, NullableSerde, StringSerde};
 use streams_core::{
-    EmbeddedKafka, KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores,
-    StreamsConfig, Topology, TopologyError, default_partition,
+    KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, StreamsConfig,
+    Topology, TopologyError, default_partition,
 };
 
 use crate::ExampleError;
@@ -406,45 +402,6 @@ impl Handler for HttpDelivery {
     }
 }
 
-/// Creates `topics` with `partitions` partitions where they do not exist yet: on the
-/// embedded cluster when given, else with the admin API (broker-default replication).
-pub fn create_topics(
-    bootstrap: &str,
-    embedded: Option<&EmbeddedKafka>,
-    topics: &[String],
-    partitions: i32,
-) -> Result<(), ExampleError> {
-    if let Some(e) = embedded {
-        for t in topics {
-            e.create_topic(t, partitions)?;
-        }
-        return Ok(());
-    }
-    let timeout = Duration::from_secs(30);
-    let admin: AdminClient<DefaultClientContext> =
-        ClientConfig::new().set("bootstrap.servers", bootstrap).create()?;
-    let new: Vec<NewTopic<'_>> = topics
-        .iter()
-        .map(|t| NewTopic::new(t, partitions, TopicReplication::Fixed(-1)))
-        .collect();
-    let options = AdminOptions::new()
-        .request_timeout(Some(timeout))
-        .operation_timeout(Some(timeout));
-    let results = streams_core::testing::block_on_timeout(admin.create_topics(new.iter(), &options), timeout)
-        .ok_or_else(|| ExampleError::Other(format!("creating topics {topics:?}: timed out")))??;
-    for result in results {
-        match result {
-            Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-            Err((topic, code)) => return Err(ExampleError::Other(format!("creating topic {topic}: {code}"))),
-        }
-    }
-    for t in topics {
-        streams_core::testing::wait_for_topic(bootstrap, t, 1, timeout)
-            .map_err(|e| ExampleError::Other(e.to_string()))?;
-    }
-    Ok(())
-}
-
 /// How [`WebHookPipeline`] runs.
 #[derive(Debug, Clone)]
 pub struct PipelineConfig {
@@ -513,13 +470,9 @@ pub struct WebHookPipeline {
 }
 
 impl WebHookPipeline {
-    /// Starts the join and the delivery on `bootstrap` (on `embedded` when given; then
-    /// `bootstrap` is its address). The topics must exist.
-    pub fn start(
-        bootstrap: &str,
-        embedded: Option<&EmbeddedKafka>,
-        config: PipelineConfig,
-    ) -> Result<Self, ExampleError> {
+    /// Starts the join and the delivery on `bootstrap`. The topics must exist
+    /// ([`crate::admin::create_topics`] with [`PipelineConfig::all_topics`]).
+    pub fn start(bootstrap: &str, config: PipelineConfig) -> Result<Self, ExampleError> {
         if config.ladder.source() != config.topics.requests {
             return Err(ExampleError::Other(format!(
                 "the ladder reads {} but the join writes {}",
@@ -529,19 +482,13 @@ impl WebHookPipeline {
         }
         let mut properties = vec![
             ("application.id".to_owned(), config.application_id.clone()),
+            ("bootstrap.servers".to_owned(), bootstrap.to_owned()),
             ("state.dir".to_owned(), config.state_dir.display().to_string()),
             ("commit.interval.ms".to_owned(), "1000".to_owned()),
         ];
-        if embedded.is_none() {
-            properties.push(("bootstrap.servers".to_owned(), bootstrap.to_owned()));
-        }
         properties.extend(config.streams_properties.iter().cloned());
         let streams_config = StreamsConfig::from_properties(properties)?;
-        let topology = topology(&config.topics)?;
-        let mut streams = match embedded {
-            Some(e) => KafkaStreams::on_embedded(topology, streams_config, e)?,
-            None => KafkaStreams::new(topology, streams_config)?,
-        };
+        let mut streams = KafkaStreams::new(topology(&config.topics)?, streams_config)?;
         streams.start()?;
         let delivery = match RetryConsumers::start(
             bootstrap,

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use streams_core::testing::{self, ConsumeUntil, ProduceRecord};
 use streams_core::{KafkaStreams, StreamsConfig};
+use streams_examples::admin::create_topics;
 use streams_examples::retry::dlq::{DlqTool, ReplaySelection};
 use streams_examples::retry::{
     HEADER_ATTEMPT, HEADER_LAST_ERROR, HEADER_NEXT_AT, HEADER_ORIGINAL_TOPIC, HEADER_REPLAYED_FROM,
@@ -20,7 +21,7 @@ use streams_examples::retry::{
 use streams_examples::webhooks::receiver::{Policy, ReceivedRequest, Receiver, always_ok};
 use streams_examples::webhooks::{
     EventLog, PipelineConfig, WebHook, WebHookPipeline, WebHookProducer, WebHookRequest, WebHookTopics,
-    create_topics, expected_requests, hook_key, topology,
+    expected_requests, hook_key, topology,
 };
 
 const PARTITIONS: i32 = 3;
@@ -209,8 +210,8 @@ fn deliveries_retry_dead_letter_and_replay_exactly_once() {
     config.streams_properties = streams_properties();
     let ladder = config.ladder.clone();
     assert_eq!(ladder.max_attempts(), 4);
-    create_topics(&bootstrap, None, &config.all_topics(), PARTITIONS).unwrap();
-    let pipeline = WebHookPipeline::start(&bootstrap, None, config).unwrap();
+    create_topics(&bootstrap, &config.all_topics(), PARTITIONS).unwrap();
+    let pipeline = WebHookPipeline::start(&bootstrap, config).unwrap();
 
     let mut hooks = Vec::new();
     for user in 1..=6u64 {

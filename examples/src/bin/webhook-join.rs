@@ -1,14 +1,19 @@
 //! Runs the web-hook application in one process: the range join (a streams topology) plus
 //! the HTTP delivery consumers with their non-blocking retry ladder and dead-letter topic.
 //!
-//! - With no `--bootstrap-servers`: an embedded in-process Kafka, a tiny local HTTP server
-//!   (some of whose endpoints fail), demo hooks and events, a millisecond retry ladder; it
-//!   prints every delivery, retry and dead letter, then "recovers" the failing endpoint and
-//!   replays the dead-letter topic.
+//! - With no `--bootstrap-servers`: the demo, on the local broker that `scripts/kafka.sh
+//!   ensure` keeps running (started if needed): a tiny local HTTP server (some of whose
+//!   endpoints fail), demo hooks and events, a millisecond retry ladder; it prints every
+//!   delivery, retry and dead letter, then "recovers" the failing endpoint and replays the
+//!   dead-letter topic. Each run uses its own topics and application id and deletes them at
+//!   the end (unless `--topic-suffix` names the topics).
 //! - With `--bootstrap-servers`: runs as a service on existing (or created) topics with the
 //!   production ladder (5m, 30m, 1h) until Ctrl-C; add `--demo` for the demo on that
 //!   cluster.
 //! - `--describe` prints the topology and the ladder and exits.
+//!
+//! The demo exits non-zero when some request did not finish or a replayed dead letter was
+//! not delivered.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,41 +22,47 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use rand::Rng;
 use serde_json::json;
-use streams_core::EmbeddedKafka;
-use streams_examples::ExampleError;
+use streams_examples::admin::{
+    create_topics, delete_groups, delete_topics, groups_with_prefix, run_id, topics_with_prefix,
+};
+use streams_examples::local_kafka::bootstrap_or_local;
 use streams_examples::retry::dlq::{DlqTool, ReplaySelection};
 use streams_examples::retry::{Outcome, OutcomeEvent, RetryLadder, parse_delays};
 use streams_examples::webhooks::receiver::{Policy, Receiver, always_ok};
 use streams_examples::webhooks::{
     EventLog, PipelineConfig, WebHook, WebHookPipeline, WebHookProducer, WebHookRequest, WebHookTopics,
-    create_topics, expected_requests, topology,
+    expected_requests, topology,
 };
+use streams_examples::{ExampleError, MainError};
 
 #[derive(Parser, Debug)]
 #[command(
     about = "Web hooks: a range join over a RocksDB store, HTTP delivery with non-blocking retries and a DLQ"
 )]
 struct Args {
-    /// Kafka to run on; without it an embedded in-process cluster runs the demo.
+    /// Kafka to run on; without it the demo runs on the local broker of `scripts/kafka.sh`
+    /// (started if it is not running).
     #[arg(long)]
     bootstrap_servers: Option<String>,
-    /// On a real cluster: generate demo hooks and events and deliver them to a local server.
+    /// With `--bootstrap-servers`: run the demo instead of the service.
     #[arg(long)]
     demo: bool,
     /// Print the topology and the retry ladder, then exit.
     #[arg(long)]
     describe: bool,
-    /// Retry delays, e.g. `5m,30m,1h` (default: that on a cluster, `200ms,500ms,1s` for
+    /// Retry delays, e.g. `5m,30m,1h` (default: that for the service, `200ms,500ms,1s` for
     /// the demo).
     #[arg(long)]
     retry_delays: Option<String>,
-    /// Appended to every topic name (e.g. to run the demo on a shared cluster).
-    #[arg(long, default_value = "", allow_hyphen_values = true)]
-    topic_suffix: String,
+    /// Appended to every topic name. The demo's default is a suffix of its own per run
+    /// (`-demo-<millis>-<pid>`, topics deleted at the end); the service's is none.
+    #[arg(long, allow_hyphen_values = true)]
+    topic_suffix: Option<String>,
     /// Partitions of the topics it creates.
     #[arg(long, default_value_t = 3)]
     partitions: i32,
-    /// The join's application id (the delivery groups are `<id>-delivery.<topic>`).
+    /// The join's application id (the delivery groups are `<id>-delivery.<topic>`); the
+    /// demo's own topics get `<id>-demo-<millis>-<pid>`.
     #[arg(long, default_value = "webhook-join")]
     application_id: String,
     /// The join's state directory (a temporary directory by default).
@@ -68,7 +79,7 @@ struct Args {
     metrics_address: Option<String>,
 }
 
-fn main() -> Result<(), ExampleError> {
+fn main() -> Result<(), MainError> {
     tracing_subscriber::fmt()
         .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
         .init();
@@ -79,26 +90,30 @@ fn main() -> Result<(), ExampleError> {
     } else {
         "5m,30m,1h"
     }))?;
-    let topics = WebHookTopics::with_suffix(&args.topic_suffix);
+    // The demo's own run: fresh topics and application id, deleted at the end.
+    let run = (demo && args.topic_suffix.is_none()).then(|| run_id("demo"));
+    let suffix = match (&args.topic_suffix, &run) {
+        (Some(s), _) => s.clone(),
+        (None, Some(run)) => format!("-{run}"),
+        (None, None) => String::new(),
+    };
+    let topics = WebHookTopics::with_suffix(&suffix);
     let ladder = RetryLadder::new(topics.requests.clone(), &delays);
     if args.describe {
         println!("{}", topology(&topics)?.describe());
         print_ladder(&ladder);
         return Ok(());
     }
+    let bootstrap = bootstrap_or_local(args.bootstrap_servers.clone())?;
+    let application_id = match &run {
+        Some(run) => format!("{}-{run}", args.application_id),
+        None => args.application_id.clone(),
+    };
     let state_dir = match &args.state_dir {
         Some(d) => d.clone(),
         None => std::env::temp_dir().join(format!("webhook-join-{}", std::process::id())),
     };
-    let (embedded, bootstrap) = match &args.bootstrap_servers {
-        Some(b) => (None, b.clone()),
-        None => {
-            let e = EmbeddedKafka::start()?;
-            let b = e.bootstrap_servers().to_owned();
-            (Some(e), b)
-        }
-    };
-    let mut config = PipelineConfig::new(&args.application_id, &state_dir)
+    let mut config = PipelineConfig::new(&application_id, &state_dir)
         .with_topics(topics)
         .with_delays(&delays);
     if demo {
@@ -109,18 +124,45 @@ fn main() -> Result<(), ExampleError> {
             .streams_properties
             .push(("metrics.address".into(), address.clone()));
     }
-    create_topics(
-        &bootstrap,
-        embedded.as_ref(),
-        &config.all_topics(),
-        args.partitions,
-    )?;
+    create_topics(&bootstrap, &config.all_topics(), args.partitions)?;
     println!("{}", topology(&config.topics)?.describe());
     print_ladder(&config.ladder);
-    if demo {
-        run_demo(&args, &bootstrap, embedded.as_ref(), config)
-    } else {
-        run_service(&bootstrap, config)
+    if !demo {
+        return Ok(run_service(&bootstrap, config)?);
+    }
+    let own_topics = config.all_topics();
+    let dead_letter_topic = config.ladder.dead_letter().to_owned();
+    let result = run_demo(&args, &bootstrap, config);
+    if run.is_some() {
+        if args.state_dir.is_none() {
+            let _ = std::fs::remove_dir_all(&state_dir);
+        }
+        println!();
+        println!(
+            "{}",
+            delete_run(&bootstrap, &application_id, &own_topics, &dead_letter_topic)
+        );
+    }
+    Ok(result?)
+}
+
+/// Deletes one demo run's topics (its own, the join's changelog) and consumer groups (the
+/// join's, the delivery's, the dead-letter tool's); says what it did in one line.
+fn delete_run(bootstrap: &str, application_id: &str, topics: &[String], dead_letter_topic: &str) -> String {
+    let deleted = (|| -> Result<(usize, usize), ExampleError> {
+        let mut all = topics.to_vec();
+        all.extend(topics_with_prefix(bootstrap, &format!("{application_id}-"))?);
+        all.sort();
+        all.dedup();
+        let mut groups = groups_with_prefix(bootstrap, application_id)?;
+        groups.extend(groups_with_prefix(bootstrap, dead_letter_topic)?);
+        delete_groups(bootstrap, &groups)?;
+        delete_topics(bootstrap, &all)?;
+        Ok((all.len(), groups.len()))
+    })();
+    match deleted {
+        Ok((t, g)) => format!("deleted this run's {t} topics and {g} consumer groups ({application_id})"),
+        Err(e) => format!("could not delete this run's topics ({application_id}): {e}"),
     }
 }
 
@@ -167,7 +209,7 @@ fn print_outcome(e: &OutcomeEvent<'_>) {
 
 /// Runs until Ctrl-C, then closes cleanly.
 fn run_service(bootstrap: &str, config: PipelineConfig) -> Result<(), ExampleError> {
-    let pipeline = WebHookPipeline::start(bootstrap, None, config)?;
+    let pipeline = WebHookPipeline::start(bootstrap, config)?;
     println!("running; Ctrl-C to stop");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -194,12 +236,7 @@ fn demo_policy() -> Policy {
     })
 }
 
-fn run_demo(
-    args: &Args,
-    bootstrap: &str,
-    embedded: Option<&EmbeddedKafka>,
-    config: PipelineConfig,
-) -> Result<(), ExampleError> {
+fn run_demo(args: &Args, bootstrap: &str, config: PipelineConfig) -> Result<(), ExampleError> {
     let started = Instant::now();
     let receiver = Receiver::start(demo_policy())?;
     let mut hooks = Vec::new();
@@ -238,7 +275,7 @@ fn run_demo(
     let replay_topic = config.ladder.replay_topic().to_owned();
     let topics = config.topics.clone();
 
-    let pipeline = WebHookPipeline::start(bootstrap, embedded, config)?;
+    let pipeline = WebHookPipeline::start(bootstrap, config)?;
     let producer = WebHookProducer::new(bootstrap, topics)?;
     for h in &hooks {
         producer.upsert(h)?;
@@ -266,6 +303,13 @@ fn run_demo(
 
     let wait = total_delay * 2 + Duration::from_secs(60);
     let (stats, done) = pipeline.delivery().wait_for(wait, |s| s.finished() >= expected);
+    let mut problems = Vec::new();
+    if !done {
+        problems.push(format!(
+            "{} of {expected} requests finished within {wait:?}",
+            stats.finished()
+        ));
+    }
     println!();
     println!(
         "{} of {expected} requests finished: {} delivered, {} retries, {} dead-lettered{}",
@@ -311,7 +355,10 @@ fn run_demo(
                 println!("  ...");
             }
         }
-        Err(e) => println!("listing the dead letters failed: {e}"),
+        Err(e) => {
+            println!("listing the dead letters failed: {e}");
+            problems.push(format!("listing the dead letters failed: {e}"));
+        }
     }
     println!();
     println!("/legacy recovers; replaying the dead letters into {replay_topic}");
@@ -320,17 +367,30 @@ fn run_demo(
     match tool.replay(&replay_topic, &ReplaySelection::All) {
         Ok(report) => {
             let replayed = report.replayed.len() as u64;
-            let (stats, _) = pipeline
+            let (stats, all) = pipeline
                 .delivery()
                 .wait_for(Duration::from_secs(60), |s| s.delivered() >= before + replayed);
-            println!(
-                "replayed {replayed}; {} of them delivered",
-                stats.delivered() - before
-            );
+            let delivered = stats.delivered() - before;
+            println!("replayed {replayed}; {delivered} of them delivered");
+            if !all {
+                problems.push(format!(
+                    "{delivered} of {replayed} replayed dead letters delivered"
+                ));
+            }
         }
-        Err(e) => println!("replay failed: {e}"),
+        Err(e) => {
+            println!("replay failed: {e}");
+            problems.push(format!("replay failed: {e}"));
+        }
     }
     pipeline.close(Duration::from_secs(30))?;
     println!("took {:.2?}", started.elapsed());
-    Ok(())
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(ExampleError::Other(format!(
+            "the demo did not finish: {}",
+            problems.join("; ")
+        )))
+    }
 }
