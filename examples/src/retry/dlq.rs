@@ -22,7 +22,6 @@ use std::time::{Duration, Instant};
 
 use rdkafka::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-use rdkafka::error::KafkaError;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use super::{
@@ -182,10 +181,20 @@ impl DlqTool {
             .set("group.id", &self.group_id)
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
-            .set("enable.partition.eof", "true")
             .set("auto.offset.reset", "earliest")
             .set("fetch.wait.max.ms", "100")
             .create()?)
+    }
+
+    /// Whether the dead-letter topic exists (a ladder creates it before its first dead
+    /// letter; [`DlqTool::list`] and the others fail on a topic that does not exist).
+    pub fn topic_exists(&self) -> Result<bool, ExampleError> {
+        let consumer = self.consumer()?;
+        let metadata = consumer.fetch_metadata(Some(&self.topic), self.timeout)?;
+        Ok(metadata
+            .topics()
+            .iter()
+            .any(|t| t.name() == self.topic && t.error().is_none() && !t.partitions().is_empty()))
     }
 
     /// Each partition's watermarks and the tool's progress.
@@ -267,7 +276,18 @@ impl DlqTool {
                 )));
             }
             match consumer.poll((deadline - now).min(Duration::from_millis(200))) {
-                None => {}
+                // Nothing came: a partition whose position reached its end is read (its last
+                // offsets may hold no record to return, e.g. a transaction marker).
+                None => {
+                    let position = consumer.position()?;
+                    open.retain(|&p| {
+                        let high = states.get(&p).map_or(0, |s| s.high);
+                        !matches!(
+                            position.find_partition(&self.topic, p).map(|e| e.offset()),
+                            Some(Offset::Offset(o)) if o >= high
+                        )
+                    });
+                }
                 Some(Ok(m)) => {
                     let record = RetryRecord::from_message(&m);
                     let high = states.get(&record.partition).map_or(0, |s| s.high);
@@ -277,9 +297,6 @@ impl DlqTool {
                     if record.offset < high {
                         records.push(record);
                     }
-                }
-                Some(Err(KafkaError::PartitionEOF(p))) => {
-                    open.remove(&p);
                 }
                 Some(Err(e)) => tracing::warn!(topic = %self.topic, error = %e, "dlq read error"),
             }
