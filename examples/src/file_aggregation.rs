@@ -22,11 +22,17 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rand::Rng;
+use rdkafka::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 use streams_core::serdes::{JsonSerde, StringSerde, U64Serde};
 use streams_core::{
     KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology, TopologyError,
 };
+
+use crate::ExampleError;
 
 /// Topic of pending commands (no key; spread over partitions).
 pub const PENDING: &str = "pending-commands";
@@ -353,6 +359,222 @@ pub fn generate(path: &Path, lines: u64) -> std::io::Result<()> {
 }
 
 /// Reads a file line by line: the splitter's input.
-pub fn read_commands(path: &Path) -> std::io::Result<impl Iterator<Item = std::io::Result<String>>> {
+pub fn read_commands(path: &Path) -> std::io::Result<impl Iterator<Item = std::io::Result<String>> + use<>> {
     Ok(std::io::BufReader::new(std::fs::File::open(path)?).lines())
+}
+
+/// Reads the finished files of a pipeline: the `files-done` topic from the beginning of
+/// every partition, committed records only (`read_committed`: under exactly-once a file is
+/// reported once its transaction committed), without joining a group.
+pub struct FilesDoneReader {
+    consumer: BaseConsumer,
+    topic: String,
+}
+
+impl FilesDoneReader {
+    /// A reader of `topic`, which must exist; `timeout` bounds the metadata request.
+    pub fn new(bootstrap: &str, topic: &str, timeout: Duration) -> Result<Self, ExampleError> {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", bootstrap)
+            // Assigned partitions only: the group is never joined, nothing is committed.
+            .set("group.id", format!("{topic}.reader"))
+            .set("enable.auto.commit", "false")
+            .set("isolation.level", "read_committed")
+            .set("fetch.wait.max.ms", "100")
+            .create()?;
+        let metadata = consumer.fetch_metadata(Some(topic), timeout)?;
+        let partitions = metadata
+            .topics()
+            .iter()
+            .find(|t| t.name() == topic && t.error().is_none())
+            .map_or(0, |t| t.partitions().len());
+        if partitions == 0 {
+            return Err(ExampleError::Other(format!("topic {topic} does not exist")));
+        }
+        let mut assignment = TopicPartitionList::new();
+        for p in 0..partitions {
+            assignment.add_partition_offset(topic, p as i32, Offset::Beginning)?;
+        }
+        consumer.assign(&assignment)?;
+        Ok(Self {
+            consumer,
+            topic: topic.to_owned(),
+        })
+    }
+
+    /// Waits up to `timeout` for the next finished file: `(file id, its line count)`.
+    /// `Ok(None)` when none came.
+    pub fn poll(&self, timeout: Duration) -> Result<Option<(String, u64)>, ExampleError> {
+        match self.consumer.poll(timeout) {
+            None => Ok(None),
+            Some(Err(e)) => Err(ExampleError::Other(format!("reading {}: {e}", self.topic))),
+            Some(Ok(m)) => {
+                let file = String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned();
+                let lines = m
+                    .payload()
+                    .and_then(|v| <[u8; 8]>::try_from(v).ok())
+                    .map(u64::from_be_bytes)
+                    .ok_or_else(|| {
+                        ExampleError::Other(format!(
+                            "{}: the record of file {file} is not a line count",
+                            self.topic
+                        ))
+                    })?;
+                Ok(Some((file, lines)))
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for FilesDoneReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FilesDoneReader")
+            .field("topic", &self.topic)
+            .finish()
+    }
+}
+
+/// Where a result file first differs from the expected output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    /// The line, counted from 1.
+    pub line: u64,
+    /// What it should be; `None` when the result file has more lines than the input.
+    pub expected: Option<String>,
+    /// What it is; `None` when the result file ends before it.
+    pub found: Option<String>,
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.expected, &self.found) {
+            (Some(e), Some(g)) => write!(f, "line {} is {g:?}, expected {e:?}", self.line),
+            (Some(e), None) => write!(f, "the file ends before line {} (expected {e:?})", self.line),
+            (None, Some(g)) => write!(f, "line {} ({g:?}) is one more than the input has", self.line),
+            (None, None) => write!(f, "line {}", self.line),
+        }
+    }
+}
+
+/// What [`check_result`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verification {
+    /// Every line is the expected one.
+    Matches {
+        /// The number of lines.
+        lines: u64,
+        /// How many of them are `error` results.
+        errors: u64,
+    },
+    /// The first difference.
+    Differs(Mismatch),
+}
+
+/// Checks the result file `result` of file `file` against its input `input`, line by line:
+/// line `i` must be [`expected_result`]`(file, i, <input line i>, rate)`, and there must be
+/// as many lines as the input has.
+pub fn check_result(
+    input: &Path,
+    result: &Path,
+    file: &str,
+    rate: f64,
+) -> Result<Verification, ExampleError> {
+    let mut expected = read_commands(input)?;
+    let mut found = read_commands(result)
+        .map_err(|e| ExampleError::Other(format!("reading the result file {}: {e}", result.display())))?;
+    let (mut line, mut errors) = (0u64, 0u64);
+    loop {
+        let want = expected
+            .next()
+            .transpose()?
+            .map(|command| expected_result(file, line, &command, rate));
+        let got = found.next().transpose()?;
+        match (want, got) {
+            (None, None) => return Ok(Verification::Matches { lines: line, errors }),
+            (Some(w), Some(g)) if w == g => {
+                if g.starts_with("error\t") {
+                    errors += 1;
+                }
+            }
+            (expected, found) => {
+                return Ok(Verification::Differs(Mismatch {
+                    line: line + 1,
+                    expected,
+                    found,
+                }));
+            }
+        }
+        line += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes the input of `lines` commands and its exact result file; returns both paths.
+    fn input_and_result(dir: &Path, lines: u64, rate: f64) -> (PathBuf, PathBuf) {
+        let (input, result) = (dir.join("in"), dir.join("in.result"));
+        generate(&input, lines).unwrap();
+        let out: Vec<String> = read_commands(&input)
+            .unwrap()
+            .enumerate()
+            .map(|(i, c)| expected_result("f", i as u64, &c.unwrap(), rate))
+            .collect();
+        std::fs::write(&result, out.join("\n") + "\n").unwrap();
+        (input, result)
+    }
+
+    #[test]
+    fn an_exact_result_file_matches() {
+        let dir = tempfile::tempdir().unwrap();
+        let (input, result) = input_and_result(dir.path(), 2000, 0.1);
+        match check_result(&input, &result, "f", 0.1).unwrap() {
+            Verification::Matches { lines, errors } => {
+                assert_eq!(lines, 2000);
+                assert!((100..300).contains(&errors), "{errors} errors at 10%");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_first_difference_is_reported_by_line_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let (input, result) = input_and_result(dir.path(), 10, 0.0);
+        let mut lines: Vec<String> = read_commands(&result).unwrap().map(Result::unwrap).collect();
+        lines[6] = "ok\tWRONG".into();
+        lines[8] = "ok\tALSO WRONG".into();
+        std::fs::write(&result, lines.join("\n") + "\n").unwrap();
+        let Verification::Differs(m) = check_result(&input, &result, "f", 0.0).unwrap() else {
+            panic!("a changed line must not match");
+        };
+        assert_eq!(m.line, 7);
+        assert_eq!(m.found.as_deref(), Some("ok\tWRONG"));
+        assert_eq!(m.expected.as_deref(), Some("ok\tCOMMAND 6 OF 10"));
+        // The same results under another failure rate differ too.
+        assert!(matches!(
+            check_result(&input, &result, "f", 1.0).unwrap(),
+            Verification::Differs(Mismatch { line: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn a_short_or_long_result_file_differs() {
+        let dir = tempfile::tempdir().unwrap();
+        let (input, result) = input_and_result(dir.path(), 5, 0.0);
+        let full = std::fs::read_to_string(&result).unwrap();
+        let short: String = full.lines().take(3).map(|l| format!("{l}\n")).collect();
+        std::fs::write(&result, &short).unwrap();
+        let Verification::Differs(m) = check_result(&input, &result, "f", 0.0).unwrap() else {
+            panic!("a short file must not match");
+        };
+        assert_eq!((m.line, m.found), (4, None));
+        std::fs::write(&result, full + "ok\tEXTRA\n").unwrap();
+        let Verification::Differs(m) = check_result(&input, &result, "f", 0.0).unwrap() else {
+            panic!("a long file must not match");
+        };
+        assert_eq!((m.line, m.expected), (6, None));
+        assert!(check_result(&input, &dir.path().join("missing"), "f", 0.0).is_err());
+    }
 }

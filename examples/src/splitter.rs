@@ -3,6 +3,7 @@
 //! aggregator, keyed by file id.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rdkafka::ClientConfig;
@@ -79,6 +80,18 @@ pub fn split(bootstrap: &str, file_id: &str, path: &Path) -> Result<u64, Example
 
 /// Splits the file at `path` as file `file_id` on `topics`. Returns the number of lines.
 pub fn split_to(bootstrap: &str, topics: &Topics, file_id: &str, path: &Path) -> Result<u64, ExampleError> {
+    split_counted(bootstrap, topics, file_id, path, &AtomicU64::new(0))
+}
+
+/// [`split_to`], adding one to `sent` for every line handed to the producer, so another
+/// thread can show the progress.
+pub fn split_counted(
+    bootstrap: &str,
+    topics: &Topics,
+    file_id: &str,
+    path: &Path,
+    sent: &AtomicU64,
+) -> Result<u64, ExampleError> {
     let p = producer(bootstrap)?;
     let mut lines = 0u64;
     for (line, command) in read_commands(path)?.enumerate() {
@@ -89,6 +102,7 @@ pub fn split_to(bootstrap: &str, topics: &Topics, file_id: &str, path: &Path) ->
         };
         send(&p, &topics.pending, None, &serde_json::to_vec(&cmd)?)?;
         lines += 1;
+        sent.fetch_add(1, Ordering::Relaxed);
     }
     // The total goes out after every line was acknowledged, so it never overtakes them.
     p.flush(Duration::from_secs(60))?;

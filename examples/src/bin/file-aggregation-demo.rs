@@ -1,86 +1,146 @@
 //! Runs the whole file-aggregation pipeline in one process: generates a file of commands,
-//! splits it, processes every command in a stand-in command service (random delays, some
-//! failures) and aggregates the results back into one result file, in line order.
+//! splits it, processes every command in a stand-in command service (some fail) and
+//! aggregates the results back into one result file, in line order; then checks that file
+//! line by line against the expected output.
 //!
-//! With no `--bootstrap-servers` everything runs on an embedded in-process Kafka.
+//! With no `--bootstrap-servers` it runs on the local broker that `scripts/kafka.sh ensure`
+//! keeps running (started if needed). Every run creates its own topics and application ids
+//! (`file-aggregation-<millis>-<pid>-...`), so runs sharing a broker never see each other's
+//! records, and deletes them once the result is verified. The aggregator runs under
+//! `exactly_once_v2`; the service at-least-once (a result it repeats is absorbed by the
+//! aggregator's `put_if_absent`).
+//!
+//! Progress (lines split, processed by the service, aggregated) is drawn as bars on a
+//! terminal, and printed as a plain line every 5 s otherwise. The run fails only when none
+//! of the three moved for `--stall-timeout-secs`, never after a fixed total time.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use streams_core::testing::{ConsumeUntil, consume_all, create_topic};
-use streams_core::{EmbeddedKafka, KafkaStreams, StreamsConfig};
-use streams_examples::ExampleError;
-use streams_examples::file_aggregation::{
-    AGGREGATOR_INPUT, FILES_DONE, PENDING, ServiceBehaviour, aggregator_topology, generate, service_topology,
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use streams_core::{KafkaStreams, State, StreamsConfig};
+use streams_examples::admin::{
+    create_topics, delete_groups, delete_topics, groups_with_prefix, run_id, topics_with_prefix,
 };
-use streams_examples::splitter::split;
+use streams_examples::file_aggregation::{
+    FilesDoneReader, ServiceBehaviour, Topics, Verification, aggregator_topology_on, check_result, generate,
+    service_topology_on,
+};
+use streams_examples::local_kafka::bootstrap_or_local;
+use streams_examples::splitter::split_counted;
+use streams_examples::{ExampleError, MainError};
+
+/// The id of the one file the demo splits (its result is `<dir>/file-1.result`).
+const FILE_ID: &str = "file-1";
+/// How often the plain progress line is printed when stderr is not a terminal.
+const PLAIN_PROGRESS_EVERY: Duration = Duration::from_secs(5);
+/// How long each app may take to close.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(Parser, Debug)]
 #[command(about = "File aggregation with ordered range scans over a RocksDB state store")]
 struct Args {
-    /// Kafka to run on; without it an embedded in-process cluster is used.
+    /// Kafka to run on; without it the local broker of `scripts/kafka.sh` (started if it is
+    /// not running).
     #[arg(long)]
     bootstrap_servers: Option<String>,
     /// Lines in the generated file.
     #[arg(long, default_value_t = 100_000)]
     lines: u64,
-    /// Share of commands that fail.
+    /// Share of commands that fail (they still produce an `error` result line).
     #[arg(long, default_value_t = 0.01)]
     failure_rate: f64,
-    /// Where the input and result files go (a temporary directory by default).
+    /// Where the input and result files go (default: `<temp dir>/<run id>`).
     #[arg(long)]
     dir: Option<PathBuf>,
     /// Partitions of the topics the demo creates.
     #[arg(long, default_value_t = 4)]
     partitions: i32,
+    /// Fail when nothing moved (lines split, processed, aggregated) for this long.
+    #[arg(long, default_value_t = 120)]
+    stall_timeout_secs: u64,
+    /// Keep the run's topics and consumer groups instead of deleting them at the end.
+    #[arg(long)]
+    keep_topics: bool,
     /// Serve the aggregator's Prometheus metrics at this address (`/metrics`, `/health`).
     #[arg(long)]
     metrics_address: Option<String>,
 }
 
-fn main() -> Result<(), ExampleError> {
+fn main() -> Result<(), MainError> {
     tracing_subscriber::fmt()
         .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
         .init();
     let args = Args::parse();
-    let started = Instant::now();
-    let dir = match &args.dir {
-        Some(d) => d.clone(),
-        None => std::env::temp_dir().join(format!("file-aggregation-{}", std::process::id())),
-    };
+    if args.lines == 0 {
+        return Err(ExampleError::Other("--lines must be at least 1".into()).into());
+    }
+    let bootstrap = bootstrap_or_local(args.bootstrap_servers.clone())?;
+    let run = run_id("file-aggregation");
+    let dir = args
+        .dir
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join(&run));
     std::fs::create_dir_all(&dir)?;
     let input = dir.join("commands.txt");
     generate(&input, args.lines)?;
-
-    let (embedded, bootstrap) = match args.bootstrap_servers.clone() {
-        Some(b) => (None, b),
-        None => {
-            let e = EmbeddedKafka::start()?;
-            let b = e.bootstrap_servers().to_owned();
-            (Some(e), b)
-        }
-    };
-    for t in [PENDING, AGGREGATOR_INPUT, FILES_DONE] {
-        match &embedded {
-            Some(e) => e.create_topic(t, args.partitions)?,
-            // An existing topic is fine: the demo can run again on the same cluster.
-            None => {
-                if let Err(e) = create_topic(&bootstrap, t, args.partitions, &[]) {
-                    tracing::info!("topic {t}: {e}");
-                }
-            }
-        }
+    let result = dir.join(format!("{FILE_ID}.result"));
+    // A result file of an earlier run in the same --dir must not pass for this run's.
+    if result.exists() {
+        std::fs::remove_file(&result)?;
     }
-    let app_id = format!("file-aggregation-{}", std::process::id());
-    let config = |suffix: &str| {
+
+    let topics = Topics::prefixed(&run);
+    let names: Vec<String> = topics.all().iter().map(|t| t.to_string()).collect();
+    create_topics(&bootstrap, &names, args.partitions)?;
+    println!(
+        "run {run}: {} lines, topics {run}-* ({} partitions), files in {}",
+        args.lines,
+        args.partitions,
+        dir.display()
+    );
+
+    let outcome = run_pipeline(&args, &bootstrap, &run, &topics, &dir, &input, &result);
+    if outcome.is_ok() && !args.keep_topics {
+        // The stores are empty once the file is done, and their changelogs are deleted below.
+        let _ = std::fs::remove_dir_all(dir.join("state"));
+        println!("{}", delete_run(&bootstrap, &run));
+    } else {
+        println!("kept this run's topics and consumer groups ({run}-*)");
+    }
+    Ok(outcome?)
+}
+
+/// The three counters the progress shows and the stall check watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Counters {
+    split: u64,
+    service: u64,
+    aggregator: u64,
+}
+
+fn run_pipeline(
+    args: &Args,
+    bootstrap: &str,
+    run: &str,
+    topics: &Topics,
+    dir: &Path,
+    input: &Path,
+    result: &Path,
+) -> Result<(), ExampleError> {
+    let started = Instant::now();
+    let config = |app: &str, guarantee: &str, commit_ms: &str| {
         let mut props = vec![
-            ("application.id", format!("{app_id}-{suffix}")),
-            ("bootstrap.servers", bootstrap.clone()),
+            ("application.id", format!("{run}-{app}")),
+            ("bootstrap.servers", bootstrap.to_owned()),
             ("state.dir", dir.join("state").display().to_string()),
-            ("commit.interval.ms", "1000".to_string()),
+            ("processing.guarantee", guarantee.to_owned()),
+            ("commit.interval.ms", commit_ms.to_owned()),
         ];
-        if let (Some(address), "aggregator") = (&args.metrics_address, suffix) {
+        if let (Some(address), "aggregator") = (&args.metrics_address, app) {
             props.push(("metrics.address", address.clone()));
         }
         StreamsConfig::from_properties(props)
@@ -89,40 +149,198 @@ fn main() -> Result<(), ExampleError> {
         max_delay: Duration::ZERO,
         failure_rate: args.failure_rate,
     };
-    let app = |topology, config| match &embedded {
-        Some(e) => KafkaStreams::on_embedded(topology, config, e),
-        None => KafkaStreams::new(topology, config),
-    };
-    let mut service = app(service_topology(behaviour)?, config("service")?)?;
-    let mut aggregator = app(aggregator_topology(&dir)?, config("aggregator")?)?;
+    let mut service = KafkaStreams::new(
+        service_topology_on(topics, behaviour)?,
+        config("service", "at_least_once", "1000")?,
+    )?;
+    let mut aggregator = KafkaStreams::new(
+        aggregator_topology_on(topics, dir)?,
+        config("aggregator", "exactly_once_v2", "500")?,
+    )?;
+    let done = FilesDoneReader::new(bootstrap, &topics.files_done, Duration::from_secs(30))?;
     service.start()?;
     aggregator.start()?;
 
-    let lines = split(&bootstrap, "file-1", &input)?;
-    let deadline = Instant::now() + Duration::from_secs(900);
-    let done = loop {
-        match consume_all(
-            &bootstrap,
-            FILES_DONE,
-            ConsumeUntil::Count(1),
-            Duration::from_secs(5),
-            false,
-        ) {
-            Ok(done) => break done,
-            Err(_) if Instant::now() < deadline => eprintln!(
-                "processed: service {} / aggregator {} records",
-                service.processed_records(),
-                aggregator.processed_records()
-            ),
-            Err(e) => return Err(ExampleError::Other(format!("no result within 15 minutes: {e}"))),
-        }
+    let sent = Arc::new(AtomicU64::new(0));
+    let splitter = {
+        let (bootstrap, topics, input, sent) = (
+            bootstrap.to_owned(),
+            topics.clone(),
+            input.to_owned(),
+            sent.clone(),
+        );
+        std::thread::Builder::new()
+            .name("splitter".into())
+            .spawn(move || split_counted(&bootstrap, &topics, FILE_ID, &input, &sent))?
     };
-    let elapsed = started.elapsed();
-    service.close(Duration::from_secs(30));
-    aggregator.close(Duration::from_secs(30));
-    let result = dir.join("file-1.result");
-    println!("split {lines} lines; {} file(s) done", done.len());
-    println!("result file: {}", result.display());
-    println!("took {:.2?}", elapsed);
+    let mut splitter = Some(splitter);
+
+    let stall_timeout = Duration::from_secs(args.stall_timeout_secs);
+    let mut view = ProgressView::new(args.lines);
+    let mut last = None;
+    let mut last_move = Instant::now();
+    let reported = loop {
+        if let Some((file, lines)) = done.poll(Duration::from_millis(200))?
+            && file == FILE_ID
+        {
+            break lines;
+        }
+        if splitter.as_ref().is_some_and(|s| s.is_finished())
+            && let Some(s) = splitter.take()
+        {
+            s.join()
+                .map_err(|_| ExampleError::Other("the splitter thread panicked".into()))??;
+        }
+        for (name, app) in [("service", &service), ("aggregator", &aggregator)] {
+            if app.state() == State::Error {
+                view.clear();
+                return Err(ExampleError::Other(format!(
+                    "the {name} failed (its error is logged above; RUST_LOG=info shows more)"
+                )));
+            }
+        }
+        let now = Counters {
+            split: sent.load(Ordering::Relaxed),
+            service: service.processed_records(),
+            aggregator: aggregator.processed_records(),
+        };
+        if last != Some(now) {
+            last = Some(now);
+            last_move = Instant::now();
+        } else if last_move.elapsed() >= stall_timeout {
+            view.clear();
+            return Err(ExampleError::Other(format!(
+                "no progress for {} s: {} of {} lines split, {} processed by the service, {} records \
+                 aggregated (of {} expected), and {} has no record for {FILE_ID} yet (broker {bootstrap}; \
+                 --stall-timeout-secs sets the limit)",
+                stall_timeout.as_secs(),
+                now.split,
+                args.lines,
+                now.service,
+                now.aggregator,
+                args.lines + 1,
+                topics.files_done,
+            )));
+        }
+        view.update(now, started.elapsed());
+    };
+    let took = started.elapsed();
+    view.clear();
+    if let Some(s) = splitter.take() {
+        s.join()
+            .map_err(|_| ExampleError::Other("the splitter thread panicked".into()))??;
+    }
+    drop(done);
+
+    println!(
+        "{FILE_ID} done: {reported} lines split, processed out of order and aggregated in {:.1} s",
+        took.as_secs_f64()
+    );
+    let verification = check_result(input, result, FILE_ID, args.failure_rate);
+    let service_closed = service.close(CLOSE_TIMEOUT);
+    let aggregator_closed = aggregator.close(CLOSE_TIMEOUT);
+    match verification? {
+        Verification::Matches { lines, errors } => {
+            println!(
+                "result file: {} ({lines} lines, {errors} of them results of failed commands)",
+                result.display()
+            );
+            println!("result verified: {lines} lines match");
+        }
+        Verification::Differs(m) => {
+            return Err(ExampleError::Other(format!(
+                "the result file {} differs from the expected output: {m}",
+                result.display()
+            )));
+        }
+    }
+    if !(service_closed && aggregator_closed) {
+        return Err(ExampleError::Other(format!(
+            "the service or the aggregator did not stop within {CLOSE_TIMEOUT:?}"
+        )));
+    }
     Ok(())
+}
+
+/// Deletes the run's topics (its own and the aggregator's changelogs) and consumer groups;
+/// says what it did in one line.
+fn delete_run(bootstrap: &str, run: &str) -> String {
+    let prefix = format!("{run}-");
+    let deleted = (|| -> Result<(usize, usize), ExampleError> {
+        let topics = topics_with_prefix(bootstrap, &prefix)?;
+        let groups = groups_with_prefix(bootstrap, &prefix)?;
+        delete_groups(bootstrap, &groups)?;
+        delete_topics(bootstrap, &topics)?;
+        Ok((topics.len(), groups.len()))
+    })();
+    match deleted {
+        Ok((t, g)) => format!("deleted this run's {t} topics and {g} consumer groups ({prefix}*)"),
+        Err(e) => format!("could not delete this run's topics ({prefix}*): {e}"),
+    }
+}
+
+/// Progress bars on a terminal (stderr); a plain line every few seconds otherwise.
+struct ProgressView {
+    bars: MultiProgress,
+    split: ProgressBar,
+    service: ProgressBar,
+    aggregator: ProgressBar,
+    lines: u64,
+    last_plain: Option<Instant>,
+}
+
+impl ProgressView {
+    fn new(lines: u64) -> Self {
+        let bars = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+        let style = ProgressStyle::with_template("{prefix:>10} [{bar:40.cyan/blue}] {pos:>7}/{len:7} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
+        let bar = |name: &str, len: u64| {
+            bars.add(
+                ProgressBar::new(len)
+                    .with_style(style.clone())
+                    .with_prefix(name.to_owned()),
+            )
+        };
+        let split = bar("split", lines);
+        let service = bar("processed", lines);
+        // The aggregator also reads the file's total, one record after the lines.
+        let aggregator = bar("aggregated", lines + 1);
+        Self {
+            bars,
+            split,
+            service,
+            aggregator,
+            lines,
+            last_plain: None,
+        }
+    }
+
+    fn update(&mut self, c: Counters, elapsed: Duration) {
+        if !self.bars.is_hidden() {
+            self.split.set_position(c.split);
+            self.service.set_position(c.service);
+            self.aggregator.set_position(c.aggregator);
+            self.split.set_message(format!("{:.0} s", elapsed.as_secs_f64()));
+            return;
+        }
+        let due = self
+            .last_plain
+            .is_none_or(|t| t.elapsed() >= PLAIN_PROGRESS_EVERY);
+        if due && elapsed >= PLAIN_PROGRESS_EVERY {
+            self.last_plain = Some(Instant::now());
+            eprintln!(
+                "progress after {:.0} s: {} of {} lines split, {} processed, {} aggregated",
+                elapsed.as_secs_f64(),
+                c.split,
+                self.lines,
+                c.service,
+                c.aggregator
+            );
+        }
+    }
+
+    fn clear(&self) {
+        let _ = self.bars.clear();
+    }
 }
