@@ -1,43 +1,71 @@
 //! Runs the keyed count until killed or until stdin closes (then closes cleanly).
 //!
-//! `count-app --bootstrap-servers HOST:PORT --application-id ID --input T --output T
-//!  --state-dir DIR [--guarantee at_least_once|exactly_once_v2]`
+//! `count-app [--bootstrap-servers HOST:PORT] [--application-id ID] [--input T] [--output T]
+//!  [--state-dir DIR] [--guarantee at_least_once|exactly_once_v2] [--threads N] [--partitions N]`
+//!
+//! Every flag has a default: the local broker of `scripts/kafka.sh` (started if it is not
+//! running), application id `count-app`, topics `count-app-input` and `count-app-output`
+//! (created with `--partitions` partitions where missing), and a state directory of its own
+//! under the temp dir, removed at a clean exit (the stores restore from their changelogs at
+//! the next start). It prints `started` once the application is started.
 
 use std::io::Read;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
 use streams_core::{KafkaStreams, StreamsConfig};
-use streams_examples::ExampleError;
+use streams_examples::MainError;
+use streams_examples::admin::create_topics;
 use streams_examples::count::count_topology;
+use streams_examples::local_kafka::bootstrap_or_local;
 
 #[derive(Parser, Debug)]
+#[command(about = "A keyed count over a RocksDB store, until stdin closes")]
 struct Args {
+    /// Kafka to run on; without it the local broker of `scripts/kafka.sh` (started if it is
+    /// not running).
     #[arg(long)]
-    bootstrap_servers: String,
-    #[arg(long)]
+    bootstrap_servers: Option<String>,
+    /// The application id (consumer group, prefix of its changelog topic).
+    #[arg(long, default_value = "count-app")]
     application_id: String,
-    #[arg(long)]
+    /// The input topic (string keys and values).
+    #[arg(long, default_value = "count-app-input")]
     input: String,
-    #[arg(long)]
+    /// The output topic: each key's new count (8-byte big-endian).
+    #[arg(long, default_value = "count-app-output")]
     output: String,
+    /// The state directory (default: `<temp dir>/count-app-<pid>`, removed at a clean exit).
     #[arg(long)]
-    state_dir: String,
+    state_dir: Option<PathBuf>,
+    /// `at_least_once` or `exactly_once_v2`.
     #[arg(long, default_value = "at_least_once")]
     guarantee: String,
+    /// Stream threads.
     #[arg(long, default_value_t = 2)]
     threads: usize,
+    /// Partitions of the input and output topics where it creates them.
+    #[arg(long, default_value_t = 2)]
+    partitions: i32,
 }
 
-fn main() -> Result<(), ExampleError> {
+fn main() -> Result<(), MainError> {
     tracing_subscriber::fmt()
         .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
         .init();
     let a = Args::parse();
+    let bootstrap = bootstrap_or_local(a.bootstrap_servers.clone())?;
+    let own_state_dir = a.state_dir.is_none();
+    let state_dir = a
+        .state_dir
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("count-app-{}", std::process::id())));
+    create_topics(&bootstrap, &[a.input.clone(), a.output.clone()], a.partitions)?;
     let config = StreamsConfig::from_properties([
         ("application.id", a.application_id.clone()),
-        ("bootstrap.servers", a.bootstrap_servers.clone()),
-        ("state.dir", a.state_dir.clone()),
+        ("bootstrap.servers", bootstrap.clone()),
+        ("state.dir", state_dir.display().to_string()),
         ("processing.guarantee", a.guarantee.clone()),
         ("num.stream.threads", a.threads.to_string()),
         ("consumer.session.timeout.ms", "6000".into()),
@@ -45,10 +73,26 @@ fn main() -> Result<(), ExampleError> {
     ])?;
     let mut app = KafkaStreams::new(count_topology(&a.input, &a.output)?, config)?;
     app.start()?;
+    println!(
+        "counting {} -> {} as {} ({}, state in {}); close stdin (Ctrl-D) to stop",
+        a.input,
+        a.output,
+        a.application_id,
+        a.guarantee,
+        state_dir.display()
+    );
     println!("started");
     // Runs until stdin closes; a crash test kills the process instead.
     let mut sink = Vec::new();
     let _ = std::io::stdin().read_to_end(&mut sink);
-    app.close(Duration::from_secs(30));
+    let closed = app.close(Duration::from_secs(30));
+    if own_state_dir {
+        let _ = std::fs::remove_dir_all(&state_dir);
+    }
+    if !closed {
+        return Err(
+            streams_examples::ExampleError::Other("the application did not stop within 30 s".into()).into(),
+        );
+    }
     Ok(())
 }

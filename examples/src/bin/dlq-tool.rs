@@ -1,10 +1,13 @@
 //! The dead-letter topic's command-line tool.
 //!
 //! ```text
-//! dlq-tool --bootstrap-servers HOST:PORT [--topic web_hook_requests-dlq] [--group G] list [--all]
-//! dlq-tool --bootstrap-servers HOST:PORT purge
-//! dlq-tool --bootstrap-servers HOST:PORT replay --all | --offsets 0:5,1:7 [--retry-topic T]
+//! dlq-tool [--bootstrap-servers HOST:PORT] [--topic web_hook_requests-dlq] [--group G] list [--all]
+//! dlq-tool [--bootstrap-servers HOST:PORT] purge
+//! dlq-tool [--bootstrap-servers HOST:PORT] replay --all | --offsets 0:5,1:7 [--retry-topic T]
 //! ```
+//!
+//! Without `--bootstrap-servers` it uses the local broker of `scripts/kafka.sh` (started if
+//! it is not running). `list` of a topic that does not exist says so and lists nothing.
 //!
 //! It tracks what it handled in its own consumer group (default `<topic>.dlq-tool`), so a
 //! replay is never repeated and `list` shows only what is still pending.
@@ -12,15 +15,17 @@
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use streams_examples::ExampleError;
+use streams_examples::local_kafka::bootstrap_or_local;
 use streams_examples::retry::dlq::{DlqTool, ReplaySelection, default_replay_topic, parse_offsets};
+use streams_examples::{ExampleError, MainError};
 
 #[derive(Parser, Debug)]
 #[command(about = "List, purge or replay the dead-letter topic of a retry ladder")]
 struct Args {
-    /// Kafka's bootstrap servers.
+    /// Kafka's bootstrap servers; without it the local broker of `scripts/kafka.sh`
+    /// (started if it is not running).
     #[arg(long)]
-    bootstrap_servers: String,
+    bootstrap_servers: Option<String>,
     /// The dead-letter topic.
     #[arg(long, default_value = "web_hook_requests-dlq")]
     topic: String,
@@ -58,17 +63,20 @@ enum Command {
     },
 }
 
-fn main() -> Result<(), ExampleError> {
+fn main() -> Result<(), MainError> {
     tracing_subscriber::fmt()
         .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
         .init();
     let args = Args::parse();
-    let mut tool = DlqTool::new(&args.bootstrap_servers, &args.topic)
-        .with_timeout(Duration::from_secs(args.timeout_secs));
+    let bootstrap = bootstrap_or_local(args.bootstrap_servers.clone())?;
+    let mut tool = DlqTool::new(&bootstrap, &args.topic).with_timeout(Duration::from_secs(args.timeout_secs));
     if let Some(g) = &args.group {
         tool = tool.with_group(g);
     }
     match args.command {
+        Command::List { .. } if !tool.topic_exists()? => {
+            println!("0 dead letter(s): topic {} does not exist (yet)", args.topic);
+        }
         Command::List { all } => {
             let letters = tool.list(all)?;
             for d in &letters {
@@ -105,13 +113,16 @@ fn main() -> Result<(), ExampleError> {
                     return Err(ExampleError::Other(format!(
                         "{} does not end in -dlq: pass --retry-topic",
                         args.topic
-                    )));
+                    ))
+                    .into());
                 }
             };
             let selection = match (all, offsets) {
                 (_, Some(o)) => ReplaySelection::Offsets(parse_offsets(&o)?),
                 (true, None) => ReplaySelection::All,
-                (false, None) => return Err(ExampleError::Other("replay needs --all or --offsets".into())),
+                (false, None) => {
+                    return Err(ExampleError::Other("replay needs --all or --offsets".into()).into());
+                }
             };
             let report = tool.replay(&target, &selection)?;
             println!("replayed {} dead letter(s) into {target}", report.replayed.len());
