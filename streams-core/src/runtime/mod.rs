@@ -76,6 +76,7 @@ struct ThreadFactory {
 impl ThreadFactory {
     pub(crate) fn client_config(&self, props: std::collections::BTreeMap<String, String>) -> ClientConfig {
         let mut c = ClientConfig::new();
+        c.set_log_level(resets::client_log_level());
         c.set("bootstrap.servers", &self.bootstrap);
         for (k, v) in props {
             c.set(k, v);

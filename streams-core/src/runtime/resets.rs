@@ -89,6 +89,20 @@ pub(crate) fn forward_log(client: &str, level: RDKafkaLogLevel, fac: &str, messa
     }
 }
 
+/// The librdkafka log level for the runtime's clients: what `tracing` would show of target
+/// `librdkafka`, but never below warnings, which carry the offset resets this module must
+/// see whatever the application's log filter. (rdkafka derives the level from the `log`
+/// crate's filter, which is `Error` when no logger is installed.)
+pub(crate) fn client_log_level() -> RDKafkaLogLevel {
+    if tracing::enabled!(target: "librdkafka", tracing::Level::DEBUG) {
+        RDKafkaLogLevel::Debug
+    } else if tracing::enabled!(target: "librdkafka", tracing::Level::INFO) {
+        RDKafkaLogLevel::Info
+    } else {
+        RDKafkaLogLevel::Warning
+    }
+}
+
 /// Resets seen by a client's log callback (on librdkafka's threads), taken by the loop.
 #[derive(Debug, Default)]
 pub(crate) struct ResetWatch {

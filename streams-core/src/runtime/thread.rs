@@ -53,7 +53,12 @@ impl ClientContext for ThreadContext {
     /// librdkafka's log lines go to `tracing`; an offset reset is also noted for the loop,
     /// which reports it with what it skipped.
     fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
-        self.resets.observe(fac, message);
+        // A reset is reported by the loop, with what it skipped: its own line is detail.
+        let level = if self.resets.observe(fac, message) {
+            RDKafkaLogLevel::Debug
+        } else {
+            level
+        };
         forward_log(&self.name, level, fac, message);
     }
 
