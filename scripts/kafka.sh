@@ -130,7 +130,10 @@ resolve_kafka() {
 }
 
 # A small Admin-client program that waits until the broker really answers (describeCluster),
-# and touches the group coordinator so __consumer_offsets exists before the first test.
+# touches the group coordinator so __consumer_offsets exists before the first test, and
+# initializes a transactional producer so the producer-id manager and the transaction
+# coordinator answer at once (a client's first idempotent or transactional producer would
+# otherwise wait for them, and librdkafka logs a warning about it).
 # Compiled once with javac; without javac we fall back to a TCP check plus the broker's log.
 PROBE_SRC='import java.time.Duration;
 import java.util.Collection;
@@ -140,7 +143,10 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.DescribeClusterOptions;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.Node;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /** Usage: StreamsKafkaProbe BOOTSTRAP TIMEOUT_SECONDS [BROKER_PID]; prints the cluster id. */
 public final class StreamsKafkaProbe {
@@ -173,6 +179,15 @@ public final class StreamsKafkaProbe {
                     if (!nodes.isEmpty()) {
                         admin.listConsumerGroupOffsets("streams-rs-probe")
                             .partitionsToOffsetAndMetadata().get(10, TimeUnit.SECONDS);
+                        Properties tp = new Properties();
+                        tp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+                        tp.put(ProducerConfig.CLIENT_ID_CONFIG, "streams-rs-probe");
+                        tp.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "streams-rs-probe");
+                        tp.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "10000");
+                        try (KafkaProducer<byte[], byte[]> producer =
+                                 new KafkaProducer<>(tp, new ByteArraySerializer(), new ByteArraySerializer())) {
+                            producer.initTransactions();
+                        }
                         System.out.println(clusterId);
                         code = 0;
                         break;
