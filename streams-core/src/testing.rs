@@ -300,8 +300,8 @@ pub fn create_topic(bootstrap: &str, name: &str, partitions: i32, config: &[(&st
 
 /// Waits until the broker's metadata lists `topic` with at least `partitions` partitions,
 /// each with a leader; returns the partition count.
-fn topic_partitions(
-    consumer: &BaseConsumer,
+fn topic_partitions<C: rdkafka::consumer::ConsumerContext>(
+    consumer: &BaseConsumer<C>,
     topic: &str,
     partitions: usize,
     deadline: Instant,
@@ -573,6 +573,23 @@ impl ConsumedRecord {
     }
 }
 
+/// The context of [`consume_all`]'s consumer: the end-of-partition events it asks for
+/// are how it stops, not errors; other client errors are transient (librdkafka retries).
+struct ReaderContext;
+
+impl rdkafka::ClientContext for ReaderContext {
+    fn error(&self, error: KafkaError, reason: &str) {
+        if !matches!(
+            error,
+            KafkaError::Global(rdkafka::types::RDKafkaErrorCode::PartitionEOF)
+        ) {
+            tracing::warn!(error = %error, "test reader: {reason}");
+        }
+    }
+}
+
+impl rdkafka::consumer::ConsumerContext for ReaderContext {}
+
 /// When [`consume_all`] stops reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConsumeUntil {
@@ -607,7 +624,7 @@ pub fn consume_all(
     config
         .set("isolation.level", isolation)
         .set("enable.partition.eof", "true");
-    let consumer: BaseConsumer = config.create()?;
+    let consumer: BaseConsumer<ReaderContext> = config.create_with_context(ReaderContext)?;
     let partitions = topic_partitions(&consumer, topic, 1, deadline, timeout)?;
     let partitions = i32::try_from(partitions).unwrap_or(i32::MAX);
     let mut assignment = TopicPartitionList::with_capacity(partitions.max(0) as usize);

@@ -231,20 +231,52 @@ fn max_poll_records(
 }
 
 /// The main consumer assigns with `range`, which keeps co-partitioned topics together;
-/// another strategy would break joins and aggregations silently, so it is refused.
+/// another strategy would break joins and aggregations silently, so it is refused. With
+/// `group.protocol=consumer` (KIP-848) the broker assigns (`group.remote.assignor`) and
+/// owns the session timeout and heartbeat interval, which librdkafka then refuses to take.
 fn assignment_strategy(client: &BTreeMap<Scope, BTreeMap<String, String>>) -> Result<(), StreamsError> {
-    const NAME: &str = "partition.assignment.strategy";
-    for scope in [Scope::Common, Scope::Consumer, Scope::MainConsumer] {
-        if let Some(v) = client.get(&scope).and_then(|m| m.get(NAME))
-            && v.trim() != "range"
+    const MAIN: [Scope; 3] = [Scope::Common, Scope::Consumer, Scope::MainConsumer];
+    // The main consumer's value of `name` (the most specific scope wins), with the name
+    // it was set under.
+    let effective = |name: &str| {
+        MAIN.iter().rev().find_map(|scope| {
+            client
+                .get(scope)
+                .and_then(|m| m.get(name))
+                .map(|v| (format!("{}{name}", scope.prefix()), v.trim().to_owned()))
+        })
+    };
+    let not_range = |key: String, v: String| {
+        invalid(
+            &key,
+            format!(
+                "`{v}` is not supported: stream threads assign partitions with `range`, which keeps \
+                 co-partitioned topics on the same task"
+            ),
+        )
+    };
+    for name in ["partition.assignment.strategy", "group.remote.assignor"] {
+        if let Some((key, v)) = effective(name)
+            && v != "range"
         {
-            return Err(invalid(
-                &format!("{}{NAME}", scope.prefix()),
-                format!(
-                    "`{v}` is not supported: stream threads assign partitions with `range`, which keeps \
-                     co-partitioned topics on the same task"
-                ),
-            ));
+            return Err(not_range(key, v));
+        }
+    }
+    let consumer_protocol =
+        effective("group.protocol").is_some_and(|(_, v)| v.eq_ignore_ascii_case("consumer"));
+    if consumer_protocol {
+        for name in [
+            "session.timeout.ms",
+            "heartbeat.interval.ms",
+            "partition.assignment.strategy",
+        ] {
+            if let Some((key, _)) = effective(name) {
+                return Err(invalid(
+                    &key,
+                    "not taken with group.protocol=consumer: the broker sets it (group.consumer.session.timeout.ms, \
+                     group.consumer.heartbeat.interval.ms; the assignor is group.remote.assignor=range)",
+                ));
+            }
         }
     }
     Ok(())

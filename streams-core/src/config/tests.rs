@@ -760,3 +760,26 @@ fn an_assignment_strategy_other_than_range_is_refused() {
         );
     }
 }
+
+#[test]
+fn the_consumer_protocol_takes_range_and_no_client_side_timeouts() {
+    assert!(with_app(&[("main.consumer.group.protocol", "consumer")]).is_ok());
+    assert!(
+        with_app(&[
+            ("consumer.group.protocol", "consumer"),
+            ("consumer.group.remote.assignor", "range")
+        ])
+        .is_ok()
+    );
+    let e = with_app(&[("consumer.group.remote.assignor", "uniform")]).unwrap_err();
+    assert!(e.to_string().contains("consumer.group.remote.assignor"), "{e}");
+    for key in ["consumer.session.timeout.ms", "heartbeat.interval.ms"] {
+        let e = with_app(&[("main.consumer.group.protocol", "consumer"), (key, "6000")]).unwrap_err();
+        assert!(
+            e.to_string().contains(key) && e.to_string().contains("broker"),
+            "{e}"
+        );
+    }
+    // The classic protocol takes them.
+    assert!(with_app(&[("consumer.session.timeout.ms", "6000")]).is_ok());
+}

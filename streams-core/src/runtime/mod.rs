@@ -88,6 +88,8 @@ impl ThreadFactory {
     /// never commits, reads only committed records under exactly-once.
     fn assigned_consumer_config(&self, group: &str, eos: bool) -> ClientConfig {
         let mut c = self.client_config(self.config.restore_consumer_properties());
+        // They never join the group: its protocol is not theirs.
+        c.remove("group.protocol").remove("group.remote.assignor");
         c.set("group.id", group).set("enable.auto.commit", "false").set(
             "isolation.level",
             if eos { "read_committed" } else { "read_uncommitted" },
@@ -115,11 +117,22 @@ impl ThreadFactory {
         let eos = cfg.is_exactly_once();
         let app_id = cfg.application_id();
         let mut cc = self.client_config(cfg.main_consumer_properties());
+        // Both protocols assign with `range`, which keeps co-partitioned topics on one task:
+        // the classic one on the client, the consumer protocol (KIP-848) on the broker.
+        if cc
+            .get("group.protocol")
+            .is_some_and(|p| p.eq_ignore_ascii_case("consumer"))
+        {
+            if cc.get("group.remote.assignor").is_none() {
+                cc.set("group.remote.assignor", "range");
+            }
+        } else {
+            cc.set("partition.assignment.strategy", "range");
+        }
         cc.set("group.id", app_id)
             .set("client.id", name)
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
-            .set("partition.assignment.strategy", "range")
             .set(
                 "isolation.level",
                 if eos { "read_committed" } else { "read_uncommitted" },
@@ -141,6 +154,7 @@ impl ThreadFactory {
             name: name.to_owned(),
             in_rebalance: AtomicBool::new(false),
             generation: std::sync::atomic::AtomicU64::new(0),
+            revoked: std::sync::Mutex::new(Vec::new()),
             high_watermarks: std::sync::Mutex::new(std::collections::HashMap::new()),
             resets: resets::ResetWatch::default(),
         };

@@ -66,6 +66,8 @@ pub(crate) struct TaskManager {
     pub(super) suspended: BTreeSet<TaskId>,
     /// Partitions assigned by the last rebalance, not yet turned into tasks.
     pub(super) pending: Option<Vec<(String, i32)>>,
+    /// The pending assignment kept the positions of the partitions it kept (cooperative).
+    pub(super) pending_keeps_positions: bool,
     /// Assigned tasks whose state directory another thread still holds, with the records
     /// fetched for them meanwhile (their partitions are paused).
     pub(super) waiting: BTreeMap<TaskId, Vec<RawRecord>>,
@@ -123,6 +125,7 @@ impl TaskManager {
             tasks: BTreeMap::new(),
             suspended: BTreeSet::new(),
             pending: None,
+            pending_keeps_positions: false,
             waiting: BTreeMap::new(),
             dirty: false,
             in_transaction: false,
@@ -133,7 +136,17 @@ impl TaskManager {
         }
     }
 
+    /// After a cooperative rebalance: `tpl` is the whole assignment, and the partitions kept
+    /// keep their positions (and pauses), so records held for waiting tasks stay held.
+    pub fn set_pending_cooperative(&mut self, tpl: &TopicPartitionList) {
+        self.set_pending(tpl);
+        self.pending_keeps_positions = true;
+    }
+
+    /// After an eager rebalance (or a rewind): `tpl` is the whole assignment, and every
+    /// partition restarts from its committed offset.
     pub fn set_pending(&mut self, tpl: &TopicPartitionList) {
+        self.pending_keeps_positions = false;
         self.pending = Some(
             tpl.elements()
                 .iter()
@@ -275,9 +288,14 @@ impl TaskManager {
                     })
                 })
                 .collect();
-            // A new assignment restarts every partition from its committed offset (and
-            // unpaused): records held for waiting tasks would be seen twice.
-            self.waiting.clear();
+            if self.pending_keeps_positions {
+                // Cooperative: a waiting task still assigned keeps its held records.
+                self.waiting.retain(|id, _| wanted.contains(id));
+            } else {
+                // A new assignment restarts every partition from its committed offset (and
+                // unpaused): records held for waiting tasks would be seen twice.
+                self.waiting.clear();
+            }
             for id in std::mem::take(&mut self.suspended) {
                 if !wanted.contains(&id)
                     && let Some(mut task) = self.tasks.remove(&id)

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use rdkafka::ClientContext;
 use rdkafka::config::RDKafkaLogLevel;
-use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance, RebalanceProtocol};
 use rdkafka::message::{Headers as _, Message};
 use rdkafka::statistics::Statistics;
 
@@ -42,6 +42,9 @@ pub(crate) struct ThreadContext {
     /// Counts this thread's rebalance callbacks. Per thread: a callback on another thread
     /// says nothing about the records this thread has polled.
     pub generation: AtomicU64,
+    /// Partitions revoked by callbacks since the loop last looked (cooperative
+    /// rebalances: only their polled records are dropped).
+    pub revoked: Mutex<Vec<(String, i32)>>,
     /// End offsets of the assigned partitions, from librdkafka's statistics (delivered
     /// inside `poll` about once a second), for the lag metric.
     pub high_watermarks: Mutex<HashMap<(String, i32), i64>>,
@@ -90,6 +93,13 @@ impl ConsumerContext for ThreadContext {
         }
         if let Rebalance::Revoke(tpl) = rebalance {
             tracing::info!(thread = %self.name, partitions = tpl.count(), "partitions revoked");
+            if let Ok(mut r) = self.revoked.lock() {
+                r.extend(
+                    tpl.elements()
+                        .iter()
+                        .map(|e| (e.topic().to_owned(), e.partition())),
+                );
+            }
             with_tasks(|tm| {
                 if let Err(e) = tm.revoke(consumer, tpl) {
                     tracing::error!(thread = %self.name, error = %e, "commit on revocation failed");
@@ -99,14 +109,37 @@ impl ConsumerContext for ThreadContext {
         }
     }
 
-    fn post_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+    /// Eager (classic protocol): every revocation is followed by the whole new assignment.
+    /// Cooperative (`group.protocol=consumer`): callbacks carry only the partitions added
+    /// or revoked, so the task manager is given the whole assignment after each of them;
+    /// tasks whose partitions stay keep running.
+    fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         self.generation.fetch_add(1, Ordering::Relaxed);
+        let cooperative = matches!(consumer.rebalance_protocol(), RebalanceProtocol::Cooperative);
+        let whole = || match consumer.assignment() {
+            Ok(a) => Some(a),
+            Err(e) => {
+                with_tasks(|tm| {
+                    tm.failure
+                        .get_or_insert(super::restore::kafka_err("assignment after a rebalance", e));
+                });
+                None
+            }
+        };
         match rebalance {
             Rebalance::Assign(tpl) => {
-                tracing::info!(thread = %self.name, partitions = tpl.count(), "partitions assigned");
-                with_tasks(|tm| tm.set_pending(tpl));
+                tracing::info!(thread = %self.name, partitions = tpl.count(), cooperative, "partitions assigned");
+                if !cooperative {
+                    with_tasks(|tm| tm.set_pending(tpl));
+                } else if let Some(all) = whole() {
+                    with_tasks(|tm| tm.set_pending_cooperative(&all));
+                }
             }
-            Rebalance::Revoke(_) => {}
+            Rebalance::Revoke(_) => {
+                if cooperative && let Some(all) = whole() {
+                    with_tasks(|tm| tm.set_pending_cooperative(&all));
+                }
+            }
             Rebalance::Error(e) => tracing::warn!(thread = %self.name, error = %e, "rebalance error"),
         }
     }
@@ -202,10 +235,7 @@ fn run_loop(
             let generation = consumer.context().generation.load(Ordering::Relaxed);
             let polled = consumer.poll(timeout);
             if consumer.context().generation.load(Ordering::Relaxed) != generation {
-                // A rebalance of this thread's consumer ran inside this poll: records
-                // polled before it belong to the old assignment and are delivered again
-                // from the committed offsets.
-                batch.clear();
+                drop_revoked(consumer, &mut batch);
             }
             match polled {
                 Some(Ok(m)) => batch.push(to_raw(&m)),
@@ -277,6 +307,25 @@ fn run_loop(
     Ok(())
 }
 
+/// After a rebalance of this thread's consumer inside a poll: records polled before it from
+/// revoked partitions are dropped; they are delivered again from the committed offsets (to
+/// whichever member owns them now). Eager rebalances revoke everything; cooperative ones
+/// only the partitions named, and the records of the partitions kept stay in the batch,
+/// since their fetch position has moved past them.
+fn drop_revoked(consumer: &BaseConsumer<ThreadContext>, batch: &mut Vec<RawRecord>) {
+    let revoked = consumer
+        .context()
+        .revoked
+        .lock()
+        .map(|mut r| std::mem::take(&mut *r))
+        .unwrap_or_default();
+    if matches!(consumer.rebalance_protocol(), RebalanceProtocol::Cooperative) {
+        batch.retain(|r| !revoked.iter().any(|(t, p)| *t == r.topic && *p == r.partition));
+    } else {
+        batch.clear();
+    }
+}
+
 /// How often task counts and gauges are published to the registry.
 const PUBLISH_EVERY: Duration = Duration::from_secs(1);
 
@@ -321,6 +370,7 @@ mod tests {
             name: name.to_owned(),
             in_rebalance: AtomicBool::new(false),
             generation: AtomicU64::new(0),
+            revoked: Mutex::new(Vec::new()),
             high_watermarks: Mutex::new(HashMap::new()),
             resets: ResetWatch::default(),
         }
