@@ -179,17 +179,20 @@ fn run_pipeline(
     let mut view = ProgressView::new(args.lines);
     let mut last = None;
     let mut last_move = Instant::now();
+    // The client retries what fails while reading; a lasting failure shows as a stall.
+    let mut read_error = None;
     let reported = loop {
-        if let Some((file, lines)) = done.poll(Duration::from_millis(200))?
-            && file == FILE_ID
-        {
-            break lines;
+        match done.poll(Duration::from_millis(200)) {
+            Ok(Some((file, lines))) if file == FILE_ID => break lines,
+            Ok(_) => {}
+            Err(e) => read_error = Some(e),
         }
         if splitter.as_ref().is_some_and(|s| s.is_finished())
             && let Some(s) = splitter.take()
+            && let Err(e) = joined(s)
         {
-            s.join()
-                .map_err(|_| ExampleError::Other("the splitter thread panicked".into()))??;
+            view.clear();
+            return Err(e);
         }
         for (name, app) in [("service", &service), ("aggregator", &aggregator)] {
             if app.state() == State::Error {
@@ -211,7 +214,7 @@ fn run_pipeline(
             view.clear();
             return Err(ExampleError::Other(format!(
                 "no progress for {} s: {} of {} lines split, {} processed by the service, {} records \
-                 aggregated (of {} expected), and {} has no record for {FILE_ID} yet (broker {bootstrap}; \
+                 aggregated (of {} expected), and {} has no record for {FILE_ID} yet{} (broker {bootstrap}; \
                  --stall-timeout-secs sets the limit)",
                 stall_timeout.as_secs(),
                 now.split,
@@ -220,6 +223,7 @@ fn run_pipeline(
                 now.aggregator,
                 args.lines + 1,
                 topics.files_done,
+                read_error.map_or_else(String::new, |e| format!(" (last read error: {e})")),
             )));
         }
         view.update(now, started.elapsed());
@@ -227,8 +231,7 @@ fn run_pipeline(
     let took = started.elapsed();
     view.clear();
     if let Some(s) = splitter.take() {
-        s.join()
-            .map_err(|_| ExampleError::Other("the splitter thread panicked".into()))??;
+        joined(s)?;
     }
     drop(done);
 
@@ -260,6 +263,14 @@ fn run_pipeline(
         )));
     }
     Ok(())
+}
+
+/// The splitter's result: the lines it sent, or why it failed.
+fn joined(splitter: std::thread::JoinHandle<Result<u64, ExampleError>>) -> Result<u64, ExampleError> {
+    splitter
+        .join()
+        .map_err(|_| ExampleError::Other("the splitter thread panicked".into()))?
+        .map_err(|e| ExampleError::Other(format!("splitting the file failed: {e}")))
 }
 
 /// Deletes the run's topics (its own and the aggregator's changelogs) and consumer groups;
