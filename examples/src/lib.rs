@@ -10,13 +10,15 @@
 //!
 //! Every binary runs on the broker given with `--bootstrap-servers`, and without it on a
 //! local single-node Apache Kafka that it starts (or finds running) through
-//! `scripts/kafka.sh` ([`local_kafka`]). [`admin`] creates and deletes their topics.
+//! `scripts/kafka.sh` ([`local_kafka`]). [`admin`] creates and deletes their topics; the
+//! long-running ones stop cleanly on SIGINT or SIGTERM ([`shutdown`]).
 
 pub mod admin;
 pub mod count;
 pub mod file_aggregation;
 pub mod local_kafka;
 pub mod retry;
+pub mod shutdown;
 pub mod splitter;
 pub mod webhooks;
 

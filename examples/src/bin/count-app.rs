@@ -1,4 +1,5 @@
-//! Runs the keyed count until killed or until stdin closes (then closes cleanly).
+//! Runs the keyed count until SIGINT, SIGTERM or the end of stdin (then closes cleanly:
+//! last commit, leaves the group), or until killed.
 //!
 //! `count-app [--bootstrap-servers HOST:PORT] [--application-id ID] [--input T] [--output T]
 //!  [--state-dir DIR] [--guarantee at_least_once|exactly_once_v2] [--threads N] [--partitions N]`
@@ -9,7 +10,6 @@
 //! under the temp dir, removed at a clean exit (the stores restore from their changelogs at
 //! the next start). It prints `started` once the application is started.
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -17,8 +17,9 @@ use clap::Parser;
 use streams_core::{KafkaStreams, StreamsConfig};
 use streams_examples::MainError;
 use streams_examples::admin::create_topics;
-use streams_examples::count::count_topology;
+use streams_examples::count::count_topology_with_audit;
 use streams_examples::local_kafka::bootstrap_or_local;
+use streams_examples::shutdown::StopSignals;
 
 #[derive(Parser, Debug)]
 #[command(about = "A keyed count over a RocksDB store, until stdin closes")]
@@ -48,6 +49,10 @@ struct Args {
     /// Partitions of the input and output topics where it creates them.
     #[arg(long, default_value_t = 2)]
     partitions: i32,
+    /// Also write every input record unchanged to this topic, from the same task (the crash
+    /// tests check every input's identity there).
+    #[arg(long)]
+    audit: Option<String>,
 }
 
 fn main() -> Result<(), MainError> {
@@ -61,7 +66,9 @@ fn main() -> Result<(), MainError> {
         .state_dir
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join(format!("count-app-{}", std::process::id())));
-    create_topics(&bootstrap, &[a.input.clone(), a.output.clone()], a.partitions)?;
+    let mut topics = vec![a.input.clone(), a.output.clone()];
+    topics.extend(a.audit.clone());
+    create_topics(&bootstrap, &topics, a.partitions)?;
     let config = StreamsConfig::from_properties([
         ("application.id", a.application_id.clone()),
         ("bootstrap.servers", bootstrap.clone()),
@@ -71,10 +78,12 @@ fn main() -> Result<(), MainError> {
         ("consumer.session.timeout.ms", "6000".into()),
         ("consumer.heartbeat.interval.ms", "500".into()),
     ])?;
-    let mut app = KafkaStreams::new(count_topology(&a.input, &a.output)?, config)?;
+    let signals = StopSignals::install()?;
+    let topology = count_topology_with_audit(&a.input, &a.output, a.audit.as_deref())?;
+    let mut app = KafkaStreams::new(topology, config)?;
     app.start()?;
     println!(
-        "counting {} -> {} as {} ({}, state in {}); close stdin (Ctrl-D) to stop",
+        "counting {} -> {} as {} ({}, state in {}); Ctrl-C, SIGTERM or closing stdin stops it",
         a.input,
         a.output,
         a.application_id,
@@ -82,10 +91,13 @@ fn main() -> Result<(), MainError> {
         state_dir.display()
     );
     println!("started");
-    // Runs until stdin closes; a crash test kills the process instead.
-    let mut sink = Vec::new();
-    let _ = std::io::stdin().read_to_end(&mut sink);
+    // A crash test kills the process instead.
+    let stop = signals.wait(true);
     let closed = app.close(Duration::from_secs(30));
+    println!(
+        "{stop}: closed {}",
+        if closed { "cleanly" } else { "with a timeout" }
+    );
     if own_state_dir {
         let _ = std::fs::remove_dir_all(&state_dir);
     }

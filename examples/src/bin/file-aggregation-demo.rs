@@ -16,7 +16,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -30,6 +30,7 @@ use streams_examples::file_aggregation::{
     service_topology_on,
 };
 use streams_examples::local_kafka::bootstrap_or_local;
+use streams_examples::shutdown::StopSignals;
 use streams_examples::splitter::split_counted;
 use streams_examples::{ExampleError, MainError};
 
@@ -103,8 +104,10 @@ fn main() -> Result<(), MainError> {
         dir.display()
     );
 
-    let outcome = run_pipeline(&args, &bootstrap, &run, &topics, &dir, &input, &result);
-    if outcome.is_ok() && !args.keep_topics {
+    let stop = StopSignals::install()?.into_flag();
+    let outcome = run_pipeline(&args, &bootstrap, &run, &topics, &dir, &input, &result, &stop);
+    let interrupted = stop.load(Ordering::Acquire);
+    if (outcome.is_ok() || interrupted) && !args.keep_topics {
         // The stores are empty once the file is done, and their changelogs are deleted below.
         let _ = std::fs::remove_dir_all(dir.join("state"));
         println!("{}", delete_run(&bootstrap, &run));
@@ -122,6 +125,7 @@ struct Counters {
     aggregator: u64,
 }
 
+#[allow(clippy::too_many_arguments)] // one call, from main: the run's parts by name
 fn run_pipeline(
     args: &Args,
     bootstrap: &str,
@@ -130,6 +134,7 @@ fn run_pipeline(
     dir: &Path,
     input: &Path,
     result: &Path,
+    stop: &AtomicBool,
 ) -> Result<(), ExampleError> {
     let started = Instant::now();
     let config = |app: &str, guarantee: &str, commit_ms: &str| {
@@ -182,6 +187,14 @@ fn run_pipeline(
     // The client retries what fails while reading; a lasting failure shows as a stall.
     let mut read_error = None;
     let reported = loop {
+        if stop.load(Ordering::Acquire) {
+            view.clear();
+            let closed = service.close(CLOSE_TIMEOUT) & aggregator.close(CLOSE_TIMEOUT);
+            return Err(ExampleError::Other(format!(
+                "stopped by a signal before the result was complete (applications closed {})",
+                if closed { "cleanly" } else { "with a timeout" }
+            )));
+        }
         match done.poll(Duration::from_millis(200)) {
             Ok(Some((file, lines))) if file == FILE_ID => break lines,
             Ok(_) => {}

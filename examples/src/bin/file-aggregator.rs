@@ -1,4 +1,4 @@
-//! Runs the file-aggregation aggregator alone until killed or until stdin closes (then
+//! Runs the file-aggregation aggregator alone until SIGINT, SIGTERM or the end of stdin (then
 //! closes cleanly), for crash tests and for running the pipeline's stages as separate
 //! processes.
 //!
@@ -11,7 +11,6 @@
 //! `<temp dir>/file-aggregator-results`, and a state directory of its own under the temp
 //! dir, removed at a clean exit. It prints where the results go, then `started`.
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -20,10 +19,11 @@ use streams_core::{KafkaStreams, StreamsConfig};
 use streams_examples::admin::create_topics;
 use streams_examples::file_aggregation::{Topics, aggregator_topology_on};
 use streams_examples::local_kafka::bootstrap_or_local;
+use streams_examples::shutdown::StopSignals;
 use streams_examples::{ExampleError, MainError};
 
 #[derive(Parser, Debug)]
-#[command(about = "The file-aggregation aggregator alone, until stdin closes")]
+#[command(about = "The file-aggregation aggregator alone, until SIGINT, SIGTERM or the end of stdin")]
 struct Args {
     /// Kafka to run on; without it the local broker of `scripts/kafka.sh` (started if it is
     /// not running).
@@ -88,6 +88,7 @@ fn main() -> Result<(), MainError> {
     }
     let config = StreamsConfig::from_properties(props)?;
     std::fs::create_dir_all(&out_dir)?;
+    let signals = StopSignals::install()?;
     let mut app = KafkaStreams::new(aggregator_topology_on(&topics, &out_dir)?, config)?;
     app.start()?;
     println!(
@@ -99,10 +100,13 @@ fn main() -> Result<(), MainError> {
         topics.files_done
     );
     println!("started");
-    // Runs until stdin closes; a crash test kills the process instead.
-    let mut sink = Vec::new();
-    let _ = std::io::stdin().read_to_end(&mut sink);
+    // A crash test kills the process instead.
+    let stop = signals.wait(true);
     let closed = app.close(Duration::from_secs(30));
+    println!(
+        "{stop}: closed {}",
+        if closed { "cleanly" } else { "with a timeout" }
+    );
     if own_state_dir {
         let _ = std::fs::remove_dir_all(&state_dir);
     }

@@ -28,6 +28,7 @@ use streams_examples::admin::{
 use streams_examples::local_kafka::bootstrap_or_local;
 use streams_examples::retry::dlq::{DlqTool, ReplaySelection};
 use streams_examples::retry::{Outcome, OutcomeEvent, RetryLadder, parse_delays};
+use streams_examples::shutdown::StopSignals;
 use streams_examples::webhooks::receiver::{Policy, Receiver, always_ok};
 use streams_examples::webhooks::{
     EventLog, PipelineConfig, WebHook, WebHookPipeline, WebHookProducer, WebHookRequest, WebHookTopics,
@@ -207,14 +208,13 @@ fn print_outcome(e: &OutcomeEvent<'_>) {
     }
 }
 
-/// Runs until Ctrl-C, then closes cleanly.
+/// Runs until SIGINT (Ctrl-C) or SIGTERM, then closes cleanly.
 fn run_service(bootstrap: &str, config: PipelineConfig) -> Result<(), ExampleError> {
+    let signals = StopSignals::install()?;
     let pipeline = WebHookPipeline::start(bootstrap, config)?;
-    println!("running; Ctrl-C to stop");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(tokio::signal::ctrl_c())?;
+    println!("running; Ctrl-C or SIGTERM to stop");
+    let stop = signals.wait(false);
+    println!("{stop}: stopping");
     let stats = pipeline.stats();
     pipeline.close(Duration::from_secs(30))?;
     println!(

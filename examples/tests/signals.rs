@@ -1,0 +1,91 @@
+//! SIGTERM and SIGINT close the long-running binaries cleanly: `count-app` is started, counts
+//! a few records, gets the signal, and must exit 0 saying it closed cleanly, with its
+//! offsets committed by that close (the default at-least-once commit interval is 30 s, so
+//! only the close can have committed them). Skipped without a broker.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use streams_core::testing::{self, ProduceRecord};
+
+fn stops_cleanly_on(signal: &str, test: &str) {
+    let Some(bootstrap) = testing::require_kafka(test) else {
+        return;
+    };
+    let app = testing::unique_name("signal-app");
+    let input = testing::unique_name("signal-in");
+    let output = testing::unique_name("signal-out");
+    testing::create_topic(&bootstrap, &input, 2, &[]).unwrap();
+    testing::create_topic(&bootstrap, &output, 2, &[]).unwrap();
+    let records: Vec<ProduceRecord> = (0..10)
+        .map(|i| ProduceRecord::new(format!("k{i}"), "x"))
+        .collect();
+    testing::produce(&bootstrap, &input, &records, Duration::from_secs(30)).unwrap();
+    let state = tempfile::tempdir().unwrap();
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_count-app"))
+        .args(["--bootstrap-servers", &bootstrap, "--application-id", &app])
+        .args(["--input", &input, "--output", &output])
+        .args(["--state-dir", &state.path().display().to_string()])
+        // Standard input stays open: only the signal can stop it.
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start count-app");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert!(
+        lines.by_ref().map_while(Result::ok).any(|l| l == "started"),
+        "count-app did not start"
+    );
+    // All ten counted (each key once).
+    let counted = testing::consume_all(
+        &bootstrap,
+        &output,
+        testing::ConsumeUntil::Count(10),
+        Duration::from_secs(60),
+        false,
+    )
+    .unwrap();
+    assert_eq!(counted.len(), 10);
+
+    let status = Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let exit = loop {
+        if let Some(exit) = child.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "count-app still running 60 s after SIG{signal}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(exit.success(), "exit {exit:?}; output {rest:?}");
+    assert!(
+        rest.iter().any(|l| l == &format!("SIG{signal}: closed cleanly")),
+        "{rest:?}"
+    );
+    let committed = testing::committed_offsets(&bootstrap, &app, &input, Duration::from_secs(30)).unwrap();
+    let total: i64 = committed.iter().filter_map(|(_, o)| *o).sum();
+    assert_eq!(
+        total, 10,
+        "the close committed every processed offset: {committed:?}"
+    );
+}
+
+#[test]
+fn count_app_stops_cleanly_on_sigterm() {
+    stops_cleanly_on("TERM", "count_app_stops_cleanly_on_sigterm");
+}
+
+#[test]
+fn count_app_stops_cleanly_on_sigint() {
+    stops_cleanly_on("INT", "count_app_stops_cleanly_on_sigint");
+}
