@@ -32,6 +32,18 @@ impl Processor<String, String, String, u64> for Count {
 
 /// `input` -> count per key -> `output`.
 pub fn count_topology(input: &str, output: &str) -> Result<Topology, TopologyError> {
+    count_topology_with_audit(input, output, None)
+}
+
+/// [`count_topology`], and with `seen` every input record also goes unchanged to that
+/// topic, from the same task: a record whose offset was committed without its being
+/// processed is missing there, whatever duplicates the counts hold. The crash tests check
+/// every input's identity with it.
+pub fn count_topology_with_audit(
+    input: &str,
+    output: &str,
+    seen: Option<&str>,
+) -> Result<Topology, TopologyError> {
     let mut b = Topology::builder();
     b.add_source("source", [input], StringSerde, StringSerde)
         .add_processor("count", Count::default, ["source"])
@@ -40,5 +52,8 @@ pub fn count_topology(input: &str, output: &str) -> Result<Topology, TopologyErr
             ["count"],
         )
         .add_sink("sink", output, StringSerde, U64Serde, ["count"]);
+    if let Some(seen) = seen {
+        b.add_sink("seen", seen, StringSerde, StringSerde, ["source"]);
+    }
     b.build()
 }

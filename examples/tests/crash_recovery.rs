@@ -4,8 +4,10 @@
 //!
 //! - exactly_once_v2: the output read with `read_committed` holds every count of every key
 //!   exactly once: 1, 2, ..., N, no duplicate, no gap.
-//! - at_least_once: nothing is lost: every key's count reaches N (replays after a crash
-//!   may count a record twice, so counts may exceed N; duplicates are reported).
+//! - at_least_once: nothing is lost: every input record's identity (key and sequence
+//!   number) reaches the audit topic, which the same tasks write unchanged, so a lost record
+//!   is caught even when another one is counted twice; and every key's count reaches N
+//!   (replays after a crash may count a record twice; duplicates are reported).
 
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
@@ -17,7 +19,14 @@ use streams_core::testing::{self, ConsumeUntil, ProduceRecord};
 const KEYS: usize = 100;
 const PER_KEY: usize = 1000;
 
-fn spawn(bootstrap: &str, app: &str, input: &str, output: &str, state: &str, guarantee: &str) -> Child {
+/// The topics of one run.
+struct Topics {
+    input: String,
+    output: String,
+    audit: String,
+}
+
+fn spawn(bootstrap: &str, app: &str, topics: &Topics, state: &str, guarantee: &str) -> Child {
     Command::new(env!("CARGO_BIN_EXE_count-app"))
         .args([
             "--bootstrap-servers",
@@ -25,9 +34,11 @@ fn spawn(bootstrap: &str, app: &str, input: &str, output: &str, state: &str, gua
             "--application-id",
             app,
             "--input",
-            input,
+            &topics.input,
             "--output",
-            output,
+            &topics.output,
+            "--audit",
+            &topics.audit,
         ])
         .args(["--state-dir", state, "--guarantee", guarantee])
         .stdin(Stdio::piped())
@@ -36,14 +47,25 @@ fn spawn(bootstrap: &str, app: &str, input: &str, output: &str, state: &str, gua
         .expect("start count-app")
 }
 
-/// Returns, per key, how often each count appears in the output.
-fn run(guarantee: &str, test: &str) -> Option<HashMap<String, HashMap<u64, usize>>> {
+/// What a run left: per key, how often each count appears in the output, and how often
+/// each input identity (`key/sequence`) appears in the audit topic.
+struct Seen {
+    counts: HashMap<String, HashMap<u64, usize>>,
+    audit: HashMap<String, usize>,
+}
+
+fn run(guarantee: &str, test: &str) -> Option<Seen> {
     let bootstrap = testing::require_kafka(test)?;
     let app = testing::unique_name(&format!("crash-{guarantee}"));
-    let input = testing::unique_name("crash-in");
-    let output = testing::unique_name("crash-out");
-    testing::create_topic(&bootstrap, &input, 4, &[]).unwrap();
-    testing::create_topic(&bootstrap, &output, 4, &[]).unwrap();
+    let topics = Topics {
+        input: testing::unique_name("crash-in"),
+        output: testing::unique_name("crash-out"),
+        audit: testing::unique_name("crash-audit"),
+    };
+    let (input, output) = (topics.input.clone(), topics.output.clone());
+    for t in [&topics.input, &topics.output, &topics.audit] {
+        testing::create_topic(&bootstrap, t, 4, &[]).unwrap();
+    }
     let state = tempfile::tempdir().unwrap();
     let state_dir = state.path().display().to_string();
 
@@ -67,7 +89,7 @@ fn run(guarantee: &str, test: &str) -> Option<HashMap<String, HashMap<u64, usize
     });
     let mut rng = rand::rng();
     for kill in 0..10 {
-        let mut child = spawn(&bootstrap, &app, &input, &output, &state_dir, guarantee);
+        let mut child = spawn(&bootstrap, &app, &topics, &state_dir, guarantee);
         std::thread::sleep(Duration::from_millis(rng.random_range(4000..9000)));
         child.kill().unwrap();
         child.wait().unwrap();
@@ -75,7 +97,7 @@ fn run(guarantee: &str, test: &str) -> Option<HashMap<String, HashMap<u64, usize
     }
     feeder.join().unwrap();
     // A last run finishes the input and closes cleanly.
-    let mut child = spawn(&bootstrap, &app, &input, &output, &state_dir, guarantee);
+    let mut child = spawn(&bootstrap, &app, &topics, &state_dir, guarantee);
     let expected_total = KEYS * PER_KEY;
     let read_committed = guarantee == "exactly_once_v2";
     let deadline = std::time::Instant::now() + Duration::from_secs(240);
@@ -107,14 +129,40 @@ fn run(guarantee: &str, test: &str) -> Option<HashMap<String, HashMap<u64, usize
     };
     drop(child.stdin.take());
     let _ = child.wait();
-    Some(result)
+    let mut audit: HashMap<String, usize> = HashMap::new();
+    for r in testing::consume_all(
+        &bootstrap,
+        &topics.audit,
+        ConsumeUntil::Idle(Duration::ZERO),
+        Duration::from_secs(120),
+        read_committed,
+    )
+    .unwrap()
+    {
+        let id = format!("{}/{}", r.key_str().unwrap(), r.value_str().unwrap());
+        *audit.entry(id).or_insert(0) += 1;
+    }
+    Some(Seen {
+        counts: result,
+        audit,
+    })
 }
 
 #[test]
 fn exactly_once_under_repeated_sigkill() {
-    let Some(seen) = run("exactly_once_v2", "exactly_once_under_repeated_sigkill") else {
+    let Some(Seen { counts: seen, audit }) = run("exactly_once_v2", "exactly_once_under_repeated_sigkill")
+    else {
         return;
     };
+    assert_eq!(
+        audit.len(),
+        KEYS * PER_KEY,
+        "every input once in the committed audit"
+    );
+    assert!(
+        audit.values().all(|&n| n == 1),
+        "no input twice in the committed audit"
+    );
     assert_eq!(seen.len(), KEYS);
     for (key, counts) in &seen {
         for n in 1..=PER_KEY as u64 {
@@ -130,12 +178,24 @@ fn exactly_once_under_repeated_sigkill() {
 
 #[test]
 fn at_least_once_loses_nothing_under_repeated_sigkill() {
-    let Some(seen) = run(
+    let Some(Seen { counts: seen, audit }) = run(
         "at_least_once",
         "at_least_once_loses_nothing_under_repeated_sigkill",
     ) else {
         return;
     };
+    let lost: Vec<String> = (0..PER_KEY)
+        .flat_map(|i| (0..KEYS).map(move |k| format!("k{k:03}/{i}")))
+        .filter(|id| !audit.contains_key(id))
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "{} inputs lost, e.g. {:?}",
+        lost.len(),
+        &lost[..lost.len().min(5)]
+    );
+    let replayed = audit.values().filter(|&&n| n > 1).count();
+    eprintln!("at-least-once: {replayed} inputs processed more than once after 10 kills");
     assert_eq!(seen.len(), KEYS);
     let mut over = 0;
     for (key, counts) in &seen {
