@@ -88,6 +88,31 @@ impl StopSignals {
         stop
     }
 
+    /// Runs `app` until a stop (standard input watched too), then closes it, prints which
+    /// stop it was and how the close went, and removes `own_state_dir` when given. A close
+    /// that times out is an error.
+    pub fn serve(
+        self,
+        app: &mut streams_core::KafkaStreams,
+        own_state_dir: Option<&std::path::Path>,
+    ) -> Result<(), ExampleError> {
+        let stop = self.wait(true);
+        let closed = app.close(std::time::Duration::from_secs(30));
+        println!(
+            "{stop}: closed {}",
+            if closed { "cleanly" } else { "with a timeout" }
+        );
+        if let Some(dir) = own_state_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        if !closed {
+            return Err(ExampleError::Other(
+                "the application did not stop within 30 s".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Waits on a thread of its own and returns a flag set when SIGINT or SIGTERM arrives,
     /// for a loop that checks it between steps.
     pub fn into_flag(self) -> Arc<AtomicBool> {

@@ -11,7 +11,6 @@
 //! the next start). It prints `started` once the application is started.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::Parser;
 use streams_core::{KafkaStreams, StreamsConfig};
@@ -92,19 +91,5 @@ fn main() -> Result<(), MainError> {
     );
     println!("started");
     // A crash test kills the process instead.
-    let stop = signals.wait(true);
-    let closed = app.close(Duration::from_secs(30));
-    println!(
-        "{stop}: closed {}",
-        if closed { "cleanly" } else { "with a timeout" }
-    );
-    if own_state_dir {
-        let _ = std::fs::remove_dir_all(&state_dir);
-    }
-    if !closed {
-        return Err(
-            streams_examples::ExampleError::Other("the application did not stop within 30 s".into()).into(),
-        );
-    }
-    Ok(())
+    Ok(signals.serve(&mut app, own_state_dir.then_some(state_dir.as_path()))?)
 }

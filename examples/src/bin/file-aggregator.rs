@@ -12,15 +12,14 @@
 //! dir, removed at a clean exit. It prints where the results go, then `started`.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::Parser;
 use streams_core::{KafkaStreams, StreamsConfig};
+use streams_examples::MainError;
 use streams_examples::admin::create_topics;
 use streams_examples::file_aggregation::{Topics, aggregator_topology_on};
 use streams_examples::local_kafka::bootstrap_or_local;
 use streams_examples::shutdown::StopSignals;
-use streams_examples::{ExampleError, MainError};
 
 #[derive(Parser, Debug)]
 #[command(about = "The file-aggregation aggregator alone, until SIGINT, SIGTERM or the end of stdin")]
@@ -101,17 +100,5 @@ fn main() -> Result<(), MainError> {
     );
     println!("started");
     // A crash test kills the process instead.
-    let stop = signals.wait(true);
-    let closed = app.close(Duration::from_secs(30));
-    println!(
-        "{stop}: closed {}",
-        if closed { "cleanly" } else { "with a timeout" }
-    );
-    if own_state_dir {
-        let _ = std::fs::remove_dir_all(&state_dir);
-    }
-    if !closed {
-        return Err(ExampleError::Other("the application did not stop within 30 s".into()).into());
-    }
-    Ok(())
+    Ok(signals.serve(&mut app, own_state_dir.then_some(state_dir.as_path()))?)
 }
