@@ -40,6 +40,7 @@ pub(crate) struct Families {
     pub producer_errors: IntCounterVec,
     pub consumer_errors: IntCounterVec,
     pub offset_resets: IntCounterVec,
+    pub revoked_partitions: IntCounterVec,
     pub skipped_offsets: IntCounterVec,
     pub dead_letter_records: IntCounterVec,
     // Task.
@@ -201,6 +202,11 @@ impl Families {
             consumer_errors: r.counter(
                 "streams_thread_consumer_errors_total",
                 "Errors the thread's consumer reported from poll.",
+                &thread,
+            )?,
+            revoked_partitions: r.counter(
+                "streams_thread_revoked_partitions_total",
+                "Partitions revoked from the thread's consumer by rebalances (or lost when it left the group).",
                 &thread,
             )?,
             offset_resets: r.counter(

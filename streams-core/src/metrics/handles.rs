@@ -34,6 +34,7 @@ pub(crate) struct ThreadMetrics {
     pub producer_errors: IntCounter,
     pub consumer_errors: IntCounter,
     pub offset_resets: IntCounter,
+    pub revoked_partitions: IntCounter,
     pub skipped_offsets: IntCounter,
     pub dead_letters: [IntCounter; 3],
 }
@@ -58,6 +59,7 @@ impl ThreadMetrics {
             producer_errors: counter(&f.producer_errors, &l),
             consumer_errors: counter(&f.consumer_errors, &l),
             offset_resets: counter(&f.offset_resets, &l),
+            revoked_partitions: counter(&f.revoked_partitions, &l),
             skipped_offsets: counter(&f.skipped_offsets, &l),
             dead_letters: DLQ_REASONS.map(|r| counter(&f.dead_letter_records, &[l[0], l[1], r])),
         }
@@ -94,6 +96,7 @@ impl Drop for ThreadMetrics {
         let _ = f.producer_errors.remove_label_values(&l);
         let _ = f.consumer_errors.remove_label_values(&l);
         let _ = f.offset_resets.remove_label_values(&l);
+        let _ = f.revoked_partitions.remove_label_values(&l);
         let _ = f.skipped_offsets.remove_label_values(&l);
         for r in DLQ_REASONS {
             let _ = f.dead_letter_records.remove_label_values(&[l[0], l[1], r]);

@@ -6,6 +6,7 @@
 //! (transactional under `exactly_once_v2`) and the tasks of the partitions assigned to it.
 //! See `docs/runtime.md` for threads, tasks, commits and guarantees.
 
+mod creation;
 mod deliveries;
 mod embedded;
 mod global;
@@ -18,6 +19,7 @@ mod status;
 mod tasks;
 mod thread;
 mod topics;
+mod updater;
 
 use std::path::PathBuf;
 use std::sync::Arc;

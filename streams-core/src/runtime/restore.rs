@@ -1,18 +1,26 @@
-//! Restoring a task's logged stores from their changelog partitions before the task
-//! processes a record.
+//! Restoring a task's logged stores from their changelog partitions, in steps the state
+//! updater (`updater.rs`) runs on its own thread.
 //!
 //! Each store resumes after its checkpoint (the changelog offset its local data already
 //! contains) or, without one, from the start of the partition; it reads up to the end
-//! offset found when restoration began, in batches applied through
-//! `KeyValueStore::restore_batch` (RocksDB: one write batch each, WAL off).
+//! offset found when its restoration began, in batches applied through
+//! `KeyValueStore::restore_batch` (RocksDB: one write batch each, WAL off). After the last
+//! batch the store's checkpoint is the end offset.
+//!
+//! A [`Restoration`] does at most a time budget of work per [`Restoration::step`], so the
+//! updater answers its stream thread (a task revoked while restoring) and takes turns
+//! between the tasks it restores between steps. A
+//! restoration given up half-way applies what it read and checkpoints that position, so the
+//! next restoration of the task resumes there.
 //!
 //! A gap is corrupted state, never skipped: when the checkpoint lies before the
 //! changelog's log start (retention or `DeleteRecords` removed records the store never
 //! saw), or the restore position falls out of the log while reading (the restore consumer
-//! runs with `auto.offset.reset=error`), restoration stops with [`Restored::Corrupted`];
-//! the task manager then wipes the task's state and restores from the earliest offset, as
-//! Kafka Streams does for a `TaskCorruptedException`.
+//! runs with `auto.offset.reset=error`), the step returns [`Step::Corrupted`]; the task
+//! manager then wipes the task's state and restores from the earliest offset, as Kafka
+//! Streams does for a `TaskCorruptedException`.
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -20,24 +28,10 @@ use rdkafka::consumer::Consumer;
 use rdkafka::error::KafkaError;
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Message, Offset, TopicPartitionList};
-use streams_state::ChangelogRecord;
+use streams_state::{ChangelogRecord, KeyValueStore};
 
 use super::resets::AssignedConsumer;
 use crate::error::StreamsError;
-use crate::task::Task;
-
-/// How a task's restoration ended.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Restored {
-    /// Every logged store is up to date; this many records were applied.
-    Done(u64),
-    /// The changelog of `topic` has a gap the store cannot cross: wipe and restore again.
-    Corrupted {
-        store: String,
-        topic: String,
-        reason: String,
-    },
-}
 
 /// How many records one restore batch holds.
 const BATCH: usize = 10_000;
@@ -56,64 +50,206 @@ pub(crate) fn kafka_err(context: &str, e: impl std::fmt::Display) -> StreamsErro
     }
 }
 
-/// Progress of one restoration, for logs and metrics.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct RestoreProgress {
+/// One store of a task whose stores are being restored; the state updater owns it
+/// meanwhile (stores are `Send`; the task around them is not, and is built afterwards).
+pub(crate) struct RestoreStore {
+    pub name: String,
+    /// Its changelog topic; `None` for a store that is not restored (not logged, global).
+    pub changelog: Option<String>,
+    pub store: Box<dyn KeyValueStore>,
+}
+
+/// What one [`Restoration::step`] ended with.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Every logged store is up to date; this many records were applied in all.
+    Done(u64),
+    /// The budget ran out; more to do.
+    Pending,
+    /// The changelog of `topic` has a gap the store cannot cross: wipe and restore again.
+    Corrupted {
+        store: String,
+        topic: String,
+        reason: String,
+    },
+}
+
+/// The store being read: its index, its changelog partition and where it stands.
+struct Active {
+    index: usize,
+    topic: String,
+    high: i64,
+    position: i64,
+    restored: u64,
+    started: Instant,
+    last_progress: Instant,
+    batch: Vec<ChangelogRecord>,
+}
+
+/// The restoration of one task's logged stores, one store at a time.
+pub(crate) struct Restoration {
+    partition: i32,
+    /// Indexes of the stores to restore that were not started yet.
+    todo: VecDeque<usize>,
+    active: Option<Active>,
+    /// Records applied so far, all stores.
     pub restored: u64,
-    pub remaining: u64,
 }
 
-/// Restores every logged store of `task`.
-pub(crate) fn restore_task(
-    consumer: &AssignedConsumer,
-    task: &Task,
-    app_id: &str,
-    on_progress: &mut dyn FnMut(RestoreProgress),
-) -> Result<Restored, StreamsError> {
-    let result = restore_stores(consumer, task, app_id, on_progress);
-    let unassigned = consumer.unassign().map_err(|e| kafka_err("restore unassign", e));
-    let restored = result?;
-    unassigned?;
-    Ok(restored)
-}
-
-fn restore_stores(
-    consumer: &AssignedConsumer,
-    task: &Task,
-    app_id: &str,
-    on_progress: &mut dyn FnMut(RestoreProgress),
-) -> Result<Restored, StreamsError> {
-    let mut total = 0;
-    let partition = task.id().partition;
-    for slot in task.stores() {
-        if slot.builder.logging_config().is_none() || slot.global {
-            continue;
+impl Restoration {
+    /// The restoration of the stores of the task of changelog partition `partition`.
+    pub fn new(partition: i32, stores: &[RestoreStore]) -> Self {
+        Self {
+            partition,
+            todo: stores
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.changelog.is_some())
+                .map(|(i, _)| i)
+                .collect(),
+            active: None,
+            restored: 0,
         }
-        let topic = changelog_topic(app_id, &slot.name);
+    }
+
+    /// Records of the store being read that are still to come.
+    pub fn remaining(&self) -> u64 {
+        self.active
+            .as_ref()
+            .map_or(0, |a| u64::try_from(a.high - a.position).unwrap_or(0))
+    }
+
+    /// Restores for up to `budget` (at least one poll). The restore consumer is assigned the
+    /// changelog partition being read, and nothing once the task is done.
+    pub fn step(
+        &mut self,
+        consumer: &AssignedConsumer,
+        stores: &mut [RestoreStore],
+        budget: Duration,
+    ) -> Result<Step, StreamsError> {
+        let deadline = Instant::now() + budget;
+        loop {
+            if self.active.is_none() {
+                let Some(index) = self.todo.pop_front() else {
+                    consumer
+                        .unassign()
+                        .map_err(|e| kafka_err("restore unassign", e))?;
+                    return Ok(Step::Done(self.restored));
+                };
+                match self.start(consumer, stores, index)? {
+                    Ok(Some(active)) => self.active = Some(active),
+                    Ok(None) => continue,
+                    Err(corrupted) => return Ok(corrupted),
+                }
+            }
+            let partition = self.partition;
+            let Some(a) = self.active.as_mut() else {
+                continue;
+            };
+            while a.position < a.high {
+                let now = Instant::now();
+                if now >= deadline {
+                    return Ok(Step::Pending);
+                }
+                match consumer.poll((deadline - now).min(Duration::from_millis(100))) {
+                    Some(Ok(m)) => {
+                        a.position = m.offset() + 1;
+                        a.batch.push(ChangelogRecord {
+                            key: Bytes::copy_from_slice(m.key().unwrap_or_default()),
+                            value: m.payload().map(Bytes::copy_from_slice),
+                            offset: m.offset(),
+                        });
+                        a.last_progress = Instant::now();
+                    }
+                    Some(Err(KafkaError::MessageConsumption(RDKafkaErrorCode::AutoOffsetReset))) => {
+                        let _ = consumer.unassign();
+                        let reason = format!(
+                            "offset {} is no longer in the changelog (deleted while restoring)",
+                            a.position
+                        );
+                        let topic = format!("{}-{partition}", a.topic);
+                        let store = stores[a.index].name.clone();
+                        self.active = None;
+                        return Ok(Step::Corrupted { store, topic, reason });
+                    }
+                    Some(Err(e)) => {
+                        // Transient (a broker restarting): librdkafka reconnects by itself; a
+                        // lasting failure ends in the stall error below.
+                        if a.last_progress.elapsed() > STALL {
+                            return Err(kafka_err(&format!("restoring {}-{partition}", a.topic), e));
+                        }
+                        tracing::debug!(error = %e, "restore consumer");
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    None => {
+                        // Transaction markers take offsets but are never returned: ask where
+                        // the consumer stands.
+                        if let Ok(pos) = consumer.position()
+                            && let Some(Offset::Offset(p)) =
+                                pos.find_partition(&a.topic, partition).map(|e| e.offset())
+                        {
+                            a.position = a.position.max(p);
+                        }
+                        if a.last_progress.elapsed() > STALL {
+                            return Err(kafka_err(
+                                &format!("restoring {}-{partition}", a.topic),
+                                format!("no progress at offset {} of {} for {STALL:?}", a.position, a.high),
+                            ));
+                        }
+                    }
+                }
+                if a.batch.len() >= BATCH {
+                    self.restored += apply(stores, a)?;
+                }
+            }
+            self.restored += apply(stores, a)?;
+            let s = &mut stores[a.index];
+            // The data now contains everything up to the end offset (markers included).
+            s.store.write_checkpoint(Some(a.high - 1))?;
+            tracing::info!(
+                partition,
+                store = %s.name,
+                records = a.restored,
+                elapsed = ?a.started.elapsed(),
+                "store restored"
+            );
+            self.active = None;
+        }
+    }
+
+    /// Starts store `index`: its watermarks, checkpoint and first offset. `Ok(None)` when it
+    /// is up to date; `Err(step)` when its changelog has a gap.
+    fn start(
+        &self,
+        consumer: &AssignedConsumer,
+        stores: &[RestoreStore],
+        index: usize,
+    ) -> Result<Result<Option<Active>, Step>, StreamsError> {
+        let partition = self.partition;
+        let s = &stores[index];
+        let Some(topic) = s.changelog.clone() else {
+            return Ok(Ok(None));
+        };
         let (low, high) = consumer
             .fetch_watermarks(&topic, partition, Duration::from_secs(30))
             .map_err(|e| kafka_err(&format!("watermarks of {topic}-{partition}"), e))?;
-        let mut store = slot
-            .store
-            .try_borrow_mut()
-            .map_err(|_| StreamsError::Usage("store borrowed".into()))?;
-        let checkpoint = store.checkpoint()?;
+        let checkpoint = s.store.checkpoint()?;
         if let Some(c) = checkpoint
             && c + 1 < low
         {
-            return Ok(Restored::Corrupted {
-                store: slot.name.clone(),
+            return Ok(Err(Step::Corrupted {
+                store: s.name.clone(),
                 topic: format!("{topic}-{partition}"),
                 reason: format!(
                     "the store holds the changelog up to offset {c}, but the changelog now starts at {low}: \
                      offsets {}..{low} were deleted before the store saw them",
                     c + 1
                 ),
-            });
+            }));
         }
         let start = checkpoint.map_or(low, |c| c + 1);
         if start >= high {
-            continue;
+            return Ok(Ok(None));
         }
         let mut tpl = TopicPartitionList::new();
         tpl.add_partition_offset(&topic, partition, Offset::Offset(start))
@@ -121,74 +257,60 @@ fn restore_stores(
         consumer
             .assign(&tpl)
             .map_err(|e| kafka_err("restore assignment", e))?;
-        let started = Instant::now();
-        let mut last_progress = Instant::now();
-        let mut batch: Vec<ChangelogRecord> = Vec::with_capacity(BATCH);
-        let mut position = start;
-        tracing::info!(task = %task.id(), store = %slot.name, from = start, to = high, "restoring");
-        while position < high {
-            match consumer.poll(Duration::from_millis(100)) {
-                Some(Ok(m)) => {
-                    position = m.offset() + 1;
-                    batch.push(ChangelogRecord {
-                        key: Bytes::copy_from_slice(m.key().unwrap_or_default()),
-                        value: m.payload().map(Bytes::copy_from_slice),
-                        offset: m.offset(),
-                    });
-                    last_progress = Instant::now();
-                }
-                Some(Err(KafkaError::MessageConsumption(RDKafkaErrorCode::AutoOffsetReset))) => {
-                    return Ok(Restored::Corrupted {
-                        store: slot.name.clone(),
-                        topic: format!("{topic}-{partition}"),
-                        reason: format!(
-                            "offset {position} is no longer in the changelog (deleted while restoring)"
-                        ),
-                    });
-                }
-                Some(Err(e)) => {
-                    // Transient (a broker restarting): librdkafka reconnects by itself; a
-                    // lasting failure ends in the stall error below.
-                    if last_progress.elapsed() > STALL {
-                        return Err(kafka_err(&format!("restoring {topic}-{partition}"), e));
-                    }
-                    tracing::debug!(error = %e, "restore consumer");
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                None => {
-                    // Transaction markers take offsets but are never returned: ask where
-                    // the consumer stands.
-                    if let Ok(pos) = consumer.position()
-                        && let Some(Offset::Offset(p)) =
-                            pos.find_partition(&topic, partition).map(|e| e.offset())
-                    {
-                        position = position.max(p);
-                    }
-                    if last_progress.elapsed() > STALL {
-                        return Err(kafka_err(
-                            &format!("restoring {topic}-{partition}"),
-                            format!("no progress at offset {position} of {high} for {STALL:?}"),
-                        ));
-                    }
-                }
-            }
-            if batch.len() >= BATCH || (position >= high && !batch.is_empty()) {
-                store.restore_batch(&batch)?;
-                total += batch.len() as u64;
-                batch.clear();
-                on_progress(RestoreProgress {
-                    restored: total,
-                    remaining: (high - position).max(0) as u64,
-                });
-            }
-        }
-        if !batch.is_empty() {
-            store.restore_batch(&batch)?;
-            total += batch.len() as u64;
-        }
-        // The data now contains everything up to the end offset (markers included).
-        store.write_checkpoint(Some(high - 1))?;
-        tracing::info!(task = %task.id(), store = %slot.name, records = total, elapsed = ?started.elapsed(), "restored");
+        tracing::info!(partition, store = %s.name, from = start, to = high, "restoring store");
+        Ok(Ok(Some(Active {
+            index,
+            topic,
+            high,
+            position: start,
+            restored: 0,
+            started: Instant::now(),
+            last_progress: Instant::now(),
+            batch: Vec::with_capacity(BATCH.min(usize::try_from(high - start).unwrap_or(BATCH))),
+        })))
     }
-    Ok(Restored::Done(total))
+
+    /// Assigns the restore consumer the partition being read again, where it stands (after
+    /// the consumer served another task's restoration).
+    pub fn resume(&self, consumer: &AssignedConsumer) -> Result<(), StreamsError> {
+        let Some(a) = &self.active else {
+            return Ok(());
+        };
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&a.topic, self.partition, Offset::Offset(a.position))
+            .map_err(|e| kafka_err("restore assignment", e))?;
+        consumer
+            .assign(&tpl)
+            .map_err(|e| kafka_err("restore assignment", e))
+    }
+
+    /// Gives up (the task was revoked, or the application closes): applies what was read
+    /// and checkpoints that position, so a later restoration resumes there.
+    pub fn abandon(
+        &mut self,
+        consumer: &AssignedConsumer,
+        stores: &mut [RestoreStore],
+    ) -> Result<(), StreamsError> {
+        let Some(mut a) = self.active.take() else {
+            return Ok(());
+        };
+        let _ = consumer.unassign();
+        self.restored += apply(stores, &mut a)?;
+        if a.restored > 0 {
+            stores[a.index].store.write_checkpoint(Some(a.position - 1))?;
+        }
+        Ok(())
+    }
+}
+
+/// Applies the records read so far to the store being restored; returns how many.
+fn apply(stores: &mut [RestoreStore], a: &mut Active) -> Result<u64, StreamsError> {
+    if a.batch.is_empty() {
+        return Ok(0);
+    }
+    stores[a.index].store.restore_batch(&a.batch)?;
+    let n = a.batch.len() as u64;
+    a.restored += n;
+    a.batch.clear();
+    Ok(n)
 }

@@ -1,5 +1,6 @@
-//! The tasks of one stream thread: created on assignment (stores restored first),
-//! committed and suspended on revocation, closed when another member took them.
+//! The tasks of one stream thread: created on assignment once their stores are restored
+//! (`creation.rs`, `updater.rs`), committed and suspended on revocation, closed when
+//! another member took them.
 //!
 //! Suspension: the classic protocol's eager rebalance revokes every partition before it
 //! assigns again. Revoked tasks are committed and kept; tasks whose partitions come back
@@ -15,18 +16,19 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
 use rdkafka::producer::Producer;
 use rdkafka::{Offset, TopicPartitionList};
-use streams_state::{KeyValueStore, RocksDbResources, StoreBuildContext, StoreError};
+use streams_state::RocksDbResources;
 
+use super::creation::Restoring;
 use super::global::GlobalTasks;
-use super::producer::{DeliveryTracker, KafkaChangelogSink, KafkaCollector, PartitionCache, StreamProducer};
-use super::resets::{AssignedConsumer, mock_retention_error};
-use super::restore::{Restored, changelog_topic, kafka_err, restore_task};
+use super::producer::{DeliveryTracker, StreamProducer};
+use super::resets::AssignedConsumer;
+use super::restore::kafka_err;
+use super::updater::StateUpdater;
 use crate::error::StreamsError;
 use crate::handlers::ErrorPolicy;
 use crate::metrics::{Metrics, ThreadMetrics};
@@ -34,7 +36,6 @@ use crate::processor::PunctuationType;
 use crate::record::RawRecord;
 use crate::task::{Task, TaskId};
 use crate::topology::Topology;
-use crate::topology::spec::StoreDef;
 
 /// What a thread's tasks need to know of the application.
 pub(crate) struct TaskSettings {
@@ -61,7 +62,12 @@ pub(crate) struct TaskManager {
     pub(super) failed_published: u64,
     pub producer: Arc<StreamProducer>,
     pub(super) tracker: DeliveryTracker,
-    pub(super) restore_consumer: AssignedConsumer,
+    /// Restores the stores of new tasks on its own thread.
+    pub(super) updater: StateUpdater,
+    /// Hand-overs to the updater so far (each one's sequence number).
+    pub(super) handovers: u64,
+    /// Tasks whose stores the updater is restoring (their partitions are paused).
+    pub(super) restoring: BTreeMap<TaskId, Restoring>,
     pub(super) tasks: BTreeMap<TaskId, Task>,
     pub(super) suspended: BTreeSet<TaskId>,
     /// Partitions assigned by the last rebalance, not yet turned into tasks.
@@ -83,7 +89,7 @@ pub(crate) struct TaskManager {
     pub(super) restored_to: std::collections::HashMap<(String, i32), i64>,
 }
 
-fn now_ms() -> i64 {
+pub(super) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
@@ -103,7 +109,7 @@ pub(crate) struct TaskManagerParts {
 }
 
 impl TaskManager {
-    pub fn new(parts: TaskManagerParts) -> Self {
+    pub fn new(parts: TaskManagerParts) -> Result<Self, StreamsError> {
         let TaskManagerParts {
             settings,
             global_consumer,
@@ -113,7 +119,8 @@ impl TaskManager {
             tracker,
             restore_consumer,
         } = parts;
-        Self {
+        let updater = StateUpdater::start(format!("{thread_name}-restorer"), restore_consumer)?;
+        Ok(Self {
             settings,
             global_consumer,
             globals: None,
@@ -121,7 +128,9 @@ impl TaskManager {
             failed_published: 0,
             producer,
             tracker,
-            restore_consumer,
+            updater,
+            handovers: 0,
+            restoring: BTreeMap::new(),
             tasks: BTreeMap::new(),
             suspended: BTreeSet::new(),
             pending: None,
@@ -133,7 +142,7 @@ impl TaskManager {
             processed_total: 0,
             commit_failing_since: None,
             restored_to: std::collections::HashMap::new(),
-        }
+        })
     }
 
     /// After a cooperative rebalance: `tpl` is the whole assignment, and the partitions kept
@@ -161,7 +170,7 @@ impl TaskManager {
     }
 
     /// The assigned partitions of a task.
-    fn task_partitions(&self, id: TaskId) -> TopicPartitionList {
+    pub(super) fn task_partitions(&self, id: TaskId) -> TopicPartitionList {
         let mut tpl = TopicPartitionList::new();
         for sub in self.settings.topology.subtopologies() {
             if sub.id == id.subtopology {
@@ -173,7 +182,7 @@ impl TaskManager {
         tpl
     }
 
-    fn task_dir(&self, id: TaskId) -> PathBuf {
+    pub(super) fn task_dir(&self, id: TaskId) -> PathBuf {
         self.settings
             .state_dir
             .join(&*self.settings.app_id)
@@ -203,202 +212,6 @@ impl TaskManager {
         Ok(())
     }
 
-    fn make_task(&self, id: TaskId) -> Result<(Task, bool), StreamsError> {
-        let timestamp = Arc::new(AtomicI64::new(0));
-        let dir = self.task_dir(id);
-        let mut make_store = |def: &StoreDef, id: TaskId| -> Result<Box<dyn KeyValueStore>, StoreError> {
-            let mut ctx =
-                StoreBuildContext::new(Some(dir.clone())).with_rocksdb(self.settings.rocksdb.clone());
-            ctx.cache_max_bytes = self.settings.cache_max_bytes;
-            if def.builder.logging_config().is_some() {
-                ctx.changelog = Some(Box::new(KafkaChangelogSink {
-                    producer: self.producer.clone(),
-                    topic: changelog_topic(&self.settings.app_id, def.builder.name()),
-                    partition: id.partition,
-                    timestamp: timestamp.clone(),
-                }));
-            }
-            def.builder.build(ctx)
-        };
-        let collector = Box::new(KafkaCollector {
-            producer: self.producer.clone(),
-            partitions: PartitionCache::new(self.producer.clone()),
-        });
-        let task = Task::new(
-            &self.settings.topology,
-            id,
-            self.settings.app_id.clone(),
-            collector,
-            &mut make_store,
-            self.settings.policy.clone(),
-            now_ms(),
-            timestamp.clone(),
-            Some(self.metrics.task(id)),
-        )?;
-        let mut task = task;
-        if let Some(g) = &self.globals {
-            task.with_globals(g.slots());
-        }
-        // Under exactly-once, persistent state without a checkpoint may hold writes of an
-        // aborted transaction: it is wiped and rebuilt from the (committed) changelog.
-        let mut wipe = false;
-        if self.settings.eos {
-            for slot in task.stores() {
-                let store = slot.store.borrow();
-                if store.persistent() && store.checkpoint()?.is_none() && store.approximate_num_entries()? > 0
-                {
-                    wipe = true;
-                }
-            }
-        }
-        Ok((task, wipe))
-    }
-
-    /// Closes `task` without committing, deletes its state directory and creates it anew
-    /// (empty stores, restored from the changelog by the caller).
-    fn wipe(&self, mut task: Task, id: TaskId) -> Result<Task, StreamsError> {
-        task.close(false)?;
-        drop(task);
-        let dir = self.task_dir(id);
-        std::fs::remove_dir_all(&dir).map_err(|e| {
-            StreamsError::Store(StoreError::Io {
-                store: id.to_string(),
-                path: dir.clone(),
-                source: e,
-            })
-        })?;
-        Ok(self.make_task(id)?.0)
-    }
-
-    /// Creates (or resumes) the tasks of the pending assignment, and those waiting for
-    /// their state directory: restores their stores, then initializes their processors.
-    pub fn create_pending<C: ConsumerContext>(
-        &mut self,
-        consumer: &BaseConsumer<C>,
-    ) -> Result<(), StreamsError> {
-        let mut wanted: BTreeSet<TaskId> = self.waiting.keys().copied().collect();
-        if let Some(pending) = self.pending.take() {
-            let topology = self.settings.topology.clone();
-            wanted = pending
-                .iter()
-                .filter_map(|(t, p)| {
-                    topology.subtopology_of_topic(t).map(|s| TaskId {
-                        subtopology: s.id,
-                        partition: *p,
-                    })
-                })
-                .collect();
-            if self.pending_keeps_positions {
-                // Cooperative: a waiting task still assigned keeps its held records.
-                self.waiting.retain(|id, _| wanted.contains(id));
-            } else {
-                // A new assignment restarts every partition from its committed offset (and
-                // unpaused): records held for waiting tasks would be seen twice.
-                self.waiting.clear();
-            }
-            for id in std::mem::take(&mut self.suspended) {
-                if !wanted.contains(&id)
-                    && let Some(mut task) = self.tasks.remove(&id)
-                {
-                    tracing::info!(task = %id, "closing task taken by another member");
-                    task.close(true)?;
-                    self.metrics.tasks_closed.inc();
-                }
-            }
-        }
-        for id in wanted {
-            if self.tasks.contains_key(&id) {
-                continue;
-            }
-            let (mut task, wipe) = match self.make_task(id) {
-                Err(StreamsError::Store(StoreError::Locked { .. })) => {
-                    if !self.waiting.contains_key(&id) {
-                        tracing::info!(task = %id, "state directory still held by another thread; waiting");
-                        consumer
-                            .pause(&self.task_partitions(id))
-                            .map_err(|e| kafka_err("pause", e))?;
-                        self.waiting.insert(id, Vec::new());
-                    }
-                    continue;
-                }
-                other => other?,
-            };
-            if wipe {
-                tracing::info!(task = %id, "wiping state without checkpoint (exactly-once)");
-                task = self.wipe(task, id)?;
-            }
-            let gauges = task
-                .metrics_mut()
-                .map(|m| (m.restore_records.clone(), m.restore_remaining.clone()));
-            let mut counted = 0;
-            let mut wiped_for_gap = false;
-            let restored = loop {
-                let outcome = restore_task(&self.restore_consumer, &task, &self.settings.app_id, &mut |p| {
-                    tracing::debug!(task = %id, restored = p.restored, remaining = p.remaining, "restore progress");
-                    if let Some((records, remaining)) = &gauges {
-                        records.inc_by(p.restored.saturating_sub(counted));
-                        counted = p.restored;
-                        remaining.set(i64::try_from(p.remaining).unwrap_or(i64::MAX));
-                    }
-                })?;
-                match outcome {
-                    Restored::Done(n) => break n,
-                    Restored::Corrupted { store, topic, reason } => {
-                        if self.settings.on_mock {
-                            return Err(mock_retention_error("changelog", &topic, id.partition, &reason));
-                        }
-                        if wiped_for_gap {
-                            return Err(StreamsError::Kafka {
-                                message: format!(
-                                    "restoring store {store} of task {id} from {topic}: {reason}, even after wiping it"
-                                ),
-                                retriable: true,
-                            });
-                        }
-                        tracing::warn!(
-                            task = %id,
-                            store = %store,
-                            "changelog {topic}: {reason}; the task's state is corrupted: wiping it and restoring from the earliest offset"
-                        );
-                        task = self.wipe(task, id)?;
-                        wiped_for_gap = true;
-                        counted = 0;
-                    }
-                }
-            };
-            if let Some((records, remaining)) = &gauges {
-                records.inc_by(restored.saturating_sub(counted));
-                remaining.set(0);
-            }
-            for slot in task.stores() {
-                if let Some(c) = slot.store.borrow().checkpoint()? {
-                    self.restored_to.insert(
-                        (changelog_topic(&self.settings.app_id, &slot.name), id.partition),
-                        c,
-                    );
-                }
-            }
-            if self.settings.eos {
-                // From now on the local state runs ahead of the committed changelog until
-                // the next clean close writes a checkpoint.
-                for slot in task.stores() {
-                    slot.store.borrow_mut().write_checkpoint(None)?;
-                }
-            }
-            task.initialize()?;
-            self.metrics.tasks_created.inc();
-            tracing::info!(task = %id, restored, "task created");
-            if let Some(held) = self.waiting.remove(&id) {
-                task.add_records(held);
-                consumer
-                    .resume(&self.task_partitions(id))
-                    .map_err(|e| kafka_err("resume", e))?;
-            }
-            self.tasks.insert(id, task);
-        }
-        Ok(())
-    }
-
     pub fn add_record(&mut self, record: RawRecord) {
         let Some(sub) = self.settings.topology.subtopology_of_topic(&record.topic) else {
             return;
@@ -411,6 +224,8 @@ impl TaskManager {
             task.add_records([record]);
         } else if let Some(held) = self.waiting.get_mut(&id) {
             held.push(record);
+        } else if let Some(r) = self.restoring.get_mut(&id) {
+            r.held.push(record);
         }
     }
 
@@ -546,6 +361,7 @@ impl TaskManager {
         consumer: &BaseConsumer<C>,
         tpl: &TopicPartitionList,
     ) -> Result<(), StreamsError> {
+        self.metrics.revoked_partitions.inc_by(tpl.count() as u64);
         self.dirty = true;
         self.commit(consumer)?;
         self.begin_transaction()?;
@@ -595,6 +411,9 @@ impl TaskManager {
                 tracing::warn!(task = %task.id(), error = %e, "closing task");
             }
             self.metrics.tasks_closed.inc();
+        }
+        for id in std::mem::take(&mut self.restoring).into_keys() {
+            self.updater.remove(id);
         }
         // After the tasks, which read the global stores until they close.
         if let Some(mut g) = self.globals.take() {

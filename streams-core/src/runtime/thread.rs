@@ -189,7 +189,8 @@ pub(crate) fn run(
     // Every event of this thread, rebalance callbacks included, carries the thread's name.
     let span = tracing::info_span!("stream_thread", thread = name);
     let _entered = span.enter();
-    TASKS.with(|t| *t.borrow_mut() = Some(TaskManager::new(tasks)));
+    let manager = TaskManager::new(tasks)?;
+    TASKS.with(|t| *t.borrow_mut() = Some(manager));
     let result = run_loop(name, &consumer, &settings, &shutdown, &status);
     let clean = result.is_ok();
     let closed = with_tasks(|tm| tm.close(&consumer, clean)).unwrap_or(Ok(()));
@@ -256,13 +257,19 @@ fn run_loop(
         if !reset.is_empty() {
             resets.handle(consumer, reset)?;
         }
-        step(&mut |tm| {
-            if tm.has_pending() {
-                tm.create_pending(consumer)?;
-            }
-            Ok(())
-        })?;
-        if consumer.context().in_rebalance.swap(false, Ordering::Relaxed) {
+        let restoring = with_tasks(|tm| {
+            let created = if tm.has_pending() {
+                tm.create_pending(consumer)
+            } else {
+                Ok(())
+            };
+            created
+                .and_then(|()| tm.take_restored(consumer))
+                .map(|()| tm.is_restoring())
+        })
+        .unwrap_or(Ok(false))?;
+        // The thread's rebalance ends once its new tasks are restored and running.
+        if !restoring && consumer.context().in_rebalance.swap(false, Ordering::Relaxed) {
             status.leave_rebalance();
         }
         step(&mut |tm| {

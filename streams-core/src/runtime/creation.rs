@@ -1,0 +1,351 @@
+//! Turning an assignment into running tasks: a new task's stores are built and handed to
+//! the state updater (`updater.rs`); once they are restored, the task is built around them
+//! and starts processing.
+//!
+//! Invariants:
+//! - A task is in at most one of `tasks` (running), `restoring` (its stores are with the
+//!   updater) and `waiting` (its state directory is still held by another thread).
+//! - The input partitions of a restoring or waiting task are paused; records fetched for
+//!   it before the pause are held, in order, and given to the task when it runs. An
+//!   assignment that restarts partitions from their committed offsets (eager rebalance,
+//!   rewind after an aborted transaction) drops the held records and pauses again.
+//! - Every hand-over to the updater has its own sequence number: a report about a
+//!   hand-over that was since revoked (or replaced) is recognised and its stores closed.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicI64;
+
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use streams_state::{KeyValueStore, StoreBuildContext, StoreError};
+
+use super::producer::{KafkaChangelogSink, KafkaCollector, PartitionCache};
+use super::resets::mock_retention_error;
+use super::restore::{RestoreStore, changelog_topic, kafka_err};
+use super::tasks::TaskManager;
+use super::updater::{Event, RestoreJob};
+use crate::error::StreamsError;
+use crate::metrics::TaskMetrics;
+use crate::record::RawRecord;
+use crate::task::{Task, TaskId};
+
+/// A task whose stores the state updater is restoring.
+pub(crate) struct Restoring {
+    /// The sequence number of the current hand-over.
+    seq: u64,
+    /// The stream time the task's changelog writers stamp records with.
+    timestamp: Arc<AtomicI64>,
+    metrics: TaskMetrics,
+    /// Records fetched for the task before its partitions were paused.
+    pub held: Vec<RawRecord>,
+    wiped_for_gap: bool,
+}
+
+impl TaskManager {
+    /// Whether some task's stores are being restored.
+    pub fn is_restoring(&self) -> bool {
+        !self.restoring.is_empty()
+    }
+
+    /// Creates (or resumes) the tasks of the pending assignment, and those waiting for
+    /// their state directory: their stores go to the state updater.
+    pub fn create_pending<C: ConsumerContext>(
+        &mut self,
+        consumer: &BaseConsumer<C>,
+    ) -> Result<(), StreamsError> {
+        let mut wanted: BTreeSet<TaskId> = self.waiting.keys().copied().collect();
+        let mut positions_kept = true;
+        if let Some(pending) = self.pending.take() {
+            positions_kept = self.pending_keeps_positions;
+            let topology = self.settings.topology.clone();
+            wanted = pending
+                .iter()
+                .filter_map(|(t, p)| {
+                    topology.subtopology_of_topic(t).map(|s| TaskId {
+                        subtopology: s.id,
+                        partition: *p,
+                    })
+                })
+                .collect();
+            if positions_kept {
+                // Cooperative: a waiting task still assigned keeps its held records.
+                self.waiting.retain(|id, _| wanted.contains(id));
+            } else {
+                // A new assignment restarts every partition from its committed offset (and
+                // unpaused): records held for waiting tasks would be seen twice.
+                self.waiting.clear();
+            }
+            for id in std::mem::take(&mut self.suspended) {
+                if wanted.contains(&id) {
+                    continue;
+                }
+                if let Some(mut task) = self.tasks.remove(&id) {
+                    tracing::info!(task = %id, "closing task taken by another member");
+                    task.close(true)?;
+                    self.metrics.tasks_closed.inc();
+                }
+                if self.restoring.remove(&id).is_some() {
+                    tracing::info!(task = %id, "task taken by another member while restoring");
+                    self.updater.remove(id);
+                }
+            }
+        }
+        for id in wanted {
+            if self.tasks.contains_key(&id) {
+                continue;
+            }
+            if let Some(r) = self.restoring.get_mut(&id) {
+                if !positions_kept {
+                    // Its partitions restart from the committed offsets, unpaused.
+                    r.held.clear();
+                    consumer
+                        .pause(&self.task_partitions(id))
+                        .map_err(|e| kafka_err("pause", e))?;
+                }
+                continue;
+            }
+            let timestamp = Arc::new(AtomicI64::new(0));
+            let mut stores = match self.make_stores(id, &timestamp) {
+                Err(StreamsError::Store(StoreError::Locked { .. })) => {
+                    if !self.waiting.contains_key(&id) {
+                        tracing::info!(task = %id, "state directory still held by another thread; waiting");
+                        consumer
+                            .pause(&self.task_partitions(id))
+                            .map_err(|e| kafka_err("pause", e))?;
+                        self.waiting.insert(id, Vec::new());
+                    }
+                    continue;
+                }
+                other => other?,
+            };
+            if self.settings.eos && holds_uncommitted(&stores)? {
+                // Persistent state without a checkpoint may hold writes of an aborted
+                // transaction: it is wiped and rebuilt from the (committed) changelog.
+                tracing::info!(task = %id, "wiping state without checkpoint (exactly-once)");
+                stores = self.wipe(id, stores, &timestamp)?;
+            }
+            consumer
+                .pause(&self.task_partitions(id))
+                .map_err(|e| kafka_err("pause", e))?;
+            let metrics = self.metrics.task(id);
+            let seq = self.hand_over(id, stores, &metrics);
+            self.restoring.insert(
+                id,
+                Restoring {
+                    seq,
+                    timestamp,
+                    metrics,
+                    held: self.waiting.remove(&id).unwrap_or_default(),
+                    wiped_for_gap: false,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Takes the updater's reports: restored tasks start running, corrupted ones are
+    /// wiped and handed over again.
+    pub fn take_restored<C: ConsumerContext>(
+        &mut self,
+        consumer: &BaseConsumer<C>,
+    ) -> Result<(), StreamsError> {
+        while let Some(event) = self.updater.try_event()? {
+            match event {
+                Event::Restored { job, records } => {
+                    if let Some(r) = self.current(&job) {
+                        self.start_task(consumer, job, r, records)?;
+                    }
+                }
+                Event::Corrupted {
+                    job,
+                    store,
+                    topic,
+                    reason,
+                } => {
+                    let id = job.id;
+                    let Some(mut r) = self.current(&job) else {
+                        continue;
+                    };
+                    if self.settings.on_mock {
+                        return Err(mock_retention_error("changelog", &topic, id.partition, &reason));
+                    }
+                    if r.wiped_for_gap {
+                        return Err(StreamsError::Kafka {
+                            message: format!(
+                                "restoring store {store} of task {id} from {topic}: {reason}, even after wiping it"
+                            ),
+                            retriable: true,
+                        });
+                    }
+                    tracing::warn!(
+                        task = %id,
+                        store = %store,
+                        "changelog {topic}: {reason}; the task's state is corrupted: wiping it and restoring from the earliest offset"
+                    );
+                    let stores = self.wipe(id, job.stores, &r.timestamp)?;
+                    r.seq = self.hand_over(id, stores, &r.metrics);
+                    r.wiped_for_gap = true;
+                    self.restoring.insert(id, r);
+                }
+                Event::Failed { id, seq, error } => {
+                    if self.restoring.get(&id).is_some_and(|r| r.seq == seq) {
+                        return Err(error);
+                    }
+                    tracing::warn!(task = %id, error = %error, "restoring a task given up since");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The restoring entry `job` belongs to, taken out; `None` (and the stores closed) when
+    /// the task was revoked or handed over again since.
+    fn current(&mut self, job: &RestoreJob) -> Option<Restoring> {
+        if self.restoring.get(&job.id).is_some_and(|r| r.seq == job.seq) {
+            return self.restoring.remove(&job.id);
+        }
+        tracing::debug!(task = %job.id, "report of a restoration given up since");
+        None
+    }
+
+    /// Builds the task around its restored stores and lets its records in.
+    fn start_task<C: ConsumerContext>(
+        &mut self,
+        consumer: &BaseConsumer<C>,
+        job: RestoreJob,
+        r: Restoring,
+        records: u64,
+    ) -> Result<(), StreamsError> {
+        let id = job.id;
+        let mut stores: HashMap<String, Box<dyn KeyValueStore>> = HashMap::new();
+        for mut s in job.stores {
+            if let Some(topic) = s.changelog
+                && let Some(c) = s.store.checkpoint()?
+            {
+                self.restored_to.insert((topic, id.partition), c);
+            }
+            if self.settings.eos {
+                // From now on the local state runs ahead of the committed changelog until
+                // the next clean close writes a checkpoint.
+                s.store.write_checkpoint(None)?;
+            }
+            stores.insert(s.name, s.store);
+        }
+        let mut task = Task::new(
+            &self.settings.topology,
+            id,
+            self.settings.app_id.clone(),
+            self.collector(),
+            &mut |def, _| {
+                let name = def.builder.name();
+                stores.remove(name).ok_or_else(|| StoreError::Closed {
+                    store: name.to_owned(),
+                })
+            },
+            self.settings.policy.clone(),
+            super::tasks::now_ms(),
+            r.timestamp,
+            Some(r.metrics),
+        )?;
+        if let Some(g) = &self.globals {
+            task.with_globals(g.slots());
+        }
+        task.initialize()?;
+        self.metrics.tasks_created.inc();
+        tracing::info!(task = %id, restored = records, "task created");
+        task.add_records(r.held);
+        consumer
+            .resume(&self.task_partitions(id))
+            .map_err(|e| kafka_err("resume", e))?;
+        self.tasks.insert(id, task);
+        Ok(())
+    }
+
+    /// Hands `stores` to the updater; returns the hand-over's sequence number.
+    fn hand_over(&mut self, id: TaskId, stores: Vec<RestoreStore>, metrics: &TaskMetrics) -> u64 {
+        self.handovers += 1;
+        self.updater.add(RestoreJob {
+            id,
+            seq: self.handovers,
+            stores,
+            gauges: Some((metrics.restore_records.clone(), metrics.restore_remaining.clone())),
+        });
+        self.handovers
+    }
+
+    /// The record collector of a new task.
+    fn collector(&self) -> Box<KafkaCollector> {
+        Box::new(KafkaCollector {
+            producer: self.producer.clone(),
+            partitions: PartitionCache::new(self.producer.clone()),
+        })
+    }
+
+    /// Builds the stores of task `id`; changelog writes are stamped with `timestamp`.
+    fn make_stores(&self, id: TaskId, timestamp: &Arc<AtomicI64>) -> Result<Vec<RestoreStore>, StreamsError> {
+        let topology = &self.settings.topology;
+        let sub = topology
+            .subtopology(id.subtopology)
+            .ok_or_else(|| StreamsError::Usage(format!("no sub-topology {}", id.subtopology)))?;
+        let dir = self.task_dir(id);
+        let mut stores = Vec::with_capacity(sub.stores.len());
+        for &s in &sub.stores {
+            let def = &topology.stores[s];
+            let name = def.builder.name();
+            let mut ctx =
+                StoreBuildContext::new(Some(dir.clone())).with_rocksdb(self.settings.rocksdb.clone());
+            ctx.cache_max_bytes = self.settings.cache_max_bytes;
+            let logged = def.builder.logging_config().is_some();
+            if logged {
+                ctx.changelog = Some(Box::new(KafkaChangelogSink {
+                    producer: self.producer.clone(),
+                    topic: changelog_topic(&self.settings.app_id, name),
+                    partition: id.partition,
+                    timestamp: timestamp.clone(),
+                }));
+            }
+            stores.push(RestoreStore {
+                name: name.to_owned(),
+                changelog: (logged && !def.global).then(|| changelog_topic(&self.settings.app_id, name)),
+                store: def.builder.build(ctx)?,
+            });
+        }
+        Ok(stores)
+    }
+
+    /// Closes `stores` without committing, deletes the task's state directory and builds
+    /// the stores anew (empty, to be restored from the changelog).
+    fn wipe(
+        &self,
+        id: TaskId,
+        stores: Vec<RestoreStore>,
+        timestamp: &Arc<AtomicI64>,
+    ) -> Result<Vec<RestoreStore>, StreamsError> {
+        for mut s in stores {
+            s.store.close()?;
+        }
+        let dir: PathBuf = self.task_dir(id);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|e| {
+                StreamsError::Store(StoreError::Io {
+                    store: id.to_string(),
+                    path: dir.clone(),
+                    source: e,
+                })
+            })?;
+        }
+        self.make_stores(id, timestamp)
+    }
+}
+
+/// Whether a persistent store has data but no checkpoint: under exactly-once it may hold
+/// writes of an aborted transaction.
+fn holds_uncommitted(stores: &[RestoreStore]) -> Result<bool, StreamsError> {
+    for s in stores {
+        if s.store.persistent() && s.store.checkpoint()?.is_none() && s.store.approximate_num_entries()? > 0 {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}

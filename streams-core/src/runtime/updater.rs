@@ -1,0 +1,271 @@
+//! The state updater: restores the stores of a stream thread's new tasks on a thread of
+//! its own, so the stream thread goes on polling its consumer (a long restoration never
+//! exceeds `max.poll.interval.ms`) and processing its running tasks meanwhile.
+//!
+//! The stream thread builds a new task's stores (they are `Send`), pauses the task's input
+//! partitions and hands the stores over ([`StateUpdater::add`]). The updater owns the
+//! thread's restore consumer and takes turns between its tasks in steps of [`STEP`] (so a
+//! task with little to restore is not stuck behind a large one), one store of a task at a
+//! time; between steps it takes commands. A restored (or corrupted) task's
+//! stores come back as an [`Event`]; the stream thread then builds the task around them,
+//! or wipes them and hands them over again.
+//!
+//! A task revoked while restoring is removed ([`StateUpdater::remove`]): the updater
+//! checkpoints how far it got and closes the stores, which releases the task's state
+//! directory (a new owner on this process waits for it, see `tasks.rs`). Dropping the
+//! updater stops its thread the same way for every task it still holds.
+
+use std::collections::VecDeque;
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use prometheus::{IntCounter, IntGauge};
+
+use super::resets::AssignedConsumer;
+use super::restore::{Restoration, RestoreStore, Step};
+use crate::error::StreamsError;
+use crate::task::TaskId;
+
+/// The most work the updater does between two looks at its commands.
+const STEP: Duration = Duration::from_millis(200);
+
+/// The stores of one task to restore.
+pub(crate) struct RestoreJob {
+    pub id: TaskId,
+    /// Which hand-over of the task this is (see `creation.rs`).
+    pub seq: u64,
+    pub stores: Vec<RestoreStore>,
+    /// The task's `restore_records` counter and `restore_remaining` gauge.
+    pub gauges: Option<(IntCounter, IntGauge)>,
+}
+
+/// What the updater reports back.
+pub(crate) enum Event {
+    /// Every store of the task is up to date; `records` were applied.
+    Restored { job: RestoreJob, records: u64 },
+    /// A changelog of the task has a gap: wipe its state and hand it over again.
+    Corrupted {
+        job: RestoreJob,
+        store: String,
+        topic: String,
+        reason: String,
+    },
+    /// Restoring the task failed; the stream thread fails with it.
+    Failed {
+        id: TaskId,
+        seq: u64,
+        error: StreamsError,
+    },
+}
+
+enum Command {
+    Add(RestoreJob),
+    Remove(TaskId),
+}
+
+/// The stream thread's handle on its state updater.
+pub(crate) struct StateUpdater {
+    commands: Option<Sender<Command>>,
+    events: Receiver<Event>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl StateUpdater {
+    /// Starts the updater thread `name`, which restores with `consumer`.
+    pub fn start(name: String, consumer: AssignedConsumer) -> Result<Self, StreamsError> {
+        let (commands, inbox) = mpsc::channel();
+        let (outbox, events) = mpsc::channel();
+        let span = tracing::info_span!("state_updater", thread = %name);
+        let thread = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || {
+                let _entered = span.enter();
+                Worker {
+                    consumer,
+                    jobs: VecDeque::new(),
+                    assigned: None,
+                    outbox,
+                }
+                .run(&inbox);
+            })
+            .map_err(|e| StreamsError::Usage(format!("cannot start the state updater thread: {e}")))?;
+        Ok(Self {
+            commands: Some(commands),
+            events,
+            thread: Some(thread),
+        })
+    }
+
+    /// Hands a task's stores over for restoration.
+    pub fn add(&self, job: RestoreJob) {
+        self.send(Command::Add(job));
+    }
+
+    /// Stops restoring task `id`: its stores are checkpointed where they are and closed.
+    pub fn remove(&self, id: TaskId) {
+        self.send(Command::Remove(id));
+    }
+
+    fn send(&self, command: Command) {
+        // The worker only ends when the handle is dropped, or by a panic, which
+        // `try_event` reports.
+        if let Some(c) = &self.commands {
+            let _ = c.send(command);
+        }
+    }
+
+    /// The next report, if one is there; an error if the updater thread is gone.
+    pub fn try_event(&self) -> Result<Option<Event>, StreamsError> {
+        match self.events.try_recv() {
+            Ok(e) => Ok(Some(e)),
+            Err(TryRecvError::Empty) => Ok(None),
+            Err(TryRecvError::Disconnected) => Err(StreamsError::Usage(
+                "the state updater thread stopped unexpectedly (a panic, logged above)".into(),
+            )),
+        }
+    }
+}
+
+impl Drop for StateUpdater {
+    fn drop(&mut self) {
+        // Closing the channel stops the worker after it closed the stores it holds.
+        self.commands.take();
+        if let Some(t) = self.thread.take()
+            && t.join().is_err()
+        {
+            tracing::error!("the state updater thread panicked");
+        }
+    }
+}
+
+/// A task being restored.
+struct Job {
+    job: RestoreJob,
+    restoration: Restoration,
+}
+
+struct Worker {
+    consumer: AssignedConsumer,
+    /// The tasks being restored; the first one takes the next step.
+    jobs: VecDeque<Job>,
+    /// The hand-over whose changelog partition the restore consumer is assigned.
+    assigned: Option<u64>,
+    outbox: Sender<Event>,
+}
+
+impl Worker {
+    fn run(mut self, inbox: &Receiver<Command>) {
+        loop {
+            // Idle: wait for work. Busy: take what came in, then do one step.
+            let next = if self.jobs.is_empty() {
+                inbox.recv().map_err(|_| TryRecvError::Disconnected)
+            } else {
+                inbox.try_recv()
+            };
+            match next {
+                Ok(Command::Add(job)) => {
+                    let restoration = Restoration::new(job.id.partition, &job.stores);
+                    self.jobs.push_back(Job { job, restoration });
+                    continue;
+                }
+                Ok(Command::Remove(id)) => {
+                    self.remove(id);
+                    continue;
+                }
+                Err(TryRecvError::Disconnected) => break,
+                Err(TryRecvError::Empty) => {}
+            }
+            self.step();
+        }
+        for id in self.jobs.iter().map(|j| j.job.id).collect::<Vec<_>>() {
+            self.remove(id);
+        }
+    }
+
+    /// Restores the first task for a step, then puts it last; reports it when it is done.
+    fn step(&mut self) {
+        let Some(current) = self.jobs.front_mut() else {
+            return;
+        };
+        let before = current.restoration.restored;
+        let mut step = Ok(());
+        if self.assigned != Some(current.job.seq) {
+            step = current.restoration.resume(&self.consumer);
+        }
+        self.assigned = Some(current.job.seq);
+        let step = step.and_then(|()| {
+            current
+                .restoration
+                .step(&self.consumer, &mut current.job.stores, STEP)
+        });
+        if let Some((records, remaining)) = &current.job.gauges {
+            records.inc_by(current.restoration.restored.saturating_sub(before));
+            remaining.set(i64::try_from(current.restoration.remaining()).unwrap_or(i64::MAX));
+        }
+        let event = match step {
+            Ok(Step::Pending) => {
+                self.jobs.rotate_left(1);
+                return;
+            }
+            Ok(Step::Done(records)) => {
+                let Some(Job { job, .. }) = self.jobs.pop_front() else {
+                    return;
+                };
+                Event::Restored { job, records }
+            }
+            Ok(Step::Corrupted { store, topic, reason }) => {
+                let Some(Job { job, .. }) = self.jobs.pop_front() else {
+                    return;
+                };
+                Event::Corrupted {
+                    job,
+                    store,
+                    topic,
+                    reason,
+                }
+            }
+            Err(error) => {
+                let Some(Job { job, .. }) = self.jobs.pop_front() else {
+                    return;
+                };
+                let _ = rdkafka::consumer::Consumer::unassign(&self.consumer);
+                Event::Failed {
+                    id: job.id,
+                    seq: job.seq,
+                    error,
+                }
+            }
+        };
+        // Done and corrupted restorations unassigned the consumer.
+        self.assigned = None;
+        if let Some((_, remaining)) = match &event {
+            Event::Restored { job, .. } | Event::Corrupted { job, .. } => job.gauges.as_ref(),
+            Event::Failed { .. } => None,
+        } {
+            remaining.set(0);
+        }
+        let _ = self.outbox.send(event);
+    }
+
+    /// Gives up restoring task `id`: checkpoints its progress and closes its stores.
+    fn remove(&mut self, id: TaskId) {
+        let Some(i) = self.jobs.iter().position(|j| j.job.id == id) else {
+            return;
+        };
+        let Some(mut j) = self.jobs.remove(i) else {
+            return;
+        };
+        // Abandoning may unassign the consumer: the next step assigns it again.
+        self.assigned = None;
+        if let Err(e) = j.restoration.abandon(&self.consumer, &mut j.job.stores) {
+            tracing::warn!(task = %id, error = %e, "checkpointing a restoration given up");
+        }
+        for s in &mut j.job.stores {
+            if let Err(e) = s.store.close() {
+                tracing::warn!(task = %id, store = %s.name, error = %e, "closing a store whose restoration was given up");
+            }
+        }
+        tracing::info!(task = %id, restored = j.restoration.restored, "restoration given up (task revoked or closing)");
+    }
+}
