@@ -34,7 +34,7 @@ pub use metrics::{Metrics, RecordingLevel};
 pub use partitioner::{StreamPartitioner, default_partition, murmur2};
 pub use processor::{Cancellable, Processor, ProcessorContext, PunctuationType, ScheduleId};
 pub use record::{Headers, OutputRecord, RawRecord, Record, RecordMetadata};
-pub use runtime::{EmbeddedKafka, KafkaStreams, State, ThreadFailureResponse};
+pub use runtime::{EmbeddedKafka, GroupProtocol, KafkaStreams, State, ThreadFailureResponse};
 pub use task::TaskId;
 pub use topology::{OffsetReset, SinkConfig, SourceConfig, Topology, TopologyBuilder, TopologyDescription};
 

@@ -6,8 +6,9 @@
 //! once under at-least-once, exactly once in the committed output under exactly-once), so
 //! a lost record is caught even when another one is duplicated.
 //!
-//! Run with the classic protocol (eager `range`) and with the consumer protocol of KIP-848
-//! (`group.protocol=consumer`, the broker's `range` assignor), where tasks whose partitions
+//! Run with the classic protocol (eager `range`, selected by setting the session timeout)
+//! and with the consumer protocol of KIP-848 (the default on this broker; the broker's
+//! `range` assignor), where tasks whose partitions
 //! stay with A keep processing through the rebalances. Each run prints the processing gap
 //! of the least affected partition (the longest pause between two audit records, by the
 //! broker's append time) for docs/runtime.md; gaps are measured here, never asserted.
@@ -18,14 +19,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use streams_core::serdes::{StringSerde, U64Serde};
-use streams_core::testing::{self, ConsumeUntil, ProduceRecord};
-use streams_core::{KafkaStreams, State, Stores, StreamsConfig, Topology};
+use streams_core::testing::{self, ConsumeUntil};
+use streams_core::{GroupProtocol, KafkaStreams, State, Stores, StreamsConfig, Topology};
 
 mod common;
 
 const KEYS: u64 = 40;
-const RECORDS: u64 = 12_000;
 
 fn topology(input: &str, output: &str, audit: &str) -> Topology {
     let mut b = Topology::builder();
@@ -52,9 +53,9 @@ fn config(bootstrap: &str, app: &str, state: &Path, consumer_protocol: bool, eos
             if eos { "exactly_once_v2" } else { "at_least_once" }.to_owned(),
         ),
     ];
-    if consumer_protocol {
-        props.push(("main.consumer.group.protocol", "consumer".to_owned()));
-    } else {
+    // The consumer protocol is the default on this broker (Apache Kafka 4.x); a setting only
+    // the classic protocol takes selects the classic one.
+    if !consumer_protocol {
         props.push(("consumer.session.timeout.ms", "6000".to_owned()));
         props.push(("consumer.heartbeat.interval.ms", "500".to_owned()));
     }
@@ -98,23 +99,35 @@ fn run(test: &str, consumer_protocol: bool, eos: bool) -> Option<i64> {
     .unwrap();
     let (state_a, state_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
 
-    let done = Arc::new(AtomicBool::new(false));
+    // The feeder writes a round of KEYS records every ~40 ms (1,000 records/s) from one
+    // producer, until told to stop; it stops after a whole round and returns the count.
+    let stop = Arc::new(AtomicBool::new(false));
     let feeder = {
-        let (bootstrap, input, done) = (bootstrap.clone(), input.clone(), done.clone());
+        let (bootstrap, input, stop) = (bootstrap.clone(), input.clone(), stop.clone());
         std::thread::spawn(move || {
-            // 12,000 records in batches of 200, a batch about every 100 ms: input flows
-            // for the ~10 s in which B joins and leaves.
-            let mut seq = 0;
-            while seq < RECORDS {
-                let batch: Vec<ProduceRecord> = (seq..(seq + 200).min(RECORDS))
-                    .map(|i| ProduceRecord::new(format!("k{}", i % KEYS), i.to_string()))
-                    .collect();
-                seq += batch.len() as u64;
-                testing::produce(&bootstrap, &input, &batch, Duration::from_secs(60)).unwrap();
-                std::thread::sleep(Duration::from_millis(100));
+            let producer: BaseProducer = testing::producer_config(&bootstrap).create().unwrap();
+            let mut seq = 0u64;
+            while !stop.load(Ordering::Acquire) {
+                for _ in 0..KEYS {
+                    let (key, value) = (format!("k{}", seq % KEYS), seq.to_string());
+                    producer
+                        .send(BaseRecord::to(&input).key(&key).payload(&value))
+                        .map_err(|(e, _)| e)
+                        .unwrap();
+                    seq += 1;
+                }
+                producer.poll(Duration::ZERO);
+                std::thread::sleep(Duration::from_millis(40));
             }
-            done.store(true, Ordering::Release);
+            producer.flush(Duration::from_secs(60)).unwrap();
+            seq
         })
+    };
+    let now_ms = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64
     };
 
     let mut a = start(
@@ -122,7 +135,14 @@ fn run(test: &str, consumer_protocol: bool, eos: bool) -> Option<i64> {
         config(&bootstrap, &app_id, state_a.path(), consumer_protocol, eos),
     );
     wait_running(&a, "A");
-    std::thread::sleep(Duration::from_secs(2));
+    let expected = if consumer_protocol {
+        GroupProtocol::Consumer
+    } else {
+        GroupProtocol::Classic
+    };
+    assert_eq!(a.group_protocol(), Some(expected));
+    std::thread::sleep(Duration::from_secs(3));
+    let b_started = now_ms();
     let mut b = start(
         topology(&input, &output, &audit),
         config(&bootstrap, &app_id, state_b.path(), consumer_protocol, eos),
@@ -135,8 +155,11 @@ fn run(test: &str, consumer_protocol: bool, eos: bool) -> Option<i64> {
     }
     std::thread::sleep(Duration::from_secs(2));
     assert!(b.close(Duration::from_secs(60)), "B closes cleanly");
-    feeder.join().unwrap();
-    assert!(done.load(Ordering::Acquire));
+    // Input flows on while A takes B's partitions back.
+    std::thread::sleep(Duration::from_secs(3));
+    let b_gone = now_ms();
+    stop.store(true, Ordering::Release);
+    let records_in = feeder.join().unwrap();
 
     // A finishes the input; under exactly-once the audit is read committed.
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -151,7 +174,7 @@ fn run(test: &str, consumer_protocol: bool, eos: bool) -> Option<i64> {
         .unwrap();
         let distinct: std::collections::HashSet<&[u8]> =
             records.iter().filter_map(|r| r.value.as_deref()).collect();
-        if distinct.len() as u64 >= RECORDS || Instant::now() > deadline {
+        if distinct.len() as u64 >= records_in || Instant::now() > deadline {
             break records;
         }
         std::thread::sleep(Duration::from_millis(500));
@@ -164,7 +187,7 @@ fn run(test: &str, consumer_protocol: bool, eos: bool) -> Option<i64> {
         let seq: u64 = r.value_str().unwrap().parse().unwrap();
         *seen.entry(seq).or_default() += 1;
     }
-    let missing: Vec<u64> = (0..RECORDS).filter(|s| !seen.contains_key(s)).collect();
+    let missing: Vec<u64> = (0..records_in).filter(|s| !seen.contains_key(s)).collect();
     assert!(
         missing.is_empty(),
         "{test}: {} records lost, first {:?}",
@@ -195,26 +218,43 @@ fn run(test: &str, consumer_protocol: bool, eos: bool) -> Option<i64> {
         assert_eq!(counts.len() as u64, KEYS);
         for (key, mut c) in counts {
             c.sort_unstable();
-            let expected: Vec<u64> = (1..=RECORDS / KEYS).collect();
+            let expected: Vec<u64> = (1..=records_in / KEYS).collect();
             assert_eq!(c, expected, "{test}: counts of {key}");
         }
     }
 
-    // The longest pause per audit partition, by append time, while the input flowed.
+    // The longest pause per audit partition, by append time: while A ran alone (the
+    // baseline) and from B's start until 3 s after it left (the rebalances).
     let mut times: BTreeMap<i32, Vec<i64>> = BTreeMap::new();
     for r in &records {
         if let Some(t) = r.timestamp {
             times.entry(r.partition).or_default().push(t);
         }
     }
-    let gaps: Vec<i64> = times
-        .values()
-        .map(|t| t.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0))
-        .collect();
+    // Per partition: the longest pause in [from, to] and when it began, relative to B's start.
+    let longest = |from: i64, to: i64| -> Vec<(i64, i64)> {
+        times
+            .values()
+            .map(|t| {
+                let mut t: Vec<i64> = t.iter().copied().filter(|&x| x >= from && x <= to).collect();
+                t.sort_unstable();
+                t.windows(2)
+                    .map(|w| (w[1] - w[0], w[0] - b_started))
+                    .max()
+                    .unwrap_or((0, 0))
+            })
+            .collect()
+    };
+    let baseline = longest(0, b_started).into_iter().map(|g| g.0).max().unwrap_or(0);
+    let pauses = longest(b_started, b_gone);
+    let gaps: Vec<i64> = pauses.iter().map(|g| g.0).collect();
+    let at: Vec<i64> = pauses.iter().map(|g| g.1).collect();
     let least = gaps.iter().copied().min().unwrap_or(0);
     eprintln!(
-        "{test}: protocol {}, {} audit records ({duplicated} duplicated), longest pause per partition {gaps:?} ms, least affected {least} ms",
+        "{test}: protocol {}, {} records, {} audit records ({duplicated} duplicated); longest pause per partition \
+         while B joined and left {gaps:?} ms (starting {at:?} ms after B started), least affected {least} ms; longest pause while A ran alone {baseline} ms",
         if consumer_protocol { "consumer" } else { "classic" },
+        records_in,
         records.len()
     );
     Some(least)

@@ -1,6 +1,6 @@
 //! Restoration runs on the state updater's thread, beside the stream thread.
 //!
-//! One stream thread owns two tasks: task 0_0, whose changelog holds 2,000,000 records, and
+//! Under the classic and the consumer group protocol, one stream thread owns two tasks: task 0_0, whose changelog holds 2,000,000 records, and
 //! task 0_1, whose changelog is empty and whose input is waiting. With
 //! `max.poll.interval.ms=10000`:
 //! - task 0_1 processes its whole input while task 0_0 is still restoring (every output of
@@ -20,7 +20,7 @@ use rdkafka::Message;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use streams_core::serdes::{Serde, U64Serde};
 use streams_core::testing::{self, ProduceRecord};
-use streams_core::{KafkaStreams, State, StreamsConfig};
+use streams_core::{GroupProtocol, KafkaStreams, State, StreamsConfig};
 
 mod common;
 
@@ -63,8 +63,17 @@ fn read_all(bootstrap: &str, topic: &str, count: usize) -> Vec<(String, u64, i64
 }
 
 #[test]
-fn other_tasks_process_and_the_member_stays_while_a_large_changelog_restores() {
-    let Some(bootstrap) = testing::require_kafka("restore_kafka") else {
+fn classic_protocol_other_tasks_process_and_the_member_stays_while_a_large_changelog_restores() {
+    run("restore_kafka classic", GroupProtocol::Classic);
+}
+
+#[test]
+fn consumer_protocol_other_tasks_process_and_the_member_stays_while_a_large_changelog_restores() {
+    run("restore_kafka consumer", GroupProtocol::Consumer);
+}
+
+fn run(test: &str, protocol: GroupProtocol) {
+    let Some(bootstrap) = testing::require_kafka(test) else {
         return;
     };
     let app_id = testing::unique_name("restore");
@@ -97,17 +106,19 @@ fn other_tasks_process_and_the_member_stays_while_a_large_changelog_restores() {
     testing::produce(&bootstrap, &input, &waiting, Duration::from_secs(60)).unwrap();
 
     let state = tempfile::tempdir().unwrap();
-    let config = StreamsConfig::from_properties([
-        ("application.id", app_id.as_str()),
-        ("bootstrap.servers", bootstrap.as_str()),
-        ("state.dir", &state.path().display().to_string()),
-        ("num.stream.threads", "1"),
-        ("commit.interval.ms", "100"),
-        ("main.consumer.max.poll.interval.ms", "10000"),
-        ("consumer.session.timeout.ms", "6000"),
-        ("consumer.heartbeat.interval.ms", "500"),
-    ])
-    .unwrap();
+    let mut props = vec![
+        ("application.id", app_id.clone()),
+        ("bootstrap.servers", bootstrap.clone()),
+        ("state.dir", state.path().display().to_string()),
+        ("num.stream.threads", "1".into()),
+        ("commit.interval.ms", "100".into()),
+        ("main.consumer.max.poll.interval.ms", "10000".into()),
+    ];
+    if protocol == GroupProtocol::Classic {
+        props.push(("consumer.session.timeout.ms", "6000".into()));
+        props.push(("consumer.heartbeat.interval.ms", "500".into()));
+    }
+    let config = StreamsConfig::from_properties(props).unwrap();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
@@ -138,9 +149,10 @@ fn other_tasks_process_and_the_member_stays_while_a_large_changelog_restores() {
         app.state()
     );
     let restored_in = started.elapsed();
+    assert_eq!(app.group_protocol(), Some(protocol));
     let running_at = running_at.lock().unwrap().expect("running");
     println!(
-        "restored {RESTORED} records in {restored_in:?}; task 0_1's last output {} ms before RUNNING",
+        "{test}: restored {RESTORED} records in {restored_in:?}; task 0_1's last output {} ms before RUNNING",
         running_at - last_output
     );
     assert!(

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 
+use rdkafka::TopicPartitionList;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use streams_state::{KeyValueStore, StoreBuildContext, StoreError};
 
@@ -89,6 +90,15 @@ impl TaskManager {
                     tracing::info!(task = %id, "task taken by another member while restoring");
                     self.updater.remove(id);
                 }
+            }
+            if positions_kept {
+                let mut kept = TopicPartitionList::new();
+                for id in wanted.iter().filter(|id| self.tasks.contains_key(id)) {
+                    for e in self.task_partitions(*id).elements() {
+                        kept.add_partition(e.topic(), e.partition());
+                    }
+                }
+                wake_fetchers(consumer, &kept);
             }
         }
         for id in wanted {
@@ -336,6 +346,35 @@ impl TaskManager {
             })?;
         }
         self.make_stores(id, timestamp)
+    }
+}
+
+/// After an incremental rebalance, librdkafka (2.12) resumes the partitions it kept, which
+/// it paused for the rebalance, without waking the threads that fetch them: a thread with
+/// nothing else to fetch sleeps up to a second before it fetches again, and the kept tasks
+/// stall meanwhile. A watermark query to each leader of a kept partition wakes its thread.
+fn wake_fetchers<C: ConsumerContext>(consumer: &BaseConsumer<C>, kept: &TopicPartitionList) {
+    let timeout = std::time::Duration::from_secs(5);
+    let mut leaders: HashMap<i32, (String, i32)> = HashMap::new();
+    let topics: BTreeSet<String> = kept.elements().iter().map(|e| e.topic().to_owned()).collect();
+    for topic in &topics {
+        let Ok(metadata) = consumer.fetch_metadata(Some(topic), timeout) else {
+            continue;
+        };
+        for t in metadata.topics() {
+            for p in t.partitions() {
+                if kept.find_partition(topic, p.id()).is_some() {
+                    leaders
+                        .entry(p.leader())
+                        .or_insert_with(|| (topic.clone(), p.id()));
+                }
+            }
+        }
+    }
+    for (leader, (topic, partition)) in leaders {
+        if let Err(e) = consumer.fetch_watermarks(&topic, partition, timeout) {
+            tracing::debug!(leader, error = %e, "waking the fetcher of a kept partition");
+        }
     }
 }
 

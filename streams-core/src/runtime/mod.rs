@@ -11,6 +11,7 @@ mod deliveries;
 mod embedded;
 mod global;
 mod producer;
+mod protocol;
 mod publish;
 mod recover;
 mod resets;
@@ -32,6 +33,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::Producer;
 
 pub use embedded::EmbeddedKafka;
+pub use protocol::GroupProtocol;
 pub use restore::changelog_topic;
 pub use status::{State, StateListener};
 
@@ -73,6 +75,8 @@ struct ThreadFactory {
     process_id: String,
     /// The application runs on the embedded mock cluster (an offset reset is then fatal).
     on_mock: bool,
+    /// The main consumers' group protocol, chosen at start (`protocol.rs`).
+    group_protocol: GroupProtocol,
 }
 
 impl ThreadFactory {
@@ -121,10 +125,8 @@ impl ThreadFactory {
         let mut cc = self.client_config(cfg.main_consumer_properties());
         // Both protocols assign with `range`, which keeps co-partitioned topics on one task:
         // the classic one on the client, the consumer protocol (KIP-848) on the broker.
-        if cc
-            .get("group.protocol")
-            .is_some_and(|p| p.eq_ignore_ascii_case("consumer"))
-        {
+        if self.group_protocol == GroupProtocol::Consumer {
+            cc.set("group.protocol", "consumer");
             if cc.get("group.remote.assignor").is_none() {
                 cc.set("group.remote.assignor", "range");
             }
@@ -261,6 +263,7 @@ pub struct KafkaStreams {
     error_handler: UncaughtErrorHandler,
     next_thread: Arc<std::sync::atomic::AtomicUsize>,
     process_id: String,
+    group_protocol: Option<GroupProtocol>,
 }
 
 impl KafkaStreams {
@@ -323,6 +326,7 @@ impl KafkaStreams {
             error_handler: Arc::new(|_| ThreadFailureResponse::ShutdownApplication),
             next_thread: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
             process_id,
+            group_protocol: None,
         })
     }
 
@@ -379,7 +383,15 @@ impl KafkaStreams {
             bootstrap: self.bootstrap.clone(),
             process_id: self.process_id.clone(),
             on_mock: self.embedded.is_some(),
+            group_protocol: self.group_protocol.unwrap_or(GroupProtocol::Classic),
         })
+    }
+
+    /// The consumer group protocol the stream threads join with, once started: the
+    /// consumer protocol of KIP-848 where the broker offers it, unless the configuration
+    /// asks for the classic one (see docs/runtime.md, "Group protocols").
+    pub fn group_protocol(&self) -> Option<GroupProtocol> {
+        self.group_protocol
     }
 
     /// Checks the source topics, creates internal topics, starts the stream threads.
@@ -398,17 +410,24 @@ impl KafkaStreams {
                 Arc::new(move || status.state()),
             )?);
         }
-        let factory = self.factory();
-        let md: BaseConsumer = factory
+        let md: BaseConsumer = self
+            .factory()
             .client_config(self.config.consumer_properties())
             .create()
             .map_err(|e| restore::kafka_err("metadata client", e))?;
         let app_id = self.config.application_id().to_owned();
         let plan = topics::plan(&self.topology, &app_id, &md)?;
+        let admin = self.factory().client_config(self.config.admin_properties());
+        self.group_protocol = Some(protocol::choose(
+            &self.config.main_consumer_properties(),
+            &md,
+            &admin,
+            self.embedded.is_some(),
+        ));
         topics::ensure(
             &plan,
             &md,
-            &factory.client_config(self.config.admin_properties()),
+            &admin,
             self.embedded.as_ref(),
             self.config.replication_factor(),
         )?;

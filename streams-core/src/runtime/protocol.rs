@@ -1,0 +1,177 @@
+//! Which consumer group protocol the stream threads join with.
+//!
+//! The consumer protocol of KIP-848 (`group.protocol=consumer`) is the default where the
+//! broker offers it (Apache Kafka 4.0 and later list `consumer` in
+//! `group.coordinator.rebalance.protocols`): rebalances are incremental, so tasks whose
+//! partitions stay assigned keep processing through them, and the broker assigns with
+//! `range`, which keeps co-partitioned topics on one task. The classic protocol (eager
+//! `range` on the client) is used when:
+//! - `group.protocol=classic` is configured;
+//! - a setting only the classic protocol takes is configured for the main consumer
+//!   (`session.timeout.ms`, `heartbeat.interval.ms`, `partition.assignment.strategy`: with
+//!   the consumer protocol the broker owns them);
+//! - the broker does not offer the consumer protocol, the application runs on the embedded
+//!   mock cluster, or the broker's configuration cannot be read (a principal without
+//!   `DescribeConfigs`): logged, with the reason.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rdkafka::ClientConfig;
+use rdkafka::admin::{AdminClient, AdminOptions, ResourceSpecifier};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+
+/// The consumer group protocol of an application's stream threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GroupProtocol {
+    /// The classic protocol: eager rebalances, `range` assigned on the client.
+    Classic,
+    /// The consumer protocol of KIP-848: incremental rebalances, `range` assigned by the
+    /// broker.
+    Consumer,
+}
+
+impl GroupProtocol {
+    /// The value of librdkafka's `group.protocol`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Classic => "classic",
+            Self::Consumer => "consumer",
+        }
+    }
+}
+
+/// Settings that only the classic protocol takes from the client.
+const CLASSIC_ONLY: [&str; 3] = [
+    "session.timeout.ms",
+    "heartbeat.interval.ms",
+    "partition.assignment.strategy",
+];
+
+/// The protocol the main consumer's properties decide by themselves, with the reason;
+/// `None` when the broker decides.
+fn configured(main: &BTreeMap<String, String>) -> Option<(GroupProtocol, String)> {
+    if let Some(p) = main.get("group.protocol") {
+        let protocol = if p.trim().eq_ignore_ascii_case("consumer") {
+            GroupProtocol::Consumer
+        } else {
+            GroupProtocol::Classic
+        };
+        return Some((protocol, format!("group.protocol={p} is configured")));
+    }
+    CLASSIC_ONLY.iter().find(|k| main.contains_key(**k)).map(|k| {
+        (
+            GroupProtocol::Classic,
+            format!("{k} is configured, which only the classic protocol takes"),
+        )
+    })
+}
+
+/// Chooses the protocol for the main consumer's properties `main`; `md` and `admin` reach
+/// the cluster.
+pub(crate) fn choose(
+    main: &BTreeMap<String, String>,
+    md: &BaseConsumer,
+    admin: &ClientConfig,
+    on_mock: bool,
+) -> GroupProtocol {
+    let (protocol, reason) = configured(main).unwrap_or_else(|| {
+        if on_mock {
+            return (GroupProtocol::Classic, "the embedded mock cluster runs the classic protocol".into());
+        }
+        match broker_protocols(md, admin) {
+            Ok(list) if list.split(',').any(|p| p.trim() == "consumer") => (
+                GroupProtocol::Consumer,
+                format!("the broker offers it (group.coordinator.rebalance.protocols={list})"),
+            ),
+            Ok(list) => (
+                GroupProtocol::Classic,
+                format!("the broker does not offer the consumer protocol (group.coordinator.rebalance.protocols={list})"),
+            ),
+            Err(e) => (
+                GroupProtocol::Classic,
+                format!("the broker's group protocols could not be read ({e})"),
+            ),
+        }
+    });
+    tracing::info!(
+        protocol = protocol.name(),
+        "consumer group protocol: {}: {reason}",
+        protocol.name()
+    );
+    protocol
+}
+
+/// The broker's `group.coordinator.rebalance.protocols` (absent before Apache Kafka 3.7:
+/// classic only).
+fn broker_protocols(md: &BaseConsumer, admin: &ClientConfig) -> Result<String, String> {
+    let timeout = Duration::from_secs(30);
+    let metadata = md.fetch_metadata(None, timeout).map_err(|e| e.to_string())?;
+    let broker = metadata
+        .brokers()
+        .first()
+        .ok_or("no broker in the metadata")?
+        .id();
+    let admin: AdminClient<DefaultClientContext> = admin.create().map_err(|e| e.to_string())?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let opts = AdminOptions::new().request_timeout(Some(timeout));
+    let described = rt
+        .block_on(async {
+            tokio::time::timeout(
+                timeout + Duration::from_secs(5),
+                admin.describe_configs(&[ResourceSpecifier::Broker(broker)], &opts),
+            )
+            .await
+        })
+        .map_err(|_| "describing the broker's configuration timed out".to_owned())?
+        .map_err(|e| e.to_string())?;
+    let resource = described
+        .into_iter()
+        .next()
+        .ok_or("no configuration returned")?
+        .map_err(|code| code.to_string())?;
+    Ok(resource
+        .get("group.coordinator.rebalance.protocols")
+        .and_then(|e| e.value.clone())
+        .unwrap_or_else(|| "classic".to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn configured_protocol_and_classic_only_settings_decide_before_the_broker() {
+        assert_eq!(configured(&props(&[])), None);
+        assert_eq!(
+            configured(&props(&[("group.protocol", "consumer")])).map(|c| c.0),
+            Some(GroupProtocol::Consumer)
+        );
+        assert_eq!(
+            configured(&props(&[
+                ("group.protocol", "classic"),
+                ("session.timeout.ms", "6000")
+            ]))
+            .map(|c| c.0),
+            Some(GroupProtocol::Classic)
+        );
+        for k in CLASSIC_ONLY {
+            let (p, reason) = configured(&props(&[(k, "x")])).unwrap();
+            assert_eq!(p, GroupProtocol::Classic);
+            assert!(reason.contains(k), "{reason}");
+        }
+        assert_eq!(configured(&props(&[("fetch.min.bytes", "1")])), None);
+    }
+}
