@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use rdkafka::producer::Producer;
 
 use super::restore::{changelog_topic, kafka_err};
 use super::tasks::TaskManager;
@@ -75,8 +74,7 @@ impl TaskManager {
             )
             .map_err(|e| kafka_err("dead-letter topic", e))?;
         }
-        self.producer
-            .flush(Duration::from_secs(60))
+        super::producer::flush(&self.producer, Duration::from_secs(60))
             .map_err(|e| kafka_err("flush dead-letter records", e))?;
         self.metrics.dead_letters[2].inc_by(n as u64);
         // A dead-letter record that itself failed is an error, not another dead letter.

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rdkafka::ClientContext;
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::error::{KafkaError, KafkaResult, RDKafkaErrorCode};
 use rdkafka::message::{Header, Message, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use streams_state::{ChangelogError, ChangelogSink};
@@ -116,6 +116,34 @@ fn failed_record(m: &rdkafka::message::BorrowedMessage<'_>) -> RawRecord {
 
 /// The thread's producer, shared by its tasks' collectors and changelog sinks.
 pub(crate) type StreamProducer = ThreadedProducer<DeliveryTracker>;
+
+/// Waits until every record sent so far is acknowledged or has failed, its delivery report
+/// handled, or `timeout` passes.
+///
+/// Not `Producer::flush`: rust-rdkafka's flush polls the delivery-report queue from the
+/// calling thread in slices of 100 ms, while the `ThreadedProducer`'s own thread serves
+/// that queue; the caller then sleeps through whole slices, and every at-least-once commit
+/// took at least 100 ms. Here a zero-timeout flush sends lingering batches at once, then
+/// the in-flight count (messages not yet acknowledged, or whose report is not yet handled)
+/// is watched until it reaches zero.
+pub(crate) fn flush(producer: &StreamProducer, timeout: Duration) -> KafkaResult<()> {
+    let started = Instant::now();
+    match producer.flush(Duration::ZERO) {
+        Ok(()) => return Ok(()),
+        Err(KafkaError::Flush(RDKafkaErrorCode::OperationTimedOut)) => {}
+        Err(e) => return Err(e),
+    }
+    let mut pause = Duration::from_micros(100);
+    while producer.in_flight_count() > 0 {
+        let elapsed = started.elapsed();
+        if elapsed >= timeout {
+            return Err(KafkaError::Flush(RDKafkaErrorCode::OperationTimedOut));
+        }
+        std::thread::sleep(pause.min(timeout - elapsed));
+        pause = (pause * 2).min(Duration::from_millis(2));
+    }
+    Ok(())
+}
 
 pub(crate) fn to_kafka_headers(h: &Headers) -> Option<OwnedHeaders> {
     if h.is_empty() {

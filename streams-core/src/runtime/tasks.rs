@@ -308,7 +308,7 @@ impl TaskManager {
             self.in_transaction = false;
             self.check_deliveries()?;
         } else {
-            if let Err(e) = self.producer.flush(timeout) {
+            if let Err(e) = super::producer::flush(&self.producer, timeout) {
                 return self.commit_failed("flush producer", e);
             }
             self.check_deliveries()?;
@@ -388,7 +388,7 @@ impl TaskManager {
             self.dirty = true;
             result = self.commit(consumer).map(|_| ());
             if result.is_ok() && self.settings.eos {
-                if let Err(e) = self.producer.flush(Duration::from_secs(30)) {
+                if let Err(e) = super::producer::flush(&self.producer, Duration::from_secs(30)) {
                     tracing::warn!(error = %e, "flush at close");
                 }
                 result = self.write_checkpoints();
