@@ -7,6 +7,7 @@
 //! See `docs/runtime.md` for threads, tasks, commits and guarantees.
 
 mod creation;
+mod defaults;
 mod deliveries;
 mod embedded;
 mod global;
@@ -96,6 +97,7 @@ impl ThreadFactory {
         let mut c = self.client_config(self.config.restore_consumer_properties());
         // They never join the group: its protocol is not theirs.
         c.remove("group.protocol").remove("group.remote.assignor");
+        defaults::consumer(&mut c);
         c.set("group.id", group).set("enable.auto.commit", "false").set(
             "isolation.level",
             if eos { "read_committed" } else { "read_uncommitted" },
@@ -141,6 +143,7 @@ impl ThreadFactory {
                 "isolation.level",
                 if eos { "read_committed" } else { "read_uncommitted" },
             );
+        defaults::consumer(&mut cc);
         if cc.get("statistics.interval.ms").is_none() {
             // End offsets for the lag metric.
             cc.set("statistics.interval.ms", "1000");
