@@ -156,6 +156,9 @@ pub(crate) fn to_kafka_headers(h: &Headers) -> Option<OwnedHeaders> {
     Some(out)
 }
 
+/// How long a send waits for room in a full producer queue before it fails.
+const QUEUE_FULL_LIMIT: Duration = Duration::from_secs(30);
+
 /// Sends one record, waiting (bounded) while the producer's queue is full.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn send(
@@ -182,14 +185,17 @@ pub(crate) fn send(
     if let Some(h) = headers {
         record = record.headers(h);
     }
-    let mut attempts = 0;
+    // A full queue drains at the broker's pace: wait in short steps (a long sleep would let
+    // it run dry and idle the producer), for at most QUEUE_FULL_LIMIT.
+    let mut full_since: Option<Instant> = None;
     loop {
         match producer.send(record) {
             Ok(()) => return Ok(()),
-            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) if attempts < 600 => {
-                attempts += 1;
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r))
+                if full_since.get_or_insert_with(Instant::now).elapsed() < QUEUE_FULL_LIMIT =>
+            {
                 record = r;
-                std::thread::sleep(Duration::from_millis(50));
+                std::thread::sleep(Duration::from_millis(1));
             }
             Err((e, _)) => return Err(e),
         }
@@ -233,6 +239,10 @@ impl PartitionCache {
     }
 
     pub fn get(&mut self, topic: &str) -> Option<i32> {
+        // The clock is read only on a miss: this runs for every record sent.
+        if let Some(&n) = self.counts.get(topic) {
+            return Some(n);
+        }
         self.get_at(topic, Instant::now())
     }
 

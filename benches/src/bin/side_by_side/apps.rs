@@ -231,9 +231,13 @@ pub(crate) fn run_raw(a: &AppArgs) -> Res<()> {
             "isolation.level",
             if eos { "read_committed" } else { "read_uncommitted" },
         )
+        // Tuned as the runtime's consumers are (streams-core/src/runtime/defaults.rs):
+        // librdkafka's 1 s fetch-queue backoff starves a consume-and-produce loop.
+        .set("queued.min.messages", "20000")
+        .set("fetch.queue.backoff.ms", "10")
         .create()?;
     let mut pc = ClientConfig::new();
-    pc.set("bootstrap.servers", &a.bootstrap);
+    pc.set("bootstrap.servers", &a.bootstrap).set("linger.ms", "5");
     if eos {
         pc.set("transactional.id", format!("{}-raw", a.app_id));
     }
