@@ -10,62 +10,38 @@
 //!   (replays after a crash may count a record twice; duplicates are reported).
 
 use std::collections::HashMap;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use rand::Rng;
-use streams_core::testing::{self, ConsumeUntil, ProduceRecord};
+use streams_core::testing::{self, ProduceRecord};
+
+mod common;
+
+use common::{CountTopics, Position};
 
 const KEYS: usize = 100;
 const PER_KEY: usize = 1000;
 
-/// The topics of one run.
-struct Topics {
-    input: String,
-    output: String,
-    audit: String,
-}
-
-fn spawn(bootstrap: &str, app: &str, topics: &Topics, state: &str, guarantee: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_count-app"))
-        .args([
-            "--bootstrap-servers",
-            bootstrap,
-            "--application-id",
-            app,
-            "--input",
-            &topics.input,
-            "--output",
-            &topics.output,
-            "--audit",
-            &topics.audit,
-        ])
-        .args(["--state-dir", state, "--guarantee", guarantee])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
+fn spawn(bootstrap: &str, app: &str, topics: &CountTopics, state: &str, guarantee: &str) -> Child {
+    common::count_app(bootstrap, app, topics, state.as_ref())
+        .args(["--guarantee", guarantee])
         .spawn()
         .expect("start count-app")
 }
 
-/// What a run left: per key, how often each count appears in the output, and how often
-/// each input identity (`key/sequence`) appears in the audit topic.
+/// What a run left: per key, where each count appears in the output, and where each input
+/// identity (`key/sequence`) appears in the audit topic.
 struct Seen {
-    counts: HashMap<String, HashMap<u64, usize>>,
-    audit: HashMap<String, usize>,
+    counts: HashMap<String, HashMap<u64, Vec<Position>>>,
+    audit: HashMap<String, Vec<Position>>,
 }
 
 fn run(guarantee: &str, test: &str) -> Option<Seen> {
     let bootstrap = testing::require_kafka(test)?;
     let app = testing::unique_name(&format!("crash-{guarantee}"));
-    let topics = Topics {
-        input: testing::unique_name("crash-in"),
-        output: testing::unique_name("crash-out"),
-        audit: testing::unique_name("crash-audit"),
-    };
-    let (input, output) = (topics.input.clone(), topics.output.clone());
-    for t in [&topics.input, &topics.output, &topics.audit] {
-        testing::create_topic(&bootstrap, t, 4, &[]).unwrap();
-    }
+    let topics = CountTopics::create(&bootstrap, "crash", 4, true);
+    let input = topics.input.clone();
     let state = tempfile::tempdir().unwrap();
     let state_dir = state.path().display().to_string();
 
@@ -102,46 +78,19 @@ fn run(guarantee: &str, test: &str) -> Option<Seen> {
     let read_committed = guarantee == "exactly_once_v2";
     let deadline = std::time::Instant::now() + Duration::from_secs(240);
     let result = loop {
-        let out = testing::consume_all(
-            &bootstrap,
-            &output,
-            ConsumeUntil::Idle(Duration::ZERO),
-            Duration::from_secs(120),
-            read_committed,
-        )
-        .unwrap();
-        let mut seen: HashMap<String, HashMap<u64, usize>> = HashMap::new();
-        for r in &out {
-            let v = u64::from_be_bytes(r.value.as_deref().unwrap().try_into().unwrap());
-            *seen
-                .entry(r.key_str().unwrap())
-                .or_default()
-                .entry(v)
-                .or_insert(0) += 1;
-        }
+        let seen = common::counts(&bootstrap, &topics.output, read_committed);
         // Every input processed at least once: each key's latest count reached PER_KEY.
         let complete = seen.len() == KEYS && seen.values().all(|c| c.keys().max() >= Some(&(PER_KEY as u64)));
         if complete || std::time::Instant::now() > deadline {
-            eprintln!("{test}: {} output records for {expected_total} inputs", out.len());
+            let records: usize = seen.values().flat_map(HashMap::values).map(Vec::len).sum();
+            eprintln!("{test}: {records} output records for {expected_total} inputs");
             break seen;
         }
         std::thread::sleep(Duration::from_secs(2));
     };
     drop(child.stdin.take());
     let _ = child.wait();
-    let mut audit: HashMap<String, usize> = HashMap::new();
-    for r in testing::consume_all(
-        &bootstrap,
-        &topics.audit,
-        ConsumeUntil::Idle(Duration::ZERO),
-        Duration::from_secs(120),
-        read_committed,
-    )
-    .unwrap()
-    {
-        let id = format!("{}/{}", r.key_str().unwrap(), r.value_str().unwrap());
-        *audit.entry(id).or_insert(0) += 1;
-    }
+    let audit = common::identities(&bootstrap, topics.audit(), read_committed);
     Some(Seen {
         counts: result,
         audit,
@@ -160,15 +109,15 @@ fn exactly_once_under_repeated_sigkill() {
         "every input once in the committed audit"
     );
     assert!(
-        audit.values().all(|&n| n == 1),
+        audit.values().all(|at| at.len() == 1),
         "no input twice in the committed audit"
     );
     assert_eq!(seen.len(), KEYS);
     for (key, counts) in &seen {
         for n in 1..=PER_KEY as u64 {
             assert_eq!(
-                counts.get(&n),
-                Some(&1),
+                counts.get(&n).map(Vec::len),
+                Some(1),
                 "key {key}: count {n} must appear exactly once"
             );
         }
@@ -194,7 +143,7 @@ fn at_least_once_loses_nothing_under_repeated_sigkill() {
         lost.len(),
         &lost[..lost.len().min(5)]
     );
-    let replayed = audit.values().filter(|&&n| n > 1).count();
+    let replayed = audit.values().filter(|at| at.len() > 1).count();
     eprintln!("at-least-once: {replayed} inputs processed more than once after 10 kills");
     assert_eq!(seen.len(), KEYS);
     let mut over = 0;

@@ -4,32 +4,29 @@
 //! only the close can have committed them). Skipped without a broker.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
+use std::time::Duration;
 
 use streams_core::testing::{self, ProduceRecord};
+
+mod common;
+
+use common::CountTopics;
 
 fn stops_cleanly_on(signal: &str, test: &str) {
     let Some(bootstrap) = testing::require_kafka(test) else {
         return;
     };
     let app = testing::unique_name("signal-app");
-    let input = testing::unique_name("signal-in");
-    let output = testing::unique_name("signal-out");
-    testing::create_topic(&bootstrap, &input, 2, &[]).unwrap();
-    testing::create_topic(&bootstrap, &output, 2, &[]).unwrap();
+    let topics = CountTopics::create(&bootstrap, "signal", 2, false);
     let records: Vec<ProduceRecord> = (0..10)
         .map(|i| ProduceRecord::new(format!("k{i}"), "x"))
         .collect();
-    testing::produce(&bootstrap, &input, &records, Duration::from_secs(30)).unwrap();
+    testing::produce(&bootstrap, &topics.input, &records, Duration::from_secs(30)).unwrap();
     let state = tempfile::tempdir().unwrap();
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_count-app"))
-        .args(["--bootstrap-servers", &bootstrap, "--application-id", &app])
-        .args(["--input", &input, "--output", &output])
-        .args(["--state-dir", &state.path().display().to_string()])
-        // Standard input stays open: only the signal can stop it.
-        .stdin(Stdio::piped())
+    // Standard input stays open: only the signal can stop it.
+    let mut child = common::count_app(&bootstrap, &app, &topics, state.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -42,7 +39,7 @@ fn stops_cleanly_on(signal: &str, test: &str) {
     // All ten counted (each key once).
     let counted = testing::consume_all(
         &bootstrap,
-        &output,
+        &topics.output,
         testing::ConsumeUntil::Count(10),
         Duration::from_secs(60),
         false,
@@ -50,29 +47,17 @@ fn stops_cleanly_on(signal: &str, test: &str) {
     .unwrap();
     assert_eq!(counted.len(), 10);
 
-    let status = Command::new("kill")
-        .args([&format!("-{signal}"), &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let exit = loop {
-        if let Some(exit) = child.try_wait().unwrap() {
-            break exit;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "count-app still running 60 s after SIG{signal}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    common::send_signal(&child, signal);
+    let exit = common::wait_exit(&mut child, Duration::from_secs(60))
+        .unwrap_or_else(|| panic!("count-app still running 60 s after SIG{signal}"));
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     assert!(exit.success(), "exit {exit:?}; output {rest:?}");
     assert!(
         rest.iter().any(|l| l == &format!("SIG{signal}: closed cleanly")),
         "{rest:?}"
     );
-    let committed = testing::committed_offsets(&bootstrap, &app, &input, Duration::from_secs(30)).unwrap();
+    let committed =
+        testing::committed_offsets(&bootstrap, &app, &topics.input, Duration::from_secs(30)).unwrap();
     let total: i64 = committed.iter().filter_map(|(_, o)| *o).sum();
     assert_eq!(
         total, 10,
