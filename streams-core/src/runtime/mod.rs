@@ -17,6 +17,7 @@ mod publish;
 mod recover;
 mod resets;
 mod restore;
+mod start_offsets;
 mod status;
 mod tasks;
 mod thread;

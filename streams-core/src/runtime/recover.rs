@@ -69,9 +69,10 @@ impl TaskManager {
         self.in_transaction = false;
         self.close_all_dirty();
         let assignment = consumer.assignment().map_err(|e| kafka_err("assignment", e))?;
-        let committed = consumer
-            .committed_offsets(assignment.clone(), Duration::from_secs(30))
-            .map_err(|e| kafka_err("committed offsets", e))?;
+        // A partition-level error (offsets still unstable) fails the rewind rather than
+        // reading as "no commit", which would restart the partition from the beginning.
+        let committed =
+            super::start_offsets::committed(consumer, &assignment, super::start_offsets::LOOKUP_TIMEOUT)?;
         for e in committed.elements() {
             let to = match e.offset() {
                 Offset::Offset(o) => Offset::Offset(o),

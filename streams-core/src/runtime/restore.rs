@@ -152,6 +152,15 @@ impl Restoration {
                     return Ok(Step::Pending);
                 }
                 match consumer.poll((deadline - now).min(Duration::from_millis(100))) {
+                    // Only the partition being read is assigned; anything else would be a
+                    // leftover of an earlier assignment and must not reach this store.
+                    Some(Ok(m)) if m.partition() != partition || m.topic() != a.topic => {
+                        tracing::debug!(
+                            topic = m.topic(),
+                            partition = m.partition(),
+                            "restore: record of another partition skipped"
+                        );
+                    }
                     Some(Ok(m)) => {
                         a.position = m.offset() + 1;
                         a.batch.push(ChangelogRecord {

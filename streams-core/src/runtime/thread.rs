@@ -12,13 +12,16 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rdkafka::ClientContext;
 use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance, RebalanceProtocol};
+use rdkafka::error::KafkaError;
 use rdkafka::message::{Headers as _, Message};
 use rdkafka::statistics::Statistics;
+use rdkafka::types::RDKafkaRespErr;
+use rdkafka::{ClientContext, TopicPartitionList};
 
 use super::resets::{ResetWatch, SourceResets, forward_log};
+use super::start_offsets;
 use super::status::Status;
 use super::tasks::{TaskManager, TaskManagerParts};
 use crate::error::StreamsError;
@@ -86,6 +89,46 @@ impl ClientContext for ThreadContext {
 }
 
 impl ConsumerContext for ThreadContext {
+    /// rust-rdkafka's rebalance, except that assigned partitions start at the committed
+    /// offsets the runtime read itself (see `start_offsets.rs`).
+    fn rebalance(&self, consumer: &BaseConsumer<Self>, err: RDKafkaRespErr, tpl: &mut TopicPartitionList) {
+        let cooperative = matches!(consumer.rebalance_protocol(), RebalanceProtocol::Cooperative);
+        let assign = err == RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS;
+        let rebalance = match err {
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => Rebalance::Assign(tpl),
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => Rebalance::Revoke(tpl),
+            other => Rebalance::Error(KafkaError::Rebalance(other.into())),
+        };
+        self.pre_rebalance(consumer, &rebalance);
+        let applied = if assign {
+            let start = start_offsets::explicit(consumer, tpl).unwrap_or_else(|e| {
+                // Never guess: without the committed offsets the thread fails (and is
+                // replaced, or the application stops, as the error handler says).
+                with_tasks(|tm| {
+                    tm.failure.get_or_insert(e);
+                });
+                tpl.clone()
+            });
+            if cooperative {
+                consumer.incremental_assign(&start)
+            } else {
+                consumer.assign(&start)
+            }
+        } else if cooperative {
+            consumer.incremental_unassign(tpl)
+        } else {
+            consumer.unassign()
+        };
+        if let Err(e) = applied {
+            tracing::error!(thread = %self.name, error = %e, "applying a rebalance");
+            with_tasks(|tm| {
+                tm.failure
+                    .get_or_insert(super::restore::kafka_err("applying a rebalance", e));
+            });
+        }
+        self.post_rebalance(consumer, &rebalance);
+    }
+
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         self.generation.fetch_add(1, Ordering::Relaxed);
         if !self.in_rebalance.swap(true, Ordering::Relaxed) {

@@ -1,0 +1,142 @@
+//! Where newly assigned partitions start: their committed offsets, read by the runtime
+//! rather than left to librdkafka.
+//!
+//! librdkafka (2.12) looks up the committed offsets of an assignment itself. When a
+//! partition's offsets are *unstable* (an exactly-once producer that crashed left a
+//! transaction with an offset commit open; the broker answers `UNSTABLE_OFFSET_COMMIT`
+//! until the transaction is aborted) it retries; but if the partition is revoked and
+//! assigned again while a lookup is pending, the late answer puts the partition back as
+//! "no committed offset", and `auto.offset.reset` restarts it from the beginning: the whole
+//! partition processed again, thousands of duplicates under exactly-once.
+//!
+//! So the rebalance callback asks for the committed offsets itself (`committed_offsets`
+//! retries unstable answers until the broker has settled the transaction) and assigns the
+//! partitions with explicit offsets. A partition without any commit keeps the logical
+//! offset, and `auto.offset.reset` applies as it should.
+
+use std::time::Duration;
+
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::{Offset, TopicPartitionList};
+
+use super::restore::kafka_err;
+use crate::error::StreamsError;
+
+/// How long the lookup may wait for the broker: an open transaction of a crashed producer
+/// is aborted after its `transaction.timeout.ms` (10 s by default here) plus the broker's
+/// abort-check interval (10 s), or when its successor starts.
+pub(crate) const LOOKUP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The committed offsets of `partitions`; a partition-level error (still unstable when
+/// the time ran out, not authorized) fails the whole lookup rather than reading as "no
+/// commit".
+pub(crate) fn committed<C: ConsumerContext>(
+    consumer: &BaseConsumer<C>,
+    partitions: &TopicPartitionList,
+    timeout: Duration,
+) -> Result<TopicPartitionList, StreamsError> {
+    let committed = consumer
+        .committed_offsets(partitions.clone(), timeout)
+        .map_err(|e| kafka_err("committed offsets", e))?;
+    for e in committed.elements() {
+        if let Err(err) = e.error() {
+            return Err(kafka_err(
+                &format!("committed offset of {}-{}", e.topic(), e.partition()),
+                err,
+            ));
+        }
+    }
+    Ok(committed)
+}
+
+/// `assigned` with each partition's committed offset where it has one.
+pub(crate) fn explicit<C: ConsumerContext>(
+    consumer: &BaseConsumer<C>,
+    assigned: &TopicPartitionList,
+) -> Result<TopicPartitionList, StreamsError> {
+    if assigned.count() == 0 {
+        return Ok(assigned.clone());
+    }
+    let committed = committed(consumer, assigned, LOOKUP_TIMEOUT)?;
+    let mut out = TopicPartitionList::new();
+    for e in assigned.elements() {
+        let offset = match committed
+            .find_partition(e.topic(), e.partition())
+            .map(|c| c.offset())
+        {
+            Some(Offset::Offset(o)) => Offset::Offset(o),
+            _ => e.offset(),
+        };
+        out.add_partition_offset(e.topic(), e.partition(), offset)
+            .map_err(|err| kafka_err("start offsets", err))?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+    use rdkafka::producer::{BaseProducer, Producer};
+    use rdkafka::{Offset, TopicPartitionList};
+
+    use super::{committed, explicit};
+    use crate::testing::{self, ProduceRecord};
+
+    /// A crashed exactly-once producer's transaction holds an offset commit open: the
+    /// lookup waits until the broker settles it, and never reads it as "no commit" (which
+    /// would restart the partition from the beginning).
+    #[test]
+    fn unstable_offsets_are_waited_for_never_read_as_missing() {
+        let Some(bootstrap) = testing::require_kafka("start_offsets") else {
+            return;
+        };
+        let topic = testing::unique_name("unstable");
+        let group = testing::unique_name("unstable-group");
+        testing::create_topic(&bootstrap, &topic, 1, &[]).unwrap();
+        let records: Vec<ProduceRecord> = (0..100).map(|i| ProduceRecord::new("k", i.to_string())).collect();
+        testing::produce(&bootstrap, &topic, &records, Duration::from_secs(60)).unwrap();
+        let consumer: BaseConsumer = testing::consumer_config(&bootstrap, &group)
+            .set("isolation.level", "read_committed")
+            .create()
+            .unwrap();
+        let at = |offset: i64| {
+            let mut tpl = TopicPartitionList::new();
+            tpl.add_partition_offset(&topic, 0, Offset::Offset(offset))
+                .unwrap();
+            tpl
+        };
+        consumer.commit(&at(50), CommitMode::Sync).unwrap();
+        // An open transaction that commits offset 80 when it commits.
+        let producer: BaseProducer = testing::producer_config(&bootstrap)
+            .set("transactional.id", testing::unique_name("unstable-txn"))
+            .set("transaction.timeout.ms", "60000")
+            .create()
+            .unwrap();
+        producer.init_transactions(Duration::from_secs(30)).unwrap();
+        producer.begin_transaction().unwrap();
+        let metadata = consumer.group_metadata().unwrap();
+        producer
+            .send_offsets_to_transaction(&at(80), &metadata, Duration::from_secs(30))
+            .unwrap();
+
+        let mut assigned = TopicPartitionList::new();
+        assigned.add_partition(&topic, 0);
+        assert!(
+            committed(&consumer, &assigned, Duration::from_secs(2)).is_err(),
+            "an unstable offset is an error while the transaction is open"
+        );
+        // Aborted while a lookup waits (or before it starts: the answer is the same).
+        let aborter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(1));
+            producer.abort_transaction(Duration::from_secs(30)).unwrap();
+        });
+        let start = explicit(&consumer, &assigned).unwrap();
+        aborter.join().unwrap();
+        assert_eq!(
+            start.find_partition(&topic, 0).map(|e| e.offset()),
+            Some(Offset::Offset(50))
+        );
+    }
+}
