@@ -3,7 +3,9 @@
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-use ::rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, WriteBufferManager};
+use ::rocksdb::{
+    BlockBasedIndexType, BlockBasedOptions, Cache, DBCompressionType, Options, WriteBufferManager,
+};
 
 /// A user hook that tunes the options of one store: called with the store's name and the
 /// options about to be used, after the defaults are applied and before the store opens.
@@ -126,12 +128,27 @@ impl RocksDbResources {
         opts
     }
 
+    /// Table options for stores that grow large in a bounded cache.
+    ///
+    /// Index and filter blocks live in the shared block cache (so they count against the
+    /// budget), at high priority. They are *partitioned*: a lookup loads one small filter
+    /// partition and one index partition (4 KiB) through a pinned top-level index, instead
+    /// of a whole SST file's filter (megabytes for a large file) that the memtables and
+    /// data blocks evict again at once. Without this a growing store re-read and
+    /// re-checksummed full filter blocks on every lookup and slowed down as it grew (see
+    /// docs/benchmarks.md, "Stores that grow").
     fn table_options(&self) -> BlockBasedOptions {
         let mut table = BlockBasedOptions::default();
         table.set_block_cache(&self.inner.cache);
         table.set_bloom_filter(10.0, false);
         table.set_cache_index_and_filter_blocks(true);
+        table.set_cache_index_and_filter_blocks_with_high_priority(true);
         table.set_pin_l0_filter_and_index_blocks_in_cache(true);
+        table.set_index_type(BlockBasedIndexType::TwoLevelIndexSearch);
+        table.set_partition_filters(true);
+        table.set_metadata_block_size(4096);
+        table.set_pin_top_level_index_and_filter(true);
+        table.set_optimize_filters_for_memory(true);
         table
     }
 }

@@ -33,18 +33,23 @@ const CHECKPOINT_KEY: &[u8] = b"checkpoint";
 ///   range. Values are copied out into [`Bytes`] as they are read.
 /// - `delete_range`/`delete_prefix` are one RocksDB range delete.
 /// - Writes skip the write-ahead log, as in Kafka Streams: the changelog is the source of
-///   truth. [`flush`](crate::StateStore::flush) and
-///   [`write_checkpoint`](crate::KeyValueStore::write_checkpoint) flush the memtables;
-///   `restore_batch` writes records and checkpoint in one atomic batch, and data and
-///   checkpoint (kept in a separate column family) are flushed atomically, so after a crash
-///   the checkpoint is never ahead of the data.
+///   truth. The checkpoint is a key of its own column family, written after the data it
+///   covers; every memtable flush (when memtables fill, and at close) writes both column
+///   families up to one point of the write sequence (`atomic_flush`), so whatever is on
+///   disk after a crash is a prefix of the writes in which the checkpoint is never ahead of
+///   the data. [`flush`](crate::StateStore::flush) and
+///   [`write_checkpoint`](crate::KeyValueStore::write_checkpoint) therefore do not force a
+///   memtable flush: forcing one at every commit (100 ms under exactly-once) wrote a tiny
+///   SST file per commit, and a growing store spent its time compacting them and probing
+///   their filters (see docs/benchmarks.md, "Stores that grow"). `restore_batch` writes
+///   records and checkpoint in one atomic batch.
 /// - A second instance on the same directory fails with [`StoreError::Locked`]; unreadable
 ///   files give [`StoreError::Corrupt`].
 pub struct RocksDbKeyValueStore {
     name: String,
     path: PathBuf,
     db: Option<DB>,
-    /// Data writes skip the WAL: durability comes from flush + checkpoint + changelog.
+    /// Data writes skip the WAL: durability comes from atomic flushes + checkpoint + changelog.
     write_opts: WriteOptions,
 }
 
@@ -181,9 +186,10 @@ impl StateStore for RocksDbKeyValueStore {
         self.db.is_some()
     }
 
-    /// Flushes the memtables to SST files (run at commit).
+    /// Nothing to write down: writes are in RocksDB once `put` returns, and durability
+    /// comes from the atomic memtable flushes (see the type's docs); fails on a closed store.
     fn flush(&mut self) -> Result<()> {
-        self.flush_all(self.db()?)
+        self.db().map(|_| ())
     }
 
     fn close(&mut self) -> Result<()> {
@@ -319,8 +325,8 @@ impl KeyValueStore for RocksDbKeyValueStore {
         Ok(Some(i64::from_be_bytes(bytes)))
     }
 
-    /// Writes the checkpoint, then flushes data and metadata together, so the checkpoint is
-    /// on disk exactly when the data it covers is.
+    /// Writes the checkpoint after the data it covers; it reaches disk with that data, at
+    /// the next atomic memtable flush (see the type's docs).
     fn write_checkpoint(&mut self, offset: Option<i64>) -> Result<()> {
         let db = self.db()?;
         let meta = self.family(db, METADATA_CF)?;
@@ -328,8 +334,7 @@ impl KeyValueStore for RocksDbKeyValueStore {
             Some(offset) => db.put_cf_opt(meta, CHECKPOINT_KEY, offset.to_be_bytes(), &self.write_opts),
             None => db.delete_cf_opt(meta, CHECKPOINT_KEY, &self.write_opts),
         }
-        .map_err(self.err())?;
-        self.flush_all(db)
+        .map_err(self.err())
     }
 }
 
