@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-
 use super::restore::{changelog_topic, kafka_err};
 use super::tasks::TaskManager;
 use crate::error::StreamsError;
