@@ -161,6 +161,7 @@ impl ThreadFactory {
             status: self.status.clone(),
             name: name.to_owned(),
             in_rebalance: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
             generation: std::sync::atomic::AtomicU64::new(0),
             revoked: std::sync::Mutex::new(Vec::new()),
             high_watermarks: std::sync::Mutex::new(std::collections::HashMap::new()),

@@ -42,6 +42,10 @@ pub(crate) struct ThreadContext {
     pub name: String,
     /// Set by a rebalance callback, cleared by the loop once the new tasks exist.
     pub in_rebalance: AtomicBool,
+    /// Set once the loop has ended: the consumer is closing, and an assignment delivered
+    /// meanwhile creates no task (its offsets are not looked up: the closing group would
+    /// never answer).
+    pub closing: AtomicBool,
     /// Counts this thread's rebalance callbacks. Per thread: a callback on another thread
     /// says nothing about the records this thread has polled.
     pub generation: AtomicU64,
@@ -100,7 +104,13 @@ impl ConsumerContext for ThreadContext {
             other => Rebalance::Error(KafkaError::Rebalance(other.into())),
         };
         self.pre_rebalance(consumer, &rebalance);
-        let applied = if assign {
+        let applied = if assign && self.closing.load(Ordering::Relaxed) {
+            if cooperative {
+                consumer.incremental_assign(tpl)
+            } else {
+                consumer.assign(tpl)
+            }
+        } else if assign {
             let start = start_offsets::explicit(consumer, tpl).unwrap_or_else(|e| {
                 // Never guess: without the committed offsets the thread fails (and is
                 // replaced, or the application stops, as the error handler says).
@@ -235,6 +245,7 @@ pub(crate) fn run(
     let manager = TaskManager::new(tasks)?;
     TASKS.with(|t| *t.borrow_mut() = Some(manager));
     let result = run_loop(name, &consumer, &settings, &shutdown, &status);
+    consumer.context().closing.store(true, Ordering::Relaxed);
     let clean = result.is_ok();
     let closed = with_tasks(|tm| tm.close(&consumer, clean)).unwrap_or(Ok(()));
     TASKS.with(|t| t.borrow_mut().take());
@@ -419,6 +430,7 @@ mod tests {
             status: status.clone(),
             name: name.to_owned(),
             in_rebalance: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
             generation: AtomicU64::new(0),
             revoked: Mutex::new(Vec::new()),
             high_watermarks: Mutex::new(HashMap::new()),
