@@ -22,6 +22,7 @@
 #   OUT_DIR      where results go (default benches/results/<UTC date>)
 #   KEEP_BROKER  1 leaves the broker running afterwards
 #   SKIP_BUILD   1 uses the binaries already built (e.g. while another build holds cargo's lock)
+#   BENCH_OURS_PROPS  extra properties of our application, key=value,key=value (experiments)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

@@ -194,15 +194,26 @@ pub(crate) fn wait_for_stdin_close() {
 }
 
 pub(crate) fn run_ours(a: &AppArgs) -> Res<()> {
-    let config = StreamsConfig::from_properties([
-        ("application.id", a.app_id.clone()),
-        ("bootstrap.servers", a.bootstrap.clone()),
-        ("state.dir", a.state_dir.clone()),
-        ("processing.guarantee", a.guarantee.clone()),
-        ("commit.interval.ms", a.commit_ms.to_string()),
-        ("statestore.cache.max.bytes", a.cache_bytes.to_string()),
-        ("num.stream.threads", "1".into()),
-    ])?;
+    let mut props = vec![
+        ("application.id".to_owned(), a.app_id.clone()),
+        ("bootstrap.servers".to_owned(), a.bootstrap.clone()),
+        ("state.dir".to_owned(), a.state_dir.clone()),
+        ("processing.guarantee".to_owned(), a.guarantee.clone()),
+        ("commit.interval.ms".to_owned(), a.commit_ms.to_string()),
+        ("statestore.cache.max.bytes".to_owned(), a.cache_bytes.to_string()),
+        ("num.stream.threads".to_owned(), "1".into()),
+    ];
+    // Experiments: BENCH_OURS_PROPS="producer.linger.ms=100,..." adds or overrides
+    // properties of our application (run.sh passes the environment through).
+    if let Ok(extra) = std::env::var("BENCH_OURS_PROPS") {
+        for kv in extra.split(',').filter(|kv| !kv.trim().is_empty()) {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| format!("BENCH_OURS_PROPS: `{kv}` is not key=value"))?;
+            props.push((k.trim().to_owned(), v.trim().to_owned()));
+        }
+    }
+    let config = StreamsConfig::from_properties(props)?;
     let mut app = KafkaStreams::new(topology(&a.workload, &a.input, &a.output)?, config)?;
     app.start()?;
     println!("started");
