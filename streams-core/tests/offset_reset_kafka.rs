@@ -112,16 +112,6 @@ fn delete_records(bootstrap: &str, topic: &str, before: i64) {
     }
 }
 
-/// The sum of a metric's series in the application's registry.
-fn metric(app: &KafkaStreams, name: &str) -> f64 {
-    app.metrics()
-        .encode()
-        .lines()
-        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
-
 fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + timeout;
     while !done() {
@@ -172,11 +162,14 @@ fn source_offset_out_of_range_is_reset_logged_and_counted() {
         "exactly the records left in the log"
     );
     wait_until("the reset to be counted", Duration::from_secs(30), || {
-        metric(&app, "streams_thread_offset_resets_total") >= 1.0
+        common::metric(&app, "streams_thread_offset_resets_total", "") >= 1.0
     });
-    assert_eq!(metric(&app, "streams_thread_offset_resets_total"), 1.0);
     assert_eq!(
-        metric(&app, "streams_thread_skipped_offsets_total"),
+        common::metric(&app, "streams_thread_offset_resets_total", ""),
+        1.0
+    );
+    assert_eq!(
+        common::metric(&app, "streams_thread_skipped_offsets_total", ""),
         4.0,
         "offsets 2..6 skipped"
     );

@@ -27,15 +27,6 @@ mod common;
 const RESTORED: u64 = 2_000_000;
 const WAITING: u64 = 500;
 
-fn metric(app: &KafkaStreams, name: &str, label: &str) -> f64 {
-    app.metrics()
-        .encode()
-        .lines()
-        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']) && l.contains(label))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
-
 /// Every record of `topic` as (key, value, append time), once `count` are there.
 fn read_all(bootstrap: &str, topic: &str, count: usize) -> Vec<(String, u64, i64)> {
     let consumer: BaseConsumer = testing::consumer_config(bootstrap, &testing::unique_name("reader"))
@@ -161,7 +152,7 @@ fn run(test: &str, protocol: GroupProtocol) {
          it waited for task 0_0"
     );
     assert_eq!(
-        metric(&app, "streams_task_restore_records_total", "task_id=\"0_0\""),
+        common::metric(&app, "streams_task_restore_records_total", "task_id=\"0_0\""),
         RESTORED as f64
     );
 
@@ -179,7 +170,7 @@ fn run(test: &str, protocol: GroupProtocol) {
         "old-7 should count 2 after its restored 1"
     );
     assert_eq!(
-        metric(&app, "streams_thread_revoked_partitions_total", ""),
+        common::metric(&app, "streams_thread_revoked_partitions_total", ""),
         0.0,
         "a partition was revoked: the member left the group while restoring"
     );

@@ -306,18 +306,21 @@ impl TaskManager {
             let mut ctx =
                 StoreBuildContext::new(Some(dir.clone())).with_rocksdb(self.settings.rocksdb.clone());
             ctx.cache_max_bytes = self.settings.cache_max_bytes;
-            let logged = def.builder.logging_config().is_some();
-            if logged {
+            let changelog = def
+                .builder
+                .logging_config()
+                .map(|_| changelog_topic(&self.settings.app_id, name));
+            if let Some(topic) = &changelog {
                 ctx.changelog = Some(Box::new(KafkaChangelogSink {
                     producer: self.producer.clone(),
-                    topic: changelog_topic(&self.settings.app_id, name),
+                    topic: topic.clone(),
                     partition: id.partition,
                     timestamp: timestamp.clone(),
                 }));
             }
             stores.push(RestoreStore {
                 name: name.to_owned(),
-                changelog: (logged && !def.global).then(|| changelog_topic(&self.settings.app_id, name)),
+                changelog: changelog.filter(|_| !def.global),
                 store: def.builder.build(ctx)?,
             });
         }

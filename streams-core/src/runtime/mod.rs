@@ -415,14 +415,14 @@ impl KafkaStreams {
                 Arc::new(move || status.state()),
             )?);
         }
-        let md: BaseConsumer = self
-            .factory()
+        let factory = self.factory();
+        let md: BaseConsumer = factory
             .client_config(self.config.consumer_properties())
             .create()
             .map_err(|e| restore::kafka_err("metadata client", e))?;
         let app_id = self.config.application_id().to_owned();
         let plan = topics::plan(&self.topology, &app_id, &md)?;
-        let admin = self.factory().client_config(self.config.admin_properties());
+        let admin = factory.client_config(self.config.admin_properties());
         self.group_protocol = Some(protocol::choose(
             &self.config.main_consumer_properties(),
             &md,

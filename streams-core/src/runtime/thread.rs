@@ -104,21 +104,19 @@ impl ConsumerContext for ThreadContext {
             other => Rebalance::Error(KafkaError::Rebalance(other.into())),
         };
         self.pre_rebalance(consumer, &rebalance);
-        let applied = if assign && self.closing.load(Ordering::Relaxed) {
-            if cooperative {
-                consumer.incremental_assign(tpl)
-            } else {
-                consumer.assign(tpl)
-            }
-        } else if assign {
-            let start = start_offsets::explicit(consumer, tpl).unwrap_or_else(|e| {
-                // Never guess: without the committed offsets the thread fails (and is
-                // replaced, or the application stops, as the error handler says).
-                with_tasks(|tm| {
-                    tm.failure.get_or_insert(e);
-                });
+        let applied = if assign {
+            let start = if self.closing.load(Ordering::Relaxed) {
                 tpl.clone()
-            });
+            } else {
+                start_offsets::explicit(consumer, tpl).unwrap_or_else(|e| {
+                    // Never guess: without the committed offsets the thread fails (and is
+                    // replaced, or the application stops, as the error handler says).
+                    with_tasks(|tm| {
+                        tm.failure.get_or_insert(e);
+                    });
+                    tpl.clone()
+                })
+            };
             if cooperative {
                 consumer.incremental_assign(&start)
             } else {

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::testing::{self, ConsumeUntil, ProduceRecord};
-use streams_core::{KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology};
+use streams_core::{
+    KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology,
+};
 
 /// Counts records per key in the store `counts` and forwards each new count.
 #[derive(Default)]
@@ -135,4 +137,15 @@ pub fn enrich_topology(users: &str, orders: &str, output: &str, persistent: bool
     .add_processor("enrich", Enrich::default, ["orders"])
     .add_sink("out", output, StringSerde, StringSerde, ["enrich"]);
     b.build().expect("enrich topology")
+}
+
+/// The sum of the series of metric `name` in the application's registry whose line
+/// contains `label` (`""`: every series).
+pub fn metric(app: &KafkaStreams, name: &str, label: &str) -> f64 {
+    app.metrics()
+        .encode()
+        .lines()
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']) && l.contains(label))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }
