@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use strsim::levenshtein;
+
 use super::{ProcessingGuarantee, Scope, StreamsConfig, keys};
 use crate::error::StreamsError;
 use crate::handlers::ErrorHandling;
@@ -352,28 +354,12 @@ fn suggestion(key: &str, max: usize) -> Option<&'static str> {
         .map(|&known| {
             (
                 known,
-                edit_distance(key, known).min(edit_distance(&squashed, &squash(known))),
+                levenshtein(key, known).min(levenshtein(&squashed, &squash(known))),
             )
         })
         .filter(|&(_, d)| d <= max)
         .min_by_key(|&(_, d)| d)
         .map(|(known, _)| known)
-}
-
-/// The Levenshtein distance between `a` and `b`.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let substitution = diagonal + usize::from(ca != cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
-        }
-    }
-    row[b.len()]
 }
 
 fn non_empty(property: &str, value: &str) -> Result<String, StreamsError> {
