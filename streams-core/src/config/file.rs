@@ -1,14 +1,22 @@
-//! A parser of Java `.properties` text.
+//! Java `.properties` text, read with the `java-properties` crate.
 //!
-//! Supported: `key=value`, `key: value` and `key value` lines; `#` and `!` comment lines;
-//! blank lines; whitespace around keys and values is trimmed; a line ending in an odd number
-//! of backslashes continues on the next line (whose leading whitespace is dropped); the
-//! escapes `\t`, `\n`, `\r`, `\f`, `\uXXXX` (with surrogate pairs) and `\X` for any other `X`
-//! (so `\=`, `\:`, `\#`, `\ ` and `\\` put those characters in a key or value). A later
-//! line for the same key overrides an earlier one.
+//! The crate implements the format of `java.util.Properties::load`: `key=value`, `key: value`
+//! and `key value` lines; `#` and `!` comment lines; blank lines; whitespace (space, tab, form
+//! feed) before keys and around separators dropped; a line ending in an odd number of
+//! backslashes continuing on the next line (whose leading whitespace is dropped); `\r\n`, `\r`
+//! and `\n` line ends; the escapes `\t`, `\n`, `\r`, `\f`, `\uXXXX` and `\X` for any other `X`
+//! (so `\=`, `\:`, `\#`, `\ ` and `\\` put those characters in a key or value). As in Java,
+//! whitespace at the end of a value is kept (`StreamsConfig::from_properties` trims it). A
+//! later line for the same key overrides an earlier one.
+//!
+//! What this module adds, where the crate departs from Java: the text is UTF-8 (as Java 9+
+//! reads resource bundles; the crate defaults to ISO-8859-1); comment lines are dropped before
+//! the crate sees them (it unescapes comment text, so `# C:\users` would fail on `\u`); an
+//! escaped UTF-16 surrogate pair (`\uD83D\uDE00`) is decoded to its character first (the crate
+//! decodes each `\uXXXX` alone and refuses surrogates); and the text always ends in a line end,
+//! so that a backslash on the last line does not lose that line's entry.
 
-use std::iter::Peekable;
-use std::str::Chars;
+use java_properties::{LineContent, PropertiesError, PropertiesIter};
 
 use crate::error::StreamsError;
 
@@ -20,137 +28,105 @@ pub(super) struct Entry {
     pub(super) line: usize,
 }
 
+/// The whitespace of the `.properties` format.
+const WHITESPACE: [char; 3] = [' ', '\t', '\x0c'];
+
 /// Parses `.properties` text into its entries, in file order.
-/// Errors name their line as `{location}{line}` (`line 3`, `app.properties:3`).
+/// Errors (malformed `\uXXXX` escapes) name their line as `{location}{line}` (`line 3`,
+/// `app.properties:3`) and, as the property at fault, the key as written on that line (up to
+/// its first separator character).
 pub(super) fn parse(text: &str, location: &str) -> Result<Vec<Entry>, StreamsError> {
+    let prepared = prepare(text);
     let mut entries = Vec::new();
-    let mut lines = text.lines().enumerate();
-    while let Some((index, line)) = lines.next() {
-        let first = line.trim_start();
-        if first.is_empty() || first.starts_with('#') || first.starts_with('!') {
-            continue;
+    for line in PropertiesIter::new_with_encoding(prepared.as_bytes(), encoding_rs::UTF_8) {
+        let line = line.map_err(|e| malformed(&e, &prepared, location))?;
+        let number = line.line_number();
+        if let LineContent::KVPair(key, value) = line.consume_content() {
+            entries.push(Entry {
+                key,
+                value,
+                line: number,
+            });
         }
-        let mut logical = first.to_owned();
-        while ends_in_continuation(&logical) {
-            logical.pop();
-            match lines.next() {
-                Some((_, next)) => logical.push_str(next.trim_start()),
-                None => break,
-            }
-        }
-        let (key, value) = split(&logical, &format!("{location}{}", index + 1))?;
-        entries.push(Entry {
-            key,
-            value,
-            line: index + 1,
-        });
     }
     Ok(entries)
 }
 
-/// Whether `line` ends in an odd number of backslashes (an unescaped one).
-fn ends_in_continuation(line: &str) -> bool {
-    line.bytes().rev().take_while(|&b| b == b'\\').count() % 2 == 1
+/// `text` with one `\n` after each of its lines (the crate's line numbers are kept), its comment
+/// lines emptied and its escaped surrogate pairs decoded.
+fn prepare(text: &str) -> String {
+    let text = text.replace("\r\n", "\n").replace('\r', "\n");
+    let mut prepared = String::with_capacity(text.len() + 1);
+    // Whether the previous line continues on this one (which then is no comment line).
+    let mut continued = false;
+    for line in text.split('\n') {
+        let comment = !continued && line.trim_start_matches(WHITESPACE).starts_with(['#', '!']);
+        if !comment {
+            decode_surrogate_pairs(line, &mut prepared);
+            continued = line.bytes().rev().take_while(|&b| b == b'\\').count() % 2 == 1;
+        }
+        prepared.push('\n');
+    }
+    prepared
 }
 
-/// Splits a logical line (leading whitespace already dropped) into its unescaped key and value.
-fn split(line: &str, at: &str) -> Result<(String, String), StreamsError> {
-    let mut chars = line.chars().peekable();
-    let mut key = String::new();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                if let Some(u) = unescape(&mut chars, &key, at)? {
-                    key.push(u);
-                }
-            }
-            '=' | ':' => break,
-            c if c.is_whitespace() => {
-                skip_whitespace(&mut chars);
-                if matches!(chars.peek(), Some('=' | ':')) {
-                    chars.next();
-                }
-                break;
-            }
-            c => key.push(c),
-        }
-    }
-    skip_whitespace(&mut chars);
-    let mut value = String::new();
-    // The length of `value` up to its last non-whitespace or escaped character: unescaped
-    // trailing whitespace is trimmed.
-    let mut significant = 0;
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            if let Some(u) = unescape(&mut chars, &key, at)? {
-                value.push(u);
-                significant = value.len();
-            }
+/// Appends `line` to `out`, each escaped UTF-16 surrogate pair replaced by its character (a
+/// character that is no separator, whitespace or comment mark, so this changes no parse).
+fn decode_surrogate_pairs(line: &str, out: &mut String) {
+    let mut rest = line;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        let escape = &rest[at..];
+        if let Some(c) = surrogate_pair(escape) {
+            out.push(c);
+            rest = &escape[r"\uD83D\uDE00".len()..];
         } else {
-            value.push(c);
-            if !c.is_whitespace() {
-                significant = value.len();
-            }
+            // The backslash and the character it escapes, so that `\\u` is not taken for `\u`.
+            let len = 1 + escape[1..].chars().next().map_or(0, char::len_utf8);
+            out.push_str(&escape[..len]);
+            rest = &escape[len..];
         }
     }
-    value.truncate(significant);
-    Ok((key, value))
+    out.push_str(rest);
 }
 
-fn skip_whitespace(chars: &mut Peekable<Chars<'_>>) {
-    while chars.next_if(|c| c.is_whitespace()).is_some() {}
+/// The character of the `\uXXXX\uXXXX` surrogate pair that `s` starts with, if it does.
+fn surrogate_pair(s: &str) -> Option<char> {
+    let unit = |s: &str| {
+        let hex = s.strip_prefix(r"\u")?.get(..4)?;
+        hex.bytes()
+            .all(|b| b.is_ascii_hexdigit())
+            .then(|| u16::from_str_radix(hex, 16).ok())?
+    };
+    let high = unit(s).filter(|u| (0xD800..0xDC00).contains(u))?;
+    let low = unit(s.get(6..)?).filter(|u| (0xDC00..0xE000).contains(u))?;
+    char::decode_utf16([high, low]).next()?.ok()
 }
 
-/// Reads the escape after a backslash. `None` for a backslash at the very end of the text.
-fn unescape(chars: &mut Peekable<Chars<'_>>, key: &str, at: &str) -> Result<Option<char>, StreamsError> {
-    let Some(c) = chars.next() else { return Ok(None) };
-    Ok(Some(match c {
-        't' => '\t',
-        'n' => '\n',
-        'r' => '\r',
-        'f' => '\x0c',
-        'u' => {
-            let unit = hex4(chars, key, at)?;
-            if (0xD800..0xDC00).contains(&unit) {
-                // A high surrogate: a `\uXXXX` low surrogate must follow.
-                let low = if chars.next_if_eq(&'\\').is_some() && chars.next_if_eq(&'u').is_some() {
-                    hex4(chars, key, at)?
-                } else {
-                    return Err(malformed(
-                        key,
-                        at,
-                        "a high surrogate `\\u` escape without its low surrogate",
-                    ));
-                };
-                char::decode_utf16([unit, low])
-                    .next()
-                    .and_then(Result::ok)
-                    .ok_or_else(|| malformed(key, at, "an invalid surrogate pair"))?
-            } else {
-                char::from_u32(u32::from(unit))
-                    .ok_or_else(|| malformed(key, at, "a lone low surrogate `\\u` escape"))?
+/// A [`StreamsError::Config`] for a line the crate refused, naming the key written on it.
+fn malformed(e: &PropertiesError, prepared: &str, location: &str) -> StreamsError {
+    // The crate's message ends in ` (line_number = N)`; the location says that.
+    let message = e.to_string();
+    let what = message.split(" (line_number").next().unwrap_or_default();
+    match e.line_number() {
+        Some(number) => {
+            let line = prepared
+                .split('\n')
+                .nth(number.saturating_sub(1))
+                .unwrap_or_default();
+            let key = line
+                .trim_start_matches(WHITESPACE)
+                .split(['=', ':', ' ', '\t', '\x0c'])
+                .next()
+                .unwrap_or_default();
+            StreamsError::Config {
+                property: key.to_owned(),
+                message: format!("{location}{number}: {what}"),
             }
         }
-        other => other,
-    }))
-}
-
-fn hex4(chars: &mut Peekable<Chars<'_>>, key: &str, at: &str) -> Result<u16, StreamsError> {
-    let mut unit = 0u16;
-    for _ in 0..4 {
-        let digit = chars
-            .next()
-            .and_then(|c| c.to_digit(16))
-            .ok_or_else(|| malformed(key, at, "a malformed `\\uXXXX` escape (four hex digits expected)"))?;
-        // Four hex digits fit in a u16: `digit` < 16 and `unit` < 0x1000 before the shift.
-        unit = (unit << 4) | digit as u16;
-    }
-    Ok(unit)
-}
-
-fn malformed(key: &str, at: &str, what: &str) -> StreamsError {
-    StreamsError::Config {
-        property: key.to_owned(),
-        message: format!("{at}: {what}"),
+        None => StreamsError::Config {
+            property: location.trim_end_matches([' ', ':']).to_owned(),
+            message: what.to_owned(),
+        },
     }
 }

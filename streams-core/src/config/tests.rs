@@ -564,7 +564,8 @@ fn properties_file_syntax() {
             ("bootstrap.servers", "localhost:9092"),
             ("num.stream.threads", "4"),
             ("processing.guarantee", "exactly_once_v2"),
-            ("state.dir", "/tmp/wc"),
+            // As in Java, a value keeps its trailing whitespace; `from_properties` trims it.
+            ("state.dir", "/tmp/wc   "),
             ("consumer.fetch.wait.max.ms", "100"),
             ("producer.client.id", "wc-producer"),
             (
@@ -601,6 +602,39 @@ fn properties_file_syntax() {
             "{bad}: {err}"
         );
     }
+    let err = file::parse("# ok\n\n  x.y : \\u00e9\\\n  \\uD83D", "app.properties:").unwrap_err();
+    assert!(
+        matches!(&err, StreamsError::Config { property, message }
+        if property == "x.y" && message.starts_with("app.properties:3:")),
+        "{err}"
+    );
+}
+
+#[test]
+fn properties_continuations_and_unicode_escapes() {
+    let text = "# a comment is not unescaped: C:\\users\\me \\uZZZZ \\\n\
+                a.b = one, \\\n\
+                \t  two\\\n\
+                , three\r\n\
+                ! a comment line ending in a backslash does not continue \\\r\
+                c\\u00e9.d\\u0020e : caf\\u00E9 \\u2603 \\uD83D\\uDE00\\\\u0041\n\
+                f.g=h\\\n\
+                # not a comment: this line continues f.g\n\
+                last=x\\";
+    let entries = file::parse(text, "line ").unwrap();
+    let got: Vec<(&str, &str, usize)> = entries
+        .iter()
+        .map(|e| (e.key.as_str(), e.value.as_str(), e.line))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("a.b", "one, two, three", 2),
+            ("c\u{e9}.d e", "caf\u{e9} \u{2603} \u{1F600}\\u0041", 6),
+            ("f.g", "h# not a comment: this line continues f.g", 7),
+            ("last", "x", 9),
+        ]
+    );
 }
 
 #[test]
