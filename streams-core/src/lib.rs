@@ -7,20 +7,38 @@
 //!   handles ([`ProcessorContext::kv_store`]) whose range queries are ordered.
 //! - [`TopologyTestDriver`] runs a topology without a broker, on the same task code as the
 //!   Kafka runtime.
+//!
+//! # Module map
+//!
+//! Layers as folders, each using only the layers above it in this list (a test,
+//! `tests/layering.rs`, fails on any import against the grain):
+//!
+//! | layer | folder | what |
+//! |---|---|---|
+//! | model | `model/` | records, errors, serdes, the partitioner, error handlers, task ids, states |
+//! | config | `config/` | [`StreamsConfig`]: properties, validation, client properties |
+//! | api | `processor/` | [`Processor`], [`ProcessorContext`], and the node contract the engine implements |
+//! | topology | `topology/` | the builder, validation, `describe()`, the per-task node adapters |
+//! | engine | `task/` | a task: record queues, stream time, stores, punctuation; one factory for every host; an observer trait |
+//! | observers | `metrics/` | Prometheus metrics: the engine's observer, served over HTTP |
+//! | hosts | `driver/`, `runtime/` | [`TopologyTestDriver`] and [`KafkaStreams`], each running the engine's tasks |
+
+mod model;
 
 pub mod config;
-mod driver;
-pub mod error;
-pub mod handlers;
-pub mod metrics;
-mod partitioner;
 pub mod processor;
-mod record;
-pub mod runtime;
-pub mod serdes;
-pub(crate) mod task;
-pub mod testing;
 pub mod topology;
+
+pub(crate) mod task;
+
+pub mod metrics;
+
+mod driver;
+pub mod runtime;
+
+pub mod testing;
+
+pub use model::{error, handlers, serdes};
 
 /// The Processor API guide (`docs/processor-api.md`), whose examples are compiled as tests.
 #[doc = include_str!("../../docs/processor-api.md")]
@@ -31,11 +49,11 @@ pub use driver::{DriverConfig, TestInputTopic, TestOutputTopic, TestRecord, Topo
 pub use error::{ProcessResult, ProcessorError, StreamsError, TopologyError, TopologyIssue};
 pub use handlers::{ErrorHandling, ErrorPolicy};
 pub use metrics::{Metrics, RecordingLevel};
-pub use partitioner::{StreamPartitioner, default_partition, murmur2};
+pub use model::TaskId;
+pub use model::partitioner::{StreamPartitioner, default_partition, murmur2};
+pub use model::record::{Headers, OutputRecord, RawRecord, Record, RecordMetadata};
 pub use processor::{Cancellable, Processor, ProcessorContext, PunctuationType, ScheduleId};
-pub use record::{Headers, OutputRecord, RawRecord, Record, RecordMetadata};
 pub use runtime::{EmbeddedKafka, GroupProtocol, KafkaStreams, State, ThreadFailureResponse};
-pub use task::TaskId;
 pub use topology::{OffsetReset, SinkConfig, SourceConfig, Topology, TopologyBuilder, TopologyDescription};
 
 /// The state-store crate, re-exported: stores, builders, serdes.

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{ProcessingGuarantee, StreamsConfig, keys, mask, parse};
-use crate::error::StreamsError;
-use crate::handlers::{ErrorHandling, ErrorPolicy};
+use crate::model::error::StreamsError;
+use crate::model::handlers::{ErrorHandling, ErrorPolicy};
 
 /// Builds a [`StreamsConfig`] with typed setters; [`StreamsConfigBuilder::build`] validates.
 ///

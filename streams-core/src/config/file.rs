@@ -18,7 +18,7 @@
 
 use java_properties::{LineContent, PropertiesError, PropertiesIter};
 
-use crate::error::StreamsError;
+use crate::model::error::StreamsError;
 
 /// One `key=value` entry and the (1-based) line it starts on.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use super::{StreamsConfig, keys, parse};
-use crate::error::StreamsError;
+use crate::model::error::StreamsError;
 
 /// What a stream thread promises about records being processed and their results written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

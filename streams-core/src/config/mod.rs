@@ -51,10 +51,9 @@ use std::time::Duration;
 pub use builder::StreamsConfigBuilder;
 pub use guarantee::ProcessingGuarantee;
 
-use crate::driver::DriverConfig;
-use crate::error::StreamsError;
-use crate::handlers::{ErrorHandling, ErrorPolicy};
-use crate::metrics::RecordingLevel;
+use crate::model::RecordingLevel;
+use crate::model::error::StreamsError;
+use crate::model::handlers::{ErrorHandling, ErrorPolicy};
 
 /// Which clients a pass-through property is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -356,17 +355,6 @@ impl StreamsConfig {
     /// pass-through properties, then the `admin.` ones (prefix stripped), which win.
     pub fn admin_properties(&self) -> BTreeMap<String, String> {
         self.merged(&[Scope::Admin])
-    }
-
-    /// The settings of a [`crate::TopologyTestDriver`] matching this configuration: its
-    /// application id, cache budget and error handlers.
-    pub fn to_driver_config(&self) -> DriverConfig {
-        DriverConfig {
-            application_id: self.application_id.clone(),
-            cache_max_bytes: self.cache_max_bytes,
-            errors: self.error_policy(),
-            ..DriverConfig::default()
-        }
     }
 
     fn merged(&self, scopes: &[Scope]) -> BTreeMap<String, String> {

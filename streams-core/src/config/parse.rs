@@ -8,9 +8,9 @@ use std::time::Duration;
 use strsim::levenshtein;
 
 use super::{ProcessingGuarantee, Scope, StreamsConfig, keys};
-use crate::error::StreamsError;
-use crate::handlers::ErrorHandling;
-use crate::metrics::RecordingLevel;
+use crate::model::RecordingLevel;
+use crate::model::error::StreamsError;
+use crate::model::handlers::ErrorHandling;
 
 /// A [`StreamsError::Config`] for `property`.
 pub(super) fn invalid(property: &str, message: impl Into<String>) -> StreamsError {

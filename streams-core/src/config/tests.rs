@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{ProcessingGuarantee, StreamsConfig, file};
-use crate::error::StreamsError;
-use crate::handlers::ErrorHandling;
+use crate::model::error::StreamsError;
+use crate::model::handlers::ErrorHandling;
 
 fn config(props: &[(&str, &str)]) -> Result<StreamsConfig, StreamsError> {
     StreamsConfig::from_properties(props.iter().copied())
@@ -499,7 +499,7 @@ fn builder_sets_typed_values_and_client_properties() {
     assert_eq!(again.error_policy().production, ErrorHandling::LogAndContinue);
     assert_eq!(again.dead_letter_queue_topic(), Some("orders-dlq"));
 
-    let driver = c.to_driver_config();
+    let driver = crate::DriverConfig::from(&c);
     assert_eq!(driver.application_id, "orders");
     assert_eq!(driver.cache_max_bytes, 1 << 20);
     assert_eq!(driver.errors.dead_letter_topic.as_deref(), Some("orders-dlq"));

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use bytes::Bytes;
 use streams_state::{ChangelogError, ChangelogSink};
 
-use crate::error::ProcessorError;
-use crate::record::{Headers, OutputRecord, RawRecord};
+use crate::model::error::ProcessorError;
+use crate::model::record::{Headers, OutputRecord, RawRecord};
 use crate::task::collector::RecordCollector;
 
 /// All topics of a driver.

@@ -13,17 +13,19 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use streams_state::{KvStore, Serde, StoreBuildContext, StoreError};
+use streams_state::{ChangelogSink, KvStore, RocksDbResources, Serde, StoreBuildContext, StoreError};
 
 pub use topics::{TestInputTopic, TestOutputTopic, TestRecord};
 
 use self::log::{DriverChangelog, DriverCollector, SharedLog};
-use crate::error::StreamsError;
-use crate::handlers::ErrorPolicy;
 use crate::metrics::{Metrics, RecordingLevel, ThreadMetrics};
-use crate::partitioner::default_partition;
+use crate::model::error::StreamsError;
+use crate::model::handlers::ErrorPolicy;
+use crate::model::partitioner::default_partition;
+use crate::model::record::{Headers, OutputRecord};
 use crate::processor::PunctuationType;
-use crate::record::{Headers, OutputRecord};
+use crate::task::factory::TaskFactory;
+use crate::task::observer::TaskObserver;
 use crate::task::shared::StoreSlot;
 use crate::task::{Task, TaskId};
 use crate::topology::Topology;
@@ -48,6 +50,19 @@ pub struct DriverConfig {
     /// Record metrics at this level (none by default); read them with
     /// [`TopologyTestDriver::metrics`].
     pub metrics: Option<RecordingLevel>,
+}
+
+impl From<&crate::config::StreamsConfig> for DriverConfig {
+    /// The settings matching an application's configuration: its application id, cache
+    /// budget and error handlers.
+    fn from(config: &crate::config::StreamsConfig) -> Self {
+        Self {
+            application_id: config.application_id().to_owned(),
+            cache_max_bytes: config.cache_max_bytes(),
+            errors: config.error_policy(),
+            ..Self::default()
+        }
+    }
 }
 
 impl Default for DriverConfig {
@@ -103,7 +118,7 @@ impl DriverConfig {
 }
 
 pub(crate) struct DriverInner {
-    topology: Topology,
+    topology: Arc<Topology>,
     log: SharedLog,
     tasks: BTreeMap<TaskId, Task>,
     wall_clock: i64,
@@ -173,7 +188,14 @@ impl TopologyTestDriver {
         for (t, n) in &config.partitions {
             log.lock().set_partitions(t, *n);
         }
-        let app_id: Arc<str> = Arc::from(config.application_id.as_str());
+        let topology = Arc::new(topology);
+        let factory = TaskFactory::new(
+            topology.clone(),
+            Arc::from(config.application_id.as_str()),
+            config.errors.clone(),
+            config.cache_max_bytes,
+            RocksDbResources::default(),
+        );
         let timestamp = Arc::new(AtomicI64::new(0));
         let metrics = match config.metrics {
             Some(level) => {
@@ -207,34 +229,29 @@ impl TopologyTestDriver {
                     subtopology: sub.id,
                     partition,
                 };
-                let mut make_store = |def: &crate::topology::spec::StoreDef, id: TaskId| {
-                    let dir = state_dir.path().join(id.to_string());
-                    let mut ctx = StoreBuildContext::new(Some(dir));
-                    ctx.cache_max_bytes = config.cache_max_bytes;
-                    if def.builder.logging_config().is_some() && !def.global {
-                        ctx.changelog = Some(Box::new(DriverChangelog {
-                            log: log.clone(),
-                            topic: format!("{}-{}-changelog", app_id, def.builder.name()),
-                            partition: id.partition,
-                            timestamp: timestamp.clone(),
-                        }));
-                    }
-                    def.builder.build(ctx)
+                let sink = &mut |topic: &str, partition: i32| -> Box<dyn ChangelogSink> {
+                    Box::new(DriverChangelog {
+                        log: log.clone(),
+                        topic: topic.to_owned(),
+                        partition,
+                        timestamp: timestamp.clone(),
+                    })
                 };
+                let stores = factory.stores(id, &state_dir.path().join(id.to_string()), Some(sink))?;
                 let collector = Box::new(DriverCollector {
                     log: log.clone(),
                     round_robin: 0,
                 });
-                let mut task = Task::new(
-                    &topology,
+                let observer = metrics
+                    .as_ref()
+                    .map(|(_, t)| Box::new(t.task(id)) as Box<dyn TaskObserver>);
+                let mut task = factory.task(
                     id,
-                    app_id.clone(),
+                    stores,
                     collector,
-                    &mut make_store,
-                    config.errors.clone(),
                     config.start_wall_clock,
                     timestamp.clone(),
-                    metrics.as_ref().map(|(_, t)| t.task(id)),
+                    observer,
                 )?;
                 if sub.global {
                     globals.extend(task.stores().iter().cloned());
@@ -309,7 +326,7 @@ impl TopologyTestDriver {
         let inner = &mut *inner;
         let (m, thread) = inner.metrics.as_ref()?;
         for task in inner.tasks.values_mut() {
-            thread.add(&task.publish_metrics());
+            thread.add(&task.publish());
         }
         Some(m.clone())
     }

@@ -7,8 +7,8 @@ use bytes::Bytes;
 use streams_state::{Serde, SerdeError};
 
 use super::DriverInner;
-use crate::error::StreamsError;
-use crate::record::Headers;
+use crate::model::error::StreamsError;
+use crate::model::record::Headers;
 
 /// A record read from an output topic.
 #[derive(Debug, Clone, PartialEq)]

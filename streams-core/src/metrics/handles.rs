@@ -1,21 +1,21 @@
 //! Pre-resolved metric handles of a thread, a task and a processor node.
 //!
 //! Label values are bound once, when the thread, task or node is created; recording is then
-//! an atomic add on a handle, or (processor nodes) a plain add on a local counter that the
-//! task publishes about once a second. Dropping a thread's or a task's handles removes its
-//! series from the registry, so a closed task leaves no stale series behind.
+//! an atomic add on a handle, or (tasks and processor nodes) a plain add in the engine that
+//! the task's [`TaskObserver`] publishes about once a second. Dropping a thread's or a task's
+//! handles removes its series from the registry, so a closed task leaves no stale series
+//! behind.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 
 use prometheus::{Counter, Histogram, IntCounter, IntGauge};
+use streams_state::KeyValueStore;
 
 use super::Metrics;
 use super::families::{counter, maybe};
-use crate::task::TaskId;
-
-/// Dead-letter reasons, as the `reason` label spells them.
-pub(crate) const DLQ_REASONS: [&str; 3] = ["deserialization", "processing", "production"];
+use super::store::MeteredKeyValueStore;
+use crate::model::TaskId;
+use crate::task::observer::{DLQ_REASONS, NodeTimer, TaskCounters, TaskObserver, TaskReport};
 
 /// The metrics of one stream thread.
 pub(crate) struct ThreadMetrics {
@@ -65,10 +65,10 @@ impl ThreadMetrics {
         }
     }
 
-    /// Adds what a task published (see `Task::publish_metrics`) to the thread's totals.
-    pub fn add(&self, task: &Published) {
+    /// Adds what a task published (see `Task::publish`) to the thread's totals.
+    pub fn add(&self, task: &TaskCounters) {
         self.process_records.inc_by(task.processed);
-        for (c, n) in self.dead_letters.iter().zip(task.dead_lettered) {
+        for (c, n) in self.dead_letters.iter().zip(task.dead_lettered_by) {
             c.inc_by(n);
         }
     }
@@ -104,15 +104,6 @@ impl Drop for ThreadMetrics {
     }
 }
 
-/// Totals a task last published, to publish deltas.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Published {
-    pub processed: u64,
-    pub dropped: u64,
-    pub punctuations: u64,
-    pub dead_lettered: [u64; 3],
-}
-
 /// The metrics of one task, with the names of its nodes and stores (to remove their series
 /// when the task closes).
 pub(crate) struct TaskMetrics {
@@ -126,9 +117,10 @@ pub(crate) struct TaskMetrics {
     pub restore_records: IntCounter,
     pub restore_remaining: IntGauge,
     lag: HashMap<(String, i32), IntGauge>,
-    nodes: Vec<String>,
+    nodes: Vec<NodeMetrics>,
     stores: Vec<String>,
-    pub published: Published,
+    /// The task's counters when last published, to publish deltas.
+    published: TaskCounters,
 }
 
 impl TaskMetrics {
@@ -149,7 +141,7 @@ impl TaskMetrics {
             lag: HashMap::new(),
             nodes: Vec::new(),
             stores: Vec::new(),
-            published: Published::default(),
+            published: TaskCounters::default(),
         }
     }
 
@@ -160,22 +152,6 @@ impl TaskMetrics {
     /// Whether latency histograms are recorded.
     pub fn debug(&self) -> bool {
         self.metrics.recording_level() == super::RecordingLevel::Debug
-    }
-
-    /// The metrics of processor node `name`.
-    pub fn node(&mut self, name: &str) -> NodeMetrics {
-        let f = self.metrics.families();
-        let [a, t, k] = self.labels();
-        let l = [a, t, k, name];
-        let m = NodeMetrics {
-            records_in: Cell::new(0),
-            forwarded: Cell::new(0),
-            records_in_total: counter(&f.node_records_in, &l),
-            forwarded_total: counter(&f.node_records_forwarded, &l),
-            latency: maybe(self.debug(), &f.node_process_latency, &l),
-        };
-        self.nodes.push(name.to_owned());
-        m
     }
 
     /// The metrics of store `name`.
@@ -218,7 +194,7 @@ impl Drop for TaskMetrics {
                 .remove_label_values(&[l[0], l[1], l[2], topic, &p]);
         }
         for node in &self.nodes {
-            let nl = [l[0], l[1], l[2], node.as_str()];
+            let nl = [l[0], l[1], l[2], node.name.as_str()];
             let _ = f.node_records_in.remove_label_values(&nl);
             let _ = f.node_records_forwarded.remove_label_values(&nl);
             let _ = f.node_process_latency.remove_label_values(&nl);
@@ -229,21 +205,50 @@ impl Drop for TaskMetrics {
     }
 }
 
-/// The metrics of one processor node in one task. Counting a record is a plain add on a
-/// local counter; [`publish`](Self::publish) moves the counts to the registry.
-pub(crate) struct NodeMetrics {
-    pub records_in: Cell<u64>,
-    pub forwarded: Cell<u64>,
-    records_in_total: IntCounter,
-    forwarded_total: IntCounter,
-    /// Present at recording level DEBUG.
-    pub latency: Option<Histogram>,
+/// The registry counters of one processor node in one task; the engine counts, publishing
+/// adds its counts here.
+struct NodeMetrics {
+    name: String,
+    records_in: IntCounter,
+    forwarded: IntCounter,
 }
 
-impl NodeMetrics {
-    /// Adds the local counts to the registry's counters.
-    pub fn publish(&self) {
-        self.records_in_total.inc_by(self.records_in.replace(0));
-        self.forwarded_total.inc_by(self.forwarded.replace(0));
+impl TaskObserver for TaskMetrics {
+    fn watch_node(&mut self, name: &str) -> Option<NodeTimer> {
+        let f = self.metrics.families();
+        let [a, t, k] = self.labels();
+        let l = [a, t, k, name];
+        let node = NodeMetrics {
+            name: name.to_owned(),
+            records_in: counter(&f.node_records_in, &l),
+            forwarded: counter(&f.node_records_forwarded, &l),
+        };
+        let latency = maybe(self.debug(), &f.node_process_latency, &l);
+        self.nodes.push(node);
+        let latency = latency?;
+        Some(Box::new(move |seconds| latency.observe(seconds)))
+    }
+
+    fn wrap_store(&mut self, name: &str, store: Box<dyn KeyValueStore>) -> Box<dyn KeyValueStore> {
+        Box::new(MeteredKeyValueStore::new(store, self.store(name)))
+    }
+
+    fn publish(&mut self, report: TaskReport<'_>) -> TaskCounters {
+        for (counts, node) in report.nodes().zip(&self.nodes) {
+            node.records_in.inc_by(counts.records_in.replace(0));
+            node.forwarded.inc_by(counts.forwarded.replace(0));
+        }
+        let delta = report.counters.since(&self.published);
+        self.process_records.inc_by(delta.processed);
+        self.dropped_records.inc_by(delta.dropped);
+        self.punctuations.inc_by(delta.punctuations);
+        self.published = report.counters;
+        self.cache_size
+            .set(i64::try_from(report.cached_bytes).unwrap_or(i64::MAX));
+        delta
+    }
+
+    fn lag(&mut self, topic: &str, partition: i32, lag: i64) {
+        self.set_lag(topic, partition, lag);
     }
 }

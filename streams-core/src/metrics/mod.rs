@@ -22,23 +22,13 @@ use std::sync::Arc;
 
 use prometheus::{Encoder, Registry, TextEncoder};
 
-pub(crate) use handles::{DLQ_REASONS, NodeMetrics, TaskMetrics, ThreadMetrics};
+pub(crate) use handles::{TaskMetrics, ThreadMetrics};
 pub(crate) use server::MetricsServer;
-pub(crate) use store::MeteredKeyValueStore;
 
 use self::families::Families;
-use crate::error::StreamsError;
-use crate::runtime::State;
-
-/// Which metrics are recorded (`metrics.recording.level`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RecordingLevel {
-    /// Counters and gauges of every level, latency histograms of threads. The default.
-    #[default]
-    Info,
-    /// Also latency histograms per processor node and per store operation.
-    Debug,
-}
+pub use crate::model::RecordingLevel;
+use crate::model::State;
+use crate::model::error::StreamsError;
 
 struct Inner {
     registry: Registry,
@@ -163,7 +153,8 @@ fn state_name(s: State) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::task::TaskId;
+    use crate::model::TaskId;
+    use crate::task::observer::TaskObserver;
 
     fn series(m: &Metrics, name: &str) -> usize {
         m.registry()
@@ -182,15 +173,13 @@ mod tests {
             subtopology: 0,
             partition: 3,
         });
-        let node = task.node("count");
-        node.records_in.set(5);
-        node.publish();
+        let _timer = task.watch_node("count");
         task.process_records.inc_by(5);
         task.set_lag("words", 3, 42);
         let _store = task.store("counts");
         let text = m.encode();
         assert!(text.contains(
-            r#"streams_processor_node_records_in_total{application_id="app",processor_node_id="count",task_id="0_3",thread_id="app-StreamThread-1"} 5"#
+            r#"streams_processor_node_records_in_total{application_id="app",processor_node_id="count",task_id="0_3",thread_id="app-StreamThread-1"} 0"#
         ), "{text}");
         assert!(text.contains(r#"partition="3""#), "{text}");
         assert_eq!(series(&m, "streams_store_operations_total"), 14);
@@ -254,7 +243,7 @@ mod tests {
             subtopology: 0,
             partition: 0,
         });
-        let _node = task.node("n");
+        let _node = task.watch_node("n");
         let _store = task.store("s");
         task.set_lag("in", 0, 0);
         let registered: std::collections::BTreeSet<String> = m

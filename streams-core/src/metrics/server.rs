@@ -19,8 +19,8 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 use super::Metrics;
-use crate::error::StreamsError;
-use crate::runtime::State;
+use crate::model::State;
+use crate::model::error::StreamsError;
 
 /// Reads the application's state for `/health`.
 pub(crate) type StateProbe = Arc<dyn Fn() -> State + Send + Sync>;

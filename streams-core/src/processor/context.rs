@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use streams_state::{KvStore, Serde, StoreError};
 
+use super::node::NodeContext;
 use super::{Cancellable, PunctuationType};
-use crate::error::ProcessResult;
-use crate::record::{Record, RecordMetadata};
-use crate::task::TaskId;
-use crate::task::graph::NodeCx;
+use crate::model::TaskId;
+use crate::model::error::ProcessResult;
+use crate::model::record::{Record, RecordMetadata};
 
 /// What a processor can do besides computing: forward records to its children, reach the
 /// stores connected to it, read the current record's metadata, schedule punctuators and
@@ -17,12 +17,12 @@ use crate::task::graph::NodeCx;
 ///
 /// `K` and `V` are the types of the records this processor forwards.
 pub struct ProcessorContext<'a, K, V> {
-    cx: NodeCx<'a>,
+    cx: &'a dyn NodeContext,
     _out: PhantomData<fn(K, V)>,
 }
 
 impl<'a, K, V> ProcessorContext<'a, K, V> {
-    pub(crate) fn new(cx: NodeCx<'a>) -> Self {
+    pub(crate) fn new(cx: &'a dyn NodeContext) -> Self {
         Self {
             cx,
             _out: PhantomData,
@@ -31,46 +31,44 @@ impl<'a, K, V> ProcessorContext<'a, K, V> {
 
     /// The name of this processor's node.
     pub fn node_name(&self) -> &str {
-        self.cx.name()
+        self.cx.node_name()
     }
 
     /// The application id (`application.id`).
     pub fn application_id(&self) -> &str {
-        &self.cx.task.app_id
+        self.cx.application_id()
     }
 
     /// The task this processor instance belongs to.
     pub fn task_id(&self) -> TaskId {
-        self.cx.task.task_id
+        self.cx.task_id()
     }
 
     /// Topic, partition and offset of the record being processed; `None` in a punctuator.
     pub fn record_metadata(&self) -> Option<RecordMetadata> {
-        self.cx.task.record.borrow().as_ref().map(|r| r.metadata())
+        self.cx.record_metadata()
     }
 
     /// The task's stream time: the largest timestamp seen so far (`i64::MIN` before any).
     pub fn stream_time(&self) -> i64 {
-        self.cx.task.stream_time.get()
+        self.cx.stream_time()
     }
 
     /// The task's wall-clock time in ms (the driver's mock time in tests).
     pub fn wall_clock_time(&self) -> i64 {
-        self.cx.task.wall_clock.get()
+        self.cx.wall_clock_time()
     }
 
     /// Asks the runtime to commit as soon as the current record is done.
     pub fn request_commit(&mut self) {
-        self.cx.task.commit_requested.set(true);
+        self.cx.request_commit();
     }
 
     /// Schedules [`Processor::punctuate`](super::Processor::punctuate) every `interval`
     /// of `kind` time. The first call comes one interval after now (for stream time: after
     /// the stream time when scheduled, or the first record's timestamp if none was seen).
     pub fn schedule(&mut self, interval: Duration, kind: PunctuationType) -> Cancellable {
-        self.cx
-            .task
-            .schedule(self.cx.node, super::interval_ms(interval), kind)
+        self.cx.schedule(super::interval_ms(interval), kind)
     }
 
     /// The typed handle of the key-value store `name`, which must be connected to this
@@ -83,7 +81,7 @@ impl<'a, K, V> ProcessorContext<'a, K, V> {
         KS: Serde + Clone,
         VS: Serde + Clone,
     {
-        self.cx.task.kv_store(self.cx.graph, self.cx.node, name)
+        self.cx.store(name)?.typed()
     }
 }
 
@@ -106,7 +104,7 @@ impl<K: Clone + 'static, V: Clone + 'static> ProcessorContext<'_, K, V> {
         let index = self
             .cx
             .child_by_name(child)
-            .ok_or_else(|| format!("`{child}` is not a child of `{}`", self.cx.name()))?;
+            .ok_or_else(|| format!("`{child}` is not a child of `{}`", self.cx.node_name()))?;
         self.cx.dispatch(index, &mut Some(record))
     }
 }

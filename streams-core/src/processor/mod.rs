@@ -6,6 +6,7 @@
 //! A processor instance belongs to one task on one thread; it need not be `Send`.
 
 mod context;
+pub(crate) mod node;
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -13,8 +14,8 @@ use std::time::Duration;
 
 pub use context::ProcessorContext;
 
-use crate::error::ProcessResult;
-use crate::record::Record;
+use crate::model::error::ProcessResult;
+use crate::model::record::Record;
 
 /// A node of the topology that receives records of type `Record<KIn, VIn>` and forwards
 /// records of type `Record<KOut, VOut>` to its children.

@@ -19,17 +19,18 @@ use std::sync::atomic::AtomicI64;
 
 use rdkafka::TopicPartitionList;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
-use streams_state::{KeyValueStore, StoreBuildContext, StoreError};
+use streams_state::StoreError;
 
 use super::producer::{KafkaChangelogSink, KafkaCollector, PartitionCache};
 use super::resets::mock_retention_error;
-use super::restore::{RestoreStore, changelog_topic, kafka_err};
+use super::restore::kafka_err;
 use super::tasks::TaskManager;
 use super::updater::{Event, RestoreJob};
-use crate::error::StreamsError;
 use crate::metrics::TaskMetrics;
-use crate::record::RawRecord;
-use crate::task::{Task, TaskId};
+use crate::model::error::StreamsError;
+use crate::model::record::RawRecord;
+use crate::task::TaskId;
+use crate::task::factory::TaskStore;
 
 /// A task whose stores the state updater is restoring.
 pub(crate) struct Restoring {
@@ -59,7 +60,7 @@ impl TaskManager {
         let mut positions_kept = true;
         if let Some(pending) = self.pending.take() {
             positions_kept = self.pending_keeps_positions;
-            let topology = self.settings.topology.clone();
+            let topology = self.settings.factory.topology().clone();
             wanted = pending
                 .iter()
                 .filter_map(|(t, p)| {
@@ -228,35 +229,26 @@ impl TaskManager {
         records: u64,
     ) -> Result<(), StreamsError> {
         let id = job.id;
-        let mut stores: HashMap<String, Box<dyn KeyValueStore>> = HashMap::new();
-        for mut s in job.stores {
-            if let Some(topic) = s.changelog
+        let mut stores = job.stores;
+        for s in &mut stores {
+            if let Some(topic) = &s.changelog
                 && let Some(c) = s.store.checkpoint()?
             {
-                self.restored_to.insert((topic, id.partition), c);
+                self.restored_to.insert((topic.clone(), id.partition), c);
             }
             if self.settings.eos {
                 // From now on the local state runs ahead of the committed changelog until
                 // the next clean close writes a checkpoint.
                 s.store.write_checkpoint(None)?;
             }
-            stores.insert(s.name, s.store);
         }
-        let mut task = Task::new(
-            &self.settings.topology,
+        let mut task = self.settings.factory.task(
             id,
-            self.settings.app_id.clone(),
+            stores,
             self.collector(),
-            &mut |def, _| {
-                let name = def.builder.name();
-                stores.remove(name).ok_or_else(|| StoreError::Closed {
-                    store: name.to_owned(),
-                })
-            },
-            self.settings.policy.clone(),
             super::tasks::now_ms(),
             r.timestamp,
-            Some(r.metrics),
+            Some(Box::new(r.metrics)),
         )?;
         if let Some(g) = &self.globals {
             task.with_globals(g.slots());
@@ -273,7 +265,7 @@ impl TaskManager {
     }
 
     /// Hands `stores` to the updater; returns the hand-over's sequence number.
-    fn hand_over(&mut self, id: TaskId, stores: Vec<RestoreStore>, metrics: &TaskMetrics) -> u64 {
+    fn hand_over(&mut self, id: TaskId, stores: Vec<TaskStore>, metrics: &TaskMetrics) -> u64 {
         self.handovers += 1;
         self.updater.add(RestoreJob {
             id,
@@ -293,38 +285,20 @@ impl TaskManager {
     }
 
     /// Builds the stores of task `id`; changelog writes are stamped with `timestamp`.
-    fn make_stores(&self, id: TaskId, timestamp: &Arc<AtomicI64>) -> Result<Vec<RestoreStore>, StreamsError> {
-        let topology = &self.settings.topology;
-        let sub = topology
-            .subtopology(id.subtopology)
-            .ok_or_else(|| StreamsError::Usage(format!("no sub-topology {}", id.subtopology)))?;
-        let dir = self.task_dir(id);
-        let mut stores = Vec::with_capacity(sub.stores.len());
-        for &s in &sub.stores {
-            let def = &topology.stores[s];
-            let name = def.builder.name();
-            let mut ctx =
-                StoreBuildContext::new(Some(dir.clone())).with_rocksdb(self.settings.rocksdb.clone());
-            ctx.cache_max_bytes = self.settings.cache_max_bytes;
-            let changelog = def
-                .builder
-                .logging_config()
-                .map(|_| changelog_topic(&self.settings.app_id, name));
-            if let Some(topic) = &changelog {
-                ctx.changelog = Some(Box::new(KafkaChangelogSink {
-                    producer: self.producer.clone(),
-                    topic: topic.clone(),
-                    partition: id.partition,
+    fn make_stores(&self, id: TaskId, timestamp: &Arc<AtomicI64>) -> Result<Vec<TaskStore>, StreamsError> {
+        let producer = &self.producer;
+        self.settings.factory.stores(
+            id,
+            &self.task_dir(id),
+            Some(&mut |topic, partition| {
+                Box::new(KafkaChangelogSink {
+                    producer: producer.clone(),
+                    topic: topic.to_owned(),
+                    partition,
                     timestamp: timestamp.clone(),
-                }));
-            }
-            stores.push(RestoreStore {
-                name: name.to_owned(),
-                changelog: changelog.filter(|_| !def.global),
-                store: def.builder.build(ctx)?,
-            });
-        }
-        Ok(stores)
+                })
+            }),
+        )
     }
 
     /// Closes `stores` without committing, deletes the task's state directory and builds
@@ -332,9 +306,9 @@ impl TaskManager {
     fn wipe(
         &self,
         id: TaskId,
-        stores: Vec<RestoreStore>,
+        stores: Vec<TaskStore>,
         timestamp: &Arc<AtomicI64>,
-    ) -> Result<Vec<RestoreStore>, StreamsError> {
+    ) -> Result<Vec<TaskStore>, StreamsError> {
         for mut s in stores {
             s.store.close()?;
         }
@@ -383,7 +357,7 @@ fn wake_fetchers<C: ConsumerContext>(consumer: &BaseConsumer<C>, kept: &TopicPar
 
 /// Whether a persistent store has data but no checkpoint: under exactly-once it may hold
 /// writes of an aborted transaction.
-fn holds_uncommitted(stores: &[RestoreStore]) -> Result<bool, StreamsError> {
+fn holds_uncommitted(stores: &[TaskStore]) -> Result<bool, StreamsError> {
     for s in stores {
         if s.store.persistent() && s.store.checkpoint()?.is_none() && s.store.approximate_num_entries()? > 0 {
             return Ok(true);

@@ -4,10 +4,11 @@
 
 use std::time::Duration;
 
-use super::restore::{changelog_topic, kafka_err};
+use super::restore::kafka_err;
 use super::tasks::TaskManager;
-use crate::error::StreamsError;
-use crate::record::RawRecord;
+use crate::model::error::StreamsError;
+use crate::model::record::RawRecord;
+use crate::topology::changelog_topic;
 
 impl TaskManager {
     /// Acts on failed deliveries since the last commit: a failed changelog write is fatal;
@@ -37,7 +38,10 @@ impl TaskManager {
             self.dead_letter_failed(failed)?;
         }
         match error {
-            Some(e) if self.settings.policy.production != crate::handlers::ErrorHandling::LogAndContinue => {
+            Some(e)
+                if self.settings.factory.policy().production
+                    != crate::model::handlers::ErrorHandling::LogAndContinue =>
+            {
                 Err(StreamsError::Kafka {
                     message: format!("delivery failed: {e}"),
                     retriable: false,
@@ -54,13 +58,13 @@ impl TaskManager {
     /// Writes output records the producer failed to deliver to the dead-letter topic, with
     /// their bytes, headers and the error, and waits until they are written.
     fn dead_letter_failed(&mut self, failed: Vec<(RawRecord, String)>) -> Result<(), StreamsError> {
-        let Some(topic) = self.settings.policy.dead_letter_topic.clone() else {
+        let Some(topic) = self.settings.factory.policy().dead_letter_topic.clone() else {
             return Err(kafka_err("dead letter", "no dead-letter topic"));
         };
         let n = failed.len();
         for (raw, error) in failed {
             tracing::warn!(topic = %raw.topic, partition = raw.partition, error = %error, dlq = %topic, "dead-lettering a record that could not be produced");
-            let r = crate::handlers::dead_letter(&topic, &raw, "production", &raw.topic, &error);
+            let r = crate::model::handlers::dead_letter(&topic, &raw, "production", &raw.topic, &error);
             super::producer::send(
                 &self.producer,
                 super::producer::Written::Output,
@@ -103,7 +107,7 @@ impl TaskManager {
         offsets.extend(delivered);
         for task in self.tasks.values() {
             for slot in task.stores() {
-                let topic = changelog_topic(&self.settings.app_id, &slot.name);
+                let topic = changelog_topic(self.settings.factory.app_id(), &slot.name);
                 if let Some(&o) = offsets.get(&(topic, task.id().partition)) {
                     slot.store.borrow_mut().write_checkpoint(Some(o))?;
                 }

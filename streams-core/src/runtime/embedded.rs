@@ -14,7 +14,7 @@ use std::rc::Rc;
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::DefaultProducerContext;
 
-use crate::error::StreamsError;
+use crate::model::error::StreamsError;
 
 /// An in-process Kafka cluster (librdkafka's mock). Keep it alive as long as anything uses
 /// its bootstrap servers; several applications in one process can share it (clones share

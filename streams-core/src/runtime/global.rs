@@ -18,18 +18,17 @@ use std::time::{Duration, Instant};
 use rdkafka::consumer::Consumer;
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
-use streams_state::{KeyValueStore, StoreBuildContext, StoreError};
+use streams_state::StoreError;
 
 use super::resets::AssignedConsumer;
 use super::restore::kafka_err;
 use super::tasks::TaskSettings;
 use super::thread::to_raw;
-use crate::error::{ProcessorError, StreamsError};
-use crate::record::{OutputRecord, RawRecord};
+use crate::model::error::{ProcessorError, StreamsError};
+use crate::model::record::{OutputRecord, RawRecord};
 use crate::task::collector::RecordCollector;
 use crate::task::shared::StoreSlot;
 use crate::task::{Task, TaskId};
-use crate::topology::spec::StoreDef;
 
 /// How long the bootstrap may go without progress before it fails.
 const STALL: Duration = Duration::from_secs(60);
@@ -68,7 +67,7 @@ impl GlobalTasks {
         dir: PathBuf,
         consumer: AssignedConsumer,
     ) -> Result<Option<Self>, StreamsError> {
-        let topology = settings.topology.clone();
+        let topology = settings.factory.topology().clone();
         let subs: Vec<_> = topology.subtopologies().iter().filter(|s| s.global).collect();
         if subs.is_empty() {
             return Ok(None);
@@ -91,19 +90,11 @@ impl GlobalTasks {
                 subtopology: sub.id,
                 partition: -1,
             };
-            let mut make_store = |def: &StoreDef, _: TaskId| -> Result<Box<dyn KeyValueStore>, StoreError> {
-                let mut ctx = StoreBuildContext::new(Some(dir.join(id.to_string())))
-                    .with_rocksdb(settings.rocksdb.clone());
-                ctx.cache_max_bytes = settings.cache_max_bytes;
-                def.builder.build(ctx)
-            };
-            let mut task = Task::new(
-                &topology,
+            let stores = settings.factory.stores(id, &dir.join(id.to_string()), None)?;
+            let mut task = settings.factory.task(
                 id,
-                settings.app_id.clone(),
+                stores,
                 Box::new(NoOutput),
-                &mut make_store,
-                settings.policy.clone(),
                 0,
                 Arc::new(AtomicI64::new(0)),
                 None,

@@ -34,9 +34,9 @@ use rdkafka::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::Producer;
 
+pub use crate::topology::changelog_topic;
 pub use embedded::EmbeddedKafka;
 pub use protocol::GroupProtocol;
-pub use restore::changelog_topic;
 pub use status::{State, StateListener};
 
 use self::producer::DeliveryTracker;
@@ -45,8 +45,9 @@ use self::status::Status;
 use self::tasks::{TaskManagerParts, TaskSettings};
 use self::thread::{LoopSettings, ThreadContext};
 use crate::config::StreamsConfig;
-use crate::error::StreamsError;
 use crate::metrics::{Metrics, MetricsServer};
+use crate::model::error::StreamsError;
+use crate::task::factory::TaskFactory;
 use crate::topology::Topology;
 
 /// What to do when a stream thread fails.
@@ -205,7 +206,8 @@ impl ThreadFactory {
             pc.set("enable.idempotence", "true");
         }
         let tracker = DeliveryTracker {
-            keep_failed: cfg.error_policy().production == crate::handlers::ErrorHandling::DeadLetterQueue,
+            keep_failed: cfg.error_policy().production
+                == crate::model::handlers::ErrorHandling::DeadLetterQueue,
             ..DeliveryTracker::default()
         };
         let producer: producer::StreamProducer = pc
@@ -217,12 +219,14 @@ impl ThreadFactory {
                 .map_err(|e| restore::kafka_err("init transactions", e))?;
         }
         let settings = TaskSettings {
-            topology: self.topology.clone(),
-            app_id: Arc::from(app_id),
+            factory: TaskFactory::new(
+                self.topology.clone(),
+                Arc::from(app_id),
+                cfg.error_policy(),
+                cfg.cache_max_bytes() / cfg.num_stream_threads().max(1),
+                streams_state::RocksDbResources::default(),
+            ),
             state_dir: cfg.state_dir().to_path_buf(),
-            cache_max_bytes: cfg.cache_max_bytes() / cfg.num_stream_threads().max(1),
-            rocksdb: streams_state::RocksDbResources::default(),
-            policy: cfg.error_policy(),
             eos,
             reset_earliest: cc.get("auto.offset.reset") == Some("earliest"),
             on_mock: self.on_mock,

@@ -16,9 +16,9 @@ impl TaskManager {
         high: &std::collections::HashMap<(String, i32), i64>,
     ) {
         let positions = consumer.position().ok();
-        let topology = self.settings.topology.clone();
+        let topology = self.settings.factory.topology().clone();
         for task in self.tasks.values_mut() {
-            self.metrics.add(&task.publish_metrics());
+            self.metrics.add(&task.publish());
             let Some(sub) = topology.subtopology(task.id().subtopology) else {
                 continue;
             };
@@ -41,10 +41,10 @@ impl TaskManager {
                             _ => None,
                         })
                 });
-                if let (Some(position), Some(m)) = (position, task.metrics_mut())
+                if let Some(position) = position
                     && high >= 0
                 {
-                    m.set_lag(topic, partition, (high - position).max(0));
+                    task.observe_lag(topic, partition, (high - position).max(0));
                 }
             }
         }

@@ -17,7 +17,7 @@ use rdkafka::types::RDKafkaErrorCode;
 
 use super::restore::kafka_err;
 use super::tasks::TaskManager;
-use crate::error::StreamsError;
+use crate::model::error::StreamsError;
 
 /// How long aborting may be retried while the cluster is unreachable.
 const ABORT_RETRY: Duration = Duration::from_secs(60);

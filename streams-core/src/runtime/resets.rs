@@ -29,7 +29,7 @@ use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
 
-use crate::error::StreamsError;
+use crate::model::error::StreamsError;
 
 /// One reset librdkafka reported: the partition and the offset it could not fetch.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -31,32 +31,19 @@ use rdkafka::{Message, Offset, TopicPartitionList};
 use streams_state::{ChangelogRecord, KeyValueStore};
 
 use super::resets::AssignedConsumer;
-use crate::error::StreamsError;
+use crate::model::error::StreamsError;
+use crate::task::factory::TaskStore;
 
 /// How many records one restore batch holds.
 const BATCH: usize = 10_000;
 /// How long restoration may go without progress before it fails.
 const STALL: Duration = Duration::from_secs(60);
 
-/// The changelog topic of `store` in application `app_id`.
-pub fn changelog_topic(app_id: &str, store: &str) -> String {
-    format!("{app_id}-{store}-changelog")
-}
-
 pub(crate) fn kafka_err(context: &str, e: impl std::fmt::Display) -> StreamsError {
     StreamsError::Kafka {
         message: format!("{context}: {e}"),
         retriable: true,
     }
-}
-
-/// One store of a task whose stores are being restored; the state updater owns it
-/// meanwhile (stores are `Send`; the task around them is not, and is built afterwards).
-pub(crate) struct RestoreStore {
-    pub name: String,
-    /// Its changelog topic; `None` for a store that is not restored (not logged, global).
-    pub changelog: Option<String>,
-    pub store: Box<dyn KeyValueStore>,
 }
 
 /// What one [`Restoration::step`] ended with.
@@ -98,7 +85,7 @@ pub(crate) struct Restoration {
 
 impl Restoration {
     /// The restoration of the stores of the task of changelog partition `partition`.
-    pub fn new(partition: i32, stores: &[RestoreStore]) -> Self {
+    pub fn new(partition: i32, stores: &[TaskStore]) -> Self {
         Self {
             partition,
             todo: stores
@@ -124,7 +111,7 @@ impl Restoration {
     pub fn step(
         &mut self,
         consumer: &AssignedConsumer,
-        stores: &mut [RestoreStore],
+        stores: &mut [TaskStore],
         budget: Duration,
     ) -> Result<Step, StreamsError> {
         let deadline = Instant::now() + budget;
@@ -231,7 +218,7 @@ impl Restoration {
     fn start(
         &self,
         consumer: &AssignedConsumer,
-        stores: &[RestoreStore],
+        stores: &[TaskStore],
         index: usize,
     ) -> Result<Result<Option<Active>, Step>, StreamsError> {
         let partition = self.partition;
@@ -298,7 +285,7 @@ impl Restoration {
     pub fn abandon(
         &mut self,
         consumer: &AssignedConsumer,
-        stores: &mut [RestoreStore],
+        stores: &mut [TaskStore],
     ) -> Result<(), StreamsError> {
         let Some(mut a) = self.active.take() else {
             return Ok(());
@@ -313,7 +300,7 @@ impl Restoration {
 }
 
 /// Applies the records read so far to the store being restored; returns how many.
-fn apply(stores: &mut [RestoreStore], a: &mut Active) -> Result<u64, StreamsError> {
+fn apply(stores: &mut [TaskStore], a: &mut Active) -> Result<u64, StreamsError> {
     if a.batch.is_empty() {
         return Ok(0);
     }

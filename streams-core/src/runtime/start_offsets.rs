@@ -20,7 +20,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::restore::kafka_err;
-use crate::error::StreamsError;
+use crate::model::error::StreamsError;
 
 /// How long the lookup may wait for the broker: an open transaction of a crashed producer
 /// is aborted after its `transaction.timeout.ms` (10 s by default here) plus the broker's

@@ -7,23 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::metrics::Metrics;
-
-/// The state of a [`KafkaStreams`](super::KafkaStreams) application, as in Kafka Streams.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum State {
-    /// Built, not started.
-    Created,
-    /// Started; some thread is in a rebalance or restoring its tasks.
-    Rebalancing,
-    /// Every thread is processing.
-    Running,
-    /// `close` was called; threads are finishing.
-    PendingShutdown,
-    /// Closed.
-    NotRunning,
-    /// A thread failed and the application stopped.
-    Error,
-}
+pub use crate::model::State;
 
 /// Called with `(new, old)` on every state change.
 pub type StateListener = Arc<dyn Fn(State, State) + Send + Sync>;

@@ -21,7 +21,6 @@ use std::time::Duration;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
 use rdkafka::producer::Producer;
 use rdkafka::{Offset, TopicPartitionList};
-use streams_state::RocksDbResources;
 
 use super::creation::Restoring;
 use super::global::GlobalTasks;
@@ -29,22 +28,18 @@ use super::producer::{DeliveryTracker, StreamProducer};
 use super::resets::AssignedConsumer;
 use super::restore::kafka_err;
 use super::updater::StateUpdater;
-use crate::error::StreamsError;
-use crate::handlers::ErrorPolicy;
 use crate::metrics::{Metrics, ThreadMetrics};
+use crate::model::error::StreamsError;
+use crate::model::record::RawRecord;
 use crate::processor::PunctuationType;
-use crate::record::RawRecord;
+use crate::task::factory::TaskFactory;
 use crate::task::{Task, TaskId};
-use crate::topology::Topology;
 
 /// What a thread's tasks need to know of the application.
 pub(crate) struct TaskSettings {
-    pub topology: Arc<Topology>,
-    pub app_id: Arc<str>,
+    /// Builds the thread's tasks and their stores.
+    pub factory: TaskFactory,
     pub state_dir: PathBuf,
-    pub cache_max_bytes: usize,
-    pub rocksdb: RocksDbResources,
-    pub policy: ErrorPolicy,
     pub eos: bool,
     /// The main consumer's `auto.offset.reset` is `earliest`.
     pub reset_earliest: bool,
@@ -172,7 +167,7 @@ impl TaskManager {
     /// The assigned partitions of a task.
     pub(super) fn task_partitions(&self, id: TaskId) -> TopicPartitionList {
         let mut tpl = TopicPartitionList::new();
-        for sub in self.settings.topology.subtopologies() {
+        for sub in self.settings.factory.topology().subtopologies() {
             if sub.id == id.subtopology {
                 for topic in &sub.source_topics {
                     tpl.add_partition(topic, id.partition);
@@ -185,7 +180,7 @@ impl TaskManager {
     pub(super) fn task_dir(&self, id: TaskId) -> PathBuf {
         self.settings
             .state_dir
-            .join(&*self.settings.app_id)
+            .join(&**self.settings.factory.app_id())
             .join(id.to_string())
     }
 
@@ -196,7 +191,7 @@ impl TaskManager {
             let dir = self
                 .settings
                 .state_dir
-                .join(&*self.settings.app_id)
+                .join(&**self.settings.factory.app_id())
                 .join("global")
                 .join(thread);
             self.globals = GlobalTasks::start(&self.settings, dir, consumer)?;
@@ -213,7 +208,12 @@ impl TaskManager {
     }
 
     pub fn add_record(&mut self, record: RawRecord) {
-        let Some(sub) = self.settings.topology.subtopology_of_topic(&record.topic) else {
+        let Some(sub) = self
+            .settings
+            .factory
+            .topology()
+            .subtopology_of_topic(&record.topic)
+        else {
             return;
         };
         let id = TaskId {
@@ -366,7 +366,7 @@ impl TaskManager {
         self.commit(consumer)?;
         self.begin_transaction()?;
         for e in tpl.elements() {
-            if let Some(sub) = self.settings.topology.subtopology_of_topic(e.topic()) {
+            if let Some(sub) = self.settings.factory.topology().subtopology_of_topic(e.topic()) {
                 self.suspended.insert(TaskId {
                     subtopology: sub.id,
                     partition: e.partition(),

@@ -24,8 +24,8 @@ use super::resets::{ResetWatch, SourceResets, forward_log};
 use super::start_offsets;
 use super::status::Status;
 use super::tasks::{TaskManager, TaskManagerParts};
-use crate::error::StreamsError;
-use crate::record::{Headers, RawRecord};
+use crate::model::error::StreamsError;
+use crate::model::record::{Headers, RawRecord};
 
 thread_local! {
     static TASKS: RefCell<Option<TaskManager>> = const { RefCell::new(None) };

@@ -12,8 +12,9 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 
 use super::embedded::EmbeddedKafka;
-use super::restore::{changelog_topic, kafka_err};
-use crate::error::StreamsError;
+use super::restore::kafka_err;
+use crate::model::error::StreamsError;
+use crate::topology::changelog_topic;
 use crate::topology::{SubTopology, Topology};
 
 /// A topic the application needs, with its partitions and configs.

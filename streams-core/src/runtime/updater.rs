@@ -23,9 +23,10 @@ use std::time::Duration;
 use prometheus::{IntCounter, IntGauge};
 
 use super::resets::AssignedConsumer;
-use super::restore::{Restoration, RestoreStore, Step};
-use crate::error::StreamsError;
-use crate::task::TaskId;
+use super::restore::{Restoration, Step};
+use crate::model::TaskId;
+use crate::model::error::StreamsError;
+use crate::task::factory::TaskStore;
 
 /// The most work the updater does between two looks at its commands.
 const STEP: Duration = Duration::from_millis(200);
@@ -35,7 +36,7 @@ pub(crate) struct RestoreJob {
     pub id: TaskId,
     /// Which hand-over of the task this is (see `creation.rs`).
     pub seq: u64,
-    pub stores: Vec<RestoreStore>,
+    pub stores: Vec<TaskStore>,
     /// The task's `restore_records` counter and `restore_remaining` gauge.
     pub gauges: Option<(IntCounter, IntGauge)>,
 }

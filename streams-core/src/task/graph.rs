@@ -9,18 +9,24 @@ use std::any::Any;
 use std::cell::RefCell;
 use std::time::Instant;
 
-use super::nodes::ErasedNode;
-use super::shared::TaskShared;
-use crate::error::{ProcessResult, ProcessorError};
-use crate::metrics::NodeMetrics;
+use streams_state::StoreError;
 
-/// The static facts of a node within a task.
+use super::observer::{NodeCounts, NodeTimer};
+use super::shared::TaskShared;
+use crate::model::TaskId;
+use crate::model::error::{ProcessResult, ProcessorError};
+use crate::model::record::{OutputRecord, RecordMetadata};
+use crate::processor::node::{ConnectedStore, ErasedNode, NodeContext};
+use crate::processor::{Cancellable, PunctuationType};
+
+/// The static facts of a node within a task, with its counts.
 pub(crate) struct NodeMeta {
     pub name: String,
     pub children: Vec<usize>,
     pub stores: Vec<String>,
-    /// Present when the task records metrics.
-    pub metrics: Option<NodeMetrics>,
+    pub counts: NodeCounts,
+    /// Present when the task's observer times this node.
+    pub timer: Option<NodeTimer>,
 }
 
 /// The node instances of one task, indexed as in `meta`.
@@ -39,54 +45,104 @@ pub(crate) struct NodeFailure {
     pub source: ProcessorError,
 }
 
-/// What a node runs with: its index, the graph and the task's shared state.
+/// What a node runs with: its index, the graph and the task's shared state. The engine's
+/// implementation of [`NodeContext`].
 #[derive(Clone, Copy)]
-pub(crate) struct NodeCx<'a> {
-    pub node: usize,
-    pub graph: &'a Graph,
-    pub task: &'a TaskShared,
+struct NodeCx<'a> {
+    node: usize,
+    graph: &'a Graph,
+    task: &'a TaskShared,
 }
 
-impl<'a> NodeCx<'a> {
-    pub fn name(&self) -> &'a str {
+impl NodeContext for NodeCx<'_> {
+    fn node_name(&self) -> &str {
         &self.graph.meta[self.node].name
     }
 
-    pub fn children(&self) -> &'a [usize] {
+    fn application_id(&self) -> &str {
+        &self.task.app_id
+    }
+
+    fn task_id(&self) -> TaskId {
+        self.task.task_id
+    }
+
+    fn record_metadata(&self) -> Option<RecordMetadata> {
+        self.task.record.borrow().as_ref().map(|r| r.metadata())
+    }
+
+    fn stream_time(&self) -> i64 {
+        self.task.stream_time.get()
+    }
+
+    fn wall_clock_time(&self) -> i64 {
+        self.task.wall_clock.get()
+    }
+
+    fn timestamp(&self) -> i64 {
+        self.task.timestamp()
+    }
+
+    fn request_commit(&self) {
+        self.task.commit_requested.set(true);
+    }
+
+    fn schedule(&self, interval_ms: i64, kind: PunctuationType) -> Cancellable {
+        self.task.schedule(self.node, interval_ms, kind)
+    }
+
+    fn store(&self, name: &str) -> Result<ConnectedStore<'_>, StoreError> {
+        let meta = &self.graph.meta[self.node];
+        self.task
+            .stores
+            .iter()
+            .chain(&self.task.globals)
+            .find(|s| s.name == name)
+            .filter(|s| s.global || meta.stores.iter().any(|n| n == name))
+            .map(|s| s.connected())
+            .ok_or_else(|| StoreError::NotConnected {
+                store: name.to_owned(),
+                processor: meta.name.clone(),
+            })
+    }
+
+    fn children(&self) -> &[usize] {
         &self.graph.meta[self.node].children
     }
 
-    pub fn child_by_name(&self, name: &str) -> Option<usize> {
+    fn child_by_name(&self, name: &str) -> Option<usize> {
         self.children()
             .iter()
             .copied()
             .find(|&c| self.graph.meta[c].name == name)
     }
 
-    /// Runs node `child` on `record` (an `Option<Record<K, V>>` or, for sources, an
-    /// `Option<RawRecord>`).
-    pub fn dispatch(&self, child: usize, record: &mut dyn Any) -> ProcessResult {
-        if let Some(m) = &self.graph.meta[self.node].metrics {
-            m.forwarded.set(m.forwarded.get() + 1);
-        }
+    fn dispatch(&self, child: usize, record: &mut dyn Any) -> ProcessResult {
+        let forwarded = &self.graph.meta[self.node].counts.forwarded;
+        forwarded.set(forwarded.get() + 1);
         self.graph.process(self.task, child, record)
+    }
+
+    fn partitions(&self, topic: &str) -> Option<i32> {
+        self.task.collector.borrow_mut().partitions(topic)
+    }
+
+    fn send(&self, record: OutputRecord) -> Result<(), ProcessorError> {
+        self.task.collector.borrow_mut().send(record)
     }
 }
 
 impl Graph {
-    /// Runs node `index` on `record`, counting it (and timing it at DEBUG) when the task
-    /// records metrics.
+    /// Runs node `index` on `record`, counting it (and timing it when the observer asked).
     pub fn process(&self, task: &TaskShared, index: usize, record: &mut dyn Any) -> ProcessResult {
-        let Some(m) = &self.meta[index].metrics else {
-            return self.run(task, index, |node, cx| node.process(cx, record));
-        };
-        m.records_in.set(m.records_in.get() + 1);
-        match &m.latency {
+        let meta = &self.meta[index];
+        meta.counts.records_in.set(meta.counts.records_in.get() + 1);
+        match &meta.timer {
             None => self.run(task, index, |node, cx| node.process(cx, record)),
-            Some(h) => {
+            Some(timer) => {
                 let started = Instant::now();
                 let result = self.run(task, index, |node, cx| node.process(cx, record));
-                h.observe(started.elapsed().as_secs_f64());
+                timer(started.elapsed().as_secs_f64());
                 result
             }
         }
@@ -98,21 +154,18 @@ impl Graph {
         &self,
         task: &TaskShared,
         index: usize,
-        f: impl FnOnce(&mut dyn ErasedNode, NodeCx<'_>) -> ProcessResult,
+        f: impl FnOnce(&mut dyn ErasedNode, &dyn NodeContext) -> ProcessResult,
     ) -> ProcessResult {
         let name = &self.meta[index].name;
         let mut node = self.nodes[index]
             .try_borrow_mut()
             .map_err(|_| format!("node `{name}` re-entered while processing"))?;
-        f(
-            node.as_mut(),
-            NodeCx {
-                node: index,
-                graph: self,
-                task,
-            },
-        )
-        .map_err(|e| {
+        let cx = NodeCx {
+            node: index,
+            graph: self,
+            task,
+        };
+        f(node.as_mut(), &cx).map_err(|e| {
             if e.is::<NodeFailure>() {
                 e
             } else {

@@ -6,59 +6,32 @@
 //! come from and where produced records go (the record collector).
 
 pub(crate) mod collector;
-pub(crate) mod graph;
-pub(crate) mod nodes;
-mod publish;
+pub(crate) mod factory;
+mod graph;
+pub(crate) mod observer;
 mod queue;
 pub(crate) mod shared;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::fmt;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use streams_state::{KeyValueStore, StoreError};
+use streams_state::StoreError;
 
 use self::collector::RecordCollector;
 use self::graph::{Graph, NodeFailure, NodeMeta};
-use self::nodes::{DeserializeFailure, ProduceFailure};
+use self::observer::{DLQ_REASONS, TaskCounters, TaskObserver, TaskReport};
 use self::queue::RecordQueues;
 use self::shared::{CurrentRecord, StoreSlot, TaskShared};
-use crate::error::{ErrorOrigin, ProcessorError, StreamsError};
-use crate::handlers::{ErrorHandling, ErrorPolicy, dead_letter};
-use crate::metrics::{DLQ_REASONS, MeteredKeyValueStore, TaskMetrics};
+pub(crate) use crate::model::TaskId;
+use crate::model::error::{ErrorOrigin, ProcessorError, StreamsError};
+use crate::model::handlers::{ErrorHandling, ErrorPolicy, dead_letter};
+use crate::model::record::RawRecord;
 use crate::processor::PunctuationType;
-use crate::record::RawRecord;
 use crate::topology::Topology;
-use crate::topology::spec::{NodeKind, StoreDef, TimestampExtractor};
-
-/// Identifies a task: its sub-topology and input partition, shown as `0_1` as in Kafka
-/// Streams.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TaskId {
-    /// The sub-topology.
-    pub subtopology: u32,
-    /// The partition of its input topics.
-    pub partition: i32,
-}
-
-impl fmt::Display for TaskId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}_{}", self.subtopology, self.partition)
-    }
-}
-
-/// Counters a task keeps (read by metrics).
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct TaskCounters {
-    pub processed: u64,
-    pub dropped: u64,
-    pub punctuations: u64,
-    pub dead_lettered: u64,
-    /// Dead-lettered records by reason, indexed as [`DLQ_REASONS`].
-    pub dead_lettered_by: [u64; 3],
-}
+use crate::topology::nodes::{DeserializeFailure, ProduceFailure};
+use crate::topology::spec::{NodeKind, TimestampExtractor};
 
 struct SourceEntry {
     node: usize,
@@ -79,29 +52,24 @@ pub(crate) struct Task {
     policy: ErrorPolicy,
     pub counters: TaskCounters,
     initialized: bool,
-    metrics: Option<TaskMetrics>,
+    observer: Option<Box<dyn TaskObserver>>,
 }
 
-/// Builds the bytes store stack of `def` for task `id`.
-pub(crate) type StoreMaker<'a> =
-    dyn FnMut(&StoreDef, TaskId) -> Result<Box<dyn KeyValueStore>, StoreError> + 'a;
-
 impl Task {
-    /// Creates the nodes and stores of `subtopology` for `partition`. Processors are not
-    /// initialized yet: restore the stores first, then call [`Task::initialize`].
-    // The runtime and the test driver each pass every part; a parameter struct would only
-    // repeat this list.
+    /// Creates the nodes of `subtopology` for `partition` around its `stores`. Processors
+    /// are not initialized yet: call [`Task::initialize`]. Built by the [`factory`].
+    // Only the factory calls this, which holds half of the parts.
     #[allow(clippy::too_many_arguments)]
-    pub fn new(
+    fn new(
         topology: &Topology,
         id: TaskId,
         app_id: Arc<str>,
         collector: Box<dyn RecordCollector>,
-        make_store: &mut StoreMaker<'_>,
+        mut built: Vec<factory::TaskStore>,
         policy: ErrorPolicy,
         wall_clock: i64,
         timestamp: Arc<std::sync::atomic::AtomicI64>,
-        mut metrics: Option<TaskMetrics>,
+        mut observer: Option<Box<dyn TaskObserver>>,
     ) -> Result<Self, StreamsError> {
         let sub = topology
             .subtopology(id.subtopology)
@@ -126,7 +94,8 @@ impl Task {
                     .filter_map(|c| index.get(c).copied())
                     .collect(),
                 stores: topology.stores_of(&def.name),
-                metrics: metrics.as_mut().map(|m| m.node(&def.name)),
+                counts: Default::default(),
+                timer: observer.as_mut().and_then(|o| o.watch_node(&def.name)),
             });
             if let NodeKind::Source {
                 topics, extractor, ..
@@ -146,10 +115,16 @@ impl Task {
         let mut stores = Vec::new();
         for &s in &sub.stores {
             let def = &topology.stores[s];
-            let mut store = make_store(def, id)?;
-            if let Some(m) = metrics.as_mut() {
-                let store_metrics = m.store(def.builder.name());
-                store = Box::new(MeteredKeyValueStore::new(store, store_metrics));
+            let name = def.builder.name();
+            let position = built
+                .iter()
+                .position(|s| s.name == name)
+                .ok_or_else(|| StoreError::Closed {
+                    store: name.to_owned(),
+                })?;
+            let mut store = built.swap_remove(position).store;
+            if let Some(o) = observer.as_mut() {
+                store = o.wrap_store(def.builder.name(), store);
             }
             stores.push(StoreSlot {
                 name: def.builder.name().to_owned(),
@@ -167,7 +142,7 @@ impl Task {
             policy,
             counters: TaskCounters::default(),
             initialized: false,
-            metrics,
+            observer,
         })
     }
 
@@ -421,6 +396,32 @@ impl Task {
                 self.consumed.push((topic.to_owned(), partition, next));
                 self.consumed.len() - 1
             }
+        }
+    }
+
+    /// Hands the task's counts to its observer, if it has one. Returns the counters added
+    /// since the last call (zero without an observer).
+    pub fn publish(&mut self) -> TaskCounters {
+        let Some(observer) = self.observer.as_mut() else {
+            return TaskCounters::default();
+        };
+        let mut cached_bytes = 0u64;
+        for slot in &self.shared.stores {
+            if let Ok(store) = slot.store.try_borrow() {
+                cached_bytes += store.stats().cached_bytes.unwrap_or(0);
+            }
+        }
+        observer.publish(TaskReport {
+            counters: self.counters,
+            cached_bytes,
+            nodes: &self.graph.meta,
+        })
+    }
+
+    /// Tells the task's observer the lag of input partition `topic`-`partition`.
+    pub fn observe_lag(&mut self, topic: &str, partition: i32, lag: i64) {
+        if let Some(o) = self.observer.as_mut() {
+            o.lag(topic, partition, lag);
         }
     }
 

@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use crate::record::RawRecord;
+use crate::model::record::RawRecord;
 
 /// One input partition's queue.
 pub(crate) struct PartitionQueue {

@@ -14,9 +14,9 @@ use streams_state::{KvStore, Serde, SharedKeyValueStore, StoreBuilder, StoreErro
 
 use super::TaskId;
 use super::collector::RecordCollector;
-use super::graph::Graph;
+use crate::model::record::RecordMetadata;
+use crate::processor::node::ConnectedStore;
 use crate::processor::{Cancellable, PunctuationType, ScheduleId};
-use crate::record::RecordMetadata;
 
 /// The record being processed: its topic shared with the task's source table, so setting
 /// it per record allocates nothing.
@@ -154,51 +154,24 @@ impl TaskShared {
         }
         due
     }
-
-    pub fn kv_store<KS, VS>(
-        &self,
-        graph: &Graph,
-        node: usize,
-        name: &str,
-    ) -> Result<KvStore<KS, VS>, StoreError>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
-        let processor = &graph.meta[node].name;
-        let slot = self
-            .stores
-            .iter()
-            .chain(&self.globals)
-            .find(|s| s.name == name)
-            .filter(|s| s.global || graph.meta[node].stores.iter().any(|n| n == name))
-            .ok_or_else(|| StoreError::NotConnected {
-                store: name.to_owned(),
-                processor: processor.clone(),
-            })?;
-        slot.typed()
-    }
 }
 
 impl StoreSlot {
+    /// This store as a node reaches it.
+    pub fn connected(&self) -> ConnectedStore<'_> {
+        ConnectedStore {
+            name: &self.name,
+            store: &self.store,
+            builder: &self.builder,
+        }
+    }
+
     /// The typed handle of this store, if `KS`/`VS` are the serdes it was built with.
     pub fn typed<KS, VS>(&self) -> Result<KvStore<KS, VS>, StoreError>
     where
         KS: Serde + Clone,
         VS: Serde + Clone,
     {
-        self.builder
-            .typed_handle(self.store.clone())
-            .downcast::<KvStore<KS, VS>>()
-            .map(|b| *b)
-            .map_err(|_| StoreError::WrongType {
-                store: self.name.clone(),
-                message: format!(
-                    "asked for KvStore<{}, {}> but the store is {}",
-                    std::any::type_name::<KS>(),
-                    std::any::type_name::<VS>(),
-                    self.builder.type_name()
-                ),
-            })
+        self.connected().typed()
     }
 }

@@ -5,12 +5,13 @@ use std::sync::Arc;
 use streams_state::{Serde, StoreBuilder};
 
 use super::Topology;
+use super::nodes::{ProcessorNode, SinkDestination, SinkNode, SourceNode};
 use super::spec::{NodeDef, NodeKind, OffsetReset, RecordTypes, SinkTarget, StoreDef, TimestampExtractor};
-use crate::error::TopologyError;
-use crate::partitioner::StreamPartitioner;
+use crate::model::error::TopologyError;
+use crate::model::partitioner::StreamPartitioner;
+use crate::model::record::RawRecord;
 use crate::processor::Processor;
-use crate::record::RawRecord;
-use crate::task::nodes::{ErasedNode, ProcessorNode, SinkDestination, SinkNode, SourceNode};
+use crate::processor::node::ErasedNode;
 
 /// A source's topics, serdes, timestamp extractor and offset reset.
 pub struct SourceConfig<KS, VS> {

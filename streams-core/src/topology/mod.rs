@@ -8,6 +8,7 @@
 
 mod builder;
 mod describe;
+pub(crate) mod nodes;
 pub(crate) mod spec;
 mod validate;
 
@@ -144,4 +145,9 @@ impl std::fmt::Debug for Topology {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.describe())
     }
+}
+
+/// The changelog topic of `store` in application `app_id`.
+pub fn changelog_topic(app_id: &str, store: &str) -> String {
+    format!("{app_id}-{store}-changelog")
 }

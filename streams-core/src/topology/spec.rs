@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use streams_state::StoreBuilder;
 
-use crate::record::RawRecord;
-use crate::task::nodes::ErasedNode;
+use crate::model::record::RawRecord;
+use crate::processor::node::ErasedNode;
 
 /// The types of the records crossing one edge: key and value, with their names for errors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

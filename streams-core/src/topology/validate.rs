@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use super::builder::TopologyBuilder;
 use super::spec::{NodeKind, SinkTarget, StoreDef};
 use super::{SubTopology, Topology};
-use crate::error::{TopologyError, TopologyIssue};
+use crate::model::error::{TopologyError, TopologyIssue};
 
 pub(super) fn build(b: &TopologyBuilder) -> Result<Topology, TopologyError> {
     let mut issues = Vec::new();

@@ -4,7 +4,7 @@
 //! dead-lettered record keeps its original key and value bytes and gets headers saying what
 //! failed and where the record came from (the header names of KIP-1034).
 
-use crate::record::{Headers, OutputRecord, RawRecord};
+use crate::model::record::{Headers, OutputRecord, RawRecord};
 
 /// The choice of an exception handler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -1,5 +1,5 @@
-//! Node instances inside a task: the type-erased face the task drives, and the adapters
-//! for sources, user processors and sinks.
+//! The node adapters a topology makes per task: sources, user processors and sinks, each
+//! behind the engine's type-erased [`ErasedNode`] face.
 //!
 //! Records cross edges as `&mut Option<Record<K, V>>` behind `&mut dyn Any`: the child
 //! takes the record out, so forwarding allocates nothing. The topology builder has checked
@@ -11,19 +11,11 @@ use std::sync::Arc;
 
 use streams_state::{Serde, SerdeError};
 
-use super::graph::NodeCx;
-use crate::error::{ProcessResult, ProcessorError};
-use crate::partitioner::{StreamPartitioner, default_partition};
+use crate::model::error::{ProcessResult, ProcessorError};
+use crate::model::partitioner::{StreamPartitioner, default_partition};
+use crate::model::record::{OutputRecord, RawRecord, Record};
+use crate::processor::node::{ErasedNode, NodeContext};
 use crate::processor::{Processor, ProcessorContext, ScheduleId};
-use crate::record::{OutputRecord, RawRecord, Record};
-
-/// A node instance as the task sees it.
-pub(crate) trait ErasedNode {
-    fn init(&mut self, cx: NodeCx<'_>) -> ProcessResult;
-    fn process(&mut self, cx: NodeCx<'_>, record: &mut dyn Any) -> ProcessResult;
-    fn punctuate(&mut self, cx: NodeCx<'_>, id: ScheduleId, timestamp: i64) -> ProcessResult;
-    fn close(&mut self) -> ProcessResult;
-}
 
 fn take_record<K: 'static, V: 'static>(record: &mut dyn Any) -> Result<Record<K, V>, ProcessorError> {
     record
@@ -60,14 +52,14 @@ where
     KIn: 'static,
     VIn: 'static,
 {
-    fn init(&mut self, cx: NodeCx<'_>) -> ProcessResult {
+    fn init(&mut self, cx: &dyn NodeContext) -> ProcessResult {
         self.processor.init(&mut ProcessorContext::new(cx))
     }
-    fn process(&mut self, cx: NodeCx<'_>, record: &mut dyn Any) -> ProcessResult {
+    fn process(&mut self, cx: &dyn NodeContext, record: &mut dyn Any) -> ProcessResult {
         let record = take_record::<KIn, VIn>(record)?;
         self.processor.process(&mut ProcessorContext::new(cx), record)
     }
-    fn punctuate(&mut self, cx: NodeCx<'_>, id: ScheduleId, timestamp: i64) -> ProcessResult {
+    fn punctuate(&mut self, cx: &dyn NodeContext, id: ScheduleId, timestamp: i64) -> ProcessResult {
         self.processor
             .punctuate(&mut ProcessorContext::new(cx), id, timestamp)
     }
@@ -121,11 +113,11 @@ where
     KS::Target: Clone + 'static,
     VS::Target: Clone + 'static,
 {
-    fn init(&mut self, _: NodeCx<'_>) -> ProcessResult {
+    fn init(&mut self, _: &dyn NodeContext) -> ProcessResult {
         Ok(())
     }
 
-    fn process(&mut self, cx: NodeCx<'_>, record: &mut dyn Any) -> ProcessResult {
+    fn process(&mut self, cx: &dyn NodeContext, record: &mut dyn Any) -> ProcessResult {
         let raw = record
             .downcast_ref::<Option<RawRecord>>()
             .and_then(Option::as_ref)
@@ -144,7 +136,7 @@ where
         let record = Record {
             key,
             value,
-            timestamp: cx.task.timestamp(),
+            timestamp: cx.timestamp(),
             headers: raw.headers.clone(),
         };
         let children = cx.children();
@@ -157,7 +149,7 @@ where
         cx.dispatch(*last, &mut Some(record))
     }
 
-    fn punctuate(&mut self, _: NodeCx<'_>, _: ScheduleId, _: i64) -> ProcessResult {
+    fn punctuate(&mut self, _: &dyn NodeContext, _: ScheduleId, _: i64) -> ProcessResult {
         Ok(())
     }
     fn close(&mut self) -> ProcessResult {
@@ -200,11 +192,11 @@ where
     KS::Target: 'static,
     VS::Target: 'static,
 {
-    fn init(&mut self, _: NodeCx<'_>) -> ProcessResult {
+    fn init(&mut self, _: &dyn NodeContext) -> ProcessResult {
         Ok(())
     }
 
-    fn process(&mut self, cx: NodeCx<'_>, record: &mut dyn Any) -> ProcessResult {
+    fn process(&mut self, cx: &dyn NodeContext, record: &mut dyn Any) -> ProcessResult {
         let record = take_record::<KS::Target, VS::Target>(record)?;
         let topic = match &self.destination {
             SinkDestination::Topic(t) => t.clone(),
@@ -226,8 +218,7 @@ where
             .value_serde
             .serialize_nullable(&record.value, &mut self.value_buf)
             .map_err(|e| failure(&topic, e.into()))?;
-        let mut collector = cx.task.collector.borrow_mut();
-        let partitions = collector.partitions(&topic);
+        let partitions = cx.partitions(&topic);
         let partition = match (&self.partitioner, partitions) {
             (Some(p), Some(n)) => p.partition(&topic, &record.key, &record.value, n),
             _ => None,
@@ -236,19 +227,18 @@ where
             (true, Some(n)) => Some(default_partition(&self.key_buf, n)),
             _ => None,
         });
-        collector
-            .send(OutputRecord {
-                topic: topic.clone(),
-                partition,
-                key: has_key.then(|| bytes::Bytes::copy_from_slice(&self.key_buf)),
-                value: has_value.then(|| bytes::Bytes::copy_from_slice(&self.value_buf)),
-                timestamp: record.timestamp,
-                headers: record.headers,
-            })
-            .map_err(|e| failure(&topic, e))
+        cx.send(OutputRecord {
+            topic: topic.clone(),
+            partition,
+            key: has_key.then(|| bytes::Bytes::copy_from_slice(&self.key_buf)),
+            value: has_value.then(|| bytes::Bytes::copy_from_slice(&self.value_buf)),
+            timestamp: record.timestamp,
+            headers: record.headers,
+        })
+        .map_err(|e| failure(&topic, e))
     }
 
-    fn punctuate(&mut self, _: NodeCx<'_>, _: ScheduleId, _: i64) -> ProcessResult {
+    fn punctuate(&mut self, _: &dyn NodeContext, _: ScheduleId, _: i64) -> ProcessResult {
         Ok(())
     }
     fn close(&mut self) -> ProcessResult {

@@ -1,0 +1,142 @@
+//! The one place tasks and their stores are built, for every host: the test driver, the
+//! runtime's stream threads and their global tasks.
+//!
+//! A host says only where a task's stores live (a directory), where their changelog writes
+//! go (a [`ChangelogSink`] per changelog partition), where the task's output goes (a
+//! [`RecordCollector`]) and who observes it (a [`TaskObserver`]). Stores are built apart from
+//! the task because the runtime restores them on another thread first: stores are `Send`,
+//! a task is not.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicI64;
+
+use streams_state::{ChangelogSink, KeyValueStore, RocksDbResources, StoreBuildContext};
+
+use super::Task;
+use super::collector::RecordCollector;
+use super::observer::TaskObserver;
+use crate::model::TaskId;
+use crate::model::error::StreamsError;
+use crate::model::handlers::ErrorPolicy;
+use crate::topology::{Topology, changelog_topic};
+
+/// A store built for a task, before the task exists.
+pub(crate) struct TaskStore {
+    pub name: String,
+    /// Its changelog topic; `None` for a store that is not logged, or global (a global
+    /// store's topic is its source, not a changelog).
+    pub changelog: Option<String>,
+    pub store: Box<dyn KeyValueStore>,
+}
+
+/// Makes the changelog sink of a logged store: called with the changelog topic and the
+/// task's partition.
+pub(crate) type SinkMaker<'a> = dyn FnMut(&str, i32) -> Box<dyn ChangelogSink> + 'a;
+
+/// Builds the tasks of one topology, with their stores.
+#[derive(Clone)]
+pub(crate) struct TaskFactory {
+    topology: Arc<Topology>,
+    app_id: Arc<str>,
+    policy: ErrorPolicy,
+    cache_max_bytes: usize,
+    rocksdb: RocksDbResources,
+}
+
+impl TaskFactory {
+    /// A factory of `topology`'s tasks in application `app_id`.
+    pub fn new(
+        topology: Arc<Topology>,
+        app_id: Arc<str>,
+        policy: ErrorPolicy,
+        cache_max_bytes: usize,
+        rocksdb: RocksDbResources,
+    ) -> Self {
+        Self {
+            topology,
+            app_id,
+            policy,
+            cache_max_bytes,
+            rocksdb,
+        }
+    }
+
+    /// The topology.
+    pub fn topology(&self) -> &Arc<Topology> {
+        &self.topology
+    }
+
+    /// The application id.
+    pub fn app_id(&self) -> &Arc<str> {
+        &self.app_id
+    }
+
+    /// The error handlers tasks are built with.
+    pub fn policy(&self) -> &ErrorPolicy {
+        &self.policy
+    }
+
+    /// Builds the stores of task `id` in `dir`, in the order of its sub-topology. The
+    /// logged stores of a non-global task write their changelog to `sink` (a global task,
+    /// whose stores have no changelog, passes `None`).
+    pub fn stores(
+        &self,
+        id: TaskId,
+        dir: &Path,
+        mut sink: Option<&mut SinkMaker<'_>>,
+    ) -> Result<Vec<TaskStore>, StreamsError> {
+        let sub = self.subtopology(id)?;
+        let mut stores = Vec::with_capacity(sub.stores.len());
+        for &s in &sub.stores {
+            let def = &self.topology.stores[s];
+            let name = def.builder.name();
+            let mut ctx = StoreBuildContext::new(Some(dir.to_path_buf())).with_rocksdb(self.rocksdb.clone());
+            ctx.cache_max_bytes = self.cache_max_bytes;
+            let changelog = def
+                .builder
+                .logging_config()
+                .filter(|_| !def.global)
+                .map(|_| changelog_topic(&self.app_id, name));
+            if let (Some(topic), Some(sink)) = (&changelog, sink.as_mut()) {
+                ctx.changelog = Some(sink(topic, id.partition));
+            }
+            stores.push(TaskStore {
+                name: name.to_owned(),
+                changelog,
+                store: def.builder.build(ctx)?,
+            });
+        }
+        Ok(stores)
+    }
+
+    /// Builds task `id` around `stores` (built by [`TaskFactory::stores`], restored or
+    /// not). Its processors are not initialized yet: see [`Task::initialize`].
+    pub fn task(
+        &self,
+        id: TaskId,
+        stores: Vec<TaskStore>,
+        collector: Box<dyn RecordCollector>,
+        wall_clock: i64,
+        timestamp: Arc<AtomicI64>,
+        observer: Option<Box<dyn TaskObserver>>,
+    ) -> Result<Task, StreamsError> {
+        Task::new(
+            &self.topology,
+            id,
+            self.app_id.clone(),
+            collector,
+            stores,
+            self.policy.clone(),
+            wall_clock,
+            timestamp,
+            observer,
+        )
+    }
+
+    fn subtopology(&self, id: TaskId) -> Result<&crate::topology::SubTopology, StreamsError> {
+        self.topology
+            .subtopology(id.subtopology)
+            .ok_or_else(|| StreamsError::Usage(format!("no sub-topology {}", id.subtopology)))
+    }
+}

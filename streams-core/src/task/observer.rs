@@ -1,0 +1,87 @@
+//! How a host watches a task.
+//!
+//! The engine counts in plain fields on the record path (per task in [`TaskCounters`], per
+//! node in [`NodeCounts`]) and calls a [`TaskObserver`] only where named here: when the task
+//! is built (to watch its nodes and wrap its stores), after a node's record when the observer
+//! asked to time that node, and when the host publishes. It knows no metrics library: the
+//! Prometheus metrics are one implementation of this trait, outside the engine.
+
+use std::cell::Cell;
+
+use streams_state::KeyValueStore;
+
+use super::graph::NodeMeta;
+
+/// Dead-letter reasons, as the engine names them; [`TaskCounters::dead_lettered_by`] is
+/// indexed in this order.
+pub(crate) const DLQ_REASONS: [&str; 3] = ["deserialization", "processing", "production"];
+
+/// Counters a task keeps.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct TaskCounters {
+    pub processed: u64,
+    pub dropped: u64,
+    pub punctuations: u64,
+    pub dead_lettered: u64,
+    /// Dead-lettered records by reason, indexed as [`DLQ_REASONS`].
+    pub dead_lettered_by: [u64; 3],
+}
+
+impl TaskCounters {
+    /// What was added since `earlier`.
+    pub fn since(&self, earlier: &Self) -> Self {
+        Self {
+            processed: self.processed - earlier.processed,
+            dropped: self.dropped - earlier.dropped,
+            punctuations: self.punctuations - earlier.punctuations,
+            dead_lettered: self.dead_lettered - earlier.dead_lettered,
+            dead_lettered_by: std::array::from_fn(|i| self.dead_lettered_by[i] - earlier.dead_lettered_by[i]),
+        }
+    }
+}
+
+/// Records counted at one node since the observer last took them.
+#[derive(Debug, Default)]
+pub(crate) struct NodeCounts {
+    /// Records the node received.
+    pub records_in: Cell<u64>,
+    /// Records the node forwarded to a child.
+    pub forwarded: Cell<u64>,
+}
+
+/// Times one node's records (seconds per record).
+pub(crate) type NodeTimer = Box<dyn Fn(f64)>;
+
+/// What a task reports when its host publishes.
+pub(crate) struct TaskReport<'a> {
+    /// The task's counters (totals since it was created).
+    pub counters: TaskCounters,
+    /// Bytes held by the caches of the task's stores.
+    pub cached_bytes: u64,
+    pub(super) nodes: &'a [NodeMeta],
+}
+
+impl TaskReport<'_> {
+    /// Each node's counts, in the order the observer was asked to watch the nodes; take
+    /// them with `Cell::replace(0)`.
+    pub fn nodes(&self) -> impl Iterator<Item = &NodeCounts> {
+        self.nodes.iter().map(|m| &m.counts)
+    }
+}
+
+/// Watches one task. Called on the task's thread.
+pub(crate) trait TaskObserver {
+    /// Called once per node, in node order, when the task is built. A timer makes the
+    /// engine time each record of the node.
+    fn watch_node(&mut self, name: &str) -> Option<NodeTimer>;
+
+    /// Called once per store when the task is built, with the store's stack; returns the
+    /// stack to use (the observer may wrap it in a metered layer).
+    fn wrap_store(&mut self, name: &str, store: Box<dyn KeyValueStore>) -> Box<dyn KeyValueStore>;
+
+    /// Takes the task's counts. Returns the counters added since the last call.
+    fn publish(&mut self, report: TaskReport<'_>) -> TaskCounters;
+
+    /// The host measured the lag of input partition `topic`-`partition`.
+    fn lag(&mut self, topic: &str, partition: i32, lag: i64);
+}

@@ -1,0 +1,253 @@
+//! The crate's layers point one way: each folder of `src/` uses only the layers listed
+//! before it. This test reads every `crate::` path in `src/` (outside comments and test
+//! modules) and fails on any against the grain, naming the file and line.
+//!
+//! Run it alone with `cargo test -p streams-core --test layering`.
+
+use std::path::{Path, PathBuf};
+
+/// The layers, lowest first, and the top-level modules of each. A module may use its own
+/// layer's module and the modules of lower layers; two modules of one layer (the two hosts)
+/// may not use each other.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("model", &["model"]),
+    ("config", &["config"]),
+    ("api", &["processor"]),
+    ("topology", &["topology"]),
+    ("engine", &["task"]),
+    ("observers", &["metrics"]),
+    ("hosts", &["driver", "runtime"]),
+];
+
+/// Modules outside the layers: they may use any layer, and no layer may use them.
+const OUTSIDE: &[&str] = &["testing"];
+
+#[derive(Debug, PartialEq)]
+struct Use {
+    line: usize,
+    module: String,
+}
+
+/// The top-level modules named by `crate::` paths in `source`, skipping comments and
+/// `#[cfg(test)]` modules. A path to an item of the crate root (`crate::Foo`) is reported
+/// as module `Foo`, which no layer holds: inside the crate, name the defining module.
+fn crate_uses(source: &str) -> Vec<Use> {
+    let lines: Vec<&str> = source.lines().collect();
+    let mut uses = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i].trim();
+        if line.starts_with("#[cfg(test)]") {
+            i = skip_item(&lines, i + 1);
+            continue;
+        }
+        if !line.starts_with("//") {
+            let code = line.split(" //").next().unwrap_or(line);
+            for module in modules_in(code, &lines[i + 1..]) {
+                uses.push(Use { line: i + 1, module });
+            }
+        }
+        i += 1;
+    }
+    uses
+}
+
+/// The index of the line after the item starting at `start` (a `mod x { … }` block, or a
+/// single-line item such as `mod tests;`).
+fn skip_item(lines: &[&str], start: usize) -> usize {
+    let mut depth = 0i32;
+    let mut opened = false;
+    for (offset, line) in lines[start..].iter().enumerate() {
+        for c in line.chars() {
+            match c {
+                '{' => {
+                    depth += 1;
+                    opened = true;
+                }
+                '}' => depth -= 1,
+                _ => {}
+            }
+        }
+        if (opened && depth <= 0) || (!opened && line.trim_end().ends_with(';')) {
+            return start + offset + 1;
+        }
+    }
+    lines.len()
+}
+
+/// The first segments of the `crate::` paths on `code`; a grouped import
+/// (`crate::{a::X, b}`) may continue on the `following` lines.
+fn modules_in(code: &str, following: &[&str]) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("crate::") {
+        let preceded = rest[..at].chars().last();
+        rest = &rest[at + "crate::".len()..];
+        if preceded.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue; // e.g. `streams_crate::`
+        }
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut text = group.to_owned();
+            for more in following {
+                if text.contains('}') {
+                    break;
+                }
+                text.push_str(more);
+            }
+            let inner = text.split('}').next().unwrap_or("");
+            for item in inner.split(',') {
+                let first = item.trim().split("::").next().unwrap_or("").trim();
+                if !first.is_empty() {
+                    found.push(first.to_owned());
+                }
+            }
+        } else {
+            let ident: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !ident.is_empty() {
+                found.push(ident);
+            }
+        }
+    }
+    found
+}
+
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|(_, modules)| modules.contains(&module))
+}
+
+/// Why `from` may not use `to`, if it may not.
+fn violation(from: &str, to: &str) -> Option<String> {
+    if from == to || OUTSIDE.contains(&from) {
+        return None;
+    }
+    if OUTSIDE.contains(&to) {
+        return Some(format!("`{to}` is outside the layers; no layer may use it"));
+    }
+    let Some(target) = layer_of(to) else {
+        return Some(format!(
+            "`crate::{to}` is not a layer's module: name the module that defines it"
+        ));
+    };
+    let Some(source) = layer_of(from) else {
+        return Some(format!("module `{from}` is in no layer: add it to LAYERS"));
+    };
+    if target > source {
+        return Some(format!(
+            "layer {} (`{from}`) may not use layer {} (`{to}`), which is built on it",
+            LAYERS[source].0, LAYERS[target].0
+        ));
+    }
+    if target == source {
+        return Some(format!(
+            "`{from}` and `{to}` are both in layer {}: neither may use the other",
+            LAYERS[source].0
+        ));
+    }
+    None
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read src/") {
+        let path = entry.expect("dir entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_import_follows_the_layers() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for file in &files {
+        let relative = file.strip_prefix(&src).expect("under src/");
+        let first = relative
+            .components()
+            .next()
+            .and_then(|c| c.as_os_str().to_str())
+            .unwrap_or_default();
+        let from = first.trim_end_matches(".rs");
+        // The crate root re-exports every layer; `tests.rs` files are test modules.
+        if from == "lib" || relative.file_name().is_some_and(|n| n == "tests.rs") {
+            continue;
+        }
+        let source = std::fs::read_to_string(file).expect("read source");
+        for u in crate_uses(&source) {
+            checked += 1;
+            if let Some(why) = violation(from, &u.module) {
+                problems.push(format!("src/{}:{}: {why}", relative.display(), u.line));
+            }
+        }
+        if source.contains("super::super") {
+            problems.push(format!(
+                "src/{}: `super::super` reaches across folders; use a `crate::` path",
+                relative.display()
+            ));
+        }
+    }
+    assert!(
+        checked > 100,
+        "only {checked} crate paths found: is the scanner broken?"
+    );
+    assert!(
+        problems.is_empty(),
+        "imports against the layers:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_scanner_sees_every_form_of_crate_path() {
+    let source = "\
+use crate::model::TaskId;
+use crate::{config::StreamsConfig,
+    metrics::Metrics};
+/// A doc link to [`crate::runtime::State`] is not a use.
+fn f() -> crate::task::Task { todo() } // crate::driver in a comment
+use crate::KafkaStreams;
+#[cfg(test)]
+mod tests {
+    use crate::testing::Kit;
+}
+use crate::topology::Topology;
+";
+    let modules: Vec<(usize, String)> = crate_uses(source)
+        .into_iter()
+        .map(|u| (u.line, u.module))
+        .collect();
+    let expected: Vec<(usize, String)> = [
+        (1, "model"),
+        (2, "config"),
+        (2, "metrics"),
+        (5, "task"),
+        (6, "KafkaStreams"),
+        (11, "topology"),
+    ]
+    .into_iter()
+    .map(|(l, m)| (l, m.to_owned()))
+    .collect();
+    assert_eq!(modules, expected);
+}
+
+#[test]
+fn the_rules_reject_what_they_should() {
+    assert!(violation("task", "metrics").is_some(), "engine -> observers");
+    assert!(violation("config", "driver").is_some(), "config -> host");
+    assert!(violation("driver", "runtime").is_some(), "host -> host");
+    assert!(violation("processor", "task").is_some(), "api -> engine");
+    assert!(violation("runtime", "testing").is_some(), "layer -> outside");
+    assert!(violation("metrics", "KafkaStreams").is_some(), "root item");
+    assert!(violation("runtime", "task").is_none());
+    assert!(violation("metrics", "task").is_none());
+    assert!(violation("testing", "runtime").is_none());
+    assert!(violation("topology", "model").is_none());
+}
