@@ -1,15 +1,32 @@
 //! A tiny local HTTP server that receives web-hook deliveries, for the demo and the tests:
-//! std `TcpListener` on `127.0.0.1:0`, one thread per connection, HTTP/1.1 with
-//! `Content-Length` bodies, `Connection: close`. It records every request and answers
-//! with the status a [`Policy`] chooses, so some URLs can fail on purpose.
+//! hyper's HTTP/1 server on `127.0.0.1:0`, on a current-thread tokio runtime of its own
+//! thread (one task per connection), answering every request with an empty body and
+//! `Connection: close`. It records every request and answers with the status a [`Policy`]
+//! chooses, so some URLs can fail on purpose.
+//!
+//! Invariants: a request is recorded (with the status it gets) before its answer is sent,
+//! so a client that saw the answer finds the request in [`Receiver::requests`]; sequence
+//! numbers are given under one lock, in arrival order; dropping the [`Receiver`] stops the
+//! runtime and closes every connection.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use http_body_util::{BodyExt as _, Empty};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{CONNECTION, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+/// How long a client may take to send a request's head, and then its body.
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Chooses the status of a request from its path and its sequence number among the
 /// requests to that path (0 for the first).
@@ -29,7 +46,7 @@ pub struct ReceivedRequest {
     pub path_seq: u64,
     /// The method, e.g. `POST`.
     pub method: String,
-    /// The path, e.g. `/hooks/crm`.
+    /// The path (with the query, if any), e.g. `/hooks/crm`.
     pub path: String,
     /// The headers, names lower-cased.
     pub headers: Vec<(String, String)>,
@@ -68,52 +85,61 @@ struct Log {
 struct Shared {
     log: Mutex<Log>,
     policy: Mutex<Policy>,
-    stop: AtomicBool,
+}
+
+impl Shared {
+    /// Numbers the request, asks the policy for its status and records it.
+    fn record(&self, method: String, path: String, headers: Vec<(String, String)>, body: Vec<u8>) -> u16 {
+        let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+        let seq = log.requests.len() as u64;
+        let counter = log.per_path.entry(path.clone()).or_insert(0);
+        let path_seq = *counter;
+        *counter += 1;
+        let policy = self.policy.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let status = policy(&path, path_seq);
+        log.requests.push(ReceivedRequest {
+            seq,
+            path_seq,
+            method,
+            path,
+            headers,
+            body,
+            status,
+        });
+        status
+    }
 }
 
 /// The running receiver; stops when dropped.
 pub struct Receiver {
     addr: SocketAddr,
     shared: Arc<Shared>,
+    stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Receiver {
     /// Starts on `127.0.0.1` on a free port, answering as `policy` says.
     pub fn start(policy: Policy) -> std::io::Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
-        listener.set_nonblocking(true)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()?;
+        let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0"))?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             log: Mutex::new(Log::default()),
             policy: Mutex::new(policy),
-            stop: AtomicBool::new(false),
         });
-        let accept_shared = shared.clone();
+        let (stop, stopped) = oneshot::channel();
+        let serve_shared = shared.clone();
         let thread = std::thread::Builder::new()
             .name("webhook-receiver".into())
-            .spawn(move || {
-                while !accept_shared.stop.load(Ordering::Relaxed) {
-                    match listener.accept() {
-                        Ok((stream, _)) => {
-                            let shared = accept_shared.clone();
-                            let _ = std::thread::Builder::new()
-                                .name("webhook-receiver-conn".into())
-                                .spawn(move || serve(stream, &shared));
-                        }
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                            std::thread::sleep(Duration::from_millis(2));
-                        }
-                        Err(e) => {
-                            tracing::warn!(error = %e, "receiver accept failed");
-                            std::thread::sleep(Duration::from_millis(20));
-                        }
-                    }
-                }
-            })?;
+            .spawn(move || runtime.block_on(serve(listener, serve_shared, stopped)))?;
         Ok(Self {
             addr,
             shared,
+            stop: Some(stop),
             thread: Some(thread),
         })
     }
@@ -167,7 +193,9 @@ impl Receiver {
 
 impl Drop for Receiver {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Relaxed);
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -182,77 +210,124 @@ impl std::fmt::Debug for Receiver {
     }
 }
 
-/// Reads one request, records it and answers it.
-fn serve(stream: TcpStream, shared: &Shared) {
-    if let Err(e) = serve_inner(stream, shared) {
-        tracing::debug!(error = %e, "receiver connection failed");
+/// Accepts connections until `stop` fires (or its sender is dropped), one task each.
+async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stop: oneshot::Receiver<()>) {
+    loop {
+        let accepted = tokio::select! {
+            _ = &mut stop => return,
+            a = listener.accept() => a,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::warn!(error = %e, "receiver accept failed");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            }
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| answer(req, shared.clone()));
+            if let Err(e) = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(READ_TIMEOUT)
+                .keep_alive(false)
+                .serve_connection(TokioIo::new(stream), service)
+                .await
+            {
+                tracing::debug!(error = %e, "receiver connection failed");
+            }
+        });
     }
 }
 
-fn serve_inner(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
-    stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut line = String::new();
-    if reader.read_line(&mut line)? == 0 {
-        return Ok(());
-    }
-    let mut parts = line.split_whitespace();
-    let method = parts.next().unwrap_or_default().to_owned();
-    let path = parts.next().unwrap_or("/").to_owned();
-    let mut headers = Vec::new();
-    loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h)? == 0 {
-            break;
-        }
-        let h = h.trim_end();
-        if h.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = h.split_once(':') {
-            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
-        }
-    }
-    let length: usize = headers
+/// Reads one request's body, records the request and answers with the policy's status.
+async fn answer(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<Empty<Bytes>>, ReadError> {
+    let (head, body) = req.into_parts();
+    let body = match tokio::time::timeout(READ_TIMEOUT, body.collect()).await {
+        Ok(Ok(collected)) => collected.to_bytes().to_vec(),
+        Ok(Err(e)) => return Err(ReadError::Body(e)),
+        Err(_) => return Err(ReadError::Timeout),
+    };
+    let path = head
+        .uri
+        .path_and_query()
+        .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned());
+    let headers = head
+        .headers
         .iter()
-        .find(|(k, _)| k == "content-length")
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body)?;
-    let status = {
-        let mut log = shared.log.lock().unwrap_or_else(PoisonError::into_inner);
-        let seq = log.requests.len() as u64;
-        let counter = log.per_path.entry(path.clone()).or_insert(0);
-        let path_seq = *counter;
-        *counter += 1;
-        let policy = shared
-            .policy
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let status = policy(&path, path_seq);
-        log.requests.push(ReceivedRequest {
-            seq,
-            path_seq,
-            method,
-            path,
-            headers,
-            body,
-            status,
-        });
-        status
-    };
-    let reason = if (200..300).contains(&status) {
-        "OK"
-    } else {
-        "Error"
-    };
-    let mut stream = stream;
-    write!(
-        stream,
-        "HTTP/1.1 {status} {reason}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    )?;
-    stream.flush()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_owned(),
+                String::from_utf8_lossy(v.as_bytes()).trim().to_owned(),
+            )
+        })
+        .collect();
+    let status = shared.record(head.method.as_str().to_owned(), path, headers, body);
+    let mut response = Response::new(Empty::new());
+    // A status the policy made up that HTTP cannot carry is answered as 500 (and recorded
+    // as the policy chose it).
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response
+        .headers_mut()
+        .insert(CONNECTION, HeaderValue::from_static("close"));
+    Ok(response)
+}
+
+/// Why a request could not be read; the connection is closed without an answer.
+#[derive(Debug, thiserror::Error)]
+enum ReadError {
+    #[error("reading the body failed: {0}")]
+    Body(hyper::Error),
+    #[error("the body took longer than {READ_TIMEOUT:?}")]
+    Timeout,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_requests_and_answers_as_the_policy_says() {
+        let receiver = Receiver::start(Arc::new(
+            |path: &str, n| {
+                if path == "/fail" && n == 0 { 503 } else { 200 }
+            },
+        ))
+        .unwrap();
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(10)))
+            .build()
+            .into();
+        let post = |path: &str, body: &str| {
+            agent
+                .post(&receiver.url(path))
+                .header("x-webhook-id", "7")
+                .header("content-type", "application/json")
+                .send(body)
+                .unwrap()
+                .status()
+                .as_u16()
+        };
+        assert_eq!(post("/fail", r#"{"a":1}"#), 503);
+        assert_eq!(post("/fail", r#"{"a":2}"#), 200);
+        assert_eq!(post("/ok?x=1", "[]"), 200);
+        let got = receiver.requests();
+        assert_eq!(got.len(), 3);
+        assert_eq!((got[0].seq, got[0].path_seq, got[0].status), (0, 0, 503));
+        assert!(!got[0].succeeded());
+        assert_eq!((got[1].seq, got[1].path_seq), (1, 1));
+        assert!(got[1].succeeded());
+        assert_eq!(got[1].method, "POST");
+        assert_eq!(got[1].header("x-webhook-id"), Some("7"));
+        assert_eq!(got[1].json(), Some(serde_json::json!({"a": 2})));
+        assert_eq!(got[2].path, "/ok?x=1");
+        receiver.set_policy(Arc::new(|_, _| 500));
+        assert_eq!(post("/fail", "{}"), 500);
+        assert!(receiver.wait_for(Duration::from_secs(1), |r| r.len() == 4));
+        let addr = receiver.addr();
+        drop(receiver);
+        assert!(std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_err());
+    }
 }
