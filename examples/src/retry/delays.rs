@@ -1,32 +1,26 @@
-//! The ladder's delays as text: `250ms`, `5s`, `30m`, `1h`, `2d` (a bare number is
-//! milliseconds), and comma-separated lists of them (`5m,30m,1h`), for command lines.
+//! The ladder's delays as text: `250ms`, `5s`, `30m`, `1h`, `2d`, and comma-separated
+//! lists of them (`5m,30m,1h`), for command lines.
+//!
+//! Parsing is [`humantime::parse_duration`] (so `1h 30m`, `1.5s` and the long unit names
+//! are accepted too), with one addition kept from the ladder's own syntax: a bare number is
+//! milliseconds (humantime asks for a unit).
 
 use std::time::Duration;
 
 use crate::ExampleError;
 
 /// Parses a duration such as `250ms`, `5s`, `30m`, `1h` or `2d` (a bare number is
-/// milliseconds).
+/// milliseconds); see the [module docs](self).
 pub fn parse_duration(text: &str) -> Result<Duration, ExampleError> {
     let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let n: u64 = number
-        .parse()
-        .map_err(|_| ExampleError::Other(format!("not a duration: {text:?}")))?;
-    let ms = match unit.trim() {
-        "" | "ms" => 1,
-        "s" => 1_000,
-        "m" | "min" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        other => {
-            return Err(ExampleError::Other(format!(
-                "unknown duration unit {other:?} in {text:?}"
-            )));
-        }
-    };
-    Ok(Duration::from_millis(n.saturating_mul(ms)))
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text
+            .parse()
+            .map(Duration::from_millis)
+            .map_err(|_| ExampleError::Other(format!("duration out of range: {text:?}")));
+    }
+    humantime::parse_duration(text)
+        .map_err(|e| ExampleError::Other(format!("not a duration: {text:?} ({e})")))
 }
 
 /// Parses a comma-separated list of durations (`5m,30m,1h`), see [`parse_duration`].
@@ -50,5 +44,28 @@ mod tests {
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("m").is_err());
         assert_eq!(parse_delays("5m, 30m,1h").unwrap().len(), 3);
+    }
+
+    #[test]
+    fn every_form_the_ladder_accepted_still_parses() {
+        for (text, ms) in [
+            ("5s", 5_000),
+            ("5min", 300_000),
+            ("2d", 172_800_000),
+            (" 1s ", 1_000),
+            ("250 ms", 250),
+            ("0", 0),
+        ] {
+            assert_eq!(parse_duration(text).unwrap(), Duration::from_millis(ms), "{text}");
+        }
+        assert_eq!(
+            parse_delays("200ms,500ms,1s").unwrap(),
+            [200, 500, 1_000].map(Duration::from_millis)
+        );
+        assert_eq!(parse_duration("1h 30m").unwrap(), Duration::from_secs(5_400));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1_500));
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("-5s").is_err());
+        assert!(parse_duration("99999999999999999999999").is_err());
     }
 }
