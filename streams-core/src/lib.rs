@@ -54,7 +54,9 @@ pub use model::partitioner::{StreamPartitioner, default_partition, murmur2};
 pub use model::record::{Headers, OutputRecord, RawRecord, Record, RecordMetadata};
 pub use processor::{Cancellable, Processor, ProcessorContext, PunctuationType, ScheduleId};
 pub use runtime::{EmbeddedKafka, GroupProtocol, KafkaStreams, State, ThreadFailureResponse};
-pub use topology::{OffsetReset, SinkConfig, SourceConfig, Topology, TopologyBuilder, TopologyDescription};
+pub use topology::{
+    NodeRef, OffsetReset, SinkConfig, SourceConfig, StoreRef, Topology, TopologyBuilder, TopologyDescription,
+};
 
 /// The state-store crate, re-exported: stores, builders, serdes.
 pub use streams_state as state;

@@ -200,6 +200,18 @@ impl<KS, VS> KeyValueStoreBuilder<KS, VS> {
     }
 }
 
+impl<KS: Clone, VS: Clone> KeyValueStoreBuilder<KS, VS> {
+    /// The serde of the store's keys.
+    pub fn key_serde(&self) -> KS {
+        self.key_serde.clone()
+    }
+
+    /// The serde of the store's values.
+    pub fn value_serde(&self) -> VS {
+        self.value_serde.clone()
+    }
+}
+
 impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for KeyValueStoreBuilder<KS, VS> {
     fn name(&self) -> &str {
         &self.name

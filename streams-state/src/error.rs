@@ -82,13 +82,21 @@ pub enum StoreError {
     },
     /// A processor asked for a store that is not connected to it.
     #[error(
-        "store `{store}` is not connected to processor `{processor}`; connect it with add_state_store or connect_processor_and_state_stores"
+        "store `{store}` is not connected to processor `{processor}`; connect it with TopologyBuilder::connect (or add_state_store / connect_processor_and_state_stores)"
     )]
     NotConnected {
         /// The store's name.
         store: String,
         /// The processor that asked.
         processor: String,
+    },
+    /// No store of that name is where it was looked for.
+    #[error("store `{store}`: not found {place}")]
+    NotFound {
+        /// The store's name.
+        store: String,
+        /// Where it was looked for.
+        place: String,
     },
     /// The store was asked for with types or a kind it was not built with.
     #[error("store `{store}`: {message}")]

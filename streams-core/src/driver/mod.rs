@@ -23,7 +23,7 @@ use crate::model::error::StreamsError;
 use crate::model::handlers::ErrorPolicy;
 use crate::model::partitioner::default_partition;
 use crate::model::record::{Headers, OutputRecord};
-use crate::processor::PunctuationType;
+use crate::processor::{PunctuationType, StoreRef};
 use crate::task::factory::TaskFactory;
 use crate::task::observer::TaskObserver;
 use crate::task::shared::StoreSlot;
@@ -364,6 +364,30 @@ impl TopologyTestDriver {
         Self::typed(found, name)
     }
 
+    /// The typed handle of `store` in the task for `partition` (`-1` or `0` for the global
+    /// task or partition 0), opened with the store's own serdes.
+    pub fn store<KS, VS>(
+        &self,
+        store: &StoreRef<KS, VS>,
+        partition: i32,
+    ) -> Result<KvStore<KS, VS>, StoreError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        let inner = self.inner.borrow();
+        inner
+            .tasks
+            .values()
+            .filter(|t| t.id().partition == partition || (partition <= 0 && t.id().partition == -1))
+            .find_map(|t| t.stores().iter().find(|s| s.name == store.name()))
+            .map(|slot| store.open(slot.store.clone()))
+            .ok_or_else(|| StoreError::NotFound {
+                store: store.name().to_owned(),
+                place: format!("in the task of partition {partition}"),
+            })
+    }
+
     fn typed<KS, VS>(task: Option<&Task>, name: &str) -> Result<KvStore<KS, VS>, StoreError>
     where
         KS: Serde + Clone,
@@ -371,9 +395,9 @@ impl TopologyTestDriver {
     {
         let slot = task
             .and_then(|t| t.stores().iter().find(|s| s.name == name))
-            .ok_or_else(|| StoreError::WrongType {
+            .ok_or_else(|| StoreError::NotFound {
                 store: name.to_owned(),
-                message: "no such store".into(),
+                place: "in the test driver's tasks".into(),
             })?;
         slot.typed()
     }

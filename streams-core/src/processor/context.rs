@@ -6,7 +6,7 @@ use std::time::Duration;
 use streams_state::{KvStore, Serde, StoreError};
 
 use super::node::NodeContext;
-use super::{Cancellable, PunctuationType};
+use super::{Cancellable, PunctuationType, StoreRef};
 use crate::model::TaskId;
 use crate::model::error::ProcessResult;
 use crate::model::record::{Record, RecordMetadata};
@@ -82,6 +82,20 @@ impl<'a, K, V> ProcessorContext<'a, K, V> {
         VS: Serde + Clone,
     {
         self.cx.store(name)?.typed()
+    }
+
+    /// The typed handle of `store`, which must be connected to this processor (or be a
+    /// global store). Call it in the processor's supplier (see
+    /// [`TopologyBuilder::processor`](crate::TopologyBuilder::processor)) and keep the
+    /// handle: it reads and writes this task's instance of the store.
+    ///
+    /// Fails with [`StoreError::NotConnected`] for a store not connected to this processor.
+    pub fn store<KS, VS>(&self, store: &StoreRef<KS, VS>) -> Result<KvStore<KS, VS>, StoreError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        Ok(store.open(self.cx.store(store.name())?.store.clone()))
     }
 }
 

@@ -7,12 +7,14 @@
 
 mod context;
 pub(crate) mod node;
+mod store_ref;
 
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
 pub use context::ProcessorContext;
+pub use store_ref::StoreRef;
 
 use crate::model::error::ProcessResult;
 use crate::model::record::Record;

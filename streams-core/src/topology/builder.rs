@@ -154,7 +154,7 @@ impl TopologyBuilder {
         self
     }
 
-    fn source_def<KS, VS>(name: &str, config: SourceConfig<KS, VS>, global: bool) -> NodeDef
+    pub(super) fn source_def<KS, VS>(name: &str, config: SourceConfig<KS, VS>, global: bool) -> NodeDef
     where
         KS: Serde + Clone,
         VS: Serde + Clone,
@@ -202,7 +202,7 @@ impl TopologyBuilder {
         self
     }
 
-    fn processor_def<P, KIn, VIn, KOut, VOut, F>(
+    pub(super) fn processor_def<P, KIn, VIn, KOut, VOut, F>(
         name: &str,
         supplier: F,
         parents: Vec<String>,

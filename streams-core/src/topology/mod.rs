@@ -10,13 +10,16 @@ mod builder;
 mod describe;
 pub(crate) mod nodes;
 pub(crate) mod spec;
+mod typed;
 mod validate;
 
 use std::collections::BTreeSet;
 
+pub use crate::processor::StoreRef;
 pub use builder::{SinkConfig, SourceConfig, TopologyBuilder};
 pub use describe::TopologyDescription;
 pub use spec::{OffsetReset, TimestampExtractor};
+pub use typed::NodeRef;
 
 use spec::{NodeDef, NodeKind, StoreDef};
 

@@ -68,6 +68,58 @@ where
     }
 }
 
+/// A user processor made by its supplier in `init`, with the context (so it can open its
+/// stores and schedule punctuators). Until `init` there is no processor; a record or a
+/// punctuation before it is an engine bug, reported as an error.
+pub(crate) struct SuppliedNode<P, F, KIn, VIn, KOut, VOut> {
+    supplier: Arc<F>,
+    processor: Option<P>,
+    _types: PhantomData<fn(KIn, VIn, KOut, VOut)>,
+}
+
+impl<P, F, KIn, VIn, KOut, VOut> SuppliedNode<P, F, KIn, VIn, KOut, VOut> {
+    pub fn new(supplier: Arc<F>) -> Self {
+        Self {
+            supplier,
+            processor: None,
+            _types: PhantomData,
+        }
+    }
+
+    fn processor(&mut self) -> Result<&mut P, ProcessorError> {
+        self.processor
+            .as_mut()
+            .ok_or_else(|| "internal error: processor used before init".into())
+    }
+}
+
+impl<P, F, KIn, VIn, KOut, VOut> ErasedNode for SuppliedNode<P, F, KIn, VIn, KOut, VOut>
+where
+    P: Processor<KIn, VIn, KOut, VOut>,
+    F: Fn(&mut ProcessorContext<'_, KOut, VOut>) -> Result<P, ProcessorError>,
+    KIn: 'static,
+    VIn: 'static,
+{
+    fn init(&mut self, cx: &dyn NodeContext) -> ProcessResult {
+        let mut ctx = ProcessorContext::new(cx);
+        let mut processor = (self.supplier)(&mut ctx)?;
+        processor.init(&mut ctx)?;
+        self.processor = Some(processor);
+        Ok(())
+    }
+    fn process(&mut self, cx: &dyn NodeContext, record: &mut dyn Any) -> ProcessResult {
+        let record = take_record::<KIn, VIn>(record)?;
+        self.processor()?.process(&mut ProcessorContext::new(cx), record)
+    }
+    fn punctuate(&mut self, cx: &dyn NodeContext, id: ScheduleId, timestamp: i64) -> ProcessResult {
+        self.processor()?
+            .punctuate(&mut ProcessorContext::new(cx), id, timestamp)
+    }
+    fn close(&mut self) -> ProcessResult {
+        self.processor.as_mut().map_or(Ok(()), Processor::close)
+    }
+}
+
 /// A record whose key or value could not be deserialized by a source. The task hands it to
 /// the deserialization exception handler with the raw record.
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,285 @@
+//! The typed builder: handles as parents and stores, processors made by suppliers with
+//! their context, and what `build()` and `init` still catch. What the compiler catches is
+//! shown by the `compile_fail` examples in `src/topology/typed.rs`.
+
+use std::time::Duration;
+
+use streams_core::serdes::{StringSerde, U64Serde};
+use streams_core::state::KvStore;
+use streams_core::{
+    DriverConfig, ProcessResult, Processor, ProcessorContext, PunctuationType, Record, ScheduleId,
+    SinkConfig, SourceConfig, StoreRef, Stores, Topology, TopologyIssue, TopologyTestDriver,
+};
+
+/// Counts values per key in its store and forwards the count.
+struct Count {
+    counts: KvStore<StringSerde, U64Serde>,
+}
+
+impl Processor<String, String, String, u64> for Count {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, u64>,
+        r: Record<String, String>,
+    ) -> ProcessResult {
+        let n = self.counts.get(&r.key)?.unwrap_or(0) + 1;
+        self.counts.put(&r.key, &n)?;
+        ctx.forward(Record::new(r.key, n, r.timestamp))
+    }
+}
+
+fn count_topology() -> (Topology, StoreRef<StringSerde, U64Serde>) {
+    let mut b = Topology::builder();
+    let words = b.source("words", SourceConfig::new(["words"], StringSerde, StringSerde));
+    let counts = b.store(Stores::in_memory_kv("counts", StringSerde, U64Serde));
+    let count = b.processor("count", [&words], {
+        let counts = counts.clone();
+        move |ctx| {
+            Ok(Count {
+                counts: ctx.store(&counts)?,
+            })
+        }
+    });
+    b.connect(&count, &counts);
+    b.sink(
+        "out",
+        SinkConfig::topic("counts-out", StringSerde, U64Serde),
+        [&count],
+    );
+    (b.build().unwrap(), counts)
+}
+
+#[test]
+fn a_supplied_processor_counts_in_its_store() {
+    let (topology, counts) = count_topology();
+    let driver = TopologyTestDriver::new(topology, DriverConfig::default()).unwrap();
+    let input = driver.input_topic("words", StringSerde, StringSerde);
+    let output = driver.output_topic("counts-out", StringSerde, U64Serde);
+    for k in ["a", "b", "a", "a"] {
+        input.pipe(k.into(), "x".into()).unwrap();
+    }
+    let got: Vec<(String, u64)> = output.read_key_values().unwrap();
+    let expected: Vec<(String, u64)> = [("a", 1), ("b", 1), ("a", 2), ("a", 3)]
+        .into_iter()
+        .map(|(k, n)| (k.to_owned(), n))
+        .collect();
+    assert_eq!(got, expected);
+    let store = driver.store(&counts, 0).unwrap();
+    assert_eq!(store.get(&"a".to_owned()).unwrap(), Some(3));
+    assert_eq!(store.get(&"b".to_owned()).unwrap(), Some(1));
+}
+
+#[test]
+fn the_typed_and_the_named_builder_describe_alike() {
+    let (typed, _) = count_topology();
+    let mut b = Topology::builder();
+    b.add_source("words", ["words"], StringSerde, StringSerde)
+        .add_processor("count", || Pass, ["words"])
+        .add_state_store(Stores::in_memory_kv("counts", StringSerde, U64Serde), ["count"])
+        .add_sink("out", "counts-out", StringSerde, U64Serde, ["count"]);
+    let named = b.build().unwrap();
+    assert_eq!(typed.describe().to_string(), named.describe().to_string());
+}
+
+/// Forwards a constant count; only its shape matters.
+struct Pass;
+impl Processor<String, String, String, u64> for Pass {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, u64>,
+        r: Record<String, String>,
+    ) -> ProcessResult {
+        ctx.forward(Record::new(r.key, 0, r.timestamp))
+    }
+}
+
+#[test]
+fn a_store_connected_to_nothing_fails_the_build() {
+    let mut b = Topology::builder();
+    let words = b.source("words", SourceConfig::new(["words"], StringSerde, StringSerde));
+    let counts = b.store(Stores::in_memory_kv("counts", StringSerde, U64Serde));
+    let count = b.processor("count", [&words], {
+        let counts = counts.clone();
+        move |ctx| {
+            Ok(Count {
+                counts: ctx.store(&counts)?,
+            })
+        }
+    });
+    b.sink(
+        "out",
+        SinkConfig::topic("counts-out", StringSerde, U64Serde),
+        [&count],
+    );
+    let issues = b.build().expect_err("the store is connected to nothing").0;
+    assert!(
+        issues
+            .iter()
+            .any(|i| matches!(i, TopologyIssue::Store { store, .. } if store == "counts")),
+        "{issues:?}"
+    );
+}
+
+#[test]
+fn a_store_opened_by_a_processor_it_is_not_connected_to_fails_at_start() {
+    let mut b = Topology::builder();
+    let words = b.source("words", SourceConfig::new(["words"], StringSerde, StringSerde));
+    let counts = b.store(Stores::in_memory_kv("counts", StringSerde, U64Serde));
+    let owner = b.processor("owner", [&words], {
+        let counts = counts.clone();
+        move |ctx| {
+            Ok(Count {
+                counts: ctx.store(&counts)?,
+            })
+        }
+    });
+    b.connect(&owner, &counts);
+    let thief = b.processor("thief", [&words], {
+        let counts = counts.clone();
+        move |ctx| {
+            Ok(Count {
+                counts: ctx.store(&counts)?,
+            })
+        }
+    });
+    b.sink(
+        "out",
+        SinkConfig::topic("out", StringSerde, U64Serde),
+        [&owner, &thief],
+    );
+    let topology = b.build().unwrap();
+    let err = TopologyTestDriver::new(topology, DriverConfig::default())
+        .err()
+        .expect("thief is not connected to counts");
+    let text = format!("{err}: {:?}", std::error::Error::source(&err));
+    assert!(text.contains("counts") && text.contains("thief"), "{text}");
+}
+
+#[test]
+fn a_supplier_error_fails_the_task_at_start_naming_the_processor() {
+    let mut b = Topology::builder();
+    let words = b.source("words", SourceConfig::new(["words"], StringSerde, StringSerde));
+    let failing = b.processor(
+        "failing",
+        [&words],
+        |_ctx: &mut ProcessorContext<'_, String, u64>| Err::<Pass, _>("no configuration".into()),
+    );
+    b.sink("out", SinkConfig::topic("out", StringSerde, U64Serde), [&failing]);
+    let err = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default())
+        .err()
+        .expect("the supplier fails");
+    assert!(err.to_string().contains("failing"), "{err}");
+}
+
+/// Emits the number of records seen on every wall-clock punctuation; schedules in its
+/// supplier, which has the context.
+struct Ticker {
+    seen: u64,
+}
+impl Processor<String, String, String, u64> for Ticker {
+    fn process(
+        &mut self,
+        _: &mut ProcessorContext<'_, String, u64>,
+        _: Record<String, String>,
+    ) -> ProcessResult {
+        self.seen += 1;
+        Ok(())
+    }
+    fn punctuate(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, u64>,
+        _: ScheduleId,
+        at: i64,
+    ) -> ProcessResult {
+        ctx.forward(Record::new("seen".into(), self.seen, at))
+    }
+}
+
+#[test]
+fn a_supplier_can_schedule_and_processors_merge_typed_parents() {
+    let mut b = Topology::builder();
+    let left = b.source("left", SourceConfig::new(["left"], StringSerde, StringSerde));
+    let right = b.source("right", SourceConfig::new(["right"], StringSerde, StringSerde));
+    let ticker = b.processor("ticker", [&left, &right], |ctx| {
+        ctx.schedule(Duration::from_secs(1), PunctuationType::WallClock);
+        Ok(Ticker { seen: 0 })
+    });
+    b.sink(
+        "out",
+        SinkConfig::topic("ticks", StringSerde, U64Serde),
+        [&ticker],
+    );
+    let driver = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap();
+    driver
+        .input_topic("left", StringSerde, StringSerde)
+        .pipe("k".into(), "v".into())
+        .unwrap();
+    driver
+        .input_topic("right", StringSerde, StringSerde)
+        .pipe("k".into(), "v".into())
+        .unwrap();
+    driver.advance_wall_clock(Duration::from_secs(1)).unwrap();
+    let out = driver.output_topic("ticks", StringSerde, U64Serde);
+    assert_eq!(out.read_value().unwrap(), Some(2));
+}
+
+/// Writes every record into the global store.
+struct Load {
+    table: KvStore<StringSerde, StringSerde>,
+}
+impl Processor<String, String> for Load {
+    fn process(&mut self, _: &mut ProcessorContext<'_, (), ()>, r: Record<String, String>) -> ProcessResult {
+        self.table.put(&r.key, &r.value)?;
+        Ok(())
+    }
+}
+
+/// Looks each key up in the global table.
+struct Lookup {
+    table: KvStore<StringSerde, StringSerde>,
+}
+impl Processor<String, String, String, String> for Lookup {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, String>,
+        r: Record<String, String>,
+    ) -> ProcessResult {
+        let found = self.table.get(&r.key)?.unwrap_or_else(|| "-".into());
+        ctx.forward(r.with_value(found))
+    }
+}
+
+#[test]
+fn a_typed_global_store_is_readable_without_connect() {
+    let mut b = Topology::builder();
+    let table = b.global_store(
+        Stores::in_memory_kv("table", StringSerde, StringSerde).without_logging(),
+        "table-source",
+        SourceConfig::new(["table"], StringSerde, StringSerde),
+        "table-loader",
+        |_ctx, table| Ok(Load { table }),
+    );
+    assert_eq!(table.name(), "table");
+    let events = b.source("events", SourceConfig::new(["events"], StringSerde, StringSerde));
+    let lookup = b.processor("lookup", [&events], move |ctx| {
+        Ok(Lookup {
+            table: ctx.store(&table)?,
+        })
+    });
+    b.sink(
+        "out",
+        SinkConfig::topic("enriched", StringSerde, StringSerde),
+        [&lookup],
+    );
+    let driver = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap();
+    driver
+        .input_topic("table", StringSerde, StringSerde)
+        .pipe("k1".into(), "one".into())
+        .unwrap();
+    let events = driver.input_topic("events", StringSerde, StringSerde);
+    events.pipe("k1".into(), "e".into()).unwrap();
+    events.pipe("k2".into(), "e".into()).unwrap();
+    let out = driver.output_topic("enriched", StringSerde, StringSerde);
+    assert_eq!(out.read_value().unwrap(), Some("one".into()));
+    assert_eq!(out.read_value().unwrap(), Some("-".into()));
+}
