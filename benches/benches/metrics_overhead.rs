@@ -16,6 +16,7 @@ use streams_core::{
     DriverConfig, ProcessResult, Processor, ProcessorContext, Record, RecordingLevel, Stores, Topology,
     TopologyTestDriver,
 };
+use streams_core::{NodeRef, SourceConfig};
 use streams_examples::count::Count;
 
 const RECORDS: usize = 200_000;
@@ -42,10 +43,14 @@ fn topology(persistent: bool) -> Topology {
         Stores::in_memory_kv("counts", StringSerde, U64Serde)
     };
     let mut b = Topology::builder();
-    b.add_source("src", ["in"], StringSerde, StringSerde)
-        .add_processor("upper", || Upper, ["src"])
-        .add_processor("count", Count::default, ["upper"])
-        .add_state_store(store.with_caching().without_logging(), ["count"]);
+    let src = b.source("src", SourceConfig::new(["in"], StringSerde, StringSerde));
+    let upper = b.processor("upper", [&src], |_| Ok(Upper));
+    let counts = b.store(store.with_caching().without_logging());
+    let count: NodeRef<String, u64> = b.processor("count", [&upper], {
+        let counts = counts.clone();
+        move |ctx| Ok(Count::new(ctx.store(&counts)?))
+    });
+    b.connect(&count, &counts);
     b.build().expect("topology")
 }
 

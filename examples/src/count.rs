@@ -3,29 +3,30 @@
 
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::{
-    KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology, TopologyError,
+    KvStore, ProcessResult, Processor, ProcessorContext, Record, SinkConfig, SourceConfig, Stores, Topology,
+    TopologyError,
 };
 
 /// Counts records per key and forwards each new count.
-#[derive(Default)]
 pub struct Count {
-    store: Option<KvStore<StringSerde, U64Serde>>,
+    store: KvStore<StringSerde, U64Serde>,
+}
+
+impl Count {
+    /// Counts in `store`.
+    pub fn new(store: KvStore<StringSerde, U64Serde>) -> Self {
+        Self { store }
+    }
 }
 
 impl Processor<String, String, String, u64> for Count {
-    fn init(&mut self, ctx: &mut ProcessorContext<'_, String, u64>) -> ProcessResult {
-        self.store = Some(ctx.kv_store("counts")?);
-        Ok(())
-    }
-
     fn process(
         &mut self,
         ctx: &mut ProcessorContext<'_, String, u64>,
         r: Record<String, String>,
     ) -> ProcessResult {
-        let store = self.store.as_ref().ok_or("not initialized")?;
-        let n = store.get(&r.key)?.unwrap_or(0) + 1;
-        store.put(&r.key, &n)?;
+        let n = self.store.get(&r.key)?.unwrap_or(0) + 1;
+        self.store.put(&r.key, &n)?;
         ctx.forward(Record::new(r.key, n, r.timestamp))
     }
 }
@@ -45,15 +46,20 @@ pub fn count_topology_with_audit(
     seen: Option<&str>,
 ) -> Result<Topology, TopologyError> {
     let mut b = Topology::builder();
-    b.add_source("source", [input], StringSerde, StringSerde)
-        .add_processor("count", Count::default, ["source"])
-        .add_state_store(
-            Stores::persistent_kv("counts", StringSerde, U64Serde).with_caching(),
-            ["count"],
-        )
-        .add_sink("sink", output, StringSerde, U64Serde, ["count"]);
+    let source = b.source("source", SourceConfig::new([input], StringSerde, StringSerde));
+    let counts = b.store(Stores::persistent_kv("counts", StringSerde, U64Serde).with_caching());
+    let count = b.processor("count", [&source], {
+        let counts = counts.clone();
+        move |ctx| Ok(Count::new(ctx.store(&counts)?))
+    });
+    b.connect(&count, &counts);
+    b.sink("sink", SinkConfig::topic(output, StringSerde, U64Serde), [&count]);
     if let Some(seen) = seen {
-        b.add_sink("seen", seen, StringSerde, StringSerde, ["source"]);
+        b.sink(
+            "seen",
+            SinkConfig::topic(seen, StringSerde, StringSerde),
+            [&source],
+        );
     }
     b.build()
 }

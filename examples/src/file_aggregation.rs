@@ -29,7 +29,8 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 use streams_core::serdes::{JsonSerde, StringSerde, U64Serde};
 use streams_core::{
-    KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology, TopologyError,
+    KvStore, ProcessResult, Processor, ProcessorContext, Record, SinkConfig, SourceConfig, Stores, Topology,
+    TopologyError,
 };
 
 use crate::ExampleError;
@@ -136,43 +137,40 @@ pub fn part_prefix(file: &str) -> String {
     format!("{file}-part-")
 }
 
+/// The store of every result line received, keyed by [`part_key`].
+type Parts = KvStore<StringSerde, StringSerde>;
+/// The store of each file's [`Progress`].
+type Files = KvStore<StringSerde, JsonSerde<Progress>>;
+
 /// The aggregator processor.
 pub struct Aggregator {
     out_dir: PathBuf,
-    parts: Option<KvStore<StringSerde, StringSerde>>,
-    files: Option<KvStore<StringSerde, JsonSerde<Progress>>>,
+    parts: Parts,
+    files: Files,
     /// Files whose count was recounted since this instance started.
     repaired: std::collections::HashSet<String>,
 }
 
 impl Aggregator {
-    /// Writes result files into `out_dir`.
-    pub fn new(out_dir: PathBuf) -> Self {
+    /// Writes result files into `out_dir`, keeping results in `parts` and progress in
+    /// `files` until a file is complete.
+    pub fn new(out_dir: PathBuf, parts: Parts, files: Files) -> Self {
         Self {
             out_dir,
-            parts: None,
-            files: None,
+            parts,
+            files,
             repaired: std::collections::HashSet::new(),
         }
     }
 }
 
 impl Processor<String, AggregatorMessage, String, u64> for Aggregator {
-    fn init(&mut self, ctx: &mut ProcessorContext<'_, String, u64>) -> ProcessResult {
-        self.parts = Some(ctx.kv_store("file-parts")?);
-        self.files = Some(ctx.kv_store("file-progress")?);
-        Ok(())
-    }
-
     fn process(
         &mut self,
         ctx: &mut ProcessorContext<'_, String, u64>,
         r: Record<String, AggregatorMessage>,
     ) -> ProcessResult {
-        let (parts, files) = (
-            self.parts.as_ref().ok_or("init")?,
-            self.files.as_ref().ok_or("init")?,
-        );
+        let (parts, files) = (&self.parts, &self.files);
         let file = r.key;
         if file.contains("-part-") {
             return Err(format!("file id `{file}` contains `-part-`").into());
@@ -230,31 +228,33 @@ pub fn aggregator_topology(out_dir: &Path) -> Result<Topology, TopologyError> {
 pub fn aggregator_topology_on(topics: &Topics, out_dir: &Path) -> Result<Topology, TopologyError> {
     let out_dir = out_dir.to_path_buf();
     let mut b = Topology::builder();
-    b.add_source(
+    let input = b.source(
         "aggregator-input",
-        [topics.aggregator_input.as_str()],
-        StringSerde,
-        JsonSerde::<AggregatorMessage>::new(),
-    )
-    .add_processor(
-        "aggregator",
-        move || Aggregator::new(out_dir.clone()),
-        ["aggregator-input"],
-    )
-    .add_state_store(
-        Stores::persistent_kv("file-parts", StringSerde, StringSerde).with_caching(),
-        ["aggregator"],
-    )
-    .add_state_store(
+        SourceConfig::new(
+            [topics.aggregator_input.as_str()],
+            StringSerde,
+            JsonSerde::<AggregatorMessage>::new(),
+        ),
+    );
+    let parts = b.store(Stores::persistent_kv("file-parts", StringSerde, StringSerde).with_caching());
+    let files = b.store(
         Stores::persistent_kv("file-progress", StringSerde, JsonSerde::<Progress>::new()).with_caching(),
-        ["aggregator"],
-    )
-    .add_sink(
+    );
+    let aggregator = b.processor("aggregator", [&input], {
+        let (parts, files) = (parts.clone(), files.clone());
+        move |ctx| {
+            Ok(Aggregator::new(
+                out_dir.clone(),
+                ctx.store(&parts)?,
+                ctx.store(&files)?,
+            ))
+        }
+    });
+    b.connect(&aggregator, &parts).connect(&aggregator, &files);
+    b.sink(
         "files-done",
-        topics.files_done.as_str(),
-        StringSerde,
-        U64Serde,
-        ["aggregator"],
+        SinkConfig::topic(topics.files_done.as_str(), StringSerde, U64Serde),
+        [&aggregator],
     );
     b.build()
 }
@@ -328,23 +328,25 @@ pub fn service_topology(behaviour: ServiceBehaviour) -> Result<Topology, Topolog
 /// The command service's topology on `topics`.
 pub fn service_topology_on(topics: &Topics, behaviour: ServiceBehaviour) -> Result<Topology, TopologyError> {
     let mut b = Topology::builder();
-    b.add_source(
+    let pending = b.source(
         "pending",
-        [topics.pending.as_str()],
-        streams_core::serdes::UnitSerde,
-        JsonSerde::<Command>::new(),
-    )
-    .add_processor(
-        "command-service",
-        move || CommandService { behaviour },
-        ["pending"],
-    )
-    .add_sink(
+        SourceConfig::new(
+            [topics.pending.as_str()],
+            streams_core::serdes::UnitSerde,
+            JsonSerde::<Command>::new(),
+        ),
+    );
+    let service = b.processor("command-service", [&pending], move |_| {
+        Ok(CommandService { behaviour })
+    });
+    b.sink(
         "results",
-        topics.aggregator_input.as_str(),
-        StringSerde,
-        JsonSerde::<AggregatorMessage>::new(),
-        ["command-service"],
+        SinkConfig::topic(
+            topics.aggregator_input.as_str(),
+            StringSerde,
+            JsonSerde::<AggregatorMessage>::new(),
+        ),
+        [&service],
     );
     b.build()
 }

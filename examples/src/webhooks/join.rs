@@ -9,7 +9,8 @@
 
 use streams_core::serdes::{JsonSerde, NullableSerde, StringSerde};
 use streams_core::{
-    KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology, TopologyError,
+    KvStore, ProcessResult, Processor, ProcessorContext, Record, SinkConfig, SourceConfig, Stores, Topology,
+    TopologyError,
 };
 
 use super::records::{EventLog, WebHook, WebHookRequest};
@@ -22,27 +23,20 @@ type Hooks = KvStore<StringSerde, JsonSerde<WebHook>>;
 
 /// Materializes the web-hook topic into [`STORE`], as a KTable would: a value upserts, a
 /// null value deletes.
-#[derive(Debug, Default)]
 pub struct WebHookMaterializer {
-    store: Option<Hooks>,
+    store: Hooks,
 }
 
 impl Processor<String, Option<WebHook>> for WebHookMaterializer {
-    fn init(&mut self, ctx: &mut ProcessorContext<'_, (), ()>) -> ProcessResult {
-        self.store = Some(ctx.kv_store(STORE)?);
-        Ok(())
-    }
-
     fn process(
         &mut self,
         _: &mut ProcessorContext<'_, (), ()>,
         r: Record<String, Option<WebHook>>,
     ) -> ProcessResult {
-        let store = self.store.as_ref().ok_or("not initialized")?;
         match r.value {
-            Some(hook) => store.put(&r.key, &hook)?,
+            Some(hook) => self.store.put(&r.key, &hook)?,
             None => {
-                store.delete(&r.key)?;
+                self.store.delete(&r.key)?;
             }
         }
         Ok(())
@@ -51,28 +45,21 @@ impl Processor<String, Option<WebHook>> for WebHookMaterializer {
 
 /// The range join: each event prefix-scans its user's hooks and forwards one
 /// [`WebHookRequest`] per hook whose `event_id` matches, keyed by the hook's key.
-#[derive(Debug, Default)]
 pub struct EventLogProcessor {
-    store: Option<Hooks>,
+    store: Hooks,
 }
 
 impl Processor<String, EventLog, String, WebHookRequest> for EventLogProcessor {
-    fn init(&mut self, ctx: &mut ProcessorContext<'_, String, WebHookRequest>) -> ProcessResult {
-        self.store = Some(ctx.kv_store(STORE)?);
-        Ok(())
-    }
-
     fn process(
         &mut self,
         ctx: &mut ProcessorContext<'_, String, WebHookRequest>,
         r: Record<String, EventLog>,
     ) -> ProcessResult {
-        let store = self.store.as_ref().ok_or("not initialized")?;
         let source = ctx.record_metadata().map_or_else(
             || format!("t{}", r.timestamp),
             |m| format!("{}/{}/{}", m.topic, m.partition, m.offset),
         );
-        let reader = store.read()?;
+        let reader = self.store.read()?;
         // Forwarding while the iterator is open is fine: the store is only read.
         for entry in reader.prefix_scan(&format!("{}:", user_key(r.value.user_id)), &StringSerde)? {
             let (key, hook) = entry?;
@@ -103,38 +90,49 @@ impl Processor<String, EventLog, String, WebHookRequest> for EventLogProcessor {
 /// ```
 pub fn topology(topics: &WebHookTopics) -> Result<Topology, TopologyError> {
     let mut b = Topology::builder();
-    b.add_source(
+    let hooks =
+        b.store(Stores::persistent_kv(STORE, StringSerde, JsonSerde::<WebHook>::new()).with_caching());
+    let web_hooks = b.source(
         "Source-WebHook",
-        [topics.web_hooks.as_str()],
-        StringSerde,
-        NullableSerde(JsonSerde::<WebHook>::new()),
-    )
-    .add_processor(
-        "WebHookMaterializer",
-        WebHookMaterializer::default,
-        ["Source-WebHook"],
-    )
-    .add_source(
+        SourceConfig::new(
+            [topics.web_hooks.as_str()],
+            StringSerde,
+            NullableSerde(JsonSerde::<WebHook>::new()),
+        ),
+    );
+    let materializer = b.processor("WebHookMaterializer", [&web_hooks], {
+        let hooks = hooks.clone();
+        move |ctx| {
+            Ok(WebHookMaterializer {
+                store: ctx.store(&hooks)?,
+            })
+        }
+    });
+    let events = b.source(
         "Source-EventLog",
-        [topics.event_logs.as_str()],
-        StringSerde,
-        JsonSerde::<EventLog>::new(),
-    )
-    .add_processor(
-        "EventLogProcessor",
-        EventLogProcessor::default,
-        ["Source-EventLog"],
-    )
-    .add_state_store(
-        Stores::persistent_kv(STORE, StringSerde, JsonSerde::<WebHook>::new()).with_caching(),
-        ["WebHookMaterializer", "EventLogProcessor"],
-    )
-    .add_sink(
+        SourceConfig::new(
+            [topics.event_logs.as_str()],
+            StringSerde,
+            JsonSerde::<EventLog>::new(),
+        ),
+    );
+    let join = b.processor("EventLogProcessor", [&events], {
+        let hooks = hooks.clone();
+        move |ctx| {
+            Ok(EventLogProcessor {
+                store: ctx.store(&hooks)?,
+            })
+        }
+    });
+    b.connect(&materializer, &hooks).connect(&join, &hooks);
+    b.sink(
         "Sink-WebHookRequest",
-        topics.requests.as_str(),
-        StringSerde,
-        JsonSerde::<WebHookRequest>::new(),
-        ["EventLogProcessor"],
+        SinkConfig::topic(
+            topics.requests.as_str(),
+            StringSerde,
+            JsonSerde::<WebHookRequest>::new(),
+        ),
+        [&join],
     );
     b.build()
 }

@@ -2,6 +2,7 @@
 //! rdkafka loop, each run as a child process until its standard input closes.
 
 use super::*;
+use streams_core::{SinkConfig, SourceConfig};
 
 pub(crate) struct AppArgs {
     pub(crate) workload: String,
@@ -135,7 +136,7 @@ pub(crate) use streams_examples::count::Count;
 
 pub(crate) fn topology(workload: &str, input: &str, output: &str) -> Res<Topology> {
     let mut b = Topology::builder();
-    b.add_source("source", [input], StringSerde, StringSerde);
+    let source = b.source("source", SourceConfig::new([input], StringSerde, StringSerde));
     match workload {
         "map" => {
             b.add_processor("map", || PassThrough, ["source"]).add_sink(
@@ -156,12 +157,13 @@ pub(crate) fn topology(workload: &str, input: &str, output: &str) -> Res<Topolog
             );
         }
         "count" => {
-            b.add_processor("count", Count::default, ["source"])
-                .add_state_store(
-                    Stores::persistent_kv("counts", StringSerde, U64Serde).with_caching(),
-                    ["count"],
-                )
-                .add_sink("sink", output, StringSerde, U64Serde, ["count"]);
+            let counts = b.store(Stores::persistent_kv("counts", StringSerde, U64Serde).with_caching());
+            let count = b.processor("count", [&source], {
+                let counts = counts.clone();
+                move |ctx| Ok(Count::new(ctx.store(&counts)?))
+            });
+            b.connect(&count, &counts);
+            b.sink("sink", SinkConfig::topic(output, StringSerde, U64Serde), [&count]);
         }
         "join10" | "join100" => {
             let rows = if workload == "join10" { 10 } else { 100 };
