@@ -12,12 +12,10 @@
 use std::time::Instant;
 
 use streams_core::serdes::{StringSerde, U64Serde};
-use streams_core::{
-    DriverConfig, ProcessResult, Processor, ProcessorContext, Record, RecordingLevel, Stores, Topology,
-    TopologyTestDriver,
-};
 use streams_core::{NodeRef, SourceConfig};
+use streams_core::{ProcessResult, Processor, ProcessorContext, Record, RecordingLevel, Stores, Topology};
 use streams_examples::count::Count;
+use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
 const RECORDS: usize = 200_000;
 const KEYS: usize = 1_000;

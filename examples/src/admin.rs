@@ -3,14 +3,16 @@
 //!
 //! Every call is bounded in time ([`ADMIN_TIMEOUT`]).
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::future::Future;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::types::RDKafkaErrorCode;
-use streams_core::testing::{block_on_timeout, wait_for_topic};
 
 use crate::ExampleError;
 
@@ -58,11 +60,69 @@ pub fn create_topics(bootstrap: &str, topics: &[String], partitions: i32) -> Res
             }
         }
     }
+    let consumer: BaseConsumer = ClientConfig::new().set("bootstrap.servers", bootstrap).create()?;
     for t in topics {
-        wait_for_topic(bootstrap, t, 1, ADMIN_TIMEOUT)
-            .map_err(|e| ExampleError::Other(format!("topic {t}: {e}")))?;
+        wait_for_leaders(&consumer, t, ADMIN_TIMEOUT)?;
     }
     Ok(())
+}
+
+/// Waits until the broker's metadata lists `topic` with a leader for every partition.
+fn wait_for_leaders(consumer: &BaseConsumer, topic: &str, timeout: Duration) -> Result<(), ExampleError> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let request = deadline
+            .saturating_duration_since(Instant::now())
+            .clamp(Duration::from_millis(100), Duration::from_secs(5));
+        let last = match consumer.fetch_metadata(Some(topic), request) {
+            Ok(metadata) => match metadata.topics().iter().find(|m| m.name() == topic) {
+                Some(m) if m.error().is_some() => {
+                    format!("topic error {:?}", m.error().map(RDKafkaErrorCode::from))
+                }
+                Some(m) if !m.partitions().is_empty() && m.partitions().iter().all(|p| p.leader() >= 0) => {
+                    return Ok(());
+                }
+                Some(m) => format!("{} partitions, not all with a leader", m.partitions().len()),
+                None => "not in the metadata".to_owned(),
+            },
+            Err(e) => e.to_string(),
+        };
+        if Instant::now() >= deadline {
+            return Err(ExampleError::Other(format!(
+                "topic {topic}: no leader for every partition after {timeout:?} (last: {last})"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Wakes the thread blocked in [`block_on_timeout`].
+struct ThreadWaker(std::thread::Thread);
+
+impl Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Runs `future` (an rdkafka admin future, completed by librdkafka's threads) on the
+/// calling thread until it completes or `timeout` passes (`None`). It blocks only the
+/// calling thread, so it works inside or outside a tokio runtime alike.
+fn block_on_timeout<F: Future>(future: F, timeout: Duration) -> Option<F::Output> {
+    let mut future = std::pin::pin!(future);
+    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return Some(output);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return None;
+        }
+        std::thread::park_timeout(deadline - now);
+    }
 }
 
 /// The names of the topics whose name starts with `prefix`, sorted.

@@ -14,7 +14,7 @@ use std::process::Child;
 use std::time::Duration;
 
 use rand::Rng;
-use streams_core::testing::{self, ProduceRecord};
+use streams_test_utils::kafka::{self, ProduceRecord};
 
 mod common;
 
@@ -38,8 +38,8 @@ struct Seen {
 }
 
 fn run(guarantee: &str, test: &str) -> Option<Seen> {
-    let bootstrap = testing::require_kafka(test)?;
-    let app = testing::unique_name(&format!("crash-{guarantee}"));
+    let bootstrap = kafka::require_kafka(test)?;
+    let app = kafka::unique_name(&format!("crash-{guarantee}"));
     let topics = CountTopics::create(&bootstrap, "crash", 4, true);
     let input = topics.input.clone();
     let state = tempfile::tempdir().unwrap();
@@ -53,7 +53,7 @@ fn run(guarantee: &str, test: &str) -> Option<Seen> {
     // Input flows while the application is killed and restarted.
     let feeder = std::thread::spawn(move || {
         for chunk in records.chunks(5_000) {
-            testing::produce(
+            kafka::produce(
                 &producer_bootstrap,
                 &producer_input,
                 chunk,

@@ -42,7 +42,7 @@ use rdkafka::ClientContext;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
-use streams_core::testing;
+use streams_test_utils::kafka;
 
 mod common;
 
@@ -261,9 +261,9 @@ impl ProducerContext for Acks {
 
 /// Writes batches of records, key after key, each with its key's next sequence number,
 /// until `stop` is set; each batch is acknowledged before the next. One idempotent producer
-/// (`testing::produce` makes one per call, too slow for this rate).
+/// (`kafka::produce` makes one per call, too slow for this rate).
 fn feed(bootstrap: &str, input: &str, stop: &AtomicBool) -> Fed {
-    let producer: BaseProducer<Acks> = testing::producer_config(bootstrap)
+    let producer: BaseProducer<Acks> = kafka::producer_config(bootstrap)
         .create_with_context(Acks(Mutex::new(Vec::new())))
         .unwrap();
     let mut fed = Fed {
@@ -321,7 +321,7 @@ fn feed(bootstrap: &str, input: &str, stop: &AtomicBool) -> Fed {
 /// Input records whose offsets the group has not committed yet, per partition (only those
 /// behind), and in all.
 fn behind(run: &Run, ends: &BTreeMap<i32, i64>) -> (BTreeMap<i32, i64>, i64) {
-    let committed: BTreeMap<i32, i64> = testing::committed_offsets(
+    let committed: BTreeMap<i32, i64> = kafka::committed_offsets(
         &run.bootstrap,
         &run.app,
         &run.topics.input,
@@ -418,11 +418,11 @@ impl fmt::Display for Change {
 #[test]
 fn exactly_once_through_joins_clean_leaves_and_sigkills_of_two_instances() {
     let test = "exactly_once_through_joins_clean_leaves_and_sigkills_of_two_instances";
-    let Some(bootstrap) = testing::require_kafka(test) else {
+    let Some(bootstrap) = kafka::require_kafka(test) else {
         return;
     };
     let started = Instant::now();
-    let app = testing::unique_name("eos-churn");
+    let app = kafka::unique_name("eos-churn");
     let topics = CountTopics::create(&bootstrap, "eos-churn", PARTITIONS, true);
     let run = Run {
         bootstrap,

@@ -9,13 +9,13 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use streams_core::testing::{self, ConsumeUntil};
 use streams_core::{KafkaStreams, State, StreamsConfig};
 use streams_examples::file_aggregation::{
     ServiceBehaviour, Topics, expected_result, generate, read_commands, service_topology_on,
 };
 use streams_examples::splitter::split_to;
 use streams_state::{KeyValueStore, RocksDbKeyValueStore, RocksDbResources};
+use streams_test_utils::kafka::{self, ConsumeUntil};
 
 const FAILURE_RATE: f64 = 0.05;
 
@@ -36,7 +36,7 @@ fn spawn_aggregator(bootstrap: &str, app: &str, prefix: &str, out: &Path, state:
 
 /// The distinct files reported done so far (committed output only).
 fn files_done(bootstrap: &str, topics: &Topics) -> BTreeSet<String> {
-    testing::consume_all(
+    kafka::consume_all(
         bootstrap,
         &topics.files_done,
         ConsumeUntil::Idle(Duration::ZERO),
@@ -62,14 +62,14 @@ fn wait_for_files(bootstrap: &str, topics: &Topics, n: usize, timeout: Duration)
 
 #[test]
 fn files_are_complete_and_ordered_across_an_aggregator_crash() {
-    let Some(bootstrap) = testing::require_kafka("files_are_complete_and_ordered_across_an_aggregator_crash")
+    let Some(bootstrap) = kafka::require_kafka("files_are_complete_and_ordered_across_an_aggregator_crash")
     else {
         return;
     };
-    let prefix = testing::unique_name("fa");
+    let prefix = kafka::unique_name("fa");
     let topics = Topics::prefixed(&prefix);
     for t in topics.all() {
-        testing::create_topic(&bootstrap, t, 4, &[]).unwrap();
+        kafka::create_topic(&bootstrap, t, 4, &[]).unwrap();
     }
     let work = tempfile::tempdir().unwrap();
     let (inputs, out, state) = (

@@ -1,7 +1,7 @@
 //! The example binaries run as a user runs them: as processes, with their default
 //! arguments, on the default broker (`scripts/kafka.sh ensure` finds the test broker running;
 //! `KAFKA_PORT` is passed on from `STREAMS_TEST_BOOTSTRAP`). Skipped without a broker (see
-//! `streams_core::testing::require_kafka`).
+//! `streams_test_utils::kafka::require_kafka`).
 //!
 //! - `file-aggregation-demo` exactly as the README runs it (100,000 lines): exit 0, says
 //!   `result verified`, the result file is checked line by line here too, its topics are
@@ -23,9 +23,9 @@ use rdkafka::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
-use streams_core::testing::{self, ProduceRecord};
 use streams_examples::admin::topics_with_prefix;
 use streams_examples::file_aggregation::{AggregatorMessage, expected_result, generate, read_commands};
+use streams_test_utils::kafka::{self, ProduceRecord};
 
 /// The demo's defaults, as the README runs it.
 const DEMO_LINES: u64 = 100_000;
@@ -204,7 +204,7 @@ fn demo(bootstrap: &str, tmp: &Path, args: &[&str], lines: u64) -> DemoRun {
 
 #[test]
 fn file_aggregation_demo_as_the_readme_runs_it() {
-    let Some(bootstrap) = testing::require_kafka("file_aggregation_demo_as_the_readme_runs_it") else {
+    let Some(bootstrap) = kafka::require_kafka("file_aggregation_demo_as_the_readme_runs_it") else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -213,7 +213,7 @@ fn file_aggregation_demo_as_the_readme_runs_it() {
 
 #[test]
 fn file_aggregation_demo_twice_on_one_broker() {
-    let Some(bootstrap) = testing::require_kafka("file_aggregation_demo_twice_on_one_broker") else {
+    let Some(bootstrap) = kafka::require_kafka("file_aggregation_demo_twice_on_one_broker") else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -226,7 +226,7 @@ fn file_aggregation_demo_twice_on_one_broker() {
 
 #[test]
 fn webhook_join_demo_runs_with_defaults() {
-    let Some(bootstrap) = testing::require_kafka("webhook_join_demo_runs_with_defaults") else {
+    let Some(bootstrap) = kafka::require_kafka("webhook_join_demo_runs_with_defaults") else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -259,7 +259,7 @@ fn webhook_join_demo_runs_with_defaults() {
 
 #[test]
 fn dlq_tool_lists_with_defaults() {
-    let Some(bootstrap) = testing::require_kafka("dlq_tool_lists_with_defaults") else {
+    let Some(bootstrap) = kafka::require_kafka("dlq_tool_lists_with_defaults") else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -277,9 +277,9 @@ fn dlq_tool_lists_with_defaults() {
     );
 
     // A new, empty dead-letter topic, and one that does not exist.
-    let empty = format!("{}-dlq", testing::unique_name("readme"));
-    testing::create_topic(&bootstrap, &empty, 2, &[]).unwrap();
-    let missing = format!("{}-dlq", testing::unique_name("readme-missing"));
+    let empty = format!("{}-dlq", kafka::unique_name("readme"));
+    kafka::create_topic(&bootstrap, &empty, 2, &[]).unwrap();
+    let missing = format!("{}-dlq", kafka::unique_name("readme-missing"));
     for (topic, says) in [
         (&empty, "0 dead letter(s) pending".to_owned()),
         (
@@ -375,7 +375,7 @@ impl Running {
 fn wait_for_key(bootstrap: &str, topic: &str, key: &str, read_committed: bool) -> Vec<u8> {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
-        .set("group.id", testing::unique_name("readme-reader"))
+        .set("group.id", kafka::unique_name("readme-reader"))
         .set("enable.auto.commit", "false")
         .set(
             "isolation.level",
@@ -410,14 +410,14 @@ fn wait_for_key(bootstrap: &str, topic: &str, key: &str, read_committed: bool) -
 
 #[test]
 fn count_app_counts_with_defaults() {
-    let Some(bootstrap) = testing::require_kafka("count_app_counts_with_defaults") else {
+    let Some(bootstrap) = kafka::require_kafka("count_app_counts_with_defaults") else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
     let mut app = Running::start(env!("CARGO_BIN_EXE_count-app"), &bootstrap, tmp.path());
     app.wait_started();
-    let key = testing::unique_name("readme-key");
-    testing::produce(
+    let key = kafka::unique_name("readme-key");
+    kafka::produce(
         &bootstrap,
         "count-app-input",
         &[ProduceRecord::new(&key, "a"), ProduceRecord::new(&key, "b")],
@@ -439,14 +439,14 @@ fn count_app_counts_with_defaults() {
 
 #[test]
 fn file_aggregator_aggregates_with_defaults() {
-    let Some(bootstrap) = testing::require_kafka("file_aggregator_aggregates_with_defaults") else {
+    let Some(bootstrap) = kafka::require_kafka("file_aggregator_aggregates_with_defaults") else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
     let mut app = Running::start(env!("CARGO_BIN_EXE_file-aggregator"), &bootstrap, tmp.path());
     app.wait_started();
     // Three results, out of order, and the total, as the service and the splitter send them.
-    let file = testing::unique_name("readme-file");
+    let file = kafka::unique_name("readme-file");
     let message = |m: &AggregatorMessage| ProduceRecord::new(&file, serde_json::to_vec(m).unwrap());
     let result = |line: u64, status: &str| AggregatorMessage::Result {
         line,
@@ -459,7 +459,7 @@ fn file_aggregator_aggregates_with_defaults() {
         message(&AggregatorMessage::Total { lines: 3 }),
         message(&result(1, "ok")),
     ];
-    testing::produce(&bootstrap, "aggregator-input", &records, WAIT).unwrap();
+    kafka::produce(&bootstrap, "aggregator-input", &records, WAIT).unwrap();
     let done = wait_for_key(&bootstrap, "files-done", &file, true);
     assert_eq!(done, 3u64.to_be_bytes());
     let out = app.finish();

@@ -7,22 +7,22 @@ use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::Duration;
 
-use streams_core::testing::{self, ProduceRecord};
+use streams_test_utils::kafka::{self, ProduceRecord};
 
 mod common;
 
 use common::CountTopics;
 
 fn stops_cleanly_on(signal: &str, test: &str) {
-    let Some(bootstrap) = testing::require_kafka(test) else {
+    let Some(bootstrap) = kafka::require_kafka(test) else {
         return;
     };
-    let app = testing::unique_name("signal-app");
+    let app = kafka::unique_name("signal-app");
     let topics = CountTopics::create(&bootstrap, "signal", 2, false);
     let records: Vec<ProduceRecord> = (0..10)
         .map(|i| ProduceRecord::new(format!("k{i}"), "x"))
         .collect();
-    testing::produce(&bootstrap, &topics.input, &records, Duration::from_secs(30)).unwrap();
+    kafka::produce(&bootstrap, &topics.input, &records, Duration::from_secs(30)).unwrap();
     let state = tempfile::tempdir().unwrap();
 
     // Standard input stays open: only the signal can stop it.
@@ -37,10 +37,10 @@ fn stops_cleanly_on(signal: &str, test: &str) {
         "count-app did not start"
     );
     // All ten counted (each key once).
-    let counted = testing::consume_all(
+    let counted = kafka::consume_all(
         &bootstrap,
         &topics.output,
-        testing::ConsumeUntil::Count(10),
+        kafka::ConsumeUntil::Count(10),
         Duration::from_secs(60),
         false,
     )
@@ -57,7 +57,7 @@ fn stops_cleanly_on(signal: &str, test: &str) {
         "{rest:?}"
     );
     let committed =
-        testing::committed_offsets(&bootstrap, &app, &topics.input, Duration::from_secs(30)).unwrap();
+        kafka::committed_offsets(&bootstrap, &app, &topics.input, Duration::from_secs(30)).unwrap();
     let total: i64 = committed.iter().filter_map(|(_, o)| *o).sum();
     assert_eq!(
         total, 10,

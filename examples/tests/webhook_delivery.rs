@@ -1,5 +1,5 @@
 //! The web-hook example against the real broker (skipped without one, see
-//! `streams_core::testing::require_kafka`): the range join end to end, HTTP delivery through
+//! `streams_test_utils::kafka::require_kafka`): the range join end to end, HTTP delivery through
 //! a millisecond retry ladder to a local server that fails on purpose, the dead-letter
 //! topic and its tool, and retries never blocking live traffic.
 //!
@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use streams_core::testing::{self, ConsumeUntil, ProduceRecord};
 use streams_core::{KafkaStreams, StreamsConfig};
 use streams_examples::admin::create_topics;
 use streams_examples::retry::dlq::{DlqTool, ReplaySelection};
@@ -23,13 +22,14 @@ use streams_examples::webhooks::{
     EventLog, PipelineConfig, WebHook, WebHookPipeline, WebHookProducer, WebHookRequest, WebHookTopics,
     expected_requests, hook_key, topology,
 };
+use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
 
 const PARTITIONS: i32 = 3;
 const WAIT: Duration = Duration::from_secs(90);
 
 /// Fresh topic names for one test.
 fn fresh_topics(test: &str) -> WebHookTopics {
-    WebHookTopics::with_suffix(&format!("-{}", testing::unique_name(test)))
+    WebHookTopics::with_suffix(&format!("-{}", kafka::unique_name(test)))
 }
 
 /// Consumer settings so groups form quickly on the test broker.
@@ -79,17 +79,17 @@ fn request_of(r: &RetryRecord) -> WebHookRequest {
 
 #[test]
 fn join_emits_one_request_per_matching_hook_on_kafka() {
-    let Some(bootstrap) = testing::require_kafka("join_emits_one_request_per_matching_hook_on_kafka") else {
+    let Some(bootstrap) = kafka::require_kafka("join_emits_one_request_per_matching_hook_on_kafka") else {
         return;
     };
     let topics = fresh_topics("join");
     for t in [&topics.web_hooks, &topics.event_logs, &topics.requests] {
-        testing::create_topic(&bootstrap, t, PARTITIONS, &[]).unwrap();
+        kafka::create_topic(&bootstrap, t, PARTITIONS, &[]).unwrap();
     }
     let state = tempfile::tempdir().unwrap();
     let mut properties = streams_properties();
     properties.extend([
-        ("application.id".to_owned(), testing::unique_name("webhook-join")),
+        ("application.id".to_owned(), kafka::unique_name("webhook-join")),
         ("bootstrap.servers".to_owned(), bootstrap.clone()),
         ("state.dir".to_owned(), state.path().display().to_string()),
     ]);
@@ -141,7 +141,7 @@ fn join_emits_one_request_per_matching_hook_on_kafka() {
 
     let expected = expected_requests(&hooks, &deleted, &events);
     assert_eq!(expected.len(), 3 + 2 + 1 + 1, "{expected:?}");
-    let out = testing::consume_all(
+    let out = kafka::consume_all(
         &bootstrap,
         &topics.requests,
         ConsumeUntil::Count(expected.len()),
@@ -150,7 +150,7 @@ fn join_emits_one_request_per_matching_hook_on_kafka() {
     )
     .unwrap();
     // Nothing more arrives.
-    let out_all = testing::consume_all(
+    let out_all = kafka::consume_all(
         &bootstrap,
         &topics.requests,
         ConsumeUntil::Idle(Duration::from_secs(2)),
@@ -184,8 +184,7 @@ fn join_emits_one_request_per_matching_hook_on_kafka() {
 
 #[test]
 fn deliveries_retry_dead_letter_and_replay_exactly_once() {
-    let Some(bootstrap) = testing::require_kafka("deliveries_retry_dead_letter_and_replay_exactly_once")
-    else {
+    let Some(bootstrap) = kafka::require_kafka("deliveries_retry_dead_letter_and_replay_exactly_once") else {
         return;
     };
     // /down fails every request, /flaky 30% of them (sequence numbers ending in 0, 1, 2).
@@ -202,10 +201,10 @@ fn deliveries_retry_dead_letter_and_replay_exactly_once() {
         Duration::from_millis(100),
         Duration::from_millis(200),
     ];
-    let mut config = PipelineConfig::new(testing::unique_name("webhooks"), state.path())
+    let mut config = PipelineConfig::new(kafka::unique_name("webhooks"), state.path())
         .with_topics(topics.clone())
         .with_delays(&delays);
-    config.delivery = quick_groups(RetryOptions::new(testing::unique_name("delivery")));
+    config.delivery = quick_groups(RetryOptions::new(kafka::unique_name("delivery")));
     config.http_timeout = Duration::from_secs(5);
     config.streams_properties = streams_properties();
     let ladder = config.ladder.clone();
@@ -262,7 +261,7 @@ fn deliveries_retry_dead_letter_and_replay_exactly_once() {
     let stats = pipeline.stats();
     assert_eq!(stats.finished(), n, "{stats:?}");
 
-    let dead = DlqTool::new(&bootstrap, ladder.dead_letter()).with_group(testing::unique_name("dlq-tool"));
+    let dead = DlqTool::new(&bootstrap, ladder.dead_letter()).with_group(kafka::unique_name("dlq-tool"));
     let letters = dead.list(false).unwrap();
     assert_eq!(letters.len() as u64, stats.dead_lettered());
     let mut dead_ids = BTreeSet::new();
@@ -367,17 +366,16 @@ fn deliveries_retry_dead_letter_and_replay_exactly_once() {
 
 #[test]
 fn retries_wait_for_their_delay_without_blocking_live_traffic() {
-    let Some(bootstrap) =
-        testing::require_kafka("retries_wait_for_their_delay_without_blocking_live_traffic")
+    let Some(bootstrap) = kafka::require_kafka("retries_wait_for_their_delay_without_blocking_live_traffic")
     else {
         return;
     };
-    let main = testing::unique_name("live");
+    let main = kafka::unique_name("live");
     let delay = Duration::from_secs(2);
     let ladder = RetryLadder::new(main.clone(), &[delay]);
-    testing::create_topic(&bootstrap, &main, 2, &[]).unwrap();
+    kafka::create_topic(&bootstrap, &main, 2, &[]).unwrap();
     for t in ladder.topics() {
-        testing::create_topic(&bootstrap, &t, 2, &[]).unwrap();
+        kafka::create_topic(&bootstrap, &t, 2, &[]).unwrap();
     }
     // "slow" fails its first attempt; every attempt is logged with its time.
     let log: Arc<Mutex<Vec<(String, u32, Instant)>>> = Arc::default();
@@ -398,12 +396,12 @@ fn retries_wait_for_their_delay_without_blocking_live_traffic() {
         &bootstrap,
         ladder.clone(),
         handler,
-        quick_groups(RetryOptions::new(testing::unique_name("live-group"))),
+        quick_groups(RetryOptions::new(kafka::unique_name("live-group"))),
     )
     .unwrap();
     let mut records = vec![ProduceRecord::new("slow", "x")];
     records.extend((0..50).map(|i| ProduceRecord::new(format!("live-{i}"), "x")));
-    testing::produce(&bootstrap, &main, &records, Duration::from_secs(30)).unwrap();
+    kafka::produce(&bootstrap, &main, &records, Duration::from_secs(30)).unwrap();
 
     let (stats, done) = consumers.wait_for(WAIT, |s| s.delivered() >= 51);
     assert!(done, "{stats:?}");
@@ -449,13 +447,13 @@ fn retries_wait_for_their_delay_without_blocking_live_traffic() {
 
 #[test]
 fn dlq_tool_lists_purges_and_replays_selected_offsets() {
-    let Some(bootstrap) = testing::require_kafka("dlq_tool_lists_purges_and_replays_selected_offsets") else {
+    let Some(bootstrap) = kafka::require_kafka("dlq_tool_lists_purges_and_replays_selected_offsets") else {
         return;
     };
-    let main = testing::unique_name("dlqtool");
+    let main = kafka::unique_name("dlqtool");
     let ladder = RetryLadder::new(main.clone(), &[Duration::from_millis(10)]);
     for t in ladder.topics() {
-        testing::create_topic(&bootstrap, &t, 2, &[]).unwrap();
+        kafka::create_topic(&bootstrap, &t, 2, &[]).unwrap();
     }
     let dead = |partition: i32, i: usize| {
         ProduceRecord::new(format!("k{i}"), format!("v{i}"))
@@ -470,7 +468,7 @@ fn dlq_tool_lists_purges_and_replays_selected_offsets() {
         .map(|i| dead(0, i))
         .chain((4..6).map(|i| dead(1, i)))
         .collect();
-    testing::produce(
+    kafka::produce(
         &bootstrap,
         ladder.dead_letter(),
         &records,
@@ -478,7 +476,7 @@ fn dlq_tool_lists_purges_and_replays_selected_offsets() {
     )
     .unwrap();
     let tool =
-        DlqTool::new(&bootstrap, ladder.dead_letter()).with_group(testing::unique_name("dlq-tool-group"));
+        DlqTool::new(&bootstrap, ladder.dead_letter()).with_group(kafka::unique_name("dlq-tool-group"));
 
     let listed = tool.list(false).unwrap();
     assert_eq!(listed.len(), 6);
@@ -492,7 +490,7 @@ fn dlq_tool_lists_purges_and_replays_selected_offsets() {
         .unwrap();
     assert_eq!(report.replayed, vec![(0, 1), (1, 0)]);
     assert_eq!(report.not_found, vec![(5, 5), (0, 9)]);
-    let out = testing::consume_all(
+    let out = kafka::consume_all(
         &bootstrap,
         ladder.replay_topic(),
         ConsumeUntil::Count(2),
@@ -549,7 +547,7 @@ fn dlq_tool_lists_purges_and_replays_selected_offsets() {
         vec![(0, 0)]
     );
     let committed =
-        testing::committed_offsets(&bootstrap, tool.group_id(), ladder.dead_letter(), WAIT).unwrap();
+        kafka::committed_offsets(&bootstrap, tool.group_id(), ladder.dead_letter(), WAIT).unwrap();
     assert_eq!(committed[0], (0, Some(2)));
 
     assert_eq!(tool.purge().unwrap(), 3);
@@ -562,7 +560,7 @@ fn dlq_tool_lists_purges_and_replays_selected_offsets() {
     );
 
     // A new dead letter after the purge is pending, and replayed once.
-    testing::produce(
+    kafka::produce(
         &bootstrap,
         ladder.dead_letter(),
         &[dead(1, 6)],
@@ -582,7 +580,7 @@ fn dlq_tool_lists_purges_and_replays_selected_offsets() {
             .replayed
             .is_empty()
     );
-    let out = testing::consume_all(
+    let out = kafka::consume_all(
         &bootstrap,
         ladder.replay_topic(),
         ConsumeUntil::Idle(Duration::from_millis(500)),

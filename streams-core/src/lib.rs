@@ -5,8 +5,10 @@
 //!   validated [`Topology`], which [`Topology::describe`] prints in Kafka Streams' format.
 //! - Processors run synchronously and depth-first; they reach their stores through typed
 //!   handles ([`ProcessorContext::kv_store`]) whose range queries are ordered.
-//! - [`TopologyTestDriver`] runs a topology without a broker, on the same task code as the
-//!   Kafka runtime.
+//! - [`KafkaStreams`] runs a topology on a Kafka cluster.
+//! - The test kit is a crate of its own, `streams-test-utils` (a dev-dependency): its
+//!   `TopologyTestDriver` runs a topology without a broker on the same engine, and its
+//!   `kafka` module helps tests against a broker.
 //!
 //! # Module map
 //!
@@ -19,9 +21,12 @@
 //! | config | `config/` | [`StreamsConfig`]: properties, validation, client properties |
 //! | api | `processor/` | [`Processor`], [`ProcessorContext`], and the node contract the engine implements |
 //! | topology | `topology/` | the builder, validation, `describe()`, the per-task node adapters |
-//! | engine | `task/` | a task: record queues, stream time, stores, punctuation; one factory for every host; an observer trait |
+//! | engine | `engine/` | a task: record queues, stream time, stores, punctuation; one factory for every host; an observer trait |
 //! | observers | `metrics/` | Prometheus metrics: the engine's observer, served over HTTP |
-//! | hosts | `driver/`, `runtime/` | [`TopologyTestDriver`] and [`KafkaStreams`], each running the engine's tasks |
+//! | hosts | `runtime/` | [`KafkaStreams`], running the engine's tasks |
+//!
+//! [`engine`] is public for hosts outside this crate (streams-test-utils' driver);
+//! applications do not need it.
 
 mod model;
 
@@ -29,14 +34,11 @@ pub mod config;
 pub mod processor;
 pub mod topology;
 
-pub(crate) mod task;
+pub mod engine;
 
 pub mod metrics;
 
-mod driver;
 pub mod runtime;
-
-pub mod testing;
 
 pub use model::{error, handlers, serdes};
 
@@ -45,7 +47,6 @@ pub use model::{error, handlers, serdes};
 pub mod guide {}
 
 pub use config::{ProcessingGuarantee, StreamsConfig, StreamsConfigBuilder};
-pub use driver::{DriverConfig, TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDriver};
 pub use error::{ProcessResult, ProcessorError, StreamsError, TopologyError, TopologyIssue};
 pub use handlers::{ErrorHandling, ErrorPolicy};
 pub use metrics::{Metrics, RecordingLevel};

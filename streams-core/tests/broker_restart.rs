@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use streams_core::testing;
 use streams_core::{KafkaStreams, State, StreamsConfig};
+use streams_test_utils::kafka;
 
 mod common;
 
@@ -99,7 +99,7 @@ fn wait_for(
 
 #[test]
 fn application_survives_a_broker_restart_without_loss() {
-    if testing::require_kafka("application_survives_a_broker_restart_without_loss").is_none() {
+    if kafka::require_kafka("application_survives_a_broker_restart_without_loss").is_none() {
         return;
     }
     let _ = tracing_subscriber::fmt()
@@ -115,8 +115,8 @@ fn application_survives_a_broker_restart_without_loss() {
     let mut apps = Vec::new();
     for guarantee in ["at_least_once", "exactly_once_v2"] {
         let (input, output) = (format!("{guarantee}-words"), format!("{guarantee}-counts"));
-        testing::create_topic(&bootstrap, &input, 4, &[]).unwrap();
-        testing::create_topic(&bootstrap, &output, 4, &[]).unwrap();
+        kafka::create_topic(&bootstrap, &input, 4, &[]).unwrap();
+        kafka::create_topic(&bootstrap, &output, 4, &[]).unwrap();
         let config = StreamsConfig::from_properties([
             ("application.id", format!("restart-{guarantee}")),
             ("bootstrap.servers", bootstrap.clone()),
@@ -156,10 +156,10 @@ fn application_survives_a_broker_restart_without_loss() {
 
     // Exactly-once: the committed output holds every count of every key once.
     let (_, _, output, _) = &apps[1];
-    let committed = testing::consume_all(
+    let committed = kafka::consume_all(
         &bootstrap,
         output,
-        testing::ConsumeUntil::Idle(Duration::ZERO),
+        kafka::ConsumeUntil::Idle(Duration::ZERO),
         Duration::from_secs(60),
         true,
     )

@@ -9,9 +9,10 @@ use std::time::Duration;
 use streams_core::handlers::headers;
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::{
-    DriverConfig, ErrorHandling, ErrorPolicy, KvStore, ProcessResult, Processor, ProcessorContext,
-    PunctuationType, Record, ScheduleId, Stores, Topology, TopologyTestDriver, default_partition,
+    ErrorHandling, ErrorPolicy, KvStore, ProcessResult, Processor, ProcessorContext, PunctuationType, Record,
+    ScheduleId, Stores, Topology, default_partition,
 };
+use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
 type Trace = Arc<Mutex<Vec<String>>>;
 

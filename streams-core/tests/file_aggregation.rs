@@ -11,10 +11,8 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 use streams_core::serdes::{JsonSerde, StringSerde, U64Serde};
-use streams_core::{
-    DriverConfig, KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology,
-    TopologyTestDriver,
-};
+use streams_core::{KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology};
+use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 enum Message {

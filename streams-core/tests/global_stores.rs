@@ -4,7 +4,7 @@
 mod common;
 
 use streams_core::serdes::StringSerde;
-use streams_core::{DriverConfig, TopologyTestDriver};
+use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
 #[test]
 fn every_task_reads_the_global_store() {

@@ -6,28 +6,28 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use streams_core::testing::{self, ConsumeUntil, ProduceRecord};
 use streams_core::{KafkaStreams, State, StreamsConfig};
+use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
 
 #[test]
 fn global_store_enriches_every_partition_and_follows_updates() {
-    let Some(bootstrap) = testing::require_kafka("global_store_enriches_every_partition_and_follows_updates")
+    let Some(bootstrap) = kafka::require_kafka("global_store_enriches_every_partition_and_follows_updates")
     else {
         return;
     };
-    let app_id = testing::unique_name("global-app");
+    let app_id = kafka::unique_name("global-app");
     let (users, orders, output) = (
-        testing::unique_name("users"),
-        testing::unique_name("orders"),
-        testing::unique_name("enriched"),
+        kafka::unique_name("users"),
+        kafka::unique_name("orders"),
+        kafka::unique_name("enriched"),
     );
-    testing::create_topic(&bootstrap, &users, 3, &[]).unwrap();
-    testing::create_topic(&bootstrap, &orders, 4, &[]).unwrap();
-    testing::create_topic(&bootstrap, &output, 4, &[]).unwrap();
+    kafka::create_topic(&bootstrap, &users, 3, &[]).unwrap();
+    kafka::create_topic(&bootstrap, &orders, 4, &[]).unwrap();
+    kafka::create_topic(&bootstrap, &output, 4, &[]).unwrap();
     let named: Vec<ProduceRecord> = (0..20)
         .map(|u| ProduceRecord::new(format!("u{u}"), format!("name{u}")))
         .collect();
-    testing::produce(&bootstrap, &users, &named, Duration::from_secs(60)).unwrap();
+    kafka::produce(&bootstrap, &users, &named, Duration::from_secs(60)).unwrap();
 
     let state = tempfile::tempdir().unwrap();
     let config = StreamsConfig::from_properties([
@@ -46,8 +46,8 @@ fn global_store_enriches_every_partition_and_follows_updates() {
     let order_records: Vec<ProduceRecord> = (0..24)
         .map(|u| ProduceRecord::new(format!("u{u}"), format!("order{u}")))
         .collect();
-    testing::produce(&bootstrap, &orders, &order_records, Duration::from_secs(60)).unwrap();
-    let out = testing::consume_all(
+    kafka::produce(&bootstrap, &orders, &order_records, Duration::from_secs(60)).unwrap();
+    let out = kafka::consume_all(
         &bootstrap,
         &output,
         ConsumeUntil::Count(24),
@@ -69,7 +69,7 @@ fn global_store_enriches_every_partition_and_follows_updates() {
     }
 
     // An update of the global topic reaches the replicas while the application runs.
-    testing::produce(
+    kafka::produce(
         &bootstrap,
         &users,
         &[ProduceRecord::new("u3", "renamed")],
@@ -80,7 +80,7 @@ fn global_store_enriches_every_partition_and_follows_updates() {
     let mut attempt = 0;
     loop {
         attempt += 1;
-        testing::produce(
+        kafka::produce(
             &bootstrap,
             &orders,
             &[ProduceRecord::new("u3", format!("again{attempt}"))],
@@ -88,7 +88,7 @@ fn global_store_enriches_every_partition_and_follows_updates() {
         )
         .unwrap();
         std::thread::sleep(Duration::from_millis(500));
-        let all = testing::consume_all(
+        let all = kafka::consume_all(
             &bootstrap,
             &output,
             ConsumeUntil::Idle(Duration::ZERO),

@@ -13,7 +13,7 @@ use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
-use streams_core::testing::{
+use streams_test_utils::kafka::{
     self, ConsumeUntil, ConsumedRecord, DEFAULT_TIMEOUT, ProduceRecord, TestKafkaError,
 };
 
@@ -50,8 +50,8 @@ fn values(records: &[ConsumedRecord]) -> Vec<String> {
 }
 
 fn transactional_producer(bootstrap: &str, name: &str) -> Result<BaseProducer, Box<dyn Error>> {
-    let producer: BaseProducer = testing::producer_config(bootstrap)
-        .set("transactional.id", testing::unique_name(name))
+    let producer: BaseProducer = kafka::producer_config(bootstrap)
+        .set("transactional.id", kafka::unique_name(name))
         .set("transaction.timeout.ms", "60000")
         .create()?;
     producer.init_transactions(T)?;
@@ -67,11 +67,11 @@ fn send(producer: &BaseProducer, topic: &str, key: &str, value: &str) -> TestRes
 
 #[test]
 fn admin_creates_topic_with_partitions_and_config() -> TestResult {
-    let Some(bootstrap) = testing::require_kafka("admin_creates_topic_with_partitions_and_config") else {
+    let Some(bootstrap) = kafka::require_kafka("admin_creates_topic_with_partitions_and_config") else {
         return Ok(());
     };
-    let topic = testing::unique_name("smoke-admin");
-    testing::create_topic(&bootstrap, &topic, 3, &[("cleanup.policy", "compact")])?;
+    let topic = kafka::unique_name("smoke-admin");
+    kafka::create_topic(&bootstrap, &topic, 3, &[("cleanup.policy", "compact")])?;
 
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", &bootstrap)
@@ -88,7 +88,7 @@ fn admin_creates_topic_with_partitions_and_config() -> TestResult {
         .set("bootstrap.servers", &bootstrap)
         .create()?;
     let options = AdminOptions::new().request_timeout(Some(T));
-    let described = testing::block_on_timeout(
+    let described = kafka::block_on_timeout(
         admin.describe_configs([&ResourceSpecifier::Topic(&topic)], &options),
         T,
     )
@@ -100,7 +100,7 @@ fn admin_creates_topic_with_partitions_and_config() -> TestResult {
     );
 
     // A second create of the same name is reported, not ignored.
-    match testing::create_topic(&bootstrap, &topic, 1, &[]) {
+    match kafka::create_topic(&bootstrap, &topic, 1, &[]) {
         Err(TestKafkaError::Failed { detail, .. }) => {
             assert!(detail.contains("TopicAlreadyExists"), "{detail}")
         }
@@ -111,11 +111,11 @@ fn admin_creates_topic_with_partitions_and_config() -> TestResult {
 
 #[test]
 fn produce_and_consume_roundtrip() -> TestResult {
-    let Some(bootstrap) = testing::require_kafka("produce_and_consume_roundtrip") else {
+    let Some(bootstrap) = kafka::require_kafka("produce_and_consume_roundtrip") else {
         return Ok(());
     };
-    let topic = testing::unique_name("smoke-roundtrip");
-    testing::create_topic(&bootstrap, &topic, 2, &[])?;
+    let topic = kafka::unique_name("smoke-roundtrip");
+    kafka::create_topic(&bootstrap, &topic, 2, &[])?;
     let records = vec![
         ProduceRecord::new("a", "1")
             .with_partition(0)
@@ -128,10 +128,10 @@ fn produce_and_consume_roundtrip() -> TestResult {
             .with_partition(1)
             .with_header("null", None),
     ];
-    let positions = testing::produce(&bootstrap, &topic, &records, T)?;
+    let positions = kafka::produce(&bootstrap, &topic, &records, T)?;
     assert_eq!(positions, vec![(0, 0), (1, 0), (0, 1), (1, 1)]);
 
-    let mut read = testing::consume_all(&bootstrap, &topic, ConsumeUntil::Count(4), T, false)?;
+    let mut read = kafka::consume_all(&bootstrap, &topic, ConsumeUntil::Count(4), T, false)?;
     read.sort_by_key(|r| (r.partition, r.offset));
     assert_eq!(read.len(), 4);
     assert_eq!(read[0].key_str().as_deref(), Some("a"));
@@ -146,26 +146,26 @@ fn produce_and_consume_roundtrip() -> TestResult {
     assert_eq!(read[3].headers, vec![("null".to_owned(), None)]);
 
     // Reading to the end returns exactly what is there.
-    let all = testing::consume_all(&bootstrap, &topic, ConsumeUntil::Idle(Duration::ZERO), T, false)?;
+    let all = kafka::consume_all(&bootstrap, &topic, ConsumeUntil::Idle(Duration::ZERO), T, false)?;
     assert_eq!(all.len(), 4);
     Ok(())
 }
 
 #[test]
 fn consumer_group_commits_and_resumes() -> TestResult {
-    let Some(bootstrap) = testing::require_kafka("consumer_group_commits_and_resumes") else {
+    let Some(bootstrap) = kafka::require_kafka("consumer_group_commits_and_resumes") else {
         return Ok(());
     };
-    let topic = testing::unique_name("smoke-group");
-    let group = testing::unique_name("smoke-group");
-    testing::create_topic(&bootstrap, &topic, 1, &[])?;
+    let topic = kafka::unique_name("smoke-group");
+    let group = kafka::unique_name("smoke-group");
+    kafka::create_topic(&bootstrap, &topic, 1, &[])?;
     let batch: Vec<_> = (0..5)
         .map(|i| ProduceRecord::new(format!("k{i}"), format!("v{i}")))
         .collect();
-    testing::produce(&bootstrap, &topic, &batch, T)?;
+    kafka::produce(&bootstrap, &topic, &batch, T)?;
 
     {
-        let consumer: BaseConsumer = testing::consumer_config(&bootstrap, &group).create()?;
+        let consumer: BaseConsumer = kafka::consumer_config(&bootstrap, &group).create()?;
         consumer.subscribe(&[&topic])?;
         let seen = poll_n(&consumer, 3, T)?;
         let mut offsets = TopicPartitionList::new();
@@ -173,12 +173,12 @@ fn consumer_group_commits_and_resumes() -> TestResult {
         consumer.commit(&offsets, CommitMode::Sync)?;
     }
     assert_eq!(
-        testing::committed_offsets(&bootstrap, &group, &topic, T)?,
+        kafka::committed_offsets(&bootstrap, &group, &topic, T)?,
         vec![(0, Some(3))]
     );
 
     // A new member of the group resumes after the committed offset.
-    let consumer: BaseConsumer = testing::consumer_config(&bootstrap, &group).create()?;
+    let consumer: BaseConsumer = kafka::consumer_config(&bootstrap, &group).create()?;
     consumer.subscribe(&[&topic])?;
     let rest = poll_n(&consumer, 2, T)?;
     assert_eq!(rest.iter().map(|r| r.1).collect::<Vec<_>>(), vec![3, 4]);
@@ -187,22 +187,22 @@ fn consumer_group_commits_and_resumes() -> TestResult {
 
 #[test]
 fn transaction_commits_output_and_group_offsets() -> TestResult {
-    let Some(bootstrap) = testing::require_kafka("transaction_commits_output_and_group_offsets") else {
+    let Some(bootstrap) = kafka::require_kafka("transaction_commits_output_and_group_offsets") else {
         return Ok(());
     };
-    let input = testing::unique_name("smoke-eos-in");
-    let output = testing::unique_name("smoke-eos-out");
-    let group = testing::unique_name("smoke-eos-group");
-    testing::create_topic(&bootstrap, &input, 1, &[])?;
-    testing::create_topic(&bootstrap, &output, 1, &[])?;
+    let input = kafka::unique_name("smoke-eos-in");
+    let output = kafka::unique_name("smoke-eos-out");
+    let group = kafka::unique_name("smoke-eos-group");
+    kafka::create_topic(&bootstrap, &input, 1, &[])?;
+    kafka::create_topic(&bootstrap, &output, 1, &[])?;
     let batch: Vec<_> = (0..3)
         .map(|i| ProduceRecord::new(format!("k{i}"), format!("v{i}")))
         .collect();
-    testing::produce(&bootstrap, &input, &batch, T)?;
+    kafka::produce(&bootstrap, &input, &batch, T)?;
 
     // Consume-transform-produce: read the input in a group, write the output and the
     // group's offsets in one transaction.
-    let consumer: BaseConsumer = testing::consumer_config(&bootstrap, &group).create()?;
+    let consumer: BaseConsumer = kafka::consumer_config(&bootstrap, &group).create()?;
     consumer.subscribe(&[&input])?;
     let seen = poll_n(&consumer, 3, T)?;
     let group_metadata = consumer
@@ -220,10 +220,10 @@ fn transaction_commits_output_and_group_offsets() -> TestResult {
     producer.send_offsets_to_transaction(&offsets, &group_metadata, T)?;
     producer.commit_transaction(T)?;
 
-    let committed = testing::consume_all(&bootstrap, &output, ConsumeUntil::Idle(Duration::ZERO), T, true)?;
+    let committed = kafka::consume_all(&bootstrap, &output, ConsumeUntil::Idle(Duration::ZERO), T, true)?;
     assert_eq!(values(&committed), vec!["V0", "V1", "V2"]);
     assert_eq!(
-        testing::committed_offsets(&bootstrap, &group, &input, T)?,
+        kafka::committed_offsets(&bootstrap, &group, &input, T)?,
         vec![(0, Some(3))]
     );
     Ok(())
@@ -231,11 +231,11 @@ fn transaction_commits_output_and_group_offsets() -> TestResult {
 
 #[test]
 fn aborted_transaction_is_invisible_to_read_committed() -> TestResult {
-    let Some(bootstrap) = testing::require_kafka("aborted_transaction_is_invisible_to_read_committed") else {
+    let Some(bootstrap) = kafka::require_kafka("aborted_transaction_is_invisible_to_read_committed") else {
         return Ok(());
     };
-    let topic = testing::unique_name("smoke-abort");
-    testing::create_topic(&bootstrap, &topic, 1, &[])?;
+    let topic = kafka::unique_name("smoke-abort");
+    kafka::create_topic(&bootstrap, &topic, 1, &[])?;
 
     let producer = transactional_producer(&bootstrap, "smoke-abort-txn")?;
     producer.begin_transaction()?;
@@ -247,52 +247,52 @@ fn aborted_transaction_is_invisible_to_read_committed() -> TestResult {
     send(&producer, &topic, "b", "committed")?;
     producer.commit_transaction(T)?;
 
-    let committed = testing::consume_all(&bootstrap, &topic, ConsumeUntil::Idle(Duration::ZERO), T, true)?;
+    let committed = kafka::consume_all(&bootstrap, &topic, ConsumeUntil::Idle(Duration::ZERO), T, true)?;
     assert_eq!(values(&committed), vec!["committed"]);
     // The aborted records are in the log: read_uncommitted sees them.
-    let everything = testing::consume_all(&bootstrap, &topic, ConsumeUntil::Idle(Duration::ZERO), T, false)?;
+    let everything = kafka::consume_all(&bootstrap, &topic, ConsumeUntil::Idle(Duration::ZERO), T, false)?;
     assert_eq!(values(&everything), vec!["aborted-1", "aborted-2", "committed"]);
     Ok(())
 }
 
 #[test]
 fn open_transaction_holds_back_read_committed() -> TestResult {
-    let Some(bootstrap) = testing::require_kafka("open_transaction_holds_back_read_committed") else {
+    let Some(bootstrap) = kafka::require_kafka("open_transaction_holds_back_read_committed") else {
         return Ok(());
     };
-    let topic = testing::unique_name("smoke-open-txn");
-    testing::create_topic(&bootstrap, &topic, 1, &[])?;
+    let topic = kafka::unique_name("smoke-open-txn");
+    kafka::create_topic(&bootstrap, &topic, 1, &[])?;
     let producer = transactional_producer(&bootstrap, "smoke-open-txn")?;
     producer.begin_transaction()?;
     send(&producer, &topic, "k", "pending")?;
     producer.flush(T)?;
 
     // Until the commit, read_committed reads nothing (the last stable offset is 0) ...
-    let before = testing::consume_all(&bootstrap, &topic, ConsumeUntil::Idle(Duration::ZERO), T, true)?;
+    let before = kafka::consume_all(&bootstrap, &topic, ConsumeUntil::Idle(Duration::ZERO), T, true)?;
     assert!(before.is_empty(), "{before:?}");
     // ... while read_uncommitted already sees the record.
-    let uncommitted = testing::consume_all(&bootstrap, &topic, ConsumeUntil::Count(1), T, false)?;
+    let uncommitted = kafka::consume_all(&bootstrap, &topic, ConsumeUntil::Count(1), T, false)?;
     assert_eq!(values(&uncommitted), vec!["pending"]);
 
     producer.commit_transaction(T)?;
-    let after = testing::consume_all(&bootstrap, &topic, ConsumeUntil::Count(1), T, true)?;
+    let after = kafka::consume_all(&bootstrap, &topic, ConsumeUntil::Count(1), T, true)?;
     assert_eq!(values(&after), vec!["pending"]);
     Ok(())
 }
 
 #[test]
 fn consumer_group_protocol_kip848() -> TestResult {
-    let Some(bootstrap) = testing::require_kafka("consumer_group_protocol_kip848") else {
+    let Some(bootstrap) = kafka::require_kafka("consumer_group_protocol_kip848") else {
         return Ok(());
     };
-    let topic = testing::unique_name("smoke-kip848");
-    let group = testing::unique_name("smoke-kip848");
-    testing::create_topic(&bootstrap, &topic, 2, &[])?;
+    let topic = kafka::unique_name("smoke-kip848");
+    let group = kafka::unique_name("smoke-kip848");
+    kafka::create_topic(&bootstrap, &topic, 2, &[])?;
     let records = [
         ProduceRecord::keyless("a").with_partition(0),
         ProduceRecord::keyless("b").with_partition(1),
     ];
-    testing::produce(&bootstrap, &topic, &records, T)?;
+    kafka::produce(&bootstrap, &topic, &records, T)?;
     // The next-generation protocol: the broker sets the session timeout and heartbeat interval.
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", &bootstrap)
@@ -307,7 +307,7 @@ fn consumer_group_protocol_kip848() -> TestResult {
     assert_eq!(seen, vec![(0, 0, b"a".to_vec()), (1, 0, b"b".to_vec())]);
     consumer.commit_consumer_state(CommitMode::Sync)?;
     assert_eq!(
-        testing::committed_offsets(&bootstrap, &group, &topic, T)?,
+        kafka::committed_offsets(&bootstrap, &group, &topic, T)?,
         vec![(0, Some(1)), (1, Some(1))]
     );
     Ok(())

@@ -8,8 +8,8 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use streams_core::testing;
 use streams_core::{KafkaStreams, State, StreamsConfig, Topology};
+use streams_test_utils::kafka;
 
 mod common;
 
@@ -108,15 +108,15 @@ fn start(topology: Topology, config: StreamsConfig) -> (KafkaStreams, SocketAddr
 
 #[test]
 fn metrics_are_scraped_while_running_and_follow_the_tasks() {
-    let Some(bootstrap) = testing::require_kafka("metrics_are_scraped_while_running_and_follow_the_tasks")
+    let Some(bootstrap) = kafka::require_kafka("metrics_are_scraped_while_running_and_follow_the_tasks")
     else {
         return;
     };
-    let app_id = testing::unique_name("metrics-app");
-    let input = testing::unique_name("words");
-    let output = testing::unique_name("counts");
-    testing::create_topic(&bootstrap, &input, 4, &[]).unwrap();
-    testing::create_topic(&bootstrap, &output, 4, &[]).unwrap();
+    let app_id = kafka::unique_name("metrics-app");
+    let input = kafka::unique_name("words");
+    let output = kafka::unique_name("counts");
+    kafka::create_topic(&bootstrap, &input, 4, &[]).unwrap();
+    kafka::create_topic(&bootstrap, &output, 4, &[]).unwrap();
     let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
 
     let (mut a, address) = start(topology(&input, &output), config(&bootstrap, &app_id, d1.path()));

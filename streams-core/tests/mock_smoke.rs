@@ -29,7 +29,7 @@ use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{BaseProducer, BaseRecord, DefaultProducerContext, Producer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::types::RDKafkaErrorCode;
-use streams_core::testing::{self, ConsumeUntil, ConsumedRecord, ProduceRecord};
+use streams_test_utils::kafka::{self, ConsumeUntil, ConsumedRecord, ProduceRecord};
 
 type TestResult = Result<(), Box<dyn Error>>;
 
@@ -70,8 +70,8 @@ fn values(records: &[ConsumedRecord]) -> Vec<String> {
 }
 
 fn transactional_producer(bootstrap: &str) -> Result<BaseProducer, Box<dyn Error>> {
-    let producer: BaseProducer = testing::producer_config(bootstrap)
-        .set("transactional.id", testing::unique_name("mock-txn"))
+    let producer: BaseProducer = kafka::producer_config(bootstrap)
+        .set("transactional.id", kafka::unique_name("mock-txn"))
         .create()?;
     producer.init_transactions(T)?;
     Ok(producer)
@@ -87,7 +87,7 @@ fn send(producer: &BaseProducer, topic: &str, value: &str) -> TestResult {
 #[test]
 fn mock_produce_and_consume_on_created_topic() -> TestResult {
     let (cluster, bootstrap) = mock()?;
-    let topic = testing::unique_name("mock-roundtrip");
+    let topic = kafka::unique_name("mock-roundtrip");
     cluster.create_topic(&topic, 2, 1)?;
     let records = vec![
         ProduceRecord::new("a", "1")
@@ -96,10 +96,10 @@ fn mock_produce_and_consume_on_created_topic() -> TestResult {
         ProduceRecord::new("b", "2").with_partition(1),
         ProduceRecord::tombstone("a").with_partition(0),
     ];
-    let positions = testing::produce(&bootstrap, &topic, &records, T)?;
+    let positions = kafka::produce(&bootstrap, &topic, &records, T)?;
     assert_eq!(positions, vec![(0, 0), (1, 0), (0, 1)]);
 
-    let mut read = testing::consume_all(&bootstrap, &topic, ConsumeUntil::Idle(Duration::ZERO), T, false)?;
+    let mut read = kafka::consume_all(&bootstrap, &topic, ConsumeUntil::Idle(Duration::ZERO), T, false)?;
     read.sort_by_key(|r| (r.partition, r.offset));
     assert_eq!(read.len(), 3);
     assert_eq!(read[0].headers, vec![("h".to_owned(), Some(b"x".to_vec()))]);
@@ -111,16 +111,16 @@ fn mock_produce_and_consume_on_created_topic() -> TestResult {
 #[test]
 fn mock_idempotent_producer_writes_contiguous_offsets() -> TestResult {
     let (cluster, bootstrap) = mock()?;
-    let topic = testing::unique_name("mock-idempotent");
+    let topic = kafka::unique_name("mock-idempotent");
     cluster.create_topic(&topic, 1, 1)?;
-    // testing::producer_config enables idempotence.
+    // kafka::producer_config enables idempotence.
     let batch: Vec<_> = (0..200)
         .map(|i| ProduceRecord::keyless(format!("v{i}")))
         .collect();
-    let positions = testing::produce(&bootstrap, &topic, &batch, T)?;
+    let positions = kafka::produce(&bootstrap, &topic, &batch, T)?;
     let offsets: Vec<i64> = positions.iter().map(|&(_, offset)| offset).collect();
     assert_eq!(offsets, (0..200).collect::<Vec<i64>>());
-    let read = testing::consume_all(&bootstrap, &topic, ConsumeUntil::Count(200), T, false)?;
+    let read = kafka::consume_all(&bootstrap, &topic, ConsumeUntil::Count(200), T, false)?;
     assert_eq!(
         read.last().and_then(ConsumedRecord::value_str).as_deref(),
         Some("v199")
@@ -131,10 +131,10 @@ fn mock_idempotent_producer_writes_contiguous_offsets() -> TestResult {
 #[test]
 fn mock_auto_creates_topics_on_produce() -> TestResult {
     let (_cluster, bootstrap) = mock()?;
-    let topic = testing::unique_name("mock-auto");
-    let positions = testing::produce(&bootstrap, &topic, &[ProduceRecord::new("k", "v")], T)?;
+    let topic = kafka::unique_name("mock-auto");
+    let positions = kafka::produce(&bootstrap, &topic, &[ProduceRecord::new("k", "v")], T)?;
     assert_eq!(positions.len(), 1);
-    let read = testing::consume_all(&bootstrap, &topic, ConsumeUntil::Count(1), T, false)?;
+    let read = kafka::consume_all(&bootstrap, &topic, ConsumeUntil::Count(1), T, false)?;
     assert_eq!(values(&read), vec!["v"]);
     Ok(())
 }
@@ -142,13 +142,13 @@ fn mock_auto_creates_topics_on_produce() -> TestResult {
 #[test]
 fn mock_consumer_group_commits_and_resumes() -> TestResult {
     let (cluster, bootstrap) = mock()?;
-    let topic = testing::unique_name("mock-group");
-    let group = testing::unique_name("mock-group");
+    let topic = kafka::unique_name("mock-group");
+    let group = kafka::unique_name("mock-group");
     cluster.create_topic(&topic, 1, 1)?;
     let batch: Vec<_> = (0..5).map(|i| ProduceRecord::keyless(format!("v{i}"))).collect();
-    testing::produce(&bootstrap, &topic, &batch, T)?;
+    kafka::produce(&bootstrap, &topic, &batch, T)?;
     {
-        let consumer: BaseConsumer = testing::consumer_config(&bootstrap, &group).create()?;
+        let consumer: BaseConsumer = kafka::consumer_config(&bootstrap, &group).create()?;
         consumer.subscribe(&[&topic])?;
         let seen = poll_n(&consumer, 3, T)?;
         let mut offsets = TopicPartitionList::new();
@@ -156,10 +156,10 @@ fn mock_consumer_group_commits_and_resumes() -> TestResult {
         consumer.commit(&offsets, CommitMode::Sync)?;
     }
     assert_eq!(
-        testing::committed_offsets(&bootstrap, &group, &topic, T)?,
+        kafka::committed_offsets(&bootstrap, &group, &topic, T)?,
         vec![(0, Some(3))]
     );
-    let consumer: BaseConsumer = testing::consumer_config(&bootstrap, &group).create()?;
+    let consumer: BaseConsumer = kafka::consumer_config(&bootstrap, &group).create()?;
     consumer.subscribe(&[&topic])?;
     let rest = poll_n(&consumer, 2, T)?;
     assert_eq!(rest.iter().map(|r| r.1).collect::<Vec<_>>(), vec![3, 4]);
@@ -169,7 +169,7 @@ fn mock_consumer_group_commits_and_resumes() -> TestResult {
 #[test]
 fn mock_admin_create_topics_gets_no_answer() -> TestResult {
     let (_cluster, bootstrap) = mock()?;
-    let topic = testing::unique_name("mock-admin");
+    let topic = kafka::unique_name("mock-admin");
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
         .set("bootstrap.servers", &bootstrap)
         .create()?;
@@ -180,7 +180,7 @@ fn mock_admin_create_topics_gets_no_answer() -> TestResult {
         .request_timeout(Some(request_timeout))
         .operation_timeout(Some(request_timeout));
     let started = Instant::now();
-    let outcome = testing::block_on_timeout(admin.create_topics([&new_topic], &options), T);
+    let outcome = kafka::block_on_timeout(admin.create_topics([&new_topic], &options), T);
     let waited = started.elapsed();
     eprintln!("mock: create_topics after {waited:?}: {outcome:?}");
     match outcome {
@@ -189,7 +189,7 @@ fn mock_admin_create_topics_gets_no_answer() -> TestResult {
     }
     assert!(waited >= request_timeout, "gave up early, after {waited:?}");
     // And no topic was created.
-    let created = testing::wait_for_topic(&bootstrap, &topic, 1, Duration::from_secs(1));
+    let created = kafka::wait_for_topic(&bootstrap, &topic, 1, Duration::from_secs(1));
     assert!(
         created.is_err(),
         "the topic exists after all: update docs/kafka-for-tests.md"
@@ -200,19 +200,19 @@ fn mock_admin_create_topics_gets_no_answer() -> TestResult {
 #[test]
 fn mock_transaction_commit_delivers_but_keeps_no_offsets() -> TestResult {
     let (cluster, bootstrap) = mock()?;
-    let input = testing::unique_name("mock-eos-in");
-    let output = testing::unique_name("mock-eos-out");
-    let group = testing::unique_name("mock-eos-group");
+    let input = kafka::unique_name("mock-eos-in");
+    let output = kafka::unique_name("mock-eos-out");
+    let group = kafka::unique_name("mock-eos-group");
     cluster.create_topic(&input, 1, 1)?;
     cluster.create_topic(&output, 1, 1)?;
-    testing::produce(
+    kafka::produce(
         &bootstrap,
         &input,
         &[ProduceRecord::keyless("a"), ProduceRecord::keyless("b")],
         T,
     )?;
 
-    let consumer: BaseConsumer = testing::consumer_config(&bootstrap, &group).create()?;
+    let consumer: BaseConsumer = kafka::consumer_config(&bootstrap, &group).create()?;
     consumer.subscribe(&[&input])?;
     let seen = poll_n(&consumer, 2, T)?;
     let group_metadata = consumer
@@ -228,9 +228,9 @@ fn mock_transaction_commit_delivers_but_keeps_no_offsets() -> TestResult {
     producer.send_offsets_to_transaction(&offsets, &group_metadata, T)?;
     producer.commit_transaction(T)?;
 
-    let read = testing::consume_all(&bootstrap, &output, ConsumeUntil::Count(2), T, true)?;
+    let read = kafka::consume_all(&bootstrap, &output, ConsumeUntil::Count(2), T, true)?;
     assert_eq!(values(&read), vec!["A", "B"]);
-    let committed = testing::committed_offsets(&bootstrap, &group, &input, T)?;
+    let committed = kafka::committed_offsets(&bootstrap, &group, &input, T)?;
     eprintln!("mock: group offsets after the transaction: {committed:?}");
     assert_eq!(
         committed,
@@ -243,7 +243,7 @@ fn mock_transaction_commit_delivers_but_keeps_no_offsets() -> TestResult {
 #[test]
 fn mock_read_committed_returns_aborted_records() -> TestResult {
     let (cluster, bootstrap) = mock()?;
-    let topic = testing::unique_name("mock-abort");
+    let topic = kafka::unique_name("mock-abort");
     cluster.create_topic(&topic, 1, 1)?;
     let producer = transactional_producer(&bootstrap)?;
     producer.begin_transaction()?;
@@ -254,7 +254,7 @@ fn mock_read_committed_returns_aborted_records() -> TestResult {
     send(&producer, &topic, "committed")?;
     producer.commit_transaction(T)?;
 
-    let read = testing::consume_all(&bootstrap, &topic, ConsumeUntil::Idle(Duration::ZERO), T, true)?;
+    let read = kafka::consume_all(&bootstrap, &topic, ConsumeUntil::Idle(Duration::ZERO), T, true)?;
     eprintln!("mock: read_committed after abort + commit: {:?}", values(&read));
     assert_eq!(
         values(&read),
@@ -267,14 +267,14 @@ fn mock_read_committed_returns_aborted_records() -> TestResult {
 #[test]
 fn mock_consumer_group_protocol_kip848() -> TestResult {
     let (cluster, bootstrap) = mock()?;
-    let topic = testing::unique_name("mock-kip848");
-    let group = testing::unique_name("mock-kip848");
+    let topic = kafka::unique_name("mock-kip848");
+    let group = kafka::unique_name("mock-kip848");
     cluster.create_topic(&topic, 2, 1)?;
     let records = [
         ProduceRecord::keyless("a").with_partition(0),
         ProduceRecord::keyless("b").with_partition(1),
     ];
-    testing::produce(&bootstrap, &topic, &records, T)?;
+    kafka::produce(&bootstrap, &topic, &records, T)?;
     // The next-generation protocol: no session.timeout.ms / heartbeat.interval.ms on the client.
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", &bootstrap)
@@ -289,7 +289,7 @@ fn mock_consumer_group_protocol_kip848() -> TestResult {
     assert_eq!(seen, vec![(0, 0, b"a".to_vec()), (1, 0, b"b".to_vec())]);
     consumer.commit_consumer_state(CommitMode::Sync)?;
     assert_eq!(
-        testing::committed_offsets(&bootstrap, &group, &topic, T)?,
+        kafka::committed_offsets(&bootstrap, &group, &topic, T)?,
         vec![(0, Some(1)), (1, Some(1))]
     );
     Ok(())

@@ -26,8 +26,8 @@ use rdkafka::producer::{BaseProducer, BaseRecord, DefaultProducerContext, Produc
 use rdkafka::{Offset, TopicPartitionList};
 use streams_core::runtime::changelog_topic;
 use streams_core::serdes::StringSerde;
-use streams_core::testing::{self, ConsumeUntil, ProduceRecord};
 use streams_core::{EmbeddedKafka, KafkaStreams, State, StreamsConfig, ThreadFailureResponse, Topology};
+use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
 
 mod common;
 
@@ -67,7 +67,7 @@ fn pass_through(input: &str, output: &str) -> Topology {
 
 /// Commits `offset` for `group` on partition 0 of `topic`, outside any group membership.
 fn commit_offset(bootstrap: &str, group: &str, topic: &str, offset: i64) {
-    let consumer: BaseConsumer = testing::consumer_config(bootstrap, group).create().unwrap();
+    let consumer: BaseConsumer = kafka::consumer_config(bootstrap, group).create().unwrap();
     let mut tpl = TopicPartitionList::new();
     tpl.add_partition_offset(topic, 0, Offset::Offset(offset))
         .unwrap();
@@ -84,7 +84,7 @@ fn admin(bootstrap: &str) -> AdminClient<DefaultClientContext> {
 /// Sets `cleanup.policy` of `topic` (a compacted topic refuses `DeleteRecords`).
 fn set_cleanup_policy(bootstrap: &str, topic: &str, policy: &str) {
     let config = AlterConfig::new(ResourceSpecifier::Topic(topic)).set("cleanup.policy", policy);
-    let result = testing::block_on_timeout(
+    let result = kafka::block_on_timeout(
         admin(bootstrap).alter_configs(&[config], &AdminOptions::new()),
         Duration::from_secs(30),
     )
@@ -101,7 +101,7 @@ fn delete_records(bootstrap: &str, topic: &str, before: i64) {
     let mut tpl = TopicPartitionList::new();
     tpl.add_partition_offset(topic, 0, Offset::Offset(before))
         .unwrap();
-    let result = testing::block_on_timeout(
+    let result = kafka::block_on_timeout(
         admin.delete_records(&tpl, &AdminOptions::new()),
         Duration::from_secs(30),
     )
@@ -122,20 +122,20 @@ fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
 
 #[test]
 fn source_offset_out_of_range_is_reset_logged_and_counted() {
-    let Some(bootstrap) = testing::require_kafka("source_offset_out_of_range_is_reset_logged_and_counted")
+    let Some(bootstrap) = kafka::require_kafka("source_offset_out_of_range_is_reset_logged_and_counted")
     else {
         return;
     };
     init_logs();
-    let app_id = testing::unique_name("reset-source");
-    let input = testing::unique_name("reset-in");
-    let output = testing::unique_name("reset-out");
-    testing::create_topic(&bootstrap, &input, 1, &[]).unwrap();
-    testing::create_topic(&bootstrap, &output, 1, &[]).unwrap();
+    let app_id = kafka::unique_name("reset-source");
+    let input = kafka::unique_name("reset-in");
+    let output = kafka::unique_name("reset-out");
+    kafka::create_topic(&bootstrap, &input, 1, &[]).unwrap();
+    kafka::create_topic(&bootstrap, &output, 1, &[]).unwrap();
     let records: Vec<ProduceRecord> = (0..10)
         .map(|i| ProduceRecord::new(format!("k{i}"), format!("v{i}")).with_partition(0))
         .collect();
-    testing::produce(&bootstrap, &input, &records, Duration::from_secs(30)).unwrap();
+    kafka::produce(&bootstrap, &input, &records, Duration::from_secs(30)).unwrap();
     // The group stands at offset 2; offsets 0..6 are then deleted: 2, 3, 4, 5 were never read.
     commit_offset(&bootstrap, &app_id, &input, 2);
     delete_records(&bootstrap, &input, 6);
@@ -147,7 +147,7 @@ fn source_offset_out_of_range_is_reset_logged_and_counted() {
     )
     .unwrap();
     app.start().unwrap();
-    let out = testing::consume_all(
+    let out = kafka::consume_all(
         &bootstrap,
         &output,
         ConsumeUntil::Count(4),
@@ -179,7 +179,7 @@ fn source_offset_out_of_range_is_reset_logged_and_counted() {
 
 /// The records of `topic` in order (one partition), as key -> last count.
 fn last_counts(bootstrap: &str, topic: &str) -> (HashMap<String, u64>, usize) {
-    let records = testing::consume_all(
+    let records = kafka::consume_all(
         bootstrap,
         topic,
         ConsumeUntil::Idle(Duration::ZERO),
@@ -208,16 +208,16 @@ fn count_record(key: &str, count: u64) -> ProduceRecord {
 #[test]
 fn changelog_gap_after_checkpoint_wipes_and_restores_from_earliest() {
     let Some(bootstrap) =
-        testing::require_kafka("changelog_gap_after_checkpoint_wipes_and_restores_from_earliest")
+        kafka::require_kafka("changelog_gap_after_checkpoint_wipes_and_restores_from_earliest")
     else {
         return;
     };
     init_logs();
-    let app_id = testing::unique_name("reset-changelog");
-    let input = testing::unique_name("reset-words");
-    let output = testing::unique_name("reset-counts");
-    testing::create_topic(&bootstrap, &input, 1, &[]).unwrap();
-    testing::create_topic(&bootstrap, &output, 1, &[]).unwrap();
+    let app_id = kafka::unique_name("reset-changelog");
+    let input = kafka::unique_name("reset-words");
+    let output = kafka::unique_name("reset-counts");
+    kafka::create_topic(&bootstrap, &input, 1, &[]).unwrap();
+    kafka::create_topic(&bootstrap, &output, 1, &[]).unwrap();
     let state = tempfile::tempdir().unwrap();
     let word = |k: &str| ProduceRecord::new(k, "x").with_partition(0);
 
@@ -226,7 +226,7 @@ fn changelog_gap_after_checkpoint_wipes_and_restores_from_earliest() {
         .iter()
         .map(|k| word(k))
         .collect();
-    testing::produce(&bootstrap, &input, &first, Duration::from_secs(30)).unwrap();
+    kafka::produce(&bootstrap, &input, &first, Duration::from_secs(30)).unwrap();
     let mut app = KafkaStreams::new(
         common::count_topology(&input, &output),
         config(&bootstrap, &app_id, state.path()),
@@ -244,7 +244,7 @@ fn changelog_gap_after_checkpoint_wipes_and_restores_from_earliest() {
     // that to a `compact,delete` changelog; `DeleteRecords` needs `delete` in the policy.)
     let changelog = changelog_topic(&app_id, "counts");
     set_cleanup_policy(&bootstrap, &changelog, "compact,delete");
-    let written = testing::produce(
+    let written = kafka::produce(
         &bootstrap,
         &changelog,
         &[count_record("k", 100), count_record("m", 7)],
@@ -257,7 +257,7 @@ fn changelog_gap_after_checkpoint_wipes_and_restores_from_earliest() {
     // After the restart the store holds exactly what the changelog still has: m=7.
     let (_, before) = last_counts(&bootstrap, &output);
     let second: Vec<ProduceRecord> = ["j", "k", "m"].iter().map(|k| word(k)).collect();
-    testing::produce(&bootstrap, &input, &second, Duration::from_secs(30)).unwrap();
+    kafka::produce(&bootstrap, &input, &second, Duration::from_secs(30)).unwrap();
     let mut app = KafkaStreams::new(
         common::count_topology(&input, &output),
         config(&bootstrap, &app_id, state.path()),
@@ -306,7 +306,7 @@ fn mock_cluster_retention_stops_the_application() {
         }
     }
     producer.flush(Duration::from_secs(30)).unwrap();
-    let app_id = testing::unique_name("mock-reset");
+    let app_id = kafka::unique_name("mock-reset");
     commit_offset(&bootstrap, &app_id, input, 0);
 
     let state = tempfile::tempdir().unwrap();

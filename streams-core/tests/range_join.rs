@@ -5,9 +5,9 @@
 use serde::{Deserialize, Serialize};
 use streams_core::serdes::{JsonSerde, NullableSerde, StringSerde};
 use streams_core::{
-    DriverConfig, KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology,
-    TopologyTestDriver, default_partition,
+    KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology, default_partition,
 };
+use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct WebHook {

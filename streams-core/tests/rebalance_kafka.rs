@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use streams_core::serdes::{StringSerde, U64Serde};
-use streams_core::testing::{self, ConsumeUntil};
 use streams_core::{GroupProtocol, KafkaStreams, State, Stores, StreamsConfig, Topology};
+use streams_test_utils::kafka::{self, ConsumeUntil};
 
 mod common;
 
@@ -83,14 +83,14 @@ fn wait_running(app: &KafkaStreams, who: &str) {
 /// Runs A alone, A with B, A alone again while the feeder writes; checks every identity.
 /// Returns the longest pause of the least affected audit partition, in ms.
 fn run(test: &str, consumer_protocol: bool, eos: bool) -> Option<i64> {
-    let bootstrap = testing::require_kafka(test)?;
-    let app_id = testing::unique_name("rebalance");
-    let input = testing::unique_name("rebalance-in");
-    let output = testing::unique_name("rebalance-out");
-    let audit = testing::unique_name("rebalance-audit");
-    testing::create_topic(&bootstrap, &input, 4, &[]).unwrap();
-    testing::create_topic(&bootstrap, &output, 4, &[]).unwrap();
-    testing::create_topic(
+    let bootstrap = kafka::require_kafka(test)?;
+    let app_id = kafka::unique_name("rebalance");
+    let input = kafka::unique_name("rebalance-in");
+    let output = kafka::unique_name("rebalance-out");
+    let audit = kafka::unique_name("rebalance-audit");
+    kafka::create_topic(&bootstrap, &input, 4, &[]).unwrap();
+    kafka::create_topic(&bootstrap, &output, 4, &[]).unwrap();
+    kafka::create_topic(
         &bootstrap,
         &audit,
         4,
@@ -105,7 +105,7 @@ fn run(test: &str, consumer_protocol: bool, eos: bool) -> Option<i64> {
     let feeder = {
         let (bootstrap, input, stop) = (bootstrap.clone(), input.clone(), stop.clone());
         std::thread::spawn(move || {
-            let producer: BaseProducer = testing::producer_config(&bootstrap).create().unwrap();
+            let producer: BaseProducer = kafka::producer_config(&bootstrap).create().unwrap();
             let mut seq = 0u64;
             while !stop.load(Ordering::Acquire) {
                 for _ in 0..KEYS {
@@ -164,7 +164,7 @@ fn run(test: &str, consumer_protocol: bool, eos: bool) -> Option<i64> {
     // A finishes the input; under exactly-once the audit is read committed.
     let deadline = Instant::now() + Duration::from_secs(120);
     let records = loop {
-        let records = testing::consume_all(
+        let records = kafka::consume_all(
             &bootstrap,
             &audit,
             ConsumeUntil::Idle(Duration::ZERO),
@@ -198,7 +198,7 @@ fn run(test: &str, consumer_protocol: bool, eos: bool) -> Option<i64> {
     if eos {
         assert_eq!(duplicated, 0, "{test}: duplicates in the committed audit");
         // Every count of every key exactly once in the committed output.
-        let out = testing::consume_all(
+        let out = kafka::consume_all(
             &bootstrap,
             &output,
             ConsumeUntil::Idle(Duration::ZERO),

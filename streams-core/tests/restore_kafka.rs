@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 use rdkafka::Message;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use streams_core::serdes::{Serde, U64Serde};
-use streams_core::testing::{self, ProduceRecord};
 use streams_core::{GroupProtocol, KafkaStreams, State, StreamsConfig};
+use streams_test_utils::kafka::{self, ProduceRecord};
 
 mod common;
 
@@ -29,7 +29,7 @@ const WAITING: u64 = 500;
 
 /// Every record of `topic` as (key, value, append time), once `count` are there.
 fn read_all(bootstrap: &str, topic: &str, count: usize) -> Vec<(String, u64, i64)> {
-    let consumer: BaseConsumer = testing::consumer_config(bootstrap, &testing::unique_name("reader"))
+    let consumer: BaseConsumer = kafka::consumer_config(bootstrap, &kafka::unique_name("reader"))
         .create()
         .unwrap();
     consumer.subscribe(&[topic]).unwrap();
@@ -64,22 +64,22 @@ fn consumer_protocol_other_tasks_process_and_the_member_stays_while_a_large_chan
 }
 
 fn run(test: &str, protocol: GroupProtocol) {
-    let Some(bootstrap) = testing::require_kafka(test) else {
+    let Some(bootstrap) = kafka::require_kafka(test) else {
         return;
     };
-    let app_id = testing::unique_name("restore");
-    let input = testing::unique_name("restore-in");
-    let output = testing::unique_name("restore-out");
+    let app_id = kafka::unique_name("restore");
+    let input = kafka::unique_name("restore-in");
+    let output = kafka::unique_name("restore-out");
     let changelog = format!("{app_id}-counts-changelog");
-    testing::create_topic(&bootstrap, &input, 2, &[]).unwrap();
-    testing::create_topic(
+    kafka::create_topic(&bootstrap, &input, 2, &[]).unwrap();
+    kafka::create_topic(
         &bootstrap,
         &output,
         2,
         &[("message.timestamp.type", "LogAppendTime")],
     )
     .unwrap();
-    testing::create_topic(&bootstrap, &changelog, 2, &[("cleanup.policy", "compact")]).unwrap();
+    kafka::create_topic(&bootstrap, &changelog, 2, &[("cleanup.policy", "compact")]).unwrap();
 
     // Task 0_0's changelog: 2,000,000 keys with count 1.
     let one = U64Serde.serialize(&1).unwrap();
@@ -88,13 +88,13 @@ fn run(test: &str, protocol: GroupProtocol) {
             .iter()
             .map(|i| ProduceRecord::new(format!("old-{i}"), &one).with_partition(0))
             .collect();
-        testing::produce(&bootstrap, &changelog, &records, Duration::from_secs(120)).unwrap();
+        kafka::produce(&bootstrap, &changelog, &records, Duration::from_secs(120)).unwrap();
     }
     // Task 0_1's input, there before the application starts.
     let waiting: Vec<ProduceRecord> = (0..WAITING)
         .map(|i| ProduceRecord::new(format!("new-{i}"), "v").with_partition(1))
         .collect();
-    testing::produce(&bootstrap, &input, &waiting, Duration::from_secs(60)).unwrap();
+    kafka::produce(&bootstrap, &input, &waiting, Duration::from_secs(60)).unwrap();
 
     let state = tempfile::tempdir().unwrap();
     let mut props = vec![
@@ -157,7 +157,7 @@ fn run(test: &str, protocol: GroupProtocol) {
     );
 
     // Task 0_0 counts on from its restored state.
-    testing::produce(
+    kafka::produce(
         &bootstrap,
         &input,
         &[ProduceRecord::new("old-7", "v").with_partition(0)],

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use streams_core::handlers::headers::{EXCEPTION, MESSAGE, OFFSET, TOPIC};
 use streams_core::serdes::{StringSerde, U64Serde};
-use streams_core::testing::{self, ConsumeUntil, ProduceRecord};
 use streams_core::{KafkaStreams, State, StreamsConfig, Topology};
+use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
 
 mod common;
 
@@ -82,14 +82,14 @@ fn start(topology: Topology, config: StreamsConfig) -> KafkaStreams {
 
 #[test]
 fn keyed_count_restart_and_rebuild_from_changelog() {
-    let Some(bootstrap) = testing::require_kafka("keyed_count_restart_and_rebuild_from_changelog") else {
+    let Some(bootstrap) = kafka::require_kafka("keyed_count_restart_and_rebuild_from_changelog") else {
         return;
     };
-    let app_id = testing::unique_name("count-app");
-    let input = testing::unique_name("words");
-    let output = testing::unique_name("counts");
-    testing::create_topic(&bootstrap, &input, 4, &[]).unwrap();
-    testing::create_topic(&bootstrap, &output, 4, &[]).unwrap();
+    let app_id = kafka::unique_name("count-app");
+    let input = kafka::unique_name("words");
+    let output = kafka::unique_name("counts");
+    kafka::create_topic(&bootstrap, &input, 4, &[]).unwrap();
+    kafka::create_topic(&bootstrap, &output, 4, &[]).unwrap();
     let state = tempfile::tempdir().unwrap();
     const KEYS: usize = 1000;
 
@@ -132,15 +132,15 @@ fn keyed_count_restart_and_rebuild_from_changelog() {
 
 #[test]
 fn two_instances_share_the_partitions_and_hand_over_state() {
-    let Some(bootstrap) = testing::require_kafka("two_instances_share_the_partitions_and_hand_over_state")
+    let Some(bootstrap) = kafka::require_kafka("two_instances_share_the_partitions_and_hand_over_state")
     else {
         return;
     };
-    let app_id = testing::unique_name("shared-app");
-    let input = testing::unique_name("words");
-    let output = testing::unique_name("counts");
-    testing::create_topic(&bootstrap, &input, 4, &[]).unwrap();
-    testing::create_topic(&bootstrap, &output, 4, &[]).unwrap();
+    let app_id = kafka::unique_name("shared-app");
+    let input = kafka::unique_name("words");
+    let output = kafka::unique_name("counts");
+    kafka::create_topic(&bootstrap, &input, 4, &[]).unwrap();
+    kafka::create_topic(&bootstrap, &output, 4, &[]).unwrap();
     const KEYS: usize = 200;
     let (d1, d2, d3) = (
         tempfile::tempdir().unwrap(),
@@ -181,15 +181,15 @@ fn two_instances_share_the_partitions_and_hand_over_state() {
 
 #[test]
 fn poison_pills_go_to_the_dead_letter_topic() {
-    let Some(bootstrap) = testing::require_kafka("poison_pills_go_to_the_dead_letter_topic") else {
+    let Some(bootstrap) = kafka::require_kafka("poison_pills_go_to_the_dead_letter_topic") else {
         return;
     };
-    let app_id = testing::unique_name("dlq-app");
-    let input = testing::unique_name("numbers");
-    let output = testing::unique_name("numbers-out");
-    let dlq = testing::unique_name("dlq");
+    let app_id = kafka::unique_name("dlq-app");
+    let input = kafka::unique_name("numbers");
+    let output = kafka::unique_name("numbers-out");
+    let dlq = kafka::unique_name("dlq");
     for t in [&input, &output, &dlq] {
-        testing::create_topic(&bootstrap, t, 2, &[]).unwrap();
+        kafka::create_topic(&bootstrap, t, 2, &[]).unwrap();
     }
     // 1% of the records are not 8-byte numbers.
     let records: Vec<ProduceRecord> = (0..10_000u64)
@@ -201,7 +201,7 @@ fn poison_pills_go_to_the_dead_letter_topic() {
             }
         })
         .collect();
-    testing::produce(&bootstrap, &input, &records, Duration::from_secs(60)).unwrap();
+    kafka::produce(&bootstrap, &input, &records, Duration::from_secs(60)).unwrap();
     let mut b = Topology::builder();
     b.add_source("src", [input.as_str()], StringSerde, U64Serde)
         .add_sink("out", &output, StringSerde, U64Serde, ["src"]);
@@ -230,27 +230,27 @@ fn poison_pills_go_to_the_dead_letter_topic() {
 
 #[test]
 fn undeliverable_outputs_go_to_the_dead_letter_topic() {
-    let Some(bootstrap) = testing::require_kafka("undeliverable_outputs_go_to_the_dead_letter_topic") else {
+    let Some(bootstrap) = kafka::require_kafka("undeliverable_outputs_go_to_the_dead_letter_topic") else {
         return;
     };
-    let app_id = testing::unique_name("dlq-production-app");
-    let input = testing::unique_name("sizes");
+    let app_id = kafka::unique_name("dlq-production-app");
+    let input = kafka::unique_name("sizes");
     // A user topic whose name ends in `-changelog` is still an output topic: its failed
     // deliveries go to the production handler, not the fatal changelog path.
-    let output = format!("{}-changelog", testing::unique_name("sizes-out"));
-    let dlq = testing::unique_name("dlq-production");
-    testing::create_topic(&bootstrap, &input, 2, &[]).unwrap();
-    testing::create_topic(&bootstrap, &dlq, 2, &[]).unwrap();
+    let output = format!("{}-changelog", kafka::unique_name("sizes-out"));
+    let dlq = kafka::unique_name("dlq-production");
+    kafka::create_topic(&bootstrap, &input, 2, &[]).unwrap();
+    kafka::create_topic(&bootstrap, &dlq, 2, &[]).unwrap();
     // The output topic takes batches of at most 4,000 bytes: every 50th record (5,000
     // bytes) is rejected by the broker, asynchronously, after the sink sent it.
-    testing::create_topic(&bootstrap, &output, 2, &[("max.message.bytes", "4000")]).unwrap();
+    kafka::create_topic(&bootstrap, &output, 2, &[("max.message.bytes", "4000")]).unwrap();
     let records: Vec<ProduceRecord> = (0..2_000u32)
         .map(|i| {
             let size = if i % 50 == 7 { 5_000 } else { 10 };
             ProduceRecord::new(format!("k{i}"), vec![b'x'; size])
         })
         .collect();
-    testing::produce(&bootstrap, &input, &records, Duration::from_secs(60)).unwrap();
+    kafka::produce(&bootstrap, &input, &records, Duration::from_secs(60)).unwrap();
     let mut b = Topology::builder();
     b.add_source(
         "src",
@@ -300,8 +300,8 @@ fn undeliverable_outputs_go_to_the_dead_letter_topic() {
 }
 
 /// Reads the first `n` records of `topic` (fails if fewer arrive within two minutes).
-fn read(bootstrap: &str, topic: &str, n: usize) -> Vec<testing::ConsumedRecord> {
-    testing::consume_all(
+fn read(bootstrap: &str, topic: &str, n: usize) -> Vec<kafka::ConsumedRecord> {
+    kafka::consume_all(
         bootstrap,
         topic,
         ConsumeUntil::Count(n),

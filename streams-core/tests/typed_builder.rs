@@ -7,9 +7,10 @@ use std::time::Duration;
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::KvStore;
 use streams_core::{
-    DriverConfig, ProcessResult, Processor, ProcessorContext, PunctuationType, Record, ScheduleId,
-    SinkConfig, SourceConfig, StoreRef, Stores, Topology, TopologyIssue, TopologyTestDriver,
+    ProcessResult, Processor, ProcessorContext, PunctuationType, Record, ScheduleId, SinkConfig,
+    SourceConfig, StoreRef, Stores, Topology, TopologyIssue,
 };
+use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
 /// Counts values per key in its store and forwards the count.
 struct Count {

@@ -2,7 +2,8 @@
 //!
 //! A [`StreamsBuilder`] turns DSL calls into nodes of a Processor-API topology as they are
 //! made: there is no second runtime, and [`StreamsBuilder::build`] returns an ordinary
-//! [`Topology`](streams_core::Topology) for the `TopologyTestDriver` or `KafkaStreams`.
+//! [`Topology`](streams_core::Topology) for `KafkaStreams` or streams-test-utils'
+//! `TopologyTestDriver`.
 //!
 //! - [`KStream`]: `filter`, `map`, `flat_map`, `select_key`, `peek`, `split`, `merge`,
 //!   `to`, `process`, stream-table `join`/`left_join`, grouping;

@@ -9,7 +9,7 @@ use streams_state::Serde;
 
 /// A serde behind an `Arc`, chosen at run time. Every store the DSL creates is typed
 /// `KvStore<DynSerde<K>, DynSerde<V>>`, which is what
-/// `TopologyTestDriver::kv_store` must be asked for.
+/// `streams_test_utils::TopologyTestDriver::kv_store` must be asked for.
 pub type DynSerde<T> = Arc<dyn Serde<Target = T>>;
 
 /// Boxes a serde as a [`DynSerde`].

@@ -1,12 +1,13 @@
 //! Grouping, repartitioning and aggregation in the TopologyTestDriver, with word count end
 //! to end.
 
+use streams_core::Topology;
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
-use streams_core::{DriverConfig, Topology, TopologyTestDriver};
 use streams_dsl::{
     Consumed, DslError, DslIssue, DynSerde, Grouped, KStream, Materialized, Produced, StreamsBuilder,
 };
+use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
 fn strings() -> Consumed<StringSerde, StringSerde> {
     Consumed::with(StringSerde, StringSerde)

@@ -4,8 +4,8 @@
 
 use streams_core::serdes::StringSerde;
 use streams_core::state::serde::NullableSerde;
-use streams_core::{DriverConfig, TopologyTestDriver};
 use streams_dsl::{Consumed, DslError, DslIssue, DynSerde, Materialized, Produced, StreamsBuilder};
+use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
 /// Orders keyed by order id, valued `<user>:<item>`, joined with the users global table
 /// by the user in the value.

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
-use streams_core::testing::{self, ConsumeUntil, ProduceRecord};
 use streams_core::{KafkaStreams, State, StreamsConfig};
 use streams_dsl::{Consumed, Grouped, Materialized, Produced, StreamsBuilder};
+use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
 
 fn config(bootstrap: &str, app_id: &str, state_dir: &std::path::Path) -> StreamsConfig {
     let dir = state_dir.display().to_string();
@@ -33,7 +33,7 @@ fn wait_for(
 ) -> Vec<(String, Vec<u8>)> {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let records = testing::consume_all(
+        let records = kafka::consume_all(
             bootstrap,
             topic,
             ConsumeUntil::Idle(Duration::ZERO),
@@ -59,15 +59,14 @@ fn wait_for(
 
 #[test]
 fn word_count_on_the_broker_through_a_repartition_topic() {
-    let Some(bootstrap) = testing::require_kafka("word_count_on_the_broker_through_a_repartition_topic")
-    else {
+    let Some(bootstrap) = kafka::require_kafka("word_count_on_the_broker_through_a_repartition_topic") else {
         return;
     };
-    let app_id = testing::unique_name("dsl-wc");
-    let input = testing::unique_name("lines");
-    let output = testing::unique_name("word-counts");
-    testing::create_topic(&bootstrap, &input, 3, &[]).unwrap();
-    testing::create_topic(&bootstrap, &output, 3, &[]).unwrap();
+    let app_id = kafka::unique_name("dsl-wc");
+    let input = kafka::unique_name("lines");
+    let output = kafka::unique_name("word-counts");
+    kafka::create_topic(&bootstrap, &input, 3, &[]).unwrap();
+    kafka::create_topic(&bootstrap, &output, 3, &[]).unwrap();
 
     let b = StreamsBuilder::new(app_id.clone());
     b.stream([input.as_str()], Consumed::with(StringSerde, StringSerde))
@@ -85,7 +84,7 @@ fn word_count_on_the_broker_through_a_repartition_topic() {
             ProduceRecord::new(format!("line-{i}"), words.join(" "))
         })
         .collect();
-    testing::produce(&bootstrap, &input, &lines, Duration::from_secs(60)).unwrap();
+    kafka::produce(&bootstrap, &input, &lines, Duration::from_secs(60)).unwrap();
 
     let state = tempfile::tempdir().unwrap();
     let config = config(&bootstrap, &app_id, state.path());
@@ -96,7 +95,7 @@ fn word_count_on_the_broker_through_a_repartition_topic() {
         "{:?}",
         app.state()
     );
-    testing::wait_for_topic(
+    kafka::wait_for_topic(
         &bootstrap,
         &format!("{app_id}-words-repartition"),
         3,
@@ -125,17 +124,17 @@ fn word_count_on_the_broker_through_a_repartition_topic() {
 #[test]
 fn stream_table_join_on_the_broker_repartitions_to_the_table_partition_count() {
     let Some(bootstrap) =
-        testing::require_kafka("stream_table_join_on_the_broker_repartitions_to_the_table_partition_count")
+        kafka::require_kafka("stream_table_join_on_the_broker_repartitions_to_the_table_partition_count")
     else {
         return;
     };
-    let app_id = testing::unique_name("dsl-join");
-    let users = testing::unique_name("users");
-    let clicks = testing::unique_name("clicks");
-    let output = testing::unique_name("enriched");
-    testing::create_topic(&bootstrap, &users, 2, &[]).unwrap();
-    testing::create_topic(&bootstrap, &clicks, 4, &[]).unwrap();
-    testing::create_topic(&bootstrap, &output, 2, &[]).unwrap();
+    let app_id = kafka::unique_name("dsl-join");
+    let users = kafka::unique_name("users");
+    let clicks = kafka::unique_name("clicks");
+    let output = kafka::unique_name("enriched");
+    kafka::create_topic(&bootstrap, &users, 2, &[]).unwrap();
+    kafka::create_topic(&bootstrap, &clicks, 4, &[]).unwrap();
+    kafka::create_topic(&bootstrap, &output, 2, &[]).unwrap();
 
     let b = StreamsBuilder::new(app_id.clone());
     let table = b.table(
@@ -152,12 +151,12 @@ fn stream_table_join_on_the_broker_repartitions_to_the_table_partition_count() {
         .to(&output, Produced::with(StringSerde, StringSerde));
     let topology = b.build().unwrap();
 
-    // Keyed by user: `testing` producers place keys by murmur2, as the runtime's sinks do,
+    // Keyed by user: `kafka::produce` places keys by murmur2, as the runtime's sinks do,
     // so the table is co-partitioned with the repartition topic.
     let names: Vec<ProduceRecord> = (0..10)
         .map(|u| ProduceRecord::new(format!("u{u}"), format!("name{u}")))
         .collect();
-    testing::produce(&bootstrap, &users, &names, Duration::from_secs(60)).unwrap();
+    kafka::produce(&bootstrap, &users, &names, Duration::from_secs(60)).unwrap();
 
     let state = tempfile::tempdir().unwrap();
     let mut app = KafkaStreams::new(topology, config(&bootstrap, &app_id, state.path())).unwrap();
@@ -169,7 +168,7 @@ fn stream_table_join_on_the_broker_repartitions_to_the_table_partition_count() {
         "{:?}",
         app.state()
     );
-    testing::wait_for_topic(
+    kafka::wait_for_topic(
         &bootstrap,
         &format!("{app_id}-by-user-repartition"),
         2,
@@ -181,7 +180,7 @@ fn stream_table_join_on_the_broker_repartitions_to_the_table_partition_count() {
     let clicks_in: Vec<ProduceRecord> = (0..40)
         .map(|i| ProduceRecord::new(format!("session{i}"), format!("u{}", i % 10)))
         .collect();
-    testing::produce(&bootstrap, &clicks, &clicks_in, Duration::from_secs(60)).unwrap();
+    kafka::produce(&bootstrap, &clicks, &clicks_in, Duration::from_secs(60)).unwrap();
 
     let pairs = wait_for(&bootstrap, &output, |p| p.len() >= 40);
     assert_eq!(pairs.len(), 40);
@@ -195,17 +194,17 @@ fn stream_table_join_on_the_broker_repartitions_to_the_table_partition_count() {
 #[test]
 fn join_global_on_the_broker_enriches_every_partition_on_two_threads() {
     let Some(bootstrap) =
-        testing::require_kafka("join_global_on_the_broker_enriches_every_partition_on_two_threads")
+        kafka::require_kafka("join_global_on_the_broker_enriches_every_partition_on_two_threads")
     else {
         return;
     };
-    let app_id = testing::unique_name("dsl-global");
-    let users = testing::unique_name("users");
-    let orders = testing::unique_name("orders");
-    let output = testing::unique_name("enriched");
-    testing::create_topic(&bootstrap, &users, 3, &[]).unwrap();
-    testing::create_topic(&bootstrap, &orders, 4, &[]).unwrap();
-    testing::create_topic(&bootstrap, &output, 4, &[]).unwrap();
+    let app_id = kafka::unique_name("dsl-global");
+    let users = kafka::unique_name("users");
+    let orders = kafka::unique_name("orders");
+    let output = kafka::unique_name("enriched");
+    kafka::create_topic(&bootstrap, &users, 3, &[]).unwrap();
+    kafka::create_topic(&bootstrap, &orders, 4, &[]).unwrap();
+    kafka::create_topic(&bootstrap, &output, 4, &[]).unwrap();
 
     let b = StreamsBuilder::new(app_id.clone());
     let table = b.global_table(
@@ -229,7 +228,7 @@ fn join_global_on_the_broker_enriches_every_partition_on_two_threads() {
     let names: Vec<ProduceRecord> = (0..10)
         .map(|u| ProduceRecord::new(format!("u{u}"), format!("name{u}")).with_partition(u % 3))
         .collect();
-    testing::produce(&bootstrap, &users, &names, Duration::from_secs(60)).unwrap();
+    kafka::produce(&bootstrap, &users, &names, Duration::from_secs(60)).unwrap();
 
     let state = tempfile::tempdir().unwrap();
     let dir = state.path().display().to_string();
@@ -252,7 +251,7 @@ fn join_global_on_the_broker_enriches_every_partition_on_two_threads() {
     let orders_in: Vec<ProduceRecord> = (0..40)
         .map(|i| ProduceRecord::new(format!("order{i}"), format!("u{}", i % 15)))
         .collect();
-    testing::produce(&bootstrap, &orders, &orders_in, Duration::from_secs(60)).unwrap();
+    kafka::produce(&bootstrap, &orders, &orders_in, Duration::from_secs(60)).unwrap();
     let known = orders_in.len() / 15 * 10 + (orders_in.len() % 15).min(10);
 
     let pairs = wait_for(&bootstrap, &output, |p| p.len() >= known);

@@ -3,10 +3,9 @@
 use std::sync::{Arc, Mutex};
 
 use streams_core::serdes::{StringSerde, U64Serde};
-use streams_core::{
-    DriverConfig, KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, TopologyTestDriver,
-};
+use streams_core::{KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores};
 use streams_dsl::{Consumed, KStream, Produced, StreamsBuilder};
+use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
 type Pairs = Vec<(String, String)>;
 

@@ -2,8 +2,8 @@
 
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
-use streams_core::{DriverConfig, TopologyTestDriver};
 use streams_dsl::{Consumed, DslError, DslIssue, DynSerde, Materialized, Produced, StreamsBuilder};
+use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
 type Updates = Vec<(String, Option<u64>)>;
 

@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
-use streams_core::{DriverConfig, TopologyTestDriver};
 use streams_dsl::{
     Consumed, DynSerde, Grouped, Materialized, Produced, StreamsBuilder, TimeWindows, Windowed, WindowedSerde,
 };
+use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
 const SIZE: Duration = Duration::from_secs(10);
 

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use streams_core::testing::{self, ConsumeUntil};
+use streams_test_utils::kafka::{self, ConsumeUntil};
 
 /// Where a record was read: (partition, offset).
 pub type Position = (i32, i64);
@@ -26,15 +26,15 @@ impl CountTopics {
     /// Creates fresh topics named after `prefix`, with `partitions` partitions each.
     pub fn create(bootstrap: &str, prefix: &str, partitions: i32, audit: bool) -> Self {
         let topics = Self {
-            input: testing::unique_name(&format!("{prefix}-in")),
-            output: testing::unique_name(&format!("{prefix}-out")),
-            audit: audit.then(|| testing::unique_name(&format!("{prefix}-audit"))),
+            input: kafka::unique_name(&format!("{prefix}-in")),
+            output: kafka::unique_name(&format!("{prefix}-out")),
+            audit: audit.then(|| kafka::unique_name(&format!("{prefix}-audit"))),
         };
         for topic in [Some(&topics.input), Some(&topics.output), topics.audit.as_ref()]
             .into_iter()
             .flatten()
         {
-            testing::create_topic(bootstrap, topic, partitions, &[]).unwrap();
+            kafka::create_topic(bootstrap, topic, partitions, &[]).unwrap();
         }
         topics
     }
@@ -117,8 +117,8 @@ pub fn counts(
     seen
 }
 
-fn read(bootstrap: &str, topic: &str, read_committed: bool) -> Vec<testing::ConsumedRecord> {
-    testing::consume_all(
+fn read(bootstrap: &str, topic: &str, read_committed: bool) -> Vec<kafka::ConsumedRecord> {
+    kafka::consume_all(
         bootstrap,
         topic,
         ConsumeUntil::Idle(Duration::ZERO),

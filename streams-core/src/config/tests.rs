@@ -499,11 +499,6 @@ fn builder_sets_typed_values_and_client_properties() {
     assert_eq!(again.error_policy().production, ErrorHandling::LogAndContinue);
     assert_eq!(again.dead_letter_queue_topic(), Some("orders-dlq"));
 
-    let driver = crate::DriverConfig::from(&c);
-    assert_eq!(driver.application_id, "orders");
-    assert_eq!(driver.cache_max_bytes, 1 << 20);
-    assert_eq!(driver.errors.dead_letter_topic.as_deref(), Some("orders-dlq"));
-
     fails_on(StreamsConfig::builder().build(), "application.id");
     fails_on(
         StreamsConfig::builder()

@@ -14,29 +14,34 @@ use streams_state::KeyValueStore;
 use super::Metrics;
 use super::families::{counter, maybe};
 use super::store::MeteredKeyValueStore;
+use crate::engine::{DLQ_REASONS, NodeTimer, TaskCounters, TaskObserver, TaskReport};
 use crate::model::TaskId;
-use crate::task::observer::{DLQ_REASONS, NodeTimer, TaskCounters, TaskObserver, TaskReport};
 
-/// The metrics of one stream thread.
-pub(crate) struct ThreadMetrics {
+/// The metrics of one stream thread, made by [`Metrics::thread`].
+///
+/// A host outside this crate (streams-test-utils' driver) records through two calls: each
+/// task it builds gets [`ThreadMetrics::task_observer`], and what a task publishes
+/// ([`Task::publish`](crate::engine::Task::publish)) goes to [`ThreadMetrics::add`].
+/// Dropping it removes the thread's series.
+pub struct ThreadMetrics {
     metrics: Metrics,
     thread: String,
-    pub process_records: IntCounter,
-    pub poll_records: Histogram,
-    pub poll_latency: Histogram,
-    pub process_latency: Histogram,
-    pub commit_latency: Histogram,
-    pub punctuate_latency: Histogram,
-    pub commits: IntCounter,
-    pub tasks_created: IntCounter,
-    pub tasks_closed: IntCounter,
-    pub blocked_seconds: Counter,
-    pub producer_errors: IntCounter,
-    pub consumer_errors: IntCounter,
-    pub offset_resets: IntCounter,
-    pub revoked_partitions: IntCounter,
-    pub skipped_offsets: IntCounter,
-    pub dead_letters: [IntCounter; 3],
+    pub(crate) process_records: IntCounter,
+    pub(crate) poll_records: Histogram,
+    pub(crate) poll_latency: Histogram,
+    pub(crate) process_latency: Histogram,
+    pub(crate) commit_latency: Histogram,
+    pub(crate) punctuate_latency: Histogram,
+    pub(crate) commits: IntCounter,
+    pub(crate) tasks_created: IntCounter,
+    pub(crate) tasks_closed: IntCounter,
+    pub(crate) blocked_seconds: Counter,
+    pub(crate) producer_errors: IntCounter,
+    pub(crate) consumer_errors: IntCounter,
+    pub(crate) offset_resets: IntCounter,
+    pub(crate) revoked_partitions: IntCounter,
+    pub(crate) skipped_offsets: IntCounter,
+    pub(crate) dead_letters: [IntCounter; 3],
 }
 
 impl ThreadMetrics {
@@ -65,7 +70,8 @@ impl ThreadMetrics {
         }
     }
 
-    /// Adds what a task published (see `Task::publish`) to the thread's totals.
+    /// Adds what a task published ([`Task::publish`](crate::engine::Task::publish)) to the
+    /// thread's totals.
     pub fn add(&self, task: &TaskCounters) {
         self.process_records.inc_by(task.processed);
         for (c, n) in self.dead_letters.iter().zip(task.dead_lettered_by) {
@@ -74,8 +80,15 @@ impl ThreadMetrics {
     }
 
     /// The metrics of task `id` on this thread.
-    pub fn task(&self, id: TaskId) -> TaskMetrics {
+    pub(crate) fn task(&self, id: TaskId) -> TaskMetrics {
         TaskMetrics::new(&self.metrics, &self.thread, id)
+    }
+
+    /// The observer recording the metrics of task `id` on this thread, for
+    /// [`TaskFactory::task`](crate::engine::TaskFactory::task). Dropping it (with its task)
+    /// removes the task's series.
+    pub fn task_observer(&self, id: TaskId) -> Box<dyn TaskObserver> {
+        Box::new(self.task(id))
     }
 }
 

@@ -22,7 +22,8 @@ use std::sync::Arc;
 
 use prometheus::{Encoder, Registry, TextEncoder};
 
-pub(crate) use handles::{TaskMetrics, ThreadMetrics};
+pub(crate) use handles::TaskMetrics;
+pub use handles::ThreadMetrics;
 pub(crate) use server::MetricsServer;
 
 use self::families::Families;
@@ -96,7 +97,7 @@ impl Metrics {
     }
 
     /// The metrics of stream thread `thread`; its series go when the handles are dropped.
-    pub(crate) fn thread(&self, thread: &str) -> ThreadMetrics {
+    pub fn thread(&self, thread: &str) -> ThreadMetrics {
         ThreadMetrics::new(self, thread)
     }
 
@@ -153,8 +154,8 @@ fn state_name(s: State) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::TaskObserver;
     use crate::model::TaskId;
-    use crate::task::observer::TaskObserver;
 
     fn series(m: &Metrics, name: &str) -> usize {
         m.registry()

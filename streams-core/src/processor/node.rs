@@ -1,6 +1,6 @@
 //! The contract between the engine and a node instance.
 //!
-//! The engine (`task/`) drives type-erased nodes ([`ErasedNode`]) and hands each call a
+//! The engine (`engine/`) drives type-erased nodes ([`ErasedNode`]) and hands each call a
 //! [`NodeContext`]: everything a node may ask of its task while it runs. This module sits
 //! below the engine: it names no engine type, so the engine implements the contract and the
 //! topology builds nodes against it without either knowing the other's internals.

@@ -26,11 +26,11 @@ use super::resets::mock_retention_error;
 use super::restore::kafka_err;
 use super::tasks::TaskManager;
 use super::updater::{Event, RestoreJob};
+use crate::engine::TaskId;
+use crate::engine::TaskStore;
 use crate::metrics::TaskMetrics;
 use crate::model::error::StreamsError;
 use crate::model::record::RawRecord;
-use crate::task::TaskId;
-use crate::task::factory::TaskStore;
 
 /// A task whose stores the state updater is restoring.
 pub(crate) struct Restoring {

@@ -24,11 +24,11 @@ use super::resets::AssignedConsumer;
 use super::restore::kafka_err;
 use super::tasks::TaskSettings;
 use super::thread::to_raw;
+use crate::engine::RecordCollector;
+use crate::engine::StoreSlot;
+use crate::engine::{Task, TaskId};
 use crate::model::error::{ProcessorError, StreamsError};
 use crate::model::record::{OutputRecord, RawRecord};
-use crate::task::collector::RecordCollector;
-use crate::task::shared::StoreSlot;
-use crate::task::{Task, TaskId};
 
 /// How long the bootstrap may go without progress before it fails.
 const STALL: Duration = Duration::from_secs(60);

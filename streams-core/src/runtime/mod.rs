@@ -45,9 +45,9 @@ use self::status::Status;
 use self::tasks::{TaskManagerParts, TaskSettings};
 use self::thread::{LoopSettings, ThreadContext};
 use crate::config::StreamsConfig;
+use crate::engine::TaskFactory;
 use crate::metrics::{Metrics, MetricsServer};
 use crate::model::error::StreamsError;
-use crate::task::factory::TaskFactory;
 use crate::topology::Topology;
 
 /// What to do when a stream thread fails.

@@ -18,9 +18,9 @@ use rdkafka::message::{Header, Message, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use streams_state::{ChangelogError, ChangelogSink};
 
+use crate::engine::RecordCollector;
 use crate::model::error::ProcessorError;
 use crate::model::record::{Headers, OutputRecord, RawRecord};
-use crate::task::collector::RecordCollector;
 
 /// What the producer's deliveries reported.
 #[derive(Default)]

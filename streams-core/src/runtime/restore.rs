@@ -31,8 +31,8 @@ use rdkafka::{Message, Offset, TopicPartitionList};
 use streams_state::{ChangelogRecord, KeyValueStore};
 
 use super::resets::AssignedConsumer;
+use crate::engine::TaskStore;
 use crate::model::error::StreamsError;
-use crate::task::factory::TaskStore;
 
 /// How many records one restore batch holds.
 const BATCH: usize = 10_000;

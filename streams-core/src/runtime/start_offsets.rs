@@ -82,22 +82,22 @@ mod tests {
     use rdkafka::{Offset, TopicPartitionList};
 
     use super::{committed, explicit};
-    use crate::testing::{self, ProduceRecord};
+    use streams_test_utils::kafka::{self, ProduceRecord};
 
     /// A crashed exactly-once producer's transaction holds an offset commit open: the
     /// lookup waits until the broker settles it, and never reads it as "no commit" (which
     /// would restart the partition from the beginning).
     #[test]
     fn unstable_offsets_are_waited_for_never_read_as_missing() {
-        let Some(bootstrap) = testing::require_kafka("start_offsets") else {
+        let Some(bootstrap) = kafka::require_kafka("start_offsets") else {
             return;
         };
-        let topic = testing::unique_name("unstable");
-        let group = testing::unique_name("unstable-group");
-        testing::create_topic(&bootstrap, &topic, 1, &[]).unwrap();
+        let topic = kafka::unique_name("unstable");
+        let group = kafka::unique_name("unstable-group");
+        kafka::create_topic(&bootstrap, &topic, 1, &[]).unwrap();
         let records: Vec<ProduceRecord> = (0..100).map(|i| ProduceRecord::new("k", i.to_string())).collect();
-        testing::produce(&bootstrap, &topic, &records, Duration::from_secs(60)).unwrap();
-        let consumer: BaseConsumer = testing::consumer_config(&bootstrap, &group)
+        kafka::produce(&bootstrap, &topic, &records, Duration::from_secs(60)).unwrap();
+        let consumer: BaseConsumer = kafka::consumer_config(&bootstrap, &group)
             .set("isolation.level", "read_committed")
             .create()
             .unwrap();
@@ -109,8 +109,8 @@ mod tests {
         };
         consumer.commit(&at(50), CommitMode::Sync).unwrap();
         // An open transaction that commits offset 80 when it commits.
-        let producer: BaseProducer = testing::producer_config(&bootstrap)
-            .set("transactional.id", testing::unique_name("unstable-txn"))
+        let producer: BaseProducer = kafka::producer_config(&bootstrap)
+            .set("transactional.id", kafka::unique_name("unstable-txn"))
             .set("transaction.timeout.ms", "60000")
             .create()
             .unwrap();

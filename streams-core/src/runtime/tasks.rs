@@ -28,12 +28,12 @@ use super::producer::{DeliveryTracker, StreamProducer};
 use super::resets::AssignedConsumer;
 use super::restore::kafka_err;
 use super::updater::StateUpdater;
+use crate::engine::TaskFactory;
+use crate::engine::{Task, TaskId};
 use crate::metrics::{Metrics, ThreadMetrics};
 use crate::model::error::StreamsError;
 use crate::model::record::RawRecord;
 use crate::processor::PunctuationType;
-use crate::task::factory::TaskFactory;
-use crate::task::{Task, TaskId};
 
 /// What a thread's tasks need to know of the application.
 pub(crate) struct TaskSettings {

@@ -24,9 +24,9 @@ use prometheus::{IntCounter, IntGauge};
 
 use super::resets::AssignedConsumer;
 use super::restore::{Restoration, Step};
+use crate::engine::TaskStore;
 use crate::model::TaskId;
 use crate::model::error::StreamsError;
-use crate::task::factory::TaskStore;
 
 /// The most work the updater does between two looks at its commands.
 const STEP: Duration = Duration::from_millis(200);

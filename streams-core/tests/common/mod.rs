@@ -8,10 +8,10 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use streams_core::serdes::{StringSerde, U64Serde};
-use streams_core::testing::{self, ConsumeUntil, ProduceRecord};
 use streams_core::{
     KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology,
 };
+use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
 
 /// Counts records per key in the store `counts` and forwards each new count.
 #[derive(Default)]
@@ -56,13 +56,13 @@ pub fn produce_words(bootstrap: &str, topic: &str, keys: usize, per_key: usize, 
         .flat_map(|i| (0..keys).map(move |k| ProduceRecord::new(format!("key-{k}"), format!("{tag}-{i}"))))
         .collect();
     for chunk in records.chunks(20_000) {
-        testing::produce(bootstrap, topic, chunk, Duration::from_secs(120)).unwrap();
+        kafka::produce(bootstrap, topic, chunk, Duration::from_secs(120)).unwrap();
     }
 }
 
 /// The largest count each key reached in the counts written to `topic`.
 pub fn latest_counts(bootstrap: &str, topic: &str) -> HashMap<String, u64> {
-    let records = testing::consume_all(
+    let records = kafka::consume_all(
         bootstrap,
         topic,
         ConsumeUntil::Idle(Duration::ZERO),

@@ -33,11 +33,11 @@ use rdkafka::message::Message;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 use streams_core::serdes::{StringSerde, U64Serde};
-use streams_core::testing::{block_on_timeout, create_topic};
 use streams_core::{
     KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, StreamsConfig,
     Topology,
 };
+use streams_test_utils::kafka::{block_on_timeout, create_topic};
 
 mod apps;
 mod measure;

@@ -8,9 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use bytes::Bytes;
 use streams_state::{ChangelogError, ChangelogSink};
 
-use crate::model::error::ProcessorError;
-use crate::model::record::{Headers, OutputRecord, RawRecord};
-use crate::task::collector::RecordCollector;
+use streams_core::engine::RecordCollector;
+use streams_core::{Headers, OutputRecord, ProcessorError, RawRecord};
 
 /// All topics of a driver.
 #[derive(Default)]

@@ -14,14 +14,18 @@ use super::graph::NodeMeta;
 
 /// Dead-letter reasons, as the engine names them; [`TaskCounters::dead_lettered_by`] is
 /// indexed in this order.
-pub(crate) const DLQ_REASONS: [&str; 3] = ["deserialization", "processing", "production"];
+pub const DLQ_REASONS: [&str; 3] = ["deserialization", "processing", "production"];
 
 /// Counters a task keeps.
 #[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct TaskCounters {
+pub struct TaskCounters {
+    /// Records processed.
     pub processed: u64,
+    /// Records dropped: with a negative timestamp, or skipped after an error.
     pub dropped: u64,
+    /// Punctuations run.
     pub punctuations: u64,
+    /// Records sent to the dead-letter topic.
     pub dead_lettered: u64,
     /// Dead-lettered records by reason, indexed as [`DLQ_REASONS`].
     pub dead_lettered_by: [u64; 3],
@@ -29,7 +33,7 @@ pub(crate) struct TaskCounters {
 
 impl TaskCounters {
     /// What was added since `earlier`.
-    pub fn since(&self, earlier: &Self) -> Self {
+    pub(crate) fn since(&self, earlier: &Self) -> Self {
         Self {
             processed: self.processed - earlier.processed,
             dropped: self.dropped - earlier.dropped,
@@ -42,7 +46,7 @@ impl TaskCounters {
 
 /// Records counted at one node since the observer last took them.
 #[derive(Debug, Default)]
-pub(crate) struct NodeCounts {
+pub struct NodeCounts {
     /// Records the node received.
     pub records_in: Cell<u64>,
     /// Records the node forwarded to a child.
@@ -50,10 +54,10 @@ pub(crate) struct NodeCounts {
 }
 
 /// Times one node's records (seconds per record).
-pub(crate) type NodeTimer = Box<dyn Fn(f64)>;
+pub type NodeTimer = Box<dyn Fn(f64)>;
 
 /// What a task reports when its host publishes.
-pub(crate) struct TaskReport<'a> {
+pub struct TaskReport<'a> {
     /// The task's counters (totals since it was created).
     pub counters: TaskCounters,
     /// Bytes held by the caches of the task's stores.
@@ -70,7 +74,7 @@ impl TaskReport<'_> {
 }
 
 /// Watches one task. Called on the task's thread.
-pub(crate) trait TaskObserver {
+pub trait TaskObserver {
     /// Called once per node, in node order, when the task is built. A timer makes the
     /// engine time each record of the node.
     fn watch_node(&mut self, name: &str) -> Option<NodeTimer>;

@@ -12,15 +12,15 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use streams_core::testing::{self, ConsumeUntil, ProduceRecord};
+//! use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
 //!
-//! let Some(bootstrap) = testing::require_kafka("my_kafka_test") else {
+//! let Some(bootstrap) = kafka::require_kafka("my_kafka_test") else {
 //!     return Ok(());
 //! };
-//! let topic = testing::unique_name("my-topic");
-//! testing::create_topic(&bootstrap, &topic, 1, &[])?;
-//! testing::produce(&bootstrap, &topic, &[ProduceRecord::new("k", "v")], Duration::from_secs(30))?;
-//! let records = testing::consume_all(
+//! let topic = kafka::unique_name("my-topic");
+//! kafka::create_topic(&bootstrap, &topic, 1, &[])?;
+//! kafka::produce(&bootstrap, &topic, &[ProduceRecord::new("k", "v")], Duration::from_secs(30))?;
+//! let records = kafka::consume_all(
 //!     &bootstrap,
 //!     &topic,
 //!     ConsumeUntil::Count(1),
@@ -28,7 +28,7 @@
 //!     false,
 //! )?;
 //! assert_eq!(records[0].value.as_deref(), Some(&b"v"[..]));
-//! # Ok::<(), streams_core::testing::TestKafkaError>(())
+//! # Ok::<(), streams_test_utils::kafka::TestKafkaError>(())
 //! ```
 //!
 //! Every function here is bounded in time: a dead or unreachable broker makes it return a

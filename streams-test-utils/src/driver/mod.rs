@@ -17,18 +17,14 @@ use streams_state::{ChangelogSink, KvStore, RocksDbResources, Serde, StoreBuildC
 
 pub use topics::{TestInputTopic, TestOutputTopic, TestRecord};
 
+use streams_core::engine::{StoreSlot, Task, TaskFactory};
+use streams_core::metrics::{Metrics, RecordingLevel, ThreadMetrics};
+use streams_core::{
+    ErrorPolicy, Headers, OutputRecord, PunctuationType, StoreRef, StreamsConfig, StreamsError, TaskId,
+    Topology, default_partition,
+};
+
 use self::log::{DriverChangelog, DriverCollector, SharedLog};
-use crate::metrics::{Metrics, RecordingLevel, ThreadMetrics};
-use crate::model::error::StreamsError;
-use crate::model::handlers::ErrorPolicy;
-use crate::model::partitioner::default_partition;
-use crate::model::record::{Headers, OutputRecord};
-use crate::processor::{PunctuationType, StoreRef};
-use crate::task::factory::TaskFactory;
-use crate::task::observer::TaskObserver;
-use crate::task::shared::StoreSlot;
-use crate::task::{Task, TaskId};
-use crate::topology::Topology;
 
 /// Settings of a [`TopologyTestDriver`].
 #[derive(Debug, Clone)]
@@ -52,10 +48,10 @@ pub struct DriverConfig {
     pub metrics: Option<RecordingLevel>,
 }
 
-impl From<&crate::config::StreamsConfig> for DriverConfig {
+impl From<&StreamsConfig> for DriverConfig {
     /// The settings matching an application's configuration: its application id, cache
     /// budget and error handlers.
-    fn from(config: &crate::config::StreamsConfig) -> Self {
+    fn from(config: &StreamsConfig) -> Self {
         Self {
             application_id: config.application_id().to_owned(),
             cache_max_bytes: config.cache_max_bytes(),
@@ -117,6 +113,7 @@ impl DriverConfig {
     }
 }
 
+/// The driver's state, shared with its input and output topics.
 pub(crate) struct DriverInner {
     topology: Arc<Topology>,
     log: SharedLog,
@@ -131,9 +128,7 @@ pub(crate) struct DriverInner {
     _state_dir: tempfile::TempDir,
 }
 
-/// Runs a [`Topology`] without Kafka.
-///
-/// [`TopologyTestDriver`]: runs a topology synchronously, without a broker, for unit tests.
+/// Runs a [`Topology`] without Kafka: synchronously, without a broker, for unit tests.
 ///
 /// It drives the very task code the runtime runs: the same nodes, stores (including
 /// RocksDB, in a temporary directory), caches, changelogs, punctuation and error handlers.
@@ -152,7 +147,8 @@ pub(crate) struct DriverInner {
 ///
 /// ```
 /// use streams_core::serdes::StringSerde;
-/// use streams_core::{DriverConfig, ProcessResult, Processor, ProcessorContext, Record, Topology, TopologyTestDriver};
+/// use streams_core::{ProcessResult, Processor, ProcessorContext, Record, Topology};
+/// use streams_test_utils::{DriverConfig, TopologyTestDriver};
 ///
 /// struct Upper;
 /// impl Processor<String, String, String, String> for Upper {
@@ -242,9 +238,7 @@ impl TopologyTestDriver {
                     log: log.clone(),
                     round_robin: 0,
                 });
-                let observer = metrics
-                    .as_ref()
-                    .map(|(_, t)| Box::new(t.task(id)) as Box<dyn TaskObserver>);
+                let observer = metrics.as_ref().map(|(_, t)| t.task_observer(id));
                 let mut task = factory.task(
                     id,
                     stores,
@@ -346,7 +340,7 @@ impl TopologyTestDriver {
         let found = inner
             .tasks
             .values()
-            .find(|t| (t.id().partition <= 0) && t.stores().iter().any(|s| s.name == name));
+            .find(|t| (t.id().partition <= 0) && t.stores().iter().any(|s| s.name() == name));
         Self::typed(found, name)
     }
 
@@ -360,7 +354,7 @@ impl TopologyTestDriver {
         let found = inner
             .tasks
             .values()
-            .find(|t| t.id().partition == partition && t.stores().iter().any(|s| s.name == name));
+            .find(|t| t.id().partition == partition && t.stores().iter().any(|s| s.name() == name));
         Self::typed(found, name)
     }
 
@@ -380,8 +374,7 @@ impl TopologyTestDriver {
             .tasks
             .values()
             .filter(|t| t.id().partition == partition || (partition <= 0 && t.id().partition == -1))
-            .find_map(|t| t.stores().iter().find(|s| s.name == store.name()))
-            .map(|slot| store.open(slot.store.clone()))
+            .find_map(|t| t.stores().iter().find_map(|s| s.open(store)))
             .ok_or_else(|| StoreError::NotFound {
                 store: store.name().to_owned(),
                 place: format!("in the task of partition {partition}"),
@@ -394,7 +387,7 @@ impl TopologyTestDriver {
         VS: Serde + Clone,
     {
         let slot = task
-            .and_then(|t| t.stores().iter().find(|s| s.name == name))
+            .and_then(|t| t.stores().iter().find(|s| s.name() == name))
             .ok_or_else(|| StoreError::NotFound {
                 store: name.to_owned(),
                 place: "in the test driver's tasks".into(),

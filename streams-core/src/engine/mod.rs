@@ -1,16 +1,26 @@
-//! Tasks: one per (sub-topology, partition). A task owns the node instances, stores and
-//! record queues of its sub-topology for one partition and runs records through them.
+//! The engine, for hosts (the runtime and streams-test-utils' driver); applications do not
+//! need it.
 //!
-//! The same task code serves the Kafka runtime and the
-//! [`TopologyTestDriver`](crate::TopologyTestDriver); they differ only in where records
-//! come from and where produced records go (the record collector).
+//! A task is one (sub-topology, partition): it owns the node instances, stores and record
+//! queues of its sub-topology for that partition and runs records through them. Every host
+//! runs the same task code; hosts differ only in where records come from and where produced
+//! records go.
+//!
+//! A host builds tasks with a [`TaskFactory`]: first a task's stores ([`TaskFactory::stores`],
+//! each logged store writing its changelog to a sink the host makes, see [`SinkMaker`]), then
+//! the [`Task`] around them ([`TaskFactory::task`]) with the host's [`RecordCollector`] and,
+//! optionally, a [`TaskObserver`] (the Prometheus metrics give one:
+//! [`ThreadMetrics::task_observer`](crate::metrics::ThreadMetrics::task_observer)). It then
+//! feeds the task records ([`Task::add_records`], [`Task::process_one`]), punctuates
+//! ([`Task::punctuate`]), commits ([`Task::flush`]) and closes it ([`Task::close`]); a task's
+//! stores are read through [`StoreSlot`]s ([`Task::stores`]).
 
-pub(crate) mod collector;
-pub(crate) mod factory;
+mod collector;
+mod factory;
 mod graph;
-pub(crate) mod observer;
+mod observer;
 mod queue;
-pub(crate) mod shared;
+mod shared;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -19,11 +29,13 @@ use std::sync::Arc;
 
 use streams_state::StoreError;
 
-use self::collector::RecordCollector;
+pub use self::collector::RecordCollector;
+pub use self::factory::{SinkMaker, TaskFactory, TaskStore};
 use self::graph::{Graph, NodeFailure, NodeMeta};
-use self::observer::{DLQ_REASONS, TaskCounters, TaskObserver, TaskReport};
+pub use self::observer::{DLQ_REASONS, NodeCounts, NodeTimer, TaskCounters, TaskObserver, TaskReport};
 use self::queue::RecordQueues;
-use self::shared::{CurrentRecord, StoreSlot, TaskShared};
+pub use self::shared::StoreSlot;
+use self::shared::{CurrentRecord, TaskShared};
 pub(crate) use crate::model::TaskId;
 use crate::model::error::{ErrorOrigin, ProcessorError, StreamsError};
 use crate::model::handlers::{ErrorHandling, ErrorPolicy, dead_letter};
@@ -38,8 +50,9 @@ struct SourceEntry {
     extractor: Option<TimestampExtractor>,
 }
 
-/// A running task.
-pub(crate) struct Task {
+/// A running task: one (sub-topology, partition). Built by a [`TaskFactory`]; lives on one
+/// thread (it is not `Send`).
+pub struct Task {
     shared: TaskShared,
     graph: Graph,
     /// Source node of each input topic: a handful at most, so a scan beats hashing the
@@ -50,14 +63,14 @@ pub(crate) struct Task {
     /// entries, updated in place per record without allocating.
     consumed: Vec<(String, i32, i64)>,
     policy: ErrorPolicy,
-    pub counters: TaskCounters,
+    pub(crate) counters: TaskCounters,
     initialized: bool,
     observer: Option<Box<dyn TaskObserver>>,
 }
 
 impl Task {
     /// Creates the nodes of `subtopology` for `partition` around its `stores`. Processors
-    /// are not initialized yet: call [`Task::initialize`]. Built by the [`factory`].
+    /// are not initialized yet: call [`Task::initialize`]. Built by the [`TaskFactory`].
     // Only the factory calls this, which holds half of the parts.
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -65,7 +78,7 @@ impl Task {
         id: TaskId,
         app_id: Arc<str>,
         collector: Box<dyn RecordCollector>,
-        mut built: Vec<factory::TaskStore>,
+        mut built: Vec<TaskStore>,
         policy: ErrorPolicy,
         wall_clock: i64,
         timestamp: Arc<std::sync::atomic::AtomicI64>,
@@ -352,7 +365,7 @@ impl Task {
     }
 
     /// Whether a processor asked for a commit since the last call (and clears the request).
-    pub fn take_commit_request(&mut self) -> bool {
+    pub(crate) fn take_commit_request(&mut self) -> bool {
         self.shared.commit_requested.replace(false)
     }
 
@@ -370,7 +383,7 @@ impl Task {
 
     /// The offsets to commit: for each input partition, the offset after the last record
     /// processed (or dropped).
-    pub fn committable_offsets(&self) -> Vec<(String, i32, i64)> {
+    pub(crate) fn committable_offsets(&self) -> Vec<(String, i32, i64)> {
         let mut v = self.consumed.clone();
         v.sort();
         v
@@ -419,7 +432,7 @@ impl Task {
     }
 
     /// Tells the task's observer the lag of input partition `topic`-`partition`.
-    pub fn observe_lag(&mut self, topic: &str, partition: i32, lag: i64) {
+    pub(crate) fn observe_lag(&mut self, topic: &str, partition: i32, lag: i64) {
         if let Some(o) = self.observer.as_mut() {
             o.lag(topic, partition, lag);
         }

@@ -1,5 +1,5 @@
-//! The one place tasks and their stores are built, for every host: the test driver, the
-//! runtime's stream threads and their global tasks.
+//! The one place tasks and their stores are built, for every host: the runtime's stream
+//! threads and their global tasks, and streams-test-utils' test driver.
 //!
 //! A host says only where a task's stores live (a directory), where their changelog writes
 //! go (a [`ChangelogSink`] per changelog partition), where the task's output goes (a
@@ -21,22 +21,23 @@ use crate::model::error::StreamsError;
 use crate::model::handlers::ErrorPolicy;
 use crate::topology::{Topology, changelog_topic};
 
-/// A store built for a task, before the task exists.
-pub(crate) struct TaskStore {
-    pub name: String,
+/// A store built for a task, before the task exists: made by [`TaskFactory::stores`],
+/// handed to [`TaskFactory::task`].
+pub struct TaskStore {
+    pub(crate) name: String,
     /// Its changelog topic; `None` for a store that is not logged, or global (a global
     /// store's topic is its source, not a changelog).
-    pub changelog: Option<String>,
-    pub store: Box<dyn KeyValueStore>,
+    pub(crate) changelog: Option<String>,
+    pub(crate) store: Box<dyn KeyValueStore>,
 }
 
 /// Makes the changelog sink of a logged store: called with the changelog topic and the
 /// task's partition.
-pub(crate) type SinkMaker<'a> = dyn FnMut(&str, i32) -> Box<dyn ChangelogSink> + 'a;
+pub type SinkMaker<'a> = dyn FnMut(&str, i32) -> Box<dyn ChangelogSink> + 'a;
 
 /// Builds the tasks of one topology, with their stores.
 #[derive(Clone)]
-pub(crate) struct TaskFactory {
+pub struct TaskFactory {
     topology: Arc<Topology>,
     app_id: Arc<str>,
     policy: ErrorPolicy,
@@ -45,7 +46,9 @@ pub(crate) struct TaskFactory {
 }
 
 impl TaskFactory {
-    /// A factory of `topology`'s tasks in application `app_id`.
+    /// A factory of `topology`'s tasks in application `app_id`: their processors fail by
+    /// `policy`, each cached store has a cache of `cache_max_bytes`, and RocksDB stores
+    /// share `rocksdb`.
     pub fn new(
         topology: Arc<Topology>,
         app_id: Arc<str>,
@@ -63,17 +66,17 @@ impl TaskFactory {
     }
 
     /// The topology.
-    pub fn topology(&self) -> &Arc<Topology> {
+    pub(crate) fn topology(&self) -> &Arc<Topology> {
         &self.topology
     }
 
     /// The application id.
-    pub fn app_id(&self) -> &Arc<str> {
+    pub(crate) fn app_id(&self) -> &Arc<str> {
         &self.app_id
     }
 
     /// The error handlers tasks are built with.
-    pub fn policy(&self) -> &ErrorPolicy {
+    pub(crate) fn policy(&self) -> &ErrorPolicy {
         &self.policy
     }
 
@@ -111,7 +114,10 @@ impl TaskFactory {
     }
 
     /// Builds task `id` around `stores` (built by [`TaskFactory::stores`], restored or
-    /// not). Its processors are not initialized yet: see [`Task::initialize`].
+    /// not). Its output goes to `collector`; its wall clock starts at `wall_clock` (ms); it
+    /// keeps the timestamp of the record being processed in `timestamp`, for the changelog
+    /// sinks of its stores to stamp their records with; `observer` watches it. Its processors are not initialized yet: see
+    /// [`Task::initialize`].
     pub fn task(
         &self,
         id: TaskId,

@@ -16,7 +16,7 @@ use super::TaskId;
 use super::collector::RecordCollector;
 use crate::model::record::RecordMetadata;
 use crate::processor::node::ConnectedStore;
-use crate::processor::{Cancellable, PunctuationType, ScheduleId};
+use crate::processor::{Cancellable, PunctuationType, ScheduleId, StoreRef};
 
 /// The record being processed: its topic shared with the task's source table, so setting
 /// it per record allocates nothing.
@@ -38,13 +38,14 @@ impl CurrentRecord {
     }
 }
 
-/// One store of a task.
+/// One store of a task, as [`Task::stores`](super::Task::stores) lists them. Cloning it
+/// shares the store.
 #[derive(Clone)]
-pub(crate) struct StoreSlot {
-    pub name: String,
-    pub store: SharedKeyValueStore,
-    pub builder: Arc<dyn StoreBuilder>,
-    pub global: bool,
+pub struct StoreSlot {
+    pub(crate) name: String,
+    pub(crate) store: SharedKeyValueStore,
+    pub(crate) builder: Arc<dyn StoreBuilder>,
+    pub(crate) global: bool,
 }
 
 /// One punctuation schedule.
@@ -157,8 +158,23 @@ impl TaskShared {
 }
 
 impl StoreSlot {
+    /// The store's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The typed handle of this store through `store`'s serdes; `None` when `store` names
+    /// another store.
+    pub fn open<KS, VS>(&self, store: &StoreRef<KS, VS>) -> Option<KvStore<KS, VS>>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        (store.name() == self.name).then(|| store.open(self.store.clone()))
+    }
+
     /// This store as a node reaches it.
-    pub fn connected(&self) -> ConnectedStore<'_> {
+    pub(crate) fn connected(&self) -> ConnectedStore<'_> {
         ConnectedStore {
             name: &self.name,
             store: &self.store,

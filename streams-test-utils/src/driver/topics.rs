@@ -6,9 +6,9 @@ use std::rc::Rc;
 use bytes::Bytes;
 use streams_state::{Serde, SerdeError};
 
+use streams_core::{Headers, StreamsError};
+
 use super::DriverInner;
-use crate::model::error::StreamsError;
-use crate::model::record::Headers;
 
 /// A record read from an output topic.
 #[derive(Debug, Clone, PartialEq)]
