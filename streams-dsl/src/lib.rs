@@ -11,6 +11,8 @@
 //!   per tumbling or hopping window ([`TimeWindows`]);
 //! - [`KTable`]: `filter`, `map_values`, `to_stream`, table-table `join`, `left_join`,
 //!   `outer_join`.
+//! - [`retry`]: retries with increasing delays and a dead-letter topic, as topology nodes
+//!   (a retry ladder of delayed topics, changelogged stores and wall-clock punctuators).
 //!
 //! Every node, store and repartition topic is named by the rule in [`naming`]: from the
 //! closest user-given name, never from a global counter.
@@ -25,6 +27,7 @@ mod ktable;
 pub mod naming;
 mod options;
 mod processors;
+pub mod retry;
 mod table_join;
 mod windowed;
 
