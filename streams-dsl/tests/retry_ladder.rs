@@ -662,8 +662,12 @@ fn each_stage_is_its_own_subtopology_with_a_logged_store() {
         t.logged_stores().into_iter().map(|(_, s)| s).collect::<Vec<_>>(),
         ["req-retry-1-pending", "req-retry-2-pending"]
     );
-    assert_eq!(nodes.stages[0].sinks, ["req-to-req-retry-1", "req-to-req-dlq"]);
-    assert_eq!(nodes.stages[2].sinks, ["req-retry-2-to-req-dlq"]);
+    assert_eq!(nodes.stages[0].sinks, ["req-to-retry-1", "req-to-dlq"]);
+    assert_eq!(
+        nodes.stages[1].sinks,
+        ["req-retry-1-to-retry-2", "req-retry-1-to-dlq"]
+    );
+    assert_eq!(nodes.stages[2].sinks, ["req-retry-2-to-dlq"]);
     let described = t.describe().to_string();
     assert!(
         described.contains("Processor: req-retry-1-attempt (stores: [req-retry-1-pending])"),

@@ -1,13 +1,13 @@
 //! Adds a ladder's nodes to a topology: per stage a source, a processor and the sinks it
 //! forwards failures to; per retry stage a store.
 //!
-//! Invariants: the names derive from the stage's topic `T` only — source `T-source`,
-//! processor `T-attempt`, sinks `T-to-<target topic>`, store `T-pending` — so a ladder
-//! rebuilt with the same arguments has the same names, and so the same changelog topics
-//! (`<application.id>-T-pending-changelog`) and committed offsets; each stage is its own
-//! sub-topology (stages meet only through topics), so its tasks can run on any stream
-//! thread; the sources and sinks move bytes (null kept null), the ladder's serdes are used
-//! only to hand the handler typed records.
+//! Invariants: the names derive from the stage's topic `T` and number `i` only — source
+//! `T-source`, processor `T-attempt`, sinks `T-to-retry-<i + 1>` and `T-to-dlq`, store
+//! `T-pending` — so a ladder rebuilt with the same arguments has the same names, and so
+//! the same changelog topics (`<application.id>-T-pending-changelog`) and committed
+//! offsets; each stage is its own sub-topology (stages meet only through topics), so its
+//! tasks can run on any stream thread; the sources and sinks move bytes (null kept null),
+//! the ladder's serdes are used only to hand the handler typed records.
 
 use std::sync::Arc;
 
@@ -95,11 +95,11 @@ where
     let topics = std::iter::once(ladder.source()).chain(ladder.steps().iter().map(|s| s.topic.as_str()));
     for (index, topic) in topics.enumerate() {
         let next = ladder.next_after(index).map(|step| NextStage {
-            sink: format!("{topic}-to-{}", step.topic),
+            sink: format!("{topic}-to-retry-{}", index + 1),
             topic: step.topic.clone(),
             delay_ms: i64::try_from(step.delay.as_millis()).unwrap_or(i64::MAX),
         });
-        let dead_letter_sink = format!("{topic}-to-{}", ladder.dead_letter());
+        let dead_letter_sink = format!("{topic}-to-dlq");
         let stage = Arc::new(Stage {
             index,
             topic: topic.to_owned(),
