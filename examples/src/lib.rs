@@ -4,9 +4,10 @@
 //!   result file with range scans over a RocksDB store (`file-aggregation-demo`).
 //! - [`count`]: a keyed count over a RocksDB store, used by the crash tests (`count-app`).
 //! - [`webhooks`]: a range join of events with each user's web hooks (prefix scan over a
-//!   RocksDB store), delivered over HTTP (`webhook-join`).
-//! - [`retry`]: non-blocking retries through delayed retry topics and a dead-letter topic,
-//!   and the dead-letter tool's functions (`dlq-tool`).
+//!   RocksDB store), delivered over HTTP under the framework's retry ladder
+//!   (`webhook-join`).
+//! - [`retry`]: around the framework's retry ladder (`streams_dsl::retry`): delays as text,
+//!   counts of outcomes, and the dead-letter tool's functions (`dlq-tool`).
 //!
 //! Every binary runs on the broker given with `--bootstrap-servers`, and without it on a
 //! local single-node Apache Kafka that it starts (or finds running) through

@@ -1,7 +1,9 @@
 //! The web-hook example against the real broker (skipped without one, see
-//! `streams_test_utils::kafka::require_kafka`): the range join end to end, HTTP delivery through
-//! a millisecond retry ladder to a local server that fails on purpose, the dead-letter
-//! topic and its tool, and retries never blocking live traffic.
+//! `streams_test_utils::kafka::require_kafka`): the range join end to end, HTTP delivery
+//! through the framework's retry ladder (`streams_dsl::retry`, a second streams
+//! application) with a millisecond ladder to a local server that fails on purpose, the
+//! dead-letter topic and its tool, a retry waiting for its delay while live traffic flows,
+//! and a waiting retry surviving a restart through its store's changelog.
 //!
 //! Every test uses fresh topics, groups and application ids, and every wait is bounded.
 
@@ -10,17 +12,19 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use streams_core::{KafkaStreams, StreamsConfig};
+use streams_core::serdes::StringSerde;
+use streams_core::{KafkaStreams, State, StreamsConfig, Topology};
+use streams_dsl::retry::retry_topology;
 use streams_examples::admin::create_topics;
 use streams_examples::retry::dlq::{DlqTool, ReplaySelection};
 use streams_examples::retry::{
-    HEADER_ATTEMPT, HEADER_LAST_ERROR, HEADER_NEXT_AT, HEADER_ORIGINAL_TOPIC, HEADER_REPLAYED_FROM,
-    HandleError, RetryConsumers, RetryLadder, RetryOptions, RetryRecord,
+    Attempt, DeliveryCounters, HEADER_ATTEMPT, HEADER_LAST_ERROR, HEADER_NEXT_AT, HEADER_ORIGINAL_TOPIC,
+    HEADER_REPLAYED_FROM, RetryError, RetryLadder, RetryOptions, RetryRecord, production_ladder,
 };
 use streams_examples::webhooks::receiver::{Policy, ReceivedRequest, Receiver, always_ok};
 use streams_examples::webhooks::{
-    EventLog, PipelineConfig, WebHook, WebHookPipeline, WebHookProducer, WebHookRequest, WebHookTopics,
-    expected_requests, hook_key, topology,
+    EventLog, PipelineConfig, WEB_HOOK_REQUESTS, WebHook, WebHookPipeline, WebHookProducer, WebHookRequest,
+    WebHookTopics, delivery_topology, expected_requests, hook_key, topology,
 };
 use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
 
@@ -32,22 +36,46 @@ fn fresh_topics(test: &str) -> WebHookTopics {
     WebHookTopics::with_suffix(&format!("-{}", kafka::unique_name(test)))
 }
 
-/// Consumer settings so groups form quickly on the test broker.
-fn quick_groups(options: RetryOptions) -> RetryOptions {
-    options
-        .consumer_property("session.timeout.ms", "6000")
-        .consumer_property("heartbeat.interval.ms", "500")
-}
+/// The runtime's `poll.ms` in these tests: the task's wall clock, which due times count
+/// from, is read once per pass of the stream thread's loop, so it can lag the real time by
+/// about this (plus a commit).
+const POLL_MS: u64 = 50;
 
+/// Settings so groups form quickly on the test broker, and commits come often.
 fn streams_properties() -> Vec<(String, String)> {
     [
         ("consumer.session.timeout.ms", "6000"),
         ("consumer.heartbeat.interval.ms", "500"),
         ("commit.interval.ms", "500"),
+        ("poll.ms", &POLL_MS.to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
     .collect()
+}
+
+/// Starts `topology` as application `application_id` with its state in `state_dir`, and
+/// waits until it runs.
+fn start_app(
+    bootstrap: &str,
+    topology: Topology,
+    application_id: &str,
+    state_dir: &std::path::Path,
+) -> KafkaStreams {
+    let mut properties = streams_properties();
+    properties.extend([
+        ("application.id".to_owned(), application_id.to_owned()),
+        ("bootstrap.servers".to_owned(), bootstrap.to_owned()),
+        ("state.dir".to_owned(), state_dir.display().to_string()),
+    ]);
+    let mut app = KafkaStreams::new(topology, StreamsConfig::from_properties(properties).unwrap()).unwrap();
+    app.start().unwrap();
+    assert!(
+        app.wait_for_state(State::Running, WAIT),
+        "{application_id} is {:?}",
+        app.state()
+    );
+    app
 }
 
 /// Waits until the join processed `n` records.
@@ -204,13 +232,16 @@ fn deliveries_retry_dead_letter_and_replay_exactly_once() {
     let mut config = PipelineConfig::new(kafka::unique_name("webhooks"), state.path())
         .with_topics(topics.clone())
         .with_delays(&delays);
-    config.delivery = quick_groups(RetryOptions::new(kafka::unique_name("delivery")));
+    config.retry = RetryOptions::new().punctuate_every(Duration::from_millis(20));
     config.http_timeout = Duration::from_secs(5);
     config.streams_properties = streams_properties();
     let ladder = config.ladder.clone();
     assert_eq!(ladder.max_attempts(), 4);
     create_topics(&bootstrap, &config.all_topics(), PARTITIONS).unwrap();
     let pipeline = WebHookPipeline::start(&bootstrap, config).unwrap();
+    for app in [pipeline.streams(), pipeline.delivery()] {
+        assert!(app.wait_for_state(State::Running, WAIT), "{:?}", app.state());
+    }
 
     let mut hooks = Vec::new();
     for user in 1..=6u64 {
@@ -254,7 +285,7 @@ fn deliveries_retry_dead_letter_and_replay_exactly_once() {
         .collect();
     let n = expected.len() as u64;
     assert_eq!(n, 12 * 3 + 12);
-    let (stats, done) = pipeline.delivery().wait_for(WAIT, |s| s.finished() >= n);
+    let (stats, done) = pipeline.wait_for(WAIT, |s| s.finished() >= n);
     assert!(done, "{n} requests expected to finish: {stats:?}");
     // Let anything extra (a duplicate) show up before counting.
     std::thread::sleep(Duration::from_millis(1000));
@@ -364,6 +395,37 @@ fn deliveries_retry_dead_letter_and_replay_exactly_once() {
     pipeline.close(Duration::from_secs(30)).unwrap();
 }
 
+/// One handler call: (instance, key, attempt number, stage, when).
+type Call = (&'static str, String, u32, usize, Instant);
+
+/// A handler that logs every call as made by `instance`, and fails the first attempt of
+/// the keys `fail_first` accepts.
+fn logging_handler(
+    instance: &'static str,
+    log: Arc<Mutex<Vec<Call>>>,
+    fail_first: fn(&str) -> bool,
+) -> impl Fn(&Attempt<'_, String, String>) -> Result<(), RetryError> + Send + Sync + 'static {
+    move |a| {
+        let key = a.key().clone();
+        log.lock()
+            .unwrap()
+            .push((instance, key.clone(), a.number(), a.stage(), Instant::now()));
+        if fail_first(&key) && a.number() == 1 {
+            Err(RetryError::retriable("first attempt fails"))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Options counting the ladder's outcomes into `counters`, punctuating every 50 ms.
+fn counted(counters: &DeliveryCounters) -> RetryOptions {
+    let counters = counters.clone();
+    RetryOptions::new()
+        .punctuate_every(Duration::from_millis(50))
+        .listener(move |e| counters.record(e))
+}
+
 #[test]
 fn retries_wait_for_their_delay_without_blocking_live_traffic() {
     let Some(bootstrap) = kafka::require_kafka("retries_wait_for_their_delay_without_blocking_live_traffic")
@@ -378,71 +440,192 @@ fn retries_wait_for_their_delay_without_blocking_live_traffic() {
         kafka::create_topic(&bootstrap, &t, 2, &[]).unwrap();
     }
     // "slow" fails its first attempt; every attempt is logged with its time.
-    let log: Arc<Mutex<Vec<(String, u32, Instant)>>> = Arc::default();
-    let handler_log = log.clone();
-    let handler = move |r: &RetryRecord| {
-        let key = r.key_text();
-        handler_log
-            .lock()
-            .unwrap()
-            .push((key.clone(), r.attempt(), Instant::now()));
-        if key == "slow" && r.attempt() == 0 {
-            Err(HandleError::Retriable("first attempt fails".into()))
-        } else {
-            Ok(())
-        }
-    };
-    let consumers = RetryConsumers::start(
-        &bootstrap,
-        ladder.clone(),
-        handler,
-        quick_groups(RetryOptions::new(kafka::unique_name("live-group"))),
+    let log: Arc<Mutex<Vec<Call>>> = Arc::default();
+    let counters = DeliveryCounters::new(&ladder);
+    let topology = retry_topology(
+        &ladder,
+        StringSerde,
+        StringSerde,
+        logging_handler("a", log.clone(), |k| k == "slow"),
+        &counted(&counters),
     )
     .unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let mut app = start_app(
+        &bootstrap,
+        topology,
+        &kafka::unique_name("live-app"),
+        state.path(),
+    );
     let mut records = vec![ProduceRecord::new("slow", "x")];
     records.extend((0..50).map(|i| ProduceRecord::new(format!("live-{i}"), "x")));
     kafka::produce(&bootstrap, &main, &records, Duration::from_secs(30)).unwrap();
 
-    let (stats, done) = consumers.wait_for(WAIT, |s| s.delivered() >= 51);
+    let (stats, done) = counters.wait_for(WAIT, || app.state() == State::Running, |s| s.delivered() >= 51);
     assert!(done, "{stats:?}");
+    // Anything extra (a repeated attempt) would show up by now.
+    std::thread::sleep(Duration::from_millis(500));
     let log = log.lock().unwrap().clone();
-    let first = log
-        .iter()
-        .find(|(k, a, _)| k == "slow" && *a == 0)
-        .expect("first attempt")
-        .2;
-    let retry = log
-        .iter()
-        .find(|(k, a, _)| k == "slow" && *a == 1)
-        .expect("retry")
-        .2;
+    // Each record's attempts, by identity: the live ones once at the main topic, "slow"
+    // twice, once per stage.
+    let mut attempts: BTreeMap<String, Vec<(u32, usize)>> = BTreeMap::new();
+    for (_, key, number, stage, _) in &log {
+        attempts.entry(key.clone()).or_default().push((*number, *stage));
+    }
+    assert_eq!(attempts.len(), 51, "{attempts:?}");
+    for i in 0..50 {
+        assert_eq!(attempts[&format!("live-{i}")], [(1, 0)], "live-{i}");
+    }
+    assert_eq!(attempts["slow"], [(1, 0), (2, 1)]);
+    let at = |key: &str, number: u32| {
+        log.iter()
+            .find(|(_, k, n, _, _)| k == key && *n == number)
+            .map(|c| c.4)
+            .unwrap()
+    };
+    let (first, retry) = (at("slow", 1), at("slow", 2));
     let last_live = log
         .iter()
-        .filter(|(k, _, _)| k.starts_with("live-"))
-        .map(|e| e.2)
+        .filter(|c| c.1.starts_with("live-"))
+        .map(|c| c.4)
         .max()
         .unwrap();
-    assert_eq!(
-        log.iter().filter(|(k, _, _)| k.starts_with("live-")).count(),
-        50,
-        "each live record once"
-    );
     assert!(last_live < retry, "live traffic finished while the retry waited");
-    // Due times have millisecond resolution; allow for rounding.
+    // The due time counts from the task's wall clock at the failure, read once per loop:
+    // it may lag the real failure by about poll.ms and a commit (see streams_dsl::retry).
+    let lag = Duration::from_millis(POLL_MS + 200);
     assert!(
-        retry.duration_since(first) + Duration::from_millis(5) >= delay,
+        retry.duration_since(first) + lag >= delay,
         "retried after {:?}",
         retry - first
     );
-    assert_eq!(stats.stages[1].delivered, 1, "{stats:?}");
     assert!(
-        stats.stages[1].waits >= 1,
-        "the retry consumer paused to wait: {stats:?}"
+        retry.duration_since(first) < delay + Duration::from_secs(5),
+        "retried late: after {:?}",
+        retry - first
+    );
+    let stats = counters.stats();
+    assert_eq!(
+        (
+            stats.stages[0].delivered,
+            stats.stages[0].retried,
+            stats.stages[0].dead_lettered
+        ),
+        (50, 1, 0),
+        "{stats:?}"
+    );
+    assert_eq!(
+        (
+            stats.stages[1].waits,
+            stats.stages[1].delivered,
+            stats.stages[1].retried
+        ),
+        (1, 1, 0),
+        "the retry waited in the store once, then was delivered: {stats:?}"
     );
     // Closing while nothing waits is prompt.
     let closing = Instant::now();
-    consumers.close(Duration::from_secs(30)).unwrap();
+    assert!(app.close(Duration::from_secs(30)));
     assert!(closing.elapsed() < Duration::from_secs(15));
+}
+
+/// A record waiting in a retry stage's store when its instance stops is attempted at its
+/// due time by the next instance, which starts with an empty state directory and so can
+/// only have it from the store's changelog: the retry topic's offset was committed with
+/// the store, so the next instance does not read the record again.
+#[test]
+fn a_waiting_retry_survives_a_restart_through_its_changelog() {
+    let Some(bootstrap) = kafka::require_kafka("a_waiting_retry_survives_a_restart_through_its_changelog")
+    else {
+        return;
+    };
+    let main = kafka::unique_name("restart");
+    let delay = Duration::from_secs(6);
+    let ladder = RetryLadder::new(main.clone(), &[delay]);
+    for t in std::iter::once(main.clone()).chain(ladder.topics()) {
+        kafka::create_topic(&bootstrap, &t, 2, &[]).unwrap();
+    }
+    let application_id = kafka::unique_name("restart-app");
+    let log: Arc<Mutex<Vec<Call>>> = Arc::default();
+    let fail_first: fn(&str) -> bool = |k| k.starts_with("retry-");
+    let instance = |name: &'static str, counters: &DeliveryCounters| {
+        retry_topology(
+            &ladder,
+            StringSerde,
+            StringSerde,
+            logging_handler(name, log.clone(), fail_first),
+            &counted(counters),
+        )
+        .unwrap()
+    };
+
+    let first_counters = DeliveryCounters::new(&ladder);
+    let first_state = tempfile::tempdir().unwrap();
+    let mut first = start_app(
+        &bootstrap,
+        instance("first", &first_counters),
+        &application_id,
+        first_state.path(),
+    );
+    let records: Vec<ProduceRecord> = (0..4)
+        .map(|i| ProduceRecord::new(format!("retry-{i}"), "x"))
+        .collect();
+    kafka::produce(&bootstrap, &main, &records, Duration::from_secs(30)).unwrap();
+    let (stats, stored) = first_counters.wait_for(
+        WAIT,
+        || first.state() == State::Running,
+        |s| s.stages[1].waits >= 4,
+    );
+    assert!(stored, "{stats:?}");
+    let produced = Instant::now();
+    assert!(first.close(Duration::from_secs(30)));
+    assert!(
+        produced.elapsed() < delay / 2,
+        "the first instance must stop well before the retries are due"
+    );
+    drop(first_state);
+
+    let second_counters = DeliveryCounters::new(&ladder);
+    let second_state = tempfile::tempdir().unwrap();
+    let mut second = start_app(
+        &bootstrap,
+        instance("second", &second_counters),
+        &application_id,
+        second_state.path(),
+    );
+    let (stats, done) =
+        second_counters.wait_for(WAIT, || second.state() == State::Running, |s| s.delivered() >= 4);
+    assert!(done, "{stats:?}");
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(second.close(Duration::from_secs(30)));
+
+    let log = log.lock().unwrap().clone();
+    for i in 0..4 {
+        let key = format!("retry-{i}");
+        let calls: Vec<(&str, u32, usize)> = log
+            .iter()
+            .filter(|c| c.1 == key)
+            .map(|c| (c.0, c.2, c.3))
+            .collect();
+        assert_eq!(calls, [("first", 1, 0), ("second", 2, 1)], "{key}");
+        let first_at = log.iter().find(|c| c.1 == key && c.2 == 1).unwrap().4;
+        let retry_at = log.iter().find(|c| c.1 == key && c.2 == 2).unwrap().4;
+        assert!(
+            retry_at.duration_since(first_at) + Duration::from_millis(POLL_MS + 200) >= delay,
+            "{key} retried after {:?}",
+            retry_at - first_at
+        );
+    }
+    let stats = second_counters.stats();
+    assert_eq!(
+        (
+            stats.stages[0].delivered + stats.stages[0].retried,
+            stats.stages[1].waits
+        ),
+        (0, 0),
+        "the second instance read nothing again: {stats:?}"
+    );
+    assert_eq!(stats.stages[1].delivered, 4, "{stats:?}");
 }
 
 #[test]
@@ -591,16 +774,29 @@ fn dlq_tool_lists_purges_and_replays_selected_offsets() {
     assert_eq!(out.len(), 4, "k1, k4, k0, k6");
 }
 
-/// docs/examples.md shows the web-hook topology exactly as `describe()` prints it.
+/// docs/examples.md shows the join's and the delivery's topologies exactly as
+/// `describe()` prints them.
 #[test]
 fn docs_show_the_current_webhook_topology() {
     let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/examples.md")).unwrap();
-    let described = topology(&WebHookTopics::default())
+    let join = topology(&WebHookTopics::default())
         .unwrap()
         .describe()
         .to_string();
     assert!(
-        docs.contains(described.trim_end()),
-        "update docs/examples.md with:\n{described}"
+        docs.contains(join.trim_end()),
+        "update docs/examples.md with:\n{join}"
+    );
+    let delivery = delivery_topology(
+        &production_ladder(WEB_HOOK_REQUESTS),
+        Duration::from_secs(10),
+        &RetryOptions::new(),
+    )
+    .unwrap()
+    .describe()
+    .to_string();
+    assert!(
+        docs.contains(delivery.trim_end()),
+        "update docs/examples.md with:\n{delivery}"
     );
 }

@@ -1,5 +1,6 @@
-//! Runs the web-hook application in one process: the range join (a streams topology) plus
-//! the HTTP delivery consumers with their non-blocking retry ladder and dead-letter topic.
+//! Runs the web-hook application in one process: the range join (a streams application)
+//! plus the HTTP delivery (a second one: the framework's retry ladder of delayed topics
+//! with a dead-letter topic, `streams_dsl::retry`).
 //!
 //! - With no `--bootstrap-servers`: the demo, on the local broker that `scripts/kafka.sh
 //!   ensure` keeps running (started if needed): a tiny local HTTP server (some of whose
@@ -10,7 +11,7 @@
 //! - With `--bootstrap-servers`: runs as a service on existing (or created) topics with the
 //!   production ladder (5m, 30m, 1h) until Ctrl-C; add `--demo` for the demo on that
 //!   cluster.
-//! - `--describe` prints the topology and the ladder and exits.
+//! - `--describe` prints both topologies and the ladder and exits.
 //!
 //! The demo exits non-zero when some request did not finish or a replayed dead letter was
 //! not delivered.
@@ -27,12 +28,12 @@ use streams_examples::admin::{
 };
 use streams_examples::local_kafka::bootstrap_or_local;
 use streams_examples::retry::dlq::{DlqTool, ReplaySelection};
-use streams_examples::retry::{Outcome, OutcomeEvent, RetryLadder, parse_delays};
+use streams_examples::retry::{Outcome, OutcomeEvent, RetryLadder, RetryOptions, parse_delays};
 use streams_examples::shutdown::StopSignals;
 use streams_examples::webhooks::receiver::{Policy, Receiver, always_ok};
 use streams_examples::webhooks::{
     EventLog, PipelineConfig, WebHook, WebHookPipeline, WebHookProducer, WebHookRequest, WebHookTopics,
-    expected_requests, topology,
+    delivery_topology, expected_requests, topology,
 };
 use streams_examples::{ExampleError, MainError};
 
@@ -48,7 +49,7 @@ struct Args {
     /// With `--bootstrap-servers`: run the demo instead of the service.
     #[arg(long)]
     demo: bool,
-    /// Print the topology and the retry ladder, then exit.
+    /// Print the join's and the delivery's topologies and the retry ladder, then exit.
     #[arg(long)]
     describe: bool,
     /// Retry delays, e.g. `5m,30m,1h` (default: that for the service, `200ms,500ms,1s` for
@@ -62,11 +63,11 @@ struct Args {
     /// Partitions of the topics it creates.
     #[arg(long, default_value_t = 3)]
     partitions: i32,
-    /// The join's application id (the delivery groups are `<id>-delivery.<topic>`); the
-    /// demo's own topics get `<id>-demo-<millis>-<pid>`.
+    /// The join's application id (the delivery application's is `<id>-delivery`); the
+    /// demo's own run gets `<id>-demo-<millis>-<pid>`.
     #[arg(long, default_value = "webhook-join")]
     application_id: String,
-    /// The join's state directory (a temporary directory by default).
+    /// The state directory of both applications (a temporary directory by default).
     #[arg(long)]
     state_dir: Option<PathBuf>,
     /// Demo: users (each gets four hooks).
@@ -78,6 +79,13 @@ struct Args {
     /// Serve the join's Prometheus metrics at this address (`/metrics`, `/health`).
     #[arg(long)]
     metrics_address: Option<String>,
+    /// Serve the delivery's Prometheus metrics at this address (`/metrics`, `/health`).
+    #[arg(long)]
+    delivery_metrics_address: Option<String>,
+    /// The delivery's stream threads (`num.stream.threads`): a slow endpoint holds up
+    /// only the thread whose task calls it.
+    #[arg(long, default_value_t = 1)]
+    delivery_threads: u32,
 }
 
 fn main() -> Result<(), MainError> {
@@ -101,8 +109,7 @@ fn main() -> Result<(), MainError> {
     let topics = WebHookTopics::with_suffix(&suffix);
     let ladder = RetryLadder::new(topics.requests.clone(), &delays);
     if args.describe {
-        println!("{}", topology(&topics)?.describe());
-        print_ladder(&ladder);
+        print_topologies(&topics, &ladder)?;
         return Ok(());
     }
     let bootstrap = bootstrap_or_local(args.bootstrap_servers.clone())?;
@@ -118,16 +125,25 @@ fn main() -> Result<(), MainError> {
         .with_topics(topics)
         .with_delays(&delays);
     if demo {
-        config.delivery = config.delivery.clone().with_listener(print_outcome);
+        // The demo's ladder is in milliseconds: look for due retries often.
+        config.retry = config.retry.clone().punctuate_every(Duration::from_millis(50));
+        config = config.with_listener(print_outcome);
     }
     if let Some(address) = &args.metrics_address {
         config
-            .streams_properties
+            .join_properties
             .push(("metrics.address".into(), address.clone()));
     }
+    if let Some(address) = &args.delivery_metrics_address {
+        config
+            .delivery_properties
+            .push(("metrics.address".into(), address.clone()));
+    }
+    config
+        .delivery_properties
+        .push(("num.stream.threads".into(), args.delivery_threads.to_string()));
     create_topics(&bootstrap, &config.all_topics(), args.partitions)?;
-    println!("{}", topology(&config.topics)?.describe());
-    print_ladder(&config.ladder);
+    print_topologies(&config.topics, &config.ladder)?;
     if !demo {
         return Ok(run_service(&bootstrap, config)?);
     }
@@ -147,8 +163,9 @@ fn main() -> Result<(), MainError> {
     Ok(result?)
 }
 
-/// Deletes one demo run's topics (its own, the join's changelog) and consumer groups (the
-/// join's, the delivery's, the dead-letter tool's); says what it did in one line.
+/// Deletes one demo run's topics (its own, both applications' changelogs) and consumer
+/// groups (the join's, the delivery's, the dead-letter tool's); says what it did in one
+/// line.
 fn delete_run(bootstrap: &str, application_id: &str, topics: &[String], dead_letter_topic: &str) -> String {
     let deleted = (|| -> Result<(usize, usize), ExampleError> {
         let mut all = topics.to_vec();
@@ -167,6 +184,17 @@ fn delete_run(bootstrap: &str, application_id: &str, topics: &[String], dead_let
     }
 }
 
+/// Prints the join's topology, the delivery's, and the ladder.
+fn print_topologies(topics: &WebHookTopics, ladder: &RetryLadder) -> Result<(), ExampleError> {
+    println!("The join:");
+    println!("{}", topology(topics)?.describe());
+    println!("The delivery:");
+    let delivery = delivery_topology(ladder, Duration::from_secs(10), &RetryOptions::new())?;
+    println!("{}", delivery.describe());
+    print_ladder(ladder);
+    Ok(())
+}
+
 fn print_ladder(ladder: &RetryLadder) {
     println!("Retry ladder:");
     println!("  {} (attempt 1)", ladder.source());
@@ -176,15 +204,13 @@ fn print_ladder(ladder: &RetryLadder) {
     println!("  {} (dead letters)", ladder.dead_letter());
 }
 
-/// Prints one attempt of the demo.
+/// Prints one attempt of the demo (not the records stored to wait).
 fn print_outcome(e: &OutcomeEvent<'_>) {
     let what = e
-        .record
         .value
-        .as_deref()
         .and_then(|v| serde_json::from_slice::<WebHookRequest>(v).ok())
         .map_or_else(
-            || e.record.key_text(),
+            || String::from_utf8_lossy(e.key.unwrap_or_default()).into_owned(),
             |r| {
                 let seq = r.payload.get("seq").map_or_else(String::new, |s| format!("#{s}"));
                 format!(
@@ -193,9 +219,9 @@ fn print_outcome(e: &OutcomeEvent<'_>) {
                 )
             },
         );
-    let attempt = e.record.attempt() + 1;
+    let attempt = e.attempt;
     match &e.outcome {
-        Outcome::Delivered => println!("delivered    attempt {attempt}  {what}"),
+        Outcome::Succeeded => println!("delivered    attempt {attempt}  {what}"),
         Outcome::Retrying { topic, due_at_ms, .. } => {
             let wait = due_at_ms - streams_examples::retry::now_ms();
             let error = e.error.map(ToString::to_string).unwrap_or_default();
@@ -205,6 +231,7 @@ fn print_outcome(e: &OutcomeEvent<'_>) {
             let error = e.error.map(ToString::to_string).unwrap_or_default();
             println!("dead letter  attempt {attempt}  {what} ({error})");
         }
+        Outcome::Waiting { .. } => {}
     }
 }
 
@@ -302,7 +329,7 @@ fn run_demo(args: &Args, bootstrap: &str, config: PipelineConfig) -> Result<(), 
     producer.flush(Duration::from_secs(30))?;
 
     let wait = total_delay * 2 + Duration::from_secs(60);
-    let (stats, done) = pipeline.delivery().wait_for(wait, |s| s.finished() >= expected);
+    let (stats, done) = pipeline.wait_for(wait, |s| s.finished() >= expected);
     let mut problems = Vec::new();
     if !done {
         problems.push(format!(
@@ -367,9 +394,8 @@ fn run_demo(args: &Args, bootstrap: &str, config: PipelineConfig) -> Result<(), 
     match tool.replay(&replay_topic, &ReplaySelection::All) {
         Ok(report) => {
             let replayed = report.replayed.len() as u64;
-            let (stats, all) = pipeline
-                .delivery()
-                .wait_for(Duration::from_secs(60), |s| s.delivered() >= before + replayed);
+            let (stats, all) =
+                pipeline.wait_for(Duration::from_secs(60), |s| s.delivered() >= before + replayed);
             let delivered = stats.delivered() - before;
             println!("replayed {replayed}; {delivered} of them delivered");
             if !all {

@@ -1,5 +1,5 @@
 //! The ladder's delays as text: `250ms`, `5s`, `30m`, `1h`, `2d`, and comma-separated
-//! lists of them (`5m,30m,1h`), for command lines.
+//! lists of them (`5m,30m,1h`), for command lines; and the production ladder's delays.
 //!
 //! Parsing is [`humantime::parse_duration`] (so `1h 30m`, `1.5s` and the long unit names
 //! are accepted too), with one addition kept from the ladder's own syntax: a bare number is
@@ -7,7 +7,22 @@
 
 use std::time::Duration;
 
+use streams_dsl::retry::RetryLadder;
+
 use crate::ExampleError;
+
+/// The production ladder's delays, from the seed article: retries after 5 minutes, 30
+/// minutes and 1 hour.
+pub const PRODUCTION_DELAYS: [Duration; 3] = [
+    Duration::from_secs(300),
+    Duration::from_secs(1800),
+    Duration::from_secs(3600),
+];
+
+/// The production ladder for `source` ([`PRODUCTION_DELAYS`]).
+pub fn production_ladder(source: impl Into<String>) -> RetryLadder {
+    RetryLadder::new(source, &PRODUCTION_DELAYS)
+}
 
 /// Parses a duration such as `250ms`, `5s`, `30m`, `1h` or `2d` (a bare number is
 /// milliseconds); see the [module docs](self).
@@ -43,7 +58,10 @@ mod tests {
         assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("m").is_err());
-        assert_eq!(parse_delays("5m, 30m,1h").unwrap().len(), 3);
+        assert_eq!(parse_delays("5m, 30m,1h").unwrap(), PRODUCTION_DELAYS);
+        let p = production_ladder("web_hook_requests");
+        assert_eq!(p.steps()[2].delay, Duration::from_secs(3600));
+        assert_eq!(p.steps()[2].topic, "web_hook_requests-retry-3");
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! The producer that moves records down the ladder (and that the web-hook producer and the
-//! dead-letter tool write with).
+//! The producer the dead-letter tool replays with and the web-hook producer writes with
+//! (the ladder's own moves are the runtime's sinks).
 //!
 //! Invariants: sends are queued, never awaited one by one, and confirmed together by
 //! [`Forwarder::flush`], which fails when any of them failed since the last flush; a full

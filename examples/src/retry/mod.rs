@@ -1,8 +1,14 @@
-//! Non-blocking retries with a ladder of delayed retry topics and a dead-letter topic (the
-//! seed article "retries, DLQ and Kafka notes"), as an ordinary Kafka consumer application
-//! on rdkafka, not a streams topology.
+//! Retries with a ladder of delayed retry topics and a dead-letter topic (the seed article
+//! "retries, DLQ and Kafka notes"): what the examples add around the framework's
+//! [`streams_dsl::retry`] block.
 //!
-//! A [`RetryLadder`] names the main topic, its retry topics and its dead-letter topic:
+//! The ladder itself runs as topology nodes on the runtime (`streams_dsl::retry`,
+//! re-exported here): the main topic's records are attempted at once; a failure is
+//! forwarded to retry topic 1, where it waits in a changelogged store keyed by due time
+//! until a wall-clock punctuator attempts it; after the last retry topic, or on a fatal
+//! error, the record goes to the dead-letter topic with its original bytes and the retry
+//! headers ([`HEADER_ATTEMPT`], [`HEADER_NEXT_AT`], [`HEADER_LAST_ERROR`], the original
+//! topic, partition and offset):
 //!
 //! ```text
 //! web_hook_requests ──fail──▶ web_hook_requests-retry-1 (5m) ──fail──▶ -retry-2 (30m)
@@ -14,58 +20,28 @@
 //!                                              web_hook_requests-dlq
 //! ```
 //!
-//! [`RetryConsumers::start`] runs one consumer thread per topic of the ladder (its own
-//! consumer group, its own producer). Every consumer hands each record to the same
-//! [`Handler`]. A record that fails goes to the next topic of the ladder with the headers
-//! [`HEADER_ATTEMPT`], [`HEADER_NEXT_AT`], [`HEADER_LAST_ERROR`] and
-//! [`HEADER_ORIGINAL_TOPIC`]; after the last retry topic, to the dead-letter topic.
-//!
-//! Retries never block live traffic: the main consumer never waits; a retry consumer whose
-//! next record is not yet due pauses that partition and keeps polling (so it stays in its
-//! group, and its other partitions keep flowing) until the record's [`HEADER_NEXT_AT`]
-//! time, in its own thread. Handling is at least once: offsets are committed (manually,
-//! after the batch's forwards were acknowledged) once records are handled, so a crash or a
-//! rebalance can repeat a delivery, never lose one.
-//!
-//! The dead-letter topic is managed by the functions of [`dlq`] (the `dlq-tool` binary):
-//! list, purge, and replay into the first retry topic.
-//!
-//! One concern per file, all re-exported here:
+//! Here, around it:
 //!
 //! | file | concern |
 //! |---|---|
-//! | `ladder.rs` | the topics and delays of a ladder ([`RetryLadder`]) |
-//! | `delays.rs` | delays as text ([`parse_duration`], [`parse_delays`]) |
-//! | `record.rs` | the records moved and the retry headers ([`RetryRecord`]) |
-//! | `handler.rs` | what is called per record and what is reported ([`Handler`], [`Outcome`]) |
-//! | `options.rs` | the consumers' settings ([`RetryOptions`]) |
-//! | `forwarder.rs` | the producer that moves records down the ladder |
-//! | `commit.rs` | a stage's handled offsets and their commit |
-//! | `stage.rs` | the loop of one consumer: attempt, forward, wait for due records |
-//! | `consumers.rs` | the running ladder's handle ([`RetryConsumers`]) |
-//! | `stats.rs` | what the consumers did ([`DeliveryStats`]) |
-//! | [`dlq`] | the dead-letter tool |
+//! | `delays.rs` | delays as text ([`parse_duration`], [`parse_delays`]), the [`production_ladder`] |
+//! | `record.rs` | a record read with rdkafka, owned ([`RetryRecord`]), for the dead-letter tool |
+//! | `forwarder.rs` | the producer the dead-letter tool and the web-hook producer write with |
+//! | `stats.rs` | counts of the ladder's outcomes, fed by its listener ([`DeliveryCounters`]) |
+//! | [`dlq`] | the dead-letter tool: list, purge, replay into the first retry topic |
 
-mod commit;
-mod consumers;
 mod delays;
 pub mod dlq;
 mod forwarder;
-mod handler;
-mod ladder;
-mod options;
 mod record;
-mod stage;
 mod stats;
 
-pub use consumers::RetryConsumers;
-pub use delays::{parse_delays, parse_duration};
+pub use delays::{PRODUCTION_DELAYS, parse_delays, parse_duration, production_ladder};
 pub(crate) use forwarder::Forwarder;
-pub use handler::{HandleError, Handler, Listener, Outcome, OutcomeEvent};
-pub use ladder::{RetryLadder, RetryStep};
-pub use options::RetryOptions;
-pub use record::{
-    HEADER_ATTEMPT, HEADER_LAST_ERROR, HEADER_NEXT_AT, HEADER_ORIGINAL_OFFSET, HEADER_ORIGINAL_PARTITION,
-    HEADER_ORIGINAL_TOPIC, HEADER_REPLAYED_FROM, RETRY_HEADERS, RetryRecord, now_ms,
+pub use record::{RetryRecord, now_ms};
+pub use stats::{DeliveryCounters, DeliveryStats, StageStats};
+pub use streams_dsl::retry::{
+    Attempt, HEADER_ATTEMPT, HEADER_LAST_ERROR, HEADER_NEXT_AT, HEADER_ORIGINAL_OFFSET,
+    HEADER_ORIGINAL_PARTITION, HEADER_ORIGINAL_TOPIC, HEADER_REPLAYED_FROM, Outcome, OutcomeEvent,
+    RETRY_HEADERS, RetryError, RetryHandler, RetryLadder, RetryListener, RetryOptions, RetryStep,
 };
-pub use stats::{DeliveryStats, StageStats};

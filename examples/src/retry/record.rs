@@ -1,42 +1,19 @@
-//! The records the ladder moves, and the headers it writes on them.
+//! A record of the ladder's topics read with rdkafka, owned: what the dead-letter tool
+//! lists and replays.
 //!
-//! Invariants: the retry headers ([`RETRY_HEADERS`]) are replaced, never repeated, when a
-//! record moves on; the application's own headers travel unchanged and in order; the
-//! original topic, partition and offset are set at the first failure and kept after it
-//! (also through a replay from the dead-letter topic).
+//! Invariants: the retry headers are read and moved by the framework's own functions
+//! ([`streams_dsl::retry::moved_headers`] and its neighbours), so the tool writes exactly
+//! what the ladder's nodes write: retry headers replaced, never repeated; the
+//! application's own headers unchanged and in order; the original topic, partition and
+//! offset kept from the first failure.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rdkafka::message::{BorrowedMessage, Header, Headers as _, Message, OwnedHeaders};
-
-/// Header: how many delivery attempts failed so far (decimal text). Absent on the main
-/// topic; reset to `0` by a replay from the dead-letter topic.
-pub const HEADER_ATTEMPT: &str = "retry.attempt";
-/// Header: when the record is due for its next attempt, in ms since the epoch (decimal).
-/// Only on records in retry topics.
-pub const HEADER_NEXT_AT: &str = "retry.next.at.ms";
-/// Header: the error of the last failed attempt.
-pub const HEADER_LAST_ERROR: &str = "retry.last.error";
-/// Header: the topic the record was first read from (the ladder's main topic).
-pub const HEADER_ORIGINAL_TOPIC: &str = "retry.original.topic";
-/// Header: the record's partition in the original topic.
-pub const HEADER_ORIGINAL_PARTITION: &str = "retry.original.partition";
-/// Header: the record's offset in the original topic.
-pub const HEADER_ORIGINAL_OFFSET: &str = "retry.original.offset";
-/// Header: on a record replayed from the dead-letter topic, where it was read:
-/// `<topic>/<partition>/<offset>`.
-pub const HEADER_REPLAYED_FROM: &str = "retry.replayed.from";
-
-/// The headers this module writes; they are replaced, not repeated, when a record moves on.
-pub const RETRY_HEADERS: [&str; 7] = [
-    HEADER_ATTEMPT,
-    HEADER_NEXT_AT,
-    HEADER_LAST_ERROR,
-    HEADER_ORIGINAL_TOPIC,
-    HEADER_ORIGINAL_PARTITION,
-    HEADER_ORIGINAL_OFFSET,
-    HEADER_REPLAYED_FROM,
-];
+use streams_core::{Headers, RecordMetadata};
+use streams_dsl::retry::{
+    HEADER_LAST_ERROR, HEADER_ORIGINAL_TOPIC, due_at_ms, failed_attempts, is_retry_header, moved_headers,
+};
 
 /// The current time in milliseconds since the epoch.
 pub fn now_ms() -> i64 {
@@ -101,16 +78,36 @@ impl RetryRecord {
         self.header(name).and_then(|v| std::str::from_utf8(v).ok())
     }
 
-    /// The failed attempts so far ([`HEADER_ATTEMPT`]; 0 when absent or unreadable).
-    pub fn attempt(&self) -> u32 {
-        self.header_str(HEADER_ATTEMPT)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0)
+    /// The headers as the framework's [`Headers`].
+    pub fn core_headers(&self) -> Headers {
+        let mut h = Headers::new();
+        for (k, v) in &self.headers {
+            match v {
+                Some(v) => h.add(k.as_str(), v.clone()),
+                None => h.add_null(k.as_str()),
+            };
+        }
+        h
     }
 
-    /// When the record is due ([`HEADER_NEXT_AT`]); `None` means now.
+    /// Where it was read.
+    pub fn position(&self) -> RecordMetadata {
+        RecordMetadata {
+            topic: self.topic.clone(),
+            partition: self.partition,
+            offset: self.offset,
+        }
+    }
+
+    /// The failed attempts so far ([`HEADER_ATTEMPT`](super::HEADER_ATTEMPT); 0 when absent
+    /// or unreadable).
+    pub fn attempt(&self) -> u32 {
+        failed_attempts(&self.core_headers())
+    }
+
+    /// When the record is due ([`HEADER_NEXT_AT`](super::HEADER_NEXT_AT)); `None` means now.
     pub fn due_at_ms(&self) -> Option<i64> {
-        self.header_str(HEADER_NEXT_AT).and_then(|s| s.parse().ok())
+        due_at_ms(&self.core_headers())
     }
 
     /// The error of the last failed attempt ([`HEADER_LAST_ERROR`]).
@@ -140,45 +137,19 @@ impl RetryRecord {
         )
     }
 
-    /// The headers that are not [`RETRY_HEADERS`] (the application's own), in order.
+    /// The headers that are not [`RETRY_HEADERS`](super::RETRY_HEADERS) (the
+    /// application's own), in order.
     pub fn application_headers(&self) -> impl Iterator<Item = &(String, Option<Vec<u8>>)> {
-        self.headers
-            .iter()
-            .filter(|(k, _)| !RETRY_HEADERS.contains(&k.as_str()))
+        self.headers.iter().filter(|(k, _)| !is_retry_header(k))
     }
 
-    /// The headers of this record moving on after a failure: the application's headers,
-    /// the original topic/partition/offset (kept from the first failure), then `extra`.
+    /// The headers of this record moving on (a replay): as the ladder moves them
+    /// ([`moved_headers`]), with `extra` after the original position.
     pub(super) fn moved_headers(&self, extra: &[(&str, String)]) -> OwnedHeaders {
+        let moved = moved_headers(&self.core_headers(), &self.position(), extra);
         let mut out = OwnedHeaders::new();
-        for (k, v) in self.application_headers() {
-            out = out.insert(Header {
-                key: k,
-                value: v.as_deref(),
-            });
-        }
-        let original = [
-            (HEADER_ORIGINAL_TOPIC, self.original_topic().to_owned()),
-            (
-                HEADER_ORIGINAL_PARTITION,
-                self.header_str(HEADER_ORIGINAL_PARTITION)
-                    .map_or_else(|| self.partition.to_string(), str::to_owned),
-            ),
-            (
-                HEADER_ORIGINAL_OFFSET,
-                self.header_str(HEADER_ORIGINAL_OFFSET)
-                    .map_or_else(|| self.offset.to_string(), str::to_owned),
-            ),
-        ];
-        for (k, v) in original
-            .iter()
-            .map(|(k, v)| (*k, v))
-            .chain(extra.iter().map(|(k, v)| (*k, v)))
-        {
-            out = out.insert(Header {
-                key: k,
-                value: Some(v.as_bytes()),
-            });
+        for (key, value) in moved.iter() {
+            out = out.insert(Header { key, value });
         }
         out
     }
@@ -187,6 +158,7 @@ impl RetryRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use streams_dsl::retry::{HEADER_ATTEMPT, HEADER_ORIGINAL_OFFSET, HEADER_ORIGINAL_PARTITION};
 
     #[test]
     fn moved_headers_keep_the_original_and_replace_retry_headers() {

@@ -16,8 +16,9 @@
 //!   meet in the same task. The runtime checks at start that the two topics have the same
 //!   partition count.
 //!
-//! The requests are then delivered over HTTP by [`HttpDelivery`] under the non-blocking
-//! retry ladder of [`crate::retry`]; [`WebHookPipeline`] runs both stages.
+//! The requests are then delivered over HTTP by [`HttpDelivery`] under a retry ladder of
+//! delayed topics and a dead-letter topic ([`streams_dsl::retry`]), run as a second streams
+//! application ([`delivery_topology`]); [`WebHookPipeline`] runs both.
 //!
 //! One concern per file, all re-exported here:
 //!
@@ -27,8 +28,8 @@
 //! | `topics.rs` | topic names ([`WebHookTopics`]), keys and the user partitioning |
 //! | `join.rs` | the range join: its processors, [`topology`], [`expected_requests`] |
 //! | `producer.rs` | registering hooks and sending events ([`WebHookProducer`]) |
-//! | `delivery.rs` | the HTTP client stage ([`HttpDelivery`]) |
-//! | `pipeline.rs` | the whole application and its settings ([`WebHookPipeline`], [`PipelineConfig`]) |
+//! | `delivery.rs` | the HTTP delivery and its retry ladder ([`HttpDelivery`], [`delivery_topology`]) |
+//! | `pipeline.rs` | both applications and their settings ([`WebHookPipeline`], [`PipelineConfig`]) |
 //! | [`receiver`] | a local HTTP server that receives deliveries, for the demo and the tests |
 
 mod delivery;
@@ -39,9 +40,9 @@ pub mod receiver;
 mod records;
 mod topics;
 
-pub use delivery::HttpDelivery;
+pub use delivery::{HttpDelivery, delivery_topology};
 pub use join::{EventLogProcessor, STORE, WebHookMaterializer, expected_requests, topology};
-pub use pipeline::{PipelineConfig, WebHookPipeline};
+pub use pipeline::{DELIVERY_MAX_POLL_RECORDS, PipelineConfig, WebHookPipeline};
 pub use producer::WebHookProducer;
 pub use records::{EventLog, WebHook, WebHookRequest};
 pub use topics::{

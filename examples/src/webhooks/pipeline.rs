@@ -1,60 +1,91 @@
-//! The whole web-hook application in one process: the join (a [`KafkaStreams`]) writing
-//! the request topic, and the delivery consumers reading it under the retry ladder.
+//! The whole web-hook application in one process, as two streams applications: the join
+//! writing the request topic, and the delivery reading it under the retry ladder
+//! ([`delivery_topology`]).
+//!
+//! Why two applications and not one topology: the ladder's handler (an HTTP call of up to
+//! `http_timeout`) runs on its stream thread, and would hold up every task on that thread —
+//! the join's too, had they shared the application. As its own application (id
+//! `<application_id>-delivery`, its own consumer group, threads and changelogs) the
+//! delivery cannot slow the join, takes its own thread count (`num.stream.threads` in
+//! [`PipelineConfig::delivery_properties`]) and its own metrics; the two meet only through
+//! the request topic, as separate services would.
 //!
 //! Invariants: the ladder's main topic is the join's output topic (checked at start);
-//! closing stops the delivery before the join.
+//! both applications share `state.dir` (each keeps its state under its own id); closing
+//! stops the delivery before the join.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use streams_core::{KafkaStreams, StreamsConfig};
+use streams_core::{KafkaStreams, State, StreamsConfig};
+use streams_dsl::retry::{OutcomeEvent, RetryLadder, RetryListener, RetryOptions};
 
-use super::delivery::HttpDelivery;
+use super::delivery::delivery_topology;
 use super::join::topology;
 use super::topics::WebHookTopics;
 use crate::ExampleError;
-use crate::retry::{DeliveryStats, RetryConsumers, RetryLadder, RetryOptions};
+use crate::retry::{DeliveryCounters, DeliveryStats, production_ladder};
+
+/// The delivery's `max.poll.records`: a stream thread polls again only after handling
+/// its whole batch, so a batch whose endpoints all time out holds it for
+/// `max.poll.records × http_timeout` (plus a punctuation); with 20 × 10 s that stays well
+/// under `max.poll.interval.ms` (5 minutes), after which the group would evict the thread.
+pub const DELIVERY_MAX_POLL_RECORDS: usize = 20;
 
 /// How [`WebHookPipeline`] runs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct PipelineConfig {
-    /// The join's `application.id`.
+    /// The join's `application.id`; the delivery's is `<application_id>-delivery`.
     pub application_id: String,
-    /// The join's `state.dir` (its RocksDB store lives there).
+    /// The `state.dir` of both applications (the join's RocksDB store, the ladder's
+    /// stores of waiting requests).
     pub state_dir: PathBuf,
     /// The join's topics.
     pub topics: WebHookTopics,
     /// The delivery's retry ladder (its main topic must be `topics.requests`).
     pub ladder: RetryLadder,
-    /// The delivery consumers' settings.
-    pub delivery: RetryOptions,
+    /// The ladder's settings (punctuation interval and bounds); the pipeline adds its own
+    /// listener, which counts outcomes ([`WebHookPipeline::stats`]) and then calls
+    /// [`listener`](Self::listener).
+    pub retry: RetryOptions,
+    /// Called after every step of the ladder (e.g. to print it).
+    pub listener: Option<RetryListener>,
     /// The longest one HTTP request may take.
     pub http_timeout: Duration,
-    /// Extra properties of the join's [`StreamsConfig`].
+    /// Extra properties of both applications' [`StreamsConfig`].
     pub streams_properties: Vec<(String, String)>,
+    /// Extra properties of the join only (after `streams_properties`).
+    pub join_properties: Vec<(String, String)>,
+    /// Extra properties of the delivery only (after `streams_properties`).
+    pub delivery_properties: Vec<(String, String)>,
 }
 
 impl PipelineConfig {
     /// The defaults for `application_id`: the standard topic names, the production ladder
-    /// (5m, 30m, 1h), delivery groups `<application_id>-delivery.<topic>`, 10 s HTTP timeout.
+    /// (5m, 30m, 1h) punctuating every second, 10 s HTTP timeout, and for the delivery
+    /// [`DELIVERY_MAX_POLL_RECORDS`] records per poll.
     pub fn new(application_id: impl Into<String>, state_dir: impl Into<PathBuf>) -> Self {
-        let application_id = application_id.into();
         let topics = WebHookTopics::default();
         Self {
-            ladder: RetryLadder::production(topics.requests.clone()),
-            delivery: RetryOptions::new(format!("{application_id}-delivery")),
-            application_id,
+            ladder: production_ladder(topics.requests.clone()),
+            retry: RetryOptions::new(),
+            listener: None,
+            application_id: application_id.into(),
             state_dir: state_dir.into(),
             topics,
             http_timeout: Duration::from_secs(10),
             streams_properties: Vec::new(),
+            join_properties: Vec::new(),
+            delivery_properties: vec![(
+                "max.poll.records".to_owned(),
+                DELIVERY_MAX_POLL_RECORDS.to_string(),
+            )],
         }
     }
 
     /// Uses `topics`, with a ladder of the same delays renamed after `topics.requests`.
     pub fn with_topics(mut self, topics: WebHookTopics) -> Self {
-        let delays: Vec<Duration> = self.ladder.steps().iter().map(|s| s.delay).collect();
-        self.ladder = RetryLadder::new(topics.requests.clone(), &delays);
+        self.ladder = RetryLadder::new(topics.requests.clone(), &self.ladder.delays());
         self.topics = topics;
         self
     }
@@ -65,7 +96,19 @@ impl PipelineConfig {
         self
     }
 
-    /// Every topic the pipeline reads or writes.
+    /// Calls `listener` after every step of the ladder.
+    pub fn with_listener(mut self, listener: impl Fn(&OutcomeEvent<'_>) + Send + Sync + 'static) -> Self {
+        self.listener = Some(std::sync::Arc::new(listener));
+        self
+    }
+
+    /// The delivery application's id.
+    pub fn delivery_application_id(&self) -> String {
+        format!("{}-delivery", self.application_id)
+    }
+
+    /// Every topic the pipeline reads or writes (the applications create their changelogs
+    /// themselves).
     pub fn all_topics(&self) -> Vec<String> {
         let t = &self.topics;
         [t.web_hooks.clone(), t.event_logs.clone(), t.requests.clone()]
@@ -73,13 +116,47 @@ impl PipelineConfig {
             .chain(self.ladder.topics())
             .collect()
     }
+
+    fn streams_config(
+        &self,
+        bootstrap: &str,
+        application_id: &str,
+        extra: &[(String, String)],
+    ) -> Result<StreamsConfig, ExampleError> {
+        let mut properties = vec![
+            ("application.id".to_owned(), application_id.to_owned()),
+            ("bootstrap.servers".to_owned(), bootstrap.to_owned()),
+            ("state.dir".to_owned(), self.state_dir.display().to_string()),
+            ("commit.interval.ms".to_owned(), "1000".to_owned()),
+        ];
+        properties.extend(self.streams_properties.iter().cloned());
+        properties.extend(extra.iter().cloned());
+        Ok(StreamsConfig::from_properties(properties)?)
+    }
 }
 
-/// The whole web-hook application: the join (a [`KafkaStreams`]) and the delivery
-/// consumers ([`RetryConsumers`] with [`HttpDelivery`]).
+impl std::fmt::Debug for PipelineConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PipelineConfig")
+            .field("application_id", &self.application_id)
+            .field("state_dir", &self.state_dir)
+            .field("topics", &self.topics)
+            .field("ladder", &self.ladder)
+            .field("retry", &self.retry)
+            .field("listener", &self.listener.is_some())
+            .field("http_timeout", &self.http_timeout)
+            .field("streams_properties", &self.streams_properties)
+            .field("join_properties", &self.join_properties)
+            .field("delivery_properties", &self.delivery_properties)
+            .finish()
+    }
+}
+
+/// The whole web-hook application: the join and the delivery, two [`KafkaStreams`].
 pub struct WebHookPipeline {
-    streams: KafkaStreams,
-    delivery: RetryConsumers,
+    join: KafkaStreams,
+    delivery: KafkaStreams,
+    counters: DeliveryCounters,
 }
 
 impl WebHookPipeline {
@@ -93,61 +170,99 @@ impl WebHookPipeline {
                 config.topics.requests
             )));
         }
-        let mut properties = vec![
-            ("application.id".to_owned(), config.application_id.clone()),
-            ("bootstrap.servers".to_owned(), bootstrap.to_owned()),
-            ("state.dir".to_owned(), config.state_dir.display().to_string()),
-            ("commit.interval.ms".to_owned(), "1000".to_owned()),
-        ];
-        properties.extend(config.streams_properties.iter().cloned());
-        let streams_config = StreamsConfig::from_properties(properties)?;
-        let mut streams = KafkaStreams::new(topology(&config.topics)?, streams_config)?;
-        streams.start()?;
-        let delivery = match RetryConsumers::start(
-            bootstrap,
-            config.ladder.clone(),
-            HttpDelivery::new(config.http_timeout),
-            config.delivery.clone(),
-        ) {
-            Ok(d) => d,
-            Err(e) => {
-                streams.close(Duration::from_secs(30));
-                return Err(e);
-            }
+        let counters = DeliveryCounters::new(&config.ladder);
+        let options = {
+            let counters = counters.clone();
+            let listener = config.listener.clone();
+            config.retry.clone().listener(move |e| {
+                counters.record(e);
+                if let Some(l) = &listener {
+                    l(e);
+                }
+            })
         };
-        Ok(Self { streams, delivery })
+        let join_config =
+            config.streams_config(bootstrap, &config.application_id, &config.join_properties)?;
+        let delivery_config = config.streams_config(
+            bootstrap,
+            &config.delivery_application_id(),
+            &config.delivery_properties,
+        )?;
+        let mut join = KafkaStreams::new(topology(&config.topics)?, join_config)?;
+        let mut delivery = KafkaStreams::new(
+            delivery_topology(&config.ladder, config.http_timeout, &options)?,
+            delivery_config,
+        )?;
+        join.start()?;
+        if let Err(e) = delivery.start() {
+            join.close(Duration::from_secs(30));
+            return Err(e.into());
+        }
+        Ok(Self {
+            join,
+            delivery,
+            counters,
+        })
     }
 
     /// The join.
     pub fn streams(&self) -> &KafkaStreams {
-        &self.streams
+        &self.join
     }
 
-    /// The delivery consumers.
-    pub fn delivery(&self) -> &RetryConsumers {
+    /// The delivery.
+    pub fn delivery(&self) -> &KafkaStreams {
         &self.delivery
     }
 
-    /// What the delivery did so far.
-    pub fn stats(&self) -> DeliveryStats {
-        self.delivery.stats()
+    /// Whether both applications are running (or rebalancing).
+    pub fn is_running(&self) -> bool {
+        [&self.join, &self.delivery]
+            .iter()
+            .all(|s| matches!(s.state(), State::Running | State::Rebalancing | State::Created))
     }
 
-    /// Stops the delivery, then the join; the first error of a delivery consumer, if any.
+    /// What the delivery did so far (each step counted as often as the runtime ran it).
+    pub fn stats(&self) -> DeliveryStats {
+        self.counters.stats()
+    }
+
+    /// Waits until `done(stats)` holds or `timeout` passes; returns the last stats and
+    /// whether it held. Stops early (false) when an application stopped.
+    pub fn wait_for(
+        &self,
+        timeout: Duration,
+        done: impl Fn(&DeliveryStats) -> bool,
+    ) -> (DeliveryStats, bool) {
+        self.counters.wait_for(timeout, || self.is_running(), done)
+    }
+
+    /// Stops the delivery, then the join, each within `timeout`; an error when one of them
+    /// had failed or did not stop in time.
     pub fn close(mut self, timeout: Duration) -> Result<(), ExampleError> {
-        let delivered = self.delivery.close(timeout);
-        if !self.streams.close(timeout) {
-            tracing::warn!("the join did not stop within {timeout:?}");
+        let mut problems = Vec::new();
+        for (name, app) in [("delivery", &mut self.delivery), ("join", &mut self.join)] {
+            if app.state() == State::Error {
+                problems.push(format!("the {name} failed"));
+            }
+            if !app.close(timeout) {
+                problems.push(format!("the {name} did not stop within {timeout:?}"));
+            }
         }
-        delivered
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ExampleError::Other(problems.join("; ")))
+        }
     }
 }
 
 impl std::fmt::Debug for WebHookPipeline {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WebHookPipeline")
-            .field("state", &self.streams.state())
-            .field("delivery", &self.delivery)
+            .field("join", &self.join.state())
+            .field("delivery", &self.delivery.state())
+            .field("stats", &self.stats())
             .finish()
     }
 }
@@ -162,6 +277,7 @@ mod tests {
             .with_topics(WebHookTopics::with_suffix("-t"))
             .with_delays(&[Duration::from_millis(5)]);
         assert_eq!(c.ladder.source(), "web_hook_requests-t");
+        assert_eq!(c.delivery_application_id(), "app-delivery");
         assert_eq!(
             c.all_topics(),
             vec![
