@@ -674,3 +674,45 @@ fn each_stage_is_its_own_subtopology_with_a_logged_store() {
         "{described}"
     );
 }
+
+#[test]
+fn a_dsl_program_hosts_the_ladder() {
+    use streams_dsl::{Consumed, Produced, StreamsBuilder};
+
+    let b = StreamsBuilder::new(APP);
+    b.stream(["orders"], Consumed::with(StringSerde, StringSerde))
+        .map_values(|_, v: String| v.to_uppercase())
+        .to("notify", Produced::with(StringSerde, StringSerde));
+    let ladder = RetryLadder::new("notify", &[Duration::from_millis(500)]);
+    let seen: Arc<Mutex<Vec<(String, u32)>>> = Arc::default();
+    let log = seen.clone();
+    b.retry_ladder(
+        &ladder,
+        StringSerde,
+        StringSerde,
+        move |a: &Attempt<'_, String, String>| {
+            log.lock().unwrap().push((a.value().clone(), a.number()));
+            if a.number() == 1 {
+                Err(RetryError::retriable("once"))
+            } else {
+                Ok(())
+            }
+        },
+        &RetryOptions::new().punctuate_every(Duration::from_millis(100)),
+    );
+    let mut config = DriverConfig::default().application_id(APP);
+    config.start_wall_clock = START;
+    let driver = TopologyTestDriver::new(b.build().unwrap(), config).unwrap();
+    driver
+        .input_topic("orders", StringSerde, StringSerde)
+        .pipe("k".into(), "hello".into())
+        .unwrap();
+    assert_eq!(*seen.lock().unwrap(), [("HELLO".to_owned(), 1)]);
+    for _ in 0..5 {
+        driver.advance_wall_clock(Duration::from_millis(100)).unwrap();
+    }
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [("HELLO".to_owned(), 1), ("HELLO".to_owned(), 2)]
+    );
+}

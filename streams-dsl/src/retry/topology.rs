@@ -164,6 +164,30 @@ where
     RetryNodes { stages }
 }
 
+impl crate::StreamsBuilder {
+    /// Adds `ladder`'s stages to this program's topology, as [`add_retry_ladder`] does: a
+    /// stream written to the ladder's main topic (`to`) is then attempted by `handler`,
+    /// retried with the ladder's delays, and dead-lettered.
+    pub fn retry_ladder<KS, VS, H>(
+        &self,
+        ladder: &RetryLadder,
+        key_serde: KS,
+        value_serde: VS,
+        handler: H,
+        options: &RetryOptions,
+    ) -> RetryNodes
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+        KS::Target: 'static,
+        VS::Target: 'static,
+        H: RetryHandler<KS::Target, VS::Target>,
+    {
+        self.shared
+            .with(|b| add_retry_ladder(b, ladder, key_serde, value_serde, handler, options))
+    }
+}
+
 /// A topology of `ladder` alone (see [`add_retry_ladder`]), for an application that only
 /// delivers.
 pub fn retry_topology<KS, VS, H>(
