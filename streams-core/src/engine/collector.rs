@@ -5,9 +5,22 @@ use crate::model::record::OutputRecord;
 
 /// Receives every record a task produces.
 pub trait RecordCollector {
-    /// Sends one record. An error is reported through the production handler by the task.
-    fn send(&mut self, record: OutputRecord) -> Result<(), crate::model::error::ProcessorError>;
+    /// Sends one record. A refusal is handled by the task's production handler.
+    fn send(&mut self, record: OutputRecord) -> Result<(), SendError>;
 
     /// The partition count of `topic`, when known (needed to partition keyed records).
     fn partitions(&mut self, topic: &str) -> Option<i32>;
+}
+
+/// Why a collector refused a record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot produce to `{topic}`: {message}")]
+pub struct SendError {
+    /// The record's topic.
+    pub topic: String,
+    /// What the producer said.
+    pub message: String,
+    /// Whether trying again later may succeed (a full queue), or not (a record too large,
+    /// an unknown topic).
+    pub retriable: bool,
 }

@@ -11,12 +11,13 @@ use std::time::Instant;
 
 use streams_state::StoreError;
 
+use super::failure::Fault;
 use super::observer::{NodeCounts, NodeTimer};
 use super::shared::TaskShared;
 use crate::model::TaskId;
 use crate::model::error::{ProcessResult, ProcessorError};
 use crate::model::record::{OutputRecord, RecordMetadata};
-use crate::processor::node::{ConnectedStore, ErasedNode, NodeContext};
+use crate::processor::node::{ConnectedStore, ErasedNode, NodeContext, NodeFault};
 use crate::processor::{Cancellable, PunctuationType};
 
 /// The static facts of a node within a task, with its counts.
@@ -35,16 +36,6 @@ pub(crate) struct Graph {
     pub meta: Vec<NodeMeta>,
 }
 
-/// A failure inside node `node`, carried up through the nodes that forwarded to it so the
-/// innermost node's name survives.
-#[derive(Debug, thiserror::Error)]
-#[error("{source}")]
-pub(crate) struct NodeFailure {
-    pub node: String,
-    #[source]
-    pub source: ProcessorError,
-}
-
 /// What a node runs with: its index, the graph and the task's shared state. The engine's
 /// implementation of [`NodeContext`].
 #[derive(Clone, Copy)]
@@ -52,6 +43,16 @@ struct NodeCx<'a> {
     node: usize,
     graph: &'a Graph,
     task: &'a TaskShared,
+}
+
+impl NodeCx<'_> {
+    /// Keeps the first fault of the current call into the graph.
+    fn record(&self, fault: Fault) {
+        let mut slot = self.task.fault.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(fault);
+        }
+    }
 }
 
 impl NodeContext for NodeCx<'_> {
@@ -128,7 +129,39 @@ impl NodeContext for NodeCx<'_> {
     }
 
     fn send(&self, record: OutputRecord) -> Result<(), ProcessorError> {
-        self.task.collector.borrow_mut().send(record)
+        let refused = match self.task.collector.borrow_mut().send(record) {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
+        };
+        let error: ProcessorError = refused.to_string().into();
+        self.record(Fault::Produce {
+            node: self.node,
+            topic: refused.topic,
+            message: refused.message,
+            retriable: refused.retriable,
+        });
+        Err(error)
+    }
+
+    fn fault(&self, fault: NodeFault) -> ProcessorError {
+        let error: ProcessorError = match &fault {
+            NodeFault::Deserialize { what, source } => format!("cannot deserialize {what}: {source}").into(),
+            NodeFault::Serialize { topic, source } => format!("cannot produce to `{topic}`: {source}").into(),
+        };
+        self.record(match fault {
+            NodeFault::Deserialize { what, source } => Fault::Deserialize {
+                node: self.node,
+                what,
+                source,
+            },
+            NodeFault::Serialize { topic, source } => Fault::Produce {
+                node: self.node,
+                topic,
+                message: source.to_string(),
+                retriable: false,
+            },
+        });
+        error
     }
 }
 
@@ -148,8 +181,7 @@ impl Graph {
         }
     }
 
-    /// Runs `f` on node `index`, tagging an error with the node's name unless a node below
-    /// already did.
+    /// Runs `f` on node `index`, noting it as the failed node when it fails first.
     pub fn run(
         &self,
         task: &TaskShared,
@@ -165,15 +197,16 @@ impl Graph {
             graph: self,
             task,
         };
-        f(node.as_mut(), &cx).map_err(|e| {
-            if e.is::<NodeFailure>() {
-                e
-            } else {
-                Box::new(NodeFailure {
-                    node: name.clone(),
-                    source: e,
-                }) as _
-            }
-        })
+        let before = task.failed_node.get();
+        let result = f(node.as_mut(), &cx);
+        match &result {
+            // The innermost failing node is the first to see its own error.
+            Err(_) if task.failed_node.get().is_none() => task.failed_node.set(Some(index)),
+            Err(_) => {}
+            // This node handled whatever failed below it.
+            Ok(()) if before.is_none() => task.failed_node.set(None),
+            Ok(()) => {}
+        }
+        result
     }
 }

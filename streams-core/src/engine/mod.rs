@@ -17,6 +17,7 @@
 
 mod collector;
 mod factory;
+mod failure;
 mod graph;
 mod observer;
 mod queue;
@@ -29,20 +30,19 @@ use std::sync::Arc;
 
 use streams_state::StoreError;
 
-pub use self::collector::RecordCollector;
+pub use self::collector::{RecordCollector, SendError};
 pub use self::factory::{SinkMaker, TaskFactory, TaskStore};
-use self::graph::{Graph, NodeFailure, NodeMeta};
+use self::graph::{Graph, NodeMeta};
 pub use self::observer::{DLQ_REASONS, NodeCounts, NodeTimer, TaskCounters, TaskObserver, TaskReport};
 use self::queue::RecordQueues;
 pub use self::shared::StoreSlot;
 use self::shared::{CurrentRecord, TaskShared};
 pub(crate) use crate::model::TaskId;
-use crate::model::error::{ErrorOrigin, ProcessorError, StreamsError};
-use crate::model::handlers::{ErrorHandling, ErrorPolicy, dead_letter};
+use crate::model::error::StreamsError;
+use crate::model::handlers::ErrorPolicy;
 use crate::model::record::RawRecord;
 use crate::processor::PunctuationType;
 use crate::topology::Topology;
-use crate::topology::nodes::{DeserializeFailure, ProduceFailure};
 use crate::topology::spec::{NodeKind, TimestampExtractor};
 
 struct SourceEntry {
@@ -181,9 +181,9 @@ impl Task {
             return Ok(());
         }
         for i in 0..self.graph.nodes.len() {
-            self.graph
-                .run(&self.shared, i, |n, cx| n.init(cx))
-                .map_err(|e| self.processing_error(e, None))?;
+            self.shared.reset_failure();
+            let result = self.graph.run(&self.shared, i, |n, cx| n.init(cx));
+            self.call_error(result)?;
         }
         self.initialized = true;
         Ok(())
@@ -239,105 +239,20 @@ impl Task {
         // Until it is processed, the next offset of its partition is this record's.
         let consumed = self.mark_consumed(&raw.topic, raw.partition, offset);
         let mut slot = Some(raw);
+        self.shared.reset_failure();
         let result = self.graph.process(&self.shared, node, &mut slot);
-        if let Err(e) = result {
-            self.handle_failure(e, slot)?;
-        } else {
-            self.counters.processed += 1;
+        match result {
+            Ok(()) if self.shared.fault.borrow().is_none() => self.counters.processed += 1,
+            result => {
+                let coordinates = slot.as_ref().map(|r| (r.topic.clone(), r.partition, r.offset));
+                if let Some(failure) = self.failure(result.err(), coordinates) {
+                    self.handle_failure(failure, slot)?;
+                }
+            }
         }
         self.consumed[consumed].2 = offset + 1;
         self.punctuate(PunctuationType::StreamTime, self.shared.stream_time.get())?;
         Ok(true)
-    }
-
-    fn handle_failure(&mut self, e: ProcessorError, raw: Option<RawRecord>) -> Result<(), StreamsError> {
-        let (node, inner) = match e.downcast::<NodeFailure>() {
-            Ok(f) => (f.node, f.source),
-            Err(e) => (String::new(), e),
-        };
-        let origin = ErrorOrigin {
-            node: node.clone(),
-            record: raw.as_ref().map(|r| (r.topic.clone(), r.partition, r.offset)),
-        };
-        let (kind, handling, err) = match inner.downcast::<DeserializeFailure>() {
-            Ok(d) => {
-                let d = *d;
-                let err = StreamsError::Deserialization {
-                    origin,
-                    what: d.what,
-                    source: d.source,
-                };
-                ("deserialization", self.policy.deserialization, err)
-            }
-            Err(inner) => match inner.downcast::<ProduceFailure>() {
-                Ok(p) => (
-                    "production",
-                    self.policy.production,
-                    StreamsError::Production {
-                        origin,
-                        topic: p.topic,
-                        message: p.source.to_string(),
-                    },
-                ),
-                Err(inner) => (
-                    "processing",
-                    self.policy.processing,
-                    StreamsError::Processing {
-                        origin,
-                        source: inner,
-                    },
-                ),
-            },
-        };
-        match handling {
-            ErrorHandling::LogAndFail => Err(err),
-            ErrorHandling::LogAndContinue => {
-                tracing::warn!(task = %self.id(), error = %err, "skipping record after {kind} error");
-                self.counters.dropped += 1;
-                Ok(())
-            }
-            ErrorHandling::DeadLetterQueue => {
-                let (Some(topic), Some(raw)) = (self.policy.dead_letter_topic.as_deref(), raw.as_ref())
-                else {
-                    return Err(err);
-                };
-                tracing::warn!(task = %self.id(), error = %err, dlq = topic, "dead-lettering record after {kind} error");
-                let record = dead_letter(topic, raw, kind, &node, &err.to_string());
-                self.shared
-                    .collector
-                    .borrow_mut()
-                    .send(record)
-                    .map_err(|e| StreamsError::Production {
-                        origin: ErrorOrigin {
-                            node,
-                            record: Some((raw.topic.clone(), raw.partition, raw.offset)),
-                        },
-                        topic: topic.to_owned(),
-                        message: e.to_string(),
-                    })?;
-                self.counters.dead_lettered += 1;
-                if let Some(i) = DLQ_REASONS.iter().position(|r| *r == kind) {
-                    self.counters.dead_lettered_by[i] += 1;
-                }
-                Ok(())
-            }
-        }
-    }
-
-    fn processing_error(&self, e: ProcessorError, record: Option<(String, i32, i64)>) -> StreamsError {
-        match e.downcast::<NodeFailure>() {
-            Ok(f) => StreamsError::Processing {
-                origin: ErrorOrigin { node: f.node, record },
-                source: f.source,
-            },
-            Err(e) => StreamsError::Processing {
-                origin: ErrorOrigin {
-                    node: String::new(),
-                    record,
-                },
-                source: e,
-            },
-        }
     }
 
     /// Runs the punctuators of `kind` due at `now`. Returns how many ran.
@@ -355,9 +270,11 @@ impl Task {
         let saved = self.shared.record.borrow_mut().take();
         self.shared.set_timestamp(now);
         for &(node, id) in &due {
-            self.graph
-                .run(&self.shared, node, |n, cx| n.punctuate(cx, id, now))
-                .map_err(|e| self.processing_error(e, None))?;
+            self.shared.reset_failure();
+            let result = self
+                .graph
+                .run(&self.shared, node, |n, cx| n.punctuate(cx, id, now));
+            self.call_error(result)?;
             self.counters.punctuations += 1;
         }
         *self.shared.record.borrow_mut() = saved;
@@ -447,8 +364,10 @@ impl Task {
             first_error.get_or_insert(e);
         }
         for i in 0..self.graph.nodes.len() {
-            if let Err(e) = self.graph.run(&self.shared, i, |n, _| n.close()) {
-                first_error.get_or_insert(self.processing_error(e, None));
+            self.shared.reset_failure();
+            let result = self.graph.run(&self.shared, i, |n, _| n.close());
+            if let Err(e) = self.call_error(result) {
+                first_error.get_or_insert(e);
             }
         }
         self.queues.clear();

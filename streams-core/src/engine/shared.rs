@@ -14,6 +14,7 @@ use streams_state::{KvStore, Serde, SharedKeyValueStore, StoreBuilder, StoreErro
 
 use super::TaskId;
 use super::collector::RecordCollector;
+use super::failure::Fault;
 use crate::model::record::RecordMetadata;
 use crate::processor::node::ConnectedStore;
 use crate::processor::{Cancellable, PunctuationType, ScheduleId, StoreRef};
@@ -75,6 +76,10 @@ pub(crate) struct TaskShared {
     /// driver) and readable from every processor; never flushed or closed by this task.
     pub globals: Vec<StoreSlot>,
     pub collector: RefCell<Box<dyn RecordCollector>>,
+    /// The innermost node whose call failed in the current call into the graph.
+    pub failed_node: Cell<Option<usize>>,
+    /// The fault recorded in the current call into the graph (see `failure.rs`).
+    pub fault: RefCell<Option<Fault>>,
 }
 
 impl TaskShared {
@@ -99,6 +104,8 @@ impl TaskShared {
             stores,
             globals: Vec::new(),
             collector: RefCell::new(collector),
+            failed_node: Cell::new(None),
+            fault: RefCell::new(None),
         }
     }
 

@@ -112,8 +112,8 @@ pub enum StreamsError {
     /// A processor returned an error.
     #[error("{origin}: {source}")]
     Processing {
-        /// Which node failed, on which record.
-        origin: ErrorOrigin,
+        /// Which node failed, on which record (boxed: it keeps the error small).
+        origin: Box<ErrorOrigin>,
         /// The processor's error.
         #[source]
         source: ProcessorError,
@@ -122,7 +122,7 @@ pub enum StreamsError {
     #[error("{origin}: cannot deserialize {what}: {source}")]
     Deserialization {
         /// Which source failed, on which record.
-        origin: ErrorOrigin,
+        origin: Box<ErrorOrigin>,
         /// "key" or "value".
         what: &'static str,
         /// The serde's error.
@@ -133,11 +133,13 @@ pub enum StreamsError {
     #[error("{origin}: cannot produce to `{topic}`: {message}")]
     Production {
         /// Which sink failed, on which record.
-        origin: ErrorOrigin,
+        origin: Box<ErrorOrigin>,
         /// The destination topic.
         topic: String,
         /// What failed.
         message: String,
+        /// Whether trying again later may succeed (the producer's queue stayed full).
+        retriable: bool,
     },
     /// A state store failed.
     #[error("store error: {0}")]
@@ -169,6 +171,9 @@ pub enum StreamsError {
 impl StreamsError {
     /// Whether retrying the operation may succeed (a transient Kafka error).
     pub fn is_retriable(&self) -> bool {
-        matches!(self, Self::Kafka { retriable: true, .. })
+        matches!(
+            self,
+            Self::Kafka { retriable: true, .. } | Self::Production { retriable: true, .. }
+        )
     }
 }

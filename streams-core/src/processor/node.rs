@@ -11,7 +11,7 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use streams_state::{KvStore, Serde, SharedKeyValueStore, StoreBuilder, StoreError};
+use streams_state::{KvStore, Serde, SerdeError, SharedKeyValueStore, StoreBuilder, StoreError};
 
 use super::{Cancellable, PunctuationType, ScheduleId};
 use crate::model::TaskId;
@@ -49,8 +49,33 @@ pub(crate) trait NodeContext {
     fn dispatch(&self, child: usize, record: &mut dyn Any) -> ProcessResult;
     /// The partition count of `topic`, when known.
     fn partitions(&self, topic: &str) -> Option<i32>;
-    /// Hands a produced record to the task's record collector.
+    /// Hands a produced record to the task's record collector. A refusal is also recorded
+    /// as a fault of this node (see [`NodeContext::fault`]).
     fn send(&self, record: OutputRecord) -> Result<(), ProcessorError>;
+    /// Records `fault` for the engine and returns the error to pass up. The engine handles
+    /// the record by the fault's own rules whatever the nodes above do with that error:
+    /// a processor that swallows it does not make the record succeed.
+    fn fault(&self, fault: NodeFault) -> ProcessorError;
+}
+
+/// A failure the engine handles by its own handlers (deserialization, production) rather
+/// than as a processing error.
+#[derive(Debug)]
+pub(crate) enum NodeFault {
+    /// A source could not deserialize the record's key or value.
+    Deserialize {
+        /// `"key"` or `"value"`.
+        what: &'static str,
+        /// The serde's error.
+        source: SerdeError,
+    },
+    /// A sink could not serialize a record for `topic`.
+    Serialize {
+        /// The destination topic.
+        topic: String,
+        /// The serde's error.
+        source: SerdeError,
+    },
 }
 
 /// A node instance as the engine drives it.

@@ -24,10 +24,10 @@ use super::resets::AssignedConsumer;
 use super::restore::kafka_err;
 use super::tasks::TaskSettings;
 use super::thread::to_raw;
-use crate::engine::RecordCollector;
 use crate::engine::StoreSlot;
+use crate::engine::{RecordCollector, SendError};
 use crate::engine::{Task, TaskId};
-use crate::model::error::{ProcessorError, StreamsError};
+use crate::model::error::StreamsError;
 use crate::model::record::{OutputRecord, RawRecord};
 
 /// How long the bootstrap may go without progress before it fails.
@@ -39,12 +39,12 @@ const PER_POLL: usize = 1_000;
 struct NoOutput;
 
 impl RecordCollector for NoOutput {
-    fn send(&mut self, r: OutputRecord) -> Result<(), ProcessorError> {
-        Err(format!(
-            "a global store's processor cannot write to a topic (`{}`)",
-            r.topic
-        )
-        .into())
+    fn send(&mut self, r: OutputRecord) -> Result<(), SendError> {
+        Err(SendError {
+            topic: r.topic,
+            message: "a global store's processor cannot write to a topic".into(),
+            retriable: false,
+        })
     }
     fn partitions(&mut self, _: &str) -> Option<i32> {
         None

@@ -18,8 +18,7 @@ use rdkafka::message::{Header, Message, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use streams_state::{ChangelogError, ChangelogSink};
 
-use crate::engine::RecordCollector;
-use crate::model::error::ProcessorError;
+use crate::engine::{RecordCollector, SendError};
 use crate::model::record::{Headers, OutputRecord, RawRecord};
 
 /// What the producer's deliveries reported.
@@ -278,7 +277,7 @@ pub(crate) struct KafkaCollector {
 }
 
 impl RecordCollector for KafkaCollector {
-    fn send(&mut self, r: OutputRecord) -> Result<(), ProcessorError> {
+    fn send(&mut self, r: OutputRecord) -> Result<(), SendError> {
         send(
             &self.producer,
             Written::Output,
@@ -289,7 +288,11 @@ impl RecordCollector for KafkaCollector {
             r.timestamp,
             to_kafka_headers(&r.headers),
         )
-        .map_err(|e| format!("produce to `{}`: {e}", r.topic).into())
+        .map_err(|e| SendError {
+            retriable: matches!(e, KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)),
+            message: e.to_string(),
+            topic: r.topic,
+        })
     }
 
     fn partitions(&mut self, topic: &str) -> Option<i32> {

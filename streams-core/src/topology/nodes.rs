@@ -14,7 +14,7 @@ use streams_state::{Serde, SerdeError};
 use crate::model::error::{ProcessResult, ProcessorError};
 use crate::model::partitioner::{StreamPartitioner, default_partition};
 use crate::model::record::{OutputRecord, RawRecord, Record};
-use crate::processor::node::{ErasedNode, NodeContext};
+use crate::processor::node::{ErasedNode, NodeContext, NodeFault};
 use crate::processor::{Processor, ProcessorContext, ScheduleId};
 
 fn take_record<K: 'static, V: 'static>(record: &mut dyn Any) -> Result<Record<K, V>, ProcessorError> {
@@ -120,27 +120,6 @@ where
     }
 }
 
-/// A record whose key or value could not be deserialized by a source. The task hands it to
-/// the deserialization exception handler with the raw record.
-#[derive(Debug, thiserror::Error)]
-#[error("cannot deserialize {what}: {source}")]
-pub(crate) struct DeserializeFailure {
-    pub what: &'static str,
-    #[source]
-    pub source: SerdeError,
-}
-
-/// An output record a sink could not hand to the producer: its key or value did not
-/// serialize, or the producer refused it at once. The task hands it to the production
-/// exception handler (as Kafka Streams does), with the input record being processed.
-#[derive(Debug, thiserror::Error)]
-#[error("cannot produce to `{topic}`: {source}")]
-pub(crate) struct ProduceFailure {
-    pub topic: String,
-    #[source]
-    pub source: ProcessorError,
-}
-
 /// A source: deserializes raw records and forwards them. It reads the raw record from
 /// `&mut Option<RawRecord>` without taking it, so the task still has the original bytes
 /// when deserialization fails.
@@ -177,13 +156,15 @@ where
         let key = self
             .key_serde
             .deserialize_nullable(raw.key.as_deref())
-            .map_err(|source| DeserializeFailure { what: "key", source })?;
+            .map_err(|source| cx.fault(NodeFault::Deserialize { what: "key", source }))?;
         let value = self
             .value_serde
             .deserialize_nullable(raw.value.as_deref())
-            .map_err(|source| DeserializeFailure {
-                what: "value",
-                source,
+            .map_err(|source| {
+                cx.fault(NodeFault::Deserialize {
+                    what: "value",
+                    source,
+                })
             })?;
         let record = Record {
             key,
@@ -256,8 +237,8 @@ where
         };
         self.key_buf.clear();
         self.value_buf.clear();
-        let failure = |topic: &str, source: ProcessorError| -> ProcessorError {
-            Box::new(ProduceFailure {
+        let failure = |topic: &str, source: SerdeError| {
+            cx.fault(NodeFault::Serialize {
                 topic: topic.to_owned(),
                 source,
             })
@@ -265,11 +246,11 @@ where
         let has_key = self
             .key_serde
             .serialize_nullable(&record.key, &mut self.key_buf)
-            .map_err(|e| failure(&topic, e.into()))?;
+            .map_err(|e| failure(&topic, e))?;
         let has_value = self
             .value_serde
             .serialize_nullable(&record.value, &mut self.value_buf)
-            .map_err(|e| failure(&topic, e.into()))?;
+            .map_err(|e| failure(&topic, e))?;
         let partitions = cx.partitions(&topic);
         let partition = match (&self.partitioner, partitions) {
             (Some(p), Some(n)) => p.partition(&topic, &record.key, &record.value, n),
@@ -280,14 +261,13 @@ where
             _ => None,
         });
         cx.send(OutputRecord {
-            topic: topic.clone(),
+            topic,
             partition,
             key: has_key.then(|| bytes::Bytes::copy_from_slice(&self.key_buf)),
             value: has_value.then(|| bytes::Bytes::copy_from_slice(&self.value_buf)),
             timestamp: record.timestamp,
             headers: record.headers,
         })
-        .map_err(|e| failure(&topic, e))
     }
 
     fn punctuate(&mut self, _: &dyn NodeContext, _: ScheduleId, _: i64) -> ProcessResult {

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use bytes::Bytes;
 use streams_state::{ChangelogError, ChangelogSink};
 
-use streams_core::engine::RecordCollector;
-use streams_core::{Headers, OutputRecord, ProcessorError, RawRecord};
+use streams_core::engine::{RecordCollector, SendError};
+use streams_core::{Headers, OutputRecord, RawRecord};
 
 /// All topics of a driver.
 #[derive(Default)]
@@ -87,7 +87,7 @@ pub(crate) struct DriverCollector {
 }
 
 impl RecordCollector for DriverCollector {
-    fn send(&mut self, record: OutputRecord) -> Result<(), ProcessorError> {
+    fn send(&mut self, record: OutputRecord) -> Result<(), SendError> {
         let mut log = self.log.lock();
         let partition = match record.partition {
             Some(p) => p,
