@@ -284,3 +284,56 @@ fn a_typed_global_store_is_readable_without_connect() {
     assert_eq!(out.read_value().unwrap(), Some("one".into()));
     assert_eq!(out.read_value().unwrap(), Some("-".into()));
 }
+
+#[test]
+fn internal_topics_are_named_for_the_application_that_runs_them() {
+    let mut b = Topology::builder();
+    let input = b.source("in", SourceConfig::new(["in"], StringSerde, StringSerde));
+    b.sink(
+        "to-internal",
+        SinkConfig::topic("x-repartition", StringSerde, StringSerde),
+        [&input],
+    );
+    let back = b.source(
+        "from-internal",
+        SourceConfig::new(["x-repartition"], StringSerde, StringSerde),
+    );
+    b.sink("out", SinkConfig::topic("out", StringSerde, StringSerde), [&back]);
+    b.internal_topic("x-repartition")
+        .set_repartition_partitions("x-repartition", std::num::NonZeroU16::new(2).unwrap());
+    let topology = b.build().unwrap();
+    let relative = topology.describe().to_string();
+    assert!(
+        relative.contains("Sink: to-internal (topic: x-repartition)"),
+        "{relative}"
+    );
+
+    let named = topology.clone().with_application_id("app");
+    let text = named.describe().to_string();
+    assert!(
+        text.contains("Sink: to-internal (topic: app-x-repartition)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Source: from-internal (topics: [app-x-repartition])"),
+        "{text}"
+    );
+    assert_eq!(named.repartition_partitions().get("app-x-repartition"), Some(&2));
+    assert!(named.source_topics().contains("app-x-repartition"));
+    let again = named.clone().with_application_id("other");
+    assert_eq!(again.describe().to_string(), text, "naming twice changes nothing");
+
+    // The driver names them for its application id; the sink node writes there.
+    let driver = TopologyTestDriver::new(topology, DriverConfig::default().application_id("app")).unwrap();
+    driver
+        .input_topic("in", StringSerde, StringSerde)
+        .pipe("k".into(), "v".into())
+        .unwrap();
+    assert!(
+        driver.topics().contains(&"app-x-repartition".to_owned()),
+        "{:?}",
+        driver.topics()
+    );
+    let out = driver.output_topic("out", StringSerde, StringSerde);
+    assert_eq!(out.read_value().unwrap(), Some("v".into()));
+}

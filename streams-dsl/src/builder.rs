@@ -16,7 +16,6 @@ use crate::processors::TableSource;
 
 /// What every stream and table of one builder shares.
 pub(crate) struct Inner {
-    app_id: String,
     topology: TopologyBuilder,
     namer: Namer,
     issues: Vec<DslIssue>,
@@ -53,9 +52,12 @@ impl Shared {
         }
     }
 
-    /// The repartition topic for `name`.
+    /// The repartition topic for `name`, named relative to the application (it runs as
+    /// `<application.id>-<name>-repartition`).
     pub fn repartition_topic(&self, name: &str) -> String {
-        format!("{}-{name}-repartition", self.0.borrow().app_id)
+        let topic = format!("{name}-repartition");
+        self.0.borrow_mut().topology.internal_topic(&topic);
+        topic
     }
 
     /// Runs `f` on the topology builder.
@@ -93,19 +95,24 @@ impl Shared {
 /// start streams and tables, whose operators add Processor-API nodes; [`build`](Self::build)
 /// validates the result.
 ///
-/// The application id is needed up front because it is part of repartition topic names
-/// (`<application.id>-<name>-repartition`); it must be the `application.id` the topology
-/// runs with.
+/// Repartition topics are named relative to the application, as in Kafka Streams:
+/// `describe()` shows `<name>-repartition`, and the topology runs them as
+/// `<application.id>-<name>-repartition`.
 pub struct StreamsBuilder {
     pub(crate) shared: Shared,
 }
 
+impl Default for StreamsBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl StreamsBuilder {
-    /// A builder for the application `application_id`.
-    pub fn new(application_id: impl Into<String>) -> Self {
+    /// A new builder.
+    pub fn new() -> Self {
         Self {
             shared: Shared(Rc::new(RefCell::new(Inner {
-                app_id: application_id.into(),
                 topology: Topology::builder(),
                 namer: Namer::default(),
                 issues: Vec::new(),

@@ -31,16 +31,16 @@ fn word_count(b: &StreamsBuilder) {
 
 #[test]
 fn word_count_end_to_end() {
-    let b = StreamsBuilder::new("wc");
+    let b = StreamsBuilder::new();
     word_count(&b);
     let topology = b.build().unwrap();
     let text = topology.describe().to_string();
     assert!(
-        text.contains("Sink: words-sink (topic: wc-words-repartition)"),
+        text.contains("Sink: words-sink (topic: words-repartition)"),
         "{text}"
     );
     assert!(
-        text.contains("Source: words-source (topics: [wc-words-repartition])"),
+        text.contains("Source: words-source (topics: [words-repartition])"),
         "{text}"
     );
     assert!(text.contains("Processor: counts (stores: [counts])"), "{text}");
@@ -104,7 +104,7 @@ fn sum_topology(b: &StreamsBuilder) {
 
 #[test]
 fn reduce_and_aggregate_by_key_without_repartition() {
-    let b = StreamsBuilder::new("agg");
+    let b = StreamsBuilder::new();
     sum_topology(&b);
     let topology = b.build().unwrap();
     assert_eq!(
@@ -142,7 +142,7 @@ fn reduce_and_aggregate_by_key_without_repartition() {
 
 #[test]
 fn group_by_key_after_a_key_change_repartitions() {
-    let b = StreamsBuilder::new("app");
+    let b = StreamsBuilder::new();
     b.stream(["in"], strings())
         .select_key(|_, v| v.clone())
         .group_by_key(Grouped::new().with_key_serde(StringSerde))
@@ -150,7 +150,7 @@ fn group_by_key_after_a_key_change_repartitions() {
     let topology = b.build().unwrap();
     let text = topology.describe().to_string();
     assert!(
-        text.contains("topic: app-in-source-select_key-group-repartition"),
+        text.contains("topic: in-source-select_key-group-repartition"),
         "{text}"
     );
     assert!(
@@ -161,7 +161,7 @@ fn group_by_key_after_a_key_change_repartitions() {
 
 #[test]
 fn a_missing_serde_is_a_build_error() {
-    let b = StreamsBuilder::new("app");
+    let b = StreamsBuilder::new();
     b.stream(["in"], strings())
         .map(|k, v| (v.len() as u64, k))
         .group_by_key(Grouped::new())
@@ -208,7 +208,7 @@ fn pipeline_with(b: &StreamsBuilder, extra: impl FnOnce(&KStream<String, String>
 
 #[test]
 fn adding_an_unrelated_operator_renames_no_store_or_topic() {
-    let before = StreamsBuilder::new("app");
+    let before = StreamsBuilder::new();
     unnamed_pipeline(&before);
     let before = before.build().unwrap();
     let (stores_before, topics_before) = names(&before);
@@ -219,12 +219,12 @@ fn adding_an_unrelated_operator_renames_no_store_or_topic() {
     assert_eq!(
         topics_before,
         [
-            "app-lines-source-flat_map_values-select_key-group-repartition",
-            "lines"
+            "lines",
+            "lines-source-flat_map_values-select_key-group-repartition"
         ]
     );
 
-    let after = StreamsBuilder::new("app");
+    let after = StreamsBuilder::new();
     // Another stream with a stateful pipeline of its own, built first...
     let other = after.stream(["other"], strings());
     other
@@ -257,7 +257,7 @@ fn adding_an_unrelated_operator_renames_no_store_or_topic() {
 
 #[test]
 fn require_names_rejects_unnamed_stateful_operators() {
-    let b = StreamsBuilder::new("app").require_names();
+    let b = StreamsBuilder::new().require_names();
     unnamed_pipeline(&b);
     let Err(DslError::Invalid(issues)) = b.build() else {
         panic!("expected unnamed operators to be rejected");
@@ -271,14 +271,14 @@ fn require_names_rejects_unnamed_stateful_operators() {
         .collect();
     assert_eq!(what, ["a repartition topic", "a store"]);
 
-    let named = StreamsBuilder::new("wc").require_names();
+    let named = StreamsBuilder::new().require_names();
     word_count(&named);
     named.build().unwrap();
 }
 
 #[test]
 fn a_name_used_twice_is_a_build_error() {
-    let b = StreamsBuilder::new("app");
+    let b = StreamsBuilder::new();
     let s = b.stream(["in"], strings());
     s.clone().named("x").filter(|_, _| true);
     s.clone().named("x").filter(|_, _| true);
@@ -287,7 +287,7 @@ fn a_name_used_twice_is_a_build_error() {
 
 #[test]
 fn repartition_always_goes_through_a_named_topic() {
-    let b = StreamsBuilder::new("app");
+    let b = StreamsBuilder::new();
     let s = b.stream(["in"], strings());
     s.repartition(Grouped::as_("spread"))
         .to("out", Produced::with(StringSerde, StringSerde));
@@ -295,14 +295,12 @@ fn repartition_always_goes_through_a_named_topic() {
     let topology = b.build().unwrap();
     let text = topology.describe().to_string();
     assert!(
-        text.contains("Sink: spread-sink (topic: app-spread-repartition)"),
+        text.contains("Sink: spread-sink (topic: spread-repartition)"),
         "{text}"
     );
-    assert!(
-        text.contains("topic: app-in-source-through-repartition"),
-        "{text}"
-    );
-    let config = DriverConfig::default().partitions("app-spread-repartition", 4);
+    assert!(text.contains("topic: in-source-through-repartition"), "{text}");
+    // The driver runs the topic as `<application.id>-spread-repartition`.
+    let config = DriverConfig::default().partitions("test-driver-spread-repartition", 4);
     let driver = TopologyTestDriver::new(topology, config).unwrap();
     let input = driver.input_topic("in", StringSerde, StringSerde);
     for i in 0..8 {
@@ -322,14 +320,14 @@ fn repartition_always_goes_through_a_named_topic() {
 
 #[test]
 fn a_repartition_topic_can_have_a_fixed_partition_count() {
-    let b = StreamsBuilder::new("app");
+    let b = StreamsBuilder::new();
     let five = std::num::NonZeroU16::new(5).unwrap();
     b.stream(["in"], strings())
         .repartition(Grouped::as_("spread").with_number_of_partitions(five))
         .to("out", Produced::with(StringSerde, StringSerde));
     let topology = b.build().unwrap();
     assert_eq!(
-        topology.repartition_partitions().get("app-spread-repartition"),
+        topology.repartition_partitions().get("spread-repartition"),
         Some(&5)
     );
     // The driver gives the topic its count: one task per partition reads it.

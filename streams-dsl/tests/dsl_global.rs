@@ -10,7 +10,7 @@ use streams_test_utils::{DriverConfig, TopologyTestDriver};
 /// Orders keyed by order id, valued `<user>:<item>`, joined with the users global table
 /// by the user in the value.
 fn enrich(left: bool) -> StreamsBuilder {
-    let b = StreamsBuilder::new("shop");
+    let b = StreamsBuilder::new();
     let users = b.global_table(
         "users",
         Materialized::as_("users-store")
@@ -65,7 +65,7 @@ fn global_table_compiles_to_a_global_store_sub_topology() {
 
 #[test]
 fn an_unnamed_global_store_is_named_after_its_topic() {
-    let b = StreamsBuilder::new("shop").require_names();
+    let b = StreamsBuilder::new().require_names();
     let users = b.global_table("users", Materialized::with(StringSerde, StringSerde));
     assert_eq!(users.store_name(), "users-global-store");
     assert_eq!(users.node_name(), "users-global_table");
@@ -78,7 +78,7 @@ fn an_unnamed_global_store_is_named_after_its_topic() {
 
 #[test]
 fn a_global_table_without_serdes_is_a_build_error() {
-    let b = StreamsBuilder::new("shop");
+    let b = StreamsBuilder::new();
     b.global_table::<String, String>("users", Materialized::as_("users-store"));
     assert!(matches!(
         b.build(),
@@ -156,7 +156,7 @@ fn left_join_global_keeps_absent_keys_with_none() {
 
 #[test]
 fn a_rekeyed_stream_joins_a_global_table_without_repartitioning() {
-    let b = StreamsBuilder::new("shop");
+    let b = StreamsBuilder::new();
     let users = b.global_table("users", Materialized::with(StringSerde, StringSerde));
     b.stream(["orders"], Consumed::with(StringSerde, StringSerde))
         .select_key(|_, v| v.clone())

@@ -16,7 +16,7 @@ const SIZE: Duration = Duration::from_secs(10);
 const ADVANCE: Duration = Duration::from_secs(5);
 
 fn driver() -> TopologyTestDriver {
-    let b = StreamsBuilder::new("hop");
+    let b = StreamsBuilder::new();
     b.stream(["clicks"], Consumed::with(StringSerde, StringSerde))
         .group_by_key(Grouped::new())
         .windowed_by(TimeWindows::of_size_with_grace(SIZE, Duration::from_secs(2)).advance_by(ADVANCE))
@@ -120,7 +120,7 @@ fn hopping_windows_drop_late_records_per_window_and_expire() {
 
 #[test]
 fn hopping_aggregate_sums_per_window() {
-    let b = StreamsBuilder::new("hop");
+    let b = StreamsBuilder::new();
     b.stream(["amounts"], Consumed::with(StringSerde, U64Serde))
         .group_by_key(Grouped::new())
         .windowed_by(TimeWindows::of_size_no_grace(SIZE).advance_by(ADVANCE))
@@ -153,7 +153,7 @@ fn hopping_aggregate_sums_per_window() {
 #[test]
 fn an_advance_of_zero_or_above_the_size_is_a_build_error() {
     for advance in [Duration::ZERO, Duration::from_secs(11)] {
-        let b = StreamsBuilder::new("hop");
+        let b = StreamsBuilder::new();
         b.stream(["clicks"], Consumed::with(StringSerde, StringSerde))
             .group_by_key(Grouped::new())
             .windowed_by(TimeWindows::of_size_no_grace(SIZE).advance_by(advance))

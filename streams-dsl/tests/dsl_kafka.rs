@@ -68,7 +68,7 @@ fn word_count_on_the_broker_through_a_repartition_topic() {
     kafka::create_topic(&bootstrap, &input, 3, &[]).unwrap();
     kafka::create_topic(&bootstrap, &output, 3, &[]).unwrap();
 
-    let b = StreamsBuilder::new(app_id.clone());
+    let b = StreamsBuilder::new();
     b.stream([input.as_str()], Consumed::with(StringSerde, StringSerde))
         .flat_map_values(|_, line| line.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
         .group_by(|_, word| word.clone(), Grouped::as_("words"))
@@ -136,7 +136,7 @@ fn stream_table_join_on_the_broker_repartitions_to_the_table_partition_count() {
     kafka::create_topic(&bootstrap, &clicks, 4, &[]).unwrap();
     kafka::create_topic(&bootstrap, &output, 2, &[]).unwrap();
 
-    let b = StreamsBuilder::new(app_id.clone());
+    let b = StreamsBuilder::new();
     let table = b.table(
         &users,
         Materialized::as_("users")
@@ -206,7 +206,7 @@ fn join_global_on_the_broker_enriches_every_partition_on_two_threads() {
     kafka::create_topic(&bootstrap, &orders, 4, &[]).unwrap();
     kafka::create_topic(&bootstrap, &output, 4, &[]).unwrap();
 
-    let b = StreamsBuilder::new(app_id.clone());
+    let b = StreamsBuilder::new();
     let table = b.global_table(
         &users,
         Materialized::as_("users")

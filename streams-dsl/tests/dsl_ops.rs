@@ -19,7 +19,7 @@ fn out() -> Produced<StringSerde, StringSerde> {
 
 /// Builds with `f` applied to the stream of `in`, pipes `input` and returns what `out` got.
 fn run(f: impl FnOnce(KStream<String, String>), input: &[(&str, &str)]) -> Pairs {
-    let b = StreamsBuilder::new("ops");
+    let b = StreamsBuilder::new();
     f(b.stream(["in"], strings()));
     let driver = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap();
     let topic = driver.input_topic("in", StringSerde, StringSerde);
@@ -56,7 +56,7 @@ fn map_and_map_values() {
 
 #[test]
 fn map_values_changes_the_value_type_checked_at_compile_time() {
-    let b = StreamsBuilder::new("ops");
+    let b = StreamsBuilder::new();
     b.stream(["in"], strings())
         .map_values(|_, v| v.len() as u64)
         .filter(|_, n| *n >= 2)
@@ -126,7 +126,7 @@ fn peek_and_foreach_see_every_record() {
 
 #[test]
 fn split_sends_each_record_to_the_first_matching_branch() {
-    let b = StreamsBuilder::new("ops");
+    let b = StreamsBuilder::new();
     let branches = b
         .stream(["in"], strings())
         .split()
@@ -158,7 +158,7 @@ fn split_sends_each_record_to_the_first_matching_branch() {
 
 #[test]
 fn merge_interleaves_two_streams() {
-    let b = StreamsBuilder::new("ops");
+    let b = StreamsBuilder::new();
     let a = b.stream(["in-a"], strings());
     let c = b.stream(["in-b"], strings()).map_values(|_, v| v.to_uppercase());
     a.merge(&c).to("out", out());
@@ -205,7 +205,7 @@ impl Processor<String, String, String, String> for Sequence {
 
 #[test]
 fn process_runs_a_user_processor_with_its_store() {
-    let b = StreamsBuilder::new("ops");
+    let b = StreamsBuilder::new();
     b.add_state_store(Stores::in_memory_kv("seq", StringSerde, U64Serde));
     b.stream(["in"], strings())
         .named("sequence")

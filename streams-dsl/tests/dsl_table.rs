@@ -13,7 +13,7 @@ fn up(p: &[(&str, Option<u64>)]) -> Updates {
 
 #[test]
 fn table_keeps_the_latest_value_and_deletes_on_tombstones() {
-    let b = StreamsBuilder::new("t");
+    let b = StreamsBuilder::new();
     let table = b.table("prices", Materialized::with(StringSerde, U64Serde));
     assert_eq!(table.store_name(), Some("prices-table-store"));
     table
@@ -39,7 +39,7 @@ fn table_keeps_the_latest_value_and_deletes_on_tombstones() {
 
 #[test]
 fn table_filter_forwards_failing_updates_as_deletes_and_map_values_maps() {
-    let b = StreamsBuilder::new("t");
+    let b = StreamsBuilder::new();
     let table = b.table(
         "prices",
         Materialized::as_("prices")
@@ -76,7 +76,7 @@ fn table_filter_forwards_failing_updates_as_deletes_and_map_values_maps() {
 }
 
 fn join_driver(left: bool) -> TopologyTestDriver {
-    let b = StreamsBuilder::new("t");
+    let b = StreamsBuilder::new();
     let users = b.table(
         "users",
         Materialized::as_("users")
@@ -140,7 +140,7 @@ fn stream_table_left_join_keeps_every_record() {
 
 #[test]
 fn join_with_a_rekeyed_stream_repartitions_it_first() {
-    let b = StreamsBuilder::new("t");
+    let b = StreamsBuilder::new();
     let users = b.table("users", Materialized::with(StringSerde, StringSerde));
     b.stream(["clicks"], Consumed::with(StringSerde, StringSerde))
         .select_key(|_, v| v.clone())
@@ -149,7 +149,7 @@ fn join_with_a_rekeyed_stream_repartitions_it_first() {
     let topology = b.build().unwrap();
     let text = topology.describe().to_string();
     assert!(
-        text.contains("t-clicks-source-select_key-group-repartition"),
+        text.contains("topic: clicks-source-select_key-group-repartition"),
         "{text}"
     );
     let driver = TopologyTestDriver::new(topology, DriverConfig::default()).unwrap();
@@ -166,7 +166,7 @@ fn join_with_a_rekeyed_stream_repartitions_it_first() {
 
 #[test]
 fn joining_an_unmaterialized_table_is_a_build_error() {
-    let b = StreamsBuilder::new("t");
+    let b = StreamsBuilder::new();
     let users = b.table("users", Materialized::with(StringSerde, StringSerde));
     let active = users.filter(|_, v| !v.is_empty());
     b.stream(["clicks"], Consumed::with(StringSerde, StringSerde))
@@ -183,7 +183,7 @@ fn joining_an_unmaterialized_table_is_a_build_error() {
 }
 
 fn table_join_driver(kind: &str) -> TopologyTestDriver {
-    let b = StreamsBuilder::new("t");
+    let b = StreamsBuilder::new();
     let names = b.table(
         "names",
         Materialized::as_("names")

@@ -13,7 +13,7 @@ use streams_test_utils::{DriverConfig, TopologyTestDriver};
 const SIZE: Duration = Duration::from_secs(10);
 
 fn driver() -> TopologyTestDriver {
-    let b = StreamsBuilder::new("win");
+    let b = StreamsBuilder::new();
     b.stream(["clicks"], Consumed::with(StringSerde, StringSerde))
         .group_by_key(Grouped::new())
         .windowed_by(TimeWindows::of_size_with_grace(SIZE, Duration::from_secs(5)))

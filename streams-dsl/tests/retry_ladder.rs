@@ -679,7 +679,7 @@ fn each_stage_is_its_own_subtopology_with_a_logged_store() {
 fn a_dsl_program_hosts_the_ladder() {
     use streams_dsl::{Consumed, Produced, StreamsBuilder};
 
-    let b = StreamsBuilder::new(APP);
+    let b = StreamsBuilder::new();
     b.stream(["orders"], Consumed::with(StringSerde, StringSerde))
         .map_values(|_, v: String| v.to_uppercase())
         .to("notify", Produced::with(StringSerde, StringSerde));

@@ -124,6 +124,10 @@ impl NodeContext for NodeCx<'_> {
         self.graph.process(self.task, child, record)
     }
 
+    fn internal_topic(&self, topic: &str) -> Option<&str> {
+        self.task.internal_topics.get(topic).map(String::as_str)
+    }
+
     fn partitions(&self, topic: &str) -> Option<i32> {
         self.task.collector.borrow_mut().partitions(topic)
     }

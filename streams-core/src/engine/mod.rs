@@ -147,7 +147,15 @@ impl Task {
             });
         }
         Ok(Self {
-            shared: TaskShared::new(app_id, id, stores, collector, wall_clock, timestamp),
+            shared: TaskShared::new(
+                app_id,
+                id,
+                stores,
+                collector,
+                wall_clock,
+                timestamp,
+                topology.renamed_topics().clone(),
+            ),
             graph: Graph { nodes, meta },
             sources,
             queues: RecordQueues::default(),

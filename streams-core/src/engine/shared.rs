@@ -6,6 +6,7 @@
 //! stream thread. No lock is taken on the per-record path.
 
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -76,6 +77,8 @@ pub(crate) struct TaskShared {
     /// driver) and readable from every processor; never flushed or closed by this task.
     pub globals: Vec<StoreSlot>,
     pub collector: RefCell<Box<dyn RecordCollector>>,
+    /// The run-time names of the topology's internal topics, by relative name.
+    pub internal_topics: Arc<BTreeMap<String, String>>,
     /// The innermost node whose call failed in the current call into the graph.
     pub failed_node: Cell<Option<usize>>,
     /// The fault recorded in the current call into the graph (see `failure.rs`).
@@ -90,6 +93,7 @@ impl TaskShared {
         collector: Box<dyn RecordCollector>,
         wall_clock: i64,
         current_timestamp: Arc<AtomicI64>,
+        internal_topics: Arc<BTreeMap<String, String>>,
     ) -> Self {
         Self {
             app_id,
@@ -104,6 +108,7 @@ impl TaskShared {
             stores,
             globals: Vec::new(),
             collector: RefCell::new(collector),
+            internal_topics,
             failed_node: Cell::new(None),
             fault: RefCell::new(None),
         }

@@ -47,6 +47,9 @@ pub(crate) trait NodeContext {
     fn child_by_name(&self, name: &str) -> Option<usize>;
     /// Runs child `child` on `record`.
     fn dispatch(&self, child: usize, record: &mut dyn Any) -> ProcessResult;
+    /// The run-time name of internal topic `topic` (named relative to the application),
+    /// `None` for any other topic.
+    fn internal_topic(&self, topic: &str) -> Option<&str>;
     /// The partition count of `topic`, when known.
     fn partitions(&self, topic: &str) -> Option<i32>;
     /// Hands a produced record to the task's record collector. A refusal is also recorded

@@ -318,6 +318,7 @@ impl KafkaStreams {
         embedded: Option<EmbeddedKafka>,
         bootstrap: String,
     ) -> Result<Self, StreamsError> {
+        let topology = topology.with_application_id(config.application_id());
         let process_id = process_id(&config.state_dir().join(config.application_id()))?;
         let metrics = Metrics::new(config.application_id(), config.recording_level())?;
         metrics.set_topology(&topology.describe().to_string());

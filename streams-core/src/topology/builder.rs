@@ -117,6 +117,7 @@ pub struct TopologyBuilder {
     pub(crate) stores: Vec<StoreDef>,
     pub(crate) connections: Vec<(String, String)>,
     pub(crate) repartition_partitions: std::collections::BTreeMap<String, i32>,
+    pub(crate) internal_topics: std::collections::BTreeSet<String>,
 }
 
 fn names<T: AsRef<str>>(items: impl IntoIterator<Item = T>) -> Vec<String> {

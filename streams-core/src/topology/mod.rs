@@ -8,6 +8,7 @@
 
 mod builder;
 mod describe;
+mod internal;
 pub(crate) mod nodes;
 pub(crate) mod spec;
 mod typed;
@@ -48,6 +49,10 @@ pub struct Topology {
     pub(crate) stores: Vec<StoreDef>,
     pub(crate) subtopologies: Vec<SubTopology>,
     children: Vec<Vec<usize>>,
+    /// Internal topics still named relative to the application.
+    internal_topics: BTreeSet<String>,
+    /// Internal topics' run-time names, by relative name.
+    renamed: std::sync::Arc<std::collections::BTreeMap<String, String>>,
     pub(crate) repartition_partitions: std::collections::BTreeMap<String, i32>,
 }
 

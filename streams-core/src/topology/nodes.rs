@@ -225,7 +225,12 @@ where
     KS::Target: 'static,
     VS::Target: 'static,
 {
-    fn init(&mut self, _: &dyn NodeContext) -> ProcessResult {
+    fn init(&mut self, cx: &dyn NodeContext) -> ProcessResult {
+        if let SinkDestination::Topic(t) = &mut self.destination
+            && let Some(full) = cx.internal_topic(t)
+        {
+            *t = full.to_owned();
+        }
         Ok(())
     }
 

@@ -86,6 +86,8 @@ pub(super) fn build(b: &TopologyBuilder) -> Result<Topology, TopologyError> {
         subtopologies,
         children,
         repartition_partitions: b.repartition_partitions.clone(),
+        internal_topics: b.internal_topics.clone(),
+        renamed: Default::default(),
     })
 }
 

@@ -175,6 +175,7 @@ pub struct TopologyTestDriver {
 impl TopologyTestDriver {
     /// Creates every task of `topology`: one per (sub-topology, partition), with its stores.
     pub fn new(topology: Topology, config: DriverConfig) -> Result<Self, StreamsError> {
+        let topology = topology.with_application_id(&config.application_id);
         let state_dir =
             tempfile::tempdir().map_err(|e| StreamsError::Usage(format!("temporary state dir: {e}")))?;
         let log = SharedLog::default();
