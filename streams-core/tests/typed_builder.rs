@@ -337,3 +337,81 @@ fn internal_topics_are_named_for_the_application_that_runs_them() {
     let out = driver.output_topic("out", StringSerde, StringSerde);
     assert_eq!(out.read_value().unwrap(), Some("v".into()));
 }
+
+/// Routes even lengths to one child and odd lengths to the other, children resolved once.
+struct Router {
+    even: streams_core::Child,
+    odd: streams_core::Child,
+}
+impl Processor<String, String, String, String> for Router {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, String>,
+        r: Record<String, String>,
+    ) -> ProcessResult {
+        let to = if r.value.len() % 2 == 0 {
+            self.even
+        } else {
+            self.odd
+        };
+        ctx.forward_to_child(to, r)
+    }
+}
+
+#[test]
+fn children_resolved_once_route_records() {
+    let mut b = Topology::builder();
+    let input = b.source("in", SourceConfig::new(["in"], StringSerde, StringSerde));
+    let router = b.processor("router", [&input], |ctx| {
+        Ok(Router {
+            even: ctx.child("even")?,
+            odd: ctx.child("odd")?,
+        })
+    });
+    b.sink(
+        "even",
+        SinkConfig::topic("even", StringSerde, StringSerde),
+        [&router],
+    );
+    b.sink(
+        "odd",
+        SinkConfig::topic("odd", StringSerde, StringSerde),
+        [&router],
+    );
+    let driver = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap();
+    let input = driver.input_topic("in", StringSerde, StringSerde);
+    for v in ["ab", "abc", "abcd"] {
+        input.pipe("k".into(), v.into()).unwrap();
+    }
+    let values = |topic: &str| -> Vec<String> {
+        driver
+            .output_topic(topic, StringSerde, StringSerde)
+            .read_key_values()
+            .unwrap()
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect()
+    };
+    assert_eq!(values("even"), ["ab", "abcd"]);
+    assert_eq!(values("odd"), ["abc"]);
+
+    // A name that is not a child fails the task at start, naming both.
+    let mut b = Topology::builder();
+    let input = b.source("in", SourceConfig::new(["in"], StringSerde, StringSerde));
+    let router = b.processor("router", [&input], |ctx| {
+        Ok(Router {
+            even: ctx.child("even")?,
+            odd: ctx.child("nobody")?,
+        })
+    });
+    b.sink(
+        "even",
+        SinkConfig::topic("even", StringSerde, StringSerde),
+        [&router],
+    );
+    let err = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default())
+        .err()
+        .expect("`nobody` is not a child");
+    let text = format!("{err}");
+    assert!(text.contains("nobody") && text.contains("router"), "{text}");
+}

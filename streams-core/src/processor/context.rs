@@ -8,7 +8,7 @@ use streams_state::{KvStore, Serde, StoreError};
 use super::node::NodeContext;
 use super::{Cancellable, PunctuationType, StoreRef};
 use crate::model::TaskId;
-use crate::model::error::ProcessResult;
+use crate::model::error::{ProcessResult, ProcessorError};
 use crate::model::record::{Record, RecordMetadata};
 
 /// What a processor can do besides computing: forward records to its children, reach the
@@ -113,12 +113,36 @@ impl<K: Clone + 'static, V: Clone + 'static> ProcessorContext<'_, K, V> {
         self.cx.dispatch(*last, &mut Some(record))
     }
 
-    /// Forwards `record` to the child named `child` only.
+    /// Forwards `record` to the child named `child` only. Looks the name up on every
+    /// call; a processor that routes every record resolves its children once with
+    /// [`child`](Self::child) and uses [`forward_to_child`](Self::forward_to_child).
     pub fn forward_to(&mut self, child: &str, record: Record<K, V>) -> ProcessResult {
-        let index = self
-            .cx
-            .child_by_name(child)
-            .ok_or_else(|| format!("`{child}` is not a child of `{}`", self.cx.node_name()))?;
-        self.cx.dispatch(index, &mut Some(record))
+        let child = self.child(child)?;
+        self.forward_to_child(child, record)
+    }
+
+    /// Forwards `record` to `child` only (resolved by [`child`](Self::child)).
+    pub fn forward_to_child(&mut self, child: Child, record: Record<K, V>) -> ProcessResult {
+        if !self.cx.children().contains(&child.0) {
+            return Err(format!("{child:?} is not a child of `{}`", self.cx.node_name()).into());
+        }
+        self.cx.dispatch(child.0, &mut Some(record))
     }
 }
+
+impl<K, V> ProcessorContext<'_, K, V> {
+    /// The child named `name`, to forward to with
+    /// [`forward_to_child`](Self::forward_to_child). Resolve children in the processor's
+    /// supplier (or `init`) and keep them: the lookup is by name, the forward is not.
+    pub fn child(&self, name: &str) -> Result<Child, ProcessorError> {
+        self.cx
+            .child_by_name(name)
+            .map(Child)
+            .ok_or_else(|| format!("`{name}` is not a child of `{}`", self.cx.node_name()).into())
+    }
+}
+
+/// One child of a processor, resolved once by [`ProcessorContext::child`]. It stands for
+/// the same child in every task of the processor's sub-topology.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Child(usize);

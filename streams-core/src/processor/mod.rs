@@ -13,7 +13,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
-pub use context::ProcessorContext;
+pub use context::{Child, ProcessorContext};
 pub use store_ref::StoreRef;
 
 use crate::model::error::ProcessResult;
