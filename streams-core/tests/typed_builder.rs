@@ -349,7 +349,7 @@ impl Processor<String, String, String, String> for Router {
         ctx: &mut ProcessorContext<'_, String, String>,
         r: Record<String, String>,
     ) -> ProcessResult {
-        let to = if r.value.len() % 2 == 0 {
+        let to = if r.value.len().is_multiple_of(2) {
             self.even
         } else {
             self.odd
