@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use streams_core::{Processor, SourceConfig, Topology, TopologyBuilder};
+use streams_core::{Processor, ProcessorContext, ProcessorError, SourceConfig, Topology, TopologyBuilder};
 use streams_state::{Serde, StoreBuilder};
 
 use crate::error::{DslError, DslIssue};
@@ -12,7 +12,7 @@ use crate::kstream::KStream;
 use crate::ktable::KTable;
 use crate::naming::Namer;
 use crate::options::{Consumed, Materialized, dyn_serde};
-use crate::processors::TableSource;
+use crate::processors::{TableSource, open};
 
 /// What every stream and table of one builder shares.
 pub(crate) struct Inner {
@@ -80,6 +80,28 @@ impl Shared {
     {
         self.with(|t| {
             t.add_processor(name, supplier, [parent]);
+        });
+    }
+
+    /// Adds a processor with one parent, made by `supplier` with its context (where it
+    /// opens its stores).
+    pub fn processor_with<P, KIn, VIn, KOut, VOut>(
+        &self,
+        name: &str,
+        supplier: impl Fn(&mut ProcessorContext<'_, KOut, VOut>) -> Result<P, ProcessorError>
+        + Send
+        + Sync
+        + 'static,
+        parent: &str,
+    ) where
+        P: Processor<KIn, VIn, KOut, VOut>,
+        KIn: 'static,
+        VIn: 'static,
+        KOut: 'static,
+        VOut: 'static,
+    {
+        self.with(|t| {
+            t.add_processor_with(name, supplier, [parent]);
         });
     }
 
@@ -184,8 +206,15 @@ impl StreamsBuilder {
             t.add_source(&source, [topic], ks.clone(), value_source);
         });
         let store_name = store.clone();
-        self.shared
-            .processor(&node, move || TableSource::<K, V>::new(&store_name), &source);
+        self.shared.processor_with(
+            &node,
+            move |ctx| {
+                Ok(TableSource::<K, V> {
+                    store: open(ctx, &store_name)?,
+                })
+            },
+            &source,
+        );
         self.shared
             .store(materialized.store(&store, ks.clone(), vs.clone()), &[&node]);
         KTable::new(self.shared.clone(), node, Some(store)).with_serdes(Some(ks), Some(vs))

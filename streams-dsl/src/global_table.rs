@@ -86,14 +86,9 @@ impl StreamsBuilder {
             .without_caching()
             .store(&store, ks.clone(), vs.clone());
         let config = SourceConfig::new([topic], ks, NullableSerde(vs));
-        let store_name = store.clone();
         shared.with(|t| {
-            t.add_global_store(builder, &source, config, &node, move || GlobalTableUpdater::<
-                K,
-                V,
-            > {
-                name: store_name.clone(),
-                store: None,
+            t.global_store(builder, &source, config, &node, |_ctx, store| {
+                Ok(GlobalTableUpdater::<K, V> { store })
             });
         });
         table
@@ -102,18 +97,12 @@ impl StreamsBuilder {
 
 /// Writes a global table's topic into its store: a value puts, a null value deletes.
 struct GlobalTableUpdater<K: 'static, V: 'static> {
-    name: String,
-    store: Option<DslStore<K, V>>,
+    store: DslStore<K, V>,
 }
 
 impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Option<V>, (), ()> for GlobalTableUpdater<K, V> {
-    fn init(&mut self, ctx: &mut ProcessorContext<'_, (), ()>) -> ProcessResult {
-        self.store = Some(ctx.kv_store(&self.name)?);
-        Ok(())
-    }
-
     fn process(&mut self, _: &mut ProcessorContext<'_, (), ()>, r: Record<K, Option<V>>) -> ProcessResult {
-        let store = self.store.as_ref().ok_or("global store not initialized")?;
+        let store = &self.store;
         match &r.value {
             Some(v) => store.put(&r.key, v)?,
             None => {
@@ -133,10 +122,9 @@ type GlobalJoinFn<K, V, GV, VR> = Arc<dyn Fn(&K, V, Option<GV>) -> Option<VR> + 
 /// The stream side of a join with a global table: maps each record to a table key and
 /// reads the global store, which every task sees in full.
 struct GlobalJoin<K, V, GK: 'static, GV: 'static, VR> {
-    store_name: String,
     key_mapper: KeyMapper<K, V, GK>,
     joiner: GlobalJoinFn<K, V, GV, VR>,
-    store: Option<DslStore<GK, GV>>,
+    store: DslStore<GK, GV>,
 }
 
 impl<K, V, GK, GV, VR> Processor<K, V, K, VR> for GlobalJoin<K, V, GK, GV, VR>
@@ -147,14 +135,8 @@ where
     GV: Clone + 'static,
     VR: Clone + 'static,
 {
-    fn init(&mut self, ctx: &mut ProcessorContext<'_, K, VR>) -> ProcessResult {
-        self.store = Some(ctx.kv_store(&self.store_name)?);
-        Ok(())
-    }
-
     fn process(&mut self, ctx: &mut ProcessorContext<'_, K, VR>, r: Record<K, V>) -> ProcessResult {
-        let store = self.store.as_ref().ok_or("global store not initialized")?;
-        let other = store.get(&(self.key_mapper)(&r.key, &r.value))?;
+        let other = self.store.get(&(self.key_mapper)(&r.key, &r.value))?;
         match (self.joiner)(&r.key, r.value, other) {
             Some(v) => ctx.forward(Record {
                 key: r.key,
@@ -212,13 +194,14 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     ) -> KStream<K, VR> {
         let node = self.child_name(op);
         let store_name = table.store.clone();
-        self.shared.processor(
+        self.shared.processor_with(
             &node,
-            move || GlobalJoin {
-                store_name: store_name.clone(),
-                key_mapper: key_mapper.clone(),
-                joiner: joiner.clone(),
-                store: None,
+            move |ctx| {
+                Ok(GlobalJoin {
+                    key_mapper: key_mapper.clone(),
+                    joiner: joiner.clone(),
+                    store: crate::processors::open(ctx, &store_name)?,
+                })
             },
             &self.node,
         );

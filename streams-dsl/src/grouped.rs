@@ -15,7 +15,7 @@ use crate::error::DslIssue;
 use crate::kstream::KStream;
 use crate::ktable::KTable;
 use crate::options::{DynSerde, Grouped, Materialized};
-use crate::processors::{AggregateProcessor, UpdateFn};
+use crate::processors::{AggregateProcessor, UpdateFn, open};
 
 /// A stream grouped by key, ready to aggregate. Made by [`KStream::group_by_key`] or
 /// [`KStream::group_by`].
@@ -197,12 +197,13 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
         };
         let (ks_out, vs_out) = (ks.clone(), vs.clone());
         let store_name = store.clone();
-        s.shared.processor(
+        s.shared.processor_with(
             &node,
-            move || AggregateProcessor {
-                store_name: store_name.clone(),
-                update: update.clone(),
-                store: None,
+            move |ctx| {
+                Ok(AggregateProcessor {
+                    update: update.clone(),
+                    store: open(ctx, &store_name)?,
+                })
             },
             &s.node,
         );

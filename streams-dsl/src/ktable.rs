@@ -13,7 +13,7 @@ use crate::builder::Shared;
 use crate::error::DslIssue;
 use crate::kstream::KStream;
 use crate::options::{DynSerde, Materialized, dyn_serde};
-use crate::processors::{JoinFn, StreamTableJoin, TableFn, TableOpProcessor};
+use crate::processors::{JoinFn, StreamTableJoin, TableFn, TableOpProcessor, open};
 
 /// A table of the latest value per key. Its node forwards `Record<K, Option<V>>` updates
 /// (`None` a deletion); a materialized table also keeps its values in a named store, which
@@ -132,12 +132,16 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         }
         let store_name = store.as_ref().map(|(n, _)| n.clone());
         let for_supplier = store_name.clone();
-        self.shared.processor(
+        self.shared.processor_with(
             &node,
-            move || TableOpProcessor {
-                f: f.clone(),
-                store_name: for_supplier.clone(),
-                store: None,
+            move |ctx| {
+                Ok(TableOpProcessor {
+                    f: f.clone(),
+                    store: match &for_supplier {
+                        Some(name) => Some(open(ctx, name)?),
+                        None => None,
+                    },
+                })
             },
             &self.node,
         );
@@ -212,12 +216,13 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             return left.derive(node, None, None, false);
         };
         let table_store = store.clone();
-        self.shared.processor(
+        self.shared.processor_with(
             &node,
-            move || StreamTableJoin {
-                table_store: table_store.clone(),
-                joiner: joiner.clone(),
-                store: None,
+            move |ctx| {
+                Ok(StreamTableJoin {
+                    joiner: joiner.clone(),
+                    store: open(ctx, &table_store)?,
+                })
             },
             &left.node,
         );

@@ -35,7 +35,8 @@ where
     }
 }
 
-fn open<K, V>(
+/// Opens the DSL store `name` (in a processor's supplier).
+pub(crate) fn open<K, V>(
     ctx: &ProcessorContext<'_, impl Sized, impl Sized>,
     name: &str,
 ) -> Result<DslStore<K, V>, streams_core::state::StoreError>
@@ -48,35 +49,19 @@ where
 
 /// Keeps a source topic's latest value per key in a store and forwards every change.
 pub(crate) struct TableSource<K: 'static, V: 'static> {
-    name: String,
-    store: Option<DslStore<K, V>>,
-}
-
-impl<K: 'static, V: 'static> TableSource<K, V> {
-    pub fn new(store: &str) -> Self {
-        Self {
-            name: store.to_owned(),
-            store: None,
-        }
-    }
+    pub store: DslStore<K, V>,
 }
 
 impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Option<V>, K, Option<V>> for TableSource<K, V> {
-    fn init(&mut self, ctx: &mut ProcessorContext<'_, K, Option<V>>) -> ProcessResult {
-        self.store = Some(open(ctx, &self.name)?);
-        Ok(())
-    }
-
     fn process(
         &mut self,
         ctx: &mut ProcessorContext<'_, K, Option<V>>,
         r: Record<K, Option<V>>,
     ) -> ProcessResult {
-        let store = self.store.as_ref().ok_or("table store not initialized")?;
         match &r.value {
-            Some(v) => store.put(&r.key, v)?,
+            Some(v) => self.store.put(&r.key, v)?,
             None => {
-                store.delete(&r.key)?;
+                self.store.delete(&r.key)?;
             }
         }
         ctx.forward(r)
@@ -89,24 +74,17 @@ pub(crate) type UpdateFn<K, V, A> = Arc<dyn Fn(&K, V, Option<A>) -> A + Send + S
 /// `count`, `reduce` and `aggregate`: reads the key's aggregate, updates it, writes it
 /// back and forwards the new value as a table update.
 pub(crate) struct AggregateProcessor<K: 'static, V, A: 'static> {
-    pub store_name: String,
     pub update: UpdateFn<K, V, A>,
-    pub store: Option<DslStore<K, A>>,
+    pub store: DslStore<K, A>,
 }
 
 impl<K: Clone + 'static, V: 'static, A: Clone + 'static> Processor<K, V, K, Option<A>>
     for AggregateProcessor<K, V, A>
 {
-    fn init(&mut self, ctx: &mut ProcessorContext<'_, K, Option<A>>) -> ProcessResult {
-        self.store = Some(open(ctx, &self.store_name)?);
-        Ok(())
-    }
-
     fn process(&mut self, ctx: &mut ProcessorContext<'_, K, Option<A>>, r: Record<K, V>) -> ProcessResult {
-        let store = self.store.as_ref().ok_or("aggregate store not initialized")?;
-        let old = store.get(&r.key)?;
+        let old = self.store.get(&r.key)?;
         let new = (self.update)(&r.key, r.value, old);
-        store.put(&r.key, &new)?;
+        self.store.put(&r.key, &new)?;
         ctx.forward(Record {
             key: r.key,
             value: Some(new),
@@ -123,20 +101,13 @@ pub(crate) type TableFn<K, V, V2> = Arc<dyn Fn(&K, Option<V>) -> Option<V2> + Se
 /// is materialized, keeps it in its own store.
 pub(crate) struct TableOpProcessor<K: 'static, V, V2: 'static> {
     pub f: TableFn<K, V, V2>,
-    pub store_name: Option<String>,
+    /// The result's store, when it is materialized.
     pub store: Option<DslStore<K, V2>>,
 }
 
 impl<K: Clone + 'static, V: 'static, V2: Clone + 'static> Processor<K, Option<V>, K, Option<V2>>
     for TableOpProcessor<K, V, V2>
 {
-    fn init(&mut self, ctx: &mut ProcessorContext<'_, K, Option<V2>>) -> ProcessResult {
-        if let Some(name) = &self.store_name {
-            self.store = Some(open(ctx, name)?);
-        }
-        Ok(())
-    }
-
     fn process(
         &mut self,
         ctx: &mut ProcessorContext<'_, K, Option<V2>>,
@@ -166,22 +137,16 @@ pub(crate) type JoinFn<K, V, VT, VR> = Arc<dyn Fn(&K, V, Option<VT>) -> Option<V
 /// The stream side of a stream-table join: looks each record's key up in the table's
 /// store (connected to this processor, so stream and table share a task).
 pub(crate) struct StreamTableJoin<K: 'static, V, VT: 'static, VR> {
-    pub table_store: String,
     pub joiner: JoinFn<K, V, VT, VR>,
-    pub store: Option<DslStore<K, VT>>,
+    /// The table's store.
+    pub store: DslStore<K, VT>,
 }
 
 impl<K: Clone + 'static, V: 'static, VT: Clone + 'static, VR: Clone + 'static> Processor<K, V, K, VR>
     for StreamTableJoin<K, V, VT, VR>
 {
-    fn init(&mut self, ctx: &mut ProcessorContext<'_, K, VR>) -> ProcessResult {
-        self.store = Some(open(ctx, &self.table_store)?);
-        Ok(())
-    }
-
     fn process(&mut self, ctx: &mut ProcessorContext<'_, K, VR>, r: Record<K, V>) -> ProcessResult {
-        let store = self.store.as_ref().ok_or("join store not initialized")?;
-        let other = store.get(&r.key)?;
+        let other = self.store.get(&r.key)?;
         match (self.joiner)(&r.key, r.value, other) {
             Some(v) => ctx.forward(Record {
                 key: r.key,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::error::DslIssue;
 use crate::ktable::KTable;
-use crate::processors::{JoinFn, OpFn, OpProcessor, StreamTableJoin};
+use crate::processors::{JoinFn, OpFn, OpProcessor, StreamTableJoin, open};
 
 /// Joins the optional values of both sides for one key.
 type BothFn<K, V, VO, VR> = Arc<dyn Fn(&K, Option<V>, Option<VO>) -> Option<VR> + Send + Sync>;
@@ -86,23 +86,25 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
 
         let g = f.clone();
         let this_joiner: JoinFn<K, Option<V>, VO, Option<VR>> = Arc::new(move |k, a, b| Some(g(k, a, b)));
-        shared.processor(
+        shared.processor_with(
             &this_side,
-            move || StreamTableJoin {
-                table_store: other_store.clone(),
-                joiner: this_joiner.clone(),
-                store: None,
+            move |ctx| {
+                Ok(StreamTableJoin {
+                    joiner: this_joiner.clone(),
+                    store: open(ctx, &other_store)?,
+                })
             },
             &self.node,
         );
         let other_joiner: JoinFn<K, Option<VO>, V, Option<VR>> = Arc::new(move |k, b, a| Some(f(k, a, b)));
         let this_store_name = this_store.clone();
-        shared.processor(
+        shared.processor_with(
             &other_side,
-            move || StreamTableJoin {
-                table_store: this_store_name.clone(),
-                joiner: other_joiner.clone(),
-                store: None,
+            move |ctx| {
+                Ok(StreamTableJoin {
+                    joiner: other_joiner.clone(),
+                    store: open(ctx, &this_store_name)?,
+                })
             },
             &other.node,
         );

@@ -21,7 +21,7 @@ use crate::error::DslIssue;
 use crate::grouped::KGroupedStream;
 use crate::ktable::KTable;
 use crate::options::{DynSerde, Materialized, dyn_serde};
-use crate::processors::{DslStore, UpdateFn};
+use crate::processors::{DslStore, UpdateFn, open};
 
 /// A key in one time window.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -242,13 +242,14 @@ impl<K: Clone + 'static, V: Clone + 'static> TimeWindowedKStream<K, V> {
         let wks: DynSerde<Windowed<K>> = dyn_serde(WindowedSerde::of(ks, self.windows.size_ms));
         let windows = self.windows;
         let store_name = store.clone();
-        s.shared.processor(
+        s.shared.processor_with(
             &node,
-            move || WindowedAggregate {
-                store_name: store_name.clone(),
-                windows,
-                update: update.clone(),
-                store: None,
+            move |ctx| {
+                Ok(WindowedAggregate {
+                    windows,
+                    update: update.clone(),
+                    store: open(ctx, &store_name)?,
+                })
             },
             &s.node,
         );
@@ -259,17 +260,15 @@ impl<K: Clone + 'static, V: Clone + 'static> TimeWindowedKStream<K, V> {
 }
 
 struct WindowedAggregate<K: 'static, V, A: 'static> {
-    store_name: String,
     windows: TimeWindows,
     update: UpdateFn<K, V, A>,
-    store: Option<DslStore<Windowed<K>, A>>,
+    store: DslStore<Windowed<K>, A>,
 }
 
 impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> Processor<K, V, Windowed<K>, Option<A>>
     for WindowedAggregate<K, V, A>
 {
     fn init(&mut self, ctx: &mut ProcessorContext<'_, Windowed<K>, Option<A>>) -> ProcessResult {
-        self.store = Some(ctx.kv_store(&self.store_name)?);
         ctx.schedule(
             Duration::from_millis(self.windows.advance_ms.max(1).unsigned_abs()),
             PunctuationType::StreamTime,
@@ -282,7 +281,7 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> Processor<K, V,
         ctx: &mut ProcessorContext<'_, Windowed<K>, Option<A>>,
         r: Record<K, V>,
     ) -> ProcessResult {
-        let store = self.store.as_ref().ok_or("windowed store not initialized")?;
+        let store = &self.store;
         let stream_time = ctx.stream_time();
         for start in self.windows.window_starts(r.timestamp) {
             let end = start.saturating_add(self.windows.size_ms);
@@ -312,7 +311,7 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> Processor<K, V,
         _: ScheduleId,
         now: i64,
     ) -> ProcessResult {
-        let store = self.store.as_ref().ok_or("windowed store not initialized")?;
+        let store = &self.store;
         let retention = self.windows.size_ms.saturating_add(self.windows.grace_ms);
         let cutoff = now.saturating_sub(retention);
         let mut expired = Vec::new();

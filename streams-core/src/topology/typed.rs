@@ -200,6 +200,29 @@ impl TopologyBuilder {
         NodeRef::new(name)
     }
 
+    /// [`processor`](Self::processor) with parents named by strings, for code that
+    /// generates topologies (the DSL): `supplier` receives the context, so the processor
+    /// opens its stores (by name, [`ProcessorContext::kv_store`]) once, when it is made.
+    pub fn add_processor_with<P, F, KIn, VIn, KOut, VOut, T>(
+        &mut self,
+        name: &str,
+        supplier: F,
+        parents: impl IntoIterator<Item = T>,
+    ) -> &mut Self
+    where
+        F: Fn(&mut ProcessorContext<'_, KOut, VOut>) -> Result<P, ProcessorError> + Send + Sync + 'static,
+        P: Processor<KIn, VIn, KOut, VOut>,
+        KIn: 'static,
+        VIn: 'static,
+        KOut: 'static,
+        VOut: 'static,
+        T: AsRef<str>,
+    {
+        let parents = parents.into_iter().map(|p| p.as_ref().to_owned()).collect();
+        self.nodes.push(supplied_def(name, parents, supplier, false));
+        self
+    }
+
     /// Adds a sink named `name` writing the records of `parents` as `config` says.
     pub fn sink<'p, KS, VS>(
         &mut self,

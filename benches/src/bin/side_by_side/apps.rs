@@ -83,44 +83,42 @@ pub(crate) fn users_of_partition(partition: i32) -> impl Iterator<Item = u64> {
     })
 }
 
-/// The `join10` / `join100` processor: at init it fills [`JOIN_STORE`] with `rows` hooks for
-/// every user of its partition; each record (key `key-%05d`, the user) then prefix-scans
-/// `%06d(user):` and forwards one record, the input key with the number of rows found.
+/// The `join10` / `join100` processor: when it is made it fills [`JOIN_STORE`] with `rows`
+/// hooks for every user of its partition; each record (key `key-%05d`, the user) then
+/// prefix-scans `%06d(user):` and forwards one record, the input key with the number of
+/// rows found.
 pub(crate) struct PrefixJoin {
-    rows: u64,
-    store: Option<KvStore<StringSerde, StringSerde>>,
+    store: KvStore<StringSerde, StringSerde>,
 }
 
 impl PrefixJoin {
-    /// A join against `rows` hooks per user.
-    pub(crate) fn new(rows: u64) -> Self {
-        Self { rows, store: None }
-    }
-}
-
-impl Processor<String, String, String, String> for PrefixJoin {
-    fn init(&mut self, ctx: &mut ProcessorContext<'_, String, String>) -> ProcessResult {
-        let store: KvStore<StringSerde, StringSerde> = ctx.kv_store(JOIN_STORE)?;
-        let mut rows = Vec::new();
+    /// A join against `rows` hooks per user in `store`, filled for the task's partition.
+    pub(crate) fn new(
+        ctx: &ProcessorContext<'_, String, String>,
+        store: KvStore<StringSerde, StringSerde>,
+        rows: u64,
+    ) -> Result<Self, streams_core::ProcessorError> {
+        let mut all = Vec::new();
         for user in users_of_partition(ctx.task_id().partition) {
-            for hook in 0..self.rows {
-                rows.push((
+            for hook in 0..rows {
+                all.push((
                     format!("{user:06}:{hook:04}"),
                     format!("https://hooks.example/{user}/{hook}"),
                 ));
             }
         }
-        store.put_all(&rows)?;
-        self.store = Some(store);
-        Ok(())
+        store.put_all(&all)?;
+        Ok(Self { store })
     }
+}
 
+impl Processor<String, String, String, String> for PrefixJoin {
     fn process(
         &mut self,
         ctx: &mut ProcessorContext<'_, String, String>,
         r: Record<String, String>,
     ) -> ProcessResult {
-        let store = self.store.as_ref().ok_or("not initialized")?;
+        let store = &self.store;
         let user: u64 = r.key.trim_start_matches("key-").parse()?;
         let mut found = 0u64;
         for entry in store.read()?.prefix_scan(&format!("{user:06}:"), &StringSerde)? {
@@ -167,12 +165,18 @@ pub(crate) fn topology(workload: &str, input: &str, output: &str) -> Res<Topolog
         }
         "join10" | "join100" => {
             let rows = if workload == "join10" { 10 } else { 100 };
-            b.add_processor("join", move || PrefixJoin::new(rows), ["source"])
-                .add_state_store(
-                    Stores::persistent_kv(JOIN_STORE, StringSerde, StringSerde).without_logging(),
-                    ["join"],
-                )
-                .add_sink("sink", output, StringSerde, StringSerde, ["join"]);
+            let hooks =
+                b.store(Stores::persistent_kv(JOIN_STORE, StringSerde, StringSerde).without_logging());
+            let join = b.processor("join", [&source], {
+                let hooks = hooks.clone();
+                move |ctx| PrefixJoin::new(ctx, ctx.store(&hooks)?, rows)
+            });
+            b.connect(&join, &hooks);
+            b.sink(
+                "sink",
+                SinkConfig::topic(output, StringSerde, StringSerde),
+                [&join],
+            );
         }
         other => return Err(format!("unknown workload {other}").into()),
     }
