@@ -1,12 +1,12 @@
 //! Where sinks and changelogged stores send their records: a Kafka producer in the
 //! runtime, an in-memory topic map in streams-test-utils' test driver.
 
-use crate::model::record::OutputRecord;
+use crate::model::record::OutputRef;
 
 /// Receives every record a task produces.
 pub trait RecordCollector {
     /// Sends one record. A refusal is handled by the task's production handler.
-    fn send(&mut self, record: OutputRecord) -> Result<(), SendError>;
+    fn send(&mut self, record: OutputRef<'_>) -> Result<(), SendError>;
 
     /// The partition count of `topic`, when known (needed to partition keyed records).
     fn partitions(&mut self, topic: &str) -> Option<i32>;

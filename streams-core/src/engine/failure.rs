@@ -171,11 +171,11 @@ impl Task {
                 self.shared
                     .collector
                     .borrow_mut()
-                    .send(record)
+                    .send(record.as_output_ref())
                     .map_err(|e| StreamsError::Production {
                         origin: Box::new(ErrorOrigin {
                             node,
-                            record: Some((raw.topic.clone(), raw.partition, raw.offset)),
+                            record: Some((raw.topic.to_string(), raw.partition, raw.offset)),
                         }),
                         topic: topic.to_owned(),
                         message: e.message,

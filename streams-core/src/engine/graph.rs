@@ -16,7 +16,7 @@ use super::observer::{NodeCounts, NodeTimer};
 use super::shared::TaskShared;
 use crate::model::TaskId;
 use crate::model::error::{ProcessResult, ProcessorError};
-use crate::model::record::{OutputRecord, RecordMetadata};
+use crate::model::record::{OutputRef, RecordMetadata};
 use crate::processor::node::{ConnectedStore, ErasedNode, NodeContext, NodeFault};
 use crate::processor::{Cancellable, PunctuationType};
 
@@ -132,7 +132,7 @@ impl NodeContext for NodeCx<'_> {
         self.task.collector.borrow_mut().partitions(topic)
     }
 
-    fn send(&self, record: OutputRecord) -> Result<(), ProcessorError> {
+    fn send(&self, record: OutputRef<'_>) -> Result<(), ProcessorError> {
         let refused = match self.task.collector.borrow_mut().send(record) {
             Ok(()) => return Ok(()),
             Err(e) => e,

@@ -252,7 +252,9 @@ impl Task {
         match result {
             Ok(()) if self.shared.fault.borrow().is_none() => self.counters.processed += 1,
             result => {
-                let coordinates = slot.as_ref().map(|r| (r.topic.clone(), r.partition, r.offset));
+                let coordinates = slot
+                    .as_ref()
+                    .map(|r| (r.topic.to_string(), r.partition, r.offset));
                 if let Some(failure) = self.failure(result.err(), coordinates) {
                     self.handle_failure(failure, slot)?;
                 }

@@ -3,12 +3,13 @@
 //! several input partitions processes its records in timestamp order.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use crate::model::record::RawRecord;
 
 /// One input partition's queue.
 pub(crate) struct PartitionQueue {
-    pub topic: String,
+    pub topic: Arc<str>,
     pub partition: i32,
     records: VecDeque<(i64, RawRecord)>,
 }
@@ -24,7 +25,7 @@ impl RecordQueues {
         let idx = match self
             .queues
             .iter()
-            .position(|q| q.partition == record.partition && q.topic == record.topic)
+            .position(|q| q.partition == record.partition && *q.topic == *record.topic)
         {
             Some(i) => i,
             None => {

@@ -72,7 +72,7 @@ pub(crate) fn dead_letter(
     let mut h: Headers = raw.headers.clone();
     h.add(headers::EXCEPTION, kind.to_owned())
         .add(headers::MESSAGE, message.to_owned())
-        .add(headers::TOPIC, raw.topic.clone())
+        .add(headers::TOPIC, raw.topic.to_string())
         .add(headers::PARTITION, raw.partition.to_string())
         .add(headers::OFFSET, raw.offset.to_string())
         .add(headers::NODE, node.to_owned());

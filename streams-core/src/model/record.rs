@@ -1,5 +1,7 @@
 //! Records as processors see them, and the raw records the runtime reads from Kafka.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 
 /// Record headers: an ordered list of `(name, value)` pairs; names may repeat, values may be
@@ -134,8 +136,8 @@ pub struct RecordMetadata {
 /// A record as read from a topic: bytes, before deserialization.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawRecord {
-    /// The topic it was read from.
-    pub topic: String,
+    /// The topic it was read from (shared by the records of one topic).
+    pub topic: Arc<str>,
     /// The partition it was read from.
     pub partition: i32,
     /// Its offset.
@@ -165,4 +167,51 @@ pub struct OutputRecord {
     pub timestamp: i64,
     /// The headers.
     pub headers: Headers,
+}
+
+/// A record on its way to the record collector, borrowed from the sink that made it: the
+/// collector copies what it keeps (the producer copies into its own buffers), so a sink
+/// serializes into reused buffers and allocates nothing per record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputRef<'a> {
+    /// The destination topic.
+    pub topic: &'a str,
+    /// The destination partition, when the sink chose one.
+    pub partition: Option<i32>,
+    /// The key bytes.
+    pub key: Option<&'a [u8]>,
+    /// The value bytes.
+    pub value: Option<&'a [u8]>,
+    /// The timestamp (ms).
+    pub timestamp: i64,
+    /// The headers.
+    pub headers: &'a Headers,
+}
+
+impl OutputRef<'_> {
+    /// An owned copy.
+    pub fn to_owned_record(&self) -> OutputRecord {
+        OutputRecord {
+            topic: self.topic.to_owned(),
+            partition: self.partition,
+            key: self.key.map(Bytes::copy_from_slice),
+            value: self.value.map(Bytes::copy_from_slice),
+            timestamp: self.timestamp,
+            headers: self.headers.clone(),
+        }
+    }
+}
+
+impl OutputRecord {
+    /// This record, borrowed.
+    pub fn as_output_ref(&self) -> OutputRef<'_> {
+        OutputRef {
+            topic: &self.topic,
+            partition: self.partition,
+            key: self.key.as_deref(),
+            value: self.value.as_deref(),
+            timestamp: self.timestamp,
+            headers: &self.headers,
+        }
+    }
 }

@@ -16,7 +16,7 @@ use streams_state::{KvStore, Serde, SerdeError, SharedKeyValueStore, StoreBuilde
 use super::{Cancellable, PunctuationType, ScheduleId};
 use crate::model::TaskId;
 use crate::model::error::{ProcessResult, ProcessorError};
-use crate::model::record::{OutputRecord, RecordMetadata};
+use crate::model::record::{OutputRef, RecordMetadata};
 
 /// What a running node may ask of its task. Implemented by the engine; one value lives for
 /// the duration of one call into a node.
@@ -54,7 +54,7 @@ pub(crate) trait NodeContext {
     fn partitions(&self, topic: &str) -> Option<i32>;
     /// Hands a produced record to the task's record collector. A refusal is also recorded
     /// as a fault of this node (see [`NodeContext::fault`]).
-    fn send(&self, record: OutputRecord) -> Result<(), ProcessorError>;
+    fn send(&self, record: OutputRef<'_>) -> Result<(), ProcessorError>;
     /// Records `fault` for the engine and returns the error to pass up. The engine handles
     /// the record by the fault's own rules whatever the nodes above do with that error:
     /// a processor that swallows it does not make the record succeed.

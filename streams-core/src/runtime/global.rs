@@ -23,12 +23,12 @@ use streams_state::StoreError;
 use super::resets::AssignedConsumer;
 use super::restore::kafka_err;
 use super::tasks::TaskSettings;
-use super::thread::to_raw;
+use super::thread::{TopicNames, to_raw};
 use crate::engine::StoreSlot;
 use crate::engine::{RecordCollector, SendError};
 use crate::engine::{Task, TaskId};
 use crate::model::error::StreamsError;
-use crate::model::record::{OutputRecord, RawRecord};
+use crate::model::record::{OutputRef, RawRecord};
 
 /// How long the bootstrap may go without progress before it fails.
 const STALL: Duration = Duration::from_secs(60);
@@ -39,9 +39,9 @@ const PER_POLL: usize = 1_000;
 struct NoOutput;
 
 impl RecordCollector for NoOutput {
-    fn send(&mut self, r: OutputRecord) -> Result<(), SendError> {
+    fn send(&mut self, r: OutputRef<'_>) -> Result<(), SendError> {
         Err(SendError {
-            topic: r.topic,
+            topic: r.topic.to_owned(),
             message: "a global store's processor cannot write to a topic".into(),
             retriable: false,
         })
@@ -57,6 +57,7 @@ pub(crate) struct GlobalTasks {
     tasks: Vec<Task>,
     consumer: AssignedConsumer,
     slots: Vec<StoreSlot>,
+    topics: TopicNames,
 }
 
 impl GlobalTasks {
@@ -134,6 +135,7 @@ impl GlobalTasks {
             tasks,
             consumer,
             slots,
+            topics: TopicNames::default(),
         };
         globals.bootstrap(ends)?;
         Ok(Some(globals))
@@ -151,7 +153,7 @@ impl GlobalTasks {
                     if ends.get(&key).is_some_and(|&end| m.offset() + 1 >= end) {
                         ends.remove(&key);
                     }
-                    let raw = to_raw(&m);
+                    let raw = to_raw(&m, &mut self.topics);
                     self.apply(raw)?;
                     records += 1;
                     last_progress = Instant::now();
@@ -214,7 +216,7 @@ impl GlobalTasks {
         while n < PER_POLL {
             match self.consumer.poll(Duration::ZERO) {
                 Some(Ok(m)) => {
-                    let raw = to_raw(&m);
+                    let raw = to_raw(&m, &mut self.topics);
                     self.apply(raw)?;
                     n += 1;
                 }

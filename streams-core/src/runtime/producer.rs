@@ -19,7 +19,7 @@ use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, T
 use streams_state::{ChangelogError, ChangelogSink};
 
 use crate::engine::{RecordCollector, SendError};
-use crate::model::record::{Headers, OutputRecord, RawRecord};
+use crate::model::record::{Headers, OutputRef, RawRecord};
 
 /// What the producer's deliveries reported.
 #[derive(Default)]
@@ -108,7 +108,7 @@ impl ProducerContext for DeliveryTracker {
 /// A record the producer failed to deliver, as the dead-letter topic gets it: its bytes,
 /// headers and destination (offset -1: it was never written).
 fn failed_record(m: &rdkafka::message::BorrowedMessage<'_>) -> RawRecord {
-    let mut r = super::thread::to_raw(m);
+    let mut r = super::thread::to_raw(m, &mut super::thread::TopicNames::default());
     r.offset = -1;
     r
 }
@@ -277,21 +277,21 @@ pub(crate) struct KafkaCollector {
 }
 
 impl RecordCollector for KafkaCollector {
-    fn send(&mut self, r: OutputRecord) -> Result<(), SendError> {
+    fn send(&mut self, r: OutputRef<'_>) -> Result<(), SendError> {
         send(
             &self.producer,
             Written::Output,
-            &r.topic,
+            r.topic,
             r.partition,
-            r.key.as_deref(),
-            r.value.as_deref(),
+            r.key,
+            r.value,
             r.timestamp,
-            to_kafka_headers(&r.headers),
+            to_kafka_headers(r.headers),
         )
         .map_err(|e| SendError {
             retriable: matches!(e, KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)),
             message: e.to_string(),
-            topic: r.topic,
+            topic: r.topic.to_owned(),
         })
     }
 

@@ -205,8 +205,25 @@ pub(crate) struct LoopSettings {
     pub on_mock: bool,
 }
 
+/// Interns the topic names of one consumer's records: a handful of topics, so a scan beats
+/// hashing, and each record shares its topic's name instead of allocating a copy.
+#[derive(Default)]
+pub(super) struct TopicNames(Vec<Arc<str>>);
+
+impl TopicNames {
+    /// The shared name of `topic`.
+    pub fn get(&mut self, topic: &str) -> Arc<str> {
+        if let Some(t) = self.0.iter().find(|t| ***t == *topic) {
+            return t.clone();
+        }
+        let t: Arc<str> = Arc::from(topic);
+        self.0.push(t.clone());
+        t
+    }
+}
+
 /// A consumed message as the tasks take it (bytes copied out of librdkafka's buffers).
-pub(super) fn to_raw(m: &rdkafka::message::BorrowedMessage<'_>) -> RawRecord {
+pub(super) fn to_raw(m: &rdkafka::message::BorrowedMessage<'_>, topics: &mut TopicNames) -> RawRecord {
     let mut headers = Headers::new();
     if let Some(h) = m.headers() {
         for hd in h.iter() {
@@ -217,7 +234,7 @@ pub(super) fn to_raw(m: &rdkafka::message::BorrowedMessage<'_>) -> RawRecord {
         }
     }
     RawRecord {
-        topic: m.topic().to_owned(),
+        topic: topics.get(m.topic()),
         partition: m.partition(),
         offset: m.offset(),
         key: m.key().map(Bytes::copy_from_slice),
@@ -280,6 +297,7 @@ fn run_loop(
     .ok_or_else(|| StreamsError::Usage("task manager missing".into()))?;
     let mut last_commit = Instant::now();
     let mut last_publish = Instant::now();
+    let mut topics = TopicNames::default();
     while !shutdown.load(Ordering::Relaxed) {
         let mut batch = Vec::new();
         let mut timeout = settings.poll;
@@ -291,7 +309,7 @@ fn run_loop(
                 drop_revoked(consumer, &mut batch);
             }
             match polled {
-                Some(Ok(m)) => batch.push(to_raw(&m)),
+                Some(Ok(m)) => batch.push(to_raw(&m, &mut topics)),
                 Some(Err(e)) => {
                     tracing::warn!(thread = name, error = %e, "poll error");
                     m.consumer_errors.inc();
@@ -379,7 +397,7 @@ fn drop_revoked(consumer: &BaseConsumer<ThreadContext>, batch: &mut Vec<RawRecor
         .map(|mut r| std::mem::take(&mut *r))
         .unwrap_or_default();
     if matches!(consumer.rebalance_protocol(), RebalanceProtocol::Cooperative) {
-        batch.retain(|r| !revoked.iter().any(|(t, p)| *t == r.topic && *p == r.partition));
+        batch.retain(|r| !revoked.iter().any(|(t, p)| **t == *r.topic && *p == r.partition));
     } else {
         batch.clear();
     }

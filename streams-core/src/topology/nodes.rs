@@ -13,7 +13,7 @@ use streams_state::{Serde, SerdeError};
 
 use crate::model::error::{ProcessResult, ProcessorError};
 use crate::model::partitioner::{StreamPartitioner, default_partition};
-use crate::model::record::{OutputRecord, RawRecord, Record};
+use crate::model::record::{OutputRef, RawRecord, Record};
 use crate::processor::node::{ErasedNode, NodeContext, NodeFault};
 use crate::processor::{Processor, ProcessorContext, ScheduleId};
 
@@ -236,9 +236,13 @@ where
 
     fn process(&mut self, cx: &dyn NodeContext, record: &mut dyn Any) -> ProcessResult {
         let record = take_record::<KS::Target, VS::Target>(record)?;
-        let topic = match &self.destination {
-            SinkDestination::Topic(t) => t.clone(),
-            SinkDestination::Extractor(f) => f(&record.key, &record.value),
+        let extracted;
+        let topic: &str = match &self.destination {
+            SinkDestination::Topic(t) => t,
+            SinkDestination::Extractor(f) => {
+                extracted = f(&record.key, &record.value);
+                &extracted
+            }
         };
         self.key_buf.clear();
         self.value_buf.clear();
@@ -251,27 +255,27 @@ where
         let has_key = self
             .key_serde
             .serialize_nullable(&record.key, &mut self.key_buf)
-            .map_err(|e| failure(&topic, e))?;
+            .map_err(|e| failure(topic, e))?;
         let has_value = self
             .value_serde
             .serialize_nullable(&record.value, &mut self.value_buf)
-            .map_err(|e| failure(&topic, e))?;
-        let partitions = cx.partitions(&topic);
+            .map_err(|e| failure(topic, e))?;
+        let partitions = cx.partitions(topic);
         let partition = match (&self.partitioner, partitions) {
-            (Some(p), Some(n)) => p.partition(&topic, &record.key, &record.value, n),
+            (Some(p), Some(n)) => p.partition(topic, &record.key, &record.value, n),
             _ => None,
         }
         .or_else(|| match (has_key, partitions) {
             (true, Some(n)) => Some(default_partition(&self.key_buf, n)),
             _ => None,
         });
-        cx.send(OutputRecord {
+        cx.send(OutputRef {
             topic,
             partition,
-            key: has_key.then(|| bytes::Bytes::copy_from_slice(&self.key_buf)),
-            value: has_value.then(|| bytes::Bytes::copy_from_slice(&self.value_buf)),
+            key: has_key.then_some(self.key_buf.as_slice()),
+            value: has_value.then_some(self.value_buf.as_slice()),
             timestamp: record.timestamp,
-            headers: record.headers,
+            headers: &record.headers,
         })
     }
 

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use streams_state::{ChangelogError, ChangelogSink};
 
 use streams_core::engine::{RecordCollector, SendError};
-use streams_core::{Headers, OutputRecord, RawRecord};
+use streams_core::{Headers, OutputRecord, OutputRef, RawRecord};
 
 /// All topics of a driver.
 #[derive(Default)]
@@ -35,7 +35,7 @@ impl TopicLog {
             .entry((topic.to_owned(), partition))
             .or_insert(0);
         let raw = RawRecord {
-            topic: topic.to_owned(),
+            topic: std::sync::Arc::from(topic),
             partition,
             offset: *next,
             key: r.key,
@@ -87,17 +87,16 @@ pub(crate) struct DriverCollector {
 }
 
 impl RecordCollector for DriverCollector {
-    fn send(&mut self, record: OutputRecord) -> Result<(), SendError> {
+    fn send(&mut self, record: OutputRef<'_>) -> Result<(), SendError> {
         let mut log = self.log.lock();
         let partition = match record.partition {
             Some(p) => p,
             None => {
                 self.round_robin = self.round_robin.wrapping_add(1);
-                (self.round_robin % log.partitions(&record.topic).max(1) as u32) as i32
+                (self.round_robin % log.partitions(record.topic).max(1) as u32) as i32
             }
         };
-        let topic = record.topic.clone();
-        log.append(&topic, partition, record);
+        log.append(record.topic, partition, record.to_owned_record());
         Ok(())
     }
 
