@@ -151,6 +151,30 @@ fn metrics_are_scraped_while_running_and_follow_the_tasks() {
         ) > 0.0
     );
     assert!(sum(&text, "streams_thread_commit_total", &[&thread]) > 0.0);
+    // Commit phases: at-least-once flushes stores and the producer and commits offsets;
+    // no transaction phase runs.
+    let phase = |p: &str| {
+        sum(
+            &text,
+            "streams_thread_commit_phase_seconds_total",
+            &[&thread, &format!("phase=\"{p}\"")],
+        )
+    };
+    for p in ["flush_stores", "flush_producer", "commit_offsets"] {
+        assert!(phase(p) > 0.0, "phase {p}");
+    }
+    for p in ["send_offsets", "commit_transaction", "begin_transaction"] {
+        assert_eq!(phase(p), 0.0, "phase {p}");
+    }
+    assert_eq!(
+        samples(
+            &text,
+            "streams_thread_produce_queue_full_seconds_total",
+            &[&thread]
+        )
+        .len(),
+        1
+    );
     assert_eq!(sum(&text, "streams_thread_task_created_total", &[&thread]), 4.0);
     assert_eq!(sum(&text, "streams_client_alive_stream_threads", &[&app]), 1.0);
     assert_eq!(

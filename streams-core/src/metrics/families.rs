@@ -37,6 +37,8 @@ pub(crate) struct Families {
     pub thread_tasks_created: IntCounterVec,
     pub thread_tasks_closed: IntCounterVec,
     pub thread_blocked_seconds: prometheus::CounterVec,
+    pub thread_commit_phase_seconds: prometheus::CounterVec,
+    pub thread_produce_queue_full_seconds: prometheus::CounterVec,
     pub producer_errors: IntCounterVec,
     pub consumer_errors: IntCounterVec,
     pub offset_resets: IntCounterVec,
@@ -189,7 +191,30 @@ impl Families {
                 r.keep(prometheus::CounterVec::new(
                     Opts::new(
                         "streams_thread_blocked_seconds_total",
-                        "Time the thread spent blocked on Kafka: waiting in poll, flushing the producer, committing.",
+                        "Time the thread spent blocked on Kafka: waiting in poll, for room in the producer's queue, flushing the producer, committing.",
+                    ),
+                    &refs,
+                )?)
+            },
+            thread_commit_phase_seconds: {
+                let labels = with(THREAD, &["phase"]);
+                let refs: Vec<&str> = labels.iter().map(String::as_str).collect();
+                r.keep(prometheus::CounterVec::new(
+                    Opts::new(
+                        "streams_thread_commit_phase_seconds_total",
+                        "Time the thread's commits spent in each phase: flushing stores and caches, \
+                         waiting for the producer, committing offsets or the transaction.",
+                    ),
+                    &refs,
+                )?)
+            },
+            thread_produce_queue_full_seconds: {
+                let refs: Vec<&str> = thread.iter().map(String::as_str).collect();
+                r.keep(prometheus::CounterVec::new(
+                    Opts::new(
+                        "streams_thread_produce_queue_full_seconds_total",
+                        "Time the thread's sends waited for room in the producer's full queue \
+                         (also counted in streams_thread_blocked_seconds_total).",
                     ),
                     &refs,
                 )?)

@@ -17,6 +17,57 @@ use super::store::MeteredKeyValueStore;
 use crate::engine::{DLQ_REASONS, NodeTimer, TaskCounters, TaskObserver, TaskReport};
 use crate::model::TaskId;
 
+/// A phase of a stream thread's commit, the `phase` label of
+/// `streams_thread_commit_phase_seconds_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CommitPhase {
+    /// Flushing the tasks' caches and stores (and their changelog records).
+    FlushStores,
+    /// At-least-once: waiting until the producer has delivered everything.
+    FlushProducer,
+    /// At-least-once: committing the consumed offsets to the group.
+    CommitOffsets,
+    /// Exactly-once: adding the consumed offsets to the transaction.
+    SendOffsets,
+    /// Exactly-once: committing the transaction (librdkafka flushes the producer first).
+    CommitTransaction,
+    /// Exactly-once: beginning the next transaction.
+    BeginTransaction,
+}
+
+impl CommitPhase {
+    /// Every phase, in order.
+    pub(crate) const ALL: [CommitPhase; 6] = [
+        Self::FlushStores,
+        Self::FlushProducer,
+        Self::CommitOffsets,
+        Self::SendOffsets,
+        Self::CommitTransaction,
+        Self::BeginTransaction,
+    ];
+
+    /// The label value.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Self::FlushStores => "flush_stores",
+            Self::FlushProducer => "flush_producer",
+            Self::CommitOffsets => "commit_offsets",
+            Self::SendOffsets => "send_offsets",
+            Self::CommitTransaction => "commit_transaction",
+            Self::BeginTransaction => "begin_transaction",
+        }
+    }
+}
+
+impl ThreadMetrics {
+    /// Adds the time since `*since` to `phase` and restarts `*since`.
+    pub(crate) fn lap(&self, phase: CommitPhase, since: &mut std::time::Instant) {
+        let now = std::time::Instant::now();
+        self.commit_phases[phase as usize].inc_by((now - *since).as_secs_f64());
+        *since = now;
+    }
+}
+
 /// The metrics of one stream thread, made by [`Metrics::thread`].
 ///
 /// A host outside this crate (streams-test-utils' driver) records through two calls: each
@@ -36,6 +87,9 @@ pub struct ThreadMetrics {
     pub(crate) tasks_created: IntCounter,
     pub(crate) tasks_closed: IntCounter,
     pub(crate) blocked_seconds: Counter,
+    /// Indexed by [`CommitPhase`].
+    pub(crate) commit_phases: [Counter; CommitPhase::ALL.len()],
+    pub(crate) produce_queue_full_seconds: Counter,
     pub(crate) producer_errors: IntCounter,
     pub(crate) consumer_errors: IntCounter,
     pub(crate) offset_resets: IntCounter,
@@ -61,6 +115,11 @@ impl ThreadMetrics {
             tasks_created: counter(&f.thread_tasks_created, &l),
             tasks_closed: counter(&f.thread_tasks_closed, &l),
             blocked_seconds: f.thread_blocked_seconds.with_label_values(&l),
+            produce_queue_full_seconds: f.thread_produce_queue_full_seconds.with_label_values(&l),
+            commit_phases: CommitPhase::ALL.map(|p| {
+                f.thread_commit_phase_seconds
+                    .with_label_values(&[l[0], l[1], p.label()])
+            }),
             producer_errors: counter(&f.producer_errors, &l),
             consumer_errors: counter(&f.consumer_errors, &l),
             offset_resets: counter(&f.offset_resets, &l),
@@ -106,6 +165,12 @@ impl Drop for ThreadMetrics {
         let _ = f.thread_tasks_created.remove_label_values(&l);
         let _ = f.thread_tasks_closed.remove_label_values(&l);
         let _ = f.thread_blocked_seconds.remove_label_values(&l);
+        let _ = f.thread_produce_queue_full_seconds.remove_label_values(&l);
+        for p in CommitPhase::ALL {
+            let _ = f
+                .thread_commit_phase_seconds
+                .remove_label_values(&[l[0], l[1], p.label()]);
+        }
         let _ = f.producer_errors.remove_label_values(&l);
         let _ = f.consumer_errors.remove_label_values(&l);
         let _ = f.offset_resets.remove_label_values(&l);

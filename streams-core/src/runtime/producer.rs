@@ -8,7 +8,7 @@
 //! path.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -44,6 +44,8 @@ pub(crate) struct DeliveryTracker {
     pub state: Arc<Mutex<Deliveries>>,
     /// Keep failed output records (the production handler is `dead_letter_queue`).
     pub keep_failed: bool,
+    /// Nanoseconds sends waited for room in the producer's full queue, in all.
+    pub queue_full_nanos: Arc<AtomicU64>,
 }
 
 impl ClientContext for DeliveryTracker {
@@ -187,18 +189,26 @@ pub(crate) fn send(
     // A full queue drains at the broker's pace: wait in short steps (a long sleep would let
     // it run dry and idle the producer), for at most QUEUE_FULL_LIMIT.
     let mut full_since: Option<Instant> = None;
-    loop {
+    let result = loop {
         match producer.send(record) {
-            Ok(()) => return Ok(()),
+            Ok(()) => break Ok(()),
             Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r))
                 if full_since.get_or_insert_with(Instant::now).elapsed() < QUEUE_FULL_LIMIT =>
             {
                 record = r;
                 std::thread::sleep(Duration::from_millis(1));
             }
-            Err((e, _)) => return Err(e),
+            Err((e, _)) => break Err(e),
         }
+    };
+    if let Some(since) = full_since {
+        let waited = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        producer
+            .context()
+            .queue_full_nanos
+            .fetch_add(waited, Ordering::Relaxed);
     }
+    result
 }
 
 /// Partition counts of output topics, looked up once per topic. A failed lookup (the topic

@@ -54,5 +54,13 @@ impl TaskManager {
                 .inc_by(d.failed.saturating_sub(self.failed_published));
             self.failed_published = d.failed;
         }
+        let waited = self
+            .tracker
+            .queue_full_nanos
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let seconds = waited.saturating_sub(self.queue_full_published) as f64 / 1e9;
+        self.metrics.produce_queue_full_seconds.inc_by(seconds);
+        self.metrics.blocked_seconds.inc_by(seconds);
+        self.queue_full_published = waited;
     }
 }

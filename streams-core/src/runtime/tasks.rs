@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
 use rdkafka::producer::Producer;
@@ -30,6 +30,7 @@ use super::restore::kafka_err;
 use super::updater::StateUpdater;
 use crate::engine::TaskFactory;
 use crate::engine::{Task, TaskId};
+use crate::metrics::handles::CommitPhase;
 use crate::metrics::{Metrics, ThreadMetrics};
 use crate::model::error::StreamsError;
 use crate::model::record::RawRecord;
@@ -55,6 +56,8 @@ pub(crate) struct TaskManager {
     pub metrics: ThreadMetrics,
     /// Producer failures already published.
     pub(super) failed_published: u64,
+    /// Nanoseconds of full-queue waits already published.
+    pub(super) queue_full_published: u64,
     pub producer: Arc<StreamProducer>,
     pub(super) tracker: DeliveryTracker,
     /// Restores the stores of new tasks on its own thread.
@@ -121,6 +124,7 @@ impl TaskManager {
             globals: None,
             metrics: metrics.thread(&thread_name),
             failed_published: 0,
+            queue_full_published: 0,
             producer,
             tracker,
             updater,
@@ -267,9 +271,11 @@ impl TaskManager {
 
     pub fn begin_transaction(&mut self) -> Result<(), StreamsError> {
         if self.settings.eos && !self.in_transaction {
+            let mut since = Instant::now();
             self.producer
                 .begin_transaction()
                 .map_err(|e| kafka_err("begin transaction", e))?;
+            self.metrics.lap(CommitPhase::BeginTransaction, &mut since);
             self.in_transaction = true;
         }
         Ok(())
@@ -282,9 +288,11 @@ impl TaskManager {
         if !self.dirty {
             return Ok(false);
         }
+        let mut since = Instant::now();
         for task in self.tasks.values_mut() {
             task.flush()?;
         }
+        self.metrics.lap(CommitPhase::FlushStores, &mut since);
         let mut tpl = TopicPartitionList::new();
         for task in self.tasks.values() {
             for (t, p, o) in task.committable_offsets() {
@@ -301,16 +309,19 @@ impl TaskManager {
                 if let Err(e) = self.producer.send_offsets_to_transaction(&tpl, &meta, timeout) {
                     return self.recover_transaction("send offsets", e, consumer);
                 }
+                self.metrics.lap(CommitPhase::SendOffsets, &mut since);
             }
             if let Err(e) = self.producer.commit_transaction(timeout) {
                 return self.recover_transaction("commit transaction", e, consumer);
             }
+            self.metrics.lap(CommitPhase::CommitTransaction, &mut since);
             self.in_transaction = false;
             self.check_deliveries()?;
         } else {
             if let Err(e) = super::producer::flush(&self.producer, timeout) {
                 return self.commit_failed("flush producer", e);
             }
+            self.metrics.lap(CommitPhase::FlushProducer, &mut since);
             self.check_deliveries()?;
             self.write_checkpoints()?;
             if tpl.count() > 0
@@ -318,6 +329,7 @@ impl TaskManager {
             {
                 return self.commit_failed("commit offsets", e);
             }
+            self.metrics.lap(CommitPhase::CommitOffsets, &mut since);
         }
         self.commit_failing_since = None;
         self.dirty = false;
