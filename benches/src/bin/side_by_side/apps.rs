@@ -217,9 +217,41 @@ pub(crate) fn run_ours(a: &AppArgs) -> Res<()> {
     Ok(())
 }
 
+// The client settings our runtime gives its stream thread's consumer and producer when the
+// configuration is silent, mirrored here for the raw loop so that it is tuned as well as our
+// application and remains the ceiling. The harness cannot import them (they are private to
+// streams-core): keep them in step with `streams-core/src/runtime/defaults.rs` (prefetching)
+// and `ThreadFactory::parts` in `streams-core/src/runtime/mod.rs` (the rest).
+
+/// The main consumer's settings. The runtime joins with the consumer group protocol of
+/// KIP-848 where the broker offers it (Apache Kafka 4.0 and later, so the harness's 4.1.1
+/// broker), the broker assigning with `range`. Not mirrored: `statistics.interval.ms` (the
+/// runtime's lag metric, which the raw loop does not have: it would only cost it CPU) and
+/// `client.id`.
+pub(crate) const RUNTIME_CONSUMER: &[(&str, &str)] = &[
+    ("group.protocol", "consumer"),
+    ("group.remote.assignor", "range"),
+    ("enable.auto.commit", "false"),
+    ("enable.auto.offset.store", "false"),
+    // defaults.rs: QUEUED_MIN_MESSAGES, FETCH_QUEUE_BACKOFF_MS (librdkafka's 100,000 records
+    // and 1 s backoff starve a consume-and-produce loop).
+    ("queued.min.messages", "20000"),
+    ("fetch.queue.backoff.ms", "10"),
+];
+
+/// The producer's settings under both guarantees.
+pub(crate) const RUNTIME_PRODUCER: &[(&str, &str)] = &[("linger.ms", "5"), ("partitioner", "murmur2_random")];
+
+/// The producer's settings at-least-once.
+pub(crate) const RUNTIME_PRODUCER_ALOS: &[(&str, &str)] = &[("enable.idempotence", "true")];
+
+/// The producer's settings under `exactly_once_v2` (with a `transactional.id`).
+pub(crate) const RUNTIME_PRODUCER_EOS: &[(&str, &str)] = &[("transaction.timeout.ms", "10000")];
+
 /// consume -> pass-through -> produce with rdkafka alone: offsets committed every
 /// `commit_ms` after a producer flush (at-least-once), or in a transaction with the output
-/// (`exactly_once_v2`).
+/// (`exactly_once_v2`). Its clients have the settings of our runtime's ([`RUNTIME_CONSUMER`],
+/// [`RUNTIME_PRODUCER`]).
 pub(crate) fn run_raw(a: &AppArgs) -> Res<()> {
     let filter = match a.workload.as_str() {
         "map" => false,
@@ -227,25 +259,32 @@ pub(crate) fn run_raw(a: &AppArgs) -> Res<()> {
         _ => return Err("the raw loop implements the map and filtermap workloads only".into()),
     };
     let eos = a.guarantee == "exactly_once_v2";
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", &a.bootstrap)
+    let mut cc = ClientConfig::new();
+    cc.set("bootstrap.servers", &a.bootstrap)
         .set("group.id", &a.app_id)
-        .set("enable.auto.commit", "false")
-        .set("auto.offset.reset", "earliest")
-        .set("partition.assignment.strategy", "range")
-        .set(
-            "isolation.level",
-            if eos { "read_committed" } else { "read_uncommitted" },
-        )
-        // Tuned as the runtime's consumers are (streams-core/src/runtime/defaults.rs):
-        // librdkafka's 1 s fetch-queue backoff starves a consume-and-produce loop.
-        .set("queued.min.messages", "20000")
-        .set("fetch.queue.backoff.ms", "10")
-        .create()?;
+        .set("auto.offset.reset", "earliest");
+    for (k, v) in RUNTIME_CONSUMER {
+        cc.set(*k, *v);
+    }
+    cc.set(
+        "isolation.level",
+        if eos { "read_committed" } else { "read_uncommitted" },
+    );
+    let consumer: BaseConsumer = cc.create()?;
     let mut pc = ClientConfig::new();
-    pc.set("bootstrap.servers", &a.bootstrap).set("linger.ms", "5");
+    pc.set("bootstrap.servers", &a.bootstrap);
+    for (k, v) in RUNTIME_PRODUCER {
+        pc.set(*k, *v);
+    }
     if eos {
         pc.set("transactional.id", format!("{}-raw", a.app_id));
+        for (k, v) in RUNTIME_PRODUCER_EOS {
+            pc.set(*k, *v);
+        }
+    } else {
+        for (k, v) in RUNTIME_PRODUCER_ALOS {
+            pc.set(*k, *v);
+        }
     }
     let producer: BaseProducer = pc.create()?;
     consumer.subscribe(&[&a.input])?;
