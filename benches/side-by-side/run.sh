@@ -6,8 +6,10 @@
 # Starts its own broker on 127.0.0.1:39092 (run dir /tmp/kafka-bench, so a test broker on
 # 9092 is not disturbed), builds the release binaries and the Java app, preloads one input
 # topic, runs every cell RUNS times (interleaved), prints the table of medians and stops the
-# broker. Results go to benches/results/<UTC date>/ (machine.txt, runs.tsv, table.md and one
-# log per application run). See docs/benchmarks.md.
+# broker. Every run's output is checked against its input after the run; a run whose check
+# fails is marked in runs.tsv and left out of the medians. Results go to
+# benches/results/<UTC date>/ (machine.txt, runs.tsv, table.md and one log per application
+# run). See docs/benchmarks.md.
 #
 # Environment (all optional):
 #   RECORDS      input records (default 2000000)
@@ -23,6 +25,8 @@
 #   KEEP_BROKER  1 leaves the broker running afterwards
 #   SKIP_BUILD   1 uses the binaries already built (e.g. while another build holds cargo's lock)
 #   BENCH_OURS_PROPS  extra properties of our application, key=value,key=value (experiments)
+#   PIN          1 pins the broker to CPU 0 and the driver with the applications to CPU 1
+#                (taskset); default: shared, every process on every core
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -42,8 +46,32 @@ export KAFKA_PORT=39092
 export KAFKA_RUN_DIR=/tmp/kafka-bench
 BOOTSTRAP=127.0.0.1:$KAFKA_PORT
 INPUT=bench-input
+# The driver reads PIN to name the mode in table.md.
+export PIN=${PIN:-0}
 
 say() { echo "side-by-side: $*"; }
+die() {
+    echo "side-by-side: error: $*" >&2
+    exit 1
+}
+
+# Placement: BROKER_ON and APP_ON prefix the commands that start the broker and the
+# driver (whose children, the applications, inherit its CPU).
+if [[ $PIN == 1 ]]; then
+    command -v taskset >/dev/null 2>&1 ||
+        die "PIN=1 needs taskset (util-linux; Debian: apt-get install util-linux)"
+    taskset -c 0 true 2>/dev/null && taskset -c 1 true 2>/dev/null ||
+        die "PIN=1 needs CPUs 0 and 1, and this process may not run on both ($(taskset -pc $$ 2>&1))"
+    BROKER_ON=(taskset -c 0)
+    APP_ON=(taskset -c 1)
+    MODE="pinned: broker on CPU 0, driver and applications on CPU 1 (taskset)"
+elif [[ $PIN == 0 ]]; then
+    BROKER_ON=()
+    APP_ON=()
+    MODE="shared: broker and applications on every core"
+else
+    die "PIN is 0 (shared, the default) or 1 (pinned), not '$PIN'"
+fi
 
 if [[ ${SKIP_BUILD:-0} != 1 ]]; then
     say "building (release)"
@@ -55,9 +83,22 @@ BIN=$TARGET_DIR/release/side_by_side
 JAVA_CP="$ROOT/benches/java/target/classes:$ROOT/benches/java/target/deps/*"
 
 mkdir -p "$OUT_DIR"
-bash scripts/kafka.sh start
+"${BROKER_ON[@]}" bash scripts/kafka.sh start
 if [[ ${KEEP_BROKER:-0} != 1 ]]; then
     trap 'bash scripts/kafka.sh stop' EXIT
+fi
+# scripts/kafka.sh keeps the broker's pid in its run dir; the driver reads the broker's CPU
+# time from /proc/<pid>/stat around every timed window.
+BENCH_BROKER_PID=$(cat "$KAFKA_RUN_DIR/kafka.pid" 2>/dev/null || true)
+[[ $BENCH_BROKER_PID =~ ^[0-9]+$ ]] && kill -0 "$BENCH_BROKER_PID" 2>/dev/null ||
+    die "no running broker pid in $KAFKA_RUN_DIR/kafka.pid"
+export BENCH_BROKER_PID
+# A broker left running by an earlier KEEP_BROKER=1 run was not started here: set the
+# placement of all its threads (new threads inherit it).
+if [[ $PIN == 1 ]]; then
+    taskset -a -pc 0 "$BENCH_BROKER_PID" >/dev/null
+elif command -v taskset >/dev/null 2>&1; then
+    taskset -a -pc "0-$(($(nproc --all) - 1))" "$BENCH_BROKER_PID" >/dev/null 2>&1 || true
 fi
 
 {
@@ -70,14 +111,16 @@ fi
     echo "java: $(java -version 2>&1 | head -n1)"
     echo "rustc: $(rustc --version)"
     echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "mode: $MODE"
+    echo "broker pid: $BENCH_BROKER_PID, CPUs $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/"$BENCH_BROKER_PID"/status)"
     echo "records: $RECORDS, keys: $KEYS, value bytes: $VALUE_BYTES, partitions: $PARTITIONS, runs: $RUNS"
 } >"$OUT_DIR/machine.txt"
 
-"$BIN" preload "$BOOTSTRAP" "$INPUT" "$RECORDS" "$PARTITIONS" "$KEYS" "$VALUE_BYTES" | tee "$OUT_DIR/preload.txt"
+"${APP_ON[@]}" "$BIN" preload "$BOOTSTRAP" "$INPUT" "$RECORDS" "$PARTITIONS" "$KEYS" "$VALUE_BYTES" | tee "$OUT_DIR/preload.txt"
 if [[ $CELLS == *:restore:* ]]; then
-    "$BIN" preload "$BOOTSTRAP" "$INPUT-restore" "${RESTORE_RECORDS:-1000000}" "$PARTITIONS" \
+    "${APP_ON[@]}" "$BIN" preload "$BOOTSTRAP" "$INPUT-restore" "${RESTORE_RECORDS:-1000000}" "$PARTITIONS" \
         "${RESTORE_KEYS:-1000000}" "$VALUE_BYTES" | tee -a "$OUT_DIR/preload.txt"
 fi
-"$BIN" run "$BOOTSTRAP" "$INPUT" "$OUT_DIR" "$RUNS" "$JAVA_CP" "$CELLS"
+"${APP_ON[@]}" "$BIN" run "$BOOTSTRAP" "$INPUT" "$OUT_DIR" "$RUNS" "$JAVA_CP" "$CELLS"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT_DIR/machine.txt"
 say "results in $OUT_DIR"

@@ -11,11 +11,15 @@
 //!   (`impl:workload:guarantee`, comma-separated) and each of `RUNS` runs it starts the
 //!   application as a child process, waits until the application's consumer group has
 //!   committed the end offset of every input partition, then reads the child's CPU time and
-//!   peak RSS from `/proc`, closes its standard input and waits for it to exit. One line per
-//!   run goes to `OUT_DIR/runs.tsv`, the medians to `OUT_DIR/table.md`. The `restore`
-//!   workload (see `run_once`) reads `INPUT-restore` instead of `INPUT`.
+//!   peak RSS and the broker's CPU time from `/proc`, closes its standard input, waits for it
+//!   to exit and checks the output topic against the input (`check.rs`). One line per run
+//!   goes to `OUT_DIR/runs.tsv`, the medians of the runs whose check passed to
+//!   `OUT_DIR/table.md`. The `restore` workload (see `run_once`) reads `INPUT-restore`
+//!   instead of `INPUT`. The broker's process is `BENCH_BROKER_PID`, else the one in
+//!   `$KAFKA_RUN_DIR/kafka.pid`; `PIN=1` says (in `table.md`) that run.sh pinned the broker
+//!   and the applications to their own CPUs.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::path::Path;
@@ -40,9 +44,11 @@ use streams_core::{
 use streams_test_utils::kafka::{block_on_timeout, create_topic};
 
 mod apps;
+mod check;
 mod measure;
 
 use apps::*;
+use check::*;
 use measure::*;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -161,12 +167,17 @@ struct Medians {
     /// Records / (that time less the time to the first output record).
     rps_running: f64,
     cpu_per_m: f64,
+    broker_cpu_per_m: f64,
     rss_mib: f64,
     runs: usize,
 }
 
+/// The medians of the runs of `cell` whose check passed.
 fn cell_medians(results: &[RunResult], cell: &str) -> Option<Medians> {
-    let rs: Vec<&RunResult> = results.iter().filter(|r| r.cell == cell).collect();
+    let rs: Vec<&RunResult> = results
+        .iter()
+        .filter(|r| r.cell == cell && r.check == "ok")
+        .collect();
     if rs.is_empty() {
         return None;
     }
@@ -178,9 +189,51 @@ fn cell_medians(results: &[RunResult], cell: &str) -> Option<Medians> {
                 .collect(),
         ),
         cpu_per_m: median(rs.iter().map(|r| r.cpu_s / (r.records as f64 / 1e6)).collect()),
+        broker_cpu_per_m: median(
+            rs.iter()
+                .map(|r| r.broker_cpu_s / (r.records as f64 / 1e6))
+                .collect(),
+        ),
         rss_mib: median(rs.iter().map(|r| r.peak_rss_kib as f64 / 1024.0).collect()),
         runs: rs.len(),
     })
+}
+
+/// The columns of `runs.tsv`.
+const TSV_HEADER: &str = "cell\trun\trecords\tseconds\trecords_per_s\tfirst_output_s\tcpu_s\tcpu_s_per_m\tbroker_cpu_s\tbroker_cpu_s_per_m\tpeak_rss_mib\tload1\tcheck_s\tcheck";
+
+fn tsv_line(r: &RunResult) -> String {
+    let m = r.records as f64 / 1e6;
+    format!(
+        "{}\t{}\t{}\t{:.3}\t{:.0}\t{:.3}\t{:.2}\t{:.3}\t{:.2}\t{:.3}\t{:.1}\t{:.2}\t{:.1}\t{}",
+        r.cell,
+        r.run,
+        r.records,
+        r.seconds,
+        r.records as f64 / r.seconds,
+        r.first_output_s,
+        r.cpu_s,
+        r.cpu_s / m,
+        r.broker_cpu_s,
+        r.broker_cpu_s / m,
+        r.peak_rss_kib as f64 / 1024.0,
+        r.load1,
+        r.check_s,
+        one_line(&r.check)
+    )
+}
+
+/// `s` fit for one TSV field.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A run that did not complete: what is known of it.
+struct Failed {
+    cell: String,
+    run: usize,
+    load1: f64,
+    reason: String,
 }
 
 fn drive(bootstrap: &str, input: &str, out_dir: &Path, runs: usize, java_cp: &str, cells: &str) -> Res<()> {
@@ -192,56 +245,78 @@ fn drive(bootstrap: &str, input: &str, out_dir: &Path, runs: usize, java_cp: &st
         .and_then(|o| String::from_utf8(o.stdout).ok())
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(100.0);
+    let broker_pid = broker_pid();
+    match broker_pid {
+        Some(pid) => println!("broker pid {pid}"),
+        None => println!(
+            "warning: broker process not found (BENCH_BROKER_PID, $KAFKA_RUN_DIR/kafka.pid): no broker CPU"
+        ),
+    }
+    let h = Harness {
+        bootstrap,
+        out_dir,
+        java_cp,
+        clk_tck,
+        broker_pid,
+    };
     let ends = end_offsets(bootstrap, input)?;
     let restore_input = format!("{input}-restore");
     let cells: Vec<&str> = cells.split(',').filter(|c| !c.is_empty()).collect();
+    // What the input holds, for the output checks (the restore reads its own input per run).
+    let summary = if cells.iter().any(|c| !c.contains(":restore:")) {
+        let t = Instant::now();
+        let s = InputSummary::read(bootstrap, input)?;
+        let want: u64 = ends.iter().map(|(_, e)| *e as u64).sum();
+        if s.records != want {
+            return Err(format!(
+                "read {} records of {input}, its end offsets sum to {want}",
+                s.records
+            )
+            .into());
+        }
+        println!(
+            "input: {} records, {} keys, read in {:.1} s",
+            s.records,
+            s.per_key.len(),
+            t.elapsed().as_secs_f64()
+        );
+        Some(s)
+    } else {
+        None
+    };
     let mut tsv = std::fs::File::create(out_dir.join("runs.tsv"))?;
-    writeln!(
-        tsv,
-        "cell\trun\trecords\tseconds\trecords_per_s\tfirst_output_s\tcpu_s\tcpu_s_per_m\tpeak_rss_mib\tload1"
-    )?;
+    writeln!(tsv, "{TSV_HEADER}")?;
     let mut results = Vec::new();
+    let mut failed = Vec::new();
     // Runs are interleaved (run 1 of every cell, then run 2, ...) so that a change in the
     // machine's background load spreads over all cells rather than hitting one.
     for run in 1..=runs {
         for cell in &cells {
-            match run_once(
-                bootstrap,
-                input,
-                &restore_input,
-                &ends,
-                cell,
-                run,
-                out_dir,
-                java_cp,
-                clk_tck,
-            ) {
+            let load = load1();
+            match run_once(&h, input, summary.as_ref(), &restore_input, &ends, cell, run) {
                 Ok(r) => {
-                    let line = format!(
-                        "{}\t{}\t{}\t{:.3}\t{:.0}\t{:.3}\t{:.2}\t{:.3}\t{:.1}\t{:.2}",
-                        r.cell,
-                        r.run,
-                        r.records,
-                        r.seconds,
-                        r.records as f64 / r.seconds,
-                        r.first_output_s,
-                        r.cpu_s,
-                        r.cpu_s / (r.records as f64 / 1e6),
-                        r.peak_rss_kib as f64 / 1024.0,
-                        r.load1
-                    );
+                    let line = tsv_line(&r);
                     println!("{line}");
                     writeln!(tsv, "{line}")?;
                     results.push(r);
                 }
                 Err(e) => {
-                    println!("{cell}\t{run}\tFAILED: {e}");
-                    writeln!(tsv, "{cell}\t{run}\tFAILED: {e}")?;
+                    let reason = format!("failed: {}", one_line(&e.to_string()));
+                    // The measurements are unknown: empty fields up to load1 and check.
+                    let line = format!("{cell}\t{run}{}\t{load:.2}\t\t{reason}", "\t".repeat(9));
+                    println!("{line}");
+                    writeln!(tsv, "{line}")?;
+                    failed.push(Failed {
+                        cell: cell.to_string(),
+                        run,
+                        load1: load,
+                        reason,
+                    });
                 }
             }
         }
     }
-    let table = table(&results, &cells);
+    let table = table(&results, &failed, &cells);
     println!("\n{table}");
     std::fs::write(out_dir.join("table.md"), table)?;
     Ok(())
@@ -255,15 +330,67 @@ fn ratio(a: f64, b: f64) -> String {
     }
 }
 
-fn table(results: &[RunResult], cells: &[&str]) -> String {
+/// A run whose 1-minute load average before it was above this had a busy machine.
+const BUSY_LOAD: f64 = 1.5;
+
+/// The placement of broker and applications, from `PIN` (run.sh's setting).
+fn mode() -> &'static str {
+    if std::env::var("PIN").is_ok_and(|v| v == "1") {
+        "pinned (taskset: the broker on CPU 0, the driver and the applications on CPU 1)"
+    } else {
+        "shared (the broker and the applications share every core)"
+    }
+}
+
+fn table(results: &[RunResult], failed: &[Failed], cells: &[&str]) -> String {
     let mut s = String::new();
+    let _ = writeln!(s, "Mode: {}.", mode());
+    let loads: Vec<f64> = results
+        .iter()
+        .map(|r| r.load1)
+        .chain(failed.iter().map(|f| f.load1))
+        .filter(|l| l.is_finite())
+        .collect();
+    let total = results.len() + failed.len();
+    if !loads.is_empty() {
+        let lo = loads.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = loads.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let _ = writeln!(s, "\nLoad average (1 min) before the runs: {lo:.2}–{hi:.2}.");
+        let busy = loads.iter().filter(|l| **l > BUSY_LOAD).count();
+        if busy > 0 {
+            let _ = writeln!(
+                s,
+                "\n**{busy} of {total} runs started with a 1-minute load average above {BUSY_LOAD}**: \
+                 the machine was busy (the broker and the previous run count too)."
+            );
+        }
+    }
+    let bad: Vec<String> = results
+        .iter()
+        .filter(|r| r.check != "ok")
+        .map(|r| format!("- {} run {}: {}", r.cell, r.run, one_line(&r.check)))
+        .chain(
+            failed
+                .iter()
+                .map(|f| format!("- {} run {}: {}", f.cell, f.run, f.reason)),
+        )
+        .collect();
     let _ = writeln!(
         s,
-        "| workload | impl | runs | records/s | records/s after first output | CPU s / M records | peak RSS MiB | rec/s ours÷Java | CPU ours÷Java | RSS ours÷Java | rec/s ours÷raw | CPU ours÷raw | RSS ours÷raw |"
+        "\nRuns: {total}; excluded from the medians (output check failed, or the run failed): {}.",
+        bad.len()
+    );
+    for b in &bad {
+        let _ = writeln!(s, "{b}");
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "| workload | impl | runs | records/s | records/s after first output | CPU s / M records | broker CPU s / M records | peak RSS MiB | rec/s ours÷Java | CPU ours÷Java | RSS ours÷Java | rec/s ours÷raw | CPU ours÷raw | RSS ours÷raw |"
     );
     let _ = writeln!(
         s,
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     let mut workloads: Vec<String> = Vec::new();
     for c in cells {
@@ -295,17 +422,21 @@ fn table(results: &[RunResult], cells: &[&str]) -> String {
             } else {
                 [""; 6].join(" | ")
             };
-            let _ = writeln!(
-                s,
-                "| {w} | {imp} | {} | {:.0} | {} | {:.2} | {:.0} | {cols} |",
-                m.runs,
-                m.rps,
-                if m.rps_running.is_finite() {
-                    format!("{:.0}", m.rps_running)
+            let or_dash = |v: f64, digits: usize| {
+                if v.is_finite() {
+                    format!("{v:.digits$}")
                 } else {
                     "–".into()
-                },
+                }
+            };
+            let _ = writeln!(
+                s,
+                "| {w} | {imp} | {} | {:.0} | {} | {:.2} | {} | {:.0} | {cols} |",
+                m.runs,
+                m.rps,
+                or_dash(m.rps_running, 0),
                 m.cpu_per_m,
+                or_dash(m.broker_cpu_per_m, 2),
                 m.rss_mib
             );
         }

@@ -1,5 +1,6 @@
-//! Measuring one run: the child process, its CPU time and peak RSS from `/proc`, and the
-//! wait until its consumer group has committed the end of the input.
+//! Measuring one run: the child process, its CPU time and peak RSS and the broker's CPU time
+//! from `/proc`, the wait until its consumer group has committed the end of the input, and
+//! the check of its output (`check.rs`).
 
 use super::*;
 
@@ -11,8 +12,45 @@ pub(crate) struct RunResult {
     pub(crate) seconds: f64,
     pub(crate) first_output_s: f64,
     pub(crate) cpu_s: f64,
+    /// The broker's CPU seconds over the same window (NaN when its process is unknown).
+    pub(crate) broker_cpu_s: f64,
     pub(crate) peak_rss_kib: u64,
+    /// The 1-minute load average before the run.
     pub(crate) load1: f64,
+    /// `ok`, or why the output is wrong: the run then does not count.
+    pub(crate) check: String,
+    /// Seconds the check took (outside the timed window).
+    pub(crate) check_s: f64,
+}
+
+/// What every run of the driver shares.
+pub(crate) struct Harness<'a> {
+    pub(crate) bootstrap: &'a str,
+    pub(crate) out_dir: &'a Path,
+    pub(crate) java_cp: &'a str,
+    pub(crate) clk_tck: f64,
+    /// The broker's process: its CPU time is read around every timed window.
+    pub(crate) broker_pid: Option<u32>,
+}
+
+/// The broker's process id: `BENCH_BROKER_PID` (run.sh sets it), else the pid file that
+/// `scripts/kafka.sh` keeps in its run dir (`$KAFKA_RUN_DIR/kafka.pid`; run.sh's run dir is
+/// `/tmp/kafka-bench`). `None` unless that process is running `kafka.Kafka`.
+pub(crate) fn broker_pid() -> Option<u32> {
+    let pid: u32 = match std::env::var("BENCH_BROKER_PID") {
+        Ok(p) => p.trim().parse().ok()?,
+        Err(_) => {
+            let dir = std::env::var("KAFKA_RUN_DIR").unwrap_or_else(|_| "/tmp/kafka-bench".into());
+            std::fs::read_to_string(Path::new(&dir).join("kafka.pid"))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()?
+        }
+    };
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let is_kafka = cmdline.split(|b| *b == 0).any(|arg| arg == b"kafka.Kafka");
+    is_kafka.then_some(pid)
 }
 
 pub(crate) fn admin(bootstrap: &str) -> Res<AdminClient<DefaultClientContext>> {
@@ -27,20 +65,26 @@ pub(crate) fn delete_topics(bootstrap: &str, topics: &[&str]) -> Res<()> {
     Ok(())
 }
 
-/// CPU seconds (user + system, all threads) and peak RSS (KiB) of a live process.
-pub(crate) fn proc_usage(pid: u32, clk_tck: f64) -> Res<(f64, u64)> {
+/// CPU seconds (user + system, all threads) of a live process.
+pub(crate) fn proc_cpu(pid: u32, clk_tck: f64) -> Res<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
     // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
     let rest = &stat[stat.rfind(')').ok_or("bad /proc stat")? + 2..];
     let f: Vec<&str> = rest.split_whitespace().collect();
     let ticks: u64 = f[11].parse::<u64>()? + f[12].parse::<u64>()?;
+    Ok(ticks as f64 / clk_tck)
+}
+
+/// CPU seconds (user + system, all threads) and peak RSS (KiB) of a live process.
+pub(crate) fn proc_usage(pid: u32, clk_tck: f64) -> Res<(f64, u64)> {
+    let cpu = proc_cpu(pid, clk_tck)?;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let hwm = status
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0);
-    Ok((ticks as f64 / clk_tck, hwm))
+    Ok((cpu, hwm))
 }
 
 pub(crate) fn load1() -> f64 {
@@ -116,8 +160,8 @@ pub(crate) struct Measured {
     pub(crate) seconds: f64,
     pub(crate) first_output_s: f64,
     pub(crate) cpu_s: f64,
+    pub(crate) broker_cpu_s: f64,
     pub(crate) peak_rss_kib: u64,
-    pub(crate) load1: f64,
 }
 
 /// Identifies one application launch.
@@ -134,15 +178,10 @@ pub(crate) struct Launch<'a> {
 }
 
 /// Launches one application, waits until its group has committed `ends` on every input
-/// partition, reads its CPU time and peak RSS, then closes it.
-pub(crate) fn measure(
-    bootstrap: &str,
-    l: &Launch<'_>,
-    ends: &[(i32, i64)],
-    out_dir: &Path,
-    java_cp: &str,
-    clk_tck: f64,
-) -> Res<Measured> {
+/// partition, reads its CPU time and peak RSS and the broker's CPU time, then closes it and
+/// waits for it to exit.
+pub(crate) fn measure(h: &Harness<'_>, l: &Launch<'_>, ends: &[(i32, i64)]) -> Res<Measured> {
+    let (bootstrap, clk_tck) = (h.bootstrap, h.clk_tck);
     let commit_ms = if l.guarantee == "exactly_once_v2" {
         100
     } else {
@@ -159,7 +198,9 @@ pub(crate) fn measure(
         tpl.add_partition(l.input, *p);
     }
     let tag = l.tag;
-    let log = out_dir.join(format!("{tag}.log"));
+    let log = h.out_dir.join(format!("{tag}.log"));
+    let broker_cpu = || h.broker_pid.and_then(|p| proc_cpu(p, clk_tck).ok());
+    let broker_cpu0 = broker_cpu();
     let t0 = Instant::now();
     let mut child = spawn_app(
         l.imp,
@@ -172,7 +213,7 @@ pub(crate) fn measure(
         l.state_dir,
         commit_ms,
         cache_bytes,
-        java_cp,
+        h.java_cp,
         &log,
     )?;
     let pid = child.id();
@@ -222,10 +263,13 @@ pub(crate) fn measure(
         if all {
             let seconds = t0.elapsed().as_secs_f64();
             let (cpu, hwm) = proc_usage(pid, clk_tck).map_or((last.2, last.1), |u| u);
-            break Ok((seconds, cpu, hwm));
+            let broker = match (broker_cpu0, broker_cpu()) {
+                (Some(a), Some(b)) => b - a,
+                _ => f64::NAN,
+            };
+            break Ok((seconds, cpu, hwm, broker));
         }
     };
-    let load = load1();
     drop(child.stdin.take());
     let deadline = Instant::now() + Duration::from_secs(60);
     while child.try_wait()?.is_none() {
@@ -236,13 +280,13 @@ pub(crate) fn measure(
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let (seconds, cpu_s, peak_rss_kib) = done?;
+    let (seconds, cpu_s, peak_rss_kib, broker_cpu_s) = done?;
     Ok(Measured {
         seconds,
         first_output_s: first_output.unwrap_or(f64::NAN),
         cpu_s,
+        broker_cpu_s,
         peak_rss_kib,
-        load1: load,
     })
 }
 
@@ -277,14 +321,15 @@ pub(crate) fn wait_for_empty_group(bootstrap: &str, group: &str, timeout: Durati
     }
 }
 
-/// Appends one record to every partition of `topic`.
-pub(crate) fn append_markers(bootstrap: &str, topic: &str, partitions: &[(i32, i64)]) -> Res<()> {
+/// Appends one record (value `marker`) with key `key` to partition `p` of `topic` for every
+/// `(p, key)` of `markers`.
+pub(crate) fn append_markers(bootstrap: &str, topic: &str, markers: &[(i32, Vec<u8>)]) -> Res<()> {
     let producer: BaseProducer = ClientConfig::new().set("bootstrap.servers", bootstrap).create()?;
-    for (p, _) in partitions {
+    for (p, key) in markers {
         producer
             .send(
                 BaseRecord::to(topic)
-                    .key("marker")
+                    .key(key.as_slice())
                     .payload("marker")
                     .partition(*p),
             )
@@ -294,28 +339,34 @@ pub(crate) fn append_markers(bootstrap: &str, topic: &str, partitions: &[(i32, i
     Ok(())
 }
 
-/// Runs one cell once and measures it.
+/// Runs one cell once, measures it and checks its output.
 ///
 /// The `restore` workload runs the count on `restore_input` to its end, closes it, appends
 /// one record to every input partition and starts the same application again with an empty
 /// state directory: the second launch, measured, restores the whole store from the changelog
-/// before it can process (and commit) the new records. Its records are the changelog's.
-#[allow(clippy::too_many_arguments)]
+/// before it can process (and commit) the new records. Its records are the changelog's. The
+/// new records carry the key of their partition's first record, so that their counts, the
+/// last outputs of those keys, are right only if the store was restored.
+///
+/// `input_summary` is what `input` holds (the restore reads its own input's, which every run
+/// appends to). The output topic is checked after the application has closed, before it is
+/// deleted.
 pub(crate) fn run_once(
-    bootstrap: &str,
+    h: &Harness<'_>,
     input: &str,
+    input_summary: Option<&InputSummary>,
     restore_input: &str,
     ends: &[(i32, i64)],
     cell: &str,
     run: usize,
-    out_dir: &Path,
-    java_cp: &str,
-    clk_tck: f64,
 ) -> Res<RunResult> {
+    let bootstrap = h.bootstrap;
     let parts: Vec<&str> = cell.split(':').collect();
     let [imp, workload, guarantee] = parts[..] else {
         return Err(format!("bad cell {cell}: want impl:workload:guarantee").into());
     };
+    let expect = Expect::of(workload)?;
+    let load = load1();
     let g = if guarantee == "exactly_once_v2" {
         "eos"
     } else {
@@ -346,34 +397,51 @@ pub(crate) fn run_once(
         state_dir: state_dir.path(),
         tag: &tag,
     };
-    let result = (|| -> Res<(u64, Measured)> {
+    let checked = |summary: &InputSummary| {
+        let t = Instant::now();
+        let check = check_output(bootstrap, &output, expect, summary);
+        (check, t.elapsed().as_secs_f64())
+    };
+    let result = (|| -> Res<(u64, Measured, (String, f64))> {
         if !restore {
-            let m = measure(bootstrap, &launch, &ends, out_dir, java_cp, clk_tck)?;
-            return Ok((ends.iter().map(|(_, e)| *e as u64).sum(), m));
+            let summary = input_summary.ok_or("no summary of the input to check the output against")?;
+            let m = measure(h, &launch, &ends)?;
+            return Ok((ends.iter().map(|(_, e)| *e as u64).sum(), m, checked(summary)));
         }
+        let mut summary = InputSummary::read(bootstrap, input)?;
         let fill_tag = format!("{tag}-fill");
         let fill = Launch {
             tag: &fill_tag,
             ..launch
         };
-        measure(bootstrap, &fill, &ends, out_dir, java_cp, clk_tck)?;
+        measure(h, &fill, &ends)?;
         wait_for_empty_group(bootstrap, &app_id, Duration::from_secs(120))?;
         let restored: u64 = end_offsets(bootstrap, &changelog)?
             .iter()
             .map(|(_, e)| *e as u64)
             .sum();
-        append_markers(bootstrap, input, &ends)?;
+        let markers: Vec<(i32, Vec<u8>)> = ends
+            .iter()
+            .map(|(p, _)| {
+                let key = summary.first_key.get(p).cloned();
+                (*p, key.unwrap_or_else(|| b"marker".to_vec()))
+            })
+            .collect();
+        append_markers(bootstrap, input, &markers)?;
+        for (p, key) in &markers {
+            summary.add(*p, key, b"marker");
+        }
         let new_ends: Vec<(i32, i64)> = ends.iter().map(|(p, e)| (*p, e + 1)).collect();
         let wiped = tempfile::tempdir()?;
         let again = Launch {
             state_dir: wiped.path(),
             ..launch
         };
-        let m = measure(bootstrap, &again, &new_ends, out_dir, java_cp, clk_tck)?;
-        Ok((restored, m))
+        let m = measure(h, &again, &new_ends)?;
+        Ok((restored, m, checked(&summary)))
     })();
     delete_topics(bootstrap, &[&output, &changelog])?;
-    let (records, m) = result?;
+    let (records, m, (check, check_s)) = result?;
     Ok(RunResult {
         cell: cell.to_owned(),
         run,
@@ -382,7 +450,10 @@ pub(crate) fn run_once(
         // The output topic already holds the first launch's records.
         first_output_s: if restore { f64::NAN } else { m.first_output_s },
         cpu_s: m.cpu_s,
+        broker_cpu_s: m.broker_cpu_s,
         peak_rss_kib: m.peak_rss_kib,
-        load1: m.load1,
+        load1: load,
+        check,
+        check_s,
     })
 }
