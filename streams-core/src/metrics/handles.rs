@@ -23,13 +23,13 @@ use crate::model::TaskId;
 pub(crate) enum CommitPhase {
     /// Flushing the tasks' caches and stores (and their changelog records).
     FlushStores,
-    /// At-least-once: waiting until the producer has delivered everything.
+    /// Waiting until the producer has delivered everything sent so far.
     FlushProducer,
     /// At-least-once: committing the consumed offsets to the group.
     CommitOffsets,
     /// Exactly-once: adding the consumed offsets to the transaction.
     SendOffsets,
-    /// Exactly-once: committing the transaction (librdkafka flushes the producer first).
+    /// Exactly-once: committing the transaction (EndTxn), after the producer's flush.
     CommitTransaction,
     /// Exactly-once: beginning the next transaction.
     BeginTransaction,

@@ -311,6 +311,15 @@ impl TaskManager {
                 }
                 self.metrics.lap(CommitPhase::SendOffsets, &mut since);
             }
+            // Wait for the transaction's records here: `commit_transaction` flushes first
+            // through rust-rdkafka's `flush`, which sleeps in 100 ms slices while any record
+            // is in flight (the `ThreadedProducer`'s thread serves the delivery reports), so
+            // every commit took 100 ms more than the broker needed. Nothing is sent between
+            // this flush and the commit, so librdkafka's own flush then finds nothing to wait for.
+            if let Err(e) = super::producer::flush(&self.producer, timeout) {
+                return self.recover_transaction("flush producer", e, consumer);
+            }
+            self.metrics.lap(CommitPhase::FlushProducer, &mut since);
             if let Err(e) = self.producer.commit_transaction(timeout) {
                 return self.recover_transaction("commit transaction", e, consumer);
             }
