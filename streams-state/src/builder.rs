@@ -3,7 +3,7 @@
 //!
 //! A builder is a recipe, shared by all tasks (hence `Send + Sync`); each task calls
 //! [`StoreBuilder::build`] with its own [`StoreBuildContext`] (state directory, changelog
-//! sink, cache budget). The built store is layered as in Kafka Streams, outermost first:
+//! sink, the thread's cache budget, RocksDB's shared memory). The built store is layered as in Kafka Streams, outermost first:
 //!
 //! ```text
 //! caching (if enabled) -> change-logging (if enabled and a sink is given) -> inner store
@@ -26,6 +26,7 @@ use crate::memory::InMemoryKeyValueStore;
 use crate::rocksdb::{RocksDbKeyValueStore, RocksDbResources};
 use crate::serde::Serde;
 use crate::store::KeyValueStore;
+use crate::thread_cache::ThreadCache;
 use crate::typed::{KvStore, SharedKeyValueStore};
 
 /// What a task gives a [`StoreBuilder`] to build its instance of a store.
@@ -36,8 +37,10 @@ pub struct StoreBuildContext {
     /// Where a logged store sends its changes; `None` builds the store without logging
     /// (e.g. in tests, or for a store restored from a source topic).
     pub changelog: Option<Box<dyn ChangelogSink>>,
-    /// The byte budget of the store's cache, when caching is enabled. Zero means no cache.
-    pub cache_max_bytes: usize,
+    /// The record-cache budget the store's cache draws on, when caching is enabled: the
+    /// budget of the stream thread, shared with the caches of its other stores. A budget of
+    /// zero means no cache.
+    pub thread_cache: ThreadCache,
     /// Memory and options shared by the process's RocksDB stores.
     pub rocksdb: RocksDbResources,
 }
@@ -46,13 +49,13 @@ impl StoreBuildContext {
     /// Kafka Streams' default `statestore.cache.max.bytes`: 10 MiB.
     pub const DEFAULT_CACHE_MAX_BYTES: usize = 10 << 20;
 
-    /// A context with the given state directory, no changelog, the default cache budget and
-    /// the process-wide RocksDB resources.
+    /// A context with the given state directory, no changelog, a cache budget of its own of
+    /// the default size and the process-wide RocksDB resources.
     pub fn new(state_dir: Option<PathBuf>) -> Self {
         Self {
             state_dir,
             changelog: None,
-            cache_max_bytes: Self::DEFAULT_CACHE_MAX_BYTES,
+            thread_cache: ThreadCache::new(Self::DEFAULT_CACHE_MAX_BYTES),
             rocksdb: RocksDbResources::shared(),
         }
     }
@@ -63,9 +66,15 @@ impl StoreBuildContext {
         self
     }
 
-    /// Sets the cache budget in bytes.
+    /// Gives the store's cache a budget of `bytes` of its own.
     pub fn with_cache_max_bytes(mut self, bytes: usize) -> Self {
-        self.cache_max_bytes = bytes;
+        self.thread_cache = ThreadCache::new(bytes);
+        self
+    }
+
+    /// Makes the store's cache draw on `budget`, shared with the other stores given it.
+    pub fn with_thread_cache(mut self, budget: ThreadCache) -> Self {
+        self.thread_cache = budget;
         self
     }
 
@@ -88,7 +97,7 @@ impl fmt::Debug for StoreBuildContext {
         f.debug_struct("StoreBuildContext")
             .field("state_dir", &self.state_dir)
             .field("changelog", &self.changelog.is_some())
-            .field("cache_max_bytes", &self.cache_max_bytes)
+            .field("thread_cache", &self.thread_cache)
             .field("rocksdb", &self.rocksdb)
             .finish()
     }
@@ -108,8 +117,8 @@ pub trait StoreBuilder: Send + Sync + 'static {
     /// Whether the built store has a write-back cache.
     fn caching(&self) -> bool;
 
-    /// Builds one task's instance, outermost layer first: caching (when enabled and
-    /// `ctx.cache_max_bytes > 0`) -> change-logging (when enabled and `ctx.changelog` is
+    /// Builds one task's instance, outermost layer first: caching (when enabled and the
+    /// budget `ctx.thread_cache` is not zero) -> change-logging (when enabled and `ctx.changelog` is
     /// given) -> the inner in-memory or RocksDB store (in `<state_dir>/rocksdb/<name>`).
     ///
     /// # Errors
@@ -249,8 +258,8 @@ impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for KeyValueStoreBuilder
         if let (Some(_), Some(sink)) = (&self.logging, ctx.changelog) {
             store = Box::new(ChangeLoggingKeyValueStore::new(store, sink));
         }
-        if self.caching && ctx.cache_max_bytes > 0 {
-            store = Box::new(CachingKeyValueStore::new(store, ctx.cache_max_bytes));
+        if self.caching && ctx.thread_cache.max_bytes() > 0 {
+            store = Box::new(CachingKeyValueStore::with_thread_cache(store, ctx.thread_cache));
         }
         Ok(store)
     }

@@ -1,7 +1,8 @@
 //! The write-back cache layer: buffers writes in memory, dedupes them per key, and writes
-//! them down to the inner store on flush (commit) or when the cache outgrows its budget.
+//! them down to the inner store on flush (commit) or when the thread's caches outgrow their
+//! shared budget ([`ThreadCache`]).
 //!
-//! The contract is documented on [`CachingKeyValueStore`].
+//! The contract is documented on [`CachingKeyValueStore`]; the budget's on [`ThreadCache`].
 
 use std::collections::BTreeMap;
 use std::iter::Peekable;
@@ -14,10 +15,15 @@ use crate::changelog::ChangelogRecord;
 use crate::error::{Result, StoreError};
 use crate::iter::{KeyValue, KeyValueIter};
 use crate::store::{KeyValueStore, StateStore, StoreStats};
+use crate::thread_cache::ThreadCache;
 
-/// The bytes each cached entry is charged for on top of its key and value: the map node,
-/// the recency index entry and the reference-counted buffers, roughly.
-pub const ENTRY_OVERHEAD: usize = 64;
+/// The bytes each cached entry is charged for on top of its key and value: its share of
+/// the cache's map nodes and of the recency index's, the reference-counted buffers' headers,
+/// and the allocator's rounding. Measured: an entry with a 16-byte key and a 100-byte value
+/// takes about 400 bytes of resident memory (glibc, x86-64; see docs/benchmarks.md, "Bounded
+/// memory"), so the charge is about the memory an entry really takes, and the budget a
+/// bound on the caches' memory rather than on their data only.
+pub const ENTRY_OVERHEAD: usize = 288;
 
 /// Called for each dirty entry written down to the inner store, on flush or eviction, with
 /// the key, the new value (`None` for a delete) and the value the inner store held before.
@@ -30,7 +36,8 @@ struct CacheEntry {
     value: Option<Bytes>,
     /// Whether the entry still has to be written to the inner store.
     dirty: bool,
-    /// The write sequence number of the entry's last write (its key in the recency index).
+    /// The stamp of the entry's last write, from the thread's write sequence (its key in
+    /// the recency index).
     seq: u64,
 }
 
@@ -41,16 +48,22 @@ fn entry_size(key: &[u8], value: Option<&Bytes>) -> usize {
 /// A write-back cache over another key-value store.
 ///
 /// The write-back cache layer: buffers writes in memory, dedupes them per key, and writes
-/// them down to the inner store on flush (commit) or when the cache outgrows its budget.
+/// them down to the inner store on flush (commit) or when the thread's caches outgrow their
+/// shared budget.
 ///
 /// # Budget and eviction
 ///
-/// Every cached entry costs `key.len() + value.len() +` [`ENTRY_OVERHEAD`] bytes. When a
-/// write makes the cache exceed its budget, the least recently *written* entries are
-/// dropped until it fits again; if such an entry is dirty, every dirty entry is first
-/// written down (in key order), as Kafka Streams does. Recency is tracked on writes only:
-/// reads take `&self` and do not populate or reorder the cache (a read miss goes to the
-/// inner store and is not cached).
+/// Every cached entry costs `key.len() + value.len() +` [`ENTRY_OVERHEAD`] bytes, charged to
+/// a [`ThreadCache`]: the budget of one stream thread, shared by the caches of all its
+/// stores ([`with_thread_cache`](Self::with_thread_cache)), or a budget of the cache's own
+/// ([`new`](Self::new)). When a write takes the budget's caches together over it, this
+/// cache drops its least recently *written* entries until they fit again; if such an entry
+/// is dirty, every dirty entry of this cache is first written down (in key order), as Kafka
+/// Streams does. Entries older than the thread's eviction mark (written before an entry
+/// some cache of the thread had to evict) are dropped the same way at the next write or
+/// flush. See [`ThreadCache`] for the rules. Recency is tracked on writes only: reads take
+/// `&self` and do not populate or reorder the cache (a read miss goes to the inner store
+/// and is not cached).
 ///
 /// # Reads and iteration
 ///
@@ -67,10 +80,11 @@ fn entry_size(key: &[u8], value: Option<&Bytes>) -> usize {
 pub struct CachingKeyValueStore {
     inner: Box<dyn KeyValueStore>,
     cache: BTreeMap<Bytes, CacheEntry>,
-    /// Write sequence number -> key, oldest write first.
+    /// Write stamp -> key, oldest write first.
     recency: BTreeMap<u64, Bytes>,
-    next_seq: u64,
-    max_bytes: usize,
+    /// The budget this cache draws on, with the thread's other caches.
+    budget: ThreadCache,
+    /// The bytes this cache is charged for (its part of the budget's use).
     cached_bytes: usize,
     listener: Option<FlushListener>,
     open: bool,
@@ -80,7 +94,7 @@ impl std::fmt::Debug for CachingKeyValueStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CachingKeyValueStore")
             .field("name", &self.inner.name())
-            .field("max_bytes", &self.max_bytes)
+            .field("budget", &self.budget)
             .field("cached_bytes", &self.cached_bytes)
             .field("cached_entries", &self.cache.len())
             .finish_non_exhaustive()
@@ -88,19 +102,30 @@ impl std::fmt::Debug for CachingKeyValueStore {
 }
 
 impl CachingKeyValueStore {
-    /// A cache of at most `max_bytes` (see [`ENTRY_OVERHEAD`]) over `inner`. A budget of 0
-    /// writes every change through at once.
+    /// A cache of at most `max_bytes` (see [`ENTRY_OVERHEAD`]) over `inner`, with a budget
+    /// of its own. A budget of 0 writes every change through at once.
     pub fn new(inner: Box<dyn KeyValueStore>, max_bytes: usize) -> Self {
+        Self::with_thread_cache(inner, ThreadCache::new(max_bytes))
+    }
+
+    /// A cache over `inner` drawing on `budget`, which the caches of the thread's other
+    /// stores share (see [`ThreadCache`]).
+    pub fn with_thread_cache(inner: Box<dyn KeyValueStore>, budget: ThreadCache) -> Self {
+        budget.register();
         Self {
             inner,
             cache: BTreeMap::new(),
             recency: BTreeMap::new(),
-            next_seq: 0,
-            max_bytes,
+            budget,
             cached_bytes: 0,
             listener: None,
             open: true,
         }
+    }
+
+    /// The budget this cache draws on.
+    pub fn thread_cache(&self) -> &ThreadCache {
+        &self.budget
     }
 
     /// Sets the function told about every dirty entry written down (see [`FlushListener`]),
@@ -129,10 +154,9 @@ impl CachingKeyValueStore {
         }
     }
 
-    /// Caches a dirty write of `key` and evicts if the budget is exceeded.
+    /// Caches a dirty write of `key`, then evicts what the budget asks for.
     fn write(&mut self, key: &[u8], value: Option<Bytes>) -> Result<()> {
-        let seq = self.next_seq;
-        self.next_seq += 1;
+        let seq = self.budget.next_seq();
         let size = entry_size(key, value.as_ref());
         let entry = CacheEntry {
             value,
@@ -143,34 +167,75 @@ impl CachingKeyValueStore {
             Some((k, _)) => k.clone(),
             None => Bytes::copy_from_slice(key),
         };
+        let mut old_size = 0;
         if let Some(old) = self.cache.insert(key.clone(), entry) {
             self.recency.remove(&old.seq);
-            self.cached_bytes -= entry_size(&key, old.value.as_ref());
+            old_size = entry_size(&key, old.value.as_ref());
         }
         self.recency.insert(seq, key);
-        self.cached_bytes += size;
+        self.cached_bytes = self.cached_bytes - old_size + size;
+        self.budget.charge(old_size, size);
+        self.drop_stale()?;
         self.evict()
     }
 
-    /// Drops least recently written entries until the cache fits its budget.
+    /// Drops least recently written entries until the budget's caches together fit it, or
+    /// this cache is empty (the other caches did not grow, so they fit then).
     fn evict(&mut self) -> Result<()> {
-        while self.cached_bytes > self.max_bytes {
-            let Some(key) = self.recency.first_key_value().map(|(_, k)| k.clone()) else {
+        while self.budget.over_budget() {
+            let Some((seq, key)) = self.oldest() else {
                 break;
             };
-            if self.cache.get(&key).is_some_and(|e| e.dirty) {
-                self.flush_dirty()?;
-            }
-            self.remove_cached(&key);
+            self.evict_entry(&key)?;
+            self.budget.evicted(seq);
         }
+        Ok(())
+    }
+
+    /// Drops the entries written before the thread's eviction mark: those a thread-wide LRU
+    /// would have evicted before the entries other caches did evict.
+    fn drop_stale(&mut self) -> Result<()> {
+        let mark = self.budget.evicted_below();
+        while let Some((&seq, key)) = self.recency.first_key_value() {
+            if seq >= mark {
+                break;
+            }
+            let key = key.clone();
+            self.evict_entry(&key)?;
+            self.budget.dropped_stale();
+        }
+        Ok(())
+    }
+
+    /// The least recently written entry's stamp and key.
+    fn oldest(&self) -> Option<(u64, Bytes)> {
+        self.recency.first_key_value().map(|(&seq, k)| (seq, k.clone()))
+    }
+
+    /// Drops `key`'s entry, after writing every dirty entry down when it is dirty.
+    fn evict_entry(&mut self, key: &Bytes) -> Result<()> {
+        if self.cache.get(key).is_some_and(|e| e.dirty) {
+            self.flush_dirty()?;
+        }
+        self.remove_cached(key);
         Ok(())
     }
 
     fn remove_cached(&mut self, key: &[u8]) {
         if let Some((k, old)) = self.cache.remove_entry(key) {
             self.recency.remove(&old.seq);
-            self.cached_bytes -= entry_size(&k, old.value.as_ref());
+            let size = entry_size(&k, old.value.as_ref());
+            self.cached_bytes -= size;
+            self.budget.charge(size, 0);
         }
+    }
+
+    /// Empties the cache without writing anything down and gives its bytes back.
+    fn release(&mut self) {
+        self.cache.clear();
+        self.recency.clear();
+        self.budget.charge(self.cached_bytes, 0);
+        self.cached_bytes = 0;
     }
 
     /// Writes every dirty entry down to the inner store in key order and marks it clean.
@@ -340,6 +405,8 @@ impl StateStore for CachingKeyValueStore {
     fn flush(&mut self) -> Result<()> {
         self.check_open()?;
         self.flush_dirty()?;
+        // Every entry is clean now: stale ones go without writing anything.
+        self.drop_stale()?;
         self.inner.flush()
     }
     fn close(&mut self) -> Result<()> {
@@ -348,15 +415,26 @@ impl StateStore for CachingKeyValueStore {
         }
         self.flush()?;
         self.open = false;
-        self.cache.clear();
-        self.recency.clear();
-        self.cached_bytes = 0;
+        self.release();
+        self.budget.unregister();
         self.inner.close()
     }
     fn stats(&self) -> StoreStats {
         let mut stats = self.inner.stats();
         stats.cached_bytes = Some(self.cached_bytes as u64);
         stats
+    }
+}
+
+impl Drop for CachingKeyValueStore {
+    /// Gives the cache's bytes back to the budget (a store dropped without `close`, e.g.
+    /// with a failed task). Dirty entries are lost, as the inner store's unflushed writes
+    /// are: the changelog restores them.
+    fn drop(&mut self) {
+        if self.open {
+            self.release();
+            self.budget.unregister();
+        }
     }
 }
 

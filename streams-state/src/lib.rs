@@ -21,6 +21,7 @@ mod memory;
 mod rocksdb;
 pub mod serde;
 mod store;
+mod thread_cache;
 mod typed;
 
 pub use crate::rocksdb::{RocksDbKeyValueStore, RocksDbResources};
@@ -34,4 +35,5 @@ pub use logging::ChangeLoggingKeyValueStore;
 pub use memory::InMemoryKeyValueStore;
 pub use serde::{OrderedSerde, Serde};
 pub use store::{KeyValueStore, StateStore, StoreStats};
+pub use thread_cache::ThreadCache;
 pub use typed::{KvStore, KvStoreReader, SharedKeyValueStore, TypedIter};

@@ -1,6 +1,10 @@
 //! Model-based property tests: every store stack, driven by random operation sequences,
 //! must behave exactly like a `BTreeMap<Vec<u8>, Vec<u8>>` — every read, every iterator
 //! (fully, in order), and, for logged stacks, the changelog replayed onto a fresh store.
+//!
+//! The `*_shared_budget` stacks run their cache on a [`ThreadCache`] shared with a second,
+//! rival cache that the operations write to as well (with its own model): the two caches
+//! together never exceed the budget, and both keep answering as their models do.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -10,7 +14,7 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use streams_state::{
     CachingKeyValueStore, ChangeLoggingKeyValueStore, InMemoryKeyValueStore, KeyRange, KeyValueIter,
-    KeyValueStore, RocksDbKeyValueStore, RocksDbResources, VecChangelog,
+    KeyValueStore, RocksDbKeyValueStore, RocksDbResources, StateStore, ThreadCache, VecChangelog,
 };
 use tempfile::TempDir;
 
@@ -22,6 +26,9 @@ const ALPHABET: [u8; 5] = [0x00, 0x01, 0x7f, 0xfe, 0xff];
 
 /// A budget that holds only a few entries, so eviction happens all the time.
 const TINY_BUDGET: usize = 3 * (streams_state::ENTRY_OVERHEAD + 4);
+
+/// The budget a stack's cache shares with a rival cache: a handful of entries in all.
+const SHARED_BUDGET: usize = 6 * (streams_state::ENTRY_OVERHEAD + 4);
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -39,6 +46,12 @@ enum Op {
     All,
     ReverseAll,
     Count,
+    /// A write to the rival cache sharing the stack's budget (when it has one).
+    RivalPut(Vec<u8>, Vec<u8>),
+    /// A delete in the rival cache.
+    RivalDelete(Vec<u8>),
+    /// A flush (commit) of the rival cache.
+    RivalFlush,
 }
 
 fn key() -> impl Strategy<Value = Vec<u8>> {
@@ -91,6 +104,28 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
     prop::collection::vec(op(), 1..80)
 }
 
+fn rival_op() -> impl Strategy<Value = Op> {
+    // Longer values than the stack's: the rival takes a large part of the budget.
+    let long_value = prop::collection::vec(any::<u8>(), 0..24);
+    prop_oneof![
+        6 => (key(), long_value).prop_map(|(k, v)| Op::RivalPut(k, v)),
+        2 => key().prop_map(Op::RivalDelete),
+        1 => Just(Op::RivalFlush),
+    ]
+}
+
+/// Operations on a stack and on the rival cache sharing its budget, interleaved.
+fn shared_ops() -> impl Strategy<Value = Vec<Op>> {
+    prop::collection::vec(prop_oneof![3 => op(), 2 => rival_op()], 1..120)
+}
+
+/// A second cache on the stack's budget, with its own model.
+struct Rival {
+    store: CachingKeyValueStore,
+    model: Model,
+    budget: ThreadCache,
+}
+
 /// A store stack under test, with what the test needs to know about it.
 struct Stack {
     store: Box<dyn KeyValueStore>,
@@ -98,6 +133,8 @@ struct Stack {
     log: Option<VecChangelog>,
     /// Whether `approximate_num_entries` is exact for this stack.
     exact_count: bool,
+    /// The cache sharing the stack's budget, if any.
+    rival: Option<Rival>,
     /// Keeps the RocksDB directory alive; dropped after the store.
     _dir: Option<TempDir>,
 }
@@ -123,6 +160,22 @@ fn logged(inner: Box<dyn KeyValueStore>) -> (Box<dyn KeyValueStore>, VecChangelo
 
 fn cached(inner: Box<dyn KeyValueStore>, budget: usize) -> Box<dyn KeyValueStore> {
     Box::new(CachingKeyValueStore::new(inner, budget))
+}
+
+/// A cache over `inner` on a budget of [`SHARED_BUDGET`], and a rival cache over memory on
+/// the same budget.
+fn cached_shared(inner: Box<dyn KeyValueStore>) -> (Box<dyn KeyValueStore>, Rival) {
+    let budget = ThreadCache::new(SHARED_BUDGET);
+    let store = CachingKeyValueStore::with_thread_cache(inner, budget.clone());
+    let rival = Rival {
+        store: CachingKeyValueStore::with_thread_cache(
+            Box::new(InMemoryKeyValueStore::new("rival")),
+            budget.clone(),
+        ),
+        model: Model::new(),
+        budget,
+    };
+    (Box::new(store), rival)
 }
 
 fn collect(it: KeyValueIter<'_>) -> Result<Entries, TestCaseError> {
@@ -167,11 +220,28 @@ macro_rules! ok {
 /// Runs `ops` on the stack and on the model, comparing every result.
 fn run(mut stack: Stack, ops: &[Op]) -> Result<(), TestCaseError> {
     // `stack` drops its fields in order: the store before its directory.
-    let (log, exact_count) = (stack.log.take(), stack.exact_count);
+    let (log, exact_count, mut rival) = (stack.log.take(), stack.exact_count, stack.rival.take());
     let s = stack.store.as_mut();
     let mut model = Model::new();
     for op in ops {
         match op {
+            Op::RivalPut(k, v) => {
+                if let Some(r) = rival.as_mut() {
+                    ok!(r.store.put(k, v));
+                    r.model.insert(k.clone(), v.clone());
+                }
+            }
+            Op::RivalDelete(k) => {
+                if let Some(r) = rival.as_mut() {
+                    let got = opt(ok!(r.store.delete(k)));
+                    prop_assert_eq!(got, r.model.remove(k), "rival delete {:?}", k);
+                }
+            }
+            Op::RivalFlush => {
+                if let Some(r) = rival.as_mut() {
+                    ok!(r.store.flush());
+                }
+            }
             Op::Put(k, v) => {
                 ok!(s.put(k, v));
                 model.insert(k.clone(), v.clone());
@@ -247,6 +317,40 @@ fn run(mut stack: Stack, ops: &[Op]) -> Result<(), TestCaseError> {
                 }
             }
         }
+        if let Some(r) = &rival {
+            // The two caches together stay within their budget, and it knows what they hold.
+            let ours = s.stats().cached_bytes.unwrap_or(0);
+            let used = r.budget.used_bytes();
+            prop_assert_eq!(
+                used as u64,
+                ours + r.store.cached_bytes() as u64,
+                "budget accounting"
+            );
+            prop_assert!(
+                used <= r.budget.max_bytes(),
+                "{} bytes cached, budget {}",
+                used,
+                r.budget.max_bytes()
+            );
+            if let Some(k) = op_key(op) {
+                prop_assert_eq!(
+                    opt(ok!(r.store.get(k))),
+                    r.model.get(k).cloned(),
+                    "rival get {:?}",
+                    k
+                );
+            }
+        }
+    }
+    if let Some(mut r) = rival {
+        ok!(r.store.flush());
+        let got = collect(ok!(r.store.all()))?;
+        prop_assert_eq!(
+            got,
+            model_range(&r.model, &Bound::Unbounded, &Bound::Unbounded),
+            "rival contents"
+        );
+        ok!(r.store.close());
     }
     ok!(s.flush());
     let everything = model_range(&model, &Bound::Unbounded, &Bound::Unbounded);
@@ -264,6 +368,15 @@ fn run(mut stack: Stack, ops: &[Op]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// The key an operation names, if one.
+fn op_key(op: &Op) -> Option<&Vec<u8>> {
+    match op {
+        Op::Put(k, _) | Op::PutIfAbsent(k, _) | Op::Delete(k) | Op::Get(k) => Some(k),
+        Op::RivalPut(k, _) | Op::RivalDelete(k) => Some(k),
+        _ => None,
+    }
+}
+
 fn config(cases: u32) -> ProptestConfig {
     ProptestConfig {
         cases,
@@ -276,37 +389,50 @@ proptest! {
 
     #[test]
     fn in_memory(ops in ops()) {
-        run(Stack { store: memory(), log: None, exact_count: true, _dir: None }, &ops)?;
+        run(Stack { store: memory(), log: None, exact_count: true, rival: None, _dir: None }, &ops)?;
     }
 
     #[test]
     fn caching_over_memory_tiny_budget(ops in ops()) {
-        run(Stack { store: cached(memory(), TINY_BUDGET), log: None, exact_count: true, _dir: None }, &ops)?;
+        run(Stack { store: cached(memory(), TINY_BUDGET), log: None, exact_count: true, rival: None, _dir: None }, &ops)?;
     }
 
     #[test]
     fn caching_over_memory_no_budget(ops in ops()) {
-        run(Stack { store: cached(memory(), 0), log: None, exact_count: true, _dir: None }, &ops)?;
+        run(Stack { store: cached(memory(), 0), log: None, exact_count: true, rival: None, _dir: None }, &ops)?;
     }
 
     #[test]
     fn logging_over_memory(ops in ops()) {
         let (store, log) = logged(memory());
-        run(Stack { store, log: Some(log), exact_count: true, _dir: None }, &ops)?;
+        run(Stack { store, log: Some(log), exact_count: true, rival: None, _dir: None }, &ops)?;
     }
 
     #[test]
     fn caching_over_logging_over_memory(ops in ops()) {
         let (store, log) = logged(memory());
         let store = cached(store, TINY_BUDGET);
-        run(Stack { store, log: Some(log), exact_count: true, _dir: None }, &ops)?;
+        run(Stack { store, log: Some(log), exact_count: true, rival: None, _dir: None }, &ops)?;
     }
 
     #[test]
     fn caching_over_logging_over_memory_large_budget(ops in ops()) {
         let (store, log) = logged(memory());
         let store = cached(store, 1 << 20);
-        run(Stack { store, log: Some(log), exact_count: true, _dir: None }, &ops)?;
+        run(Stack { store, log: Some(log), exact_count: true, rival: None, _dir: None }, &ops)?;
+    }
+
+    #[test]
+    fn caching_over_memory_shared_budget(ops in shared_ops()) {
+        let (store, rival) = cached_shared(memory());
+        run(Stack { store, log: None, exact_count: true, rival: Some(rival), _dir: None }, &ops)?;
+    }
+
+    #[test]
+    fn caching_over_logging_over_memory_shared_budget(ops in shared_ops()) {
+        let (store, log) = logged(memory());
+        let (store, rival) = cached_shared(store);
+        run(Stack { store, log: Some(log), exact_count: true, rival: Some(rival), _dir: None }, &ops)?;
     }
 }
 
@@ -316,14 +442,14 @@ proptest! {
     #[test]
     fn rocksdb(ops in ops()) {
         let (store, dir) = rocks();
-        run(Stack { store, log: None, exact_count: false, _dir: Some(dir) }, &ops)?;
+        run(Stack { store, log: None, exact_count: false, rival: None, _dir: Some(dir) }, &ops)?;
     }
 
     #[test]
     fn caching_over_rocksdb(ops in ops()) {
         let (store, dir) = rocks();
         let store = cached(store, 8 * TINY_BUDGET);
-        run(Stack { store, log: None, exact_count: false, _dir: Some(dir) }, &ops)?;
+        run(Stack { store, log: None, exact_count: false, rival: None, _dir: Some(dir) }, &ops)?;
     }
 
     #[test]
@@ -331,6 +457,14 @@ proptest! {
         let (store, dir) = rocks();
         let (store, log) = logged(store);
         let store = cached(store, TINY_BUDGET);
-        run(Stack { store, log: Some(log), exact_count: false, _dir: Some(dir) }, &ops)?;
+        run(Stack { store, log: Some(log), exact_count: false, rival: None, _dir: Some(dir) }, &ops)?;
+    }
+
+    #[test]
+    fn caching_over_logging_over_rocksdb_shared_budget(ops in shared_ops()) {
+        let (store, dir) = rocks();
+        let (store, log) = logged(store);
+        let (store, rival) = cached_shared(store);
+        run(Stack { store, log: Some(log), exact_count: false, rival: Some(rival), _dir: Some(dir) }, &ops)?;
     }
 }

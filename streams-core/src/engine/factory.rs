@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 
-use streams_state::{ChangelogSink, KeyValueStore, RocksDbResources, StoreBuildContext};
+use streams_state::{ChangelogSink, KeyValueStore, RocksDbResources, StoreBuildContext, ThreadCache};
 
 use super::Task;
 use super::collector::RecordCollector;
@@ -36,19 +36,23 @@ pub struct TaskStore {
 pub type SinkMaker<'a> = dyn FnMut(&str, i32) -> Box<dyn ChangelogSink> + 'a;
 
 /// Builds the tasks of one topology, with their stores.
+///
+/// One factory serves one stream thread (or one test driver): the caches of every store it
+/// builds share one record-cache budget, its [`ThreadCache`]. Clones share it too.
 #[derive(Clone)]
 pub struct TaskFactory {
     topology: Arc<Topology>,
     app_id: Arc<str>,
     policy: ErrorPolicy,
-    cache_max_bytes: usize,
+    thread_cache: ThreadCache,
     rocksdb: RocksDbResources,
 }
 
 impl TaskFactory {
     /// A factory of `topology`'s tasks in application `app_id`: their processors fail by
-    /// `policy`, each cached store has a cache of `cache_max_bytes`, and RocksDB stores
-    /// share `rocksdb`.
+    /// `policy`, the caches of all the stores it builds share one budget of
+    /// `cache_max_bytes` (the thread's share of `statestore.cache.max.bytes`), and RocksDB
+    /// stores share `rocksdb`.
     pub fn new(
         topology: Arc<Topology>,
         app_id: Arc<str>,
@@ -60,9 +64,19 @@ impl TaskFactory {
             topology,
             app_id,
             policy,
-            cache_max_bytes,
+            thread_cache: ThreadCache::new(cache_max_bytes),
             rocksdb,
         }
+    }
+
+    /// The record-cache budget the caches of this factory's stores share.
+    pub fn thread_cache(&self) -> &ThreadCache {
+        &self.thread_cache
+    }
+
+    /// The RocksDB resources this factory's persistent stores share.
+    pub fn rocksdb(&self) -> &RocksDbResources {
+        &self.rocksdb
     }
 
     /// The topology.
@@ -94,8 +108,9 @@ impl TaskFactory {
         for &s in &sub.stores {
             let def = &self.topology.stores[s];
             let name = def.builder.name();
-            let mut ctx = StoreBuildContext::new(Some(dir.to_path_buf())).with_rocksdb(self.rocksdb.clone());
-            ctx.cache_max_bytes = self.cache_max_bytes;
+            let mut ctx = StoreBuildContext::new(Some(dir.to_path_buf()))
+                .with_rocksdb(self.rocksdb.clone())
+                .with_thread_cache(self.thread_cache.clone());
             let changelog = def
                 .builder
                 .logging_config()

@@ -13,7 +13,9 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use streams_state::{ChangelogSink, KvStore, RocksDbResources, Serde, StoreBuildContext, StoreError};
+use streams_state::{
+    ChangelogSink, KvStore, RocksDbResources, Serde, StoreBuildContext, StoreError, ThreadCache,
+};
 
 pub use topics::{TestInputTopic, TestOutputTopic, TestRecord};
 
@@ -35,7 +37,8 @@ pub struct DriverConfig {
     pub partitions: HashMap<String, i32>,
     /// The wall-clock time the driver starts at (ms).
     pub start_wall_clock: i64,
-    /// The cache budget of each cached store.
+    /// The record-cache budget that the caches of all the driver's stores share, as the
+    /// stores of one stream thread do (see [`ThreadCache`]).
     pub cache_max_bytes: usize,
     /// The error handlers.
     pub errors: ErrorPolicy,
@@ -100,7 +103,7 @@ impl DriverConfig {
         self
     }
 
-    /// Sets the cache budget of each cached store.
+    /// Sets the record-cache budget all cached stores share.
     pub fn cache_max_bytes(mut self, bytes: usize) -> Self {
         self.cache_max_bytes = bytes;
         self
@@ -125,6 +128,8 @@ pub(crate) struct DriverInner {
     commit_every: u32,
     since_commit: u32,
     metrics: Option<(Metrics, ThreadMetrics)>,
+    /// The record-cache budget of every store's cache.
+    thread_cache: ThreadCache,
     _state_dir: tempfile::TempDir,
 }
 
@@ -142,6 +147,8 @@ pub(crate) struct DriverInner {
 ///   that sub-topology's task;
 /// - commits (flushes caches and stores) after every piped record, as Kafka Streams' own
 ///   test driver does;
+/// - gives the caches of all its stores one shared budget, as one stream thread's
+///   ([`TopologyTestDriver::thread_cache`]);
 /// - writes logged stores' changes to `<application.id>-<store>-changelog`, readable as an
 ///   output topic.
 ///
@@ -268,6 +275,7 @@ impl TopologyTestDriver {
             commit_every: config.commit_every.max(1),
             since_commit: 0,
             metrics,
+            thread_cache: factory.thread_cache().clone(),
             _state_dir: state_dir,
         };
         Ok(Self {
@@ -324,6 +332,13 @@ impl TopologyTestDriver {
             thread.add(&task.publish());
         }
         Some(m.clone())
+    }
+
+    /// The record-cache budget the caches of all the driver's stores share, as the stores of
+    /// one stream thread do: its [`used_bytes`](ThreadCache::used_bytes) never exceed its
+    /// [`max_bytes`](ThreadCache::max_bytes) ([`DriverConfig::cache_max_bytes`]).
+    pub fn thread_cache(&self) -> ThreadCache {
+        self.inner.borrow().thread_cache.clone()
     }
 
     /// The wall-clock time (ms).
