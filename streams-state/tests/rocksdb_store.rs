@@ -437,3 +437,33 @@ fn persistent_builder_layers_logging_and_caching() {
         "an unlogged store writes no changelog"
     );
 }
+
+#[test]
+fn many_stores_memtables_fit_the_write_buffer_budget() {
+    // 4 MiB for the memtables of 32 stores: RocksDB's default arena blocks (an eighth of a
+    // 16 MiB memtable) would reserve 64 MiB for the first block of each.
+    let res = resources();
+    assert_eq!(res.arena_block_bytes(), 8 << 10);
+    assert_eq!(RocksDbResources::shared().arena_block_bytes(), 64 << 10);
+    assert_eq!(
+        RocksDbResources::new(1 << 20, 1 << 20).arena_block_bytes(),
+        4 << 10
+    );
+    assert_eq!(
+        RocksDbResources::new(8 << 30, 4 << 30).arena_block_bytes(),
+        2 << 20
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut stores: Vec<RocksDbKeyValueStore> = (0..32)
+        .map(|i| RocksDbKeyValueStore::open(format!("s{i}"), dir.path(), &res).unwrap())
+        .collect();
+    for (i, s) in stores.iter_mut().enumerate() {
+        for k in 0..64u32 {
+            s.put(&k.to_be_bytes(), &[i as u8; 64]).unwrap();
+        }
+        s.write_checkpoint(Some(1)).unwrap();
+    }
+    let used = res.write_buffer_usage();
+    // About 12 KiB a store; 3 MiB, every write flushing, with RocksDB's default.
+    assert!(used > 0 && used < 1 << 20, "{used} bytes of memtables");
+}

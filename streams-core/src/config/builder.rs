@@ -110,6 +110,16 @@ impl StreamsConfigBuilder {
         self.set(keys::STATESTORE_CACHE_MAX_BYTES, bytes.to_string())
     }
 
+    /// Sets `rocksdb.block.cache.bytes`: the block cache all RocksDB stores share.
+    pub fn rocksdb_block_cache_bytes(self, bytes: usize) -> Self {
+        self.set(keys::ROCKSDB_BLOCK_CACHE_BYTES, bytes.to_string())
+    }
+
+    /// Sets `rocksdb.write.buffer.bytes`: the memtables' part of the block cache.
+    pub fn rocksdb_write_buffer_bytes(self, bytes: usize) -> Self {
+        self.set(keys::ROCKSDB_WRITE_BUFFER_BYTES, bytes.to_string())
+    }
+
     /// Sets `deserialization.exception.handler`.
     pub fn deserialization_exception_handler(self, handling: ErrorHandling) -> Self {
         self.set(

@@ -43,6 +43,16 @@ pub const POLL_MS: &str = "poll.ms";
 pub const MAX_POLL_RECORDS: &str = "max.poll.records";
 /// The replication factor of internal topics; -1 for the broker's default.
 pub const REPLICATION_FACTOR: &str = "replication.factor";
+/// The capacity, in bytes, of the one LRU block cache all RocksDB stores of an instance
+/// share (data, index and filter blocks, and the memtables charged to it).
+pub const ROCKSDB_BLOCK_CACHE_BYTES: &str = "rocksdb.block.cache.bytes";
+/// The memory, in bytes, all memtables of an instance's RocksDB stores may take together
+/// (charged to the block cache).
+pub const ROCKSDB_WRITE_BUFFER_BYTES: &str = "rocksdb.write.buffer.bytes";
+/// The prefix of RocksDB properties: every unprefixed property starting with it must be
+/// one of [`ROCKSDB_BLOCK_CACHE_BYTES`], [`ROCKSDB_WRITE_BUFFER_BYTES`] or the unsupported
+/// `rocksdb.config.setter`; it never reaches a client.
+pub const ROCKSDB_PREFIX: &str = "rocksdb.";
 
 /// Properties with this prefix go (prefix stripped) to every consumer only.
 pub const CONSUMER_PREFIX: &str = "consumer.";
@@ -78,6 +88,8 @@ pub(super) const STREAMS: &[&str] = &[
     POLL_MS,
     MAX_POLL_RECORDS,
     REPLICATION_FACTOR,
+    ROCKSDB_BLOCK_CACHE_BYTES,
+    ROCKSDB_WRITE_BUFFER_BYTES,
 ];
 
 /// Kafka Streams properties this framework does not implement. They are accepted (so a Java

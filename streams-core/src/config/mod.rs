@@ -116,6 +116,8 @@ pub struct StreamsConfig {
     poll_interval: Duration,
     max_poll_records: usize,
     replication_factor: i32,
+    rocksdb_block_cache_bytes: usize,
+    rocksdb_write_buffer_bytes: usize,
     /// Pass-through client properties, prefix stripped, by scope.
     client: BTreeMap<Scope, BTreeMap<String, String>>,
     /// Kafka Streams properties that were set but are not implemented.
@@ -139,6 +141,12 @@ impl StreamsConfig {
     pub const DEFAULT_MAX_POLL_RECORDS: usize = 1000;
     /// The default `replication.factor`: -1, the broker's `default.replication.factor`.
     pub const DEFAULT_REPLICATION_FACTOR: i32 = -1;
+    /// The default `rocksdb.block.cache.bytes`: 64 MiB.
+    pub const DEFAULT_ROCKSDB_BLOCK_CACHE_BYTES: usize =
+        streams_state::RocksDbResources::DEFAULT_BLOCK_CACHE_BYTES;
+    /// The default `rocksdb.write.buffer.bytes`: 32 MiB.
+    pub const DEFAULT_ROCKSDB_WRITE_BUFFER_BYTES: usize =
+        streams_state::RocksDbResources::DEFAULT_WRITE_BUFFER_BYTES;
 
     /// A builder with every property unset (`application.id` must be set before `build`).
     pub fn builder() -> StreamsConfigBuilder {
@@ -315,6 +323,25 @@ impl StreamsConfig {
         self.replication_factor
     }
 
+    /// `rocksdb.block.cache.bytes`: the capacity of the block cache all RocksDB stores of an
+    /// instance share; the memtables are charged to it.
+    pub fn rocksdb_block_cache_bytes(&self) -> usize {
+        self.rocksdb_block_cache_bytes
+    }
+
+    /// `rocksdb.write.buffer.bytes`: the memory all memtables of an instance's RocksDB stores
+    /// may take together, part of the block cache's capacity.
+    pub fn rocksdb_write_buffer_bytes(&self) -> usize {
+        self.rocksdb_write_buffer_bytes
+    }
+
+    /// New RocksDB resources sized by `rocksdb.block.cache.bytes` and
+    /// `rocksdb.write.buffer.bytes`: the runtime makes one per application instance, shared
+    /// by all its stores. Each call makes new ones.
+    pub fn rocksdb_resources(&self) -> streams_state::RocksDbResources {
+        streams_state::RocksDbResources::new(self.rocksdb_block_cache_bytes, self.rocksdb_write_buffer_bytes)
+    }
+
     /// The Kafka Streams properties that were set but that this framework does not implement
     /// (such as `num.standby.replicas`); they are ignored and reach no client.
     pub fn ignored_properties(&self) -> impl Iterator<Item = &str> {
@@ -414,6 +441,14 @@ impl StreamsConfig {
             (keys::POLL_MS, self.poll_interval.as_millis().to_string()),
             (keys::MAX_POLL_RECORDS, self.max_poll_records.to_string()),
             (keys::REPLICATION_FACTOR, self.replication_factor.to_string()),
+            (
+                keys::ROCKSDB_BLOCK_CACHE_BYTES,
+                self.rocksdb_block_cache_bytes.to_string(),
+            ),
+            (
+                keys::ROCKSDB_WRITE_BUFFER_BYTES,
+                self.rocksdb_write_buffer_bytes.to_string(),
+            ),
         ]
     }
 

@@ -175,6 +175,35 @@ pub(super) fn validate(
         },
         None => StreamsConfig::DEFAULT_REPLICATION_FACTOR,
     };
+    let bytes = |key: &str, default: usize| match get(key) {
+        Some(v) => to_usize(key, integer(key, v, 1)?),
+        None => Ok(default),
+    };
+    let rocksdb_block_cache_bytes = bytes(
+        keys::ROCKSDB_BLOCK_CACHE_BYTES,
+        StreamsConfig::DEFAULT_ROCKSDB_BLOCK_CACHE_BYTES,
+    )?;
+    let rocksdb_write_buffer_bytes = bytes(
+        keys::ROCKSDB_WRITE_BUFFER_BYTES,
+        StreamsConfig::DEFAULT_ROCKSDB_WRITE_BUFFER_BYTES,
+    )?;
+    if rocksdb_write_buffer_bytes > rocksdb_block_cache_bytes {
+        // The memtables are charged to the block cache: they cannot have more than all of it.
+        let key = if get(keys::ROCKSDB_WRITE_BUFFER_BYTES).is_some() {
+            keys::ROCKSDB_WRITE_BUFFER_BYTES
+        } else {
+            keys::ROCKSDB_BLOCK_CACHE_BYTES
+        };
+        return Err(invalid(
+            key,
+            format!(
+                "`{}` ({rocksdb_write_buffer_bytes}) must not exceed `{}` ({rocksdb_block_cache_bytes}): \
+                 the memtables are charged to the block cache",
+                keys::ROCKSDB_WRITE_BUFFER_BYTES,
+                keys::ROCKSDB_BLOCK_CACHE_BYTES
+            ),
+        ));
+    }
 
     Ok(StreamsConfig {
         application_id,
@@ -193,6 +222,8 @@ pub(super) fn validate(
         poll_interval,
         max_poll_records,
         replication_factor,
+        rocksdb_block_cache_bytes,
+        rocksdb_write_buffer_bytes,
         client,
         ignored,
         originals,
@@ -304,6 +335,24 @@ fn classify(key: &str) -> Result<Class<'_>, StreamsError> {
     if keys::UNSUPPORTED.contains(&key) {
         return Ok(Class::Unsupported);
     }
+    if key.starts_with(keys::ROCKSDB_PREFIX) {
+        // No client has RocksDB properties: an unknown one is a typo, never passed on.
+        let hint = suggestion_among(
+            key,
+            &[keys::ROCKSDB_BLOCK_CACHE_BYTES, keys::ROCKSDB_WRITE_BUFFER_BYTES],
+            6,
+        )
+        .map(|k| format!("did you mean `{k}`? "))
+        .unwrap_or_default();
+        return Err(invalid(
+            key,
+            format!(
+                "unknown property; {hint}the RocksDB properties are `{}` and `{}`",
+                keys::ROCKSDB_BLOCK_CACHE_BYTES,
+                keys::ROCKSDB_WRITE_BUFFER_BYTES
+            ),
+        ));
+    }
     for scope in Scope::PREFIXED {
         if let Some(name) = key.strip_prefix(scope.prefix()) {
             if name.is_empty() {
@@ -341,6 +390,13 @@ fn classify(key: &str) -> Result<Class<'_>, StreamsError> {
 /// The streams property closest to `key`, if within `max` edits (ignoring `.`, `_`, `-` and
 /// case, or not).
 fn suggestion(key: &str, max: usize) -> Option<&'static str> {
+    let known: Vec<&'static str> = keys::STREAMS.iter().chain(keys::UNSUPPORTED).copied().collect();
+    suggestion_among(key, &known, max)
+}
+
+/// The property of `known` closest to `key`, if within `max` edits (ignoring `.`, `_`, `-`
+/// and case, or not).
+fn suggestion_among(key: &str, known: &[&'static str], max: usize) -> Option<&'static str> {
     let squash = |s: &str| -> String {
         s.chars()
             .filter(|c| !matches!(c, '.' | '_' | '-'))
@@ -348,9 +404,8 @@ fn suggestion(key: &str, max: usize) -> Option<&'static str> {
             .collect()
     };
     let squashed = squash(key);
-    keys::STREAMS
+    known
         .iter()
-        .chain(keys::UNSUPPORTED)
         .map(|&known| {
             (
                 known,

@@ -80,6 +80,8 @@ struct ThreadFactory {
     on_mock: bool,
     /// The main consumers' group protocol, chosen at start (`protocol.rs`).
     group_protocol: GroupProtocol,
+    /// The RocksDB memory (block cache, memtables) all stores of the instance share.
+    rocksdb: streams_state::RocksDbResources,
 }
 
 impl ThreadFactory {
@@ -224,7 +226,7 @@ impl ThreadFactory {
                 Arc::from(app_id),
                 cfg.error_policy(),
                 cfg.cache_max_bytes() / cfg.num_stream_threads().max(1),
-                streams_state::RocksDbResources::default(),
+                self.rocksdb.clone(),
             ),
             state_dir: cfg.state_dir().to_path_buf(),
             eos,
@@ -273,6 +275,8 @@ pub struct KafkaStreams {
     next_thread: Arc<std::sync::atomic::AtomicUsize>,
     process_id: String,
     group_protocol: Option<GroupProtocol>,
+    /// Sized by `rocksdb.block.cache.bytes` and `rocksdb.write.buffer.bytes`.
+    rocksdb: streams_state::RocksDbResources,
 }
 
 impl KafkaStreams {
@@ -324,6 +328,7 @@ impl KafkaStreams {
         metrics.set_topology(&topology.describe().to_string());
         metrics.set_alive_threads(0);
         Ok(Self {
+            rocksdb: config.rocksdb_resources(),
             status: Arc::new(Status::new(metrics.clone())),
             metrics,
             server: None,
@@ -394,6 +399,7 @@ impl KafkaStreams {
             process_id: self.process_id.clone(),
             on_mock: self.embedded.is_some(),
             group_protocol: self.group_protocol.unwrap_or(GroupProtocol::Classic),
+            rocksdb: self.rocksdb.clone(),
         })
     }
 

@@ -19,8 +19,20 @@ type OptionsSetter = dyn Fn(&str, &mut Options) + Send + Sync;
 /// An optional options setter (Kafka Streams' `rocksdb.config.setter`) tunes each store's
 /// [`rocksdb::Options`]. Cloning is cheap: the resources are reference counted.
 ///
-/// [`RocksDbResources::default()`] is the process-wide instance with default sizes
-/// ([`shared`](Self::shared)), so stores built without explicit resources share one budget.
+/// The runtime makes one per application instance, sized by the `rocksdb.block.cache.bytes`
+/// and `rocksdb.write.buffer.bytes` properties. [`RocksDbResources::default()`] is the
+/// process-wide instance with default sizes ([`shared`](Self::shared)), so stores built
+/// without explicit resources share one budget.
+///
+/// # What is bounded
+///
+/// The block cache holds data blocks, index and filter blocks (partitioned, at high
+/// priority, the top level pinned) and, charged to it, the memtables: their memory is part of
+/// `block_cache_bytes`, not added to it. Not bounded: each instance's fixed structures (table
+/// readers of open files, column families' empty memtables, background-job state), blocks
+/// pinned by open iterators, memtables that overshoot their budget while a flush runs (the
+/// cache's limit is not strict: reads and writes never fail for want of cache), and the
+/// allocator's overhead.
 #[derive(Clone)]
 pub struct RocksDbResources {
     inner: Arc<Inner>,
@@ -43,7 +55,9 @@ impl RocksDbResources {
     pub const MEMTABLE_BYTES: usize = 16 << 20;
 
     /// New resources: a block cache of `block_cache_bytes` and a write-buffer manager
-    /// limiting all memtables together to `write_buffer_bytes`, charged to the cache.
+    /// limiting all memtables together to `write_buffer_bytes`, charged to the cache (so
+    /// `write_buffer_bytes` is best at most `block_cache_bytes`, which `StreamsConfig`
+    /// enforces for its properties).
     pub fn new(block_cache_bytes: usize, write_buffer_bytes: usize) -> Self {
         let cache = Cache::new_lru_cache(block_cache_bytes);
         let write_buffers =
@@ -92,6 +106,20 @@ impl RocksDbResources {
         self.inner.write_buffer_bytes
     }
 
+    /// The arena block size of every memtable (RocksDB's `arena_block_size`): a 512th of
+    /// the memtable budget, between 4 KiB and RocksDB's own default for a memtable of
+    /// [`MEMTABLE_BYTES`](Self::MEMTABLE_BYTES) (2 MiB); 64 KiB for the default budget.
+    ///
+    /// The write-buffer manager counts a memtable's memory in whole arena blocks, and every
+    /// store with a non-empty memtable holds at least one. With RocksDB's default (an eighth
+    /// of the memtable size) 100 stores held 200 MiB of mostly empty blocks against a 32 MiB
+    /// budget: every write found the budget exceeded and flushed a tiny memtable, and the
+    /// reservations charged to the block cache left no room for data blocks. See
+    /// docs/benchmarks.md, "Bounded memory".
+    pub fn arena_block_bytes(&self) -> usize {
+        (self.inner.write_buffer_bytes / 512).clamp(4 << 10, Self::MEMTABLE_BYTES / 8) & !0xfff
+    }
+
     /// The bytes currently held in the block cache (including charged memtable memory).
     pub fn block_cache_usage(&self) -> usize {
         self.inner.cache.get_usage()
@@ -103,8 +131,9 @@ impl RocksDbResources {
     }
 
     /// The options the store `store` is opened with: the shared cache and write-buffer
-    /// manager, bloom filters, LZ4, atomic flush, then the user's setter. Exposed so tools
-    /// (e.g. benchmarks) can open a store's directory with identical options.
+    /// manager, small arena blocks, bloom filters, LZ4, atomic flush, then the user's
+    /// setter. Exposed so tools (e.g. benchmarks) can open a store's directory with
+    /// identical options.
     pub fn store_options(&self, store: &str) -> Options {
         let mut opts = Options::default();
         opts.create_if_missing(true);
@@ -113,6 +142,7 @@ impl RocksDbResources {
         opts.set_atomic_flush(true);
         opts.set_write_buffer_manager(&self.inner.write_buffers);
         opts.set_write_buffer_size(Self::MEMTABLE_BYTES);
+        opts.set_arena_block_size(self.arena_block_bytes());
         opts.set_compression_type(DBCompressionType::Lz4);
         opts.set_block_based_table_factory(&self.table_options());
         if let Some(setter) = &self.inner.setter {
@@ -121,10 +151,12 @@ impl RocksDbResources {
         opts
     }
 
-    /// Options of the small metadata column family: shares the block cache.
+    /// Options of the small metadata column family: shares the block cache; its memtable
+    /// (one key, rewritten at every commit) takes small arena blocks too.
     pub(crate) fn metadata_options(&self) -> Options {
         let mut opts = Options::default();
         opts.set_block_based_table_factory(&self.table_options());
+        opts.set_arena_block_size(self.arena_block_bytes());
         opts
     }
 
