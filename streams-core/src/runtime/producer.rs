@@ -49,6 +49,11 @@ pub(crate) struct DeliveryTracker {
 }
 
 impl ClientContext for DeliveryTracker {
+    /// librdkafka's log lines go to `tracing`, as the consumers' do.
+    fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
+        super::resets::forward_log("producer", level, fac, message);
+    }
+
     /// Client-level errors are transient (librdkafka retries); failed deliveries are
     /// reported through [`ProducerContext::delivery`].
     fn error(&self, error: KafkaError, reason: &str) {

@@ -74,6 +74,11 @@ pub(crate) fn parse(fac: &str, message: &str) -> Option<OffsetReset> {
 
 /// Passes a librdkafka log line on to `tracing` (target `librdkafka`) at the matching level.
 pub(crate) fn forward_log(client: &str, level: RDKafkaLogLevel, fac: &str, message: &str) {
+    let level = if is_transient_retry(level, message) {
+        RDKafkaLogLevel::Info
+    } else {
+        level
+    };
     match level {
         RDKafkaLogLevel::Emerg
         | RDKafkaLogLevel::Alert
@@ -87,6 +92,15 @@ pub(crate) fn forward_log(client: &str, level: RDKafkaLogLevel, fac: &str, messa
         }
         RDKafkaLogLevel::Debug => tracing::debug!(target: "librdkafka", client, "{fac} {message}"),
     }
+}
+
+/// Whether `message` is a warning librdkafka logs while it waits out a coordinator that is
+/// still loading its state (a broker just started): it retries by itself and the operation
+/// goes through, so it is news, not a warning.
+fn is_transient_retry(level: RDKafkaLogLevel, message: &str) -> bool {
+    matches!(level, RDKafkaLogLevel::Warning)
+        && message.contains("Coordinator load in progress")
+        && message.ends_with("retrying")
 }
 
 /// The librdkafka log level for the runtime's clients: what `tracing` would show of target
@@ -226,6 +240,23 @@ pub(crate) type AssignedConsumer = BaseConsumer<QuietContext>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_coordinator_still_loading_is_not_a_warning() {
+        let loading = "Failed to acquire transactional PID from broker TxnCoordinator/1: \
+                       Broker: Coordinator load in progress: retrying";
+        assert!(is_transient_retry(RDKafkaLogLevel::Warning, loading));
+        assert!(!is_transient_retry(RDKafkaLogLevel::Error, loading));
+        assert!(!is_transient_retry(
+            RDKafkaLogLevel::Warning,
+            "Failed to acquire transactional PID from broker TxnCoordinator/1: \
+             Broker: Coordinator load in progress"
+        ));
+        assert!(!is_transient_retry(
+            RDKafkaLogLevel::Warning,
+            "Fetch position offset 5 is out of range for partition [0], resetting offset"
+        ));
+    }
 
     #[test]
     fn parses_librdkafkas_reset_line() {
