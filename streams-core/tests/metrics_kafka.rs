@@ -120,8 +120,10 @@ fn metrics_are_scraped_while_running_and_follow_the_tasks() {
     let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
 
     let (mut a, address) = start(topology(&input, &output), config(&bootstrap, &app_id, d1.path()));
-    let (status, body) = get(address, "/health");
-    assert_eq!((status, body.trim()), (200, "Running"));
+    for probe in ["/health", "/health/live", "/health/ready"] {
+        let (status, body) = get(address, probe);
+        assert_eq!((status, body.trim()), (200, "Running"), "{probe}");
+    }
 
     const N: usize = 2_000;
     common::produce_words(&bootstrap, &input, 100, N / 100, "v");
@@ -268,6 +270,8 @@ fn metrics_are_scraped_while_running_and_follow_the_tasks() {
 
     assert!(b.close(Duration::from_secs(60)));
     assert!(a.close(Duration::from_secs(60)));
-    let (status, body) = get(address, "/health");
-    assert_eq!((status, body.trim()), (503, "NotRunning"));
+    for probe in ["/health", "/health/live", "/health/ready"] {
+        let (status, body) = get(address, probe);
+        assert_eq!((status, body.trim()), (503, "NotRunning"), "{probe}");
+    }
 }

@@ -66,7 +66,7 @@ struct Args {
     /// Keep the run's topics and consumer groups instead of deleting them at the end.
     #[arg(long)]
     keep_topics: bool,
-    /// Serve the aggregator's Prometheus metrics at this address (`/metrics`, `/health`).
+    /// Serve the aggregator's Prometheus metrics at this address (`/metrics`, `/health/live`, `/health/ready`).
     #[arg(long)]
     metrics_address: Option<String>,
 }

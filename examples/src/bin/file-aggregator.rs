@@ -47,7 +47,7 @@ struct Args {
     /// Partitions of the pipeline's topics where it creates them.
     #[arg(long, default_value_t = 4)]
     partitions: i32,
-    /// Serve Prometheus metrics at this address (`/metrics`, `/health`).
+    /// Serve Prometheus metrics at this address (`/metrics`, `/health/live`, `/health/ready`).
     #[arg(long)]
     metrics_address: Option<String>,
 }

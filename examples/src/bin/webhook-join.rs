@@ -76,10 +76,10 @@ struct Args {
     /// Demo: events.
     #[arg(long, default_value_t = 30)]
     events: usize,
-    /// Serve the join's Prometheus metrics at this address (`/metrics`, `/health`).
+    /// Serve the join's Prometheus metrics at this address (`/metrics`, `/health/live`, `/health/ready`).
     #[arg(long)]
     metrics_address: Option<String>,
-    /// Serve the delivery's Prometheus metrics at this address (`/metrics`, `/health`).
+    /// Serve the delivery's Prometheus metrics at this address (`/metrics`, `/health/live`, `/health/ready`).
     #[arg(long)]
     delivery_metrics_address: Option<String>,
     /// The delivery's stream threads (`num.stream.threads`): a slow endpoint holds up

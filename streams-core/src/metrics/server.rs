@@ -1,5 +1,7 @@
-//! The HTTP endpoint: `/metrics` in Prometheus' text exposition format, `/health` for
-//! liveness probes (200 while the application is `Running` or `Rebalancing`, 503 otherwise).
+//! The HTTP endpoint: `/metrics` in Prometheus' text exposition format, and the health
+//! probes (see [`Probe`]): `/health/live` (200 unless the application has failed or was
+//! closed), `/health/ready` (200 only while every thread is processing) and `/health` (200
+//! while `Running` or `Rebalancing`).
 //!
 //! It runs on its own small tokio runtime thread, away from the stream threads; a scrape
 //! reads the registry's atomics and takes no lock a stream thread waits on.
@@ -22,7 +24,41 @@ use super::Metrics;
 use crate::model::State;
 use crate::model::error::StreamsError;
 
-/// Reads the application's state for `/health`.
+/// A health probe of the endpoint; each answers 200 or 503 with the state as its body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Probe {
+    /// `/health/live`: the instance is alive, so restarting it would not help: 200 while
+    /// `Created`, `Rebalancing`, `Running` or `PendingShutdown`; 503 once a thread failed
+    /// (`Error`) or the application was closed (`NotRunning`).
+    Live,
+    /// `/health/ready`: the instance is processing: 200 only while `Running`, that is every
+    /// thread has its tasks assigned, restored and running; 503 while it starts, rebalances,
+    /// restores its stores, shuts down or has failed.
+    Ready,
+    /// `/health`: 200 while `Running` or `Rebalancing` (the probe before the two above).
+    Any,
+}
+
+impl Probe {
+    fn of(path: &str) -> Option<Self> {
+        match path {
+            "/health/live" => Some(Self::Live),
+            "/health/ready" => Some(Self::Ready),
+            "/health" => Some(Self::Any),
+            _ => None,
+        }
+    }
+
+    fn passes(self, state: State) -> bool {
+        match self {
+            Self::Live => !matches!(state, State::Error | State::NotRunning),
+            Self::Ready => state == State::Running,
+            Self::Any => matches!(state, State::Running | State::Rebalancing),
+        }
+    }
+}
+
+/// Reads the application's state for the health probes.
 pub(crate) type StateProbe = Arc<dyn Fn() -> State + Send + Sync>;
 
 /// A running endpoint; dropping it stops the server.
@@ -48,7 +84,7 @@ impl MetricsServer {
             .name("streams-metrics-http".into())
             .spawn(move || runtime.block_on(serve(listener, metrics, state, stopped)))
             .map_err(|e| metrics_error(address, e))?;
-        tracing::info!(address = %bound, "serving metrics at /metrics and liveness at /health");
+        tracing::info!(address = %bound, "serving metrics at /metrics and health at /health/live and /health/ready");
         Ok(Self {
             address: bound,
             stop: Some(stop),
@@ -116,11 +152,11 @@ fn respond(req: &Request<Incoming>, metrics: &Metrics, state: &StateProbe) -> Re
             "text/plain; version=0.0.4; charset=utf-8",
             metrics.encode(),
         ),
-        (&Method::GET, "/health") => {
+        (&Method::GET, path) if Probe::of(path).is_some() => {
             let s = state();
-            let live = matches!(s, State::Running | State::Rebalancing);
+            let up = Probe::of(path).is_some_and(|p| p.passes(s));
             (
-                if live {
+                if up {
                     StatusCode::OK
                 } else {
                     StatusCode::SERVICE_UNAVAILABLE
@@ -132,7 +168,7 @@ fn respond(req: &Request<Incoming>, metrics: &Metrics, state: &StateProbe) -> Re
         _ => (
             StatusCode::NOT_FOUND,
             "text/plain; charset=utf-8",
-            "not found; try /metrics or /health\n".to_owned(),
+            "not found; try /metrics, /health/live, /health/ready or /health\n".to_owned(),
         ),
     };
     let mut response = Response::new(Full::new(Bytes::from(body)));
@@ -141,4 +177,26 @@ fn respond(req: &Request<Incoming>, metrics: &Metrics, state: &StateProbe) -> Re
         response.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probes_answer_by_state() {
+        use State::*;
+        let states = [Created, Rebalancing, Running, PendingShutdown, NotRunning, Error];
+        let passing = |p: Probe| -> Vec<State> { states.into_iter().filter(|&s| p.passes(s)).collect() };
+        assert_eq!(
+            passing(Probe::Live),
+            [Created, Rebalancing, Running, PendingShutdown]
+        );
+        assert_eq!(passing(Probe::Ready), [Running]);
+        assert_eq!(passing(Probe::Any), [Rebalancing, Running]);
+        assert_eq!(Probe::of("/health/live"), Some(Probe::Live));
+        assert_eq!(Probe::of("/health/ready"), Some(Probe::Ready));
+        assert_eq!(Probe::of("/health"), Some(Probe::Any));
+        assert_eq!(Probe::of("/health/other"), None);
+    }
 }
