@@ -69,6 +69,10 @@ struct Args {
     /// Serve the aggregator's Prometheus metrics at this address (`/metrics`, `/health/live`, `/health/ready`).
     #[arg(long)]
     metrics_address: Option<String>,
+    /// `metrics.recording.level` of the aggregator: `INFO` (the default) or `DEBUG`, which adds the
+    /// per-node and per-store-operation latency histograms.
+    #[arg(long)]
+    metrics_recording_level: Option<String>,
 }
 
 fn main() -> Result<(), MainError> {
@@ -147,6 +151,9 @@ fn run_pipeline(
         ];
         if let (Some(address), "aggregator") = (&args.metrics_address, app) {
             props.push(("metrics.address", address.clone()));
+        }
+        if let (Some(level), "aggregator") = (&args.metrics_recording_level, app) {
+            props.push(("metrics.recording.level", level.clone()));
         }
         StreamsConfig::from_properties(props)
     };

@@ -50,6 +50,10 @@ struct Args {
     /// Serve Prometheus metrics at this address (`/metrics`, `/health/live`, `/health/ready`).
     #[arg(long)]
     metrics_address: Option<String>,
+    /// `metrics.recording.level` of the application: `INFO` (the default) or `DEBUG`, which adds the
+    /// per-node and per-store-operation latency histograms.
+    #[arg(long)]
+    metrics_recording_level: Option<String>,
 }
 
 fn main() -> Result<(), MainError> {
@@ -84,6 +88,9 @@ fn main() -> Result<(), MainError> {
     ];
     if let Some(address) = &a.metrics_address {
         props.push(("metrics.address", address.clone()));
+    }
+    if let Some(level) = &a.metrics_recording_level {
+        props.push(("metrics.recording.level", level.clone()));
     }
     let config = StreamsConfig::from_properties(props)?;
     std::fs::create_dir_all(&out_dir)?;

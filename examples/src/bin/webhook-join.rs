@@ -82,6 +82,10 @@ struct Args {
     /// Serve the delivery's Prometheus metrics at this address (`/metrics`, `/health/live`, `/health/ready`).
     #[arg(long)]
     delivery_metrics_address: Option<String>,
+    /// `metrics.recording.level` of both applications: `INFO` (the default) or `DEBUG`, which adds the
+    /// per-node and per-store-operation latency histograms.
+    #[arg(long)]
+    metrics_recording_level: Option<String>,
     /// The delivery's stream threads (`num.stream.threads`): a slow endpoint holds up
     /// only the thread whose task calls it.
     #[arg(long, default_value_t = 1)]
@@ -133,6 +137,11 @@ fn main() -> Result<(), MainError> {
         config
             .join_properties
             .push(("metrics.address".into(), address.clone()));
+    }
+    if let Some(level) = &args.metrics_recording_level {
+        for props in [&mut config.join_properties, &mut config.delivery_properties] {
+            props.push(("metrics.recording.level".into(), level.clone()));
+        }
     }
     if let Some(address) = &args.delivery_metrics_address {
         config
