@@ -63,6 +63,14 @@ fn topology() -> (Topology, Vec<StoreRef<StringSerde, StringSerde>>) {
     (b.build().unwrap(), refs)
 }
 
+/// What store `i` must hold for the last values `model`: each value with the store's index.
+fn expected(model: &BTreeMap<String, String>, i: usize) -> BTreeMap<String, String> {
+    model
+        .iter()
+        .map(|(k, v)| (k.clone(), format!("{i}:{v}")))
+        .collect()
+}
+
 #[test]
 fn all_caches_of_the_driver_share_one_budget() {
     // Room for about 100 entries in all, for 16 caches (4 partitions x 4 stores): each
@@ -109,11 +117,7 @@ fn all_caches_of_the_driver_share_one_budget() {
                     assert!(got.insert(k, v).is_none(), "a key in two partitions");
                 }
             }
-            let want: BTreeMap<String, String> = model
-                .iter()
-                .map(|(k, v)| (k.clone(), format!("{i}:{v}")))
-                .collect();
-            assert_eq!(got, want, "store-{i}, round {round}");
+            assert_eq!(got, expected(&model, i), "store-{i}, round {round}");
         }
         driver.commit().unwrap();
     }
@@ -124,11 +128,7 @@ fn all_caches_of_the_driver_share_one_budget() {
             StringSerde,
         );
         let logged: BTreeMap<String, String> = changelog.read_key_values().unwrap().into_iter().collect();
-        let want: BTreeMap<String, String> = model
-            .iter()
-            .map(|(k, v)| (k.clone(), format!("{i}:{v}")))
-            .collect();
-        assert_eq!(logged, want, "changelog of store-{i}");
+        assert_eq!(logged, expected(&model, i), "changelog of store-{i}");
     }
     driver.close().unwrap();
     assert_eq!((cache.caches(), cache.used_bytes()), (0, 0));

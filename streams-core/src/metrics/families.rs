@@ -90,6 +90,17 @@ impl Reg<'_> {
         Ok(self.keep(IntCounterVec::new(Opts::new(name, help), &refs)?))
     }
 
+    /// A counter of seconds (a float, unlike the integer counts of [`Reg::counter`]).
+    fn seconds_counter(
+        &mut self,
+        name: &str,
+        help: &str,
+        labels: &[String],
+    ) -> prometheus::Result<prometheus::CounterVec> {
+        let refs: Vec<&str> = labels.iter().map(String::as_str).collect();
+        Ok(self.keep(prometheus::CounterVec::new(Opts::new(name, help), &refs)?))
+    }
+
     fn gauge(&mut self, name: &str, help: &str, labels: &[String]) -> prometheus::Result<IntGaugeVec> {
         let refs: Vec<&str> = labels.iter().map(String::as_str).collect();
         Ok(self.keep(IntGaugeVec::new(Opts::new(name, help), &refs)?))
@@ -186,39 +197,23 @@ impl Families {
                 "Tasks closed by the thread.",
                 &thread,
             )?,
-            thread_blocked_seconds: {
-                let refs: Vec<&str> = thread.iter().map(String::as_str).collect();
-                r.keep(prometheus::CounterVec::new(
-                    Opts::new(
-                        "streams_thread_blocked_seconds_total",
-                        "Time the thread spent blocked on Kafka: waiting in poll, for room in the producer's queue, flushing the producer, committing.",
-                    ),
-                    &refs,
-                )?)
-            },
-            thread_commit_phase_seconds: {
-                let labels = with(THREAD, &["phase"]);
-                let refs: Vec<&str> = labels.iter().map(String::as_str).collect();
-                r.keep(prometheus::CounterVec::new(
-                    Opts::new(
-                        "streams_thread_commit_phase_seconds_total",
-                        "Time the thread's commits spent in each phase: flushing stores and caches, \
-                         waiting for the producer, committing offsets or the transaction.",
-                    ),
-                    &refs,
-                )?)
-            },
-            thread_produce_queue_full_seconds: {
-                let refs: Vec<&str> = thread.iter().map(String::as_str).collect();
-                r.keep(prometheus::CounterVec::new(
-                    Opts::new(
-                        "streams_thread_produce_queue_full_seconds_total",
-                        "Time the thread's sends waited for room in the producer's full queue \
-                         (also counted in streams_thread_blocked_seconds_total).",
-                    ),
-                    &refs,
-                )?)
-            },
+            thread_blocked_seconds: r.seconds_counter(
+                "streams_thread_blocked_seconds_total",
+                "Time the thread spent blocked on Kafka: waiting in poll, for room in the producer's queue, flushing the producer, committing.",
+                &thread,
+            )?,
+            thread_commit_phase_seconds: r.seconds_counter(
+                "streams_thread_commit_phase_seconds_total",
+                "Time the thread's commits spent in each phase: flushing stores and caches, \
+                 waiting for the producer, committing offsets or the transaction.",
+                &with(THREAD, &["phase"]),
+            )?,
+            thread_produce_queue_full_seconds: r.seconds_counter(
+                "streams_thread_produce_queue_full_seconds_total",
+                "Time the thread's sends waited for room in the producer's full queue \
+                 (also counted in streams_thread_blocked_seconds_total).",
+                &thread,
+            )?,
             producer_errors: r.counter(
                 "streams_thread_producer_errors_total",
                 "Records the thread's producer failed to deliver.",
