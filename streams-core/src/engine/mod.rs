@@ -45,6 +45,16 @@ use crate::processor::PunctuationType;
 use crate::topology::Topology;
 use crate::topology::spec::{NodeKind, TimestampExtractor};
 
+/// Where an input partition's queued records end (see [`Task::add_records`]).
+struct Queued {
+    topic: Arc<str>,
+    partition: i32,
+    /// The offset after the last record queued.
+    next: i64,
+    /// The last record offered was a re-delivery.
+    in_redelivery: bool,
+}
+
 struct SourceEntry {
     node: usize,
     extractor: Option<TimestampExtractor>,
@@ -62,6 +72,9 @@ pub struct Task {
     /// Next offset to commit per input partition (topic, partition, offset); a few
     /// entries, updated in place per record without allocating.
     consumed: Vec<(String, i32, i64)>,
+    /// Per input partition, the offset after the last record queued, and whether the
+    /// last record offered was a re-delivery (see [`Task::add_records`]).
+    queued: Vec<Queued>,
     policy: ErrorPolicy,
     pub(crate) counters: TaskCounters,
     initialized: bool,
@@ -160,6 +173,7 @@ impl Task {
             sources,
             queues: RecordQueues::default(),
             consumed: Vec::new(),
+            queued: Vec::new(),
             policy,
             counters: TaskCounters::default(),
             initialized: false,
@@ -170,6 +184,11 @@ impl Task {
     /// The task's id.
     pub fn id(&self) -> TaskId {
         self.shared.task_id
+    }
+
+    /// The task's counters, totals since it was built.
+    pub fn counters(&self) -> TaskCounters {
+        self.counters
     }
 
     /// The task's own stores (not the global stores it reads).
@@ -201,6 +220,9 @@ impl Task {
     /// dropped (and counted), as Kafka Streams does.
     pub fn add_records(&mut self, records: impl IntoIterator<Item = RawRecord>) {
         for r in records {
+            if self.source(&r.topic).is_none() || self.redelivered(&r) {
+                continue;
+            }
             let Some(source) = self.source(&r.topic) else {
                 continue;
             };
@@ -218,6 +240,58 @@ impl Task {
             }
             self.queues.push(ts, r);
         }
+    }
+
+    /// Whether `r` is at an offset this task has already queued (and so processed, or
+    /// will): a re-delivery, dropped and counted. Offsets of one partition only grow, and
+    /// a task's state holds every record it queued, so a record behind that position can
+    /// only be one seen before: the consumer went back (a partition restarted from an
+    /// older position while the task kept running). Processing it again would apply it
+    /// twice to the state and produce its output twice, even under exactly-once. The first
+    /// record of each run of re-deliveries is logged.
+    fn redelivered(&mut self, r: &RawRecord) -> bool {
+        let i = match self
+            .queued
+            .iter()
+            .position(|q| q.partition == r.partition && *q.topic == *r.topic)
+        {
+            Some(i) => i,
+            None => {
+                self.queued.push(Queued {
+                    topic: r.topic.clone(),
+                    partition: r.partition,
+                    next: r.offset + 1,
+                    in_redelivery: false,
+                });
+                return false;
+            }
+        };
+        let q = &mut self.queued[i];
+        if r.offset >= q.next {
+            q.next = r.offset + 1;
+            q.in_redelivery = false;
+            return false;
+        }
+        if !q.in_redelivery {
+            q.in_redelivery = true;
+            tracing::warn!(
+                task = %self.shared.task_id,
+                topic = %r.topic,
+                partition = r.partition,
+                offset = r.offset,
+                queued_up_to = q.next,
+                "record delivered again: dropped (already processed or queued)"
+            );
+        }
+        self.counters.redelivered += 1;
+        true
+    }
+
+    /// Forgets the queued position of `topic`-`partition`: the host moved the partition
+    /// on purpose (an offset reset), and its next records start a new sequence.
+    pub fn forget_position(&mut self, topic: &str, partition: i32) {
+        self.queued
+            .retain(|q| !(q.partition == partition && *q.topic == *topic));
     }
 
     /// Processes the next queued record, if any; then runs the stream-time punctuators that

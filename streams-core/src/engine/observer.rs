@@ -23,6 +23,8 @@ pub struct TaskCounters {
     pub processed: u64,
     /// Records dropped: with a negative timestamp, or skipped after an error.
     pub dropped: u64,
+    /// Records delivered again at an offset the task had already queued, and dropped.
+    pub redelivered: u64,
     /// Punctuations run.
     pub punctuations: u64,
     /// Records sent to the dead-letter topic.
@@ -37,6 +39,7 @@ impl TaskCounters {
         Self {
             processed: self.processed - earlier.processed,
             dropped: self.dropped - earlier.dropped,
+            redelivered: self.redelivered - earlier.redelivered,
             punctuations: self.punctuations - earlier.punctuations,
             dead_lettered: self.dead_lettered - earlier.dead_lettered,
             dead_lettered_by: std::array::from_fn(|i| self.dead_lettered_by[i] - earlier.dead_lettered_by[i]),

@@ -48,6 +48,7 @@ pub(crate) struct Families {
     // Task.
     pub task_process_records: IntCounterVec,
     pub task_dropped_records: IntCounterVec,
+    pub task_redelivered_records: IntCounterVec,
     pub task_punctuations: IntCounterVec,
     pub task_records_lag: IntGaugeVec,
     pub task_cache_size: IntGaugeVec,
@@ -252,6 +253,11 @@ impl Families {
             task_dropped_records: r.counter(
                 "streams_task_dropped_records_total",
                 "Records dropped by the task (negative timestamps, skipped by a log-and-continue handler).",
+                &task,
+            )?,
+            task_redelivered_records: r.counter(
+                "streams_task_redelivered_records_total",
+                "Records delivered again at an offset the task had already processed or queued, and dropped (the consumer went back while the task kept running).",
                 &task,
             )?,
             task_punctuations: r.counter(

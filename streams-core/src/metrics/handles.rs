@@ -190,6 +190,7 @@ pub(crate) struct TaskMetrics {
     task: String,
     pub process_records: IntCounter,
     pub dropped_records: IntCounter,
+    pub redelivered_records: IntCounter,
     pub punctuations: IntCounter,
     pub cache_size: IntGauge,
     pub restore_records: IntCounter,
@@ -211,6 +212,7 @@ impl TaskMetrics {
             thread: thread.to_owned(),
             process_records: counter(&f.task_process_records, &l),
             dropped_records: counter(&f.task_dropped_records, &l),
+            redelivered_records: counter(&f.task_redelivered_records, &l),
             punctuations: counter(&f.task_punctuations, &l),
             cache_size: f.task_cache_size.with_label_values(&l),
             restore_records: counter(&f.task_restore_records, &l),
@@ -261,6 +263,7 @@ impl Drop for TaskMetrics {
         let l = self.labels();
         let _ = f.task_process_records.remove_label_values(&l);
         let _ = f.task_dropped_records.remove_label_values(&l);
+        let _ = f.task_redelivered_records.remove_label_values(&l);
         let _ = f.task_punctuations.remove_label_values(&l);
         let _ = f.task_cache_size.remove_label_values(&l);
         let _ = f.task_restore_records.remove_label_values(&l);
@@ -319,6 +322,7 @@ impl TaskObserver for TaskMetrics {
         let delta = report.counters.since(&self.published);
         self.process_records.inc_by(delta.processed);
         self.dropped_records.inc_by(delta.dropped);
+        self.redelivered_records.inc_by(delta.redelivered);
         self.punctuations.inc_by(delta.punctuations);
         self.published = report.counters;
         self.cache_size

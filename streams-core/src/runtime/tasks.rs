@@ -233,6 +233,21 @@ impl TaskManager {
         }
     }
 
+    /// Tells the task of `topic`-`partition`, if it runs here, that the partition's
+    /// position was moved on purpose (see `Task::forget_position`).
+    pub fn forget_position(&mut self, topic: &str, partition: i32) {
+        let Some(sub) = self.settings.factory.topology().subtopology_of_topic(topic) else {
+            return;
+        };
+        let id = TaskId {
+            subtopology: sub.id,
+            partition,
+        };
+        if let Some(task) = self.tasks.get_mut(&id) {
+            task.forget_position(topic, partition);
+        }
+    }
+
     /// Processes every queued record; returns how many.
     pub fn process(&mut self) -> Result<usize, StreamsError> {
         let mut n = 0;
@@ -301,6 +316,7 @@ impl TaskManager {
             }
         }
         let timeout = Duration::from_secs(60);
+        tracing::debug!(offsets = %super::start_offsets::describe(&tpl), "committing");
         if self.settings.eos {
             if tpl.count() > 0 {
                 let meta = consumer
@@ -424,6 +440,7 @@ impl TaskManager {
                 task = %task.id(),
                 processed = c.processed,
                 dropped = c.dropped,
+                redelivered = c.redelivered,
                 punctuations = c.punctuations,
                 dead_lettered = c.dead_lettered,
                 "closing task"

@@ -325,6 +325,13 @@ fn run_loop(
         m.poll_records.observe(batch.len() as f64);
         let reset = consumer.context().resets.take();
         if !reset.is_empty() {
+            // The partitions start a new sequence of offsets: their tasks must not take
+            // the new records for re-deliveries.
+            with_tasks(|tm| {
+                for r in &reset {
+                    tm.forget_position(&r.topic, r.partition);
+                }
+            });
             resets.handle(consumer, reset)?;
         }
         let restoring = with_tasks(|tm| {
