@@ -70,7 +70,23 @@ pub(crate) fn explicit<C: ConsumerContext>(
         out.add_partition_offset(e.topic(), e.partition(), offset)
             .map_err(|err| kafka_err("start offsets", err))?;
     }
+    tracing::info!(start = %describe(&out), "start offsets of the assigned partitions");
     Ok(out)
+}
+
+/// `topic-partition@offset` of each partition, `committed`-less ones as `reset`.
+pub(crate) fn describe(tpl: &TopicPartitionList) -> String {
+    let mut out = String::new();
+    for e in tpl.elements() {
+        if !out.is_empty() {
+            out.push_str(", ");
+        }
+        match e.offset() {
+            Offset::Offset(o) => out.push_str(&format!("{}-{}@{o}", e.topic(), e.partition())),
+            _ => out.push_str(&format!("{}-{}@reset", e.topic(), e.partition())),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
