@@ -97,19 +97,7 @@ fn set_cleanup_policy(bootstrap: &str, topic: &str, policy: &str) {
 
 /// Deletes the records of partition 0 of `topic` before `before`.
 fn delete_records(bootstrap: &str, topic: &str, before: i64) {
-    let admin = admin(bootstrap);
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(topic, 0, Offset::Offset(before))
-        .unwrap();
-    let result = kafka::block_on_timeout(
-        admin.delete_records(&tpl, &AdminOptions::new()),
-        Duration::from_secs(30),
-    )
-    .expect("delete_records timed out")
-    .unwrap();
-    for e in result.elements() {
-        assert!(e.error().is_ok(), "delete_records {topic}: {:?}", e.error());
-    }
+    kafka::delete_records(bootstrap, topic, 0, before).unwrap();
 }
 
 fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {

@@ -264,6 +264,32 @@ pub fn consumer_config(bootstrap: &str, group_id: &str) -> ClientConfig {
     config
 }
 
+/// Deletes the records of `topic`-`partition` before offset `before` (`DeleteRecords`): the
+/// partition's log start offset becomes `before`, as after retention. A compacted topic
+/// refuses it. Bounded by [`DEFAULT_TIMEOUT`].
+pub fn delete_records(bootstrap: &str, topic: &str, partition: i32, before: i64) -> TestResult<()> {
+    let what = format!("deleting the records of {topic}-{partition} before {before}");
+    let admin: AdminClient<DefaultClientContext> = base_config(bootstrap).create()?;
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    tpl.add_partition_offset(topic, partition, rdkafka::Offset::Offset(before))?;
+    let options = AdminOptions::new().request_timeout(Some(DEFAULT_TIMEOUT));
+    let result = block_on_timeout(admin.delete_records(&tpl, &options), DEFAULT_TIMEOUT + GRACE)
+        .ok_or_else(|| timeout_error(what.clone(), DEFAULT_TIMEOUT + GRACE))?
+        .map_err(|e| TestKafkaError::Failed {
+            what: what.clone(),
+            detail: e.to_string(),
+        })?;
+    for e in result.elements() {
+        if let Err(err) = e.error() {
+            return Err(TestKafkaError::Failed {
+                what,
+                detail: err.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Creates `name` with `partitions` partitions, the broker's default replication factor and
 /// the given topic configs, then waits until every partition has a leader.
 ///

@@ -117,8 +117,10 @@ impl GlobalTasks {
                     let (low, high) = consumer
                         .fetch_watermarks(topic, p, Duration::from_secs(30))
                         .map_err(|e| kafka_err(&format!("watermarks of {topic}-{p}"), e))?;
+                    // The log start as a concrete offset: librdkafka's lookup of a logical
+                    // one can fire again later and move the position (see `start_offsets.rs`).
                     assignment
-                        .add_partition_offset(topic, p, Offset::Beginning)
+                        .add_partition_offset(topic, p, Offset::Offset(low))
                         .map_err(|e| kafka_err("global assignment", e))?;
                     if high > low {
                         ends.insert((topic.clone(), p), high);

@@ -169,6 +169,7 @@ impl ThreadFactory {
             revoked: std::sync::Mutex::new(Vec::new()),
             high_watermarks: std::sync::Mutex::new(std::collections::HashMap::new()),
             resets: resets::ResetWatch::default(),
+            reset: start_offsets::ResetTo::of(cc.get("auto.offset.reset")),
         };
         let consumer: BaseConsumer<ThreadContext> = cc
             .create_with_context(context)
@@ -230,7 +231,7 @@ impl ThreadFactory {
             ),
             state_dir: cfg.state_dir().to_path_buf(),
             eos,
-            reset_earliest: cc.get("auto.offset.reset") == Some("earliest"),
+            reset: start_offsets::ResetTo::of(cc.get("auto.offset.reset")),
             on_mock: self.on_mock,
         };
         let global_consumer = if self.topology.subtopologies().iter().any(|s| s.global) {

@@ -76,8 +76,11 @@ impl TaskManager {
         for e in committed.elements() {
             let to = match e.offset() {
                 Offset::Offset(o) => Offset::Offset(o),
-                _ if self.settings.reset_earliest => Offset::Beginning,
-                _ => Offset::End,
+                // Concrete, as at assignment (see `start_offsets.rs`).
+                _ => match self.settings.reset.resolve(consumer, e.topic(), e.partition())? {
+                    Some(o) => Offset::Offset(o),
+                    None => Offset::End,
+                },
             };
             consumer
                 .seek(e.topic(), e.partition(), to, Duration::from_secs(30))

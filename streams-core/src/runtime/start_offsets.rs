@@ -11,8 +11,22 @@
 //!
 //! So the rebalance callback asks for the committed offsets itself (`committed_offsets`
 //! retries unstable answers until the broker has settled the transaction) and assigns the
-//! partitions with explicit offsets. A partition without any commit keeps the logical
-//! offset, and `auto.offset.reset` applies as it should.
+//! partitions with explicit offsets.
+//!
+//! A partition without any commit starts at a concrete offset read here too, never at a
+//! logical one: its log start offset under `auto.offset.reset=earliest`, its end (the last
+//! stable offset under `read_committed`: the watermark query uses the consumer's isolation
+//! level) under `latest`. librdkafka (2.12) resolves a logical offset with a ListOffsets
+//! request, and when the partition's op version moves while that request is in flight (the
+//! stream thread pauses the partitions of a new task at once, until its stores are
+//! restored), the late answer is dropped as outdated but arms a retry timer that nothing
+//! cancels. Half a second later the timer queries the logical offset again and moves the
+//! fetch position there, even if the partition has since been assigned again at a
+//! committed offset: a thread that kept its tasks through a rebalance delivered its
+//! partitions again from offset 0, with nothing above debug level in librdkafka's log
+//! ("outdated offset response: (re)starting offset query timer", then "timed offset query
+//! ... in state active"). With a concrete start offset no query is made. Only
+//! `auto.offset.reset=none` keeps the logical offset (librdkafka then reports the error).
 
 use std::time::Duration;
 
@@ -49,10 +63,51 @@ pub(crate) fn committed<C: ConsumerContext>(
     Ok(committed)
 }
 
-/// `assigned` with each partition's committed offset where it has one.
+/// Where a partition without a committed offset starts: `auto.offset.reset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ResetTo {
+    /// The log start offset.
+    Earliest,
+    /// The end of the log (the last stable offset under `read_committed`).
+    Latest,
+    /// No policy (`none`, or an unknown value): the logical offset, which librdkafka fails.
+    Logical,
+}
+
+impl ResetTo {
+    /// The policy of a consumer whose `auto.offset.reset` is `value`.
+    pub(crate) fn of(value: Option<&str>) -> Self {
+        match value {
+            Some("earliest" | "smallest" | "beginning") => Self::Earliest,
+            Some("latest" | "largest" | "end") | None => Self::Latest,
+            Some(_) => Self::Logical,
+        }
+    }
+
+    /// The concrete offset `topic`-`partition` starts at under this policy, or `None` for
+    /// [`ResetTo::Logical`].
+    pub(crate) fn resolve<C: ConsumerContext>(
+        self,
+        consumer: &BaseConsumer<C>,
+        topic: &str,
+        partition: i32,
+    ) -> Result<Option<i64>, StreamsError> {
+        if self == Self::Logical {
+            return Ok(None);
+        }
+        let (low, high) = consumer
+            .fetch_watermarks(topic, partition, LOOKUP_TIMEOUT)
+            .map_err(|e| kafka_err(&format!("watermarks of {topic}-{partition}"), e))?;
+        Ok(Some(if self == Self::Earliest { low } else { high }))
+    }
+}
+
+/// `assigned` with each partition's committed offset where it has one, else where `reset`
+/// puts it.
 pub(crate) fn explicit<C: ConsumerContext>(
     consumer: &BaseConsumer<C>,
     assigned: &TopicPartitionList,
+    reset: ResetTo,
 ) -> Result<TopicPartitionList, StreamsError> {
     if assigned.count() == 0 {
         return Ok(assigned.clone());
@@ -65,7 +120,10 @@ pub(crate) fn explicit<C: ConsumerContext>(
             .map(|c| c.offset())
         {
             Some(Offset::Offset(o)) => Offset::Offset(o),
-            _ => e.offset(),
+            _ => match reset.resolve(consumer, e.topic(), e.partition())? {
+                Some(o) => Offset::Offset(o),
+                None => e.offset(),
+            },
         };
         out.add_partition_offset(e.topic(), e.partition(), offset)
             .map_err(|err| kafka_err("start offsets", err))?;
@@ -97,7 +155,7 @@ mod tests {
     use rdkafka::producer::{BaseProducer, Producer};
     use rdkafka::{Offset, TopicPartitionList};
 
-    use super::{committed, explicit};
+    use super::{ResetTo, committed, explicit};
     use streams_test_utils::kafka::{self, ProduceRecord};
 
     /// A crashed exactly-once producer's transaction holds an offset commit open: the
@@ -148,11 +206,51 @@ mod tests {
             std::thread::sleep(Duration::from_secs(1));
             producer.abort_transaction(Duration::from_secs(30)).unwrap();
         });
-        let start = explicit(&consumer, &assigned).unwrap();
+        let start = explicit(&consumer, &assigned, ResetTo::Earliest).unwrap();
         aborter.join().unwrap();
         assert_eq!(
             start.find_partition(&topic, 0).map(|e| e.offset()),
             Some(Offset::Offset(50))
         );
+    }
+
+    /// A partition without a commit starts at a concrete offset: its log start under
+    /// `earliest`, its end under `latest` (librdkafka's own lookup of a logical offset can
+    /// fire again later and move a running partition); only `none` keeps the logical one.
+    #[test]
+    fn uncommitted_partitions_start_at_a_concrete_offset() {
+        let Some(bootstrap) = kafka::require_kafka("start_offsets") else {
+            return;
+        };
+        let topic = kafka::unique_name("uncommitted");
+        let group = kafka::unique_name("uncommitted-group");
+        kafka::create_topic(&bootstrap, &topic, 1, &[]).unwrap();
+        let records: Vec<ProduceRecord> = (0..20).map(|i| ProduceRecord::new("k", i.to_string())).collect();
+        kafka::produce(&bootstrap, &topic, &records, Duration::from_secs(60)).unwrap();
+        kafka::delete_records(&bootstrap, &topic, 0, 7).unwrap();
+        let consumer: BaseConsumer = kafka::consumer_config(&bootstrap, &group)
+            .set("isolation.level", "read_committed")
+            .create()
+            .unwrap();
+        let mut assigned = TopicPartitionList::new();
+        assigned.add_partition(&topic, 0);
+        let start = explicit(&consumer, &assigned, ResetTo::Earliest).unwrap();
+        assert_eq!(
+            start.find_partition(&topic, 0).map(|e| e.offset()),
+            Some(Offset::Offset(7))
+        );
+        let start = explicit(&consumer, &assigned, ResetTo::Latest).unwrap();
+        assert_eq!(
+            start.find_partition(&topic, 0).map(|e| e.offset()),
+            Some(Offset::Offset(20))
+        );
+        let start = explicit(&consumer, &assigned, ResetTo::Logical).unwrap();
+        assert_eq!(
+            start.find_partition(&topic, 0).map(|e| e.offset()),
+            assigned.find_partition(&topic, 0).map(|e| e.offset())
+        );
+        assert_eq!(ResetTo::of(Some("earliest")), ResetTo::Earliest);
+        assert_eq!(ResetTo::of(None), ResetTo::Latest);
+        assert_eq!(ResetTo::of(Some("none")), ResetTo::Logical);
     }
 }

@@ -42,8 +42,8 @@ pub(crate) struct TaskSettings {
     pub factory: TaskFactory,
     pub state_dir: PathBuf,
     pub eos: bool,
-    /// The main consumer's `auto.offset.reset` is `earliest`.
-    pub reset_earliest: bool,
+    /// The main consumer's `auto.offset.reset`.
+    pub reset: super::start_offsets::ResetTo,
     /// The application runs on the embedded mock cluster: a changelog gap is then fatal.
     pub on_mock: bool,
 }

@@ -57,6 +57,9 @@ pub(crate) struct ThreadContext {
     pub high_watermarks: Mutex<HashMap<(String, i32), i64>>,
     /// Offset resets of source partitions librdkafka logged, for the loop to report.
     pub resets: ResetWatch,
+    /// Where partitions without a commit start (`auto.offset.reset`), resolved to a
+    /// concrete offset by the runtime (see `start_offsets.rs`).
+    pub reset: start_offsets::ResetTo,
 }
 
 impl ClientContext for ThreadContext {
@@ -108,7 +111,7 @@ impl ConsumerContext for ThreadContext {
             let start = if self.closing.load(Ordering::Relaxed) {
                 tpl.clone()
             } else {
-                start_offsets::explicit(consumer, tpl).unwrap_or_else(|e| {
+                start_offsets::explicit(consumer, tpl, self.reset).unwrap_or_else(|e| {
                     // Never guess: without the committed offsets the thread fails (and is
                     // replaced, or the application stops, as the error handler says).
                     with_tasks(|tm| {
@@ -458,6 +461,7 @@ mod tests {
             revoked: Mutex::new(Vec::new()),
             high_watermarks: Mutex::new(HashMap::new()),
             resets: ResetWatch::default(),
+            reset: start_offsets::ResetTo::Earliest,
         }
     }
 
