@@ -8,6 +8,7 @@
 
 mod builder;
 mod describe;
+mod diagram;
 mod internal;
 pub(crate) mod nodes;
 pub(crate) mod spec;
