@@ -16,17 +16,22 @@ mod common;
 use common::count_topology as topology;
 
 fn config(bootstrap: &str, app: &str, dir: &Path) -> StreamsConfig {
-    StreamsConfig::from_properties([
+    config_with(bootstrap, app, dir, &[])
+}
+
+fn config_with(bootstrap: &str, app: &str, dir: &Path, extra: &[(&str, &str)]) -> StreamsConfig {
+    let dir = dir.display().to_string();
+    let base = [
         ("application.id", app),
         ("bootstrap.servers", bootstrap),
-        ("state.dir", &dir.display().to_string()),
+        ("state.dir", dir.as_str()),
         ("commit.interval.ms", "200"),
         ("metrics.address", "127.0.0.1:0"),
         ("metrics.recording.level", "DEBUG"),
         ("consumer.session.timeout.ms", "6000"),
         ("consumer.heartbeat.interval.ms", "500"),
-    ])
-    .unwrap()
+    ];
+    StreamsConfig::from_properties(base.iter().chain(extra).copied()).unwrap()
 }
 
 /// A plain HTTP/1.1 GET: (status, body).
@@ -274,4 +279,77 @@ fn metrics_are_scraped_while_running_and_follow_the_tasks() {
         let (status, body) = get(address, probe);
         assert_eq!((status, body.trim()), (503, "NotRunning"), "{probe}");
     }
+}
+
+/// Lag is reported for every assigned input partition, also those that never had a record,
+/// and reads 0 once caught up, also where the input was written in transactions (the log
+/// then ends in a commit marker, which the consumer never delivers).
+#[test]
+fn lag_covers_every_partition_and_reads_zero_when_caught_up() {
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+
+    let Some(bootstrap) = kafka::require_kafka("lag_covers_every_partition_and_reads_zero_when_caught_up")
+    else {
+        return;
+    };
+    let app_id = kafka::unique_name("lag-app");
+    let input = kafka::unique_name("lag-words");
+    let output = kafka::unique_name("lag-counts");
+    kafka::create_topic(&bootstrap, &input, 4, &[]).unwrap();
+    kafka::create_topic(&bootstrap, &output, 4, &[]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_with(
+        &bootstrap,
+        &app_id,
+        dir.path(),
+        &[("processing.guarantee", "exactly_once_v2")],
+    );
+    let (mut app, address) = start(topology(&input, &output), config);
+
+    // Two of the four partitions get records, in two transactions.
+    let producer: BaseProducer = kafka::producer_config(&bootstrap)
+        .set("transactional.id", kafka::unique_name("lag-feeder"))
+        .create()
+        .unwrap();
+    producer.init_transactions(Duration::from_secs(30)).unwrap();
+    for round in 0..2 {
+        producer.begin_transaction().unwrap();
+        for i in 0..25 {
+            for partition in [0, 1] {
+                let value = format!("w{round}-{i}");
+                producer
+                    .send(
+                        BaseRecord::to(&input)
+                            .key("w")
+                            .payload(&value)
+                            .partition(partition),
+                    )
+                    .unwrap();
+            }
+        }
+        producer.commit_transaction(Duration::from_secs(30)).unwrap();
+    }
+
+    let app_label = format!("application_id=\"{app_id}\"");
+    let lag_of_input = format!("topic=\"{input}\"");
+    let text = scrape_until(
+        address,
+        Duration::from_secs(60),
+        "every partition caught up",
+        |t| {
+            sum(t, "streams_thread_process_records_total", &[&app_label]) == 100.0
+                && samples(t, "streams_task_records_lag", &[&lag_of_input]).len() == 4
+                && sum(t, "streams_task_records_lag", &[&lag_of_input]) == 0.0
+        },
+    );
+    let partitions: BTreeSet<&str> = samples(&text, "streams_task_records_lag", &[&lag_of_input])
+        .iter()
+        .filter_map(|(labels, _)| {
+            let start = labels.find("partition=\"")? + 11;
+            let end = labels[start..].find('"')? + start;
+            Some(&labels[start..end])
+        })
+        .collect();
+    assert_eq!(partitions, BTreeSet::from(["0", "1", "2", "3"]));
+    assert!(app.close(Duration::from_secs(30)), "closed in time");
 }

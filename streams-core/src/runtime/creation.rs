@@ -38,7 +38,7 @@ pub(crate) struct Restoring {
     seq: u64,
     /// The stream time the task's changelog writers stamp records with.
     timestamp: Arc<AtomicI64>,
-    metrics: TaskMetrics,
+    pub metrics: TaskMetrics,
     /// Records fetched for the task before its partitions were paused.
     pub held: Vec<RawRecord>,
     wiped_for_gap: bool,

@@ -167,7 +167,7 @@ impl ThreadFactory {
             closing: AtomicBool::new(false),
             generation: std::sync::atomic::AtomicU64::new(0),
             revoked: std::sync::Mutex::new(Vec::new()),
-            high_watermarks: std::sync::Mutex::new(std::collections::HashMap::new()),
+            fetch_positions: std::sync::Mutex::new(std::collections::HashMap::new()),
             resets: resets::ResetWatch::default(),
             reset: start_offsets::ResetTo::of(cc.get("auto.offset.reset")),
         };

@@ -20,6 +20,7 @@ use rdkafka::statistics::Statistics;
 use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{ClientContext, TopicPartitionList};
 
+use super::publish::FetchPosition;
 use super::resets::{ResetWatch, SourceResets, forward_log};
 use super::start_offsets;
 use super::status::Status;
@@ -52,9 +53,9 @@ pub(crate) struct ThreadContext {
     /// Partitions revoked by callbacks since the loop last looked (cooperative
     /// rebalances: only their polled records are dropped).
     pub revoked: Mutex<Vec<(String, i32)>>,
-    /// End offsets of the assigned partitions, from librdkafka's statistics (delivered
-    /// inside `poll` about once a second), for the lag metric.
-    pub high_watermarks: Mutex<HashMap<(String, i32), i64>>,
+    /// Ends and fetch positions of the assigned partitions, from librdkafka's statistics
+    /// (delivered inside `poll` about once a second), for the lag metric.
+    pub fetch_positions: Mutex<HashMap<(String, i32), FetchPosition>>,
     /// Offset resets of source partitions librdkafka logged, for the loop to report.
     pub resets: ResetWatch,
     /// Where partitions without a commit start (`auto.offset.reset`), resolved to a
@@ -82,13 +83,22 @@ impl ClientContext for ThreadContext {
     }
 
     fn stats(&self, statistics: Statistics) {
-        let Ok(mut hw) = self.high_watermarks.lock() else {
+        let Ok(mut positions) = self.fetch_positions.lock() else {
             return;
         };
+        positions.clear();
         for (topic, t) in statistics.topics {
             for (partition, p) in t.partitions {
-                if partition >= 0 && p.hi_offset >= 0 {
-                    hw.insert((topic.clone(), partition), p.hi_offset);
+                if partition >= 0 && p.desired {
+                    positions.insert(
+                        (topic.clone(), partition),
+                        FetchPosition {
+                            high: p.hi_offset,
+                            stable: p.ls_offset,
+                            next: p.next_offset,
+                            queued: p.fetchq_cnt,
+                        },
+                    );
                 }
             }
         }
@@ -378,13 +388,13 @@ fn run_loop(
                 last_commit = Instant::now();
             }
             if last_publish.elapsed() >= PUBLISH_EVERY {
-                let high = consumer
+                let fetch = consumer
                     .context()
-                    .high_watermarks
+                    .fetch_positions
                     .lock()
                     .map(|h| h.clone())
                     .unwrap_or_default();
-                tm.publish_metrics(consumer, &high);
+                tm.publish_metrics(&fetch);
                 last_publish = Instant::now();
             }
             status.set_processed(name, tm.processed_total);
@@ -459,7 +469,7 @@ mod tests {
             closing: AtomicBool::new(false),
             generation: AtomicU64::new(0),
             revoked: Mutex::new(Vec::new()),
-            high_watermarks: Mutex::new(HashMap::new()),
+            fetch_positions: Mutex::new(HashMap::new()),
             resets: ResetWatch::default(),
             reset: start_offsets::ResetTo::Earliest,
         }
