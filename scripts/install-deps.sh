@@ -5,6 +5,7 @@
 #   build-essential  C/C++ compiler and make: librdkafka (rdkafka-sys, bundled), RocksDB, lz4
 #   pkg-config       lets libz-sys find the system zlib
 #   zlib1g-dev       zlib for librdkafka (rdkafka's default "libz" feature)
+#   libssl-dev       OpenSSL for librdkafka's TLS and SASL/SCRAM (rdkafka's "ssl" feature)
 #   libclang-dev     libclang for bindgen (rocksdb's "bindgen-runtime" feature)
 #   java 17+, maven  the test broker (scripts/kafka.sh resolves Kafka's jars with Maven)
 #
@@ -22,14 +23,14 @@ have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok
 
 missing=()
 if command -v dpkg-query >/dev/null 2>&1; then
-    for pkg in build-essential pkg-config zlib1g-dev libclang-dev; do
+    for pkg in build-essential pkg-config zlib1g-dev libssl-dev libclang-dev; do
         have_pkg "$pkg" || missing+=("$pkg")
     done
 else
     for tool in cc c++ make; do
         command -v "$tool" >/dev/null 2>&1 || die "no $tool, and no dpkg to install a C/C++ toolchain: install it by hand"
     done
-    log "warning: not a Debian system; make sure pkg-config, zlib headers and libclang are installed"
+    log "warning: not a Debian system; make sure pkg-config, zlib and OpenSSL headers and libclang are installed"
 fi
 # Java and Maven are checked by command, so a JDK or Maven installed another way counts too.
 java_ok() {
