@@ -2,7 +2,8 @@
 //! last commit, leaves the group), or until killed.
 //!
 //! `count-app [--bootstrap-servers HOST:PORT] [--application-id ID] [--input T] [--output T]
-//!  [--state-dir DIR] [--guarantee at_least_once|exactly_once_v2] [--threads N] [--partitions N]`
+//!  [--state-dir DIR] [--guarantee at_least_once|exactly_once_v2] [--threads N] [--partitions N]
+//!  [--metrics-address HOST:PORT] [--metrics-recording-level INFO|DEBUG]`
 //!
 //! Every flag has a default: the local broker of `scripts/kafka.sh` (started if it is not
 //! running), application id `count-app`, topics `count-app-input` and `count-app-output`
@@ -52,6 +53,13 @@ struct Args {
     /// tests check every input's identity there).
     #[arg(long)]
     audit: Option<String>,
+    /// Serve Prometheus metrics at this address (`/metrics`, `/health/live`, `/health/ready`).
+    #[arg(long)]
+    metrics_address: Option<String>,
+    /// `metrics.recording.level`: `INFO` (the default) or `DEBUG`, which adds the per-node and
+    /// per-store-operation latency histograms.
+    #[arg(long)]
+    metrics_recording_level: Option<String>,
 }
 
 fn main() -> Result<(), MainError> {
@@ -68,7 +76,7 @@ fn main() -> Result<(), MainError> {
     let mut topics = vec![a.input.clone(), a.output.clone()];
     topics.extend(a.audit.clone());
     create_topics(&bootstrap, &topics, a.partitions)?;
-    let config = StreamsConfig::from_properties([
+    let mut props = vec![
         ("application.id", a.application_id.clone()),
         ("bootstrap.servers", bootstrap.clone()),
         ("state.dir", state_dir.display().to_string()),
@@ -76,7 +84,14 @@ fn main() -> Result<(), MainError> {
         ("num.stream.threads", a.threads.to_string()),
         ("consumer.session.timeout.ms", "6000".into()),
         ("consumer.heartbeat.interval.ms", "500".into()),
-    ])?;
+    ];
+    if let Some(address) = &a.metrics_address {
+        props.push(("metrics.address", address.clone()));
+    }
+    if let Some(level) = &a.metrics_recording_level {
+        props.push(("metrics.recording.level", level.clone()));
+    }
+    let config = StreamsConfig::from_properties(props)?;
     let signals = StopSignals::install()?;
     let topology = count_topology_with_audit(&a.input, &a.output, a.audit.as_deref())?;
     let mut app = KafkaStreams::new(topology, config)?;
