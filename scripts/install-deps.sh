@@ -62,6 +62,12 @@ java_ok || die "java 17+ not found on PATH after installing: Kafka 4.x needs it 
 command -v mvn >/dev/null 2>&1 || die "mvn not found on PATH after installing: scripts/kafka.sh resolves Kafka with it (Debian: maven)"
 command -v cargo >/dev/null 2>&1 || die "cargo not found on PATH: install a Rust toolchain (rustup) first"
 
+# --- Prometheus: the PromQL engine of the dashboard test (examples/tests/grafana_dashboard.rs).
+# scripts/prometheus.sh installs Debian's `prometheus` package when it is missing (once).
+bash "$(dirname "${BASH_SOURCE[0]}")/prometheus.sh" ensure >/dev/null ||
+    die "no Prometheus: scripts/prometheus.sh could not install it (its message is above)"
+# --- end Prometheus
+
 # rustfmt and clippy come with the toolchain named in rust-toolchain.toml; only say when absent.
 for tool in fmt clippy; do
     if ! cargo "$tool" --version >/dev/null 2>&1; then
