@@ -84,6 +84,12 @@ impl TaskManager {
                 }
                 if let Some(mut task) = self.tasks.remove(&id) {
                     tracing::info!(task = %id, "closing task taken by another member");
+                    if self.settings.eos {
+                        // The revocation committed it and a suspended task does nothing
+                        // since: its state is exactly the committed changelog, so the next
+                        // owner in this process restores only what follows, not everything.
+                        self.write_checkpoint(&task)?;
+                    }
                     task.close(true)?;
                     self.metrics.tasks_closed.inc();
                 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::restore::kafka_err;
 use super::tasks::TaskManager;
+use crate::engine::Task;
 use crate::model::error::StreamsError;
 use crate::model::record::RawRecord;
 use crate::topology::changelog_topic;
@@ -95,22 +96,33 @@ impl TaskManager {
         Ok(())
     }
 
+    /// Writes every task's checkpoints: the changelog offset each store's local data
+    /// reaches (restored, or delivered since).
     pub(super) fn write_checkpoints(&self) -> Result<(), StreamsError> {
-        let mut offsets = self.restored_to.clone();
+        for task in self.tasks.values() {
+            self.write_checkpoint(task)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the checkpoints of `task`'s stores.
+    pub(super) fn write_checkpoint(&self, task: &Task) -> Result<(), StreamsError> {
         let delivered = self
             .tracker
             .state
             .lock()
-            .map_err(|_| kafka_err("deliveries", "lock poisoned"))?
-            .changelog_offsets
-            .clone();
-        offsets.extend(delivered);
-        for task in self.tasks.values() {
-            for slot in task.stores() {
-                let topic = changelog_topic(self.settings.factory.app_id(), &slot.name);
-                if let Some(&o) = offsets.get(&(topic, task.id().partition)) {
-                    slot.store.borrow_mut().write_checkpoint(Some(o))?;
-                }
+            .map_err(|_| kafka_err("deliveries", "lock poisoned"))?;
+        for slot in task.stores() {
+            let key = (
+                changelog_topic(self.settings.factory.app_id(), &slot.name),
+                task.id().partition,
+            );
+            let offset = delivered
+                .changelog_offsets
+                .get(&key)
+                .or_else(|| self.restored_to.get(&key));
+            if let Some(&o) = offset {
+                slot.store.borrow_mut().write_checkpoint(Some(o))?;
             }
         }
         Ok(())

@@ -266,7 +266,13 @@ impl TaskManager {
     pub fn punctuate_wall_clock(&mut self) -> Result<usize, StreamsError> {
         let now = now_ms();
         let mut n = 0;
-        for task in self.tasks.values_mut() {
+        for (id, task) in &mut self.tasks {
+            // A suspended task (revoked, committed, waiting to learn whether it stays)
+            // must not write: under exactly-once its writes would join the next
+            // transaction of a thread that may no longer own it.
+            if self.suspended.contains(id) {
+                continue;
+            }
             n += task.punctuate(PunctuationType::WallClock, now)?;
         }
         if n > 0 {
