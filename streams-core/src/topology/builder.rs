@@ -54,6 +54,8 @@ pub struct SinkConfig<KS: Serde, VS: Serde> {
     key_serde: KS,
     value_serde: VS,
     partitioner: Option<Arc<dyn StreamPartitioner<KS::Target, VS::Target>>>,
+    /// What `describe()` shows for a topic-name extractor.
+    extractor_name: String,
 }
 
 impl<KS: Serde + Clone, VS: Serde + Clone> SinkConfig<KS, VS> {
@@ -64,21 +66,36 @@ impl<KS: Serde + Clone, VS: Serde + Clone> SinkConfig<KS, VS> {
             key_serde,
             value_serde,
             partitioner: None,
+            extractor_name: String::new(),
         }
     }
 
-    /// Writes each record to the topic `extractor(key, value)` names.
+    /// Writes each record to the topic `extractor(key, value)` names. `describe()` shows
+    /// the sink as `Sink: <name> (extractor class: <extractor name>)`, where the extractor's
+    /// name is its Rust type name unless [`extractor_name`](Self::extractor_name) sets it.
     pub fn extractor(
         extractor: impl Fn(&KS::Target, &VS::Target) -> String + Send + Sync + 'static,
         key_serde: KS,
         value_serde: VS,
     ) -> Self {
+        let extractor_name = std::any::type_name_of_val(&extractor).to_owned();
         Self {
             destination: SinkDestination::Extractor(Arc::new(extractor)),
             key_serde,
             value_serde,
             partitioner: None,
+            extractor_name,
         }
+    }
+
+    /// The name `describe()` shows for this sink's topic-name extractor, after
+    /// `extractor class:` (Kafka Streams shows the extractor object's `toString()` there).
+    /// Without it, the extractor's Rust type name is shown: for a closure, the path of the
+    /// function it is written in followed by `{{closure}}`. No effect on a sink that writes
+    /// to a fixed topic.
+    pub fn extractor_name(mut self, name: impl Into<String>) -> Self {
+        self.extractor_name = name.into();
+        self
     }
 
     /// Chooses partitions with `partitioner` instead of murmur2 of the key bytes.
@@ -118,6 +135,9 @@ pub struct TopologyBuilder {
     pub(crate) connections: Vec<(String, String)>,
     pub(crate) repartition_partitions: std::collections::BTreeMap<String, i32>,
     pub(crate) internal_topics: std::collections::BTreeSet<String>,
+    /// Every (processor, store) connection in the order it was made, however it was made:
+    /// `describe()` lists a processor's stores in Kafka Streams' order, which depends on it.
+    pub(crate) store_links: Vec<(String, String)>,
 }
 
 fn names<T: AsRef<str>>(items: impl IntoIterator<Item = T>) -> Vec<String> {
@@ -263,16 +283,17 @@ impl TopologyBuilder {
         VS::Target: 'static,
         T: AsRef<str>,
     {
-        let target = match &config.destination {
-            SinkDestination::Topic(t) => SinkTarget::Topic(t.clone()),
-            SinkDestination::Extractor(_) => SinkTarget::Extractor("topic-name extractor"),
-        };
         let SinkConfig {
             destination,
             key_serde,
             value_serde,
             partitioner,
+            extractor_name,
         } = config;
+        let target = match &destination {
+            SinkDestination::Topic(t) => SinkTarget::Topic(t.clone()),
+            SinkDestination::Extractor(_) => SinkTarget::Extractor(extractor_name),
+        };
         self.nodes.push(NodeDef {
             name: name.to_owned(),
             kind: NodeKind::Sink { target },
@@ -300,9 +321,13 @@ impl TopologyBuilder {
         builder: impl StoreBuilder,
         processors: impl IntoIterator<Item = T>,
     ) -> &mut Self {
+        let processors = names(processors);
+        for p in &processors {
+            self.link_store(p, builder.name());
+        }
         self.stores.push(StoreDef {
             builder: Arc::new(builder),
-            processors: names(processors),
+            processors,
             global: false,
         });
         self
@@ -315,10 +340,16 @@ impl TopologyBuilder {
         stores: impl IntoIterator<Item = T>,
     ) -> &mut Self {
         for s in stores {
+            self.link_store(processor, s.as_ref());
             self.connections
                 .push((processor.to_owned(), s.as_ref().to_owned()));
         }
         self
+    }
+
+    /// Records that `processor` was connected to `store`, in order (see `store_links`).
+    pub(super) fn link_store(&mut self, processor: &str, store: &str) {
+        self.store_links.push((processor.to_owned(), store.to_owned()));
     }
 
     /// Adds a global store: every instance holds all of it, fed from every partition of the
@@ -348,6 +379,7 @@ impl TopologyBuilder {
             vec![source_name.to_owned()],
             true,
         ));
+        self.link_store(processor_name, builder.name());
         self.stores.push(StoreDef {
             builder: Arc::new(builder),
             processors: vec![processor_name.to_owned()],

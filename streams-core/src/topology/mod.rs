@@ -55,6 +55,8 @@ pub struct Topology {
     /// Internal topics' run-time names, by relative name.
     renamed: std::sync::Arc<std::collections::BTreeMap<String, String>>,
     pub(crate) repartition_partitions: std::collections::BTreeMap<String, i32>,
+    /// Every (processor, store) connection in the order it was made.
+    pub(crate) store_links: Vec<(String, String)>,
 }
 
 impl Topology {
@@ -144,7 +146,9 @@ impl Topology {
             .unwrap_or_default()
     }
 
-    /// The topology in Kafka Streams' `describe()` form; `to_string()` gives the text.
+    /// The topology in Kafka Streams' `describe()` form; `to_string()` gives the text, the
+    /// same, byte for byte, as Kafka Streams 4.1's `TopologyDescription.toString()` for the
+    /// same topology (see [`TopologyDescription`]).
     pub fn describe(&self) -> TopologyDescription {
         TopologyDescription::of(self)
     }

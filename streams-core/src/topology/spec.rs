@@ -70,7 +70,8 @@ pub(crate) enum NodeKind {
 #[derive(Clone, Debug)]
 pub(crate) enum SinkTarget {
     Topic(String),
-    Extractor(&'static str),
+    /// A topic-name extractor, by the name `describe()` shows for it.
+    Extractor(String),
 }
 
 /// One node of the topology.

@@ -265,6 +265,7 @@ impl TopologyBuilder {
         processor: &NodeRef<K, V>,
         store: &StoreRef<KS, VS>,
     ) -> &mut Self {
+        self.link_store(processor.name(), store.name());
         self.connections
             .push((processor.name().to_owned(), store.name().to_owned()));
         self
@@ -314,6 +315,7 @@ impl TopologyBuilder {
                 supplier,
                 true,
             ));
+        self.link_store(processor_name, store.name());
         self.stores.push(StoreDef {
             builder: Arc::new(builder),
             processors: vec![processor_name.to_owned()],

@@ -88,6 +88,7 @@ pub(super) fn build(b: &TopologyBuilder) -> Result<Topology, TopologyError> {
         repartition_partitions: b.repartition_partitions.clone(),
         internal_topics: b.internal_topics.clone(),
         renamed: Default::default(),
+        store_links: b.store_links.clone(),
     })
 }
 
