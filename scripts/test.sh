@@ -6,6 +6,8 @@
 # Starts Kafka with scripts/kafka.sh (stopped again on exit, whatever happens), exports
 #   STREAMS_TEST_BOOTSTRAP=127.0.0.1:$KAFKA_PORT  where the Kafka tests connect
 #   STREAMS_REQUIRE_KAFKA=1                       a Kafka test without a broker fails, never skips
+#   STREAMS_REQUIRE_JAVA=1                        a test comparing with Kafka Streams (Java)
+#                                                 fails without java or mvn, never skips
 # and runs `cargo test --workspace --lib --bins --tests --examples --no-fail-fast` (every
 # target but the criterion benches, whose harness takes no test flags), then
 # `cargo test --workspace --doc`.
@@ -46,6 +48,7 @@ fi
 
 export STREAMS_TEST_BOOTSTRAP=127.0.0.1:$KAFKA_PORT
 export STREAMS_REQUIRE_KAFKA=1
+export STREAMS_REQUIRE_JAVA=1
 
 # Both runs happen even when the first fails; the exit status is the first failure's.
 status=0
