@@ -191,8 +191,15 @@ fn describe_prints_kafka_streams_format() {
     let text = b.build().unwrap().describe().to_string();
     let expected = "Topologies:\n   Sub-topology: 0\n    Source: events (topics: [event_logs])\n      --> join\n    Processor: join (stores: [web_hooks_store])\n      --> out\n      <-- events\n    Sink: out (topic: web_hook_requests)\n      <-- join\n\n";
     assert_eq!(text, expected);
+    // The diagrams: ids generated, names only in labels (tests/diagram_parsers.rs reads them
+    // back with the real Mermaid and Graphviz parsers).
     let mermaid = b.build().unwrap().describe().to_mermaid();
     assert!(mermaid.starts_with("flowchart TB\n"));
-    assert!(mermaid.contains("events --> join"), "{mermaid}");
-    assert!(mermaid.contains("store_web_hooks_store"), "{mermaid}");
+    assert!(mermaid.contains("n0[\"Source: events\"]"), "{mermaid}");
+    assert!(mermaid.contains("s0[(\"web_hooks_store\")]"), "{mermaid}");
+    assert!(mermaid.contains("  n0 --> n1\n"), "{mermaid}");
+    let dot = b.build().unwrap().describe().to_dot();
+    assert!(dot.starts_with("digraph topology {\n"));
+    assert!(dot.contains("n0 [label=\"Source: events\"];"), "{dot}");
+    assert!(dot.contains("  n1 -> s0 [dir=none];\n"), "{dot}");
 }
