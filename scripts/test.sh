@@ -5,6 +5,9 @@
 #
 # Starts Kafka with scripts/kafka.sh (stopped again on exit, whatever happens), exports
 #   STREAMS_TEST_BOOTSTRAP=127.0.0.1:$KAFKA_PORT  where the Kafka tests connect
+#   STREAMS_TEST_SECURE_BOOTSTRAP, STREAMS_TEST_SECURE_CA
+#                                                 the broker's SASL_SSL listener and the CA
+#                                                 certificate it is signed with (secure mode)
 #   STREAMS_REQUIRE_KAFKA=1                       a Kafka test without a broker fails, never skips
 #   STREAMS_REQUIRE_JAVA=1                        a test comparing with Kafka Streams (Java)
 #                                                 fails without java or mvn, never skips
@@ -31,10 +34,15 @@ stop_kafka() {
 # A broker of the same run dir that is already up and answering (someone's `kafka.sh start`)
 # is reused and left running; otherwise a fresh one is started and stopped on exit.
 kafka_status=0
-status_out=$(bash scripts/kafka.sh status 2>&1) || kafka_status=$?
-if [[ $kafka_status -eq 0 && $status_out =~ listening\ on\ 127\.0\.0\.1:([0-9]+) ]]; then
+kafka_out=$(bash scripts/kafka.sh status 2>&1) || kafka_status=$?
+if [[ $kafka_status -eq 0 && $kafka_out =~ listening\ on\ 127\.0\.0\.1:([0-9]+) ]]; then
     KAFKA_PORT=${BASH_REMATCH[1]}
     echo "test.sh: reusing the Kafka broker already running on 127.0.0.1:$KAFKA_PORT (not stopped on exit)"
+    if [[ ! $kafka_out =~ kafka\ secure\ listener\ on ]]; then
+        # Started by an older kafka.sh: restarted (keeping its data) with the secure listener.
+        echo "test.sh: it has no secure listener: restarting it with the current settings"
+        kafka_out=$(bash scripts/kafka.sh restart | tee /dev/stderr)
+    fi
 else
     if [[ $kafka_status -eq 1 ]]; then
         echo "test.sh: a broker is running but not answering: restarting it fresh" >&2
@@ -43,7 +51,14 @@ else
     trap stop_kafka EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM
-    bash scripts/kafka.sh start
+    kafka_out=$(bash scripts/kafka.sh start | tee /dev/stderr)
+fi
+# `kafka secure listener on ADDRESS ca FILE` (kafka.sh start, restart, status).
+if [[ $kafka_out =~ kafka\ secure\ listener\ on\ ([^ ]+)\ ca\ ([^$'\n']+) ]]; then
+    export STREAMS_TEST_SECURE_BOOTSTRAP=${BASH_REMATCH[1]}
+    export STREAMS_TEST_SECURE_CA=${BASH_REMATCH[2]}
+else
+    echo "test.sh: warning: kafka.sh reported no secure listener; the secure-mode tests will fail" >&2
 fi
 
 export STREAMS_TEST_BOOTSTRAP=127.0.0.1:$KAFKA_PORT
