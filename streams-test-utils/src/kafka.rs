@@ -39,6 +39,9 @@
 //! ([`rdkafka::mocking::MockCluster`]) too, except [`create_topic`]: the mock does not serve
 //! the CreateTopics admin request, use `MockCluster::create_topic` there.
 
+pub mod acl;
+pub mod secure;
+
 use std::future::Future;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};

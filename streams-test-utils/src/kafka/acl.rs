@@ -1,0 +1,614 @@
+//! ACLs on the test broker, for tests of what an application may and may not do.
+//!
+//! rust-rdkafka has no ACL admin API, so this module speaks the two Kafka requests it needs
+//! itself, over a plain TCP connection: `CreateAcls` and `DescribeAcls` (version 2, the
+//! first flexible one, which every broker from Apache Kafka 2.4 to 4.x serves). Send them to
+//! a listener whose principal may alter the cluster: on the test broker that is the
+//! PLAINTEXT listener, whose `User:ANONYMOUS` is a super user (see `docs/kafka-for-tests.md`,
+//! "Secure mode").
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use streams_test_utils::kafka::acl::{self, AclBinding, Operation};
+//!
+//! let bindings = [AclBinding::topic_literal("User:streams", "orders", Operation::Read)];
+//! acl::create_acls("127.0.0.1:9092", &bindings, Duration::from_secs(30))?;
+//! # Ok::<(), streams_test_utils::kafka::TestKafkaError>(())
+//! ```
+
+use std::fmt;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::{Duration, Instant};
+
+use super::{TestKafkaError, TestResult, timeout_error};
+
+/// The API key of `DescribeAcls`.
+const DESCRIBE_ACLS: i16 = 29;
+/// The API key of `CreateAcls`.
+const CREATE_ACLS: i16 = 30;
+/// The version of both requests: the first flexible one.
+const VERSION: i16 = 2;
+/// The largest response accepted.
+const MAX_RESPONSE: usize = 16 * 1024 * 1024;
+
+/// The kind of resource an ACL is about (Kafka's `ResourceType` codes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ResourceType {
+    /// A topic.
+    Topic,
+    /// A consumer group.
+    Group,
+    /// The cluster (the resource name is `kafka-cluster`).
+    Cluster,
+    /// A transactional id.
+    TransactionalId,
+}
+
+impl ResourceType {
+    fn code(self) -> i8 {
+        match self {
+            Self::Topic => 2,
+            Self::Group => 3,
+            Self::Cluster => 4,
+            Self::TransactionalId => 5,
+        }
+    }
+
+    fn of(code: i8) -> Option<Self> {
+        [Self::Topic, Self::Group, Self::Cluster, Self::TransactionalId]
+            .into_iter()
+            .find(|t| t.code() == code)
+    }
+}
+
+/// How an ACL's resource name matches (Kafka's `PatternType` codes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PatternType {
+    /// The name as it is.
+    Literal,
+    /// Every name that starts with it.
+    Prefixed,
+}
+
+impl PatternType {
+    fn code(self) -> i8 {
+        match self {
+            Self::Literal => 3,
+            Self::Prefixed => 4,
+        }
+    }
+
+    fn of(code: i8) -> Option<Self> {
+        match code {
+            3 => Some(Self::Literal),
+            4 => Some(Self::Prefixed),
+            _ => None,
+        }
+    }
+}
+
+/// An operation an ACL allows (Kafka's `AclOperation` codes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Operation {
+    /// Every operation.
+    All,
+    /// Read (fetch, join a group, commit offsets).
+    Read,
+    /// Write (produce, transactions).
+    Write,
+    /// Create topics.
+    Create,
+    /// Delete topics, records or groups.
+    Delete,
+    /// Alter.
+    Alter,
+    /// Describe (metadata, offsets, find the coordinator).
+    Describe,
+    /// Describe configurations.
+    DescribeConfigs,
+    /// Alter configurations.
+    AlterConfigs,
+    /// Idempotent produce (cluster; brokers before 2.8 need it for idempotent producers).
+    IdempotentWrite,
+}
+
+impl Operation {
+    fn code(self) -> i8 {
+        match self {
+            Self::All => 2,
+            Self::Read => 3,
+            Self::Write => 4,
+            Self::Create => 5,
+            Self::Delete => 6,
+            Self::Alter => 7,
+            Self::Describe => 8,
+            Self::DescribeConfigs => 10,
+            Self::AlterConfigs => 11,
+            Self::IdempotentWrite => 12,
+        }
+    }
+
+    fn of(code: i8) -> Option<Self> {
+        [
+            Self::All,
+            Self::Read,
+            Self::Write,
+            Self::Create,
+            Self::Delete,
+            Self::Alter,
+            Self::Describe,
+            Self::DescribeConfigs,
+            Self::AlterConfigs,
+            Self::IdempotentWrite,
+        ]
+        .into_iter()
+        .find(|o| o.code() == code)
+    }
+}
+
+/// Kafka's `AclPermissionType` code of ALLOW.
+const ALLOW: i8 = 3;
+
+/// One ALLOW ACL: `principal` may do `operation` on the resources matched, from any host.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AclBinding {
+    /// The kind of resource.
+    pub resource_type: ResourceType,
+    /// The resource name (or prefix); `kafka-cluster` for the cluster.
+    pub name: String,
+    /// How the name matches.
+    pub pattern: PatternType,
+    /// The principal, e.g. `User:streams`.
+    pub principal: String,
+    /// The operation allowed.
+    pub operation: Operation,
+}
+
+impl AclBinding {
+    /// An ACL on the topic `name`.
+    pub fn topic_literal(principal: &str, name: &str, operation: Operation) -> Self {
+        Self::new(
+            ResourceType::Topic,
+            name,
+            PatternType::Literal,
+            principal,
+            operation,
+        )
+    }
+
+    /// An ACL on every resource of `resource_type` whose name starts with `prefix`.
+    pub fn prefixed(
+        resource_type: ResourceType,
+        principal: &str,
+        prefix: &str,
+        operation: Operation,
+    ) -> Self {
+        Self::new(resource_type, prefix, PatternType::Prefixed, principal, operation)
+    }
+
+    /// An ACL on the cluster.
+    pub fn cluster(principal: &str, operation: Operation) -> Self {
+        Self::new(
+            ResourceType::Cluster,
+            "kafka-cluster",
+            PatternType::Literal,
+            principal,
+            operation,
+        )
+    }
+
+    /// An ACL with every part given.
+    pub fn new(
+        resource_type: ResourceType,
+        name: &str,
+        pattern: PatternType,
+        principal: &str,
+        operation: Operation,
+    ) -> Self {
+        Self {
+            resource_type,
+            name: name.to_owned(),
+            pattern,
+            principal: principal.to_owned(),
+            operation,
+        }
+    }
+}
+
+impl fmt::Display for AclBinding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} may {:?} {:?} {:?} `{}`",
+            self.principal, self.operation, self.resource_type, self.pattern, self.name
+        )
+    }
+}
+
+/// The ACLs Kafka Streams documents for an application whose principal is `principal`:
+///
+/// | resource | pattern | operations |
+/// |---|---|---|
+/// | topics named `application_id*` (changelog and repartition topics) | prefixed | CREATE, READ, WRITE, DESCRIBE, DELETE, DESCRIBE_CONFIGS |
+/// | consumer groups named `application_id*` | prefixed | READ, DESCRIBE |
+/// | transactional ids named `application_id*` (exactly-once only) | prefixed | WRITE, DESCRIBE |
+/// | each input topic | literal | READ |
+/// | each output topic | literal | WRITE |
+///
+/// READ and WRITE imply DESCRIBE of the same resource. IDEMPOTENT_WRITE on the cluster is
+/// not among them: since Apache Kafka 2.8 WRITE on a topic lets a producer be idempotent.
+pub fn streams_application(
+    principal: &str,
+    application_id: &str,
+    inputs: &[&str],
+    outputs: &[&str],
+    exactly_once: bool,
+) -> Vec<AclBinding> {
+    use Operation::*;
+    let mut acls: Vec<AclBinding> = [Create, Read, Write, Describe, Delete, DescribeConfigs]
+        .into_iter()
+        .map(|op| AclBinding::prefixed(ResourceType::Topic, principal, application_id, op))
+        .collect();
+    acls.extend(
+        [Read, Describe]
+            .into_iter()
+            .map(|op| AclBinding::prefixed(ResourceType::Group, principal, application_id, op)),
+    );
+    if exactly_once {
+        acls.extend(
+            [Write, Describe]
+                .into_iter()
+                .map(|op| AclBinding::prefixed(ResourceType::TransactionalId, principal, application_id, op)),
+        );
+    }
+    acls.extend(
+        inputs
+            .iter()
+            .map(|t| AclBinding::topic_literal(principal, t, Read)),
+    );
+    acls.extend(
+        outputs
+            .iter()
+            .map(|t| AclBinding::topic_literal(principal, t, Write)),
+    );
+    acls
+}
+
+/// Creates `bindings` on the broker at `bootstrap` (the first address), then waits until the
+/// broker lists them all, so that its authorizer applies them before this returns.
+///
+/// # Errors
+/// A connection or protocol error, an ACL the broker refused (with its error code and
+/// message), or `timeout` passing before the broker lists them.
+pub fn create_acls(bootstrap: &str, bindings: &[AclBinding], timeout: Duration) -> TestResult<()> {
+    if bindings.is_empty() {
+        return Ok(());
+    }
+    let deadline = Instant::now() + timeout;
+    let mut conn = Connection::open(bootstrap, timeout)?;
+    let mut body = Vec::new();
+    put_uvarint(&mut body, bindings.len() as u64 + 1);
+    for b in bindings {
+        body.push(b.resource_type.code() as u8);
+        put_compact_string(&mut body, Some(&b.name));
+        body.push(b.pattern.code() as u8);
+        put_compact_string(&mut body, Some(&b.principal));
+        put_compact_string(&mut body, Some("*"));
+        body.push(b.operation.code() as u8);
+        body.push(ALLOW as u8);
+        body.push(0); // tagged fields
+    }
+    body.push(0);
+    let response = conn.call(CREATE_ACLS, &body)?;
+    let mut r = Reader::new(&response);
+    let _throttle = r.i32()?;
+    let results = r.compact_len()?;
+    for i in 0..results {
+        let code = r.i16()?;
+        let message = r.compact_string()?;
+        r.skip_tagged()?;
+        if code != 0 {
+            let what = bindings.get(i).map_or_else(String::new, ToString::to_string);
+            return Err(TestKafkaError::Failed {
+                what: format!("CreateAcls ({what})"),
+                detail: format!("error code {code}: {}", message.unwrap_or_default()),
+            });
+        }
+    }
+    loop {
+        let listed = describe_on(&mut conn)?;
+        let missing: Vec<&AclBinding> = bindings.iter().filter(|b| !listed.contains(b)).collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(timeout_error(
+                format!("the broker to list the ACLs just created (missing: {missing:?})"),
+                timeout,
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Every ALLOW ACL the broker at `bootstrap` has (of the resource types [`ResourceType`]
+/// knows).
+///
+/// # Errors
+/// A connection or protocol error, or the broker's error.
+pub fn describe_acls(bootstrap: &str, timeout: Duration) -> TestResult<Vec<AclBinding>> {
+    describe_on(&mut Connection::open(bootstrap, timeout)?)
+}
+
+fn describe_on(conn: &mut Connection) -> TestResult<Vec<AclBinding>> {
+    // Filters: any resource type, any name, any pattern, any principal, any host, any
+    // operation, any permission.
+    let mut body = vec![1u8];
+    put_compact_string(&mut body, None);
+    body.push(1);
+    put_compact_string(&mut body, None);
+    put_compact_string(&mut body, None);
+    body.extend([1u8, 1u8, 0u8]);
+    let response = conn.call(DESCRIBE_ACLS, &body)?;
+    let mut r = Reader::new(&response);
+    let _throttle = r.i32()?;
+    let code = r.i16()?;
+    let message = r.compact_string()?;
+    if code != 0 {
+        return Err(TestKafkaError::Failed {
+            what: "DescribeAcls".into(),
+            detail: format!("error code {code}: {}", message.unwrap_or_default()),
+        });
+    }
+    let mut out = Vec::new();
+    for _ in 0..r.compact_len()? {
+        let resource_type = r.i8()?;
+        let name = r.compact_string()?.unwrap_or_default();
+        let pattern = r.i8()?;
+        for _ in 0..r.compact_len()? {
+            let principal = r.compact_string()?.unwrap_or_default();
+            let _host = r.compact_string()?;
+            let operation = r.i8()?;
+            let permission = r.i8()?;
+            r.skip_tagged()?;
+            if let (Some(t), Some(p), Some(op), true) = (
+                ResourceType::of(resource_type),
+                PatternType::of(pattern),
+                Operation::of(operation),
+                permission == ALLOW,
+            ) {
+                out.push(AclBinding::new(t, &name, p, &principal, op));
+            }
+        }
+        r.skip_tagged()?;
+    }
+    Ok(out)
+}
+
+/// One connection to a broker, sending requests one at a time.
+struct Connection {
+    stream: TcpStream,
+    address: SocketAddr,
+}
+
+impl Connection {
+    fn open(bootstrap: &str, timeout: Duration) -> TestResult<Self> {
+        let first = bootstrap.split(',').next().unwrap_or_default().trim();
+        let address = first
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .ok_or_else(|| TestKafkaError::Failed {
+                what: "ACL request".into(),
+                detail: format!("`{first}` is not a host:port address"),
+            })?;
+        let io = |e: std::io::Error| TestKafkaError::Failed {
+            what: format!("ACL request to {address}"),
+            detail: e.to_string(),
+        };
+        let stream = TcpStream::connect_timeout(&address, timeout).map_err(io)?;
+        stream.set_read_timeout(Some(timeout)).map_err(io)?;
+        stream.set_write_timeout(Some(timeout)).map_err(io)?;
+        Ok(Self { stream, address })
+    }
+
+    /// Sends a request (flexible header, version [`VERSION`]) and returns the response body.
+    fn call(&mut self, api_key: i16, body: &[u8]) -> TestResult<Vec<u8>> {
+        static CORRELATION: AtomicI32 = AtomicI32::new(1);
+        let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
+        let client_id = b"streams-test-acl";
+        let mut request = Vec::with_capacity(body.len() + 40);
+        request.extend(api_key.to_be_bytes());
+        request.extend(VERSION.to_be_bytes());
+        request.extend(correlation.to_be_bytes());
+        request.extend((client_id.len() as i16).to_be_bytes());
+        request.extend(client_id);
+        request.push(0); // header tagged fields
+        request.extend(body);
+        let io = |e: std::io::Error| TestKafkaError::Failed {
+            what: format!("ACL request (API key {api_key}) to {}", self.address),
+            detail: e.to_string(),
+        };
+        let size = i32::try_from(request.len()).unwrap_or(i32::MAX);
+        self.stream.write_all(&size.to_be_bytes()).map_err(io)?;
+        self.stream.write_all(&request).map_err(io)?;
+        let mut size = [0u8; 4];
+        self.stream.read_exact(&mut size).map_err(io)?;
+        let size = usize::try_from(i32::from_be_bytes(size)).unwrap_or(0);
+        if !(5..=MAX_RESPONSE).contains(&size) {
+            return Err(TestKafkaError::Failed {
+                what: format!("ACL request (API key {api_key}) to {}", self.address),
+                detail: format!("response of {size} bytes"),
+            });
+        }
+        let mut response = vec![0u8; size];
+        self.stream.read_exact(&mut response).map_err(io)?;
+        let mut r = Reader::new(&response);
+        let answered = r.i32()?;
+        if answered != correlation {
+            return Err(TestKafkaError::Failed {
+                what: format!("ACL request (API key {api_key}) to {}", self.address),
+                detail: format!("answer to request {answered}, expected {correlation}"),
+            });
+        }
+        r.skip_tagged()?;
+        Ok(response[r.at..].to_vec())
+    }
+}
+
+fn put_uvarint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_compact_string(out: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        Some(s) => {
+            put_uvarint(out, s.len() as u64 + 1);
+            out.extend(s.as_bytes());
+        }
+        None => put_uvarint(out, 0),
+    }
+}
+
+/// Reads a response body.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        Self { bytes, at: 0 }
+    }
+
+    fn take(&mut self, n: usize) -> TestResult<&'a [u8]> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
+        let Some(end) = end else {
+            return Err(TestKafkaError::Failed {
+                what: "ACL response".into(),
+                detail: format!("truncated at byte {} of {}", self.at, self.bytes.len()),
+            });
+        };
+        let slice = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(slice)
+    }
+
+    fn i8(&mut self) -> TestResult<i8> {
+        Ok(self.take(1)?[0] as i8)
+    }
+
+    fn i16(&mut self) -> TestResult<i16> {
+        let b = self.take(2)?;
+        Ok(i16::from_be_bytes([b[0], b[1]]))
+    }
+
+    fn i32(&mut self) -> TestResult<i32> {
+        let b = self.take(4)?;
+        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn uvarint(&mut self) -> TestResult<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.take(1)?[0];
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(TestKafkaError::Failed {
+            what: "ACL response".into(),
+            detail: "malformed varint".into(),
+        })
+    }
+
+    /// A compact array's length (a null array reads as empty).
+    fn compact_len(&mut self) -> TestResult<usize> {
+        Ok(usize::try_from(self.uvarint()?.saturating_sub(1)).unwrap_or(0))
+    }
+
+    fn compact_string(&mut self) -> TestResult<Option<String>> {
+        match self.uvarint()? {
+            0 => Ok(None),
+            n => {
+                let len = usize::try_from(n - 1).unwrap_or(usize::MAX);
+                Ok(Some(String::from_utf8_lossy(self.take(len)?).into_owned()))
+            }
+        }
+    }
+
+    fn skip_tagged(&mut self) -> TestResult<()> {
+        for _ in 0..self.uvarint()? {
+            let _tag = self.uvarint()?;
+            let size = usize::try_from(self.uvarint()?).unwrap_or(usize::MAX);
+            self.take(size)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_and_compact_strings_round_trip() {
+        let mut out = Vec::new();
+        put_uvarint(&mut out, 300);
+        put_compact_string(&mut out, Some("topic"));
+        put_compact_string(&mut out, None);
+        let mut r = Reader::new(&out);
+        assert_eq!(r.uvarint().unwrap(), 300);
+        assert_eq!(r.compact_string().unwrap().as_deref(), Some("topic"));
+        assert_eq!(r.compact_string().unwrap(), None);
+        assert!(r.i8().is_err(), "nothing left");
+    }
+
+    #[test]
+    fn the_documented_set_covers_internal_topics_group_transactions_input_and_output() {
+        let acls = streams_application("User:s", "app", &["in"], &["out"], true);
+        let has = |t, name: &str, p, op| acls.contains(&AclBinding::new(t, name, p, "User:s", op));
+        assert!(has(
+            ResourceType::Topic,
+            "app",
+            PatternType::Prefixed,
+            Operation::Create
+        ));
+        assert!(has(
+            ResourceType::Group,
+            "app",
+            PatternType::Prefixed,
+            Operation::Read
+        ));
+        assert!(has(
+            ResourceType::TransactionalId,
+            "app",
+            PatternType::Prefixed,
+            Operation::Write
+        ));
+        assert!(has(
+            ResourceType::Topic,
+            "in",
+            PatternType::Literal,
+            Operation::Read
+        ));
+        assert!(has(
+            ResourceType::Topic,
+            "out",
+            PatternType::Literal,
+            Operation::Write
+        ));
+        assert_eq!(acls.len(), 6 + 2 + 2 + 1 + 1);
+        assert_eq!(
+            streams_application("User:s", "app", &["in"], &["out"], false).len(),
+            10
+        );
+    }
+}
