@@ -39,6 +39,7 @@ mod file;
 mod guarantee;
 pub mod keys;
 mod parse;
+mod security;
 #[cfg(test)]
 mod tests;
 
@@ -452,6 +453,23 @@ impl StreamsConfig {
         ]
     }
 
+    /// Each client scope's pass-through properties (prefix stripped), with the prefix.
+    pub(crate) fn client_scopes(&self) -> impl Iterator<Item = (&'static str, &BTreeMap<String, String>)> {
+        self.client.iter().map(|(scope, props)| (scope.prefix(), props))
+    }
+
+    /// The values of every secret property ([`is_secret`]) as given and as passed to the
+    /// clients, for the runtime to mask wherever a client might echo them.
+    pub(crate) fn secret_values(&self) -> BTreeSet<String> {
+        let given = self.originals.iter();
+        let passed = self.client.values().flat_map(|props| props.iter());
+        given
+            .chain(passed)
+            .filter(|(k, v)| is_secret(k) && !v.is_empty())
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
     /// The pass-through properties with their prefixes restored, secrets masked.
     fn client_display(&self) -> impl Iterator<Item = (String, &str)> {
         self.client.iter().flat_map(|(scope, props)| {
@@ -462,24 +480,38 @@ impl StreamsConfig {
     }
 }
 
-/// `value`, or `********` when `key` names a secret.
-fn mask<'a>(key: &str, value: &'a str) -> &'a str {
-    const SECRET: [&str; 8] = [
-        "password",
-        "passphrase",
+/// What a secret value is shown as.
+pub(crate) const MASK: &str = "********";
+
+/// Whether the property `key` (with or without a client prefix) holds a secret: a password
+/// or passphrase (`sasl.password`, `ssl.key.password`, `ssl.keystore.password`,
+/// `ssl.truststore.password`, ..., and misspellings such as `sasl.passwd`: any name with
+/// `pass` or `pwd` in it), a client secret (`sasl.oauthbearer.client.secret`), a
+/// JAAS configuration (`sasl.jaas.config`), a private key (`ssl.key.pem`,
+/// `ssl.keystore.key`, `sasl.oauthbearer.assertion.private.key.pem`), librdkafka's
+/// `sasl.oauthbearer.config`, or credentials (`basic.auth.user.info`). Such values are
+/// masked in `Display` and `Debug`, and the runtime masks them in its logs and errors.
+pub fn is_secret(key: &str) -> bool {
+    const SECRET: [&str; 11] = [
+        "pass",
+        "pwd",
         "secret",
         "jaas",
         "sasl.oauthbearer.config",
         "key.pem",
         "private.key",
+        "keystore.key",
         "ssl_key",
+        "user.info",
+        "credentials",
     ];
     let key = key.to_ascii_lowercase();
-    if SECRET.iter().any(|s| key.contains(s)) {
-        "********"
-    } else {
-        value
-    }
+    SECRET.iter().any(|s| key.contains(s))
+}
+
+/// `value`, or `********` when `key` names a secret.
+fn mask<'a>(key: &str, value: &'a str) -> &'a str {
+    if is_secret(key) { MASK } else { value }
 }
 
 impl fmt::Display for StreamsConfig {

@@ -53,6 +53,11 @@ pub(super) fn validate(
         }
     }
 
+    // The Java clients' TLS and SASL properties, as librdkafka takes them.
+    for (scope, props) in &mut client {
+        super::security::translate(scope.prefix(), props)?;
+    }
+
     let get = |key: &str| originals.get(key).map(String::as_str);
     // The value of the first of `names` that is set, and the name it was set under.
     let first = |names: &[&'static str]| names.iter().find_map(|&n| get(n).map(|v| (n, v)));

@@ -643,7 +643,10 @@ fn from_properties_str_and_file() {
     assert_eq!(c.state_dir(), PathBuf::from("/tmp/wc"));
     assert_eq!(c.consumer_properties()["fetch.wait.max.ms"], "100");
     assert_eq!(c.producer_properties()["client.id"], "wc-producer");
-    assert!(c.admin_properties().contains_key("sasl.jaas.config"));
+    // The Java JAAS configuration reaches the clients as librdkafka's properties.
+    assert_eq!(c.admin_properties()["sasl.username"], "user");
+    assert_eq!(c.admin_properties()["sasl.password"], "secret");
+    assert!(!c.admin_properties().contains_key("sasl.jaas.config"));
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("app.properties");

@@ -155,6 +155,29 @@ pub enum StreamsError {
         /// Whether retrying the operation may succeed.
         retriable: bool,
     },
+    /// The cluster refused the application's principal an operation it needs: an ACL is
+    /// missing. Not retriable: the thread (or `start`) fails instead of retrying forever.
+    #[error("not authorized: {resource}: {message}")]
+    Authorization {
+        /// The resource refused, e.g. ``topic `orders` `` or ``group `word-count` ``.
+        resource: String,
+        /// What was refused, and which ACL grants it.
+        message: String,
+    },
+    /// The brokers refused the application's SASL credentials (a wrong user name or
+    /// password, or a mechanism the listener does not offer).
+    #[error("authentication failed: {message}")]
+    Authentication {
+        /// What the client reported.
+        message: String,
+    },
+    /// The TLS handshake with a broker failed (its certificate is not signed by a trusted
+    /// CA or does not name the host, or the protocols do not match).
+    #[error("TLS handshake failed: {message}")]
+    Tls {
+        /// What the client reported.
+        message: String,
+    },
     /// The configuration is invalid.
     #[error("invalid config `{property}`: {message}")]
     Config {

@@ -17,7 +17,7 @@ impl TaskManager {
     /// `dead_letter_queue`, then the producer is flushed again), are skipped
     /// (`log_and_continue`), or fail the thread (`log_and_fail`).
     pub(super) fn check_deliveries(&mut self) -> Result<(), StreamsError> {
-        let (error, changelog_error, failed) = {
+        let (error, changelog_error, failed, denied) = {
             let mut d = self
                 .tracker
                 .state
@@ -27,8 +27,23 @@ impl TaskManager {
                 d.error.take(),
                 d.changelog_error.take(),
                 std::mem::take(&mut d.failed_records),
+                d.denied.take(),
             )
         };
+        if let Some((topic, code)) = denied {
+            let app = self.settings.factory.app_id();
+            let grant = if topic.starts_with(app.as_ref()) {
+                format!("WRITE on topics prefixed `{app}` (the application's internal topics)")
+            } else {
+                "WRITE on it".to_owned()
+            };
+            return Err(super::connect::denied(
+                format!("topic `{topic}`"),
+                "writing to it",
+                code,
+                &grant,
+            ));
+        }
         if let Some(e) = changelog_error {
             return Err(StreamsError::Kafka {
                 message: format!("changelog write failed: {e}"),

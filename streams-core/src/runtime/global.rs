@@ -106,6 +106,16 @@ impl GlobalTasks {
                 let md = consumer
                     .fetch_metadata(Some(topic), Duration::from_secs(30))
                     .map_err(|e| kafka_err(&format!("metadata of global topic {topic}"), e))?;
+                if let Some(code) = md.topics().first().and_then(|t| t.error())
+                    && code == rdkafka::types::RDKafkaRespErr::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED
+                {
+                    return Err(super::connect::denied(
+                        format!("topic `{topic}`"),
+                        "describing the global store's topic",
+                        rdkafka::types::RDKafkaErrorCode::TopicAuthorizationFailed,
+                        "READ on it",
+                    ));
+                }
                 let partitions = md.topics().first().map_or(0, |t| t.partitions().len() as i32);
                 if partitions == 0 {
                     return Err(kafka_err(
@@ -160,6 +170,9 @@ impl GlobalTasks {
                     records += 1;
                     last_progress = Instant::now();
                 }
+                Some(Err(e)) if let Some(denied) = self.denied(&e) => {
+                    return Err(denied);
+                }
                 Some(Err(e)) => {
                     // Transient (a broker restarting), unless it lasts.
                     if last_progress.elapsed() > STALL {
@@ -207,6 +220,20 @@ impl GlobalTasks {
         Ok(())
     }
 
+    /// The authorization error `e` reports, naming the global topics.
+    fn denied(&self, e: &rdkafka::error::KafkaError) -> Option<StreamsError> {
+        let topics: Vec<String> = self
+            .topology
+            .subtopologies()
+            .iter()
+            .filter(|s| s.global)
+            .flat_map(|s| &s.source_topics)
+            .map(|t| format!("`{t}`"))
+            .collect();
+        let topics = topics.join(", ");
+        self.consumer.context().denied(e, &topics, "READ on each")
+    }
+
     /// The global stores, for the thread's tasks to read.
     pub fn slots(&self) -> &[StoreSlot] {
         &self.slots
@@ -221,6 +248,9 @@ impl GlobalTasks {
                     let raw = to_raw(&m, &mut self.topics);
                     self.apply(raw)?;
                     n += 1;
+                }
+                Some(Err(e)) if let Some(denied) = self.denied(&e) => {
+                    return Err(denied);
                 }
                 Some(Err(e)) => {
                     tracing::warn!(error = %e, "global consumer");

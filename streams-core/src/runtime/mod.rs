@@ -6,6 +6,7 @@
 //! (transactional under `exactly_once_v2`) and the tasks of the partitions assigned to it.
 //! See `docs/runtime.md` for threads, tasks, commits and guarantees.
 
+mod connect;
 mod creation;
 mod defaults;
 mod deliveries;
@@ -15,6 +16,7 @@ mod producer;
 mod protocol;
 mod publish;
 mod recover;
+mod redact;
 mod resets;
 mod restore;
 mod start_offsets;
@@ -115,8 +117,13 @@ impl ThreadFactory {
         config: &ClientConfig,
         name: String,
     ) -> Result<AssignedConsumer, StreamsError> {
+        let group = config.get("group.id").unwrap_or_default().to_owned();
         config
-            .create_with_context(QuietContext { name: name.clone() })
+            .create_with_context(QuietContext {
+                name: name.clone(),
+                group,
+                application_id: self.config.application_id().to_owned(),
+            })
             .map_err(|e| restore::kafka_err(&name, e))
     }
 
@@ -197,11 +204,9 @@ impl ThreadFactory {
             // covers records whose partition is left to the producer.
             pc.set("partitioner", "murmur2_random");
         }
+        let transactional_id = format!("{app_id}-{}-{index}", self.process_id);
         if eos {
-            pc.set(
-                "transactional.id",
-                format!("{app_id}-{}-{index}", self.process_id),
-            );
+            pc.set("transactional.id", &transactional_id);
             if pc.get("transaction.timeout.ms").is_none() {
                 pc.set("transaction.timeout.ms", "10000");
             }
@@ -217,9 +222,27 @@ impl ThreadFactory {
             .create_with_context(tracker.clone())
             .map_err(|e| restore::kafka_err("producer", e))?;
         if eos {
-            producer
-                .init_transactions(Duration::from_secs(60))
-                .map_err(|e| restore::kafka_err("init transactions", e))?;
+            producer.init_transactions(Duration::from_secs(60)).map_err(|e| {
+                match e.rdkafka_error_code() {
+                    Some(code @ rdkafka::types::RDKafkaErrorCode::TransactionalIdAuthorizationFailed) => {
+                        connect::denied(
+                            format!("transactional id `{transactional_id}`"),
+                            "initializing the transactional producer",
+                            code,
+                            &format!("WRITE and DESCRIBE on transactional ids prefixed `{app_id}`"),
+                        )
+                    }
+                    Some(code @ rdkafka::types::RDKafkaErrorCode::ClusterAuthorizationFailed) => {
+                        connect::denied(
+                            "the cluster".into(),
+                            "initializing the transactional producer",
+                            code,
+                            "IDEMPOTENT_WRITE on the cluster (brokers before Apache Kafka 2.8 ask for it)",
+                        )
+                    }
+                    _ => restore::kafka_err("init transactions", e),
+                }
+            })?;
         }
         let settings = TaskSettings {
             factory: TaskFactory::new(
@@ -252,6 +275,7 @@ impl ThreadFactory {
             restore_consumer,
         };
         let loop_settings = LoopSettings {
+            application_id: app_id.to_owned(),
             commit_interval: cfg.commit_interval(),
             poll: cfg.poll_interval(),
             max_poll_records: cfg.max_poll_records(),
@@ -278,6 +302,9 @@ pub struct KafkaStreams {
     group_protocol: Option<GroupProtocol>,
     /// Sized by `rocksdb.block.cache.bytes` and `rocksdb.write.buffer.bytes`.
     rocksdb: streams_state::RocksDbResources,
+    /// The secret values of the configuration, masked in what the runtime logs and reports
+    /// while the application exists (see `redact.rs`).
+    _secrets: redact::Registration,
 }
 
 impl KafkaStreams {
@@ -285,6 +312,11 @@ impl KafkaStreams {
     /// `bootstrap.servers`, which is required: without it construction fails naming the
     /// property. (Small in-process tests can run on an [`EmbeddedKafka`] instead, with
     /// [`KafkaStreams::on_embedded`].)
+    ///
+    /// # Errors
+    /// [`StreamsError::Config`] without `bootstrap.servers`, or naming a client property
+    /// librdkafka refuses (an unknown name, a value out of range; a secret's value is never
+    /// quoted); an error creating the state directory.
     pub fn new(topology: Topology, config: StreamsConfig) -> Result<Self, StreamsError> {
         let Some(bootstrap) = config.bootstrap_servers().map(str::to_owned) else {
             return Err(StreamsError::Config {
@@ -323,6 +355,8 @@ impl KafkaStreams {
         embedded: Option<EmbeddedKafka>,
         bootstrap: String,
     ) -> Result<Self, StreamsError> {
+        connect::validate_clients(&config)?;
+        let secrets = redact::register(config.secret_values());
         let topology = topology.with_application_id(config.application_id());
         let process_id = process_id(&config.state_dir().join(config.application_id()))?;
         let metrics = Metrics::new(config.application_id(), config.recording_level())?;
@@ -343,6 +377,7 @@ impl KafkaStreams {
             next_thread: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
             process_id,
             group_protocol: None,
+            _secrets: secrets,
         })
     }
 
@@ -411,7 +446,15 @@ impl KafkaStreams {
         self.group_protocol
     }
 
-    /// Checks the source topics, creates internal topics, starts the stream threads.
+    /// Reaches the cluster, checks the source topics, creates internal topics, starts the
+    /// stream threads.
+    ///
+    /// # Errors
+    /// [`StreamsError::Tls`] or [`StreamsError::Authentication`] as soon as a broker refuses
+    /// the connection; [`StreamsError::Kafka`] when no broker answers within 15 s;
+    /// [`StreamsError::Authorization`] naming the resource when the principal may not
+    /// describe a source topic, create an internal topic or initialize its transactional
+    /// producer; [`StreamsError::Usage`] for missing or mismatched topics.
     pub fn start(&mut self) -> Result<(), StreamsError> {
         if self.status.state() != status::State::Created {
             return Err(StreamsError::Usage(format!(
@@ -428,10 +471,16 @@ impl KafkaStreams {
             )?);
         }
         let factory = self.factory();
-        let md: BaseConsumer = factory
+        let md: connect::StartupConsumer = factory
             .client_config(self.config.consumer_properties())
-            .create()
+            .create_with_context(connect::ConnectContext::default())
             .map_err(|e| restore::kafka_err("metadata client", e))?;
+        connect::connect(
+            &md,
+            &self.bootstrap,
+            &self.config.consumer_properties(),
+            connect::CONNECT_TIMEOUT,
+        )?;
         let app_id = self.config.application_id().to_owned();
         let plan = topics::plan(&self.topology, &app_id, &md)?;
         let admin = factory.client_config(self.config.admin_properties());
@@ -443,6 +492,7 @@ impl KafkaStreams {
         ));
         topics::ensure(
             &plan,
+            &app_id,
             &md,
             &admin,
             self.embedded.as_ref(),

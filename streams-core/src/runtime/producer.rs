@@ -36,6 +36,22 @@ pub(crate) struct Deliveries {
     pub changelog_offsets: HashMap<(String, i32), i64>,
     /// Records that failed to produce, for metrics.
     pub failed: u64,
+    /// The first record the principal was not authorized to write: its topic and the
+    /// error. Always fatal, whatever the production handler says (retrying cannot help).
+    pub denied: Option<(String, RDKafkaErrorCode)>,
+}
+
+impl Deliveries {
+    /// Notes a refusal of `topic` when `e` is an authorization error; returns whether it was.
+    pub fn note_denied(&mut self, topic: &str, e: &KafkaError) -> bool {
+        match e.rdkafka_error_code() {
+            Some(code) if super::connect::is_authorization(code) => {
+                self.denied.get_or_insert_with(|| (topic.to_owned(), code));
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 /// The producer context: tracks deliveries.
@@ -57,6 +73,7 @@ impl ClientContext for DeliveryTracker {
     /// Client-level errors are transient (librdkafka retries); failed deliveries are
     /// reported through [`ProducerContext::delivery`].
     fn error(&self, error: KafkaError, reason: &str) {
+        let reason = super::redact::redact(reason);
         tracing::warn!(error = %error, "kafka producer: {reason}");
     }
 }
@@ -99,6 +116,7 @@ impl ProducerContext for DeliveryTracker {
             Ok(_) => {}
             Err((e, m)) => {
                 d.failed += 1;
+                d.note_denied(m.topic(), e);
                 let message = format!("{}-{}: {e}", m.topic(), m.partition());
                 if changelog {
                     d.changelog_error.get_or_insert(message);
@@ -303,6 +321,11 @@ impl RecordCollector for KafkaCollector {
             r.timestamp,
             to_kafka_headers(r.headers),
         )
+        .inspect_err(|e| {
+            if let Ok(mut d) = self.producer.context().state.lock() {
+                d.note_denied(r.topic, e);
+            }
+        })
         .map_err(|e| SendError {
             retriable: matches!(e, KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)),
             message: e.to_string(),

@@ -12,15 +12,15 @@
 //!   the consumer protocol the broker owns them);
 //! - the broker does not offer the consumer protocol, the application runs on the embedded
 //!   mock cluster, or the broker's configuration cannot be read (a principal without
-//!   `DescribeConfigs`): logged, with the reason.
+//!   DESCRIBE_CONFIGS on the cluster: the broker then returns no configuration at all):
+//!   logged, with the reason.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions, ResourceSpecifier};
-use rdkafka::client::DefaultClientContext;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 
 /// The consumer group protocol of an application's stream threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,9 +71,9 @@ fn configured(main: &BTreeMap<String, String>) -> Option<(GroupProtocol, String)
 
 /// Chooses the protocol for the main consumer's properties `main`; `md` and `admin` reach
 /// the cluster.
-pub(crate) fn choose(
+pub(crate) fn choose<C: ConsumerContext>(
     main: &BTreeMap<String, String>,
-    md: &BaseConsumer,
+    md: &BaseConsumer<C>,
     admin: &ClientConfig,
     on_mock: bool,
 ) -> GroupProtocol {
@@ -106,7 +106,10 @@ pub(crate) fn choose(
 
 /// The broker's `group.coordinator.rebalance.protocols` (absent before Apache Kafka 3.7:
 /// classic only).
-fn broker_protocols(md: &BaseConsumer, admin: &ClientConfig) -> Result<String, String> {
+fn broker_protocols<C: ConsumerContext>(
+    md: &BaseConsumer<C>,
+    admin: &ClientConfig,
+) -> Result<String, String> {
     let timeout = Duration::from_secs(30);
     let metadata = md.fetch_metadata(None, timeout).map_err(|e| e.to_string())?;
     let broker = metadata
@@ -114,7 +117,9 @@ fn broker_protocols(md: &BaseConsumer, admin: &ClientConfig) -> Result<String, S
         .first()
         .ok_or("no broker in the metadata")?
         .id();
-    let admin: AdminClient<DefaultClientContext> = admin.create().map_err(|e| e.to_string())?;
+    let admin: AdminClient<super::connect::ConnectContext> = admin
+        .create_with_context(super::connect::ConnectContext::default())
+        .map_err(|e| e.to_string())?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -135,6 +140,14 @@ fn broker_protocols(md: &BaseConsumer, admin: &ClientConfig) -> Result<String, S
         .next()
         .ok_or("no configuration returned")?
         .map_err(|code| code.to_string())?;
+    if resource.entries.is_empty() {
+        // A broker always has configuration; none at all is the answer to a principal
+        // without DESCRIBE_CONFIGS on the cluster (rust-rdkafka drops the error code).
+        return Err(
+            "the broker returned no configuration: the principal may lack DESCRIBE_CONFIGS on the cluster"
+                .into(),
+        );
+    }
     Ok(resource
         .get("group.coordinator.rebalance.protocols")
         .and_then(|e| e.value.clone())

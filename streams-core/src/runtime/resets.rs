@@ -72,8 +72,11 @@ pub(crate) fn parse(fac: &str, message: &str) -> Option<OffsetReset> {
     })
 }
 
-/// Passes a librdkafka log line on to `tracing` (target `librdkafka`) at the matching level.
+/// Passes a librdkafka log line on to `tracing` (target `librdkafka`) at the matching level,
+/// the configuration's secret values masked (see `redact.rs`).
 pub(crate) fn forward_log(client: &str, level: RDKafkaLogLevel, fac: &str, message: &str) {
+    let message = super::redact::redact(message);
+    let message = message.as_ref();
     let level = if is_transient_retry(level, message) {
         RDKafkaLogLevel::Info
     } else {
@@ -220,6 +223,32 @@ impl SourceResets {
 /// are warnings, and its log lines go to `tracing`.
 pub(crate) struct QuietContext {
     pub name: String,
+    /// The consumer's `group.id`.
+    pub group: String,
+    /// The application's id (the prefix of its groups and internal topics).
+    pub application_id: String,
+}
+
+impl QuietContext {
+    /// The authorization error `e` reports, if it is one: the group, or `topics` (which the
+    /// consumer reads; `grant` says what lets it).
+    pub fn denied(&self, e: &KafkaError, topics: &str, grant: &str) -> Option<StreamsError> {
+        let code = e
+            .rdkafka_error_code()
+            .filter(|c| super::connect::is_authorization(*c))?;
+        Some(
+            if code == rdkafka::types::RDKafkaErrorCode::GroupAuthorizationFailed {
+                super::connect::denied(
+                    format!("group `{}`", self.group),
+                    "using the consumer group",
+                    code,
+                    &format!("READ and DESCRIBE on groups prefixed `{}`", self.application_id),
+                )
+            } else {
+                super::connect::denied(format!("topic {topics}"), "reading", code, grant)
+            },
+        )
+    }
 }
 
 impl ClientContext for QuietContext {
@@ -228,6 +257,7 @@ impl ClientContext for QuietContext {
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
+        let reason = super::redact::redact(reason);
         tracing::warn!(client = %self.name, error = %error, "kafka client: {reason}");
     }
 }

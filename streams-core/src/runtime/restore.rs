@@ -41,7 +41,8 @@ const STALL: Duration = Duration::from_secs(60);
 
 pub(crate) fn kafka_err(context: &str, e: impl std::fmt::Display) -> StreamsError {
     StreamsError::Kafka {
-        message: format!("{context}: {e}"),
+        // librdkafka's messages may echo configuration: secrets are masked.
+        message: super::redact::redact(&format!("{context}: {e}")).into_owned(),
         retriable: true,
     }
 }
@@ -167,6 +168,14 @@ impl Restoration {
                         let store = stores[a.index].name.clone();
                         self.active = None;
                         return Ok(Step::Corrupted { store, topic, reason });
+                    }
+                    Some(Err(e))
+                        if let Some(denied) =
+                            consumer
+                                .context()
+                                .denied(&e, &format!("`{}`", a.topic), "READ on it") =>
+                    {
+                        return Err(denied);
                     }
                     Some(Err(e)) => {
                         // Transient (a broker restarting): librdkafka reconnects by itself; a

@@ -17,7 +17,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance, Reba
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Headers as _, Message};
 use rdkafka::statistics::Statistics;
-use rdkafka::types::RDKafkaRespErr;
+use rdkafka::types::{RDKafkaErrorCode, RDKafkaRespErr};
 use rdkafka::{ClientContext, TopicPartitionList};
 
 use super::publish::FetchPosition;
@@ -79,6 +79,7 @@ impl ClientContext for ThreadContext {
     /// librdkafka's client-level errors (a broker down, a coordinator moving) are
     /// transient: librdkafka retries them itself. Logged as warnings, not errors.
     fn error(&self, error: rdkafka::error::KafkaError, reason: &str) {
+        let reason = super::redact::redact(reason);
         tracing::warn!(thread = %self.name, error = %error, "kafka client: {reason}");
     }
 
@@ -211,6 +212,8 @@ impl ConsumerContext for ThreadContext {
 
 /// The settings of a thread's loop.
 pub(crate) struct LoopSettings {
+    /// The application's id: its consumer group, and the prefix of its internal topics.
+    pub application_id: String,
     pub commit_interval: Duration,
     pub poll: Duration,
     pub max_poll_records: usize,
@@ -323,6 +326,10 @@ fn run_loop(
             }
             match polled {
                 Some(Ok(m)) => batch.push(to_raw(&m, &mut topics)),
+                Some(Err(e)) if let Some(denied) = poll_denied(consumer, settings, &e) => {
+                    // Not transient: librdkafka would retry for ever.
+                    return Err(denied);
+                }
                 Some(Err(e)) => {
                     tracing::warn!(thread = name, error = %e, "poll error");
                     m.consumer_errors.inc();
@@ -402,6 +409,43 @@ fn run_loop(
         })?;
     }
     Ok(())
+}
+
+/// The authorization error a poll of the main consumer reported, naming the group or the
+/// source topics.
+fn poll_denied(
+    consumer: &BaseConsumer<ThreadContext>,
+    settings: &LoopSettings,
+    e: &KafkaError,
+) -> Option<StreamsError> {
+    let code = e
+        .rdkafka_error_code()
+        .filter(|c| super::connect::is_authorization(*c))?;
+    let app = &settings.application_id;
+    if code == RDKafkaErrorCode::GroupAuthorizationFailed {
+        return Some(super::connect::denied(
+            format!("group `{app}`"),
+            "joining the consumer group or reading its offsets",
+            code,
+            &format!("READ and DESCRIBE on groups prefixed `{app}`"),
+        ));
+    }
+    let topics = consumer
+        .subscription()
+        .map(|s| {
+            s.elements()
+                .iter()
+                .map(|e| format!("`{}`", e.topic()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default();
+    Some(super::connect::denied(
+        format!("source topics {topics}"),
+        "reading them",
+        code,
+        &format!("READ on each source topic (READ on topics prefixed `{app}` for repartition topics)"),
+    ))
 }
 
 /// After a rebalance of this thread's consumer inside a poll: records polled before it from

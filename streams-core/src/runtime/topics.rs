@@ -8,9 +8,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::types::{RDKafkaErrorCode, RDKafkaRespErr};
 
+use super::connect::denied;
 use super::embedded::EmbeddedKafka;
 use super::restore::kafka_err;
 use crate::model::error::StreamsError;
@@ -25,13 +26,42 @@ pub(crate) struct InternalTopic {
     pub config: BTreeMap<String, String>,
 }
 
-fn partitions_of(metadata_consumer: &BaseConsumer, topic: &str) -> Result<Option<i32>, StreamsError> {
+/// What the principal must be granted to describe a topic.
+enum Role<'a> {
+    /// A source topic the application reads.
+    Source,
+    /// An internal topic of the application `application_id`.
+    Internal(&'a str),
+}
+
+/// The partition count of `topic`; `None` when it does not exist. A topic the principal may
+/// not describe is an authorization error, not a missing topic.
+fn partitions_of<C: ConsumerContext>(
+    metadata_consumer: &BaseConsumer<C>,
+    topic: &str,
+    role: Role<'_>,
+) -> Result<Option<i32>, StreamsError> {
     let md = metadata_consumer
         .fetch_metadata(Some(topic), Duration::from_secs(15))
         .map_err(|e| kafka_err(&format!("metadata of {topic}"), e))?;
-    Ok(md
-        .topics()
-        .first()
+    let Some(t) = md.topics().first() else {
+        return Ok(None);
+    };
+    if t.error() == Some(RDKafkaRespErr::RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED) {
+        let grant = match role {
+            Role::Source => "READ on it".to_owned(),
+            Role::Internal(app) => format!(
+                "CREATE, READ, WRITE and DESCRIBE on topics prefixed `{app}` (the application's internal topics)"
+            ),
+        };
+        return Err(denied(
+            format!("topic `{topic}`"),
+            "describing it",
+            RDKafkaErrorCode::TopicAuthorizationFailed,
+            &grant,
+        ));
+    }
+    Ok(Some(t)
         .filter(|t| t.error().is_none())
         .map(|t| t.partitions().len() as i32)
         .filter(|&n| n > 0))
@@ -100,10 +130,10 @@ fn repartition_counts(
 }
 
 /// Checks source topics and computes the internal topics the topology needs.
-pub(crate) fn plan(
+pub(crate) fn plan<C: ConsumerContext>(
     topology: &Topology,
     app_id: &str,
-    md: &BaseConsumer,
+    md: &BaseConsumer<C>,
 ) -> Result<Vec<InternalTopic>, StreamsError> {
     let subs: Vec<&SubTopology> = topology.subtopologies().iter().filter(|s| !s.global).collect();
     let repartition = repartition_topics(&subs);
@@ -112,7 +142,7 @@ pub(crate) fn plan(
         if repartition.contains(t) || external.contains_key(t) {
             continue;
         }
-        match partitions_of(md, t)? {
+        match partitions_of(md, t, Role::Source)? {
             Some(n) => external.insert(t.clone(), n),
             None => return Err(StreamsError::Usage(format!("source topic `{t}` does not exist"))),
         };
@@ -161,16 +191,17 @@ pub(crate) fn plan(
 
 /// Creates the internal topics that do not exist; an existing one with another partition
 /// count is an error.
-pub(crate) fn ensure(
+pub(crate) fn ensure<C: ConsumerContext>(
     topics: &[InternalTopic],
-    md: &BaseConsumer,
+    app_id: &str,
+    md: &BaseConsumer<C>,
     admin_config: &rdkafka::ClientConfig,
     embedded: Option<&EmbeddedKafka>,
     replication: i32,
 ) -> Result<(), StreamsError> {
     let mut missing = Vec::new();
     for t in topics {
-        match partitions_of(md, &t.name)? {
+        match partitions_of(md, &t.name, Role::Internal(app_id))? {
             Some(n) if n == t.partitions => {}
             Some(n) => {
                 return Err(StreamsError::Usage(format!(
@@ -190,8 +221,9 @@ pub(crate) fn ensure(
         }
         return Ok(());
     }
-    let admin: AdminClient<DefaultClientContext> =
-        admin_config.create().map_err(|e| kafka_err("admin client", e))?;
+    let admin: AdminClient<super::connect::ConnectContext> = admin_config
+        .create_with_context(super::connect::ConnectContext::default())
+        .map_err(|e| kafka_err("admin client", e))?;
     let new: Vec<NewTopic<'_>> = missing
         .iter()
         .map(|t| {
@@ -223,6 +255,16 @@ pub(crate) fn ensure(
             Ok(name) => tracing::info!(topic = %name, "created internal topic"),
             Err((name, rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists)) => {
                 tracing::debug!(topic = %name, "internal topic exists")
+            }
+            Err((name, code @ RDKafkaErrorCode::TopicAuthorizationFailed)) => {
+                return Err(denied(
+                    format!("topic `{name}`"),
+                    "creating it",
+                    code,
+                    &format!(
+                        "CREATE on topics prefixed `{app_id}` (or create the internal topics beforehand)"
+                    ),
+                ));
             }
             Err((name, code)) => return Err(kafka_err(&format!("create topic {name}"), code)),
         }
