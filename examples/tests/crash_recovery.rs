@@ -10,7 +10,8 @@
 //!   (replays after a crash may count a record twice; duplicates are reported).
 
 use std::collections::HashMap;
-use std::process::Child;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use rand::Rng;
@@ -23,11 +24,69 @@ use common::{CountTopics, Position};
 const KEYS: usize = 100;
 const PER_KEY: usize = 1000;
 
-fn spawn(bootstrap: &str, app: &str, topics: &CountTopics, state: &str, guarantee: &str) -> Child {
-    common::count_app(bootstrap, app, topics, state.as_ref())
-        .args(["--guarantee", guarantee])
-        .spawn()
-        .expect("start count-app")
+/// `line` without its ANSI colour sequences.
+fn without_colours(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // ESC [ ... m
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A running count-app, and the thread that reads its log: it returns, per task created,
+/// the records restored (`task created ... restored=N`).
+struct App {
+    child: Child,
+    restored: std::thread::JoinHandle<Vec<u64>>,
+}
+
+impl App {
+    fn start(bootstrap: &str, app: &str, topics: &CountTopics, state: &str, guarantee: &str) -> Self {
+        let mut child = common::count_app(bootstrap, app, topics, state.as_ref())
+            .args(["--guarantee", guarantee])
+            .env("RUST_LOG", "warn,streams_core::runtime::creation=info")
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start count-app");
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let restored = std::thread::spawn(move || {
+            let mut restored = Vec::new();
+            for line in stderr.lines().map_while(Result::ok) {
+                let line = without_colours(&line);
+                if line.contains("task created") {
+                    if let Some(n) = line
+                        .split("restored=")
+                        .nth(1)
+                        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+                        .and_then(|n| n.parse().ok())
+                    {
+                        restored.push(n);
+                    }
+                } else {
+                    eprintln!("count-app: {line}");
+                }
+            }
+            restored
+        });
+        Self { child, restored }
+    }
+
+    /// SIGKILL; returns the records restored per task created in this run.
+    fn kill(mut self) -> Vec<u64> {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        self.restored.join().unwrap()
+    }
 }
 
 /// What a run left: per key, where each count appears in the output, and where each input
@@ -35,6 +94,8 @@ fn spawn(bootstrap: &str, app: &str, topics: &CountTopics, state: &str, guarante
 struct Seen {
     counts: HashMap<String, HashMap<u64, Vec<Position>>>,
     audit: HashMap<String, Vec<Position>>,
+    /// Per restart after a SIGKILL, the records its tasks restored in all.
+    restored_per_restart: Vec<u64>,
 }
 
 fn run(guarantee: &str, test: &str) -> Option<Seen> {
@@ -64,16 +125,19 @@ fn run(guarantee: &str, test: &str) -> Option<Seen> {
         }
     });
     let mut rng = rand::rng();
+    let mut restored_per_restart = Vec::new();
     for kill in 0..10 {
-        let mut child = spawn(&bootstrap, &app, &topics, &state_dir, guarantee);
+        let app = App::start(&bootstrap, &app, &topics, &state_dir, guarantee);
         std::thread::sleep(Duration::from_millis(rng.random_range(4000..9000)));
-        child.kill().unwrap();
-        child.wait().unwrap();
-        eprintln!("{test}: killed run {kill}");
+        let restored = app.kill();
+        eprintln!("{test}: killed run {kill}; its tasks restored {restored:?} records");
+        if kill > 0 {
+            restored_per_restart.push(restored.iter().sum());
+        }
     }
     feeder.join().unwrap();
     // A last run finishes the input and closes cleanly.
-    let mut child = spawn(&bootstrap, &app, &topics, &state_dir, guarantee);
+    let App { mut child, restored } = App::start(&bootstrap, &app, &topics, &state_dir, guarantee);
     let expected_total = KEYS * PER_KEY;
     let read_committed = guarantee == "exactly_once_v2";
     let deadline = std::time::Instant::now() + Duration::from_secs(240);
@@ -90,19 +154,35 @@ fn run(guarantee: &str, test: &str) -> Option<Seen> {
     };
     drop(child.stdin.take());
     let _ = child.wait();
+    restored_per_restart.push(restored.join().unwrap().iter().sum());
+    eprintln!("{test}: records restored per restart after a SIGKILL: {restored_per_restart:?}");
     let audit = common::identities(&bootstrap, topics.audit(), read_committed);
     Some(Seen {
         counts: result,
         audit,
+        restored_per_restart,
     })
 }
 
 #[test]
 fn exactly_once_under_repeated_sigkill() {
-    let Some(Seen { counts: seen, audit }) = run("exactly_once_v2", "exactly_once_under_repeated_sigkill")
+    let Some(Seen {
+        counts: seen,
+        audit,
+        restored_per_restart,
+    }) = run("exactly_once_v2", "exactly_once_under_repeated_sigkill")
     else {
         return;
     };
+    // The stores keep their committed state through a crash (their writes wait for the
+    // transaction and go through RocksDB's write-ahead log with their checkpoint): a restart
+    // restores at most the one transaction that committed after its store last wrote, and a
+    // transaction holds at most one change per key (the cache keeps the last), where a
+    // store wiped after each crash would restore its whole changelog.
+    assert!(
+        restored_per_restart.iter().all(|&n| n <= KEYS as u64),
+        "a restart after SIGKILL restored more than one transaction's changes: {restored_per_restart:?}"
+    );
     assert_eq!(
         audit.len(),
         KEYS * PER_KEY,
@@ -127,10 +207,13 @@ fn exactly_once_under_repeated_sigkill() {
 
 #[test]
 fn at_least_once_loses_nothing_under_repeated_sigkill() {
-    let Some(Seen { counts: seen, audit }) = run(
+    let Some(Seen {
+        counts: seen, audit, ..
+    }) = run(
         "at_least_once",
         "at_least_once_loses_nothing_under_repeated_sigkill",
-    ) else {
+    )
+    else {
         return;
     };
     let lost: Vec<String> = (0..PER_KEY)

@@ -27,6 +27,7 @@ use crate::rocksdb::{RocksDbKeyValueStore, RocksDbResources};
 use crate::serde::Serde;
 use crate::store::KeyValueStore;
 use crate::thread_cache::ThreadCache;
+use crate::transactional::TransactionalKeyValueStore;
 use crate::typed::{KvStore, SharedKeyValueStore};
 
 /// What a task gives a [`StoreBuilder`] to build its instance of a store.
@@ -43,6 +44,11 @@ pub struct StoreBuildContext {
     pub thread_cache: ThreadCache,
     /// Memory and options shared by the process's RocksDB stores.
     pub rocksdb: RocksDbResources,
+    /// Persistent stores hold their writes until
+    /// [`commit_writes`](crate::KeyValueStore::commit_writes) (exactly-once: the
+    /// [`TransactionalKeyValueStore`] layer), so their local data never runs ahead of the
+    /// committed changelog.
+    pub transactional: bool,
 }
 
 impl StoreBuildContext {
@@ -57,6 +63,7 @@ impl StoreBuildContext {
             changelog: None,
             thread_cache: ThreadCache::new(Self::DEFAULT_CACHE_MAX_BYTES),
             rocksdb: RocksDbResources::shared(),
+            transactional: false,
         }
     }
 
@@ -83,6 +90,13 @@ impl StoreBuildContext {
         self.rocksdb = resources;
         self
     }
+
+    /// Makes persistent stores hold their writes until they are committed (see
+    /// [`transactional`](Self::transactional)).
+    pub fn with_transactional(mut self, transactional: bool) -> Self {
+        self.transactional = transactional;
+        self
+    }
 }
 
 impl Default for StoreBuildContext {
@@ -99,6 +113,7 @@ impl fmt::Debug for StoreBuildContext {
             .field("changelog", &self.changelog.is_some())
             .field("thread_cache", &self.thread_cache)
             .field("rocksdb", &self.rocksdb)
+            .field("transactional", &self.transactional)
             .finish()
     }
 }
@@ -251,7 +266,16 @@ impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for KeyValueStoreBuilder
                     source,
                 });
             };
-            Box::new(RocksDbKeyValueStore::open(self.name.clone(), dir, &ctx.rocksdb)?)
+            let rocksdb = RocksDbKeyValueStore::open(self.name.clone(), dir, &ctx.rocksdb)?;
+            if ctx.transactional {
+                // Committed transactions, written whole, survive a crash: a restart
+                // restores only what the changelog has beyond them.
+                Box::new(TransactionalKeyValueStore::new(Box::new(
+                    rocksdb.with_write_ahead_log(true),
+                )))
+            } else {
+                Box::new(rocksdb)
+            }
         } else {
             Box::new(InMemoryKeyValueStore::new(self.name.clone()))
         };

@@ -5,7 +5,6 @@
 //! The contract is documented on [`CachingKeyValueStore`]; the budget's on [`ThreadCache`].
 
 use std::collections::BTreeMap;
-use std::iter::Peekable;
 use std::ops::Bound;
 
 use bytes::Bytes;
@@ -13,7 +12,7 @@ use bytes::Bytes;
 use crate::KeyRange;
 use crate::changelog::ChangelogRecord;
 use crate::error::{Result, StoreError};
-use crate::iter::{KeyValue, KeyValueIter};
+use crate::iter::{KeyValueIter, OverlayIter};
 use crate::store::{KeyValueStore, StateStore, StoreStats};
 use crate::thread_cache::ThreadCache;
 
@@ -310,84 +309,11 @@ impl CachingKeyValueStore {
         if cached.clone().next().is_none() {
             return inner;
         }
+        let value = |(k, e): (&'a Bytes, &'a CacheEntry)| (k, e.value.as_ref());
         if reverse {
-            KeyValueIter::new(MergeIter::new(cached.rev(), inner, true))
+            KeyValueIter::new(OverlayIter::new(cached.rev().map(value), inner, true))
         } else {
-            KeyValueIter::new(MergeIter::new(cached, inner, false))
-        }
-    }
-}
-
-/// Merges a cache range (shadowing) over an inner store's iterator of the same range.
-struct MergeIter<'a, C: Iterator<Item = (&'a Bytes, &'a CacheEntry)>> {
-    cache: Peekable<C>,
-    inner: KeyValueIter<'a>,
-    inner_next: Option<KeyValue>,
-    inner_done: bool,
-    reverse: bool,
-    done: bool,
-}
-
-impl<'a, C: Iterator<Item = (&'a Bytes, &'a CacheEntry)>> MergeIter<'a, C> {
-    fn new(cache: C, inner: KeyValueIter<'a>, reverse: bool) -> Self {
-        Self {
-            cache: cache.peekable(),
-            inner,
-            inner_next: None,
-            inner_done: false,
-            reverse,
-            done: false,
-        }
-    }
-}
-
-impl<'a, C: Iterator<Item = (&'a Bytes, &'a CacheEntry)>> Iterator for MergeIter<'a, C> {
-    type Item = Result<KeyValue>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if self.done {
-                return None;
-            }
-            if self.inner_next.is_none() && !self.inner_done {
-                match self.inner.next() {
-                    Some(Ok(kv)) => self.inner_next = Some(kv),
-                    Some(Err(e)) => {
-                        self.done = true;
-                        return Some(Err(e));
-                    }
-                    None => self.inner_done = true,
-                }
-            }
-            let take_cache = match (self.cache.peek(), &self.inner_next) {
-                (None, None) => {
-                    self.done = true;
-                    return None;
-                }
-                (None, Some(_)) => false,
-                (Some(_), None) => true,
-                (Some((ck, _)), Some((ik, _))) => {
-                    let ord = ck.as_ref().cmp(ik.as_ref());
-                    let ord = if self.reverse { ord.reverse() } else { ord };
-                    match ord {
-                        std::cmp::Ordering::Greater => false,
-                        std::cmp::Ordering::Equal => {
-                            self.inner_next = None; // shadowed by the cache
-                            true
-                        }
-                        std::cmp::Ordering::Less => true,
-                    }
-                }
-            };
-            if !take_cache {
-                return self.inner_next.take().map(Ok);
-            }
-            if let Some((k, e)) = self.cache.next()
-                && let Some(v) = &e.value
-            {
-                return Some(Ok((k.clone(), v.clone())));
-            }
-            // A cached delete: skip it.
+            KeyValueIter::new(OverlayIter::new(cached.map(value), inner, false))
         }
     }
 }
@@ -522,6 +448,10 @@ impl KeyValueStore for CachingKeyValueStore {
 
     fn write_checkpoint(&mut self, offset: Option<i64>) -> Result<()> {
         self.inner.write_checkpoint(offset)
+    }
+
+    fn commit_writes(&mut self, checkpoint: Option<i64>) -> Result<()> {
+        self.inner.commit_writes(checkpoint)
     }
 }
 

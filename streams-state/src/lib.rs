@@ -22,6 +22,7 @@ mod rocksdb;
 pub mod serde;
 mod store;
 mod thread_cache;
+mod transactional;
 mod typed;
 
 pub use crate::rocksdb::{RocksDbKeyValueStore, RocksDbResources};
@@ -36,4 +37,5 @@ pub use memory::InMemoryKeyValueStore;
 pub use serde::{OrderedSerde, Serde};
 pub use store::{KeyValueStore, StateStore, StoreStats};
 pub use thread_cache::ThreadCache;
+pub use transactional::TransactionalKeyValueStore;
 pub use typed::{KvStore, KvStoreReader, SharedKeyValueStore, TypedIter};

@@ -170,6 +170,10 @@ impl KeyValueStore for ChangeLoggingKeyValueStore {
     fn write_checkpoint(&mut self, offset: Option<i64>) -> Result<()> {
         self.inner.write_checkpoint(offset)
     }
+
+    fn commit_writes(&mut self, checkpoint: Option<i64>) -> Result<()> {
+        self.inner.commit_writes(checkpoint)
+    }
 }
 
 #[cfg(test)]

@@ -153,6 +153,19 @@ pub trait KeyValueStore: StateStore {
     /// (`None` clears it, e.g. before a restore from scratch). Persistent stores write it
     /// durably together with the data flushed so far.
     fn write_checkpoint(&mut self, offset: Option<i64>) -> Result<()>;
+
+    /// The writes flushed since the last call are committed (under exactly-once: the Kafka
+    /// transaction that logged them committed), and the changelog reaches `checkpoint`
+    /// (`None`: unknown or no changelog). A store that holds writes apart until then (the
+    /// [`TransactionalKeyValueStore`](crate::TransactionalKeyValueStore) layer) applies
+    /// them now, together with the checkpoint; layers pass the call down. Default: the
+    /// writes are applied already, so only a known checkpoint is written.
+    fn commit_writes(&mut self, checkpoint: Option<i64>) -> Result<()> {
+        match checkpoint {
+            Some(c) => self.write_checkpoint(Some(c)),
+            None => Ok(()),
+        }
+    }
 }
 
 impl<S: StateStore + ?Sized> StateStore for Box<S> {
@@ -224,5 +237,8 @@ impl<S: KeyValueStore + ?Sized> KeyValueStore for Box<S> {
     }
     fn write_checkpoint(&mut self, offset: Option<i64>) -> Result<()> {
         (**self).write_checkpoint(offset)
+    }
+    fn commit_writes(&mut self, checkpoint: Option<i64>) -> Result<()> {
+        (**self).commit_writes(checkpoint)
     }
 }

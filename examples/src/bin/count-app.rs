@@ -63,8 +63,10 @@ struct Args {
 }
 
 fn main() -> Result<(), MainError> {
+    // The log goes to stderr; stdout carries the program's own lines (`started`, ...).
     tracing_subscriber::fmt()
         .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
         .init();
     let a = Args::parse();
     let bootstrap = bootstrap_or_local(a.bootstrap_servers.clone())?;

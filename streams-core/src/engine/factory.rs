@@ -46,6 +46,7 @@ pub struct TaskFactory {
     policy: ErrorPolicy,
     thread_cache: ThreadCache,
     rocksdb: RocksDbResources,
+    exactly_once: bool,
 }
 
 impl TaskFactory {
@@ -66,7 +67,17 @@ impl TaskFactory {
             policy,
             thread_cache: ThreadCache::new(cache_max_bytes),
             rocksdb,
+            exactly_once: false,
         }
+    }
+
+    /// Under exactly-once, persistent stores of the tasks hold their writes until
+    /// [`commit_writes`](streams_state::KeyValueStore::commit_writes), which the host calls
+    /// once the transaction that logged them has committed (see
+    /// [`TransactionalKeyValueStore`](streams_state::TransactionalKeyValueStore)).
+    pub fn exactly_once(mut self, on: bool) -> Self {
+        self.exactly_once = on;
+        self
     }
 
     /// The record-cache budget the caches of this factory's stores share.
@@ -110,7 +121,8 @@ impl TaskFactory {
             let name = def.builder.name();
             let mut ctx = StoreBuildContext::new(Some(dir.to_path_buf()))
                 .with_rocksdb(self.rocksdb.clone())
-                .with_thread_cache(self.thread_cache.clone());
+                .with_thread_cache(self.thread_cache.clone())
+                .with_transactional(self.exactly_once && !def.global);
             let changelog = def
                 .builder
                 .logging_config()

@@ -31,18 +31,21 @@ pub(crate) enum CommitPhase {
     SendOffsets,
     /// Exactly-once: committing the transaction (EndTxn), after the producer's flush.
     CommitTransaction,
+    /// Exactly-once: the stores applying the writes they held, with their checkpoints.
+    CommitStores,
     /// Exactly-once: beginning the next transaction.
     BeginTransaction,
 }
 
 impl CommitPhase {
     /// Every phase, in order.
-    pub(crate) const ALL: [CommitPhase; 6] = [
+    pub(crate) const ALL: [CommitPhase; 7] = [
         Self::FlushStores,
         Self::FlushProducer,
         Self::CommitOffsets,
         Self::SendOffsets,
         Self::CommitTransaction,
+        Self::CommitStores,
         Self::BeginTransaction,
     ];
 
@@ -54,6 +57,7 @@ impl CommitPhase {
             Self::CommitOffsets => "commit_offsets",
             Self::SendOffsets => "send_offsets",
             Self::CommitTransaction => "commit_transaction",
+            Self::CommitStores => "commit_stores",
             Self::BeginTransaction => "begin_transaction",
         }
     }

@@ -295,4 +295,8 @@ impl KeyValueStore for MeteredKeyValueStore {
     fn write_checkpoint(&mut self, offset: Option<i64>) -> Result<()> {
         self.inner.write_checkpoint(offset)
     }
+
+    fn commit_writes(&mut self, checkpoint: Option<i64>) -> Result<()> {
+        self.inner.commit_writes(checkpoint)
+    }
 }

@@ -242,11 +242,9 @@ impl TaskManager {
             {
                 self.restored_to.insert((topic.clone(), id.partition), c);
             }
-            if self.settings.eos {
-                // From now on the local state runs ahead of the committed changelog until
-                // the next clean close writes a checkpoint.
-                s.store.write_checkpoint(None)?;
-            }
+            // Under exactly-once the checkpoint stays: persistent stores hold their writes
+            // until the transaction commits (`TransactionalKeyValueStore`), so the local
+            // data never runs ahead of it.
         }
         let mut task = self.settings.factory.task(
             id,

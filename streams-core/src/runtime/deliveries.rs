@@ -122,6 +122,28 @@ impl TaskManager {
 
     /// Writes the checkpoints of `task`'s stores.
     pub(super) fn write_checkpoint(&self, task: &Task) -> Result<(), StreamsError> {
+        self.each_store_checkpoint(task, |store, offset| match offset {
+            Some(o) => store.write_checkpoint(Some(o)),
+            None => Ok(()),
+        })
+    }
+
+    /// After a committed transaction: every task's stores apply the writes they held
+    /// (exactly-once stores hold them until now) together with their checkpoints.
+    pub(super) fn commit_writes(&self) -> Result<(), StreamsError> {
+        for task in self.tasks.values() {
+            self.each_store_checkpoint(task, |store, offset| store.commit_writes(offset))?;
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with each store of `task` and the changelog offset its local data reaches
+    /// (delivered since, or restored), if known.
+    fn each_store_checkpoint(
+        &self,
+        task: &Task,
+        mut f: impl FnMut(&mut dyn streams_state::KeyValueStore, Option<i64>) -> streams_state::Result<()>,
+    ) -> Result<(), StreamsError> {
         let delivered = self
             .tracker
             .state
@@ -135,10 +157,9 @@ impl TaskManager {
             let offset = delivered
                 .changelog_offsets
                 .get(&key)
-                .or_else(|| self.restored_to.get(&key));
-            if let Some(&o) = offset {
-                slot.store.borrow_mut().write_checkpoint(Some(o))?;
-            }
+                .or_else(|| self.restored_to.get(&key))
+                .copied();
+            f(&mut **slot.store.borrow_mut(), offset)?;
         }
         Ok(())
     }

@@ -251,7 +251,8 @@ impl ThreadFactory {
                 cfg.error_policy(),
                 cfg.cache_max_bytes() / cfg.num_stream_threads().max(1),
                 self.rocksdb.clone(),
-            ),
+            )
+            .exactly_once(eos),
             state_dir: cfg.state_dir().to_path_buf(),
             eos,
             reset: start_offsets::ResetTo::of(cc.get("auto.offset.reset")),

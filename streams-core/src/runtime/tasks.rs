@@ -348,6 +348,9 @@ impl TaskManager {
             self.metrics.lap(CommitPhase::CommitTransaction, &mut since);
             self.in_transaction = false;
             self.check_deliveries()?;
+            // Committed: the stores apply what they held, with their checkpoints.
+            self.commit_writes()?;
+            self.metrics.lap(CommitPhase::CommitStores, &mut since);
         } else {
             if let Err(e) = super::producer::flush(&self.producer, timeout) {
                 return self.commit_failed("flush producer", e);

@@ -19,10 +19,14 @@
 //!   `atomic_flush`, so the data and the metadata column families always reach disk together:
 //!   after a crash the checkpoint is never ahead of the data.
 //! - **The changelog is the source of truth.** As in Kafka Streams, writes skip RocksDB's
-//!   write-ahead log; [`flush`](crate::StateStore::flush) (run at commit) and
-//!   [`write_checkpoint`](crate::KeyValueStore::write_checkpoint) flush the memtables, and a
-//!   store that lost unflushed writes in a crash restores them from its changelog, from the
-//!   checkpoint on (replaying puts and deletes is idempotent).
+//!   write-ahead log by default; memtables reach disk at RocksDB's own flushes and at close,
+//!   and a store that lost unflushed writes in a crash restores them from its changelog,
+//!   from the checkpoint on (replaying puts and deletes is idempotent). Under exactly-once
+//!   the store sits below the transactional layer
+//!   ([`TransactionalKeyValueStore`](crate::TransactionalKeyValueStore)), which writes
+//!   only whole committed transactions with their checkpoint; those go through the
+//!   write-ahead log ([`with_write_ahead_log`](RocksDbKeyValueStore::with_write_ahead_log)),
+//!   so a process crash loses none of them.
 //! - **One owner.** A store is used by one task on one thread. RocksDB's `LOCK` file keeps a
 //!   second instance, in this process or another, from opening the same directory
 //!   ([`StoreError::Locked`]).

@@ -106,6 +106,17 @@ impl RocksDbKeyValueStore {
         Ok(store)
     }
 
+    /// Writes through RocksDB's write-ahead log (unbuffered, not synced: it survives the
+    /// process, not the machine), so a crash loses no write that returned. Off by default:
+    /// the changelog restores what a crash lost since the last memtable flush. The
+    /// exactly-once layer turns it on, its writes being whole committed transactions
+    /// together with their checkpoint, so a restart restores only what the changelog has
+    /// beyond that.
+    pub fn with_write_ahead_log(mut self, on: bool) -> Self {
+        self.write_opts.disable_wal(!on);
+        self
+    }
+
     /// The directory holding the store's files.
     pub fn path(&self) -> &Path {
         &self.path

@@ -1,0 +1,324 @@
+//! The transactional layer: holds a persistent store's writes apart until the Kafka
+//! transaction that logged them commits.
+//!
+//! Under exactly-once, a store's changelog records are part of the stream thread's Kafka
+//! transaction, and the local store must never be ahead of the committed changelog: after a
+//! crash, local data the aborted transaction wrote would otherwise stay, and be counted
+//! twice when the input is processed again. Kafka Streams before KIP-892 clears the
+//! checkpoint while running and wipes the store after every crash; this layer keeps it.
+//!
+//! Invariants:
+//! - Writes (`put`, `delete`, range deletes) go to an ordered overlay of pending changes,
+//!   never to the inner store; reads see the overlay over the inner store, so a task reads
+//!   its own writes.
+//! - [`commit_writes`](crate::StateStore::commit_writes), called once the transaction has
+//!   committed, applies the overlay and the new checkpoint to the inner store in one write
+//!   (RocksDB: one write batch, so a memtable flush persists both or neither). The inner
+//!   store therefore only ever holds committed state with a checkpoint that matches it;
+//!   after a crash it restores just what follows that checkpoint.
+//! - `flush` does not apply the overlay (it runs before the transaction commits); `close`
+//!   and a drop discard it: what was not committed vanishes with the aborted transaction.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use bytes::Bytes;
+
+use crate::changelog::ChangelogRecord;
+use crate::error::Result;
+use crate::iter::{KeyValueIter, OverlayIter};
+use crate::store::{KeyValueStore, StateStore, StoreStats};
+
+/// A store whose writes wait for [`commit_writes`](crate::StateStore::commit_writes); see
+/// the module docs.
+pub struct TransactionalKeyValueStore {
+    inner: Box<dyn KeyValueStore>,
+    /// Uncommitted changes: a value, or `None` for a delete.
+    pending: BTreeMap<Bytes, Option<Bytes>>,
+}
+
+impl std::fmt::Debug for TransactionalKeyValueStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TransactionalKeyValueStore")
+            .field("name", &self.inner.name())
+            .field("pending", &self.pending.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TransactionalKeyValueStore {
+    /// Holds the writes to `inner` until they are committed.
+    pub fn new(inner: Box<dyn KeyValueStore>) -> Self {
+        Self {
+            inner,
+            pending: BTreeMap::new(),
+        }
+    }
+
+    /// How many changes wait for the commit.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    fn overlaid<'a>(
+        &'a self,
+        from: Bound<&[u8]>,
+        to: Bound<&[u8]>,
+        reverse: bool,
+    ) -> Result<KeyValueIter<'a>> {
+        let inner = if reverse {
+            self.inner.reverse_range(from, to)?
+        } else {
+            self.inner.range(from, to)?
+        };
+        let mut pending = self.pending.range::<[u8], _>((from, to)).peekable();
+        if pending.peek().is_none() {
+            return Ok(inner);
+        }
+        let entry = |(k, v): (&'a Bytes, &'a Option<Bytes>)| (k, v.as_ref());
+        Ok(if reverse {
+            KeyValueIter::new(OverlayIter::new(pending.rev().map(entry), inner, true))
+        } else {
+            KeyValueIter::new(OverlayIter::new(pending.map(entry), inner, false))
+        })
+    }
+}
+
+impl StateStore for TransactionalKeyValueStore {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn persistent(&self) -> bool {
+        self.inner.persistent()
+    }
+    fn is_open(&self) -> bool {
+        self.inner.is_open()
+    }
+    /// Flushes what is committed; the pending changes wait for `commit_writes`.
+    fn flush(&mut self) -> Result<()> {
+        self.inner.flush()
+    }
+    /// Discards the pending changes (they were never committed) and closes the inner store.
+    fn close(&mut self) -> Result<()> {
+        self.pending.clear();
+        self.inner.close()
+    }
+    fn stats(&self) -> StoreStats {
+        self.inner.stats()
+    }
+}
+
+impl KeyValueStore for TransactionalKeyValueStore {
+    fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
+        match self.pending.get(key) {
+            Some(v) => Ok(v.clone()),
+            None => self.inner.get(key),
+        }
+    }
+
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.pending
+            .insert(Bytes::copy_from_slice(key), Some(Bytes::copy_from_slice(value)));
+        Ok(())
+    }
+
+    fn put_all(&mut self, entries: &[(Bytes, Bytes)]) -> Result<()> {
+        for (k, v) in entries {
+            self.pending.insert(k.clone(), Some(v.clone()));
+        }
+        Ok(())
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<Option<Bytes>> {
+        let old = self.get(key)?;
+        self.pending.insert(Bytes::copy_from_slice(key), None);
+        Ok(old)
+    }
+
+    fn range(&self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<KeyValueIter<'_>> {
+        self.overlaid(from, to, false)
+    }
+
+    fn reverse_range(&self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<KeyValueIter<'_>> {
+        self.overlaid(from, to, true)
+    }
+
+    fn approximate_num_entries(&self) -> Result<u64> {
+        let mut n = self.inner.approximate_num_entries()?;
+        for (k, v) in &self.pending {
+            match (v.is_some(), self.inner.get(k)?.is_some()) {
+                (true, false) => n = n.saturating_add(1),
+                (false, true) => n = n.saturating_sub(1),
+                _ => {}
+            }
+        }
+        Ok(n)
+    }
+
+    /// A delete of every key in the range, pending like any other write.
+    fn delete_range(&mut self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<()> {
+        let keys: Vec<Bytes> = self
+            .overlaid(from, to, false)?
+            .map(|e| e.map(|(k, _)| k))
+            .collect::<Result<_>>()?;
+        for k in keys {
+            self.pending.insert(k, None);
+        }
+        Ok(())
+    }
+
+    /// Restoration writes committed changelog records: straight to the inner store.
+    fn restore_batch(&mut self, batch: &[ChangelogRecord]) -> Result<()> {
+        self.inner.restore_batch(batch)
+    }
+
+    fn checkpoint(&self) -> Result<Option<i64>> {
+        self.inner.checkpoint()
+    }
+
+    fn write_checkpoint(&mut self, offset: Option<i64>) -> Result<()> {
+        self.inner.write_checkpoint(offset)
+    }
+
+    fn commit_writes(&mut self, checkpoint: Option<i64>) -> Result<()> {
+        if self.pending.is_empty() {
+            return match checkpoint {
+                Some(c) => self.inner.write_checkpoint(Some(c)),
+                None => Ok(()),
+            };
+        }
+        let pending = std::mem::take(&mut self.pending);
+        match checkpoint {
+            // One batch: the changes and the checkpoint (the last record's offset).
+            Some(c) => {
+                let records: Vec<ChangelogRecord> = pending
+                    .into_iter()
+                    .map(|(key, value)| ChangelogRecord {
+                        key,
+                        value,
+                        offset: c,
+                    })
+                    .collect();
+                self.inner.restore_batch(&records)
+            }
+            // A store without a changelog has no checkpoint to keep in step.
+            None => pending.into_iter().try_for_each(|(k, v)| match v {
+                Some(v) => self.inner.put(&k, &v),
+                None => self.inner.delete(&k).map(|_| ()),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::{InMemoryKeyValueStore, RocksDbKeyValueStore, RocksDbResources};
+
+    fn b(s: &[u8]) -> Bytes {
+        Bytes::copy_from_slice(s)
+    }
+
+    fn all(s: &dyn KeyValueStore) -> Vec<(Bytes, Bytes)> {
+        s.all().unwrap().map(Result::unwrap).collect()
+    }
+
+    #[test]
+    fn writes_are_read_back_but_reach_the_inner_store_only_when_committed() {
+        let mut s = TransactionalKeyValueStore::new(Box::new(InMemoryKeyValueStore::new("t")));
+        s.put(b"a", b"1").unwrap();
+        s.commit_writes(Some(10)).unwrap();
+        s.put(b"b", b"2").unwrap();
+        s.delete(b"a").unwrap();
+        assert_eq!(s.get(b"a").unwrap(), None);
+        assert_eq!(all(&s), vec![(b(b"b"), b(b"2"))]);
+        assert_eq!(all(s.inner.as_ref()), vec![(b(b"a"), b(b"1"))]);
+        s.commit_writes(Some(11)).unwrap();
+        assert_eq!(all(s.inner.as_ref()), vec![(b(b"b"), b(b"2"))]);
+        assert_eq!(s.pending(), 0);
+    }
+
+    /// After a crash (a store reopened without its pending writes), the store holds exactly
+    /// the last commit, and its checkpoint says so.
+    #[test]
+    fn a_reopened_rocksdb_store_holds_the_last_commit_and_its_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = || {
+            TransactionalKeyValueStore::new(Box::new(
+                RocksDbKeyValueStore::open("t".to_owned(), dir.path(), &RocksDbResources::default()).unwrap(),
+            ))
+        };
+        let mut s = open();
+        s.put(b"k1", b"committed").unwrap();
+        s.commit_writes(Some(41)).unwrap();
+        s.put(b"k1", b"aborted").unwrap();
+        s.put(b"k2", b"aborted").unwrap();
+        s.flush().unwrap();
+        s.close().unwrap();
+        let s = open();
+        assert_eq!(s.get(b"k1").unwrap(), Some(b(b"committed")));
+        assert_eq!(s.get(b"k2").unwrap(), None);
+        assert_eq!(s.checkpoint().unwrap(), Some(41));
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Put(u8, u8),
+        Delete(u8),
+        DeleteRange(u8, u8),
+        Commit,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0u8..16, any::<u8>()).prop_map(|(k, v)| Op::Put(k, v)),
+            2 => (0u8..16).prop_map(Op::Delete),
+            1 => (0u8..16, 0u8..16).prop_map(|(a, z)| Op::DeleteRange(a.min(z), a.max(z))),
+            1 => Just(Op::Commit),
+        ]
+    }
+
+    proptest! {
+        /// Against two `BTreeMap` models: what the store reads is the model with every
+        /// write; what its inner store holds is the model as of the last commit.
+        #[test]
+        fn reads_follow_every_write_and_the_inner_store_the_commits(ops in proptest::collection::vec(op(), 1..80)) {
+            let mut s = TransactionalKeyValueStore::new(Box::new(InMemoryKeyValueStore::new("t")));
+            let mut live: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+            let mut committed = live.clone();
+            for op in ops {
+                match op {
+                    Op::Put(k, v) => {
+                        s.put(&[k], &[v]).unwrap();
+                        live.insert(vec![k], vec![v]);
+                    }
+                    Op::Delete(k) => {
+                        let old = s.delete(&[k]).unwrap();
+                        prop_assert_eq!(old.map(|v| v.to_vec()), live.remove(&vec![k]));
+                    }
+                    Op::DeleteRange(a, z) => {
+                        s.delete_range(Bound::Included(&[a][..]), Bound::Excluded(&[z][..])).unwrap();
+                        live.retain(|k, _| !(k.as_slice() >= &[a][..] && k.as_slice() < &[z][..]));
+                    }
+                    Op::Commit => {
+                        s.commit_writes(Some(1)).unwrap();
+                        committed = live.clone();
+                    }
+                }
+                let read: Vec<(Vec<u8>, Vec<u8>)> = all(&s).into_iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+                prop_assert_eq!(read, live.clone().into_iter().collect::<Vec<_>>());
+                let reversed: Vec<Vec<u8>> = s.reverse_all().unwrap().map(|e| e.unwrap().0.to_vec()).collect();
+                prop_assert_eq!(reversed, live.keys().rev().cloned().collect::<Vec<_>>());
+                let inner: Vec<(Vec<u8>, Vec<u8>)> = all(s.inner.as_ref()).into_iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+                prop_assert_eq!(inner, committed.clone().into_iter().collect::<Vec<_>>());
+                for k in 0u8..16 {
+                    prop_assert_eq!(s.get(&[k]).unwrap().map(|v| v.to_vec()), live.get(&vec![k]).cloned());
+                }
+            }
+        }
+    }
+}
