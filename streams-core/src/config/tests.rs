@@ -734,12 +734,34 @@ fn the_reference_matches_the_code() {
             "{name} is documented but unknown"
         );
     }
-    let example = doc
+    let examples: Vec<&str> = doc
         .split("```properties\n")
-        .nth(1)
-        .and_then(|s| s.split("```").next())
-        .unwrap();
-    let c = StreamsConfig::from_properties_str(example).unwrap();
+        .skip(1)
+        .filter_map(|s| s.split("```").next())
+        .collect();
+    let example = |id: &str| {
+        let text = examples
+            .iter()
+            .find(|e| e.contains(&format!("application.id = {id}\n")))
+            .unwrap_or_else(|| panic!("no example of {id}"));
+        StreamsConfig::from_properties_str(text).unwrap()
+    };
+    // The SASL_SSL example of the security section.
+    let c = example("orders-enricher");
+    for props in [
+        c.main_consumer_properties(),
+        c.restore_consumer_properties(),
+        c.global_consumer_properties(),
+        c.producer_properties(),
+        c.admin_properties(),
+    ] {
+        assert_eq!(props["security.protocol"], "SASL_SSL");
+        assert_eq!(props["sasl.mechanism"], "SCRAM-SHA-512");
+        assert_eq!(props["ssl.ca.location"], "/etc/kafka/tls/ca.pem");
+    }
+    assert!(c.to_string().contains("sasl.password = ********"), "{c}");
+
+    let c = example("word-count");
     assert_eq!(c.application_id(), "word-count");
     assert!(c.is_exactly_once());
     assert_eq!(c.commit_interval(), Duration::from_millis(100));
