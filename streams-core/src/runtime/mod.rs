@@ -23,6 +23,7 @@ mod start_offsets;
 mod status;
 mod tasks;
 mod thread;
+mod thread_factory;
 mod topics;
 mod updater;
 
@@ -32,22 +33,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rdkafka::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::producer::Producer;
-
 pub use crate::topology::changelog_topic;
 pub use embedded::EmbeddedKafka;
 pub use protocol::GroupProtocol;
 pub use status::{State, StateListener};
 
-use self::producer::DeliveryTracker;
-use self::resets::{AssignedConsumer, QuietContext};
 use self::status::Status;
-use self::tasks::{TaskManagerParts, TaskSettings};
-use self::thread::{LoopSettings, ThreadContext};
+use self::thread_factory::ThreadFactory;
 use crate::config::StreamsConfig;
-use crate::engine::TaskFactory;
 use crate::metrics::{Metrics, MetricsServer};
 use crate::model::error::StreamsError;
 use crate::topology::Topology;
@@ -68,222 +61,6 @@ pub type UncaughtErrorHandler = Arc<dyn Fn(&StreamsError) -> ThreadFailureRespon
 struct ThreadHandle {
     name: String,
     join: JoinHandle<()>,
-}
-
-/// What a stream thread is built from; shared so a failed thread can be replaced.
-struct ThreadFactory {
-    metrics: Metrics,
-    topology: Arc<Topology>,
-    config: Arc<StreamsConfig>,
-    status: Arc<Status>,
-    bootstrap: String,
-    process_id: String,
-    /// The application runs on the embedded mock cluster (an offset reset is then fatal).
-    on_mock: bool,
-    /// The main consumers' group protocol, chosen at start (`protocol.rs`).
-    group_protocol: GroupProtocol,
-    /// The RocksDB memory (block cache, memtables) all stores of the instance share.
-    rocksdb: streams_state::RocksDbResources,
-}
-
-impl ThreadFactory {
-    pub(crate) fn client_config(&self, props: std::collections::BTreeMap<String, String>) -> ClientConfig {
-        let mut c = ClientConfig::new();
-        c.set_log_level(resets::client_log_level());
-        c.set("bootstrap.servers", &self.bootstrap);
-        for (k, v) in props {
-            c.set(k, v);
-        }
-        c
-    }
-
-    /// Settings of a consumer that is assigned partitions itself (restore, global stores):
-    /// never commits, reads only committed records under exactly-once.
-    fn assigned_consumer_config(&self, group: &str, eos: bool) -> ClientConfig {
-        let mut c = self.client_config(self.config.restore_consumer_properties());
-        // They never join the group: its protocol is not theirs.
-        c.remove("group.protocol").remove("group.remote.assignor");
-        defaults::consumer(&mut c);
-        c.set("group.id", group).set("enable.auto.commit", "false").set(
-            "isolation.level",
-            if eos { "read_committed" } else { "read_uncommitted" },
-        );
-        c
-    }
-
-    /// A consumer with `config` whose client-level errors are warnings (see `resets.rs`).
-    fn assigned_consumer(
-        &self,
-        config: &ClientConfig,
-        name: String,
-    ) -> Result<AssignedConsumer, StreamsError> {
-        let group = config.get("group.id").unwrap_or_default().to_owned();
-        config
-            .create_with_context(QuietContext {
-                name: name.clone(),
-                group,
-                application_id: self.config.application_id().to_owned(),
-            })
-            .map_err(|e| restore::kafka_err(&name, e))
-    }
-
-    fn parts(
-        &self,
-        name: &str,
-        index: usize,
-    ) -> Result<(BaseConsumer<ThreadContext>, TaskManagerParts, LoopSettings), StreamsError> {
-        let cfg = &self.config;
-        let eos = cfg.is_exactly_once();
-        let app_id = cfg.application_id();
-        let mut cc = self.client_config(cfg.main_consumer_properties());
-        // Both protocols assign with `range`, which keeps co-partitioned topics on one task:
-        // the classic one on the client, the consumer protocol (KIP-848) on the broker.
-        if self.group_protocol == GroupProtocol::Consumer {
-            cc.set("group.protocol", "consumer");
-            if cc.get("group.remote.assignor").is_none() {
-                cc.set("group.remote.assignor", "range");
-            }
-        } else {
-            cc.set("partition.assignment.strategy", "range");
-        }
-        cc.set("group.id", app_id)
-            .set("client.id", name)
-            .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false")
-            .set(
-                "isolation.level",
-                if eos { "read_committed" } else { "read_uncommitted" },
-            );
-        defaults::consumer(&mut cc);
-        if cc.get("statistics.interval.ms").is_none() {
-            // End offsets for the lag metric.
-            cc.set("statistics.interval.ms", "1000");
-        }
-        if cc.get("auto.offset.reset").is_none() {
-            let earliest = self
-                .topology
-                .source_topics()
-                .iter()
-                .all(|t| self.topology.offset_reset(t) == crate::topology::OffsetReset::Earliest);
-            cc.set("auto.offset.reset", if earliest { "earliest" } else { "latest" });
-        }
-        let context = ThreadContext {
-            status: self.status.clone(),
-            name: name.to_owned(),
-            in_rebalance: AtomicBool::new(false),
-            closing: AtomicBool::new(false),
-            generation: std::sync::atomic::AtomicU64::new(0),
-            revoked: std::sync::Mutex::new(Vec::new()),
-            fetch_positions: std::sync::Mutex::new(std::collections::HashMap::new()),
-            resets: resets::ResetWatch::default(),
-            reset: start_offsets::ResetTo::of(cc.get("auto.offset.reset")),
-        };
-        let consumer: BaseConsumer<ThreadContext> = cc
-            .create_with_context(context)
-            .map_err(|e| restore::kafka_err("consumer", e))?;
-        let topics: Vec<String> = self.topology.source_topics().into_iter().collect();
-        let topic_refs: Vec<&str> = topics.iter().map(String::as_str).collect();
-        consumer
-            .subscribe(&topic_refs)
-            .map_err(|e| restore::kafka_err("subscribe", e))?;
-
-        // A changelog offset out of range is corrupted state, never a silent skip: the
-        // restore loop sees it as an error and wipes the store (see `restore.rs`).
-        let mut rc = self.assigned_consumer_config(&format!("{app_id}-restore"), eos);
-        rc.set("client.id", format!("{name}-restore"))
-            .set("auto.offset.reset", "error");
-        let restore_consumer = self.assigned_consumer(&rc, format!("{name}-restore"))?;
-
-        let mut pc = self.client_config(cfg.producer_properties());
-        pc.set("client.id", format!("{name}-producer"));
-        if pc.get("linger.ms").is_none() {
-            pc.set("linger.ms", "5");
-        }
-        if pc.get("partitioner").is_none() {
-            // Sinks choose partitions of keyed records themselves (murmur2, as Java); this
-            // covers records whose partition is left to the producer.
-            pc.set("partitioner", "murmur2_random");
-        }
-        let transactional_id = format!("{app_id}-{}-{index}", self.process_id);
-        if eos {
-            pc.set("transactional.id", &transactional_id);
-            if pc.get("transaction.timeout.ms").is_none() {
-                pc.set("transaction.timeout.ms", "10000");
-            }
-        } else if pc.get("enable.idempotence").is_none() {
-            pc.set("enable.idempotence", "true");
-        }
-        let tracker = DeliveryTracker {
-            keep_failed: cfg.error_policy().production
-                == crate::model::handlers::ErrorHandling::DeadLetterQueue,
-            ..DeliveryTracker::default()
-        };
-        let producer: producer::StreamProducer = pc
-            .create_with_context(tracker.clone())
-            .map_err(|e| restore::kafka_err("producer", e))?;
-        if eos {
-            producer.init_transactions(Duration::from_secs(60)).map_err(|e| {
-                match e.rdkafka_error_code() {
-                    Some(code @ rdkafka::types::RDKafkaErrorCode::TransactionalIdAuthorizationFailed) => {
-                        connect::denied(
-                            format!("transactional id `{transactional_id}`"),
-                            "initializing the transactional producer",
-                            code,
-                            &format!("WRITE and DESCRIBE on transactional ids prefixed `{app_id}`"),
-                        )
-                    }
-                    Some(code @ rdkafka::types::RDKafkaErrorCode::ClusterAuthorizationFailed) => {
-                        connect::denied(
-                            "the cluster".into(),
-                            "initializing the transactional producer",
-                            code,
-                            "IDEMPOTENT_WRITE on the cluster (brokers before Apache Kafka 2.8 ask for it)",
-                        )
-                    }
-                    _ => restore::kafka_err("init transactions", e),
-                }
-            })?;
-        }
-        let settings = TaskSettings {
-            factory: TaskFactory::new(
-                self.topology.clone(),
-                Arc::from(app_id),
-                cfg.error_policy(),
-                cfg.cache_max_bytes() / cfg.num_stream_threads().max(1),
-                self.rocksdb.clone(),
-            )
-            .exactly_once(eos),
-            state_dir: cfg.state_dir().to_path_buf(),
-            eos,
-            reset: start_offsets::ResetTo::of(cc.get("auto.offset.reset")),
-            on_mock: self.on_mock,
-        };
-        let global_consumer = if self.topology.subtopologies().iter().any(|s| s.global) {
-            let mut gc = self.assigned_consumer_config(&format!("{app_id}-global"), eos);
-            gc.set("client.id", format!("{name}-global"))
-                .set("auto.offset.reset", "earliest");
-            Some(self.assigned_consumer(&gc, format!("{name}-global"))?)
-        } else {
-            None
-        };
-        let tasks = TaskManagerParts {
-            settings,
-            global_consumer,
-            metrics: self.metrics.clone(),
-            thread_name: name.to_owned(),
-            producer: Arc::new(producer),
-            tracker,
-            restore_consumer,
-        };
-        let loop_settings = LoopSettings {
-            application_id: app_id.to_owned(),
-            commit_interval: cfg.commit_interval(),
-            poll: cfg.poll_interval(),
-            max_poll_records: cfg.max_poll_records(),
-            on_mock: self.on_mock,
-        };
-        Ok((consumer, tasks, loop_settings))
-    }
 }
 
 /// A streams application: a topology running on Kafka. See the [module docs](self).
