@@ -134,6 +134,12 @@ impl TaskManager {
                     }
                     continue;
                 }
+                Err(StreamsError::Store(e @ StoreError::Corrupt { .. })) => {
+                    // Unreadable files (a crash mid-write, a disk fault): the changelog has
+                    // the state, so the task starts over from it rather than failing.
+                    tracing::warn!(task = %id, error = %e, "the task's local state cannot be read: wiping it and restoring from the changelog");
+                    self.wipe(id, Vec::new(), &timestamp)?
+                }
                 other => other?,
             };
             if self.settings.eos && holds_uncommitted(&stores)? {
