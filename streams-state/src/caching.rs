@@ -12,7 +12,8 @@ use bytes::Bytes;
 use crate::KeyRange;
 use crate::changelog::ChangelogRecord;
 use crate::error::{Result, StoreError};
-use crate::iter::{KeyValueIter, OverlayIter};
+use crate::iter::KeyValueIter;
+use crate::overlay::{count_over, overlay};
 use crate::store::{KeyValueStore, StateStore, StoreStats};
 use crate::thread_cache::ThreadCache;
 
@@ -303,18 +304,12 @@ impl CachingKeyValueStore {
     }
 
     fn merged<'a>(&'a self, range: &KeyRange, inner: KeyValueIter<'a>, reverse: bool) -> KeyValueIter<'a> {
-        let cached = self.cache.range::<[u8], _>(range.as_bounds());
-        // Nothing cached in the range (and nothing can be while the iterator borrows the
-        // store): the inner iterator as it is, with no merge step per entry.
-        if cached.clone().next().is_none() {
-            return inner;
-        }
-        let value = |(k, e): (&'a Bytes, &'a CacheEntry)| (k, e.value.as_ref());
-        if reverse {
-            KeyValueIter::new(OverlayIter::new(cached.rev().map(value), inner, true))
-        } else {
-            KeyValueIter::new(OverlayIter::new(cached.map(value), inner, false))
-        }
+        // Nothing can be cached in the range later: the iterator borrows the store.
+        let cached = self
+            .cache
+            .range::<[u8], _>(range.as_bounds())
+            .map(|(k, e): (&'a Bytes, &'a CacheEntry)| (k, e.value.as_ref()));
+        overlay(cached, inner, reverse)
     }
 }
 
@@ -411,15 +406,12 @@ impl KeyValueStore for CachingKeyValueStore {
     /// entry): exact when the inner store's count is.
     fn approximate_num_entries(&self) -> Result<u64> {
         self.check_open()?;
-        let mut n = self.inner.approximate_num_entries()?;
-        for (k, e) in self.cache.iter().filter(|(_, e)| e.dirty) {
-            match (e.value.is_some(), self.inner.get(k)?.is_some()) {
-                (true, false) => n = n.saturating_add(1),
-                (false, true) => n = n.saturating_sub(1),
-                _ => {}
-            }
-        }
-        Ok(n)
+        let dirty = self
+            .cache
+            .iter()
+            .filter(|(_, e)| e.dirty)
+            .map(|(k, e)| (k, e.value.as_ref()));
+        count_over(self.inner.as_ref(), dirty)
     }
 
     fn delete_range(&mut self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<()> {

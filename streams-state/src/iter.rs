@@ -1,7 +1,5 @@
 //! The iterator type every store layer returns.
 
-use std::iter::Peekable;
-
 use bytes::Bytes;
 
 use crate::error::Result;
@@ -46,81 +44,5 @@ impl Iterator for KeyValueIter<'_> {
 impl std::fmt::Debug for KeyValueIter<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("KeyValueIter")
-    }
-}
-
-/// Merges an overlay of recent changes (in the iteration's order; `None` for a delete) over
-/// an inner store's iterator of the same range: an overlay entry shadows the inner entry of
-/// the same key, and an overlay delete hides it. The caching layer merges its cache this
-/// way, the transactional layer its uncommitted writes.
-pub(crate) struct OverlayIter<'a, O: Iterator<Item = (&'a Bytes, Option<&'a Bytes>)>> {
-    overlay: Peekable<O>,
-    inner: KeyValueIter<'a>,
-    inner_next: Option<KeyValue>,
-    inner_done: bool,
-    reverse: bool,
-    done: bool,
-}
-
-impl<'a, O: Iterator<Item = (&'a Bytes, Option<&'a Bytes>)>> OverlayIter<'a, O> {
-    /// `overlay` and `inner` both ascending, or both descending when `reverse`.
-    pub(crate) fn new(overlay: O, inner: KeyValueIter<'a>, reverse: bool) -> Self {
-        Self {
-            overlay: overlay.peekable(),
-            inner,
-            inner_next: None,
-            inner_done: false,
-            reverse,
-            done: false,
-        }
-    }
-}
-
-impl<'a, O: Iterator<Item = (&'a Bytes, Option<&'a Bytes>)>> Iterator for OverlayIter<'a, O> {
-    type Item = Result<KeyValue>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if self.done {
-                return None;
-            }
-            if self.inner_next.is_none() && !self.inner_done {
-                match self.inner.next() {
-                    Some(Ok(kv)) => self.inner_next = Some(kv),
-                    Some(Err(e)) => {
-                        self.done = true;
-                        return Some(Err(e));
-                    }
-                    None => self.inner_done = true,
-                }
-            }
-            let take_overlay = match (self.overlay.peek(), &self.inner_next) {
-                (None, None) => {
-                    self.done = true;
-                    return None;
-                }
-                (None, Some(_)) => false,
-                (Some(_), None) => true,
-                (Some((ok, _)), Some((ik, _))) => {
-                    let ord = ok.as_ref().cmp(ik.as_ref());
-                    let ord = if self.reverse { ord.reverse() } else { ord };
-                    match ord {
-                        std::cmp::Ordering::Greater => false,
-                        std::cmp::Ordering::Equal => {
-                            self.inner_next = None; // shadowed by the overlay
-                            true
-                        }
-                        std::cmp::Ordering::Less => true,
-                    }
-                }
-            };
-            if !take_overlay {
-                return self.inner_next.take().map(Ok);
-            }
-            if let Some((k, Some(v))) = self.overlay.next() {
-                return Some(Ok((k.clone(), v.clone())));
-            }
-            // An overlay delete: skip it.
-        }
     }
 }

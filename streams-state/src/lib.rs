@@ -18,6 +18,7 @@ mod error;
 mod iter;
 mod logging;
 mod memory;
+mod overlay;
 mod rocksdb;
 pub mod serde;
 mod store;

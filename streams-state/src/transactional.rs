@@ -26,7 +26,8 @@ use bytes::Bytes;
 
 use crate::changelog::ChangelogRecord;
 use crate::error::Result;
-use crate::iter::{KeyValueIter, OverlayIter};
+use crate::iter::KeyValueIter;
+use crate::overlay::{count_over, overlay};
 use crate::store::{KeyValueStore, StateStore, StoreStats};
 
 /// A store whose writes wait for [`commit_writes`](crate::StateStore::commit_writes); see
@@ -71,16 +72,11 @@ impl TransactionalKeyValueStore {
         } else {
             self.inner.range(from, to)?
         };
-        let mut pending = self.pending.range::<[u8], _>((from, to)).peekable();
-        if pending.peek().is_none() {
-            return Ok(inner);
-        }
-        let entry = |(k, v): (&'a Bytes, &'a Option<Bytes>)| (k, v.as_ref());
-        Ok(if reverse {
-            KeyValueIter::new(OverlayIter::new(pending.rev().map(entry), inner, true))
-        } else {
-            KeyValueIter::new(OverlayIter::new(pending.map(entry), inner, false))
-        })
+        let pending = self
+            .pending
+            .range::<[u8], _>((from, to))
+            .map(|(k, v): (&'a Bytes, &'a Option<Bytes>)| (k, v.as_ref()));
+        Ok(overlay(pending, inner, reverse))
     }
 }
 
@@ -144,15 +140,10 @@ impl KeyValueStore for TransactionalKeyValueStore {
     }
 
     fn approximate_num_entries(&self) -> Result<u64> {
-        let mut n = self.inner.approximate_num_entries()?;
-        for (k, v) in &self.pending {
-            match (v.is_some(), self.inner.get(k)?.is_some()) {
-                (true, false) => n = n.saturating_add(1),
-                (false, true) => n = n.saturating_sub(1),
-                _ => {}
-            }
-        }
-        Ok(n)
+        count_over(
+            self.inner.as_ref(),
+            self.pending.iter().map(|(k, v)| (k, v.as_ref())),
+        )
     }
 
     /// A delete of every key in the range, pending like any other write.
