@@ -55,6 +55,58 @@ struct Queued {
     in_redelivery: bool,
 }
 
+/// The queued positions of a task's input partitions: a few entries, scanned.
+#[derive(Default)]
+struct QueuedPositions(Vec<Queued>);
+
+impl QueuedPositions {
+    /// Whether `r` is at an offset task `task` has already queued (and so processed, or
+    /// will): a re-delivery, to be dropped. Offsets of one partition only grow, and a task's
+    /// state holds every record it queued, so a record behind that position can only be one
+    /// seen before: the consumer went back (a partition restarted from an older position
+    /// while the task kept running). Processing it again would apply it twice to the state
+    /// and produce its output twice, even under exactly-once. The first record of each run
+    /// of re-deliveries is logged.
+    fn redelivered(&mut self, task: TaskId, r: &RawRecord) -> bool {
+        let Some(q) = self
+            .0
+            .iter_mut()
+            .find(|q| q.partition == r.partition && *q.topic == *r.topic)
+        else {
+            self.0.push(Queued {
+                topic: r.topic.clone(),
+                partition: r.partition,
+                next: r.offset + 1,
+                in_redelivery: false,
+            });
+            return false;
+        };
+        if r.offset >= q.next {
+            q.next = r.offset + 1;
+            q.in_redelivery = false;
+            return false;
+        }
+        if !q.in_redelivery {
+            q.in_redelivery = true;
+            tracing::warn!(
+                task = %task,
+                topic = %r.topic,
+                partition = r.partition,
+                offset = r.offset,
+                queued_up_to = q.next,
+                "record delivered again: dropped (already processed or queued)"
+            );
+        }
+        true
+    }
+
+    /// Forgets `topic`-`partition`: its next record starts a new sequence.
+    fn forget(&mut self, topic: &str, partition: i32) {
+        self.0
+            .retain(|q| !(q.partition == partition && *q.topic == *topic));
+    }
+}
+
 struct SourceEntry {
     node: usize,
     extractor: Option<TimestampExtractor>,
@@ -72,9 +124,8 @@ pub struct Task {
     /// Next offset to commit per input partition (topic, partition, offset); a few
     /// entries, updated in place per record without allocating.
     consumed: Vec<(String, i32, i64)>,
-    /// Per input partition, the offset after the last record queued, and whether the
-    /// last record offered was a re-delivery (see [`Task::add_records`]).
-    queued: Vec<Queued>,
+    /// Per input partition, where its queued records end (see [`Task::add_records`]).
+    queued: QueuedPositions,
     policy: ErrorPolicy,
     pub(crate) counters: TaskCounters,
     initialized: bool,
@@ -173,7 +224,7 @@ impl Task {
             sources,
             queues: RecordQueues::default(),
             consumed: Vec::new(),
-            queued: Vec::new(),
+            queued: QueuedPositions::default(),
             policy,
             counters: TaskCounters::default(),
             initialized: false,
@@ -220,12 +271,15 @@ impl Task {
     /// dropped (and counted), as Kafka Streams does.
     pub fn add_records(&mut self, records: impl IntoIterator<Item = RawRecord>) {
         for r in records {
-            if self.source(&r.topic).is_none() || self.redelivered(&r) {
-                continue;
-            }
-            let Some(source) = self.source(&r.topic) else {
+            // The source (borrowed from `sources`) stays in hand while the positions
+            // update: one topic lookup per record.
+            let Some((_, source)) = self.sources.iter().find(|(t, _)| **t == *r.topic) else {
                 continue;
             };
+            if self.queued.redelivered(self.shared.task_id, &r) {
+                self.counters.redelivered += 1;
+                continue;
+            }
             let partition_time = self.shared.stream_time.get();
             let ts = source
                 .extractor
@@ -242,56 +296,10 @@ impl Task {
         }
     }
 
-    /// Whether `r` is at an offset this task has already queued (and so processed, or
-    /// will): a re-delivery, dropped and counted. Offsets of one partition only grow, and
-    /// a task's state holds every record it queued, so a record behind that position can
-    /// only be one seen before: the consumer went back (a partition restarted from an
-    /// older position while the task kept running). Processing it again would apply it
-    /// twice to the state and produce its output twice, even under exactly-once. The first
-    /// record of each run of re-deliveries is logged.
-    fn redelivered(&mut self, r: &RawRecord) -> bool {
-        let i = match self
-            .queued
-            .iter()
-            .position(|q| q.partition == r.partition && *q.topic == *r.topic)
-        {
-            Some(i) => i,
-            None => {
-                self.queued.push(Queued {
-                    topic: r.topic.clone(),
-                    partition: r.partition,
-                    next: r.offset + 1,
-                    in_redelivery: false,
-                });
-                return false;
-            }
-        };
-        let q = &mut self.queued[i];
-        if r.offset >= q.next {
-            q.next = r.offset + 1;
-            q.in_redelivery = false;
-            return false;
-        }
-        if !q.in_redelivery {
-            q.in_redelivery = true;
-            tracing::warn!(
-                task = %self.shared.task_id,
-                topic = %r.topic,
-                partition = r.partition,
-                offset = r.offset,
-                queued_up_to = q.next,
-                "record delivered again: dropped (already processed or queued)"
-            );
-        }
-        self.counters.redelivered += 1;
-        true
-    }
-
     /// Forgets the queued position of `topic`-`partition`: the host moved the partition
     /// on purpose (an offset reset), and its next records start a new sequence.
     pub fn forget_position(&mut self, topic: &str, partition: i32) {
-        self.queued
-            .retain(|q| !(q.partition == partition && *q.topic == *topic));
+        self.queued.forget(topic, partition);
     }
 
     /// Processes the next queued record, if any; then runs the stream-time punctuators that
@@ -388,10 +396,6 @@ impl Task {
         let mut v = self.consumed.clone();
         v.sort();
         v
-    }
-
-    fn source(&self, topic: &str) -> Option<&SourceEntry> {
-        self.sources.iter().find(|(t, _)| **t == *topic).map(|(_, s)| s)
     }
 
     /// Records `next` as the offset to commit for `topic`-`partition`; returns the
