@@ -2,8 +2,7 @@
 //! broker: liveness answers 200 all along; readiness answers 503 while the instance restores
 //! state or rebalances, and 200 once every task runs.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -28,42 +27,6 @@ fn config(bootstrap: &str, app: &str, dir: &Path) -> StreamsConfig {
     .unwrap()
 }
 
-/// A plain HTTP/1.1 GET: (status, body); status 0 when the server does not answer.
-fn get(address: SocketAddr, path: &str) -> (u16, String) {
-    let Ok(mut s) = TcpStream::connect(address) else {
-        return (0, String::new());
-    };
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    if write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
-    )
-    .is_err()
-    {
-        return (0, String::new());
-    }
-    let mut response = String::new();
-    let _ = s.read_to_string(&mut response);
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
-}
-
-/// The sum of the samples of `name` in a scrape.
-fn sum(text: &str, name: &str) -> f64 {
-    text.lines()
-        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
-        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
-        .sum()
-}
-
 /// What the probes answered while an instance came to `Running`.
 #[derive(Default, Debug)]
 struct Seen {
@@ -81,11 +44,11 @@ fn watch(address: SocketAddr, limit: Duration, scrape_restores: bool, after_unre
     let deadline = Instant::now() + limit;
     let mut ok_since: Option<Instant> = None;
     while Instant::now() < deadline {
-        let (live, _) = get(address, "/health/live");
+        let (live, _) = common::http_get(address, "/health/live");
         if live != 200 {
             seen.live_not_ok.push(live);
         }
-        let (ready, _) = get(address, "/health/ready");
+        let (ready, _) = common::http_get(address, "/health/ready");
         if ready == 200 {
             let since = *ok_since.get_or_insert_with(Instant::now);
             if since.elapsed() > Duration::from_secs(2) && (!after_unready || seen.ready_503 > 0) {
@@ -97,8 +60,8 @@ fn watch(address: SocketAddr, limit: Duration, scrape_restores: bool, after_unre
             assert_eq!(ready, 503, "readiness answers 200 or 503");
             seen.ready_503 += 1;
             if scrape_restores {
-                let (_, metrics) = get(address, "/metrics");
-                if sum(&metrics, "streams_task_restore_remaining_records") > 0.0 {
+                let (_, metrics) = common::http_get(address, "/metrics");
+                if common::metric_sum(&metrics, "streams_task_restore_remaining_records", &[]) > 0.0 {
                     seen.ready_503_while_restoring += 1;
                 }
             }

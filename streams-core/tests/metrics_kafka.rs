@@ -3,8 +3,7 @@
 //! sent, `/health`, and the series of tasks that moved to another instance removed.
 
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -14,6 +13,7 @@ use streams_test_utils::kafka;
 mod common;
 
 use common::count_topology as topology;
+use common::{http_get as get, metric_sum as sum, samples};
 
 fn config(bootstrap: &str, app: &str, dir: &Path) -> StreamsConfig {
     config_with(bootstrap, app, dir, &[])
@@ -32,47 +32,6 @@ fn config_with(bootstrap: &str, app: &str, dir: &Path, extra: &[(&str, &str)]) -
         ("consumer.heartbeat.interval.ms", "500"),
     ];
     StreamsConfig::from_properties(base.iter().chain(extra).copied()).unwrap()
-}
-
-/// A plain HTTP/1.1 GET: (status, body).
-fn get(address: SocketAddr, path: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(address).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    s.read_to_string(&mut response).unwrap();
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
-}
-
-/// The samples of `name` whose labels contain every one of `labels` (`key="value"`).
-fn samples<'a>(text: &'a str, name: &str, labels: &[&str]) -> Vec<(&'a str, f64)> {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| {
-            let (series, value) = l.rsplit_once(' ')?;
-            let (n, rest) = series.split_once('{').unwrap_or((series, ""));
-            (n == name && labels.iter().all(|want| rest.contains(want)))
-                .then(|| Some((rest, value.parse().ok()?)))
-                .flatten()
-        })
-        .collect()
-}
-
-fn sum(text: &str, name: &str, labels: &[&str]) -> f64 {
-    samples(text, name, labels).iter().map(|(_, v)| v).sum()
 }
 
 fn task_ids(text: &str) -> BTreeSet<String> {

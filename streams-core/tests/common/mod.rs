@@ -5,6 +5,8 @@
 #![allow(dead_code)]
 
 use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use streams_core::serdes::{StringSerde, U64Serde};
@@ -148,4 +150,54 @@ pub fn metric(app: &KafkaStreams, name: &str, label: &str) -> f64 {
         .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']) && l.contains(label))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
+}
+
+/// A plain HTTP/1.1 GET: (status, body). Status 0 when the server cannot be reached, with
+/// the error as the body.
+pub fn http_get(address: SocketAddr, path: &str) -> (u16, String) {
+    let mut s = match TcpStream::connect(address) {
+        Ok(s) => s,
+        Err(e) => return (0, format!("connecting to {address}: {e}")),
+    };
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    if let Err(e) = write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    ) {
+        return (0, format!("writing to {address}: {e}"));
+    }
+    let mut response = String::new();
+    if let Err(e) = s.read_to_string(&mut response) {
+        return (0, format!("reading from {address}: {e}"));
+    }
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// The samples of metric `name` in a scrape whose labels contain every one of `labels`
+/// (`key="value"`): (the labels text, the value).
+pub fn samples<'a>(text: &'a str, name: &str, labels: &[&str]) -> Vec<(&'a str, f64)> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (series, value) = l.rsplit_once(' ')?;
+            let (n, rest) = series.split_once('{').unwrap_or((series, ""));
+            (n == name && labels.iter().all(|want| rest.contains(want)))
+                .then(|| Some((rest, value.parse().ok()?)))
+                .flatten()
+        })
+        .collect()
+}
+
+/// The sum of the [`samples`] of `name` with `labels`.
+pub fn metric_sum(text: &str, name: &str, labels: &[&str]) -> f64 {
+    samples(text, name, labels).iter().map(|(_, v)| v).sum()
 }
