@@ -54,6 +54,7 @@ pub use model::TaskId;
 pub use model::partitioner::{StreamPartitioner, default_partition, murmur2};
 pub use model::record::{Headers, OutputRecord, OutputRef, RawRecord, Record, RecordMetadata};
 pub use processor::{Cancellable, Child, Processor, ProcessorContext, PunctuationType, ScheduleId};
+pub use runtime::query::{KeyValueCursor, QueryError, ReadOnlyKeyValueStore};
 pub use runtime::{EmbeddedKafka, GroupProtocol, KafkaStreams, State, ThreadFailureResponse};
 pub use topology::{
     NodeRef, OffsetReset, SinkConfig, SourceConfig, StoreRef, Topology, TopologyBuilder, TopologyDescription,

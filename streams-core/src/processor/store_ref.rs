@@ -28,6 +28,11 @@ impl<KS: Serde + Clone, VS: Serde + Clone> StoreRef<KS, VS> {
         }
     }
 
+    /// The serdes of its keys and values.
+    pub(crate) fn serdes(&self) -> (KS, VS) {
+        (self.key_serde.clone(), self.value_serde.clone())
+    }
+
     /// The typed handle on one task's instance of the store.
     pub(crate) fn open(&self, store: SharedKeyValueStore) -> KvStore<KS, VS> {
         KvStore::new(store, self.key_serde.clone(), self.value_serde.clone())

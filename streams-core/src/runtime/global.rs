@@ -61,6 +61,11 @@ pub(crate) struct GlobalTasks {
 }
 
 impl GlobalTasks {
+    /// The replica of the global store `name`.
+    pub fn slot(&self, name: &str) -> Option<&StoreSlot> {
+        self.slots.iter().find(|s| *s.name == *name)
+    }
+
     /// Builds the global tasks of the topology (none: `Ok(None)`) with their stores in
     /// `dir` (wiped first), and reads their topics to the end.
     pub fn start(

@@ -15,6 +15,7 @@ mod global;
 mod producer;
 mod protocol;
 mod publish;
+pub mod query;
 mod recover;
 mod redact;
 mod resets;
@@ -78,6 +79,8 @@ pub struct KafkaStreams {
     next_thread: Arc<std::sync::atomic::AtomicUsize>,
     process_id: String,
     group_protocol: Option<GroupProtocol>,
+    /// Sends interactive queries to the stream threads.
+    router: Arc<query::Router>,
     /// Sized by `rocksdb.block.cache.bytes` and `rocksdb.write.buffer.bytes`.
     rocksdb: streams_state::RocksDbResources,
     /// The secret values of the configuration, masked in what the runtime logs and reports
@@ -140,9 +143,11 @@ impl KafkaStreams {
         let metrics = Metrics::new(config.application_id(), config.recording_level())?;
         metrics.set_topology(&topology.describe().to_string());
         metrics.set_alive_threads(0);
+        let status = Arc::new(Status::new(metrics.clone()));
         Ok(Self {
             rocksdb: config.rocksdb_resources(),
-            status: Arc::new(Status::new(metrics.clone())),
+            router: Arc::new(query::Router::new(status.clone())),
+            status,
             metrics,
             server: None,
             topology: Arc::new(topology),
@@ -188,6 +193,54 @@ impl KafkaStreams {
     /// `metrics.address` asked for port 0).
     pub fn metrics_address(&self) -> Option<std::net::SocketAddr> {
         self.server.as_ref().map(MetricsServer::address)
+    }
+
+    /// A read-only view of the store `store` over this instance's tasks, for interactive
+    /// queries (see [`query`]). Usable once the application runs; while it rebalances,
+    /// queries fail with the retriable [`query::QueryError::Rebalancing`].
+    ///
+    /// # Errors
+    /// [`query::QueryError::UnknownStore`] when the topology has no store of that name.
+    pub fn store<KS, VS>(
+        &self,
+        store: &crate::StoreRef<KS, VS>,
+    ) -> Result<query::ReadOnlyKeyValueStore<KS, VS>, query::QueryError>
+    where
+        KS: streams_state::Serde + Clone,
+        VS: streams_state::Serde + Clone,
+    {
+        let (key_serde, value_serde) = store.serdes();
+        self.store_named(store.name(), key_serde, value_serde)
+    }
+
+    /// [`store`](Self::store) by name, with the serdes given here: for stores made
+    /// elsewhere (e.g. named by the DSL's `Materialized`).
+    ///
+    /// # Errors
+    /// [`query::QueryError::UnknownStore`] when the topology has no store of that name.
+    pub fn store_named<KS, VS>(
+        &self,
+        name: &str,
+        key_serde: KS,
+        value_serde: VS,
+    ) -> Result<query::ReadOnlyKeyValueStore<KS, VS>, query::QueryError>
+    where
+        KS: streams_state::Serde + Clone,
+        VS: streams_state::Serde + Clone,
+    {
+        let def = self
+            .topology
+            .stores
+            .iter()
+            .find(|s| s.builder.name() == name)
+            .ok_or_else(|| query::QueryError::UnknownStore(name.to_owned()))?;
+        Ok(query::ReadOnlyKeyValueStore::new(
+            name,
+            def.global,
+            self.router.clone(),
+            key_serde,
+            value_serde,
+        ))
     }
 
     /// Calls `listener(new, old)` on every state change.
@@ -294,6 +347,7 @@ impl KafkaStreams {
         let status = self.status.clone();
         let handler = self.error_handler.clone();
         let thread_name = name.clone();
+        let inbox = self.router.register(&name);
         let alive = self
             .metrics
             .families()
@@ -313,6 +367,7 @@ impl KafkaStreams {
                         settings,
                         shutdown.clone(),
                         status.clone(),
+                        &inbox,
                     );
                     let Err(e) = result else { return };
                     tracing::error!(thread = %thread_name, error = %e, "stream thread failed");
@@ -359,6 +414,7 @@ impl KafkaStreams {
     pub fn close(&mut self, timeout: Duration) -> bool {
         self.status.transition(State::PendingShutdown);
         self.shutdown.store(true, Ordering::Relaxed);
+        self.router.clear();
         let deadline = Instant::now() + timeout;
         let mut all = true;
         for t in std::mem::take(&mut self.threads) {

@@ -3,7 +3,7 @@
 //! Taken only on state changes and rebalances, never per record.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::metrics::Metrics;
@@ -17,6 +17,9 @@ pub(crate) struct Status {
     state: Mutex<State>,
     listener: Mutex<Option<StateListener>>,
     rebalancing: AtomicUsize,
+    /// Counts rebalances begun by any thread: a query whose answers span a change of it
+    /// may mix tasks from before and after.
+    epoch: AtomicU64,
     threads: AtomicUsize,
     processed: Mutex<HashMap<String, u64>>,
 }
@@ -29,6 +32,7 @@ impl Status {
             state: Mutex::new(State::Created),
             listener: Mutex::new(None),
             rebalancing: AtomicUsize::new(0),
+            epoch: AtomicU64::new(0),
             threads: AtomicUsize::new(0),
             processed: Mutex::new(HashMap::new()),
         }
@@ -78,9 +82,15 @@ impl Status {
 
     /// A thread enters a rebalance.
     pub fn enter_rebalance(&self) {
+        self.epoch.fetch_add(1, Ordering::AcqRel);
         if self.rebalancing.fetch_add(1, Ordering::Relaxed) == 0 && self.state() == State::Running {
             self.transition(State::Rebalancing);
         }
+    }
+
+    /// How many rebalances have begun.
+    pub fn rebalance_epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
     }
 
     /// A thread finished a rebalance and created its tasks.

@@ -21,6 +21,8 @@ use rdkafka::types::{RDKafkaErrorCode, RDKafkaRespErr};
 use rdkafka::{ClientContext, TopicPartitionList};
 
 use super::publish::FetchPosition;
+use super::query::Inbox;
+use super::query::serve::serve;
 use super::resets::{ResetWatch, SourceResets, forward_log};
 use super::start_offsets;
 use super::status::Status;
@@ -269,13 +271,14 @@ pub(crate) fn run(
     settings: LoopSettings,
     shutdown: Arc<AtomicBool>,
     status: Arc<Status>,
+    inbox: &Inbox,
 ) -> Result<(), StreamsError> {
     // Every event of this thread, rebalance callbacks included, carries the thread's name.
     let span = tracing::info_span!("stream_thread", thread = name);
     let _entered = span.enter();
     let manager = TaskManager::new(tasks)?;
     TASKS.with(|t| *t.borrow_mut() = Some(manager));
-    let result = run_loop(name, &consumer, &settings, &shutdown, &status);
+    let result = run_loop(name, &consumer, &settings, &shutdown, &status, inbox);
     consumer.context().closing.store(true, Ordering::Relaxed);
     let clean = result.is_ok();
     let closed = with_tasks(|tm| tm.close(&consumer, clean)).unwrap_or(Ok(()));
@@ -290,6 +293,7 @@ fn run_loop(
     settings: &LoopSettings,
     shutdown: &AtomicBool,
     status: &Status,
+    inbox: &Inbox,
 ) -> Result<(), StreamsError> {
     let step = |f: &mut dyn FnMut(&mut TaskManager) -> Result<(), StreamsError>| -> Result<(), StreamsError> {
         with_tasks(|tm| {
@@ -320,7 +324,7 @@ fn run_loop(
         let poll_started = Instant::now();
         while batch.len() < settings.max_poll_records {
             let generation = consumer.context().generation.load(Ordering::Relaxed);
-            let polled = consumer.poll(timeout);
+            let polled = poll_sliced(consumer, timeout, inbox);
             if consumer.context().generation.load(Ordering::Relaxed) != generation {
                 drop_revoked(consumer, &mut batch);
             }
@@ -405,10 +409,36 @@ fn run_loop(
                 last_publish = Instant::now();
             }
             status.set_processed(name, tm.processed_total);
+            serve(inbox, tm, consumer.context().in_rebalance.load(Ordering::Relaxed));
             Ok(())
         })?;
     }
     Ok(())
+}
+
+/// How long an idle thread waits for records before it looks at its query inbox.
+const QUERY_SLICE: Duration = Duration::from_millis(10);
+
+/// Polls one message, waiting at most `timeout`, in slices of [`QUERY_SLICE`]: returns
+/// early (with nothing) when a query arrives or a rebalance callback ran.
+fn poll_sliced<'c>(
+    consumer: &'c BaseConsumer<ThreadContext>,
+    timeout: Duration,
+    inbox: &Inbox,
+) -> Option<rdkafka::error::KafkaResult<rdkafka::message::BorrowedMessage<'c>>> {
+    let deadline = Instant::now() + timeout;
+    let generation = consumer.context().generation.load(Ordering::Relaxed);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let polled = consumer.poll(left.min(QUERY_SLICE));
+        if polled.is_some()
+            || left <= QUERY_SLICE
+            || inbox.has_pending()
+            || consumer.context().generation.load(Ordering::Relaxed) != generation
+        {
+            return polled;
+        }
+    }
 }
 
 /// The authorization error a poll of the main consumer reported, naming the group or the

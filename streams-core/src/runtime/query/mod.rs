@@ -1,0 +1,90 @@
+//! Interactive queries: reading a running application's stores from outside its topology
+//! (an HTTP handler, a test, another thread).
+//!
+//! [`KafkaStreams::store`](crate::KafkaStreams::store) returns a
+//! [`ReadOnlyKeyValueStore`]: a typed, cloneable, `Send + Sync` handle over every local
+//! task's instance of one store. See `docs/interactive-queries.md`.
+//!
+//! # How a query is served
+//!
+//! The stores stay owned by their stream threads: no store is shared across threads and no
+//! lock is taken on the per-record path. A query is sent to every stream thread's inbox;
+//! each thread answers between two loop iterations, for the tasks it runs, reading
+//! through the same layers its processors read (cache included); the answers are merged
+//! in key order. An idle thread waits for records in slices of at most 10 ms and checks
+//! its inbox between them, so a query waits at most that long plus the thread's current
+//! batch.
+//!
+//! # Consistency
+//!
+//! - Each task's part reflects its store after some record and before the next: never
+//!   half a record.
+//! - A query sees every record its tasks have processed, including writes still in the
+//!   cache and, under exactly-once, writes of the open transaction (read-uncommitted, as
+//!   Kafka Streams' interactive queries before KIP-892).
+//! - Parts of different tasks are read at slightly different moments.
+//! - A query never returns a partial answer: while this instance is rebalancing or
+//!   restoring, or if a rebalance began while it was answered, it fails with
+//!   [`QueryError::Rebalancing`] (retry).
+//! - Ranges are read in chunks (at most [`KeyValueCursor::chunk_size`] entries per round
+//!   trip to the threads). A [`KeyValueCursor`] continues after the last key it returned,
+//!   also across calls ([`KeyValueCursor::resume_after`]): no key present throughout is
+//!   skipped or returned twice; keys written between chunks may or may not appear.
+
+mod router;
+pub(crate) mod serve;
+mod store;
+
+pub(crate) use router::{Inbox, Router};
+pub use store::{Chunk, DEFAULT_CHUNK_SIZE, DEFAULT_QUERY_TIMEOUT, KeyValueCursor, ReadOnlyKeyValueStore};
+
+use std::time::Duration;
+
+use crate::model::State;
+
+/// Why a query was not answered.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueryError {
+    /// The topology has no store of that name.
+    #[error("store `{0}` is not a store of this topology")]
+    UnknownStore(String),
+    /// This instance is rebalancing or restoring the store, or a rebalance began while the
+    /// query was answered: not available here now. Retry, after asking again which
+    /// instance hosts the key.
+    #[error("not available here now (a rebalance or restoration is under way): retry")]
+    Rebalancing,
+    /// The application is not running (not started yet, shutting down, or failed).
+    #[error("the application is not running (state {state:?})")]
+    NotRunning {
+        /// Its state.
+        state: State,
+    },
+    /// A stream thread did not answer in time (e.g. a long commit).
+    #[error("no answer from the stream threads within {0:?}: retry")]
+    Timeout(Duration),
+    /// Reading the store failed.
+    #[error("store `{store}`: {message}")]
+    Store {
+        /// The store.
+        store: String,
+        /// What failed.
+        message: String,
+    },
+    /// A key, bound or value could not be converted.
+    #[error("cannot convert {what}: {source}")]
+    Serde {
+        /// "key", "value" or "bound".
+        what: &'static str,
+        /// The serde's error.
+        #[source]
+        source: streams_state::SerdeError,
+    },
+}
+
+impl QueryError {
+    /// Whether asking again later may succeed.
+    pub fn is_retriable(&self) -> bool {
+        matches!(self, Self::Rebalancing | Self::Timeout(_))
+    }
+}
