@@ -32,6 +32,9 @@ pub const DEFAULT_PRODUCTION_EXCEPTION_HANDLER: &str = "default.production.excep
 pub const DEAD_LETTER_QUEUE_TOPIC_NAME: &str = "errors.dead.letter.queue.topic.name";
 /// The socket address of the Prometheus metrics endpoint.
 pub const METRICS_ADDRESS: &str = "metrics.address";
+/// This instance's endpoint for interactive queries (`host:port`), published to the other
+/// instances of the application.
+pub const APPLICATION_SERVER: &str = "application.server";
 /// Which metrics are recorded: `INFO` (default) or `DEBUG` (adds latency histograms per
 /// processor node and store operation).
 pub const METRICS_RECORDING_LEVEL: &str = "metrics.recording.level";
@@ -84,6 +87,7 @@ pub(super) const STREAMS: &[&str] = &[
     DEFAULT_PRODUCTION_EXCEPTION_HANDLER,
     DEAD_LETTER_QUEUE_TOPIC_NAME,
     METRICS_ADDRESS,
+    APPLICATION_SERVER,
     METRICS_RECORDING_LEVEL,
     POLL_MS,
     MAX_POLL_RECORDS,
@@ -96,7 +100,6 @@ pub(super) const STREAMS: &[&str] = &[
 /// application's properties file loads), logged as ignored, and never passed to a client.
 pub(super) const UNSUPPORTED: &[&str] = &[
     "acceptable.recovery.lag",
-    "application.server",
     "buffered.records.per.partition",
     "built.in.metrics.version",
     "default.client.supplier",

@@ -113,6 +113,7 @@ pub struct StreamsConfig {
     production_handler: ErrorHandling,
     dead_letter_topic: Option<String>,
     metrics_address: Option<SocketAddr>,
+    application_server: Option<String>,
     recording_level: RecordingLevel,
     poll_interval: Duration,
     max_poll_records: usize,
@@ -298,6 +299,12 @@ impl StreamsConfig {
         }
     }
 
+    /// `application.server`: this instance's endpoint (`host:port`) for interactive
+    /// queries, published to the other instances (see `KafkaStreams::all_metadata`).
+    pub fn application_server(&self) -> Option<&str> {
+        self.application_server.as_deref()
+    }
+
     /// `metrics.address`: where to serve Prometheus metrics; `None` serves none.
     pub fn metrics_address(&self) -> Option<SocketAddr> {
         self.metrics_address
@@ -434,6 +441,10 @@ impl StreamsConfig {
             (
                 keys::METRICS_ADDRESS,
                 opt(self.metrics_address.map(|a| a.to_string()), "<unset>"),
+            ),
+            (
+                keys::APPLICATION_SERVER,
+                opt(self.application_server.clone(), "<unset>"),
             ),
             (
                 keys::METRICS_RECORDING_LEVEL,

@@ -148,6 +148,9 @@ pub(super) fn validate(
             })
         })
         .transpose()?;
+    let application_server = get(keys::APPLICATION_SERVER)
+        .map(|v| application_server(v).map_err(|m| invalid(keys::APPLICATION_SERVER, m)))
+        .transpose()?;
     let recording_level = match get(keys::METRICS_RECORDING_LEVEL) {
         Some(v) => match v.to_ascii_uppercase().as_str() {
             "INFO" => RecordingLevel::Info,
@@ -223,6 +226,7 @@ pub(super) fn validate(
         production_handler: production.0,
         dead_letter_topic,
         metrics_address,
+        application_server,
         recording_level,
         poll_interval,
         max_poll_records,
@@ -513,4 +517,15 @@ fn parse_handler(property: &str, value: &str) -> Result<ErrorHandling, StreamsEr
             format!("`{value}` is not one of `log_and_continue`, `log_and_fail`, `dead_letter_queue`"),
         )
     })
+}
+
+/// `application.server`: `host:port` with a non-empty host and a port above 0.
+fn application_server(v: &str) -> Result<String, String> {
+    let v = v.trim();
+    let usage = || format!("`{v}` is not an endpoint such as orders-1.internal:8080 (host:port)");
+    let (host, port) = v.rsplit_once(':').ok_or_else(usage)?;
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 && !host.is_empty() && !host.contains(char::is_whitespace) => Ok(v.to_owned()),
+        _ => Err(usage()),
+    }
 }

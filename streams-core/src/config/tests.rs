@@ -923,3 +923,14 @@ fn unknown_rocksdb_properties_are_typos() {
         ["rocksdb.config.setter"]
     );
 }
+
+#[test]
+fn application_server_is_an_endpoint_host_colon_port() {
+    let c = with_app(&[("application.server", "orders-1.internal:8080")]).unwrap();
+    assert_eq!(c.application_server(), Some("orders-1.internal:8080"));
+    assert_eq!(with_app(&[]).unwrap().application_server(), None);
+    for bad in ["orders-1", ":8080", "host:0", "host:http", "a b:1"] {
+        let m = fails_on(with_app(&[("application.server", bad)]), "application.server");
+        assert!(m.contains("host:port"), "{bad}: {m}");
+    }
+}

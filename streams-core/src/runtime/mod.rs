@@ -81,6 +81,12 @@ pub struct KafkaStreams {
     group_protocol: Option<GroupProtocol>,
     /// Sends interactive queries to the stream threads.
     router: Arc<query::Router>,
+    /// Which instance hosts which task (this one's tasks, written by its threads).
+    directory: Arc<query::discovery::Directory>,
+    /// Announces this instance to the others, with `application.server` set.
+    discovery: Option<query::discovery::Discovery>,
+    /// The partition count of each (non-global) sub-topology, once started.
+    partitions: std::collections::BTreeMap<u32, i32>,
     /// Sized by `rocksdb.block.cache.bytes` and `rocksdb.write.buffer.bytes`.
     rocksdb: streams_state::RocksDbResources,
     /// The secret values of the configuration, masked in what the runtime logs and reports
@@ -147,6 +153,13 @@ impl KafkaStreams {
         Ok(Self {
             rocksdb: config.rocksdb_resources(),
             router: Arc::new(query::Router::new(status.clone())),
+            directory: Arc::new(query::discovery::Directory::new(
+                &process_id,
+                config.application_server(),
+                Arc::new(query::discovery::Hosting::default()),
+            )),
+            discovery: None,
+            partitions: std::collections::BTreeMap::new(),
             status,
             metrics,
             server: None,
@@ -195,54 +208,6 @@ impl KafkaStreams {
         self.server.as_ref().map(MetricsServer::address)
     }
 
-    /// A read-only view of the store `store` over this instance's tasks, for interactive
-    /// queries (see [`query`]). Usable once the application runs; while it rebalances,
-    /// queries fail with the retriable [`query::QueryError::Rebalancing`].
-    ///
-    /// # Errors
-    /// [`query::QueryError::UnknownStore`] when the topology has no store of that name.
-    pub fn store<KS, VS>(
-        &self,
-        store: &crate::StoreRef<KS, VS>,
-    ) -> Result<query::ReadOnlyKeyValueStore<KS, VS>, query::QueryError>
-    where
-        KS: streams_state::Serde + Clone,
-        VS: streams_state::Serde + Clone,
-    {
-        let (key_serde, value_serde) = store.serdes();
-        self.store_named(store.name(), key_serde, value_serde)
-    }
-
-    /// [`store`](Self::store) by name, with the serdes given here: for stores made
-    /// elsewhere (e.g. named by the DSL's `Materialized`).
-    ///
-    /// # Errors
-    /// [`query::QueryError::UnknownStore`] when the topology has no store of that name.
-    pub fn store_named<KS, VS>(
-        &self,
-        name: &str,
-        key_serde: KS,
-        value_serde: VS,
-    ) -> Result<query::ReadOnlyKeyValueStore<KS, VS>, query::QueryError>
-    where
-        KS: streams_state::Serde + Clone,
-        VS: streams_state::Serde + Clone,
-    {
-        let def = self
-            .topology
-            .stores
-            .iter()
-            .find(|s| s.builder.name() == name)
-            .ok_or_else(|| query::QueryError::UnknownStore(name.to_owned()))?;
-        Ok(query::ReadOnlyKeyValueStore::new(
-            name,
-            def.global,
-            self.router.clone(),
-            key_serde,
-            value_serde,
-        ))
-    }
-
     /// Calls `listener(new, old)` on every state change.
     pub fn set_state_listener(&mut self, listener: impl Fn(State, State) + Send + Sync + 'static) {
         self.status.set_listener(Arc::new(listener));
@@ -267,6 +232,7 @@ impl KafkaStreams {
             on_mock: self.embedded.is_some(),
             group_protocol: self.group_protocol.unwrap_or(GroupProtocol::Classic),
             rocksdb: self.rocksdb.clone(),
+            hosting: self.directory.hosting().clone(),
         })
     }
 
@@ -313,7 +279,18 @@ impl KafkaStreams {
             connect::CONNECT_TIMEOUT,
         )?;
         let app_id = self.config.application_id().to_owned();
-        let plan = topics::plan(&self.topology, &app_id, &md)?;
+        let mut plan = topics::plan(&self.topology, &app_id, &md)?;
+        self.partitions = topics::subtopology_partitions(&self.topology, &plan, &md)?;
+        if self.config.application_server().is_some() {
+            plan.push(topics::InternalTopic {
+                name: query::discovery::instances_topic(&app_id),
+                partitions: 1,
+                config: std::collections::BTreeMap::from([(
+                    "cleanup.policy".to_owned(),
+                    "compact".to_owned(),
+                )]),
+            });
+        }
         let admin = factory.client_config(self.config.admin_properties());
         self.group_protocol = Some(protocol::choose(
             &self.config.main_consumer_properties(),
@@ -329,6 +306,20 @@ impl KafkaStreams {
             self.embedded.as_ref(),
             self.config.replication_factor(),
         )?;
+        if self.config.application_server().is_some() {
+            let mut consumer = factory.client_config(self.config.consumer_properties());
+            // Assigned, never subscribed: the group only names the consumer (it never joins
+            // or commits), prefixed by the application id like every group it uses.
+            consumer
+                .set("enable.auto.commit", "false")
+                .set("group.id", query::discovery::instances_topic(&app_id));
+            self.discovery = Some(query::discovery::Discovery::start(
+                self.directory.clone(),
+                query::discovery::instances_topic(&app_id),
+                &factory.client_config(self.config.producer_properties()),
+                &consumer,
+            )?);
+        }
         self.status.transition(State::Rebalancing);
         let n = self.config.num_stream_threads();
         self.status.set_threads(n);
@@ -427,6 +418,9 @@ impl KafkaStreams {
                 tracing::warn!(thread = %t.name, "did not stop within the close timeout");
                 all = false;
             }
+        }
+        if let Some(mut d) = self.discovery.take() {
+            d.stop();
         }
         if self.status.state() != State::Error {
             self.status.transition(State::NotRunning);

@@ -164,6 +164,17 @@ impl TaskManager {
     }
 
     /// Whether an assignment or a task waiting for its state directory needs work.
+    /// The tasks this thread hosts: running, suspended, restoring, or waiting for another
+    /// thread's state directory.
+    pub fn hosted(&self) -> Vec<TaskId> {
+        self.tasks
+            .keys()
+            .chain(self.restoring.keys())
+            .chain(self.waiting.keys())
+            .copied()
+            .collect()
+    }
+
     pub fn has_pending(&self) -> bool {
         self.pending.is_some() || !self.waiting.is_empty()
     }

@@ -221,6 +221,8 @@ pub(crate) struct LoopSettings {
     pub max_poll_records: usize,
     /// The application runs on the embedded mock cluster.
     pub on_mock: bool,
+    /// Where the thread reports the tasks it hosts (for interactive queries).
+    pub hosting: Arc<super::query::discovery::Hosting>,
 }
 
 /// Interns the topic names of one consumer's records: a handful of topics, so a scan beats
@@ -283,6 +285,7 @@ pub(crate) fn run(
     let clean = result.is_ok();
     let closed = with_tasks(|tm| tm.close(&consumer, clean)).unwrap_or(Ok(()));
     TASKS.with(|t| t.borrow_mut().take());
+    settings.hosting.remove(name);
     consumer.unsubscribe();
     result.and(closed)
 }
@@ -371,6 +374,7 @@ fn run_loop(
         .unwrap_or(Ok(false))?;
         // The thread's rebalance ends once its new tasks are restored and running.
         if !restoring && consumer.context().in_rebalance.swap(false, Ordering::Relaxed) {
+            with_tasks(|tm| settings.hosting.set(name, tm.hosted()));
             status.leave_rebalance();
         }
         step(&mut |tm| {
@@ -406,6 +410,7 @@ fn run_loop(
                     .map(|h| h.clone())
                     .unwrap_or_default();
                 tm.publish_metrics(&fetch);
+                settings.hosting.set(name, tm.hosted());
                 last_publish = Instant::now();
             }
             status.set_processed(name, tm.processed_total);

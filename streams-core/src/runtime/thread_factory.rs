@@ -37,6 +37,8 @@ pub(super) struct ThreadFactory {
     pub(super) group_protocol: GroupProtocol,
     /// The RocksDB memory (block cache, memtables) all stores of the instance share.
     pub(super) rocksdb: streams_state::RocksDbResources,
+    /// Where the threads report the tasks they host (for interactive queries).
+    pub(super) hosting: Arc<super::query::discovery::Hosting>,
 }
 
 impl ThreadFactory {
@@ -234,6 +236,7 @@ impl ThreadFactory {
             poll: cfg.poll_interval(),
             max_poll_records: cfg.max_poll_records(),
             on_mock: self.on_mock,
+            hosting: self.hosting.clone(),
         };
         Ok((consumer, tasks, loop_settings))
     }

@@ -189,6 +189,29 @@ pub(crate) fn plan<C: ConsumerContext>(
     Ok(topics)
 }
 
+/// The partition count of every non-global sub-topology (its source topics' count), from
+/// the source topics and the internal topics of `plan`.
+pub(crate) fn subtopology_partitions<C: ConsumerContext>(
+    topology: &Topology,
+    plan: &[InternalTopic],
+    md: &BaseConsumer<C>,
+) -> Result<BTreeMap<u32, i32>, StreamsError> {
+    let mut out = BTreeMap::new();
+    for sub in topology.subtopologies().iter().filter(|s| !s.global) {
+        let Some(topic) = sub.source_topics.first() else {
+            continue;
+        };
+        let n = match plan.iter().find(|t| t.name == *topic) {
+            Some(t) => Some(t.partitions),
+            None => partitions_of(md, topic, Role::Source)?,
+        };
+        if let Some(n) = n {
+            out.insert(sub.id, n);
+        }
+    }
+    Ok(out)
+}
+
 /// Creates the internal topics that do not exist; an existing one with another partition
 /// count is an error.
 pub(crate) fn ensure<C: ConsumerContext>(

@@ -31,6 +31,8 @@
 //!   also across calls ([`KeyValueCursor::resume_after`]): no key present throughout is
 //!   skipped or returned twice; keys written between chunks may or may not appear.
 
+mod app;
+pub(crate) mod discovery;
 mod router;
 pub(crate) mod serve;
 mod store;
@@ -38,9 +40,44 @@ mod store;
 pub(crate) use router::{Inbox, Router};
 pub use store::{Chunk, DEFAULT_CHUNK_SIZE, DEFAULT_QUERY_TIMEOUT, KeyValueCursor, ReadOnlyKeyValueStore};
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
-use crate::model::State;
+use crate::model::{State, TaskId};
+
+/// An instance of the application: how to reach it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HostInfo {
+    /// Its process id (kept in its state directory across restarts).
+    pub process_id: String,
+    /// Its `application.server`, if it set one.
+    pub endpoint: Option<String>,
+    /// Whether it is this instance.
+    pub local: bool,
+}
+
+/// An instance of the application and what it hosts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StreamsMetadata {
+    /// The instance.
+    pub host: HostInfo,
+    /// The tasks it hosts (running, restoring, or about to run).
+    pub tasks: BTreeSet<TaskId>,
+    /// The stores of those tasks.
+    pub stores: BTreeSet<String>,
+}
+
+/// Where one key of a store lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KeyQueryMetadata {
+    /// The key's partition (of the store's input topics).
+    pub partition: i32,
+    /// The instance hosting that partition's task; `None` while none is known (retry).
+    pub active: Option<HostInfo>,
+}
 
 /// Why a query was not answered.
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +96,16 @@ pub enum QueryError {
     NotRunning {
         /// Its state.
         state: State,
+    },
+    /// The query named one partition, whose task this instance does not host (now): ask
+    /// [`KafkaStreams::query_metadata_for_key`](crate::KafkaStreams::query_metadata_for_key)
+    /// again and retry there.
+    #[error("partition {partition} of store `{store}` is not hosted by this instance: retry where it is")]
+    NotHosted {
+        /// The store.
+        store: String,
+        /// The partition.
+        partition: i32,
     },
     /// A stream thread did not answer in time (e.g. a long commit).
     #[error("no answer from the stream threads within {0:?}: retry")]
@@ -85,6 +132,9 @@ pub enum QueryError {
 impl QueryError {
     /// Whether asking again later may succeed.
     pub fn is_retriable(&self) -> bool {
-        matches!(self, Self::Rebalancing | Self::Timeout(_))
+        matches!(
+            self,
+            Self::Rebalancing | Self::Timeout(_) | Self::NotHosted { .. }
+        )
     }
 }

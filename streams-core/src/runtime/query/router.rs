@@ -62,11 +62,19 @@ pub(crate) enum Answer {
     Failed(String),
 }
 
+/// Which store instances a query reads.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    pub store: Arc<str>,
+    /// A global store: one thread answers from its replica.
+    pub global: bool,
+    /// Only the task of this partition (which must be hosted here).
+    pub partition: Option<i32>,
+}
+
 /// A query on its way to one thread.
 pub(crate) struct Request {
-    pub store: Arc<str>,
-    /// A global store: the thread answers from its replica.
-    pub global: bool,
+    pub target: Target,
     pub op: Op,
     pub reply: Sender<Answer>,
 }
@@ -133,15 +141,15 @@ impl Router {
         }
     }
 
-    /// Asks every thread for `op` on `store`; the parts of every task that holds it. A
-    /// `global` store is asked of one thread (each has a full replica).
+    /// Asks every thread for `op` on `target`; the parts of every task that holds it. A
+    /// global store is asked of one thread (each has a full replica).
     pub fn ask(
         &self,
-        store: &Arc<str>,
+        target: &Target,
         op: &Op,
-        global: bool,
         timeout: Duration,
     ) -> Result<Vec<(TaskId, Partial)>, QueryError> {
+        let store = &target.store;
         running(self.status.state())?;
         let epoch = self.status.rebalance_epoch();
         let (reply, answers) = mpsc::channel();
@@ -151,12 +159,11 @@ impl Router {
                 .threads
                 .lock()
                 .map_err(|_| QueryError::NotRunning { state: State::Error })?;
-            let n = if global { 1 } else { threads.len() };
+            let n = if target.global { 1 } else { threads.len() };
             for m in threads.iter().take(n) {
                 m.pending.fetch_add(1, Ordering::AcqRel);
                 let sent = m.tx.send(Request {
-                    store: store.clone(),
-                    global,
+                    target: target.clone(),
                     op: op.clone(),
                     reply: reply.clone(),
                 });
@@ -195,6 +202,14 @@ impl Router {
         let mut seen = std::collections::HashSet::new();
         if !parts.iter().all(|(t, _)| seen.insert(*t)) {
             return Err(QueryError::Rebalancing);
+        }
+        if let Some(partition) = target.partition
+            && parts.is_empty()
+        {
+            return Err(QueryError::NotHosted {
+                store: store.to_string(),
+                partition,
+            });
         }
         Ok(parts)
     }

@@ -31,8 +31,9 @@ pub(crate) fn serve(inbox: &Inbox, tm: &TaskManager, rebalancing: bool) {
 }
 
 fn answer(tm: &TaskManager, request: &Request) -> Answer {
-    if request.global {
-        let Some(slot) = tm.globals.as_ref().and_then(|g| g.slot(&request.store)) else {
+    let target = &request.target;
+    if target.global {
+        let Some(slot) = tm.globals.as_ref().and_then(|g| g.slot(&target.store)) else {
             return Answer::Unavailable;
         };
         let id = TaskId {
@@ -46,7 +47,10 @@ fn answer(tm: &TaskManager, request: &Request) -> Answer {
     }
     let mut parts = Vec::new();
     for (id, task) in &tm.tasks {
-        let Some(slot) = task.stores().iter().find(|s| *s.name == *request.store) else {
+        if target.partition.is_some_and(|p| p != id.partition) {
+            continue;
+        }
+        let Some(slot) = task.stores().iter().find(|s| *s.name == *target.store) else {
             continue;
         };
         match read(slot, &request.op) {

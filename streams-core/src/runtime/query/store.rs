@@ -11,7 +11,7 @@ use bytes::Bytes;
 use streams_state::{KeyRange, OrderedSerde, Serde};
 
 use super::QueryError;
-use super::router::{Op, Partial, Router, merge_scans};
+use super::router::{Op, Partial, Router, Target, merge_scans};
 
 /// How long a query waits for the stream threads by default.
 pub const DEFAULT_QUERY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -26,8 +26,7 @@ pub const DEFAULT_CHUNK_SIZE: usize = 1000;
 /// the [module docs](super) for how, and for the consistency a caller gets). Range reads
 /// need an ordered key serde, as in processors.
 pub struct ReadOnlyKeyValueStore<KS, VS> {
-    pub(super) name: Arc<str>,
-    pub(super) global: bool,
+    pub(super) target: Target,
     pub(super) router: Arc<Router>,
     pub(super) key_serde: KS,
     pub(super) value_serde: VS,
@@ -37,8 +36,7 @@ pub struct ReadOnlyKeyValueStore<KS, VS> {
 impl<KS: Clone, VS: Clone> Clone for ReadOnlyKeyValueStore<KS, VS> {
     fn clone(&self) -> Self {
         Self {
-            name: self.name.clone(),
-            global: self.global,
+            target: self.target.clone(),
             router: self.router.clone(),
             key_serde: self.key_serde.clone(),
             value_serde: self.value_serde.clone(),
@@ -50,7 +48,8 @@ impl<KS: Clone, VS: Clone> Clone for ReadOnlyKeyValueStore<KS, VS> {
 impl<KS, VS> fmt::Debug for ReadOnlyKeyValueStore<KS, VS> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ReadOnlyKeyValueStore")
-            .field("name", &self.name)
+            .field("name", &self.target.store)
+            .field("partition", &self.target.partition)
             .field("timeout", &self.timeout)
             .finish_non_exhaustive()
     }
@@ -59,8 +58,11 @@ impl<KS, VS> fmt::Debug for ReadOnlyKeyValueStore<KS, VS> {
 impl<KS: Serde + Clone, VS: Serde + Clone> ReadOnlyKeyValueStore<KS, VS> {
     pub(crate) fn new(name: &str, global: bool, router: Arc<Router>, key_serde: KS, value_serde: VS) -> Self {
         Self {
-            name: Arc::from(name),
-            global,
+            target: Target {
+                store: Arc::from(name),
+                global,
+                partition: None,
+            },
             router,
             key_serde,
             value_serde,
@@ -70,7 +72,19 @@ impl<KS: Serde + Clone, VS: Serde + Clone> ReadOnlyKeyValueStore<KS, VS> {
 
     /// The store's name.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.target.store
+    }
+
+    /// The same handle reading only the task of input partition `partition`, which this
+    /// instance must host: otherwise queries fail with the retriable
+    /// [`QueryError::NotHosted`] (the partition moved: ask where it is now). Use it to
+    /// answer for one key's partition (see
+    /// [`KafkaStreams::query_metadata_for_key`](crate::KafkaStreams::query_metadata_for_key)):
+    /// a key not found is then known to be absent, not hosted elsewhere.
+    #[must_use]
+    pub fn for_partition(mut self, partition: i32) -> Self {
+        self.target.partition = Some(partition);
+        self
     }
 
     /// The same handle, waiting at most `timeout` for the stream threads (default 10 s).
@@ -81,7 +95,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> ReadOnlyKeyValueStore<KS, VS> {
     }
 
     fn ask(&self, op: &Op) -> Result<Vec<Partial>, QueryError> {
-        let parts = self.router.ask(&self.name, op, self.global, self.timeout)?;
+        let parts = self.router.ask(&self.target, op, self.timeout)?;
         Ok(parts.into_iter().map(|(_, p)| p).collect())
     }
 
@@ -236,7 +250,7 @@ pub struct KeyValueCursor<KS, VS> {
 impl<KS, VS> fmt::Debug for KeyValueCursor<KS, VS> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyValueCursor")
-            .field("store", &self.store.name)
+            .field("store", &self.store.target.store)
             .field("reverse", &self.reverse)
             .field("chunk", &self.chunk)
             .field("last_key", &self.last_key)
@@ -311,7 +325,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> KeyValueCursor<KS, VS> {
         let parts = self
             .store
             .router
-            .ask(&self.store.name, &op, self.store.global, self.store.timeout)?;
+            .ask(&self.store.target, &op, self.store.timeout)?;
         let (entries, more) = merge_scans(parts, self.reverse, self.chunk);
         self.exhausted = !more;
         self.buffered.extend(entries);

@@ -1,0 +1,176 @@
+//! The interactive-query methods of [`KafkaStreams`]: store handles and which instance
+//! hosts what.
+
+use std::collections::BTreeSet;
+
+use streams_state::Serde;
+
+use super::discovery::Resolved;
+use super::{HostInfo, KeyQueryMetadata, QueryError, ReadOnlyKeyValueStore, StreamsMetadata};
+use crate::model::TaskId;
+use crate::model::partitioner::default_partition;
+use crate::runtime::KafkaStreams;
+use crate::topology::StoreRef;
+
+impl KafkaStreams {
+    /// A read-only view of the store `store` over this instance's tasks, for interactive
+    /// queries (see [`query`](crate::runtime::query)). Usable once the application runs;
+    /// while it rebalances, queries fail with the retriable [`QueryError::Rebalancing`].
+    ///
+    /// # Errors
+    /// [`QueryError::UnknownStore`] when the topology has no store of that name.
+    pub fn store<KS, VS>(&self, store: &StoreRef<KS, VS>) -> Result<ReadOnlyKeyValueStore<KS, VS>, QueryError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        let (key_serde, value_serde) = store.serdes();
+        self.store_named(store.name(), key_serde, value_serde)
+    }
+
+    /// [`store`](Self::store) by name, with the serdes given here: for stores made
+    /// elsewhere (e.g. named by the DSL's `Materialized`).
+    ///
+    /// # Errors
+    /// [`QueryError::UnknownStore`] when the topology has no store of that name.
+    pub fn store_named<KS, VS>(
+        &self,
+        name: &str,
+        key_serde: KS,
+        value_serde: VS,
+    ) -> Result<ReadOnlyKeyValueStore<KS, VS>, QueryError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        let def = self
+            .topology
+            .stores
+            .iter()
+            .find(|s| s.builder.name() == name)
+            .ok_or_else(|| QueryError::UnknownStore(name.to_owned()))?;
+        Ok(ReadOnlyKeyValueStore::new(
+            name,
+            def.global,
+            self.router.clone(),
+            key_serde,
+            value_serde,
+        ))
+    }
+
+    /// Every instance of the application this one knows of, with the tasks it hosts and
+    /// their stores. Other instances are known only when `application.server` is set
+    /// (they announce themselves on the `<application.id>-instances` topic; see
+    /// `docs/interactive-queries.md`); without it, only this instance is listed.
+    pub fn all_metadata(&self) -> Vec<StreamsMetadata> {
+        self.directory
+            .instances()
+            .into_iter()
+            .map(|r| self.metadata(r))
+            .collect()
+    }
+
+    /// The instances hosting at least one task of the store `store`.
+    pub fn metadata_for_store(&self, store: &str) -> Vec<StreamsMetadata> {
+        self.all_metadata()
+            .into_iter()
+            .filter(|m| m.stores.contains(store))
+            .collect()
+    }
+
+    /// Which instance hosts `key` of the store `store`, and in which partition: the key is
+    /// serialized with `key_serde` and placed by the default partitioner (murmur2), as a
+    /// producer places a record with that key in the store's input topics. With another
+    /// partitioner, compute the partition and call
+    /// [`query_metadata_for_partition`](Self::query_metadata_for_partition).
+    ///
+    /// # Errors
+    /// [`QueryError::UnknownStore`], [`QueryError::Serde`];
+    /// [`QueryError::NotRunning`] before `start`.
+    pub fn query_metadata_for_key<KS: Serde>(
+        &self,
+        store: &str,
+        key: &KS::Target,
+        key_serde: &KS,
+    ) -> Result<KeyQueryMetadata, QueryError> {
+        let (_, partitions) = self.store_subtopology(store)?;
+        let bytes = key_serde
+            .serialize(key)
+            .map_err(|source| QueryError::Serde { what: "key", source })?;
+        self.query_metadata_for_partition(store, default_partition(&bytes, partitions))
+    }
+
+    /// Which instance hosts partition `partition` of the store `store`. `active` is `None`
+    /// while no instance is known to host it (e.g. during a rebalance): retry.
+    ///
+    /// # Errors
+    /// [`QueryError::UnknownStore`]; [`QueryError::NotRunning`] before `start`.
+    pub fn query_metadata_for_partition(
+        &self,
+        store: &str,
+        partition: i32,
+    ) -> Result<KeyQueryMetadata, QueryError> {
+        let (subtopology, _) = self.store_subtopology(store)?;
+        let task = TaskId {
+            subtopology,
+            partition,
+        };
+        let active = self
+            .directory
+            .instances()
+            .into_iter()
+            .find(|r| r.tasks.contains(&task))
+            .map(|r| self.host(&r));
+        Ok(KeyQueryMetadata { partition, active })
+    }
+
+    /// The sub-topology of `store` (a non-global store) and its partition count.
+    fn store_subtopology(&self, store: &str) -> Result<(u32, i32), QueryError> {
+        let index = self
+            .topology
+            .stores
+            .iter()
+            .position(|s| s.builder.name() == store && !s.global)
+            .ok_or_else(|| QueryError::UnknownStore(store.to_owned()))?;
+        let sub = self
+            .topology
+            .subtopologies()
+            .iter()
+            .find(|s| s.stores.contains(&index))
+            .ok_or_else(|| QueryError::UnknownStore(store.to_owned()))?;
+        let partitions = self
+            .partitions
+            .get(&sub.id)
+            .copied()
+            .ok_or(QueryError::NotRunning { state: self.state() })?;
+        Ok((sub.id, partitions))
+    }
+
+    fn host(&self, r: &Resolved) -> HostInfo {
+        HostInfo {
+            process_id: r.process_id.clone(),
+            endpoint: r.endpoint.clone(),
+            local: r.process_id == self.directory.process_id(),
+        }
+    }
+
+    fn metadata(&self, r: Resolved) -> StreamsMetadata {
+        let subs: BTreeSet<u32> = r.tasks.iter().map(|t| t.subtopology).collect();
+        let stores = self
+            .topology
+            .subtopologies()
+            .iter()
+            .filter(|s| subs.contains(&s.id))
+            .flat_map(|s| {
+                s.stores
+                    .iter()
+                    .map(|&i| self.topology.stores[i].builder.name().to_owned())
+            })
+            .collect();
+        StreamsMetadata {
+            host: self.host(&r),
+            tasks: r.tasks,
+            stores,
+        }
+    }
+}

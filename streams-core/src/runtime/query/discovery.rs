@@ -1,0 +1,392 @@
+//! Which instance hosts which task: every instance announces its endpoint
+//! (`application.server`) and its tasks on a compacted internal topic,
+//! `<application.id>-instances`, and reads everyone's announcements from it.
+//!
+//! - **What is announced.** The record's key is the instance's process id; its value lists
+//!   the endpoint and the tasks the instance hosts (running, restoring or waiting for a
+//!   state directory), each with the wall-clock time the instance began hosting it. An
+//!   instance announces after its stream threads' tasks change (they report them at most a
+//!   second apart, and at the end of each rebalance) and every 5 s; a clean close writes a
+//!   tombstone.
+//! - **Who owns a task.** During a hand-over, or after an instance died without its
+//!   tombstone, two announcements may name the same task: the later claim (by the time its
+//!   instance began hosting it) wins. An instance that owns no task and has not announced
+//!   for 15 s is not listed.
+//! - **Limits.** Claims are ordered by wall clocks: instances whose clocks differ by more
+//!   than the time between two hand-overs of one task may disagree about its owner for a
+//!   while. An answer is a hint, checked where it matters: a query for one partition fails
+//!   with the retriable [`QueryError::NotHosted`](super::QueryError::NotHosted) on an
+//!   instance that does not host it.
+//!
+//! The stream threads only write their task sets into [`Hosting`] (a lock once a second
+//! per thread, never per record); this module's own thread does all the Kafka I/O.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
+
+use crate::model::TaskId;
+use crate::model::error::StreamsError;
+
+/// How often an instance announces itself even when nothing changed.
+const REFRESH: Duration = Duration::from_secs(5);
+/// An instance that owns no task and was silent this long is not listed.
+const SILENT: i64 = 15_000;
+
+/// The name of the application's instances topic.
+pub(crate) fn instances_topic(application_id: &str) -> String {
+    format!("{application_id}-instances")
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// The tasks this instance hosts, by stream thread, each with the time hosting began.
+#[derive(Default)]
+pub(crate) struct Hosting {
+    threads: Mutex<BTreeMap<String, BTreeMap<TaskId, i64>>>,
+    version: AtomicU64,
+}
+
+impl Hosting {
+    /// `thread` hosts exactly `tasks` now.
+    pub fn set(&self, thread: &str, tasks: impl IntoIterator<Item = TaskId>) {
+        let Ok(mut threads) = self.threads.lock() else {
+            return;
+        };
+        let old = threads.remove(thread).unwrap_or_default();
+        let now = now_ms();
+        let new: BTreeMap<TaskId, i64> = tasks
+            .into_iter()
+            .map(|t| (t, old.get(&t).copied().unwrap_or(now)))
+            .collect();
+        if !new.keys().eq(old.keys()) {
+            self.version.fetch_add(1, Ordering::AcqRel);
+        }
+        threads.insert(thread.to_owned(), new);
+    }
+
+    /// `thread` has ended.
+    pub fn remove(&self, thread: &str) {
+        if let Ok(mut threads) = self.threads.lock()
+            && threads.remove(thread).is_some_and(|t| !t.is_empty())
+        {
+            self.version.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    /// Every hosted task with the time hosting began.
+    pub fn snapshot(&self) -> BTreeMap<TaskId, i64> {
+        let mut all = BTreeMap::new();
+        if let Ok(threads) = self.threads.lock() {
+            for tasks in threads.values() {
+                for (t, since) in tasks {
+                    let e = all.entry(*t).or_insert(*since);
+                    *e = (*e).max(*since);
+                }
+            }
+        }
+        all
+    }
+}
+
+/// One instance's announcement, as written to the instances topic (JSON).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Announcement {
+    pub process_id: String,
+    pub endpoint: Option<String>,
+    /// `(sub-topology, partition, hosted since)`.
+    pub tasks: Vec<(u32, i32, i64)>,
+    pub time_ms: i64,
+}
+
+impl Announcement {
+    fn local(process_id: &str, endpoint: Option<&str>, hosting: &Hosting) -> Self {
+        Self {
+            process_id: process_id.to_owned(),
+            endpoint: endpoint.map(str::to_owned),
+            tasks: hosting
+                .snapshot()
+                .into_iter()
+                .map(|(t, since)| (t.subtopology, t.partition, since))
+                .collect(),
+            time_ms: now_ms(),
+        }
+    }
+}
+
+/// An instance and the tasks it owns, after resolving competing claims.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Resolved {
+    pub process_id: String,
+    pub endpoint: Option<String>,
+    pub tasks: BTreeSet<TaskId>,
+}
+
+/// Resolves `announcements` (one per instance): each task goes to its latest claim (the
+/// larger process id on a tie); instances that own nothing and were silent for
+/// [`SILENT`] at `now` are left out, unless `keep` names them.
+pub(crate) fn resolve(announcements: &[Announcement], now: i64, keep: &str) -> Vec<Resolved> {
+    let mut owner: BTreeMap<TaskId, (i64, &str)> = BTreeMap::new();
+    for a in announcements {
+        for &(subtopology, partition, since) in &a.tasks {
+            let id = TaskId {
+                subtopology,
+                partition,
+            };
+            let claim = (since, a.process_id.as_str());
+            let e = owner.entry(id).or_insert(claim);
+            if claim > *e {
+                *e = claim;
+            }
+        }
+    }
+    announcements
+        .iter()
+        .map(|a| Resolved {
+            process_id: a.process_id.clone(),
+            endpoint: a.endpoint.clone(),
+            tasks: owner
+                .iter()
+                .filter(|(_, (_, p))| *p == a.process_id)
+                .map(|(t, _)| *t)
+                .collect(),
+        })
+        .zip(announcements)
+        .filter(|(r, a)| !r.tasks.is_empty() || now - a.time_ms < SILENT || a.process_id == keep)
+        .map(|(r, _)| r)
+        .collect()
+}
+
+/// What the discovery thread and the application share.
+pub(crate) struct Directory {
+    process_id: String,
+    endpoint: Option<String>,
+    hosting: Arc<Hosting>,
+    /// The latest announcement of every other instance, by process id.
+    others: Mutex<BTreeMap<String, Announcement>>,
+}
+
+impl Directory {
+    pub fn new(process_id: &str, endpoint: Option<&str>, hosting: Arc<Hosting>) -> Self {
+        Self {
+            process_id: process_id.to_owned(),
+            endpoint: endpoint.map(str::to_owned),
+            hosting,
+            others: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Every known instance (this one from its live state) with the tasks it owns.
+    pub fn instances(&self) -> Vec<Resolved> {
+        let mut all: Vec<Announcement> = self
+            .others
+            .lock()
+            .map(|o| o.values().cloned().collect())
+            .unwrap_or_default();
+        all.push(Announcement::local(
+            &self.process_id,
+            self.endpoint.as_deref(),
+            &self.hosting,
+        ));
+        resolve(&all, now_ms(), &self.process_id)
+    }
+
+    pub fn process_id(&self) -> &str {
+        &self.process_id
+    }
+
+    /// This instance's tasks, which its stream threads keep up to date.
+    pub fn hosting(&self) -> &Arc<Hosting> {
+        &self.hosting
+    }
+
+    fn apply(&self, key: &[u8], value: Option<&[u8]>) {
+        let Ok(id) = std::str::from_utf8(key) else { return };
+        if id == self.process_id {
+            return;
+        }
+        let Ok(mut others) = self.others.lock() else {
+            return;
+        };
+        match value.map(serde_json::from_slice::<Announcement>) {
+            None => {
+                others.remove(id);
+            }
+            Some(Ok(a)) => {
+                others.insert(id.to_owned(), a);
+            }
+            Some(Err(e)) => tracing::warn!(instance = id, error = %e, "unreadable announcement, ignored"),
+        }
+    }
+}
+
+/// The thread that announces this instance and reads the others' announcements.
+pub(crate) struct Discovery {
+    stop: Arc<AtomicBool>,
+    join: Option<JoinHandle<()>>,
+}
+
+impl Discovery {
+    /// Starts announcing on `topic` with clients made from `producer` and `consumer`.
+    pub fn start(
+        directory: Arc<Directory>,
+        topic: String,
+        producer: &ClientConfig,
+        consumer: &ClientConfig,
+    ) -> Result<Self, StreamsError> {
+        let err = |what: &str, e: rdkafka::error::KafkaError| super::super::restore::kafka_err(what, e);
+        let producer: BaseProducer = producer.create().map_err(|e| err("instances producer", e))?;
+        let consumer: BaseConsumer = consumer.create().map_err(|e| err("instances consumer", e))?;
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&topic, 0, Offset::Beginning)
+            .map_err(|e| err("instances consumer", e))?;
+        consumer.assign(&tpl).map_err(|e| err("instances consumer", e))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
+        let join = std::thread::Builder::new()
+            .name("streams-discovery".into())
+            .spawn(move || run(&directory, &topic, &producer, &consumer, &stopping))
+            .map_err(|e| StreamsError::Usage(format!("spawn discovery thread: {e}")))?;
+        Ok(Self {
+            stop,
+            join: Some(join),
+        })
+    }
+
+    /// Writes this instance's tombstone and stops (waits at most about 5 s).
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(j) = self.join.take() {
+            let _ = j.join();
+        }
+    }
+}
+
+impl Drop for Discovery {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn run(
+    directory: &Directory,
+    topic: &str,
+    producer: &BaseProducer,
+    consumer: &BaseConsumer,
+    stop: &AtomicBool,
+) {
+    let mut announced: Option<(u64, Instant)> = None;
+    while !stop.load(Ordering::Relaxed) {
+        let mut wait = Duration::from_millis(100);
+        while let Some(m) = consumer.poll(wait) {
+            wait = Duration::ZERO;
+            match m {
+                Ok(m) => {
+                    if let Some(key) = m.key() {
+                        directory.apply(key, m.payload());
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, topic, "reading instance announcements"),
+            }
+        }
+        let version = directory.hosting.version();
+        let due = announced.is_none_or(|(v, at)| v != version || at.elapsed() >= REFRESH);
+        if due {
+            let a = Announcement::local(
+                &directory.process_id,
+                directory.endpoint.as_deref(),
+                &directory.hosting,
+            );
+            let value = serde_json::to_vec(&a).unwrap_or_default();
+            let record = BaseRecord::to(topic).key(&directory.process_id).payload(&value);
+            match producer.send(record) {
+                Ok(()) => announced = Some((version, Instant::now())),
+                Err((e, _)) => tracing::warn!(error = %e, topic, "announcing this instance"),
+            }
+        }
+        producer.poll(Duration::ZERO);
+    }
+    let tombstone: BaseRecord<'_, str, [u8]> = BaseRecord::to(topic).key(&directory.process_id);
+    if let Err((e, _)) = producer.send(tombstone) {
+        tracing::warn!(error = %e, topic, "withdrawing this instance");
+    }
+    if let Err(e) = producer.flush(Duration::from_secs(5)) {
+        tracing::warn!(error = %e, topic, "withdrawing this instance");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a(id: &str, tasks: &[(i32, i64)], time_ms: i64) -> Announcement {
+        Announcement {
+            process_id: id.into(),
+            endpoint: Some(format!("{id}:1")),
+            tasks: tasks.iter().map(|&(p, s)| (0, p, s)).collect(),
+            time_ms,
+        }
+    }
+
+    fn parts(r: &Resolved) -> Vec<i32> {
+        r.tasks.iter().map(|t| t.partition).collect()
+    }
+
+    #[test]
+    fn the_latest_claim_of_a_task_wins() {
+        // b died holding 0 and 1; a took 1 over later, c took 0 over later.
+        let all = [
+            a("a", &[(1, 200), (2, 10)], 1_000),
+            a("b", &[(0, 5), (1, 5)], 100),
+            a("c", &[(0, 300)], 1_000),
+        ];
+        let r = resolve(&all, 1_000, "a");
+        assert_eq!(
+            r.len(),
+            3,
+            "b was heard from less than 15 s ago: listed, owning nothing"
+        );
+        assert_eq!(parts(&r[0]), [1, 2]);
+        assert!(r[1].tasks.is_empty());
+        assert_eq!(parts(&r[2]), [0]);
+        let r = resolve(&all, 100 + SILENT, "a");
+        assert_eq!(
+            r.iter().map(|r| r.process_id.as_str()).collect::<Vec<_>>(),
+            ["a", "c"]
+        );
+    }
+
+    #[test]
+    fn hosting_keeps_the_time_a_task_was_first_hosted() {
+        let h = Hosting::default();
+        let t = |p| TaskId {
+            subtopology: 0,
+            partition: p,
+        };
+        h.set("t1", [t(0), t(1)]);
+        let v = h.version();
+        let first = h.snapshot();
+        h.set("t1", [t(1), t(0)]);
+        assert_eq!(h.version(), v, "the same tasks: nothing to announce");
+        assert_eq!(h.snapshot(), first);
+        h.set("t1", [t(1)]);
+        assert_ne!(h.version(), v);
+        assert_eq!(h.snapshot().get(&t(1)), first.get(&t(1)));
+        h.remove("t1");
+        assert!(h.snapshot().is_empty());
+    }
+}
