@@ -46,6 +46,11 @@ pub use model::{error, handlers, serdes};
 #[doc = include_str!("../../docs/processor-api.md")]
 pub mod guide {}
 
+/// The interactive-queries guide (`docs/interactive-queries.md`), whose examples are
+/// compiled as tests.
+#[doc = include_str!("../../docs/interactive-queries.md")]
+pub mod queries_guide {}
+
 pub use config::{ProcessingGuarantee, StreamsConfig, StreamsConfigBuilder};
 pub use error::{ProcessResult, ProcessorError, StreamsError, TopologyError, TopologyIssue};
 pub use handlers::{ErrorHandling, ErrorPolicy};
@@ -54,7 +59,9 @@ pub use model::TaskId;
 pub use model::partitioner::{StreamPartitioner, default_partition, murmur2};
 pub use model::record::{Headers, OutputRecord, OutputRef, RawRecord, Record, RecordMetadata};
 pub use processor::{Cancellable, Child, Processor, ProcessorContext, PunctuationType, ScheduleId};
-pub use runtime::query::{KeyValueCursor, QueryError, ReadOnlyKeyValueStore};
+pub use runtime::query::{
+    HostInfo, KeyQueryMetadata, KeyValueCursor, QueryError, ReadOnlyKeyValueStore, StreamsMetadata,
+};
 pub use runtime::{EmbeddedKafka, GroupProtocol, KafkaStreams, State, ThreadFailureResponse};
 pub use topology::{
     NodeRef, OffsetReset, SinkConfig, SourceConfig, StoreRef, Topology, TopologyBuilder, TopologyDescription,

@@ -14,6 +14,9 @@ use crate::runtime::tasks::TaskManager;
 
 /// Answers every waiting query. `rebalancing`: the thread's consumer is in a rebalance.
 pub(crate) fn serve(inbox: &Inbox, tm: &TaskManager, rebalancing: bool) {
+    if !inbox.has_pending() {
+        return;
+    }
     while let Some(request) = inbox.take() {
         let ready = !rebalancing
             && !tm.has_pending()
