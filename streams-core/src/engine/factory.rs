@@ -154,7 +154,7 @@ impl TaskFactory {
         timestamp: Arc<AtomicI64>,
         observer: Option<Box<dyn TaskObserver>>,
     ) -> Result<Task, StreamsError> {
-        Task::new(
+        let task = Task::new(
             &self.topology,
             id,
             self.app_id.clone(),
@@ -164,7 +164,9 @@ impl TaskFactory {
             wall_clock,
             timestamp,
             observer,
-        )
+        )?;
+        task.shared.exactly_once.set(self.exactly_once);
+        Ok(task)
     }
 
     fn subtopology(&self, id: TaskId) -> Result<&crate::topology::SubTopology, StreamsError> {

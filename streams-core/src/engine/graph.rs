@@ -17,6 +17,7 @@ use super::shared::TaskShared;
 use crate::model::TaskId;
 use crate::model::error::{ProcessResult, ProcessorError};
 use crate::model::record::{OutputRef, RecordMetadata};
+use crate::processor::holds::HoldRegistry;
 use crate::processor::node::{ConnectedStore, ErasedNode, NodeContext, NodeFault};
 use crate::processor::{Cancellable, PunctuationType};
 
@@ -130,6 +131,25 @@ impl NodeContext for NodeCx<'_> {
 
     fn partitions(&self, topic: &str) -> Option<i32> {
         self.task.collector.borrow_mut().partitions(topic)
+    }
+
+    fn hold_offset(&self) -> Option<crate::processor::OffsetHold> {
+        let r = self.task.record.borrow();
+        let r = r.as_ref()?;
+        Some(HoldRegistry::hold(
+            &self.task.holds,
+            r.topic.clone(),
+            r.partition,
+            r.offset,
+        ))
+    }
+
+    fn set_backpressure(&self, on: bool) {
+        self.task.backpressure.set(on);
+    }
+
+    fn exactly_once(&self) -> bool {
+        self.task.exactly_once.get()
     }
 
     fn send(&self, record: OutputRef<'_>) -> Result<(), ProcessorError> {

@@ -305,6 +305,9 @@ impl Task {
     /// Processes the next queued record, if any; then runs the stream-time punctuators that
     /// became due. Returns whether a record was processed.
     pub fn process_one(&mut self) -> Result<bool, StreamsError> {
+        if self.shared.backpressure.get() {
+            return Ok(false);
+        }
         let Some((ts, raw)) = self.queues.pop() else {
             return Ok(false);
         };
@@ -391,11 +394,36 @@ impl Task {
     }
 
     /// The offsets to commit: for each input partition, the offset after the last record
-    /// processed (or dropped).
+    /// processed (or dropped), or the offset of the oldest record still held (worked on off
+    /// the task thread) when that is smaller.
     pub(crate) fn committable_offsets(&self) -> Vec<(String, i32, i64)> {
-        let mut v = self.consumed.clone();
+        let holds = self.shared.holds.borrow();
+        let mut v: Vec<_> = self
+            .consumed
+            .iter()
+            .map(|(t, p, next)| {
+                let next = holds.min_held(t, *p).map_or(*next, |held| held.min(*next));
+                (t.clone(), *p, next)
+            })
+            .collect();
         v.sort();
         v
+    }
+
+    /// Whether a node asked not to be fed records for now (see
+    /// [`ProcessorContext::set_backpressure`](crate::ProcessorContext::set_backpressure)).
+    pub fn is_backpressured(&self) -> bool {
+        self.shared.backpressure.get()
+    }
+
+    /// How many records wait in the task's queues.
+    pub fn queued(&self) -> usize {
+        self.queues.len()
+    }
+
+    /// How many records are held back from commits (worked on off the task thread).
+    pub fn held(&self) -> usize {
+        self.shared.holds.borrow().len()
     }
 
     /// Records `next` as the offset to commit for `topic`-`partition`; returns the

@@ -51,6 +51,11 @@ impl RecordQueues {
         q.records.pop_front()
     }
 
+    /// How many records are queued.
+    pub fn len(&self) -> usize {
+        self.queues.iter().map(|q| q.records.len()).sum()
+    }
+
     /// Drops the queued records of every partition.
     pub fn clear(&mut self) {
         self.queues.clear();

@@ -17,6 +17,7 @@ use super::TaskId;
 use super::collector::RecordCollector;
 use super::failure::Fault;
 use crate::model::record::RecordMetadata;
+use crate::processor::holds::HoldRegistry;
 use crate::processor::node::ConnectedStore;
 use crate::processor::{Cancellable, PunctuationType, ScheduleId, StoreRef};
 
@@ -83,6 +84,12 @@ pub(crate) struct TaskShared {
     pub failed_node: Cell<Option<usize>>,
     /// The fault recorded in the current call into the graph (see `failure.rs`).
     pub fault: RefCell<Option<Fault>>,
+    /// Offsets held back from commits (records still worked on off the task thread).
+    pub holds: Rc<RefCell<HoldRegistry>>,
+    /// A node asked not to be fed records for now.
+    pub backpressure: Cell<bool>,
+    /// The task runs under exactly-once.
+    pub exactly_once: Cell<bool>,
 }
 
 impl TaskShared {
@@ -111,6 +118,9 @@ impl TaskShared {
             internal_topics,
             failed_node: Cell::new(None),
             fault: RefCell::new(None),
+            holds: Rc::default(),
+            backpressure: Cell::new(false),
+            exactly_once: Cell::new(false),
         }
     }
 

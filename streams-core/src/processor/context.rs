@@ -29,6 +29,23 @@ impl<'a, K, V> ProcessorContext<'a, K, V> {
         }
     }
 
+    /// Keeps the current record's offset from being committed while the returned hold
+    /// lives: for work on the record that outlives this call. `None` in a punctuator.
+    pub fn hold_offset(&self) -> Option<super::OffsetHold> {
+        self.cx.hold_offset()
+    }
+
+    /// Stops (`true`) or resumes feeding this task records: for a processor that cannot
+    /// take more now. The task's other work (punctuators, commits) goes on.
+    pub fn set_backpressure(&self, on: bool) {
+        self.cx.set_backpressure(on);
+    }
+
+    /// Whether the task runs under exactly-once (`exactly_once_v2`).
+    pub fn is_exactly_once(&self) -> bool {
+        self.cx.exactly_once()
+    }
+
     /// The name of this processor's node.
     pub fn node_name(&self) -> &str {
         self.cx.node_name()

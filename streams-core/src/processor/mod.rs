@@ -5,7 +5,9 @@
 //! order the children were added to the topology), and their children, before it returns.
 //! A processor instance belongs to one task on one thread; it need not be `Send`.
 
+pub mod asynchronous;
 mod context;
+pub(crate) mod holds;
 pub(crate) mod node;
 mod store_ref;
 
@@ -13,7 +15,9 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
+pub use asynchronous::{AsyncNode, AsyncOptions, AsyncProcessor};
 pub use context::{Child, ProcessorContext};
+pub use holds::{OffsetHold, ThreadWaker};
 pub use store_ref::StoreRef;
 
 use crate::model::error::ProcessResult;

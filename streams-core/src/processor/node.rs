@@ -55,6 +55,13 @@ pub(crate) trait NodeContext {
     /// Hands a produced record to the task's record collector. A refusal is also recorded
     /// as a fault of this node (see [`NodeContext::fault`]).
     fn send(&self, record: OutputRef<'_>) -> Result<(), ProcessorError>;
+    /// Keeps the current record's offset from being committed while the hold lives;
+    /// `None` outside a record (in a punctuator).
+    fn hold_offset(&self) -> Option<super::holds::OffsetHold>;
+    /// Stops (or resumes) feeding the task records: its node cannot take more now.
+    fn set_backpressure(&self, on: bool);
+    /// Whether the task runs under exactly-once.
+    fn exactly_once(&self) -> bool;
     /// Records `fault` for the engine and returns the error to pass up. The engine handles
     /// the record by the fault's own rules whatever the nodes above do with that error:
     /// a processor that swallows it does not make the record succeed.

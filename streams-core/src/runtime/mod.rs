@@ -6,6 +6,7 @@
 //! (transactional under `exactly_once_v2`) and the tasks of the partitions assigned to it.
 //! See `docs/runtime.md` for threads, tasks, commits and guarantees.
 
+mod backpressure;
 mod connect;
 mod creation;
 mod defaults;

@@ -83,6 +83,9 @@ pub(crate) struct TaskManager {
     pub processed_total: u64,
     /// When at-least-once commits started failing, if the last one failed.
     pub(super) commit_failing_since: Option<std::time::Instant>,
+    /// Tasks whose input is paused because they take no records now, with their queue
+    /// length when paused (see `backpressure.rs`).
+    pub(super) backpressured: BTreeMap<TaskId, usize>,
     /// Changelog offsets the stores hold as of their restoration, by changelog partition.
     pub(super) restored_to: std::collections::HashMap<(String, i32), i64>,
 }
@@ -141,6 +144,7 @@ impl TaskManager {
             processed_total: 0,
             commit_failing_since: None,
             restored_to: std::collections::HashMap::new(),
+            backpressured: BTreeMap::new(),
         })
     }
 

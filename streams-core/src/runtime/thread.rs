@@ -29,6 +29,7 @@ use super::status::Status;
 use super::tasks::{TaskManager, TaskManagerParts};
 use crate::model::error::StreamsError;
 use crate::model::record::{Headers, RawRecord};
+use crate::processor::ThreadWaker;
 
 thread_local! {
     static TASKS: RefCell<Option<TaskManager>> = const { RefCell::new(None) };
@@ -278,9 +279,12 @@ pub(crate) fn run(
     // Every event of this thread, rebalance callbacks included, carries the thread's name.
     let span = tracing::info_span!("stream_thread", thread = name);
     let _entered = span.enter();
+    // Async processors' completions wake the loop through it.
+    let waker = ThreadWaker::default();
+    ThreadWaker::install(&waker);
     let manager = TaskManager::new(tasks)?;
     TASKS.with(|t| *t.borrow_mut() = Some(manager));
-    let result = run_loop(name, &consumer, &settings, &shutdown, &status, inbox);
+    let result = run_loop(name, &consumer, &settings, &shutdown, &status, inbox, &waker);
     consumer.context().closing.store(true, Ordering::Relaxed);
     let clean = result.is_ok();
     let closed = with_tasks(|tm| tm.close(&consumer, clean)).unwrap_or(Ok(()));
@@ -297,6 +301,7 @@ fn run_loop(
     shutdown: &AtomicBool,
     status: &Status,
     inbox: &Inbox,
+    waker: &ThreadWaker,
 ) -> Result<(), StreamsError> {
     let step = |f: &mut dyn FnMut(&mut TaskManager) -> Result<(), StreamsError>| -> Result<(), StreamsError> {
         with_tasks(|tm| {
@@ -327,7 +332,7 @@ fn run_loop(
         let poll_started = Instant::now();
         while batch.len() < settings.max_poll_records {
             let generation = consumer.context().generation.load(Ordering::Relaxed);
-            let polled = poll_sliced(consumer, timeout, inbox);
+            let polled = poll_sliced(consumer, timeout, inbox, waker);
             if consumer.context().generation.load(Ordering::Relaxed) != generation {
                 drop_revoked(consumer, &mut batch);
             }
@@ -386,6 +391,7 @@ fn run_loop(
             if tm.process()? > 0 {
                 m.process_latency.observe(started.elapsed().as_secs_f64());
             }
+            tm.apply_backpressure(consumer)?;
             let started = Instant::now();
             if tm.punctuate_wall_clock()? > 0 {
                 m.punctuate_latency.observe(started.elapsed().as_secs_f64());
@@ -425,11 +431,13 @@ fn run_loop(
 const QUERY_SLICE: Duration = Duration::from_millis(10);
 
 /// Polls one message, waiting at most `timeout`, in slices of [`QUERY_SLICE`]: returns
-/// early (with nothing) when a query arrives or a rebalance callback ran.
+/// early (with nothing) when a query arrives, async work completed or a rebalance
+/// callback ran.
 fn poll_sliced<'c>(
     consumer: &'c BaseConsumer<ThreadContext>,
     timeout: Duration,
     inbox: &Inbox,
+    waker: &ThreadWaker,
 ) -> Option<rdkafka::error::KafkaResult<rdkafka::message::BorrowedMessage<'c>>> {
     let deadline = Instant::now() + timeout;
     let generation = consumer.context().generation.load(Ordering::Relaxed);
@@ -439,6 +447,7 @@ fn poll_sliced<'c>(
         if polled.is_some()
             || left <= QUERY_SLICE
             || inbox.has_pending()
+            || waker.take()
             || consumer.context().generation.load(Ordering::Relaxed) != generation
         {
             return polled;

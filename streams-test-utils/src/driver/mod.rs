@@ -313,6 +313,9 @@ impl TopologyTestDriver {
         inner.timestamp.store(now, Ordering::Relaxed);
         for task in inner.tasks.values_mut() {
             task.punctuate(PunctuationType::WallClock, now)?;
+            // Records a task held back while it took none (an async processor's buffer
+            // was full) go on once a punctuation let it take them again.
+            while task.process_one()? {}
         }
         inner.route_internal()?;
         inner.commit()
