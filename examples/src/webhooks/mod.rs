@@ -29,9 +29,11 @@
 //! | `join.rs` | the range join: its processors, [`topology`], [`expected_requests`] |
 //! | `producer.rs` | registering hooks and sending events ([`WebHookProducer`]) |
 //! | `delivery.rs` | the HTTP delivery and its retry ladder ([`HttpDelivery`], [`delivery_topology`]) |
+//! | `async_delivery.rs` | the delivery through an async processor, many users at once ([`AsyncHttpDelivery`], [`async_delivery_topology`]) |
 //! | `pipeline.rs` | both applications and their settings ([`WebHookPipeline`], [`PipelineConfig`]) |
 //! | [`receiver`] | a local HTTP server that receives deliveries, for the demo and the tests |
 
+mod async_delivery;
 mod delivery;
 mod join;
 mod pipeline;
@@ -40,6 +42,9 @@ pub mod receiver;
 mod records;
 mod topics;
 
+pub use async_delivery::{
+    AsyncHttpDelivery, DeliveryReport, async_delivery_topology, delivery_report, load_requests,
+};
 pub use delivery::{HttpDelivery, delivery_topology};
 pub use join::{EventLogProcessor, STORE, WebHookMaterializer, expected_requests, topology};
 pub use pipeline::{DELIVERY_MAX_POLL_RECORDS, PipelineConfig, WebHookPipeline};

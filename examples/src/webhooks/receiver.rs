@@ -7,7 +7,8 @@
 //! Invariants: a request is recorded (with the status it gets) before its answer is sent,
 //! so a client that saw the answer finds the request in [`Receiver::requests`]; sequence
 //! numbers are given under one lock, in arrival order; dropping the [`Receiver`] stops the
-//! runtime and closes every connection.
+//! runtime and closes every connection. [`Receiver::set_delay`] makes it a slow endpoint:
+//! each answer then waits, concurrently with the others.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -85,6 +86,8 @@ struct Log {
 struct Shared {
     log: Mutex<Log>,
     policy: Mutex<Policy>,
+    /// How long each answer waits after the request was recorded (a slow endpoint).
+    delay: Mutex<Duration>,
 }
 
 impl Shared {
@@ -130,6 +133,7 @@ impl Receiver {
         let shared = Arc::new(Shared {
             log: Mutex::new(Log::default()),
             policy: Mutex::new(policy),
+            delay: Mutex::new(Duration::ZERO),
         });
         let (stop, stopped) = oneshot::channel();
         let serve_shared = shared.clone();
@@ -157,6 +161,22 @@ impl Receiver {
     /// Answers from now on as `policy` says (e.g. to "recover" a failing endpoint).
     pub fn set_policy(&self, policy: Policy) {
         *self.shared.policy.lock().unwrap_or_else(PoisonError::into_inner) = policy;
+    }
+
+    /// Answers every request from now on `delay` after receiving it (a slow endpoint;
+    /// requests are still recorded on arrival).
+    pub fn set_delay(&self, delay: Duration) {
+        *self.shared.delay.lock().unwrap_or_else(PoisonError::into_inner) = delay;
+    }
+
+    /// How many requests were received so far.
+    pub fn count(&self) -> usize {
+        self.shared
+            .log
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .requests
+            .len()
     }
 
     /// Every request received so far, in arrival order.
@@ -264,6 +284,10 @@ async fn answer(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<
         })
         .collect();
     let status = shared.record(head.method.as_str().to_owned(), path, headers, body);
+    let delay = *shared.delay.lock().unwrap_or_else(PoisonError::into_inner);
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
     let mut response = Response::new(Empty::new());
     // A status the policy made up that HTTP cannot carry is answered as 500 (and recorded
     // as the policy chose it).
