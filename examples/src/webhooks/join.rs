@@ -5,7 +5,8 @@
 //! sub-topology and the hook topic and the event topic must be co-partitioned (see
 //! [`super::user_partition`]); the join only reads the store, so forwarding while a scan
 //! is open is safe; a request's id is derived from the event's position, so it is the same
-//! on every replay of that event.
+//! on every replay of that event; a user's requests go to the user's partition of the request
+//! topic ([`super::user_partition`]), in the order of the user's events.
 
 use streams_core::serdes::{JsonSerde, NullableSerde, StringSerde};
 use streams_core::{
@@ -14,7 +15,7 @@ use streams_core::{
 };
 
 use super::records::{EventLog, WebHook, WebHookRequest};
-use super::topics::{WebHookTopics, user_key};
+use super::topics::{WebHookTopics, user_key, user_partition};
 
 /// The store of web hooks, keyed `%020d(user_id):webhook_id`.
 pub const STORE: &str = "web_hooks_store";
@@ -127,11 +128,16 @@ pub fn topology(topics: &WebHookTopics) -> Result<Topology, TopologyError> {
     b.connect(&materializer, &hooks).connect(&join, &hooks);
     b.sink(
         "Sink-WebHookRequest",
+        // A user's requests go to one partition, in the order of the user's events: the
+        // deliveries can then keep each user's order.
         SinkConfig::topic(
             topics.requests.as_str(),
             StringSerde,
             JsonSerde::<WebHookRequest>::new(),
-        ),
+        )
+        .partitioner(|_: &str, _: &String, r: &WebHookRequest, partitions: i32| {
+            Some(user_partition(r.user_id, partitions))
+        }),
         [&join],
     );
     b.build()
