@@ -24,7 +24,7 @@
 //!   the task stops taking records (the runtime pauses its partitions once its queue
 //!   fills) until some complete.
 //!
-//! A completion wakes the task's stream thread, which forwards it within about 10 ms even
+//! A completion wakes the task's stream thread, which forwards it within about 5 ms even
 //! when no record arrives. A future that fails fails the task (as a processor error in a
 //! punctuator would): handle expected failures inside the future, e.g. by returning a
 //! record for a dead-letter topic.

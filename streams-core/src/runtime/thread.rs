@@ -428,7 +428,7 @@ fn run_loop(
 }
 
 /// How long an idle thread waits for records before it looks at its query inbox.
-const QUERY_SLICE: Duration = Duration::from_millis(10);
+const QUERY_SLICE: Duration = Duration::from_millis(5);
 
 /// Polls one message, waiting at most `timeout`, in slices of [`QUERY_SLICE`]: returns
 /// early (with nothing) when a query arrives, async work completed or a rebalance

@@ -11,7 +11,7 @@
 //! lock is taken on the per-record path. A query is sent to every stream thread's inbox;
 //! each thread answers between two loop iterations, for the tasks it runs, reading
 //! through the same layers its processors read (cache included); the answers are merged
-//! in key order. An idle thread waits for records in slices of at most 10 ms and checks
+//! in key order. An idle thread waits for records in slices of at most 5 ms and checks
 //! its inbox between them, so a query waits at most that long plus the thread's current
 //! batch.
 //!
