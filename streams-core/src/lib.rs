@@ -46,6 +46,11 @@ pub use model::{error, handlers, serdes};
 #[doc = include_str!("../../docs/processor-api.md")]
 pub mod guide {}
 
+/// The async processors' guide (`docs/async-processors.md`), whose examples are compiled
+/// as tests.
+#[doc = include_str!("../../docs/async-processors.md")]
+pub mod async_guide {}
+
 /// The interactive-queries guide (`docs/interactive-queries.md`), whose examples are
 /// compiled as tests.
 #[doc = include_str!("../../docs/interactive-queries.md")]

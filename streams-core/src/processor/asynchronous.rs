@@ -54,7 +54,7 @@ use crate::model::record::Record;
 /// /// Looks up each user's name (an HTTP call in a real application).
 /// struct Names;
 ///
-/// #[async_trait::async_trait]
+/// #[streams_core::processor::async_trait]
 /// impl AsyncProcessor<u64, String, u64, String> for Names {
 ///     async fn process(&self, r: Record<u64, String>) -> Result<Vec<Record<u64, String>>, ProcessorError> {
 ///         tokio::time::sleep(std::time::Duration::from_millis(5)).await;

@@ -16,6 +16,8 @@ use std::rc::Rc;
 use std::time::Duration;
 
 pub use asynchronous::{AsyncNode, AsyncOptions, AsyncProcessor};
+/// The attribute for implementing [`AsyncProcessor`] (re-exported from `async-trait`).
+pub use async_trait::async_trait;
 pub use context::{Child, ProcessorContext};
 pub use holds::{OffsetHold, ThreadWaker};
 pub use store_ref::StoreRef;
