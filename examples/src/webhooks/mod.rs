@@ -32,12 +32,14 @@
 //! | `async_delivery.rs` | the delivery through an async processor, many users at once ([`AsyncHttpDelivery`], [`async_delivery_topology`]) |
 //! | `pipeline.rs` | both applications and their settings ([`WebHookPipeline`], [`PipelineConfig`]) |
 //! | [`receiver`] | a local HTTP server that receives deliveries, for the demo and the tests |
+//! | [`query`] | the store served over HTTP from any instance (`GET /users/{id}/hooks`) |
 
 mod async_delivery;
 mod delivery;
 mod join;
 mod pipeline;
 mod producer;
+pub mod query;
 pub mod receiver;
 mod records;
 mod topics;
