@@ -12,6 +12,12 @@
 //!   production ladder (5m, 30m, 1h) until Ctrl-C; add `--demo` for the demo on that
 //!   cluster.
 //! - `--describe` prints both topologies and the ladder and exits.
+//! - `--query-port` serves the web-hook store over HTTP (`GET /users/{id}/hooks`, from
+//!   any instance: see `webhooks::query`), announced to the other instances as the join's
+//!   `application.server`; the demo prints a user's hooks read through it.
+//!
+//! The pipeline runs on a thread of its own (`app_thread`), which the query server asks
+//! where a user's hooks are; the main thread only polls it.
 //!
 //! The demo exits non-zero when some request did not finish or a replayed dead letter was
 //! not delivered.
@@ -26,10 +32,14 @@ use serde_json::json;
 use streams_examples::admin::{
     create_topics, delete_groups, delete_topics, groups_with_prefix, run_id, topics_with_prefix,
 };
+use streams_examples::app_thread::AppThread;
 use streams_examples::local_kafka::bootstrap_or_local;
 use streams_examples::retry::dlq::{DlqTool, ReplaySelection};
-use streams_examples::retry::{Outcome, OutcomeEvent, RetryLadder, RetryOptions, parse_delays};
+use streams_examples::retry::{
+    DeliveryStats, Outcome, OutcomeEvent, RetryLadder, RetryOptions, parse_delays,
+};
 use streams_examples::shutdown::StopSignals;
+use streams_examples::webhooks::query::{HooksPage, QueryListener, QueryServer};
 use streams_examples::webhooks::receiver::{Policy, Receiver, always_ok};
 use streams_examples::webhooks::{
     EventLog, PipelineConfig, WebHook, WebHookPipeline, WebHookProducer, WebHookRequest, WebHookTopics,
@@ -90,6 +100,15 @@ struct Args {
     /// only the thread whose task calls it.
     #[arg(long, default_value_t = 1)]
     delivery_threads: u32,
+    /// Serve the web-hook store over HTTP on this port (0: a free one):
+    /// `GET /users/{id}/hooks[?after=<key>&limit=<n>]`, answered by whichever instance hosts
+    /// the user. Sets the join's `application.server` to `<query-host>:<port>`.
+    #[arg(long)]
+    query_port: Option<u16>,
+    /// The host the query server binds and announces to the other instances, which must
+    /// reach it there.
+    #[arg(long, default_value = "127.0.0.1")]
+    query_host: String,
 }
 
 fn main() -> Result<(), MainError> {
@@ -153,12 +172,23 @@ fn main() -> Result<(), MainError> {
         .push(("num.stream.threads".into(), args.delivery_threads.to_string()));
     create_topics(&bootstrap, &config.all_topics(), args.partitions)?;
     print_topologies(&config.topics, &config.ladder)?;
+    // Bound before the join starts, so that it announces the bound port.
+    let queries = match args.query_port {
+        Some(port) => {
+            let listener = QueryListener::bind(&format!("{}:{port}", args.query_host))?;
+            config
+                .join_properties
+                .push(("application.server".into(), listener.endpoint().to_owned()));
+            Some(listener)
+        }
+        None => None,
+    };
     if !demo {
-        return Ok(run_service(&bootstrap, config)?);
+        return Ok(run_service(&bootstrap, config, queries)?);
     }
     let own_topics = config.all_topics();
     let dead_letter_topic = config.ladder.dead_letter().to_owned();
-    let result = run_demo(&args, &bootstrap, config);
+    let result = run_demo(&args, &bootstrap, config, queries);
     if run.is_some() {
         if args.state_dir.is_none() {
             let _ = std::fs::remove_dir_all(&state_dir);
@@ -244,15 +274,63 @@ fn print_outcome(e: &OutcomeEvent<'_>) {
     }
 }
 
+/// Starts the pipeline on a thread of its own, and the query server on `queries`.
+fn start(
+    bootstrap: &str,
+    config: PipelineConfig,
+    queries: Option<QueryListener>,
+) -> Result<(AppThread<WebHookPipeline>, Option<QueryServer>), ExampleError> {
+    let bootstrap = bootstrap.to_owned();
+    let pipeline = AppThread::spawn("webhook-pipeline", move || {
+        WebHookPipeline::start(&bootstrap, config)
+    })?;
+    let server = queries
+        .map(|q| q.serve(&pipeline, WebHookPipeline::streams))
+        .transpose()?;
+    if let Some(server) = &server {
+        println!(
+            "serving the web-hook store at {} (this instance: {})",
+            server.url("/users/{id}/hooks"),
+            server.endpoint()
+        );
+    }
+    Ok((pipeline, server))
+}
+
+/// [`WebHookPipeline::wait_for`] from this thread: polls, leaving the pipeline's thread
+/// free for the query server.
+fn wait_for(
+    pipeline: &AppThread<WebHookPipeline>,
+    timeout: Duration,
+    done: impl Fn(&DeliveryStats) -> bool,
+) -> Result<(DeliveryStats, bool), ExampleError> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let (stats, running) = pipeline.call(|p| (p.stats(), p.is_running()))?;
+        if done(&stats) {
+            return Ok((stats, true));
+        }
+        if !running || Instant::now() >= deadline {
+            return Ok((stats, false));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Runs until SIGINT (Ctrl-C) or SIGTERM, then closes cleanly.
-fn run_service(bootstrap: &str, config: PipelineConfig) -> Result<(), ExampleError> {
+fn run_service(
+    bootstrap: &str,
+    config: PipelineConfig,
+    queries: Option<QueryListener>,
+) -> Result<(), ExampleError> {
     let signals = StopSignals::install()?;
-    let pipeline = WebHookPipeline::start(bootstrap, config)?;
+    let (pipeline, server) = start(bootstrap, config, queries)?;
     println!("running; Ctrl-C or SIGTERM to stop");
     let stop = signals.wait(false);
     println!("{stop}: stopping");
-    let stats = pipeline.stats();
-    pipeline.close(Duration::from_secs(30))?;
+    drop(server);
+    let stats = pipeline.call(|p| p.stats())?;
+    pipeline.finish(|p| p.close(Duration::from_secs(30)))??;
     println!(
         "stopped: {} delivered, {} retried, {} dead-lettered",
         stats.delivered(),
@@ -272,7 +350,12 @@ fn demo_policy() -> Policy {
     })
 }
 
-fn run_demo(args: &Args, bootstrap: &str, config: PipelineConfig) -> Result<(), ExampleError> {
+fn run_demo(
+    args: &Args,
+    bootstrap: &str,
+    config: PipelineConfig,
+    queries: Option<QueryListener>,
+) -> Result<(), ExampleError> {
     let started = Instant::now();
     let receiver = Receiver::start(demo_policy())?;
     let mut hooks = Vec::new();
@@ -311,7 +394,7 @@ fn run_demo(args: &Args, bootstrap: &str, config: PipelineConfig) -> Result<(), 
     let replay_topic = config.ladder.replay_topic().to_owned();
     let topics = config.topics.clone();
 
-    let pipeline = WebHookPipeline::start(bootstrap, config)?;
+    let (pipeline, server) = start(bootstrap, config, queries)?;
     let producer = WebHookProducer::new(bootstrap, topics)?;
     for h in &hooks {
         producer.upsert(h)?;
@@ -323,8 +406,11 @@ fn run_demo(args: &Args, bootstrap: &str, config: PipelineConfig) -> Result<(), 
     // Events are sent once the hooks are in the store, so every event sees them.
     let registered = (hooks.len() + deleted.len()) as u64;
     let deadline = Instant::now() + Duration::from_secs(60);
-    while pipeline.streams().processed_records() < registered && Instant::now() < deadline {
+    while pipeline.call(|p| p.streams().processed_records())? < registered && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
+    }
+    if let Some(server) = &server {
+        show_queries(server, &deleted);
     }
     println!(
         "{} hooks registered, {} deleted; sending {} events ({expected} requests)",
@@ -338,7 +424,7 @@ fn run_demo(args: &Args, bootstrap: &str, config: PipelineConfig) -> Result<(), 
     producer.flush(Duration::from_secs(30))?;
 
     let wait = total_delay * 2 + Duration::from_secs(60);
-    let (stats, done) = pipeline.wait_for(wait, |s| s.finished() >= expected);
+    let (stats, done) = wait_for(&pipeline, wait, |s| s.finished() >= expected)?;
     let mut problems = Vec::new();
     if !done {
         problems.push(format!(
@@ -399,12 +485,13 @@ fn run_demo(args: &Args, bootstrap: &str, config: PipelineConfig) -> Result<(), 
     println!();
     println!("/legacy recovers; replaying the dead letters into {replay_topic}");
     receiver.set_policy(always_ok());
-    let before = pipeline.stats().delivered();
+    let before = pipeline.call(|p| p.stats().delivered())?;
     match tool.replay(&replay_topic, &ReplaySelection::All) {
         Ok(report) => {
             let replayed = report.replayed.len() as u64;
-            let (stats, all) =
-                pipeline.wait_for(Duration::from_secs(60), |s| s.delivered() >= before + replayed);
+            let (stats, all) = wait_for(&pipeline, Duration::from_secs(60), |s| {
+                s.delivered() >= before + replayed
+            })?;
             let delivered = stats.delivered() - before;
             println!("replayed {replayed}; {delivered} of them delivered");
             if !all {
@@ -418,7 +505,8 @@ fn run_demo(args: &Args, bootstrap: &str, config: PipelineConfig) -> Result<(), 
             problems.push(format!("replay failed: {e}"));
         }
     }
-    pipeline.close(Duration::from_secs(30))?;
+    drop(server);
+    pipeline.finish(|p| p.close(Duration::from_secs(30)))??;
     println!("took {:.2?}", started.elapsed());
     if problems.is_empty() {
         Ok(())
@@ -428,4 +516,43 @@ fn run_demo(args: &Args, bootstrap: &str, config: PipelineConfig) -> Result<(), 
             problems.join("; ")
         )))
     }
+}
+
+/// The demo's look at the query server: the hooks of the user who deleted one, two per
+/// page, read over HTTP as a client would (retrying while the store is not available).
+fn show_queries(server: &QueryServer, deleted: &[(u64, u64)]) {
+    let user = deleted.first().map_or(1, |d| d.0);
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(20)))
+        .build()
+        .into();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut path = format!("/users/{user}/hooks?limit=2");
+    println!();
+    loop {
+        let url = server.url(&path);
+        let answer = agent
+            .get(&url)
+            .call()
+            .and_then(|mut r| Ok((r.status().as_u16(), r.body_mut().read_to_string()?)));
+        match answer {
+            Ok((503, _)) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(200));
+                continue;
+            }
+            Ok((status, body)) => {
+                println!("GET {url} -> {status} {}", body.trim());
+                match serde_json::from_str::<HooksPage>(&body).ok().and_then(|p| p.next) {
+                    Some(next) => path = format!("/users/{user}/hooks?limit=2&after={next}"),
+                    None => break,
+                }
+            }
+            Err(e) => {
+                println!("GET {url} failed: {e}");
+                break;
+            }
+        }
+    }
+    println!();
 }
