@@ -292,8 +292,8 @@ fn start_and_process(app: &mut KafkaStreams, records: u64) {
 /// the model.
 fn check_reads(store: &Store, model: &Model) {
     let started = Instant::now();
-    // Gets from 16 threads: a query waits up to 10 ms for an idle stream thread, and the
-    // queries waiting together are answered together.
+    // Gets from 16 threads: a query waits up to a poll slice (5 ms) for an idle stream
+    // thread, and the queries waiting together are answered together.
     let entries: Vec<_> = model.iter().collect();
     std::thread::scope(|s| {
         for part in entries.chunks(N / 16 + 1) {
