@@ -108,6 +108,19 @@ pub enum StoreError {
     },
 }
 
+impl StoreError {
+    /// Whether the store's files were found corrupt: unreadable at open
+    /// ([`StoreError::Corrupt`]), or a RocksDB read or write that found a corrupt block
+    /// (a checksum mismatch). The changelog holds the state: the store can be rebuilt.
+    pub fn is_corruption(&self) -> bool {
+        match self {
+            Self::Corrupt { .. } => true,
+            Self::RocksDb { source, .. } => source.kind() == rocksdb::ErrorKind::Corruption,
+            _ => false,
+        }
+    }
+}
+
 /// A serializer or deserializer failed. Carried as a value, never a panic.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{serde}: {message}")]

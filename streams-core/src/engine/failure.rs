@@ -148,6 +148,11 @@ impl Task {
         raw: Option<RawRecord>,
     ) -> Result<(), StreamsError> {
         let Failure { kind, node, error } = failure;
+        if error.corrupt_store().is_some() {
+            // The store is at fault, not the record: never skipped or dead-lettered, the
+            // record is processed again once the store is rebuilt.
+            return Err(error);
+        }
         let handling = match kind {
             Kind::Deserialization => self.policy.deserialization,
             Kind::Processing => self.policy.processing,

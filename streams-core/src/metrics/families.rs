@@ -36,6 +36,7 @@ pub(crate) struct Families {
     pub thread_commits: IntCounterVec,
     pub thread_tasks_created: IntCounterVec,
     pub thread_tasks_closed: IntCounterVec,
+    pub thread_tasks_corrupted: IntCounterVec,
     pub thread_blocked_seconds: prometheus::CounterVec,
     pub thread_commit_phase_seconds: prometheus::CounterVec,
     pub thread_produce_queue_full_seconds: prometheus::CounterVec,
@@ -196,6 +197,11 @@ impl Families {
             thread_tasks_closed: r.counter(
                 "streams_thread_task_closed_total",
                 "Tasks closed by the thread.",
+                &thread,
+            )?,
+            thread_tasks_corrupted: r.counter(
+                "streams_thread_task_corrupted_total",
+                "Tasks whose local state was found corrupt (opening, restoring or running) and rebuilt from their changelogs.",
                 &thread,
             )?,
             thread_blocked_seconds: r.seconds_counter(

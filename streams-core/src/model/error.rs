@@ -192,6 +192,31 @@ pub enum StreamsError {
 }
 
 impl StreamsError {
+    /// The store error behind this error when a store's files were found corrupt
+    /// ([`StoreError::is_corruption`]), returned by the store itself or by a processor that
+    /// passed it on (found along the error's sources). The record is not at fault: the
+    /// runtime rebuilds the store from its changelog and processes the record again, and
+    /// the error handlers never skip or dead-letter it.
+    pub fn corrupt_store(&self) -> Option<&StoreError> {
+        let found = match self {
+            Self::Store(s) => Some(s),
+            Self::Processing { source, .. } => {
+                let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(source.as_ref());
+                let mut found = None;
+                while let Some(c) = cause {
+                    if let Some(s) = c.downcast_ref::<StoreError>() {
+                        found = Some(s);
+                        break;
+                    }
+                    cause = c.source();
+                }
+                found
+            }
+            _ => None,
+        }?;
+        found.is_corruption().then_some(found)
+    }
+
     /// Whether retrying the operation may succeed (a transient Kafka error).
     pub fn is_retriable(&self) -> bool {
         matches!(

@@ -134,10 +134,11 @@ impl TaskManager {
                     }
                     continue;
                 }
-                Err(StreamsError::Store(e @ StoreError::Corrupt { .. })) => {
+                Err(StreamsError::Store(e)) if e.is_corruption() => {
                     // Unreadable files (a crash mid-write, a disk fault): the changelog has
                     // the state, so the task starts over from it rather than failing.
                     tracing::warn!(task = %id, error = %e, "the task's local state cannot be read: wiping it and restoring from the changelog");
+                    self.metrics.tasks_corrupted.inc();
                     self.wipe(id, Vec::new(), &timestamp)?
                 }
                 other => other?,
@@ -190,7 +191,7 @@ impl TaskManager {
                     let Some(mut r) = self.current(&job) else {
                         continue;
                     };
-                    if self.settings.on_mock {
+                    if self.settings.on_mock && !topic.is_empty() {
                         return Err(mock_retention_error("changelog", &topic, id.partition, &reason));
                     }
                     if r.wiped_for_gap {
@@ -201,11 +202,16 @@ impl TaskManager {
                             retriable: true,
                         });
                     }
-                    tracing::warn!(
-                        task = %id,
-                        store = %store,
-                        "changelog {topic}: {reason}; the task's state is corrupted: wiping it and restoring from the earliest offset"
-                    );
+                    if topic.is_empty() {
+                        self.metrics.tasks_corrupted.inc();
+                        tracing::warn!(task = %id, "{reason}: the task's local state is corrupt: wiping it and restoring from the changelog");
+                    } else {
+                        tracing::warn!(
+                            task = %id,
+                            store = %store,
+                            "changelog {topic}: {reason}; the task's state is corrupted: wiping it and restoring from the earliest offset"
+                        );
+                    }
                     let stores = self.wipe(id, job.stores, &r.timestamp)?;
                     r.seq = self.hand_over(id, stores, &r.metrics);
                     r.wiped_for_gap = true;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::restore::kafka_err;
 use super::tasks::TaskManager;
-use crate::engine::Task;
+use crate::engine::{Task, TaskId};
 use crate::model::error::StreamsError;
 use crate::model::record::RawRecord;
 use crate::topology::changelog_topic;
@@ -113,11 +113,17 @@ impl TaskManager {
 
     /// Writes every task's checkpoints: the changelog offset each store's local data
     /// reaches (restored, or delivered since).
-    pub(super) fn write_checkpoints(&self) -> Result<(), StreamsError> {
-        for task in self.tasks.values() {
-            self.write_checkpoint(task)?;
+    /// Writes every task's checkpoints; returns the tasks whose store was found corrupt
+    /// doing so, for the caller to rebuild once their offsets are committed.
+    pub(super) fn write_checkpoints(&self) -> Result<Vec<(TaskId, String)>, StreamsError> {
+        let mut corrupt = Vec::new();
+        for (id, task) in &self.tasks {
+            if let Err(e) = self.write_checkpoint(task) {
+                let what = super::corrupted::corruption(&e).ok_or(e)?;
+                corrupt.push((*id, what));
+            }
         }
-        Ok(())
+        Ok(corrupt)
     }
 
     /// Writes the checkpoints of `task`'s stores.

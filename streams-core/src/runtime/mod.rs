@@ -8,6 +8,7 @@
 
 mod backpressure;
 mod connect;
+mod corrupted;
 mod creation;
 mod defaults;
 mod deliveries;

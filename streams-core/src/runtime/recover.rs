@@ -56,6 +56,18 @@ impl TaskManager {
             });
         }
         tracing::warn!(error = %error, "{what} failed; aborting the transaction and recreating the tasks from their changelogs");
+        self.abort_and_recreate(consumer, None)?;
+        Ok(false)
+    }
+
+    /// Aborts the open transaction, closes every task dirty (and wipes the state directory
+    /// of `wipe`), rewinds the consumer to the committed offsets and queues the assignment
+    /// for re-creation.
+    pub(crate) fn abort_and_recreate<C: ConsumerContext>(
+        &mut self,
+        consumer: &BaseConsumer<C>,
+        wipe: Option<crate::engine::TaskId>,
+    ) -> Result<(), StreamsError> {
         let started = Instant::now();
         loop {
             match self.producer.abort_transaction(Duration::from_secs(10)) {
@@ -68,6 +80,9 @@ impl TaskManager {
         }
         self.in_transaction = false;
         self.close_all_dirty();
+        if let Some(id) = wipe {
+            self.wipe_dir(id)?;
+        }
         let assignment = consumer.assignment().map_err(|e| kafka_err("assignment", e))?;
         // A partition-level error (offsets still unstable) fails the rewind rather than
         // reading as "no commit", which would restart the partition from the beginning.
@@ -88,6 +103,6 @@ impl TaskManager {
         }
         // Queued for creation at the next loop, as after a rebalance.
         self.set_pending(&assignment);
-        Ok(false)
+        Ok(())
     }
 }

@@ -264,12 +264,29 @@ impl TaskManager {
     }
 
     /// Processes every queued record; returns how many.
-    pub fn process(&mut self) -> Result<usize, StreamsError> {
+    pub fn process<C: ConsumerContext>(&mut self, consumer: &BaseConsumer<C>) -> Result<usize, StreamsError> {
         let mut n = 0;
-        for task in self.tasks.values_mut() {
-            while task.process_one()? {
-                n += 1;
+        let mut corrupt = None;
+        for (id, task) in &mut self.tasks {
+            loop {
+                match task.process_one() {
+                    Ok(true) => n += 1,
+                    Ok(false) => break,
+                    Err(e) => match super::corrupted::corruption(&e) {
+                        Some(what) => {
+                            corrupt = Some((*id, what));
+                            break;
+                        }
+                        None => return Err(e),
+                    },
+                }
             }
+            if corrupt.is_some() {
+                break;
+            }
+        }
+        if let Some((id, what)) = corrupt {
+            self.recover_corrupted(id, &what, consumer)?;
         }
         if n > 0 {
             self.dirty = true;
@@ -278,9 +295,13 @@ impl TaskManager {
         Ok(n)
     }
 
-    pub fn punctuate_wall_clock(&mut self) -> Result<usize, StreamsError> {
+    pub fn punctuate_wall_clock<C: ConsumerContext>(
+        &mut self,
+        consumer: &BaseConsumer<C>,
+    ) -> Result<usize, StreamsError> {
         let now = now_ms();
         let mut n = 0;
+        let mut corrupt = None;
         for (id, task) in &mut self.tasks {
             // A suspended task (revoked, committed, waiting to learn whether it stays)
             // must not write: under exactly-once its writes would join the next
@@ -288,7 +309,19 @@ impl TaskManager {
             if self.suspended.contains(id) {
                 continue;
             }
-            n += task.punctuate(PunctuationType::WallClock, now)?;
+            match task.punctuate(PunctuationType::WallClock, now) {
+                Ok(k) => n += k,
+                Err(e) => match super::corrupted::corruption(&e) {
+                    Some(what) => {
+                        corrupt = Some((*id, what));
+                        break;
+                    }
+                    None => return Err(e),
+                },
+            }
+        }
+        if let Some((id, what)) = corrupt {
+            self.recover_corrupted(id, &what, consumer)?;
         }
         if n > 0 {
             self.dirty = true;
@@ -325,8 +358,10 @@ impl TaskManager {
             return Ok(false);
         }
         let mut since = Instant::now();
-        for task in self.tasks.values_mut() {
-            task.flush()?;
+        if !self.flush_tasks(consumer)? {
+            // Exactly-once, a store found corrupt: the transaction was aborted and the
+            // tasks are being created again.
+            return Ok(false);
         }
         self.metrics.lap(CommitPhase::FlushStores, &mut since);
         let mut tpl = TopicPartitionList::new();
@@ -372,17 +407,45 @@ impl TaskManager {
             }
             self.metrics.lap(CommitPhase::FlushProducer, &mut since);
             self.check_deliveries()?;
-            self.write_checkpoints()?;
+            let corrupt = self.write_checkpoints()?;
             if tpl.count() > 0
                 && let Err(e) = consumer.commit(&tpl, CommitMode::Sync)
             {
                 return self.commit_failed("commit offsets", e);
             }
             self.metrics.lap(CommitPhase::CommitOffsets, &mut since);
+            // Their changelog writes were delivered and their offsets are committed: they
+            // are rebuilt from there.
+            for (id, what) in corrupt {
+                self.recover_corrupted(id, &what, consumer)?;
+            }
         }
         self.commit_failing_since = None;
         self.dirty = false;
         Ok(true)
+    }
+
+    /// Flushes every task's stores. A store found corrupt has its task rebuilt (see
+    /// `corrupted.rs`): under at-least-once the other tasks are flushed and committed on;
+    /// under exactly-once everything was aborted, and the result is `false`.
+    fn flush_tasks<C: ConsumerContext>(&mut self, consumer: &BaseConsumer<C>) -> Result<bool, StreamsError> {
+        loop {
+            let mut corrupt = None;
+            for (id, task) in &mut self.tasks {
+                if let Err(e) = task.flush() {
+                    let what = super::corrupted::corruption(&e).ok_or(e)?;
+                    corrupt = Some((*id, what));
+                    break;
+                }
+            }
+            let Some((id, what)) = corrupt else {
+                return Ok(true);
+            };
+            self.recover_corrupted(id, &what, consumer)?;
+            if self.settings.eos {
+                return Ok(false);
+            }
+        }
     }
 
     /// An at-least-once commit failed (a broker restarting, a coordinator moving, a
@@ -452,7 +515,13 @@ impl TaskManager {
                 if let Err(e) = super::producer::flush(&self.producer, Duration::from_secs(30)) {
                     tracing::warn!(error = %e, "flush at close");
                 }
-                result = self.write_checkpoints();
+                // A corrupt store's checkpoint is not written: it restores from the
+                // changelog at the next start.
+                result = self.write_checkpoints().map(|corrupt| {
+                    for (id, what) in corrupt {
+                        tracing::warn!(task = %id, error = what, "a store of the task is corrupt; no checkpoint written");
+                    }
+                });
             }
         } else if self.in_transaction {
             let _ = self.producer.abort_transaction(Duration::from_secs(10));

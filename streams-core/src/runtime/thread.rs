@@ -388,12 +388,12 @@ fn run_loop(
             for r in batch.drain(..) {
                 tm.add_record(r);
             }
-            if tm.process()? > 0 {
+            if tm.process(consumer)? > 0 {
                 m.process_latency.observe(started.elapsed().as_secs_f64());
             }
             tm.apply_backpressure(consumer)?;
             let started = Instant::now();
-            if tm.punctuate_wall_clock()? > 0 {
+            if tm.punctuate_wall_clock(consumer)? > 0 {
                 m.punctuate_latency.observe(started.elapsed().as_secs_f64());
             }
             if tm.commit_requested() || last_commit.elapsed() >= settings.commit_interval {

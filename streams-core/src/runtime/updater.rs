@@ -45,7 +45,8 @@ pub(crate) struct RestoreJob {
 pub(crate) enum Event {
     /// Every store of the task is up to date; `records` were applied.
     Restored { job: RestoreJob, records: u64 },
-    /// A changelog of the task has a gap: wipe its state and hand it over again.
+    /// A changelog of the task has a gap, or its local files are corrupt (`topic` empty):
+    /// wipe its state and hand it over again.
     Corrupted {
         job: RestoreJob,
         store: String,
@@ -224,6 +225,20 @@ impl Worker {
                     store,
                     topic,
                     reason,
+                }
+            }
+            Err(error) if error.corrupt_store().is_some() => {
+                // The local files are corrupt (a checksum mismatch reading the checkpoint or
+                // a block): like a changelog gap, the task starts over from the changelog.
+                let Some(Job { job, .. }) = self.jobs.pop_front() else {
+                    return;
+                };
+                let _ = rdkafka::consumer::Consumer::unassign(&self.consumer);
+                Event::Corrupted {
+                    job,
+                    store: String::new(),
+                    topic: String::new(),
+                    reason: error.to_string(),
                 }
             }
             Err(error) => {

@@ -136,8 +136,17 @@ impl RocksDbKeyValueStore {
         })
     }
 
+    /// Maps a RocksDB error of an operation: a corrupt block (a checksum mismatch) is
+    /// [`StoreError::Corrupt`], which the runtime answers by rebuilding the store.
     fn err(&self) -> impl Fn(::rocksdb::Error) -> StoreError + '_ {
-        |e| op_error(&self.name, e)
+        |e| match e.kind() {
+            ::rocksdb::ErrorKind::Corruption => StoreError::Corrupt {
+                store: self.name.clone(),
+                path: self.path.clone(),
+                message: e.to_string(),
+            },
+            _ => op_error(&self.name, e),
+        }
     }
 
     fn iter_range(&self, from: Bound<&[u8]>, to: Bound<&[u8]>, reverse: bool) -> Result<KeyValueIter<'_>> {
