@@ -81,14 +81,10 @@ pub struct KafkaStreams {
     next_thread: Arc<std::sync::atomic::AtomicUsize>,
     process_id: String,
     group_protocol: Option<GroupProtocol>,
-    /// Sends interactive queries to the stream threads.
-    router: Arc<query::Router>,
-    /// Which instance hosts which task (this one's tasks, written by its threads).
-    directory: Arc<query::discovery::Directory>,
+    /// Interactive queries: the stream threads' inboxes, which instance hosts what.
+    queries: query::Queries,
     /// Announces this instance to the others, with `application.server` set.
     discovery: Option<query::discovery::Discovery>,
-    /// The partition count of each (non-global) sub-topology, once started.
-    partitions: std::collections::BTreeMap<u32, i32>,
     /// Sized by `rocksdb.block.cache.bytes` and `rocksdb.write.buffer.bytes`.
     rocksdb: streams_state::RocksDbResources,
     /// The secret values of the configuration, masked in what the runtime logs and reports
@@ -152,20 +148,26 @@ impl KafkaStreams {
         metrics.set_topology(&topology.describe().to_string());
         metrics.set_alive_threads(0);
         let status = Arc::new(Status::new(metrics.clone()));
-        Ok(Self {
-            rocksdb: config.rocksdb_resources(),
+        let topology = Arc::new(topology);
+        let queries = query::Queries {
             router: Arc::new(query::Router::new(status.clone())),
             directory: Arc::new(query::discovery::Directory::new(
                 &process_id,
                 config.application_server(),
                 Arc::new(query::discovery::Hosting::default()),
             )),
+            topology: topology.clone(),
+            status: status.clone(),
+            partitions: Arc::default(),
+        };
+        Ok(Self {
+            rocksdb: config.rocksdb_resources(),
+            queries,
             discovery: None,
-            partitions: std::collections::BTreeMap::new(),
             status,
             metrics,
             server: None,
-            topology: Arc::new(topology),
+            topology,
             config: Arc::new(config),
             shutdown: Arc::new(AtomicBool::new(false)),
             threads: Vec::new(),
@@ -234,7 +236,7 @@ impl KafkaStreams {
             on_mock: self.embedded.is_some(),
             group_protocol: self.group_protocol.unwrap_or(GroupProtocol::Classic),
             rocksdb: self.rocksdb.clone(),
-            hosting: self.directory.hosting().clone(),
+            hosting: self.queries.directory.hosting().clone(),
         })
     }
 
@@ -282,7 +284,10 @@ impl KafkaStreams {
         )?;
         let app_id = self.config.application_id().to_owned();
         let mut plan = topics::plan(&self.topology, &app_id, &md)?;
-        self.partitions = topics::subtopology_partitions(&self.topology, &plan, &md)?;
+        let _ = self
+            .queries
+            .partitions
+            .set(topics::subtopology_partitions(&self.topology, &plan, &md)?);
         if self.config.application_server().is_some() {
             plan.push(topics::InternalTopic {
                 name: query::discovery::instances_topic(&app_id),
@@ -316,7 +321,7 @@ impl KafkaStreams {
                 .set("enable.auto.commit", "false")
                 .set("group.id", query::discovery::instances_topic(&app_id));
             self.discovery = Some(query::discovery::Discovery::start(
-                self.directory.clone(),
+                self.queries.directory.clone(),
                 query::discovery::instances_topic(&app_id),
                 &factory.client_config(self.config.producer_properties()),
                 &consumer,
@@ -340,7 +345,7 @@ impl KafkaStreams {
         let status = self.status.clone();
         let handler = self.error_handler.clone();
         let thread_name = name.clone();
-        let inbox = self.router.register(&name);
+        let inbox = self.queries.router.register(&name);
         let alive = self
             .metrics
             .families()
@@ -407,7 +412,7 @@ impl KafkaStreams {
     pub fn close(&mut self, timeout: Duration) -> bool {
         self.status.transition(State::PendingShutdown);
         self.shutdown.store(true, Ordering::Relaxed);
-        self.router.clear();
+        self.queries.router.clear();
         let deadline = Instant::now() + timeout;
         let mut all = true;
         for t in std::mem::take(&mut self.threads) {

@@ -1,18 +1,121 @@
-//! The interactive-query methods of [`KafkaStreams`]: store handles and which instance
-//! hosts what.
+//! The interactive-query methods of [`KafkaStreams`], and [`Queries`], the same methods on
+//! a cloneable `Send + Sync` handle for servers that answer from threads of their own.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, OnceLock};
 
 use streams_state::Serde;
 
+use super::discovery::Directory;
 use super::discovery::Resolved;
+use super::router::Router;
 use super::{HostInfo, KeyQueryMetadata, QueryError, ReadOnlyKeyValueStore, StreamsMetadata};
+use crate::model::State;
 use crate::model::TaskId;
 use crate::model::partitioner::default_partition;
 use crate::runtime::KafkaStreams;
-use crate::topology::StoreRef;
+use crate::runtime::status::Status;
+use crate::topology::{StoreRef, Topology};
+
+/// Interactive queries on a running application from any thread: cheap to clone, `Send`
+/// and `Sync` (a [`KafkaStreams`] is neither, as it may hold an embedded mock cluster).
+/// Made by [`KafkaStreams::queries`]; its methods are those of [`KafkaStreams`] of the same
+/// names.
+#[derive(Clone)]
+pub struct Queries {
+    pub(crate) router: Arc<Router>,
+    pub(crate) directory: Arc<Directory>,
+    pub(crate) topology: Arc<Topology>,
+    pub(crate) status: Arc<Status>,
+    /// The partition count of each (non-global) sub-topology, set by `start`.
+    pub(crate) partitions: Arc<OnceLock<BTreeMap<u32, i32>>>,
+}
+
+impl std::fmt::Debug for Queries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queries")
+            .field("process_id", &self.directory.process_id())
+            .finish_non_exhaustive()
+    }
+}
 
 impl KafkaStreams {
+    /// A `Send + Sync` handle for interactive queries, e.g. for an HTTP server's threads.
+    pub fn queries(&self) -> Queries {
+        self.queries.clone()
+    }
+
+    /// See [`Queries::store`].
+    ///
+    /// # Errors
+    /// [`QueryError::UnknownStore`] when the topology has no store of that name.
+    pub fn store<KS, VS>(&self, store: &StoreRef<KS, VS>) -> Result<ReadOnlyKeyValueStore<KS, VS>, QueryError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        self.queries.store(store)
+    }
+
+    /// See [`Queries::store_named`].
+    ///
+    /// # Errors
+    /// [`QueryError::UnknownStore`] when the topology has no store of that name.
+    pub fn store_named<KS, VS>(
+        &self,
+        name: &str,
+        key_serde: KS,
+        value_serde: VS,
+    ) -> Result<ReadOnlyKeyValueStore<KS, VS>, QueryError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        self.queries.store_named(name, key_serde, value_serde)
+    }
+
+    /// See [`Queries::all_metadata`].
+    pub fn all_metadata(&self) -> Vec<StreamsMetadata> {
+        self.queries.all_metadata()
+    }
+
+    /// See [`Queries::metadata_for_store`].
+    pub fn metadata_for_store(&self, store: &str) -> Vec<StreamsMetadata> {
+        self.queries.metadata_for_store(store)
+    }
+
+    /// See [`Queries::query_metadata_for_key`].
+    ///
+    /// # Errors
+    /// As [`Queries::query_metadata_for_key`].
+    pub fn query_metadata_for_key<KS: Serde>(
+        &self,
+        store: &str,
+        key: &KS::Target,
+        key_serde: &KS,
+    ) -> Result<KeyQueryMetadata, QueryError> {
+        self.queries.query_metadata_for_key(store, key, key_serde)
+    }
+
+    /// See [`Queries::query_metadata_for_partition`].
+    ///
+    /// # Errors
+    /// As [`Queries::query_metadata_for_partition`].
+    pub fn query_metadata_for_partition(
+        &self,
+        store: &str,
+        partition: i32,
+    ) -> Result<KeyQueryMetadata, QueryError> {
+        self.queries.query_metadata_for_partition(store, partition)
+    }
+}
+
+impl Queries {
+    /// The application's state.
+    pub fn state(&self) -> State {
+        self.status.state()
+    }
+
     /// A read-only view of the store `store` over this instance's tasks, for interactive
     /// queries (see [`query`](crate::runtime::query)). Usable once the application runs;
     /// while it rebalances, queries fail with the retriable [`QueryError::Rebalancing`].
@@ -140,7 +243,8 @@ impl KafkaStreams {
             .ok_or_else(|| QueryError::UnknownStore(store.to_owned()))?;
         let partitions = self
             .partitions
-            .get(&sub.id)
+            .get()
+            .and_then(|p| p.get(&sub.id))
             .copied()
             .ok_or(QueryError::NotRunning { state: self.state() })?;
         Ok((sub.id, partitions))
@@ -172,5 +276,19 @@ impl KafkaStreams {
             tasks: r.tasks,
             stores,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_sync<T: Send + Sync + Clone>() {}
+
+    #[test]
+    fn query_handles_cross_threads() {
+        send_sync::<Queries>();
+        send_sync::<ReadOnlyKeyValueStore<streams_state::serde::StringSerde, streams_state::serde::U64Serde>>(
+        );
     }
 }

@@ -32,6 +32,7 @@
 //!   skipped or returned twice; keys written between chunks may or may not appear.
 
 mod app;
+pub use app::Queries;
 pub(crate) mod discovery;
 mod router;
 pub(crate) mod serve;
