@@ -28,8 +28,16 @@
 //!   [`QueryError::Rebalancing`] (retry).
 //! - Ranges are read in chunks (at most [`KeyValueCursor::chunk_size`] entries per round
 //!   trip to the threads). A [`KeyValueCursor`] continues after the last key it returned,
-//!   also across calls ([`KeyValueCursor::resume_after`]): no key present throughout is
-//!   skipped or returned twice; keys written between chunks may or may not appear.
+//!   also across calls ([`KeyValueCursor::resume_token`], [`KeyValueCursor::resume`]): no
+//!   key present throughout is skipped or returned twice; keys written between chunks may
+//!   or may not appear. A scan never continues across a rebalance of this instance (its
+//!   tasks may have changed): the cursor then fails with [`QueryError::Rebalancing`] for
+//!   good, and the scan must start over.
+//! - Without [`ReadOnlyKeyValueStore::for_partition`] a query covers the partitions this
+//!   instance hosts when it is answered: a key of another partition reads as absent, and
+//!   during an incremental rebalance a partition moving between two threads of this
+//!   instance is briefly hosted by neither. With it, a partition not hosted here fails
+//!   with [`QueryError::NotHosted`]: the answer for one key is exact.
 
 mod app;
 pub use app::Queries;
@@ -39,7 +47,9 @@ pub(crate) mod serve;
 mod store;
 
 pub(crate) use router::{Inbox, Router};
-pub use store::{Chunk, DEFAULT_CHUNK_SIZE, DEFAULT_QUERY_TIMEOUT, KeyValueCursor, ReadOnlyKeyValueStore};
+pub use store::{
+    Chunk, DEFAULT_CHUNK_SIZE, DEFAULT_QUERY_TIMEOUT, KeyValueCursor, ReadOnlyKeyValueStore, ResumeToken,
+};
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -119,6 +129,9 @@ pub enum QueryError {
         /// What failed.
         message: String,
     },
+    /// A resume token's text is not one ([`ResumeToken`]'s `<epoch>.<key in hex>`).
+    #[error("`{0}` is not a resume token")]
+    BadToken(String),
     /// A key, bound or value could not be converted.
     #[error("cannot convert {what}: {source}")]
     Serde {

@@ -143,14 +143,21 @@ impl Router {
 
     /// Asks every thread for `op` on `target`; the parts of every task that holds it. A
     /// global store is asked of one thread (each has a full replica).
-    pub fn ask(
-        &self,
-        target: &Target,
-        op: &Op,
-        timeout: Duration,
-    ) -> Result<Vec<(TaskId, Partial)>, QueryError> {
+    ///
+    /// Returns the parts with the rebalance epoch they were read in: answers read in two
+    /// epochs may mix assignments (a cursor must not continue across them).
+    pub fn ask(&self, target: &Target, op: &Op, timeout: Duration) -> Result<Answered, QueryError> {
         let store = &target.store;
-        running(self.status.state())?;
+        // A global store is whole on every thread whatever the tasks do: only a stopped
+        // application cannot answer for it.
+        let check = |state| {
+            if target.global {
+                stopped(state)
+            } else {
+                running(state)
+            }
+        };
+        check(self.status.state())?;
         let epoch = self.status.rebalance_epoch();
         let (reply, answers) = mpsc::channel();
         let mut asked = 0;
@@ -195,7 +202,10 @@ impl Router {
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Err(QueryError::Rebalancing),
             }
         }
-        running(self.status.state())?;
+        check(self.status.state())?;
+        if target.global {
+            return Ok(Answered { parts, epoch: None });
+        }
         if unavailable || self.status.rebalance_epoch() != epoch {
             return Err(QueryError::Rebalancing);
         }
@@ -211,7 +221,25 @@ impl Router {
                 partition,
             });
         }
-        Ok(parts)
+        Ok(Answered {
+            parts,
+            epoch: Some(epoch),
+        })
+    }
+}
+
+/// The parts of an answer, with the rebalance epoch they were read in (`None` for a global
+/// store, which rebalances do not touch).
+pub(crate) struct Answered {
+    pub parts: Vec<(TaskId, Partial)>,
+    pub epoch: Option<u64>,
+}
+
+/// `Ok` unless the application is stopped (not started, shutting down, failed).
+fn stopped(state: State) -> Result<(), QueryError> {
+    match state {
+        State::Running | State::Rebalancing => Ok(()),
+        state => Err(QueryError::NotRunning { state }),
     }
 }
 

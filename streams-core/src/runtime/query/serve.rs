@@ -23,7 +23,8 @@ pub(crate) fn serve(inbox: &Inbox, tm: &TaskManager, rebalancing: bool) {
             && !tm.is_restoring()
             && tm.waiting.is_empty()
             && tm.suspended.is_empty();
-        let answer = if ready {
+        // A thread's global replica is whole whatever its tasks do.
+        let answer = if ready || request.target.global {
             answer(tm, &request)
         } else {
             Answer::Unavailable

@@ -95,8 +95,8 @@ impl<KS: Serde + Clone, VS: Serde + Clone> ReadOnlyKeyValueStore<KS, VS> {
     }
 
     fn ask(&self, op: &Op) -> Result<Vec<Partial>, QueryError> {
-        let parts = self.router.ask(&self.target, op, self.timeout)?;
-        Ok(parts.into_iter().map(|(_, p)| p).collect())
+        let answered = self.router.ask(&self.target, op, self.timeout)?;
+        Ok(answered.parts.into_iter().map(|(_, p)| p).collect())
     }
 
     /// The value of `key`, if a local task holds it. `None` also when the key belongs to a
@@ -147,6 +147,8 @@ impl<KS: Serde + Clone, VS: Serde + Clone> ReadOnlyKeyValueStore<KS, VS> {
             buffered: VecDeque::new(),
             last_key: None,
             exhausted: false,
+            epoch: None,
+            broken: false,
         }
     }
 
@@ -225,6 +227,50 @@ impl<KS: OrderedSerde + Clone, VS: Serde + Clone> ReadOnlyKeyValueStore<KS, VS> 
     }
 }
 
+/// Where a scan stopped: the last key returned and the rebalance epoch its entries were read
+/// in, for a later cursor to continue ([`KeyValueCursor::resume`]). Its text form
+/// (`Display`/`FromStr`: `<epoch>.<key in hex>`) fits in a URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResumeToken {
+    epoch: u64,
+    last_key: Bytes,
+}
+
+impl ResumeToken {
+    /// The serialized key of the last entry returned.
+    pub fn last_key(&self) -> &Bytes {
+        &self.last_key
+    }
+}
+
+impl fmt::Display for ResumeToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.", self.epoch)?;
+        self.last_key.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
+
+impl std::str::FromStr for ResumeToken {
+    type Err = QueryError;
+
+    fn from_str(s: &str) -> Result<Self, QueryError> {
+        let bad = || QueryError::BadToken(s.to_owned());
+        let (epoch, hex) = s.split_once('.').ok_or_else(bad)?;
+        if hex.len() % 2 != 0 || !hex.is_ascii() {
+            return Err(bad());
+        }
+        let last_key = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16))
+            .collect::<Result<Vec<u8>, _>>()
+            .map_err(|_| bad())?;
+        Ok(Self {
+            epoch: epoch.parse().map_err(|_| bad())?,
+            last_key: Bytes::from(last_key),
+        })
+    }
+}
+
 /// One chunk of a cursor: typed entries in the cursor's order.
 pub type Chunk<KS, VS> = Vec<(<KS as Serde>::Target, <VS as Serde>::Target)>;
 
@@ -245,6 +291,10 @@ pub struct KeyValueCursor<KS, VS> {
     buffered: VecDeque<(Bytes, Bytes)>,
     last_key: Option<Bytes>,
     exhausted: bool,
+    /// The rebalance epoch of the first chunk (or of the token resumed from).
+    epoch: Option<u64>,
+    /// A later chunk came from another epoch: the cursor fails from then on.
+    broken: bool,
 }
 
 impl<KS, VS> fmt::Debug for KeyValueCursor<KS, VS> {
@@ -269,7 +319,10 @@ impl<KS: Serde + Clone, VS: Serde + Clone> KeyValueCursor<KS, VS> {
 
     /// Continues after the serialized key `key` (a [`last_key`](Self::last_key) of an
     /// earlier cursor over the same range): the entries before it, in the cursor's
-    /// direction, are skipped.
+    /// direction, are skipped. Unlike [`resume`](Self::resume) this does not notice a
+    /// rebalance in between: use it on a handle limited to one partition
+    /// ([`ReadOnlyKeyValueStore::for_partition`], which fails where the partition is not
+    /// hosted) or on a global store.
     #[must_use]
     pub fn resume_after(mut self, key: impl Into<Bytes>) -> Self {
         self.last_key = Some(key.into());
@@ -279,6 +332,28 @@ impl<KS: Serde + Clone, VS: Serde + Clone> KeyValueCursor<KS, VS> {
     /// The serialized key of the last entry returned, where a later cursor can resume.
     pub fn last_key(&self) -> Option<&Bytes> {
         self.last_key.as_ref()
+    }
+
+    /// Where a later cursor over the same range can continue ([`resume`](Self::resume)):
+    /// the last key returned and the rebalance epoch the entries were read in. `None`
+    /// before the first entry (and for a global store, which [`resume_after`](Self::resume_after)
+    /// continues safely).
+    pub fn resume_token(&self) -> Option<ResumeToken> {
+        Some(ResumeToken {
+            epoch: self.epoch?,
+            last_key: self.last_key.clone()?,
+        })
+    }
+
+    /// Continues a scan where `token` left it. If this instance rebalanced since (its tasks
+    /// may not be those that answered before), the cursor fails with
+    /// [`QueryError::Rebalancing`]: the scan must start over, never silently skip what
+    /// moved.
+    #[must_use]
+    pub fn resume(mut self, token: &ResumeToken) -> Self {
+        self.last_key = Some(token.last_key.clone());
+        self.epoch = Some(token.epoch);
+        self
     }
 
     /// Whether the range has been read to its end.
@@ -308,6 +383,9 @@ impl<KS: Serde + Clone, VS: Serde + Clone> KeyValueCursor<KS, VS> {
 
     /// Reads the next chunk into the buffer, unless the range is exhausted.
     fn fetch(&mut self) -> Result<(), QueryError> {
+        if self.broken {
+            return Err(QueryError::Rebalancing);
+        }
         if self.exhausted {
             return Ok(());
         }
@@ -322,11 +400,22 @@ impl<KS: Serde + Clone, VS: Serde + Clone> KeyValueCursor<KS, VS> {
             reverse: self.reverse,
             limit: self.chunk,
         };
-        let parts = self
+        let answered = self
             .store
             .router
             .ask(&self.store.target, &op, self.store.timeout)?;
-        let (entries, more) = merge_scans(parts, self.reverse, self.chunk);
+        if let Some(now) = answered.epoch {
+            match self.epoch {
+                // The tasks answering now are not those that answered the earlier chunks: the
+                // range so far may be missing what moved, for good.
+                Some(then) if then != now => {
+                    self.broken = true;
+                    return Err(QueryError::Rebalancing);
+                }
+                _ => self.epoch = Some(now),
+            }
+        }
+        let (entries, more) = merge_scans(answered.parts, self.reverse, self.chunk);
         self.exhausted = !more;
         self.buffered.extend(entries);
         Ok(())
@@ -373,6 +462,22 @@ mod tests {
 
     fn b(s: &str) -> Bytes {
         Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    #[test]
+    fn a_resume_token_reads_back_from_its_text() {
+        let t = ResumeToken {
+            epoch: 42,
+            last_key: Bytes::from_static(b"a\x00\xff:"),
+        };
+        assert_eq!(t.to_string(), "42.6100ff3a");
+        assert_eq!("42.6100ff3a".parse::<ResumeToken>().unwrap(), t);
+        for bad in ["", "42", "x.61", "42.6", "42.zz", "42.\u{e9}"] {
+            assert!(
+                matches!(bad.parse::<ResumeToken>(), Err(QueryError::BadToken(_))),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
