@@ -79,12 +79,7 @@ fn converged(live: &[&Instance], deadline: Instant) -> BTreeMap<String, BTreeSet
                 i.app
                     .all_metadata()
                     .into_iter()
-                    .map(|m| {
-                        (
-                            m.host.endpoint.clone().unwrap_or_default(),
-                            m.tasks.iter().map(|t| t.partition).collect(),
-                        )
-                    })
+                    .map(|m| (m.host.endpoint.clone().unwrap_or_default(), m.partitions()))
                     .collect()
             })
             .collect();

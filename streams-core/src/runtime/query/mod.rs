@@ -80,6 +80,13 @@ pub struct StreamsMetadata {
     pub stores: BTreeSet<String>,
 }
 
+impl StreamsMetadata {
+    /// The input partitions of its tasks (of every sub-topology).
+    pub fn partitions(&self) -> BTreeSet<i32> {
+        self.tasks.iter().map(|t| t.partition).collect()
+    }
+}
+
 /// Where one key of a store lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
