@@ -12,11 +12,9 @@
 //! Every binary runs on the broker given with `--bootstrap-servers`, and without it on a
 //! local single-node Apache Kafka that it starts (or finds running) through
 //! `scripts/kafka.sh` ([`local_kafka`]). [`admin`] creates and deletes their topics; the
-//! long-running ones stop cleanly on SIGINT or SIGTERM ([`shutdown`]). [`app_thread`] keeps an
-//! application on a thread of its own for servers that ask it from theirs.
+//! long-running ones stop cleanly on SIGINT or SIGTERM ([`shutdown`]).
 
 pub mod admin;
-pub mod app_thread;
 pub mod count;
 pub mod file_aggregation;
 pub mod local_kafka;

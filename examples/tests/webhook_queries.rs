@@ -20,8 +20,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use streams_core::{KafkaStreams, State, StreamsConfig};
-use streams_examples::ExampleError;
-use streams_examples::app_thread::AppThread;
 use streams_examples::webhooks::query::{FORWARDED, HooksPage, QueryListener, QueryServer, SERVED_BY};
 use streams_examples::webhooks::{
     WebHook, WebHookProducer, WebHookTopics, hook_key, topology, user_partition,
@@ -36,9 +34,11 @@ const BIG_USER: u64 = 1_000;
 const BIG_USER_HOOKS: u64 = 260;
 const WAIT: Duration = Duration::from_secs(60);
 
-/// One instance of the join with its query server.
+/// One instance of the join with its query server, which has the join's `Queries`. The
+/// join stays on the test's thread (it is neither `Send` nor `Sync`): the churn's client
+/// thread is given the servers only.
 struct Instance {
-    app: AppThread<KafkaStreams>,
+    app: KafkaStreams,
     server: QueryServer,
     _state: tempfile::TempDir,
 }
@@ -59,14 +59,13 @@ impl Instance {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect();
-        let topics = topics.clone();
-        let app = AppThread::spawn("join", move || {
-            let mut app = KafkaStreams::new(topology(&topics)?, StreamsConfig::from_properties(properties)?)?;
-            app.start()?;
-            Ok::<_, ExampleError>(app)
-        })
+        let mut app = KafkaStreams::new(
+            topology(topics).unwrap(),
+            StreamsConfig::from_properties(properties).unwrap(),
+        )
         .unwrap();
-        let server = listener.serve(&app, |a| a).unwrap();
+        let server = listener.serve(app.queries()).unwrap();
+        app.start().unwrap();
         Self {
             app,
             server,
@@ -79,24 +78,34 @@ impl Instance {
     }
 
     fn state(&self) -> State {
-        self.app.call(|a| a.state()).unwrap()
+        self.app.state()
     }
 
     /// This instance's view: endpoint -> the partitions it hosts.
     fn view(&self) -> BTreeMap<String, BTreeSet<i32>> {
         self.app
-            .call(|a| {
-                a.all_metadata()
-                    .into_iter()
-                    .map(|m| {
-                        (
-                            m.host.endpoint.clone().unwrap_or_default(),
-                            m.tasks.iter().map(|t| t.partition).collect(),
-                        )
-                    })
-                    .collect()
+            .all_metadata()
+            .into_iter()
+            .map(|m| {
+                (
+                    m.host.endpoint.clone().unwrap_or_default(),
+                    m.tasks.iter().map(|t| t.partition).collect(),
+                )
             })
-            .unwrap()
+            .collect()
+    }
+
+    /// Stops the query server, then closes the join (and then removes its state).
+    fn close(self) {
+        let Self {
+            mut app,
+            server,
+            _state: state,
+        } = self;
+        drop(server);
+        assert!(app.close(Duration::from_secs(30)), "closed in time");
+        drop(app);
+        drop(state);
     }
 }
 
@@ -447,6 +456,7 @@ fn every_instance_answers_for_every_user_over_http() {
     // Churn: a third instance joins, then leaves, while a client keeps asking the first two
     // for every user. Each answer is exact or a 503, never partial or wrong.
     let stop = AtomicBool::new(false);
+    let servers = [&a.server, &b.server];
     let (churn, during) = std::thread::scope(|scope| {
         let client = scope.spawn(|| {
             let mut exact = 0u32;
@@ -454,11 +464,11 @@ fn every_instance_answers_for_every_user_over_http() {
             let agent = self::agent();
             'outer: loop {
                 for user in 1..=USERS {
-                    for asked in [&a, &b] {
+                    for asked in servers {
                         if stop.load(Ordering::Acquire) {
                             break 'outer;
                         }
-                        let url = asked.server.url(&format!("/users/{user}/hooks"));
+                        let url = asked.url(&format!("/users/{user}/hooks"));
                         let answer = get(&agent, &url, false);
                         match answer.status {
                             200 => {
@@ -490,8 +500,7 @@ fn every_instance_answers_for_every_user_over_http() {
             let page: HooksPage = serde_json::from_str(&answer.body).unwrap();
             assert_eq!(page.hooks, hooks.expected[&user], "{url}");
         }
-        drop(c.server);
-        assert_eq!(c.app.finish(|mut a| a.close(Duration::from_secs(30))), Ok(true));
+        c.close();
         let two = converged(&[&a, &b], Instant::now() + WAIT);
         println!("after it left: {two:?}");
         stop.store(true, Ordering::Release);
@@ -510,8 +519,7 @@ fn every_instance_answers_for_every_user_over_http() {
         USERS,
     );
     for i in [a, b] {
-        drop(i.server);
-        assert_eq!(i.app.finish(|mut a| a.close(Duration::from_secs(30))), Ok(true));
+        i.close();
     }
     println!("closed at {:.1?}", started.elapsed());
 }

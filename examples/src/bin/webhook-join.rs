@@ -16,8 +16,8 @@
 //!   any instance: see `webhooks::query`), announced to the other instances as the join's
 //!   `application.server`; the demo prints a user's hooks read through it.
 //!
-//! The pipeline runs on a thread of its own (`app_thread`), which the query server asks
-//! where a user's hooks are; the main thread only polls it.
+//! The main thread owns both applications; the query server (a thread of its own) uses the
+//! join only through its `Queries` handle.
 //!
 //! The demo exits non-zero when some request did not finish or a replayed dead letter was
 //! not delivered.
@@ -32,12 +32,9 @@ use serde_json::json;
 use streams_examples::admin::{
     create_topics, delete_groups, delete_topics, groups_with_prefix, run_id, topics_with_prefix,
 };
-use streams_examples::app_thread::AppThread;
 use streams_examples::local_kafka::bootstrap_or_local;
 use streams_examples::retry::dlq::{DlqTool, ReplaySelection};
-use streams_examples::retry::{
-    DeliveryStats, Outcome, OutcomeEvent, RetryLadder, RetryOptions, parse_delays,
-};
+use streams_examples::retry::{Outcome, OutcomeEvent, RetryLadder, RetryOptions, parse_delays};
 use streams_examples::shutdown::StopSignals;
 use streams_examples::webhooks::query::{HooksPage, QueryListener, QueryServer};
 use streams_examples::webhooks::receiver::{Policy, Receiver, always_ok};
@@ -274,18 +271,15 @@ fn print_outcome(e: &OutcomeEvent<'_>) {
     }
 }
 
-/// Starts the pipeline on a thread of its own, and the query server on `queries`.
+/// Starts the pipeline, and the query server on `queries` with the join's `Queries`.
 fn start(
     bootstrap: &str,
     config: PipelineConfig,
     queries: Option<QueryListener>,
-) -> Result<(AppThread<WebHookPipeline>, Option<QueryServer>), ExampleError> {
-    let bootstrap = bootstrap.to_owned();
-    let pipeline = AppThread::spawn("webhook-pipeline", move || {
-        WebHookPipeline::start(&bootstrap, config)
-    })?;
+) -> Result<(WebHookPipeline, Option<QueryServer>), ExampleError> {
+    let pipeline = WebHookPipeline::start(bootstrap, config)?;
     let server = queries
-        .map(|q| q.serve(&pipeline, WebHookPipeline::streams))
+        .map(|q| q.serve(pipeline.streams().queries()))
         .transpose()?;
     if let Some(server) = &server {
         println!(
@@ -295,26 +289,6 @@ fn start(
         );
     }
     Ok((pipeline, server))
-}
-
-/// [`WebHookPipeline::wait_for`] from this thread: polls, leaving the pipeline's thread
-/// free for the query server.
-fn wait_for(
-    pipeline: &AppThread<WebHookPipeline>,
-    timeout: Duration,
-    done: impl Fn(&DeliveryStats) -> bool,
-) -> Result<(DeliveryStats, bool), ExampleError> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let (stats, running) = pipeline.call(|p| (p.stats(), p.is_running()))?;
-        if done(&stats) {
-            return Ok((stats, true));
-        }
-        if !running || Instant::now() >= deadline {
-            return Ok((stats, false));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Runs until SIGINT (Ctrl-C) or SIGTERM, then closes cleanly.
@@ -329,8 +303,8 @@ fn run_service(
     let stop = signals.wait(false);
     println!("{stop}: stopping");
     drop(server);
-    let stats = pipeline.call(|p| p.stats())?;
-    pipeline.finish(|p| p.close(Duration::from_secs(30)))??;
+    let stats = pipeline.stats();
+    pipeline.close(Duration::from_secs(30))?;
     println!(
         "stopped: {} delivered, {} retried, {} dead-lettered",
         stats.delivered(),
@@ -406,7 +380,7 @@ fn run_demo(
     // Events are sent once the hooks are in the store, so every event sees them.
     let registered = (hooks.len() + deleted.len()) as u64;
     let deadline = Instant::now() + Duration::from_secs(60);
-    while pipeline.call(|p| p.streams().processed_records())? < registered && Instant::now() < deadline {
+    while pipeline.streams().processed_records() < registered && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
     if let Some(server) = &server {
@@ -424,7 +398,7 @@ fn run_demo(
     producer.flush(Duration::from_secs(30))?;
 
     let wait = total_delay * 2 + Duration::from_secs(60);
-    let (stats, done) = wait_for(&pipeline, wait, |s| s.finished() >= expected)?;
+    let (stats, done) = pipeline.wait_for(wait, |s| s.finished() >= expected);
     let mut problems = Vec::new();
     if !done {
         problems.push(format!(
@@ -485,13 +459,12 @@ fn run_demo(
     println!();
     println!("/legacy recovers; replaying the dead letters into {replay_topic}");
     receiver.set_policy(always_ok());
-    let before = pipeline.call(|p| p.stats().delivered())?;
+    let before = pipeline.stats().delivered();
     match tool.replay(&replay_topic, &ReplaySelection::All) {
         Ok(report) => {
             let replayed = report.replayed.len() as u64;
-            let (stats, all) = wait_for(&pipeline, Duration::from_secs(60), |s| {
-                s.delivered() >= before + replayed
-            })?;
+            let (stats, all) =
+                pipeline.wait_for(Duration::from_secs(60), |s| s.delivered() >= before + replayed);
             let delivered = stats.delivered() - before;
             println!("replayed {replayed}; {delivered} of them delivered");
             if !all {
@@ -506,7 +479,7 @@ fn run_demo(
         }
     }
     drop(server);
-    pipeline.finish(|p| p.close(Duration::from_secs(30)))??;
+    pipeline.close(Duration::from_secs(30))?;
     println!("took {:.2?}", started.elapsed());
     if problems.is_empty() {
         Ok(())

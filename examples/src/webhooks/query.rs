@@ -5,9 +5,10 @@
 //! The server is hyper's HTTP/1 server on a current-thread tokio runtime of its own thread
 //! (one task per connection, `Connection: close`), as in [`super::receiver`]. It is bound
 //! first ([`QueryListener::bind`]), so that the join's `application.server` can name the
-//! bound address, and serves once the application has started ([`QueryListener::serve`]).
+//! bound address before the join is built, and serves once it is given the join's
+//! [`Queries`] ([`QueryListener::serve`]); until then connections wait in the listen queue.
 //!
-//! - **Routing.** [`KafkaStreams::query_metadata_for_key`] over the user's key
+//! - **Routing.** [`Queries::query_metadata_for_key`] over the user's key
 //!   ([`user_key`], the key the hooks are partitioned by) names the user's partition and
 //!   the instance hosting it. Here: the page is read from that partition's task only
 //!   ([`ReadOnlyKeyValueStore::for_partition`]), a prefix scan over `%020d(user_id):`.
@@ -31,12 +32,15 @@
 //! - Bad input answers 400 (a non-numeric id, a limit outside `1..=1000`, an `after` that is
 //!   not a key of that user), an unknown path 404, another method than GET 405; the input
 //!   is checked before any query or forwarding.
-//! - The [`KafkaStreams`] is neither `Send` nor `Sync`: the server asks it where a user's
-//!   hooks are on the thread that owns it ([`AppThread`]), and reads the pages through a
-//!   store handle (which is `Send + Sync`). Those calls, the stream threads' answers and
-//!   the owner's are awaited on tokio's blocking threads (a page at most
-//!   [`QUERY_TIMEOUT`], a forwarded request at most [`FORWARD_TIMEOUT`]), never on the
-//!   runtime's own thread.
+//! - The server uses the application only through the join's [`Queries`] and a store
+//!   handle made from it (both `Send + Sync`, shared by every connection's task), never
+//!   through the [`KafkaStreams`](streams_core::KafkaStreams), which is neither `Send` nor
+//!   `Sync` and stays with its owner (e.g. the binary's main thread), which starts and
+//!   closes it. The server may serve before `start` and outlive `close`, and keeps nothing
+//!   running: the store is not read then (a request to be answered here gets 503,
+//!   `NotRunning`). The lookups, the stream threads' answers and the owner's are awaited on
+//!   tokio's blocking threads (a page at most [`QUERY_TIMEOUT`], a forwarded request at
+//!   most [`FORWARD_TIMEOUT`]), never on the runtime's own thread.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -52,8 +56,9 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::Serialize;
+use streams_core::runtime::query::Queries;
 use streams_core::serdes::{JsonSerde, StringSerde};
-use streams_core::{KafkaStreams, KeyQueryMetadata, QueryError, ReadOnlyKeyValueStore};
+use streams_core::{QueryError, ReadOnlyKeyValueStore};
 use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
@@ -62,7 +67,6 @@ use super::join::STORE;
 use super::records::WebHook;
 use super::topics::user_key;
 use crate::ExampleError;
-use crate::app_thread::AppThread;
 
 /// The header that marks a forwarded request (its value: the forwarding instance's
 /// endpoint). An instance never forwards a request that carries it.
@@ -154,36 +158,22 @@ impl QueryListener {
         &self.endpoint
     }
 
-    /// Serves the store [`STORE`] of the join `streams(app)` (a started
-    /// [`super::topology`], with `application.server` set to [`endpoint`](Self::endpoint)
-    /// for forwarding to work) until the returned server is dropped. `app` is the join, or
-    /// what holds it (a [`super::WebHookPipeline`]), on the thread that owns it: the
-    /// server asks it there where a user's hooks are.
-    pub fn serve<T: 'static>(
-        self,
-        app: &AppThread<T>,
-        streams: fn(&T) -> &KafkaStreams,
-    ) -> Result<QueryServer, ExampleError> {
-        let hooks = app
-            .call(move |t| streams(t).store_named(STORE, StringSerde, JsonSerde::<WebHook>::new()))
-            .map_err(|e| ExampleError::Other(e.to_string()))?
+    /// Serves the store [`STORE`] of the join whose [`Queries`] these are (a
+    /// [`super::topology`] built with `application.server` set to
+    /// [`endpoint`](Self::endpoint), for forwarding to work; started or not yet) until the
+    /// returned server is dropped.
+    pub fn serve(self, queries: Queries) -> Result<QueryServer, ExampleError> {
+        let hooks = queries
+            .store_named(STORE, StringSerde, JsonSerde::<WebHook>::new())
             .map_err(|e| ExampleError::Other(format!("the query server needs the join's store: {e}")))?
             .with_timeout(QUERY_TIMEOUT);
-        let handle = app.handle();
-        let locate: Locate = Arc::new(move |user_id| {
-            handle
-                .call(move |t| streams(t).query_metadata_for_key(STORE, &user_key(user_id), &StringSerde))
-                .unwrap_or(Err(QueryError::NotRunning {
-                    state: streams_core::State::NotRunning,
-                }))
-        });
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(FORWARD_TIMEOUT))
             .build()
             .into();
         let shared = Arc::new(Shared {
-            locate,
+            queries,
             hooks,
             agent,
             endpoint: self.endpoint.clone(),
@@ -199,7 +189,7 @@ impl QueryListener {
             .name("webhook-queries".into())
             .spawn(move || {
                 runtime.block_on(serve(listener, shared, stopped));
-                // Drops every connection's task (and with them every reference to the
+                // Drops every connection's task (and with them their handles on the
                 // application); a blocking call still under way finishes on its own.
                 runtime.shutdown_timeout(Duration::from_secs(1));
             })?;
@@ -266,12 +256,11 @@ impl std::fmt::Debug for QueryServer {
     }
 }
 
-/// Where a user's hooks are (asked on the thread that owns the join).
-type Locate = Arc<dyn Fn(u64) -> Result<KeyQueryMetadata, QueryError> + Send + Sync>;
-
 /// What every connection's task shares.
 struct Shared {
-    locate: Locate,
+    /// The join's queries: where a user's hooks are.
+    queries: Queries,
+    /// The join's store [`STORE`], read from the stream threads.
     hooks: Hooks,
     agent: ureq::Agent,
     endpoint: String,
@@ -327,12 +316,12 @@ async fn route(req: &Request<Incoming>, shared: &Shared) -> Response<Full<Bytes>
         Err(rejection) => return rejection.response(),
     };
     let forwarded = req.headers().contains_key(FORWARDED);
-    // Where the user's hooks are, asked of the join's own thread; and the page, read from
-    // the stream threads, when they are here: both wait, so on a blocking thread.
-    let locate = shared.locate.clone();
+    // Where the user's hooks are; and the page, read from the stream threads, when they are
+    // here, which waits: so on a blocking thread.
+    let queries = shared.queries.clone();
     let hooks = shared.hooks.clone();
     let found = tokio::task::spawn_blocking(move || -> Result<Found, QueryError> {
-        let metadata = locate(query.user_id)?;
+        let metadata = queries.query_metadata_for_key(STORE, &user_key(query.user_id), &StringSerde)?;
         Ok(match metadata.active {
             None => Found::Nowhere,
             Some(owner) if owner.local => Found::Here(read_page(&hooks, &query, metadata.partition)?),
@@ -636,20 +625,19 @@ mod tests {
     fn a_join_that_is_not_running_answers_503_with_retry_after() {
         let state = tempfile::tempdir().unwrap();
         let state_dir = state.path().display().to_string();
-        let app = AppThread::spawn("join", move || {
-            let config = streams_core::StreamsConfig::from_properties([
-                ("application.id", "webhook-queries-unit"),
-                ("bootstrap.servers", "127.0.0.1:1"),
-                ("state.dir", &state_dir),
-            ])?;
-            let topology = super::super::topology(&super::super::WebHookTopics::default())?;
-            Ok::<_, ExampleError>(KafkaStreams::new(topology, config)?)
-        })
-        .unwrap();
         let listener = QueryListener::bind("127.0.0.1:0").unwrap();
         let endpoint = listener.endpoint().to_owned();
         assert_eq!(endpoint, format!("127.0.0.1:{}", listener.addr().port()));
-        let server = listener.serve(&app, |a| a).unwrap();
+        let config = streams_core::StreamsConfig::from_properties([
+            ("application.id", "webhook-queries-unit"),
+            ("bootstrap.servers", "127.0.0.1:1"),
+            ("state.dir", &state_dir),
+            ("application.server", &endpoint),
+        ])
+        .unwrap();
+        let topology = super::super::topology(&super::super::WebHookTopics::default()).unwrap();
+        let app = streams_core::KafkaStreams::new(topology, config).unwrap();
+        let server = listener.serve(app.queries()).unwrap();
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(Duration::from_secs(10)))
@@ -673,6 +661,6 @@ mod tests {
         assert_eq!(get("/users/1/hooks?limit=5000").0, 400);
         assert_eq!(get("/metrics").0, 404);
         drop(server);
-        assert_eq!(app.finish(|a| a.state()), Ok(streams_core::State::Created));
+        assert_eq!(app.state(), streams_core::State::Created);
     }
 }
