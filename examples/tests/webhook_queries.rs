@@ -86,12 +86,7 @@ impl Instance {
         self.app
             .all_metadata()
             .into_iter()
-            .map(|m| {
-                (
-                    m.host.endpoint.clone().unwrap_or_default(),
-                    m.tasks.iter().map(|t| t.partition).collect(),
-                )
-            })
+            .map(|m| (m.host.endpoint.clone().unwrap_or_default(), m.partitions()))
             .collect()
     }
 

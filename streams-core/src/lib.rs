@@ -65,7 +65,8 @@ pub use model::partitioner::{StreamPartitioner, default_partition, murmur2};
 pub use model::record::{Headers, OutputRecord, OutputRef, RawRecord, Record, RecordMetadata};
 pub use processor::{Cancellable, Child, Processor, ProcessorContext, PunctuationType, ScheduleId};
 pub use runtime::query::{
-    HostInfo, KeyQueryMetadata, KeyValueCursor, QueryError, ReadOnlyKeyValueStore, StreamsMetadata,
+    HostInfo, KeyQueryMetadata, KeyValueCursor, Queries, QueryError, ReadOnlyKeyValueStore, ResumeToken,
+    StreamsMetadata,
 };
 pub use runtime::{EmbeddedKafka, GroupProtocol, KafkaStreams, State, ThreadFailureResponse};
 pub use topology::{

@@ -56,7 +56,7 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::Serialize;
-use streams_core::runtime::query::Queries;
+use streams_core::Queries;
 use streams_core::serdes::{JsonSerde, StringSerde};
 use streams_core::{QueryError, ReadOnlyKeyValueStore};
 use tokio::net::TcpListener;

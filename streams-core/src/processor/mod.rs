@@ -15,9 +15,9 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
-pub use asynchronous::{AsyncNode, AsyncOptions, AsyncProcessor};
 /// The attribute for implementing [`AsyncProcessor`] (re-exported from `async-trait`).
 pub use async_trait::async_trait;
+pub use asynchronous::{AsyncNode, AsyncOptions, AsyncProcessor};
 pub use context::{Child, ProcessorContext};
 pub use holds::{OffsetHold, ThreadWaker};
 pub use store_ref::StoreRef;
