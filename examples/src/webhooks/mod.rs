@@ -33,6 +33,7 @@
 //! | `pipeline.rs` | both applications and their settings ([`WebHookPipeline`], [`PipelineConfig`]) |
 //! | [`receiver`] | a local HTTP server that receives deliveries, for the demo and the tests |
 //! | [`query`] | the store served over HTTP from any instance (`GET /users/{id}/hooks`) |
+//! | `query_request.rs` | reading that request (path, `after`, `limit`) or refusing it |
 
 mod async_delivery;
 mod delivery;
@@ -40,6 +41,7 @@ mod join;
 mod pipeline;
 mod producer;
 pub mod query;
+mod query_request;
 pub mod receiver;
 mod records;
 mod topics;

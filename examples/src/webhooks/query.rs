@@ -53,7 +53,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper::header::{ALLOW, CONNECTION, CONTENT_TYPE, HeaderName, HeaderValue, RETRY_AFTER};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::Serialize;
 use streams_core::Queries;
@@ -64,6 +64,7 @@ use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
 use super::join::STORE;
+use super::query_request::{HooksQuery, Rejection, parse};
 use super::records::WebHook;
 use super::topics::user_key;
 use crate::ExampleError;
@@ -109,14 +110,6 @@ enum Found {
     There(Option<String>),
     /// Hosted nowhere now.
     Nowhere,
-}
-
-/// A valid `GET /users/{id}/hooks` request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct HooksQuery {
-    user_id: u64,
-    after: Option<String>,
-    limit: usize,
 }
 
 /// The query server, bound but not serving yet: connections wait in the listen queue until
@@ -367,61 +360,6 @@ async fn route(req: &Request<Incoming>, shared: &Shared) -> Response<Full<Bytes>
     }
 }
 
-/// Checks a request: `GET /users/{id}/hooks` with an optional `after` (a key of that
-/// user, percent-decoded) and `limit` (`1..=MAX_LIMIT`); other query parameters are
-/// ignored.
-fn parse(method: &Method, path: &str, query: Option<&str>) -> Result<HooksQuery, Rejection> {
-    let id = path
-        .strip_prefix("/users/")
-        .and_then(|rest| rest.strip_suffix("/hooks"))
-        .filter(|id| !id.contains('/'))
-        .ok_or(Rejection(
-            StatusCode::NOT_FOUND,
-            "not found: GET /users/{id}/hooks",
-        ))?;
-    if method != Method::GET {
-        return Err(Rejection(StatusCode::METHOD_NOT_ALLOWED, "only GET"));
-    }
-    let bad = |m: &'static str| Rejection(StatusCode::BAD_REQUEST, m);
-    let user_id = Some(id)
-        .filter(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
-        .and_then(|id| id.parse::<u64>().ok())
-        .ok_or_else(|| bad("the user id must be a number"))?;
-    let mut after = None;
-    let mut limit = DEFAULT_LIMIT;
-    for pair in query.unwrap_or_default().split('&').filter(|p| !p.is_empty()) {
-        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-        match name {
-            "after" => {
-                let key = percent_decode(value).ok_or_else(|| bad("after is not a valid key"))?;
-                if !key.starts_with(&format!("{}:", user_key(user_id))) {
-                    return Err(bad(
-                        "after must be a key of this user (a `next` of an earlier page)",
-                    ));
-                }
-                after = Some(key);
-            }
-            "limit" => {
-                limit = value
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| (1..=MAX_LIMIT).contains(n))
-                    .ok_or_else(|| bad("limit must be a number from 1 to 1000"))?;
-            }
-            _ => {}
-        }
-    }
-    Ok(HooksQuery {
-        user_id,
-        after,
-        limit,
-    })
-}
-
-/// Why a request was refused before anything was asked: its status and message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Rejection(StatusCode, &'static str);
-
 impl Rejection {
     fn response(self) -> Response<Full<Bytes>> {
         let mut r = text(self.0, self.1);
@@ -430,24 +368,6 @@ impl Rejection {
         }
         r
     }
-}
-
-/// `%XX` escapes decoded (as UTF-8); `None` for a malformed escape or invalid UTF-8.
-fn percent_decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 /// One page of `query`'s user from the task of `partition`, which must be hosted here.
@@ -542,6 +462,9 @@ fn json(page: &HooksPage) -> Response<Full<Bytes>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hyper::Method;
+
+    use crate::webhooks::query_request::percent_decode;
 
     fn status(r: Result<HooksQuery, Rejection>) -> u16 {
         r.map_or_else(|r| r.0.as_u16(), |_| 200)
