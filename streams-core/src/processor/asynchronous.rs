@@ -256,6 +256,11 @@ where
             self.order.retain(|s| entries.contains_key(s));
         }
         ctx.set_backpressure(self.buffered() >= self.options.max_buffered);
+        if self.entries.is_empty()
+            && let Some(s) = self.schedule.take()
+        {
+            s.cancel();
+        }
         Ok(())
     }
 
@@ -279,12 +284,9 @@ where
     KOut: Clone + Send + 'static,
     VOut: Clone + Send + 'static,
 {
-    fn init(&mut self, ctx: &mut ProcessorContext<'_, KOut, VOut>) -> ProcessResult {
+    fn init(&mut self, _: &mut ProcessorContext<'_, KOut, VOut>) -> ProcessResult {
         runtime()?;
         self.waker = ThreadWaker::current();
-        // Completions are also taken on every record; the punctuator takes them when no
-        // record comes (the thread loop runs due wall-clock punctuators each iteration).
-        self.schedule = Some(ctx.schedule(Duration::from_millis(1), PunctuationType::WallClock));
         Ok(())
     }
 
@@ -314,6 +316,12 @@ where
         }
         self.start_ready()?;
         ctx.set_backpressure(self.buffered() >= self.options.max_buffered);
+        // Completions are also taken on every record; the punctuator takes them when no
+        // record comes, and runs only while records are unfinished (`complete` cancels it
+        // once none is): an idle node neither punctuates nor makes its task commit.
+        if self.schedule.is_none() {
+            self.schedule = Some(ctx.schedule(Duration::from_millis(1), PunctuationType::WallClock));
+        }
         Ok(())
     }
 
