@@ -219,3 +219,92 @@ fn at_least_once_commits_stop_below_an_unfinished_record() {
 fn exactly_once_commits_only_outputs_of_records_below_the_committed_offset() {
     run("async_kafka exactly-once", true);
 }
+
+/// Counts each record's passage; the first record waits for the gate.
+struct FirstGated(Arc<AtomicBool>);
+
+#[async_trait::async_trait]
+impl AsyncProcessor<String, u64, String, u64> for FirstGated {
+    async fn process(&self, r: Record<String, u64>) -> Result<Vec<Record<String, u64>>, ProcessorError> {
+        if r.value == 0 {
+            while !self.0.load(Ordering::Acquire) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        Ok(vec![r])
+    }
+}
+
+/// A task whose async node cannot take more has its input paused, and resumed once the node
+/// takes records again: with one record in flight and a buffer of one, the first record
+/// waiting for a gate backs up the task's queue past 1,000 records and its partition is
+/// paused (counted); once the gate opens, all 3,000 records come out.
+#[test]
+fn a_full_buffer_pauses_the_input_and_resumes_it() {
+    let Some(bootstrap) = kafka::require_kafka("async_kafka backpressure") else {
+        return;
+    };
+    const N: u64 = 3_000;
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let app_id = kafka::unique_name("async-bp");
+    let input = kafka::unique_name("async-bp-in");
+    let output = kafka::unique_name("async-bp-out");
+    kafka::create_topic(&bootstrap, &input, 1, &[]).unwrap();
+    kafka::create_topic(&bootstrap, &output, 1, &[]).unwrap();
+    let records: Vec<ProduceRecord> = (0..N)
+        .map(|i| ProduceRecord::new(format!("k{}", i % KEYS), U64Serde.serialize(&i).unwrap()))
+        .collect();
+    kafka::produce(&bootstrap, &input, &records, Duration::from_secs(60)).unwrap();
+    let gate = Arc::new(AtomicBool::new(false));
+    let mut b = Topology::builder();
+    b.add_source("src", [input.as_str()], StringSerde, U64Serde)
+        .add_processor(
+            "gated",
+            AsyncNode::supplier(
+                Arc::new(FirstGated(gate.clone())),
+                AsyncOptions::new(1).with_max_buffered(1),
+            ),
+            ["src"],
+        )
+        .add_sink("out", output.as_str(), StringSerde, U64Serde, ["gated"]);
+    let state = tempfile::tempdir().unwrap();
+    let config = StreamsConfig::from_properties([
+        ("application.id", app_id.clone()),
+        ("bootstrap.servers", bootstrap.clone()),
+        ("state.dir", state.path().display().to_string()),
+    ])
+    .unwrap();
+    let mut app = KafkaStreams::new(b.build().unwrap(), config).unwrap();
+    app.start().unwrap();
+    let paused = || {
+        app.metrics()
+            .encode()
+            .lines()
+            .filter(|l| l.starts_with("streams_thread_input_paused_total{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>()
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while paused() < 1.0 {
+        assert!(Instant::now() < deadline, "the input was never paused");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        outputs(&bootstrap, &output, false).is_empty(),
+        "nothing passes the first record"
+    );
+    gate.store(true, Ordering::Release);
+    let out = wait_for(&bootstrap, &output, false, N as usize);
+    let mut seen: Vec<u64> = out.iter().map(|(_, v)| *v).collect();
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(
+        seen.len(),
+        N as usize,
+        "every record came out once the input resumed"
+    );
+    assert!(app.close(Duration::from_secs(30)));
+}

@@ -37,6 +37,7 @@ pub(crate) struct Families {
     pub thread_tasks_created: IntCounterVec,
     pub thread_tasks_closed: IntCounterVec,
     pub thread_tasks_corrupted: IntCounterVec,
+    pub thread_input_pauses: IntCounterVec,
     pub thread_blocked_seconds: prometheus::CounterVec,
     pub thread_commit_phase_seconds: prometheus::CounterVec,
     pub thread_produce_queue_full_seconds: prometheus::CounterVec,
@@ -202,6 +203,11 @@ impl Families {
             thread_tasks_corrupted: r.counter(
                 "streams_thread_task_corrupted_total",
                 "Tasks whose local state was found corrupt (opening, restoring or running) and rebuilt from their changelogs.",
+                &thread,
+            )?,
+            thread_input_pauses: r.counter(
+                "streams_thread_input_paused_total",
+                "Times the input partitions of a task that takes no records for now (an async processor's buffer is full) were paused.",
                 &thread,
             )?,
             thread_blocked_seconds: r.seconds_counter(

@@ -91,6 +91,7 @@ pub struct ThreadMetrics {
     pub(crate) tasks_created: IntCounter,
     pub(crate) tasks_closed: IntCounter,
     pub(crate) tasks_corrupted: IntCounter,
+    pub(crate) input_pauses: IntCounter,
     pub(crate) blocked_seconds: Counter,
     /// Indexed by [`CommitPhase`].
     pub(crate) commit_phases: [Counter; CommitPhase::ALL.len()],
@@ -120,6 +121,7 @@ impl ThreadMetrics {
             tasks_created: counter(&f.thread_tasks_created, &l),
             tasks_closed: counter(&f.thread_tasks_closed, &l),
             tasks_corrupted: counter(&f.thread_tasks_corrupted, &l),
+            input_pauses: counter(&f.thread_input_pauses, &l),
             blocked_seconds: f.thread_blocked_seconds.with_label_values(&l),
             produce_queue_full_seconds: f.thread_produce_queue_full_seconds.with_label_values(&l),
             commit_phases: CommitPhase::ALL.map(|p| {
@@ -171,6 +173,7 @@ impl Drop for ThreadMetrics {
         let _ = f.thread_tasks_created.remove_label_values(&l);
         let _ = f.thread_tasks_closed.remove_label_values(&l);
         let _ = f.thread_tasks_corrupted.remove_label_values(&l);
+        let _ = f.thread_input_pauses.remove_label_values(&l);
         let _ = f.thread_blocked_seconds.remove_label_values(&l);
         let _ = f.thread_produce_queue_full_seconds.remove_label_values(&l);
         for p in CommitPhase::ALL {

@@ -391,11 +391,15 @@ fn run_loop(
             if tm.process(consumer)? > 0 {
                 m.process_latency.observe(started.elapsed().as_secs_f64());
             }
-            tm.apply_backpressure(consumer)?;
             let started = Instant::now();
             if tm.punctuate_wall_clock(consumer)? > 0 {
                 m.punctuate_latency.observe(started.elapsed().as_secs_f64());
+                // A punctuation may have let a task take records again (an async
+                // processor's completions): its queued records go on now, not after the
+                // next wait for records.
+                tm.process(consumer)?;
             }
+            tm.apply_backpressure(consumer)?;
             if tm.commit_requested() || last_commit.elapsed() >= settings.commit_interval {
                 let started = Instant::now();
                 if tm.commit(consumer)? {
