@@ -10,11 +10,7 @@
 //!   is aborted and every task of the thread is re-created from its changelog (as after a
 //!   failed commit, see `recover.rs`); the corrupt task's directory is wiped first.
 
-use std::time::Duration;
-
-use rdkafka::Offset;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
-use streams_state::StoreError;
 
 use super::restore::kafka_err;
 use super::tasks::TaskManager;
@@ -50,41 +46,13 @@ impl TaskManager {
         self.suspended.remove(&id);
         self.backpressured.remove(&id);
         self.wipe_dir(id)?;
+        // The closed task's queued positions went with it: the new one starts afresh.
         let partitions = self.task_partitions(id);
-        let committed =
-            super::start_offsets::committed(consumer, &partitions, super::start_offsets::LOOKUP_TIMEOUT)?;
-        for e in committed.elements() {
-            let to = match e.offset() {
-                Offset::Offset(o) => Offset::Offset(o),
-                _ => match self.settings.reset.resolve(consumer, e.topic(), e.partition())? {
-                    Some(o) => Offset::Offset(o),
-                    None => Offset::End,
-                },
-            };
-            consumer
-                .seek(e.topic(), e.partition(), to, Duration::from_secs(30))
-                .map_err(|err| kafka_err(&format!("rewind {}-{}", e.topic(), e.partition()), err))?;
-            self.forget_position(e.topic(), e.partition());
-        }
+        self.rewind_to_committed(consumer, &partitions)?;
         // Created again at the next loop iteration, like a task waiting for its state
         // directory: its partitions are paused and the records fetched meanwhile held.
         consumer.pause(&partitions).map_err(|e| kafka_err("pause", e))?;
         self.waiting.insert(id, Vec::new());
-        Ok(())
-    }
-
-    /// Removes the state directory of task `id` (closed).
-    pub(super) fn wipe_dir(&self, id: TaskId) -> Result<(), StreamsError> {
-        let dir = self.task_dir(id);
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir).map_err(|e| {
-                StreamsError::Store(StoreError::Io {
-                    store: id.to_string(),
-                    path: dir.clone(),
-                    source: e,
-                })
-            })?;
-        }
         Ok(())
     }
 }

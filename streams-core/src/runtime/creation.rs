@@ -13,7 +13,6 @@
 //!   hand-over that was since revoked (or replaced) is recognised and its stores closed.
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 
@@ -328,16 +327,7 @@ impl TaskManager {
         for mut s in stores {
             s.store.close()?;
         }
-        let dir: PathBuf = self.task_dir(id);
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir).map_err(|e| {
-                StreamsError::Store(StoreError::Io {
-                    store: id.to_string(),
-                    path: dir.clone(),
-                    source: e,
-                })
-            })?;
-        }
+        self.wipe_dir(id)?;
         self.make_stores(id, timestamp)
     }
 }

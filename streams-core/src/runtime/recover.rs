@@ -9,11 +9,11 @@
 
 use std::time::{Duration, Instant};
 
-use rdkafka::Offset;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
 use rdkafka::producer::Producer;
 use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::{Offset, TopicPartitionList};
 
 use super::restore::kafka_err;
 use super::tasks::TaskManager;
@@ -84,10 +84,23 @@ impl TaskManager {
             self.wipe_dir(id)?;
         }
         let assignment = consumer.assignment().map_err(|e| kafka_err("assignment", e))?;
+        self.rewind_to_committed(consumer, &assignment)?;
+        // Queued for creation at the next loop, as after a rebalance.
+        self.set_pending(&assignment);
+        Ok(())
+    }
+
+    /// Moves the consumer's position of every partition of `partitions` back to its
+    /// committed offset (where none is committed: where `auto.offset.reset` says).
+    pub(super) fn rewind_to_committed<C: ConsumerContext>(
+        &self,
+        consumer: &BaseConsumer<C>,
+        partitions: &TopicPartitionList,
+    ) -> Result<(), StreamsError> {
         // A partition-level error (offsets still unstable) fails the rewind rather than
         // reading as "no commit", which would restart the partition from the beginning.
         let committed =
-            super::start_offsets::committed(consumer, &assignment, super::start_offsets::LOOKUP_TIMEOUT)?;
+            super::start_offsets::committed(consumer, partitions, super::start_offsets::LOOKUP_TIMEOUT)?;
         for e in committed.elements() {
             let to = match e.offset() {
                 Offset::Offset(o) => Offset::Offset(o),
@@ -101,8 +114,6 @@ impl TaskManager {
                 .seek(e.topic(), e.partition(), to, Duration::from_secs(30))
                 .map_err(|err| kafka_err(&format!("rewind {}-{}", e.topic(), e.partition()), err))?;
         }
-        // Queued for creation at the next loop, as after a rebalance.
-        self.set_pending(&assignment);
         Ok(())
     }
 }

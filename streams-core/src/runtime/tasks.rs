@@ -203,6 +203,21 @@ impl TaskManager {
             .join(id.to_string())
     }
 
+    /// Removes the state directory of task `id`, whose stores are closed.
+    pub(super) fn wipe_dir(&self, id: TaskId) -> Result<(), StreamsError> {
+        let dir = self.task_dir(id);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|e| {
+                StreamsError::Store(streams_state::StoreError::Io {
+                    store: id.to_string(),
+                    path: dir.clone(),
+                    source: e,
+                })
+            })?;
+        }
+        Ok(())
+    }
+
     /// Loads this thread's replicas of the global stores (in
     /// `<state.dir>/<application.id>/global/<thread>`), before any task exists.
     pub fn start_globals(&mut self, thread: &str) -> Result<(), StreamsError> {
