@@ -31,12 +31,14 @@
 //! | `delivery.rs` | the HTTP delivery and its retry ladder ([`HttpDelivery`], [`delivery_topology`]) |
 //! | `async_delivery.rs` | the delivery through an async processor, many users at once ([`AsyncHttpDelivery`], [`async_delivery_topology`]) |
 //! | `pipeline.rs` | both applications and their settings ([`WebHookPipeline`], [`PipelineConfig`]) |
+//! | `http.rs` | the accept loop of the example's HTTP servers |
 //! | [`receiver`] | a local HTTP server that receives deliveries, for the demo and the tests |
 //! | [`query`] | the store served over HTTP from any instance (`GET /users/{id}/hooks`) |
 //! | `query_request.rs` | reading that request (path, `after`, `limit`) or refusing it |
 
 mod async_delivery;
 mod delivery;
+mod http;
 mod join;
 mod pipeline;
 mod producer;

@@ -51,10 +51,7 @@ use std::time::Duration;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{ALLOW, CONNECTION, CONTENT_TYPE, HeaderName, HeaderValue, RETRY_AFTER};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::Serialize;
 use streams_core::Queries;
 use streams_core::serdes::{JsonSerde, StringSerde};
@@ -63,6 +60,7 @@ use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
+use super::http::serve_connections;
 use super::join::STORE;
 use super::query_request::{HooksQuery, Rejection, parse};
 use super::records::WebHook;
@@ -259,35 +257,10 @@ struct Shared {
     endpoint: String,
 }
 
-/// Accepts connections until `stop` fires (or its sender is dropped), one task each.
-async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stop: oneshot::Receiver<()>) {
-    loop {
-        let accepted = tokio::select! {
-            _ = &mut stop => return,
-            a = listener.accept() => a,
-        };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                tracing::warn!(error = %e, "query server accept failed");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                continue;
-            }
-        };
-        let shared = shared.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |req| answer(req, shared.clone()));
-            if let Err(e) = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(READ_TIMEOUT)
-                .keep_alive(false)
-                .serve_connection(TokioIo::new(stream), service)
-                .await
-            {
-                tracing::debug!(error = %e, "query connection failed");
-            }
-        });
-    }
+/// Serves until `stop` fires (or its sender is dropped).
+async fn serve(listener: TcpListener, shared: Arc<Shared>, stop: oneshot::Receiver<()>) {
+    let answer = move |req| answer(req, shared.clone());
+    serve_connections(listener, stop, "query server", READ_TIMEOUT, answer).await;
 }
 
 /// Answers one request: checks it, then reads the page here or forwards it to the owner.

@@ -19,12 +19,11 @@ use std::time::{Duration, Instant};
 use http_body_util::{BodyExt as _, Empty};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{CONNECTION, HeaderValue};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
+
+use super::http::serve_connections;
 
 /// How long a client may take to send a request's head, and then its body.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -230,35 +229,10 @@ impl std::fmt::Debug for Receiver {
     }
 }
 
-/// Accepts connections until `stop` fires (or its sender is dropped), one task each.
-async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stop: oneshot::Receiver<()>) {
-    loop {
-        let accepted = tokio::select! {
-            _ = &mut stop => return,
-            a = listener.accept() => a,
-        };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                tracing::warn!(error = %e, "receiver accept failed");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                continue;
-            }
-        };
-        let shared = shared.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |req| answer(req, shared.clone()));
-            if let Err(e) = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(READ_TIMEOUT)
-                .keep_alive(false)
-                .serve_connection(TokioIo::new(stream), service)
-                .await
-            {
-                tracing::debug!(error = %e, "receiver connection failed");
-            }
-        });
-    }
+/// Serves until `stop` fires (or its sender is dropped).
+async fn serve(listener: TcpListener, shared: Arc<Shared>, stop: oneshot::Receiver<()>) {
+    let answer = move |req| answer(req, shared.clone());
+    serve_connections(listener, stop, "receiver", READ_TIMEOUT, answer).await;
 }
 
 /// Reads one request's body, records the request and answers with the policy's status.
