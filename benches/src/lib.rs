@@ -1,1 +1,26 @@
 //! Benchmark support code shared by the criterion benches and harness binaries.
+
+use std::time::Duration;
+
+use rdkafka::error::{KafkaError, KafkaResult, RDKafkaErrorCode};
+use rdkafka::message::ToBytes;
+use rdkafka::producer::{BaseProducer, BaseRecord};
+
+/// Sends `record` with `producer`, serving its delivery reports every 10 ms while its
+/// queue is full, until the record is taken; any other refusal is returned.
+pub fn send_waiting<K, P>(producer: &BaseProducer, mut record: BaseRecord<'_, K, P>) -> KafkaResult<()>
+where
+    K: ToBytes + ?Sized,
+    P: ToBytes + ?Sized,
+{
+    loop {
+        match producer.send(record) {
+            Ok(()) => return Ok(()),
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
+                record = r;
+                producer.poll(Duration::from_millis(10));
+            }
+            Err((e, _)) => return Err(e),
+        }
+    }
+}

@@ -36,7 +36,6 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rdkafka::config::ClientConfig;
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::{
@@ -97,17 +96,8 @@ fn preload(bootstrap: &str, topic: &str, records: u64, keys: u64) -> Res<()> {
     let mut rng = StdRng::seed_from_u64(0x5eed);
     for _ in 0..records {
         let k = key(rng.random_range(0..keys));
-        let mut rec = BaseRecord::to(topic).key(&k).payload("v");
-        loop {
-            match producer.send(rec) {
-                Ok(()) => break,
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
-                    rec = r;
-                    producer.poll(Duration::from_millis(20));
-                }
-                Err((e, _)) => return Err(e.into()),
-            }
-        }
+        let rec = BaseRecord::to(topic).key(&k).payload("v");
+        streams_benches::send_waiting(&producer, rec)?;
     }
     producer.flush(Duration::from_secs(300))?;
     Ok(())

@@ -324,16 +324,7 @@ pub(crate) fn run_raw(a: &AppArgs) -> Res<()> {
                 rec = rec.key(k);
             }
             rec = rec.timestamp(m.timestamp().to_millis().unwrap_or(0));
-            loop {
-                match producer.send(rec) {
-                    Ok(()) => break,
-                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
-                        rec = r;
-                        producer.poll(Duration::from_millis(10));
-                    }
-                    Err((e, _)) => return Err(e.into()),
-                }
-            }
+            streams_benches::send_waiting(&producer, rec)?;
             producer.poll(Duration::ZERO);
         }
         if dirty && last_commit.elapsed() >= commit_every {

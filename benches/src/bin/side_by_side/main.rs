@@ -32,7 +32,7 @@ use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
@@ -127,17 +127,8 @@ fn preload(
             .wrapping_mul(6_364_136_223_846_793_005)
             .wrapping_add(1_442_695_040_888_963_407);
         let key = format!("key-{:05}", (state >> 33) % keys);
-        let mut rec = BaseRecord::to(topic).key(&key).payload(&value);
-        loop {
-            match producer.send(rec) {
-                Ok(()) => break,
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
-                    rec = r;
-                    producer.poll(Duration::from_millis(50));
-                }
-                Err((e, _)) => return Err(e.into()),
-            }
-        }
+        let rec = BaseRecord::to(topic).key(&key).payload(&value);
+        streams_benches::send_waiting(&producer, rec)?;
     }
     producer.flush(Duration::from_secs(300))?;
     println!(
