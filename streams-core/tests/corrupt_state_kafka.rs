@@ -27,6 +27,19 @@ fn config(bootstrap: &str, app: &str, dir: &Path) -> StreamsConfig {
 
 /// Runs the count until every key's latest count is `each`, then closes it cleanly.
 fn run_until(bootstrap: &str, app: &str, input: &str, output: &str, dir: &Path, each: u64) {
+    run_until_then(bootstrap, app, input, output, dir, each, |_| {});
+}
+
+/// [`run_until`], calling `then` with the running application before it is closed.
+fn run_until_then(
+    bootstrap: &str,
+    app: &str,
+    input: &str,
+    output: &str,
+    dir: &Path,
+    each: u64,
+    then: impl FnOnce(&KafkaStreams),
+) {
     let mut streams =
         KafkaStreams::new(common::count_topology(input, output), config(bootstrap, app, dir)).unwrap();
     streams.start().unwrap();
@@ -44,7 +57,22 @@ fn run_until(bootstrap: &str, app: &str, input: &str, output: &str, dir: &Path, 
         );
         std::thread::sleep(Duration::from_millis(500));
     }
+    then(&streams);
     assert!(streams.close(Duration::from_secs(30)));
+}
+
+/// Fresh topics and application id (`prefix`-…) whose count reached 50 for every key and
+/// was closed: (application id, input, output, state directory).
+fn counted_once(bootstrap: &str, prefix: &str) -> (String, String, String, tempfile::TempDir) {
+    let app = kafka::unique_name(&format!("{prefix}-app"));
+    let input = kafka::unique_name(&format!("{prefix}-words"));
+    let output = kafka::unique_name(&format!("{prefix}-counts"));
+    kafka::create_topic(bootstrap, &input, 2, &[]).unwrap();
+    kafka::create_topic(bootstrap, &output, 2, &[]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    common::produce_words(bootstrap, &input, KEYS, 50, "first");
+    run_until(bootstrap, &app, &input, &output, dir.path(), 50);
+    (app, input, output, dir)
 }
 
 #[test]
@@ -52,15 +80,7 @@ fn unreadable_local_state_is_rebuilt_from_the_changelog() {
     let Some(bootstrap) = kafka::require_kafka("unreadable_local_state_is_rebuilt_from_the_changelog") else {
         return;
     };
-    let app = kafka::unique_name("corrupt-app");
-    let input = kafka::unique_name("corrupt-words");
-    let output = kafka::unique_name("corrupt-counts");
-    kafka::create_topic(&bootstrap, &input, 2, &[]).unwrap();
-    kafka::create_topic(&bootstrap, &output, 2, &[]).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-
-    common::produce_words(&bootstrap, &input, KEYS, 50, "first");
-    run_until(&bootstrap, &app, &input, &output, dir.path(), 50);
+    let (app, input, output, dir) = counted_once(&bootstrap, "corrupt");
 
     // Every task's store becomes unreadable: its CURRENT file points nowhere.
     let mut corrupted = 0;
@@ -94,15 +114,7 @@ fn a_corrupt_block_found_while_running_is_rebuilt_from_the_changelog() {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-    let app = kafka::unique_name("corrupt-run-app");
-    let input = kafka::unique_name("corrupt-run-words");
-    let output = kafka::unique_name("corrupt-run-counts");
-    kafka::create_topic(&bootstrap, &input, 2, &[]).unwrap();
-    kafka::create_topic(&bootstrap, &output, 2, &[]).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-
-    common::produce_words(&bootstrap, &input, KEYS, 50, "first");
-    run_until(&bootstrap, &app, &input, &output, dir.path(), 50);
+    let (app, input, output, dir) = counted_once(&bootstrap, "corrupt-run");
 
     // The start of every table file's first data block is overwritten: the store opens
     // (RocksDB reads a table's footer, index, filter and properties blocks then, which
@@ -134,27 +146,12 @@ fn a_corrupt_block_found_while_running_is_rebuilt_from_the_changelog() {
     // The counts go on from the changelog: 50 more per key make 100, and the tasks were
     // rebuilt while running, not failed.
     common::produce_words(&bootstrap, &input, KEYS, 50, "second");
-    let mut streams = KafkaStreams::new(
-        common::count_topology(&input, &output),
-        config(&bootstrap, &app, dir.path()),
-    )
-    .unwrap();
-    streams.start().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let counts = common::latest_counts(&bootstrap, &output);
-        if counts.len() == KEYS && counts.values().all(|&c| c == 100) {
-            break;
-        }
-        assert_ne!(streams.state(), State::Error, "the application failed");
-        assert!(Instant::now() < deadline, "counts never reached 100: {counts:?}");
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    let rebuilt = common::metric(&streams, "streams_thread_task_corrupted_total", "");
-    assert!(
-        rebuilt >= 1.0,
-        "no task was found corrupt while running ({rebuilt})"
-    );
-    assert_eq!(streams.state(), State::Running);
-    assert!(streams.close(Duration::from_secs(30)));
+    run_until_then(&bootstrap, &app, &input, &output, dir.path(), 100, |streams| {
+        let rebuilt = common::metric(streams, "streams_thread_task_corrupted_total", "");
+        assert!(
+            rebuilt >= 1.0,
+            "no task was found corrupt while running ({rebuilt})"
+        );
+        assert_eq!(streams.state(), State::Running);
+    });
 }
