@@ -35,22 +35,29 @@ fn delivery() -> Arc<AsyncHttpDelivery> {
     ))
 }
 
+/// Fresh request and dead-letter topics, a receiver taking [`DELAY`] per request, and
+/// `per_user` requests for each of `users` users to it: (requests, dead letters, receiver,
+/// requests written).
+fn loaded(bootstrap: &str, users: u64, per_user: u64) -> (String, String, Receiver, u64) {
+    let requests = kafka::unique_name("async-requests");
+    let dead = kafka::unique_name("async-dead");
+    kafka::create_topic(bootstrap, &requests, 2, &[]).unwrap();
+    kafka::create_topic(bootstrap, &dead, 1, &[]).unwrap();
+    let receiver = Receiver::start(always_ok()).unwrap();
+    receiver.set_delay(DELAY);
+    let n = load_requests(bootstrap, &requests, users, per_user, |u| {
+        receiver.url(&format!("/users/{u}"))
+    })
+    .unwrap();
+    (requests, dead, receiver, n)
+}
+
 #[test]
 fn many_users_at_once_each_in_order_each_exactly_once() {
     let Some(bootstrap) = kafka::require_kafka("webhook_async_delivery in process") else {
         return;
     };
-    let (users, per_user) = (200, 20);
-    let requests = kafka::unique_name("async-requests");
-    let dead = kafka::unique_name("async-dead");
-    kafka::create_topic(&bootstrap, &requests, 2, &[]).unwrap();
-    kafka::create_topic(&bootstrap, &dead, 1, &[]).unwrap();
-    let receiver = Receiver::start(always_ok()).unwrap();
-    receiver.set_delay(DELAY);
-    let n = load_requests(&bootstrap, &requests, users, per_user, |u| {
-        receiver.url(&format!("/users/{u}"))
-    })
-    .unwrap();
+    let (requests, dead, receiver, n) = loaded(&bootstrap, 200, 20);
     let state = tempfile::tempdir().unwrap();
     let config = StreamsConfig::from_properties([
         ("application.id", kafka::unique_name("async-delivery")),
@@ -87,17 +94,8 @@ fn a_sigkill_loses_no_delivery_and_keeps_each_users_order() {
     let Some(bootstrap) = kafka::require_kafka("webhook_async_delivery sigkill") else {
         return;
     };
-    let (users, per_user) = (300, 20);
-    let requests = kafka::unique_name("async-requests");
-    let dead = kafka::unique_name("async-dead");
+    let (requests, dead, receiver, n) = loaded(&bootstrap, 300, 20);
     let app_id = kafka::unique_name("async-delivery");
-    kafka::create_topic(&bootstrap, &requests, 2, &[]).unwrap();
-    let receiver = Receiver::start(always_ok()).unwrap();
-    receiver.set_delay(DELAY);
-    let n = load_requests(&bootstrap, &requests, users, per_user, |u| {
-        receiver.url(&format!("/users/{u}"))
-    })
-    .unwrap();
     let state = tempfile::tempdir().unwrap();
     let start = || {
         Command::new(env!("CARGO_BIN_EXE_webhook-async-delivery"))
