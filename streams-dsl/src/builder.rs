@@ -7,6 +7,7 @@ use std::rc::Rc;
 use streams_core::{Processor, ProcessorContext, ProcessorError, SourceConfig, Topology, TopologyBuilder};
 use streams_state::{Serde, StoreBuilder};
 
+use crate::change::OldValues;
 use crate::error::{DslError, DslIssue};
 use crate::kstream::KStream;
 use crate::ktable::KTable;
@@ -206,18 +207,21 @@ impl StreamsBuilder {
             t.add_source(&source, [topic], ks.clone(), value_source);
         });
         let store_name = store.clone();
+        let old_values = OldValues::from_store();
+        let send_old = old_values.clone();
         self.shared.processor_with(
             &node,
             move |ctx| {
                 Ok(TableSource::<K, V> {
                     store: open(ctx, &store_name)?,
+                    send_old: send_old.is_on(),
                 })
             },
             &source,
         );
         self.shared
             .store(materialized.store(&store, ks.clone(), vs.clone()), &[&node]);
-        KTable::new(self.shared.clone(), node, Some(store)).with_serdes(Some(ks), Some(vs))
+        KTable::changes(self.shared.clone(), node, Some(store), old_values).with_serdes(Some(ks), Some(vs))
     }
 
     /// Adds a store for user processors; [`KStream::process`] connects it to one by name.

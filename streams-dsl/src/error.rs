@@ -50,6 +50,16 @@ pub enum DslIssue {
         /// The table's node.
         table: String,
     },
+    /// A table is re-grouped (`KTable::group_by`) but its updates carry no old values (it
+    /// is, or derives from, a windowed aggregation), so rows could not be subtracted from
+    /// their old group.
+    #[error("`{operator}` re-groups table `{table}`, whose updates carry no old values")]
+    NoOldValues {
+        /// The re-grouping node.
+        operator: String,
+        /// The table's node.
+        table: String,
+    },
     /// Time windows whose advance is zero, larger than their size, or so small that a
     /// record would fall into more than 65536 windows.
     #[error(

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use streams_core::SinkConfig;
 
+use crate::change::OldValues;
 use crate::error::DslIssue;
 use crate::kstream::KStream;
 use crate::ktable::KTable;
@@ -75,7 +76,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
 
     /// This stream written to a repartition topic and read back; an unnamed topic's base
     /// is `<node>-<op>`.
-    fn through_topic(&self, op: &str, partitions: Option<std::num::NonZeroU16>) -> Self {
+    pub(crate) fn through_topic(&self, op: &str, partitions: Option<std::num::NonZeroU16>) -> Self {
         let given = self.next_name.clone();
         self.shared
             .check_named(given.is_some(), &self.node, "a repartition topic");
@@ -197,17 +198,21 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
         };
         let (ks_out, vs_out) = (ks.clone(), vs.clone());
         let store_name = store.clone();
+        let old_values = OldValues::from_store();
+        let send_old = old_values.clone();
         s.shared.processor_with(
             &node,
             move |ctx| {
                 Ok(AggregateProcessor {
                     update: update.clone(),
                     store: open(ctx, &store_name)?,
+                    send_old: send_old.is_on(),
                 })
             },
             &s.node,
         );
         s.shared.store(materialized.store(&store, ks, vs), &[&node]);
-        KTable::new(s.shared.clone(), node, Some(store)).with_serdes(Some(ks_out), Some(vs_out))
+        KTable::changes(s.shared.clone(), node, Some(store), old_values)
+            .with_serdes(Some(ks_out), Some(vs_out))
     }
 }

@@ -1,29 +1,42 @@
 //! [`KTable`]: a changelog stream read as a table (the latest value per key), its
 //! operators, and the stream-table joins of [`KStream`].
 //!
-//! A table's node forwards `Record<K, Option<V>>` updates: `Some` is the key's new value,
-//! `None` its deletion. A materialized table also keeps its values in a named store, which
-//! joins read.
+//! A table's node forwards its updates as `Record<K, Change<V>>` (see [`crate::change`]):
+//! the key's new value (`None` a deletion) and, when a node downstream asked for it, the
+//! old one. [`KTable::to_stream`] turns them into plain `Option<V>` updates. Tables made by
+//! windowed aggregations forward plain `Option<V>` updates and have no old values; the
+//! operators here read either. A materialized table also keeps its values in a named
+//! store, which joins read.
 
+use std::cell::OnceCell;
+use std::rc::Rc;
 use std::sync::Arc;
+
+use streams_core::{ProcessorContext, ProcessorError};
 
 use streams_state::serde::NullableSerde;
 
 use crate::builder::Shared;
+use crate::change::{Change, OldValues};
 use crate::error::DslIssue;
 use crate::kstream::KStream;
 use crate::options::{DynSerde, Materialized, dyn_serde};
-use crate::processors::{JoinFn, StreamTableJoin, TableFn, TableOpProcessor, open};
+use crate::processors::{ChangeView, JoinFn, StreamTableJoin, TableFn, TableOpProcessor, open};
 
-/// A table of the latest value per key. Its node forwards `Record<K, Option<V>>` updates
-/// (`None` a deletion); a materialized table also keeps its values in a named store, which
-/// joins read.
+/// A table of the latest value per key. Its node forwards every update of a row (its
+/// deletion included); [`to_stream`](Self::to_stream) reads them as `Option<V>` values. A
+/// materialized table also keeps its values in a named store, which joins read.
 pub struct KTable<K, V> {
     pub(crate) shared: Shared,
     pub(crate) node: String,
     pub(crate) store: Option<String>,
     pub(crate) key_serde: Option<DynSerde<K>>,
-    value_serde: Option<DynSerde<V>>,
+    pub(crate) value_serde: Option<DynSerde<V>>,
+    /// `Some` when the node forwards `Change<V>` (with old values on demand), `None` when it
+    /// forwards plain `Option<V>` updates.
+    pub(crate) changes: Option<Arc<OldValues>>,
+    /// The node `to_stream` added, shared by the clones of this table.
+    view: Rc<OnceCell<String>>,
 }
 
 impl<K, V> Clone for KTable<K, V> {
@@ -34,11 +47,14 @@ impl<K, V> Clone for KTable<K, V> {
             store: self.store.clone(),
             key_serde: self.key_serde.clone(),
             value_serde: self.value_serde.clone(),
+            changes: self.changes.clone(),
+            view: self.view.clone(),
         }
     }
 }
 
 impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
+    /// A table whose node forwards plain `Option<V>` updates (no old values).
     pub(crate) fn new(shared: Shared, node: String, store: Option<String>) -> Self {
         Self {
             shared,
@@ -46,6 +62,51 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             store,
             key_serde: None,
             value_serde: None,
+            changes: None,
+            view: Rc::new(OnceCell::new()),
+        }
+    }
+
+    /// A table whose node forwards `Change<V>`, with old values when `old_values` is on.
+    pub(crate) fn changes(
+        shared: Shared,
+        node: String,
+        store: Option<String>,
+        old_values: Arc<OldValues>,
+    ) -> Self {
+        Self {
+            changes: Some(old_values),
+            ..Self::new(shared, node, store)
+        }
+    }
+
+    /// How this table's old values are found (unavailable for a plain table).
+    pub(crate) fn old_values(&self) -> Arc<OldValues> {
+        self.changes.clone().unwrap_or_else(OldValues::unavailable)
+    }
+
+    /// Adds the processor `name` as a child of this table's node, for the update type the
+    /// node forwards.
+    pub(crate) fn add_child<P, KOut, VOut>(
+        &self,
+        name: &str,
+        supplier: impl Fn(&mut ProcessorContext<'_, KOut, VOut>) -> Result<P, ProcessorError>
+        + Send
+        + Sync
+        + 'static,
+    ) where
+        P: streams_core::Processor<K, Option<V>, KOut, VOut>
+            + streams_core::Processor<K, Change<V>, KOut, VOut>,
+        KOut: 'static,
+        VOut: 'static,
+    {
+        match self.changes {
+            None => self
+                .shared
+                .processor_with::<P, K, Option<V>, KOut, VOut>(name, supplier, &self.node),
+            Some(_) => self
+                .shared
+                .processor_with::<P, K, Change<V>, KOut, VOut>(name, supplier, &self.node),
         }
     }
 
@@ -132,35 +193,51 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         }
         let store_name = store.as_ref().map(|(n, _)| n.clone());
         let for_supplier = store_name.clone();
-        self.shared.processor_with(
-            &node,
-            move |ctx| {
-                Ok(TableOpProcessor {
-                    f: f.clone(),
-                    store: match &for_supplier {
-                        Some(name) => Some(open(ctx, name)?),
-                        None => None,
-                    },
-                })
-            },
-            &self.node,
-        );
+        // A materialized result reads its old values from its own store.
+        let old_values = if store_name.is_some() {
+            OldValues::from_store()
+        } else {
+            OldValues::derived(vec![self.old_values()])
+        };
+        let send_old = old_values.clone();
+        self.add_child(&node, move |ctx| {
+            Ok(TableOpProcessor {
+                f: f.clone(),
+                store: match &for_supplier {
+                    Some(name) => Some(open(ctx, name)?),
+                    None => None,
+                },
+                send_old: send_old.is_on(),
+            })
+        });
         if let Some((_, builder)) = store {
             self.shared.store(builder, &[&node]);
         }
-        KTable::new(self.shared.clone(), node, store_name).with_serdes(self.key_serde.clone(), value_serde)
+        KTable::changes(self.shared.clone(), node, store_name, old_values)
+            .with_serdes(self.key_serde.clone(), value_serde)
     }
 
     /// The table's updates as a stream: `Some(value)` for a new value, `None` for a
-    /// deletion (Kafka's null value). Adds no node.
+    /// deletion (Kafka's null value). Adds the node `<table node>-to_stream` (once per
+    /// table; a windowed aggregation's table needs none).
     pub fn to_stream(&self) -> KStream<K, Option<V>> {
         let value_serde = self.value_serde.clone().map(|vs| dyn_serde(NullableSerde(vs)));
-        KStream::new(
-            self.shared.clone(),
-            self.node.clone(),
-            self.key_serde.clone(),
-            value_serde,
-        )
+        let node = match self.changes {
+            None => self.node.clone(),
+            Some(_) => self
+                .view
+                .get_or_init(|| {
+                    let node = self.shared.name(None, &self.node, "to_stream");
+                    self.shared.processor_with::<_, K, Change<V>, K, Option<V>>(
+                        &node,
+                        |_| Ok(ChangeView),
+                        &self.node,
+                    );
+                    node
+                })
+                .clone(),
+        };
+        KStream::new(self.shared.clone(), node, self.key_serde.clone(), value_serde)
     }
 }
 

@@ -10,7 +10,9 @@
 //! - [`KGroupedStream`]: `count`, `reduce`, `aggregate` into materialized stores, and
 //!   per tumbling or hopping window ([`TimeWindows`]);
 //! - [`KTable`]: `filter`, `map_values`, `to_stream`, table-table `join`, `left_join`,
-//!   `outer_join`.
+//!   `outer_join`, re-grouping with `group_by`;
+//! - [`KGroupedTable`]: `count`, `reduce` and `aggregate` with an adder and a subtractor,
+//!   kept correct as rows change groups (table nodes forward old values on demand).
 //! - [`retry`]: retries with increasing delays and a dead-letter topic, as topology nodes
 //!   (a retry ladder of delayed topics, changelogged stores and wall-clock punctuators).
 //!
@@ -19,6 +21,7 @@
 
 mod branch;
 mod builder;
+mod change;
 mod error;
 mod global_table;
 mod grouped;
@@ -28,6 +31,7 @@ pub mod naming;
 mod options;
 mod processors;
 pub mod retry;
+mod table_grouped;
 mod table_join;
 mod windowed;
 
@@ -43,4 +47,5 @@ pub use grouped::KGroupedStream;
 pub use kstream::KStream;
 pub use ktable::KTable;
 pub use options::{Consumed, DynSerde, Grouped, Materialized, Produced, dyn_serde};
+pub use table_grouped::KGroupedTable;
 pub use windowed::{TimeWindowedKStream, TimeWindows, Windowed, WindowedSerde};

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use streams_core::{KvStore, ProcessResult, Processor, ProcessorContext, Record};
 
+use crate::change::{Change, TableIn};
 use crate::options::DynSerde;
 
 /// A typed handle of a DSL store.
@@ -47,84 +48,132 @@ where
     ctx.kv_store::<DynSerde<K>, DynSerde<V>>(name)
 }
 
-/// Keeps a source topic's latest value per key in a store and forwards every change.
+/// Keeps a source topic's latest value per key in a store and forwards every change; reads
+/// the key's old value first only when old values are on.
 pub(crate) struct TableSource<K: 'static, V: 'static> {
     pub store: DslStore<K, V>,
+    /// Forward old values (read when the task made this processor).
+    pub send_old: bool,
 }
 
-impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Option<V>, K, Option<V>> for TableSource<K, V> {
+impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Option<V>, K, Change<V>> for TableSource<K, V> {
     fn process(
         &mut self,
-        ctx: &mut ProcessorContext<'_, K, Option<V>>,
+        ctx: &mut ProcessorContext<'_, K, Change<V>>,
         r: Record<K, Option<V>>,
     ) -> ProcessResult {
+        let old = if self.send_old {
+            self.store.get(&r.key)?
+        } else {
+            None
+        };
         match &r.value {
             Some(v) => self.store.put(&r.key, v)?,
             None => {
                 self.store.delete(&r.key)?;
             }
         }
-        ctx.forward(r)
-    }
-}
-
-/// Updates an aggregate per key: `update(key, value, old aggregate)`.
-pub(crate) type UpdateFn<K, V, A> = Arc<dyn Fn(&K, V, Option<A>) -> A + Send + Sync>;
-
-/// `count`, `reduce` and `aggregate`: reads the key's aggregate, updates it, writes it
-/// back and forwards the new value as a table update.
-pub(crate) struct AggregateProcessor<K: 'static, V, A: 'static> {
-    pub update: UpdateFn<K, V, A>,
-    pub store: DslStore<K, A>,
-}
-
-impl<K: Clone + 'static, V: 'static, A: Clone + 'static> Processor<K, V, K, Option<A>>
-    for AggregateProcessor<K, V, A>
-{
-    fn process(&mut self, ctx: &mut ProcessorContext<'_, K, Option<A>>, r: Record<K, V>) -> ProcessResult {
-        let old = self.store.get(&r.key)?;
-        let new = (self.update)(&r.key, r.value, old);
-        self.store.put(&r.key, &new)?;
         ctx.forward(Record {
             key: r.key,
-            value: Some(new),
+            value: Change { new: r.value, old },
             timestamp: r.timestamp,
             headers: r.headers,
         })
     }
 }
 
-/// A table operator on one update: `None` is a delete.
+/// Updates an aggregate per key: `update(key, value, old aggregate)`.
+pub(crate) type UpdateFn<K, V, A> = Arc<dyn Fn(&K, V, Option<A>) -> A + Send + Sync>;
+
+/// `count`, `reduce` and `aggregate` of a grouped stream: reads the key's aggregate,
+/// updates it, writes it back and forwards the change (the old aggregate when old values
+/// are on).
+pub(crate) struct AggregateProcessor<K: 'static, V, A: 'static> {
+    pub update: UpdateFn<K, V, A>,
+    pub store: DslStore<K, A>,
+    /// Forward old values.
+    pub send_old: bool,
+}
+
+impl<K: Clone + 'static, V: 'static, A: Clone + 'static> Processor<K, V, K, Change<A>>
+    for AggregateProcessor<K, V, A>
+{
+    fn process(&mut self, ctx: &mut ProcessorContext<'_, K, Change<A>>, r: Record<K, V>) -> ProcessResult {
+        let old = self.store.get(&r.key)?;
+        let kept = if self.send_old { old.clone() } else { None };
+        let new = (self.update)(&r.key, r.value, old);
+        self.store.put(&r.key, &new)?;
+        ctx.forward(Record {
+            key: r.key,
+            value: Change {
+                new: Some(new),
+                old: kept,
+            },
+            timestamp: r.timestamp,
+            headers: r.headers,
+        })
+    }
+}
+
+/// A table operator on one value of an update (the new or the old one): `None` is absent.
 pub(crate) type TableFn<K, V, V2> = Arc<dyn Fn(&K, Option<V>) -> Option<V2> + Send + Sync>;
 
 /// `KTable::filter` and `KTable::map_values`: transforms each update and, when the result
-/// is materialized, keeps it in its own store.
+/// is materialized, keeps it in its own store. With old values on, the old value is read
+/// from that store before writing, else it is the parent's old value transformed alike.
 pub(crate) struct TableOpProcessor<K: 'static, V, V2: 'static> {
     pub f: TableFn<K, V, V2>,
     /// The result's store, when it is materialized.
     pub store: Option<DslStore<K, V2>>,
+    /// Forward old values.
+    pub send_old: bool,
 }
 
-impl<K: Clone + 'static, V: 'static, V2: Clone + 'static> Processor<K, Option<V>, K, Option<V2>>
-    for TableOpProcessor<K, V, V2>
+impl<K, I, V, V2> Processor<K, I, K, Change<V2>> for TableOpProcessor<K, V, V2>
+where
+    K: Clone + 'static,
+    I: TableIn<V>,
+    V: 'static,
+    V2: Clone + 'static,
 {
-    fn process(
-        &mut self,
-        ctx: &mut ProcessorContext<'_, K, Option<V2>>,
-        r: Record<K, Option<V>>,
-    ) -> ProcessResult {
-        let new = (self.f)(&r.key, r.value);
+    fn process(&mut self, ctx: &mut ProcessorContext<'_, K, Change<V2>>, r: Record<K, I>) -> ProcessResult {
+        let change = r.value.into_change();
+        let new = (self.f)(&r.key, change.new);
+        let mut old = None;
         if let Some(store) = &self.store {
+            if self.send_old {
+                old = store.get(&r.key)?;
+            }
             match &new {
                 Some(v) => store.put(&r.key, v)?,
                 None => {
                     store.delete(&r.key)?;
                 }
             }
+        } else if self.send_old {
+            old = (self.f)(&r.key, change.old);
         }
         ctx.forward(Record {
             key: r.key,
-            value: new,
+            value: Change { new, old },
+            timestamp: r.timestamp,
+            headers: r.headers,
+        })
+    }
+}
+
+/// `KTable::to_stream`: a table's changes as plain updates, the new value only.
+pub(crate) struct ChangeView;
+
+impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Change<V>, K, Option<V>> for ChangeView {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, K, Option<V>>,
+        r: Record<K, Change<V>>,
+    ) -> ProcessResult {
+        ctx.forward(Record {
+            key: r.key,
+            value: r.value.new,
             timestamp: r.timestamp,
             headers: r.headers,
         })

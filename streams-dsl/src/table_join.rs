@@ -5,15 +5,61 @@
 //! table's store); a merge node `<join>` forwards the joined update: `Some` the key's new
 //! joined value, `None` that the key has no joined row (any more). Connecting both stores
 //! puts both tables in one sub-topology, so their topics must be co-partitioned.
+//!
+//! With old values on (the joined table is re-grouped downstream), a side also joins the
+//! old value of its update with the other side's current value: that is the joined value
+//! the key had before this update, since the other side did not change meanwhile. Turning
+//! them on for the join turns them on for both tables.
 
+use std::marker::PhantomData;
 use std::sync::Arc;
 
+use streams_core::{ProcessResult, Processor, ProcessorContext, Record};
+
+use crate::change::{Change, OldValues, TableIn};
 use crate::error::DslIssue;
 use crate::ktable::KTable;
-use crate::processors::{JoinFn, OpFn, OpProcessor, StreamTableJoin, open};
+use crate::processors::{DslStore, OpFn, OpProcessor, open};
 
 /// Joins the optional values of both sides for one key.
 type BothFn<K, V, VO, VR> = Arc<dyn Fn(&K, Option<V>, Option<VO>) -> Option<VR> + Send + Sync>;
+
+/// One side of a table-table join: joins the new (and, with old values on, the old) value
+/// of this side's update with the other side's current value.
+struct TableJoinSide<K: 'static, V, VO: 'static, VR> {
+    /// `joiner(key, this side's value, other side's value)`.
+    joiner: BothFn<K, V, VO, VR>,
+    /// The other table's store.
+    other: DslStore<K, VO>,
+    send_old: bool,
+    _types: PhantomData<fn(V) -> VR>,
+}
+
+impl<K, I, V, VO, VR> Processor<K, I, K, Change<VR>> for TableJoinSide<K, V, VO, VR>
+where
+    K: Clone + 'static,
+    I: TableIn<V>,
+    V: 'static,
+    VO: Clone + 'static,
+    VR: Clone + 'static,
+{
+    fn process(&mut self, ctx: &mut ProcessorContext<'_, K, Change<VR>>, r: Record<K, I>) -> ProcessResult {
+        let change = r.value.into_change();
+        let other = self.other.get(&r.key)?;
+        let old = if self.send_old {
+            (self.joiner)(&r.key, change.old, other.clone())
+        } else {
+            None
+        };
+        let new = (self.joiner)(&r.key, change.new, other);
+        ctx.forward(Record {
+            key: r.key,
+            value: Change { new, old },
+            timestamp: r.timestamp,
+            headers: r.headers,
+        })
+    }
+}
 
 impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
     /// Rows whose key is in both tables, valued `joiner(key, this, other)`.
@@ -84,31 +130,28 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         let this_side = shared.name(Some(&format!("{node}-this")), "", "");
         let other_side = shared.name(Some(&format!("{node}-other")), "", "");
 
-        let g = f.clone();
-        let this_joiner: JoinFn<K, Option<V>, VO, Option<VR>> = Arc::new(move |k, a, b| Some(g(k, a, b)));
-        shared.processor_with(
-            &this_side,
-            move |ctx| {
-                Ok(StreamTableJoin {
-                    joiner: this_joiner.clone(),
-                    store: open(ctx, &other_store)?,
-                })
-            },
-            &self.node,
-        );
-        let other_joiner: JoinFn<K, Option<VO>, V, Option<VR>> = Arc::new(move |k, b, a| Some(f(k, a, b)));
+        let old_values = OldValues::derived(vec![self.old_values(), other.old_values()]);
+        let (send_this, send_other) = (old_values.clone(), old_values.clone());
+        let this_joiner = f.clone();
+        self.add_child(&this_side, move |ctx| {
+            Ok(TableJoinSide {
+                joiner: this_joiner.clone(),
+                other: open(ctx, &other_store)?,
+                send_old: send_this.is_on(),
+                _types: PhantomData,
+            })
+        });
+        let other_joiner: BothFn<K, VO, V, VR> = Arc::new(move |k, b, a| f(k, a, b));
         let this_store_name = this_store.clone();
-        shared.processor_with(
-            &other_side,
-            move |ctx| {
-                Ok(StreamTableJoin {
-                    joiner: other_joiner.clone(),
-                    store: open(ctx, &this_store_name)?,
-                })
-            },
-            &other.node,
-        );
-        let merge: OpFn<K, Option<VR>, K, Option<VR>> = Arc::new(|r, emit| emit(r));
+        other.add_child(&other_side, move |ctx| {
+            Ok(TableJoinSide {
+                joiner: other_joiner.clone(),
+                other: open(ctx, &this_store_name)?,
+                send_old: send_other.is_on(),
+                _types: PhantomData,
+            })
+        });
+        let merge: OpFn<K, Change<VR>, K, Change<VR>> = Arc::new(|r, emit| emit(r));
         let parents = [this_side.clone(), other_side.clone()];
         let other_store = other.store.clone().unwrap_or_default();
         shared.with(|t| {
@@ -116,6 +159,6 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
                 .connect_processor_and_state_stores(&this_side, [other_store])
                 .connect_processor_and_state_stores(&other_side, [this_store]);
         });
-        KTable::new(shared.clone(), node, None).with_serdes(self.key_serde.clone(), None)
+        KTable::changes(shared.clone(), node, None, old_values).with_serdes(self.key_serde.clone(), None)
     }
 }

@@ -1,0 +1,289 @@
+//! Re-grouping a table: [`KTable::group_by`] and the `count`, `reduce` and `aggregate` of a
+//! [`KGroupedTable`], which keep an aggregate per new key correct as rows change, move
+//! between groups, or are deleted.
+//!
+//! The table's node is asked for old values (see [`crate::change`]). For each update of a
+//! row, the selecting node `<Grouped name>-select` (else `<table node>-group_by`) maps the
+//! old value and the new value with the selector and writes them to the repartition topic
+//! `<base>-repartition` (`<base>`: the `Grouped` name, else `<selecting node>-group`) as
+//! [`Change`]s: when both map to the same new key, one record carrying both; otherwise the
+//! old one first (`old` only), then the new one (`new` only), each to its key's partition.
+//! A deletion only subtracts; an update with no old value only adds. Read back, the
+//! aggregation first subtracts `old` from the key's aggregate (if the key has one), then
+//! adds `new` (starting from the initializer, or, for `reduce`, from the value itself),
+//! writes the result and forwards it with the aggregate before as its old value. These are
+//! Kafka Streams' semantics; the forwarded timestamp is the record's.
+
+use std::sync::Arc;
+
+use streams_core::{ProcessResult, Processor, ProcessorContext, Record};
+
+use crate::change::{Change, ChangeSerde, OldValues, TableIn};
+use crate::error::DslIssue;
+use crate::kstream::KStream;
+use crate::ktable::KTable;
+use crate::options::{DynSerde, Grouped, Materialized, carry, dyn_serde};
+use crate::processors::{DslStore, UpdateFn, open};
+
+/// Maps a row to its new key and value.
+type SelectFn<K, V, K2, V2> = Arc<dyn Fn(&K, &V) -> (K2, V2) + Send + Sync>;
+
+/// Removes a value from an aggregate: `subtract(key, value, aggregate)`.
+type SubtractFn<K, V, A> = Arc<dyn Fn(&K, V, A) -> A + Send + Sync>;
+
+/// A table re-grouped by a new key, ready to aggregate. Made by [`KTable::group_by`].
+pub struct KGroupedTable<K, V> {
+    /// The repartition topic's source: changes keyed by the new key.
+    stream: KStream<K, Change<V>>,
+    value_serde: Option<DynSerde<V>>,
+}
+
+impl<K, V> Clone for KGroupedTable<K, V> {
+    fn clone(&self) -> Self {
+        Self {
+            stream: self.stream.clone(),
+            value_serde: self.value_serde.clone(),
+        }
+    }
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
+    /// Re-groups the rows by `selector(key, value) -> (new key, new value)`, always through
+    /// a repartition topic. A row's update is subtracted from the group of its old value and
+    /// added to the group of its new one. The `grouped` name names the repartition topic
+    /// (`<application.id>-<name>-repartition`) and the selecting node (`<name>-select`); its
+    /// serdes are needed unless the new key or value has the table's type.
+    pub fn group_by<K2, V2>(
+        &self,
+        selector: impl Fn(&K, &V) -> (K2, V2) + Send + Sync + 'static,
+        grouped: Grouped<K2, V2>,
+    ) -> KGroupedTable<K2, V2>
+    where
+        K2: Clone + PartialEq + 'static,
+        V2: Clone + 'static,
+    {
+        let select_name = grouped.name.as_ref().map(|n| format!("{n}-select"));
+        let node = self.shared.name(select_name.as_deref(), &self.node, "group_by");
+        let old_values = self.old_values();
+        if old_values.available() {
+            old_values.enable();
+        } else {
+            self.shared.issue(DslIssue::NoOldValues {
+                operator: node.clone(),
+                table: self.node.clone(),
+            });
+        }
+        let selector: SelectFn<K, V, K2, V2> = Arc::new(selector);
+        self.add_child(&node, move |_| {
+            Ok(RepartitionMap {
+                selector: selector.clone(),
+            })
+        });
+        let key_serde = grouped.key_serde.or_else(|| carry(&self.key_serde));
+        let value_serde = grouped.value_serde.or_else(|| carry(&self.value_serde));
+        let change_serde = value_serde.clone().map(|vs| dyn_serde(ChangeSerde(vs)));
+        let mut mapped = KStream::new(self.shared.clone(), node, key_serde, change_serde);
+        mapped.next_name = grouped.name;
+        mapped.repartition_required = true;
+        KGroupedTable {
+            stream: mapped.through_topic("group", grouped.partitions),
+            value_serde,
+        }
+    }
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> KGroupedTable<K, V> {
+    /// The number of rows per key (a group that loses its last row stays at `0`, as in
+    /// Kafka Streams).
+    pub fn count(&self, materialized: Materialized<K, u64>) -> KTable<K, u64> {
+        let materialized = if materialized.value_serde.is_none() {
+            materialized.with_value_serde(streams_core::serdes::U64Serde)
+        } else {
+            materialized
+        };
+        self.aggregate_with(
+            "count",
+            Arc::new(|_, _, agg| agg.unwrap_or(0) + 1),
+            Arc::new(|_, _, agg: u64| agg.saturating_sub(1)),
+            materialized,
+            None,
+        )
+    }
+
+    /// Combines the values of each key: `adder(aggregate, value)` for a value that joins the
+    /// group, `subtractor(aggregate, value)` for one that leaves it; the first value of a
+    /// key is its first aggregate.
+    pub fn reduce(
+        &self,
+        adder: impl Fn(V, V) -> V + Send + Sync + 'static,
+        subtractor: impl Fn(V, V) -> V + Send + Sync + 'static,
+        materialized: Materialized<K, V>,
+    ) -> KTable<K, V> {
+        self.aggregate_with(
+            "reduce",
+            Arc::new(move |_, v, agg| match agg {
+                Some(agg) => adder(agg, v),
+                None => v,
+            }),
+            Arc::new(move |_, v, agg| subtractor(agg, v)),
+            materialized,
+            self.value_serde.clone(),
+        )
+    }
+
+    /// Folds the values of each key into an aggregate that starts as `initializer()`:
+    /// `adder(key, value, aggregate)` for a value that joins the group,
+    /// `subtractor(key, value, aggregate)` for one that leaves it. `materialized` must carry
+    /// the aggregate's serde.
+    pub fn aggregate<A: Clone + 'static>(
+        &self,
+        initializer: impl Fn() -> A + Send + Sync + 'static,
+        adder: impl Fn(&K, V, A) -> A + Send + Sync + 'static,
+        subtractor: impl Fn(&K, V, A) -> A + Send + Sync + 'static,
+        materialized: Materialized<K, A>,
+    ) -> KTable<K, A> {
+        self.aggregate_with(
+            "aggregate",
+            Arc::new(move |k, v, agg| adder(k, v, agg.unwrap_or_else(&initializer))),
+            Arc::new(subtractor),
+            materialized,
+            None,
+        )
+    }
+
+    fn aggregate_with<A: Clone + 'static>(
+        &self,
+        op: &str,
+        add: UpdateFn<K, V, A>,
+        subtract: SubtractFn<K, V, A>,
+        materialized: Materialized<K, A>,
+        value_fallback: Option<DynSerde<A>>,
+    ) -> KTable<K, A> {
+        let s = &self.stream;
+        let given = materialized.name.clone().or_else(|| s.next_name.clone());
+        s.shared.check_named(given.is_some(), &s.node, "a store");
+        let node = s.shared.name(given.as_deref(), &s.node, op);
+        let store = materialized
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("{node}-store"));
+        let ks = materialized.key_serde.clone().or_else(|| s.key_serde.clone());
+        let vs = materialized.value_serde.clone().or(value_fallback);
+        let (Some(ks), Some(vs)) = (ks, vs) else {
+            s.shared.issue(DslIssue::MissingSerde {
+                operator: node.clone(),
+                what: "store key or value",
+            });
+            return KTable::new(s.shared.clone(), node, None);
+        };
+        let old_values = OldValues::from_store();
+        let send_old = old_values.clone();
+        let store_name = store.clone();
+        s.shared.processor_with(
+            &node,
+            move |ctx| {
+                Ok(TableAggregateProcessor {
+                    add: add.clone(),
+                    subtract: subtract.clone(),
+                    store: open(ctx, &store_name)?,
+                    send_old: send_old.is_on(),
+                })
+            },
+            &s.node,
+        );
+        s.shared
+            .store(materialized.store(&store, ks.clone(), vs.clone()), &[&node]);
+        KTable::changes(s.shared.clone(), node, Some(store), old_values).with_serdes(Some(ks), Some(vs))
+    }
+}
+
+/// The selecting node: maps the old and new value of an update to `(new key, value)` and
+/// forwards them as changes (see the [module docs](self)).
+struct RepartitionMap<K, V, K2, V2> {
+    selector: SelectFn<K, V, K2, V2>,
+}
+
+impl<K, I, V, K2, V2> Processor<K, I, K2, Change<V2>> for RepartitionMap<K, V, K2, V2>
+where
+    K: 'static,
+    I: TableIn<V>,
+    V: 'static,
+    K2: Clone + PartialEq + 'static,
+    V2: Clone + 'static,
+{
+    fn process(&mut self, ctx: &mut ProcessorContext<'_, K2, Change<V2>>, r: Record<K, I>) -> ProcessResult {
+        let change = r.value.into_change();
+        let old = change.old.map(|v| (self.selector)(&r.key, &v));
+        let new = change.new.map(|v| (self.selector)(&r.key, &v));
+        let record = |key, new, old, headers| Record {
+            key,
+            value: Change { new, old },
+            timestamp: r.timestamp,
+            headers,
+        };
+        match (old, new) {
+            (Some((old_key, old)), Some((new_key, new))) if old_key == new_key => {
+                ctx.forward(record(new_key, Some(new), Some(old), r.headers))
+            }
+            (old, new) => {
+                if let Some((key, old)) = old {
+                    ctx.forward(record(key, None, Some(old), r.headers.clone()))?;
+                }
+                match new {
+                    Some((key, new)) => ctx.forward(record(key, Some(new), None, r.headers)),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+}
+
+/// The aggregation of a re-grouped table: subtracts a change's old value, adds its new
+/// one, writes the result and forwards it (with the aggregate before, when old values are
+/// on). An aggregate that ends up absent (only possible when a change had neither a value
+/// to add nor an aggregate to subtract from) is deleted.
+struct TableAggregateProcessor<K: 'static, V, A: 'static> {
+    add: UpdateFn<K, V, A>,
+    subtract: SubtractFn<K, V, A>,
+    store: DslStore<K, A>,
+    send_old: bool,
+}
+
+impl<K, V, A> Processor<K, Change<V>, K, Change<A>> for TableAggregateProcessor<K, V, A>
+where
+    K: Clone + 'static,
+    V: 'static,
+    A: Clone + 'static,
+{
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, K, Change<A>>,
+        r: Record<K, Change<V>>,
+    ) -> ProcessResult {
+        let before = self.store.get(&r.key)?;
+        let kept = if self.send_old { before.clone() } else { None };
+        let intermediate = match (r.value.old, before) {
+            (Some(old), Some(agg)) => Some((self.subtract)(&r.key, old, agg)),
+            (_, agg) => agg,
+        };
+        let after = match r.value.new {
+            Some(new) => Some((self.add)(&r.key, new, intermediate)),
+            None => intermediate,
+        };
+        match &after {
+            Some(agg) => self.store.put(&r.key, agg)?,
+            None => {
+                self.store.delete(&r.key)?;
+            }
+        }
+        ctx.forward(Record {
+            key: r.key,
+            value: Change {
+                new: after,
+                old: kept,
+            },
+            timestamp: r.timestamp,
+            headers: r.headers,
+        })
+    }
+}
