@@ -21,6 +21,8 @@ pub(crate) struct Inner {
     namer: Namer,
     issues: Vec<DslIssue>,
     require_names: bool,
+    /// The grace period (ms) of each windowed aggregation's node, for `suppress`.
+    window_grace: std::collections::HashMap<String, i64>,
 }
 
 /// The shared state behind a builder and its streams.
@@ -59,6 +61,16 @@ impl Shared {
         let topic = format!("{name}-repartition");
         self.0.borrow_mut().topology.internal_topic(&topic);
         topic
+    }
+
+    /// Records the grace period of the windowed aggregation at `node`.
+    pub fn set_window_grace(&self, node: &str, grace_ms: i64) {
+        self.0.borrow_mut().window_grace.insert(node.to_owned(), grace_ms);
+    }
+
+    /// The grace period of the windowed aggregation at `node`, if it is one.
+    pub fn window_grace(&self, node: &str) -> Option<i64> {
+        self.0.borrow().window_grace.get(node).copied()
     }
 
     /// Runs `f` on the topology builder.
@@ -140,6 +152,7 @@ impl StreamsBuilder {
                 namer: Namer::default(),
                 issues: Vec::new(),
                 require_names: false,
+                window_grace: std::collections::HashMap::new(),
             }))),
         }
     }

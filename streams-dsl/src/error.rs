@@ -73,4 +73,23 @@ pub enum DslIssue {
         /// The advance (ms).
         advance_ms: i64,
     },
+    /// A windowed aggregation's `Materialized` retention is shorter than its windows need:
+    /// the window size (for sliding windows twice the time difference) plus the grace period.
+    #[error("`{operator}` keeps windows {retention_ms} ms, less than the {least_ms} ms its windows need")]
+    RetentionTooShort {
+        /// The windowed aggregation's node.
+        operator: String,
+        /// The retention asked for (ms).
+        retention_ms: i64,
+        /// The least retention (ms).
+        least_ms: i64,
+    },
+    /// A `suppress` that cannot work as asked.
+    #[error("`{operator}`: {reason}")]
+    InvalidSuppression {
+        /// The suppression node.
+        operator: String,
+        /// Why.
+        reason: &'static str,
+    },
 }

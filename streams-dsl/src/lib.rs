@@ -8,9 +8,10 @@
 //! - [`KStream`]: `filter`, `map`, `flat_map`, `select_key`, `peek`, `split`, `merge`,
 //!   `to`, `process`, stream-table `join`/`left_join`, grouping;
 //! - [`KGroupedStream`]: `count`, `reduce`, `aggregate` into materialized stores, and
-//!   per tumbling or hopping window ([`TimeWindows`]);
+//!   per tumbling, hopping ([`TimeWindows`]) or sliding ([`SlidingWindows`]) window, with
+//!   every update or only final results ([`EmitStrategy`]);
 //! - [`KTable`]: `filter`, `map_values`, `to_stream`, table-table `join`, `left_join`,
-//!   `outer_join`, re-grouping with `group_by`;
+//!   `outer_join`, `suppress` ([`Suppressed`]), re-grouping with `group_by`;
 //! - [`KGroupedTable`]: `count`, `reduce` and `aggregate` with an adder and a subtractor,
 //!   kept correct as rows change groups (table nodes forward old values on demand).
 //! - [`retry`]: retries with increasing delays and a dead-letter topic, as topology nodes
@@ -31,6 +32,7 @@ pub mod naming;
 mod options;
 mod processors;
 pub mod retry;
+mod suppress;
 mod table_grouped;
 mod table_join;
 mod windowed;
@@ -47,5 +49,9 @@ pub use grouped::KGroupedStream;
 pub use kstream::KStream;
 pub use ktable::KTable;
 pub use options::{Consumed, DynSerde, Grouped, Materialized, Produced, dyn_serde};
+pub use suppress::{BufferConfig, SuppressError, Suppressed};
 pub use table_grouped::KGroupedTable;
-pub use windowed::{TimeWindowedKStream, TimeWindows, Windowed, WindowedSerde};
+pub use windowed::{
+    EmitStrategy, SlidingWindowedKStream, SlidingWindows, TimeWindowedKStream, TimeWindows, ValueAndTimestamp,
+    ValueAndTimestampSerde, Windowed, WindowedSerde,
+};

@@ -164,6 +164,7 @@ pub struct Materialized<K, V> {
     pub(crate) name: Option<String>,
     pub(crate) key_serde: Option<DynSerde<K>>,
     pub(crate) value_serde: Option<DynSerde<V>>,
+    pub(crate) retention: Option<std::time::Duration>,
     persistent: bool,
     caching: bool,
     logging: bool,
@@ -175,6 +176,7 @@ impl<K, V> Default for Materialized<K, V> {
             name: None,
             key_serde: None,
             value_serde: None,
+            retention: None,
             persistent: true,
             caching: true,
             logging: true,
@@ -243,6 +245,14 @@ impl<K: 'static, V: 'static> Materialized<K, V> {
         self
     }
 
+    /// How long a windowed aggregation keeps a window after it started (Kafka Streams'
+    /// `Materialized.withRetention`); the default is the window size (for sliding windows
+    /// twice the time difference) plus the grace period, also the least accepted.
+    pub fn with_retention(mut self, retention: std::time::Duration) -> Self {
+        self.retention = Some(retention);
+        self
+    }
+
     /// The store builder for a store called `name` with the given serdes.
     pub(crate) fn store(
         &self,
@@ -250,16 +260,16 @@ impl<K: 'static, V: 'static> Materialized<K, V> {
         key_serde: DynSerde<K>,
         value_serde: DynSerde<V>,
     ) -> KeyValueStoreBuilder<DynSerde<K>, DynSerde<V>> {
-        self.store_with(name, key_serde, value_serde)
+        self.store_of(name, key_serde, value_serde)
     }
 
-    /// The store builder with these settings for keys of another type (windowed keys).
-    pub(crate) fn store_with<K2: 'static>(
+    /// The store builder with these settings for other serdes (windowed stores).
+    pub(crate) fn store_of<KS: Serde + Clone, VS: Serde + Clone>(
         &self,
         name: &str,
-        key_serde: DynSerde<K2>,
-        value_serde: DynSerde<V>,
-    ) -> KeyValueStoreBuilder<DynSerde<K2>, DynSerde<V>> {
+        key_serde: KS,
+        value_serde: VS,
+    ) -> KeyValueStoreBuilder<KS, VS> {
         let b = if self.persistent {
             Stores::persistent_kv(name, key_serde, value_serde)
         } else {

@@ -7,8 +7,8 @@ use std::time::Duration;
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
 use streams_dsl::{
-    Consumed, DslError, DslIssue, DynSerde, Grouped, Materialized, Produced, StreamsBuilder, TimeWindows,
-    Windowed, WindowedSerde,
+    Consumed, DslError, DslIssue, Grouped, Materialized, Produced, StreamsBuilder, TimeWindows,
+    ValueAndTimestampSerde, Windowed, WindowedSerde,
 };
 use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
@@ -58,8 +58,7 @@ fn hopping_windows_count_a_record_in_every_window_holding_it() {
     assert_eq!(
         output(&driver),
         [
-            // 1s is in [-5s, 5s) and [0s, 10s).
-            (w("a", -5_000), Some(1)),
+            // 1s is in [0s, 10s) only: no window starts before 0 (Kafka's windowsFor).
             (w("a", 0), Some(1)),
             // 6s is in [0s, 10s) and [5s, 15s).
             (w("a", 0), Some(2)),
@@ -69,11 +68,11 @@ fn hopping_windows_count_a_record_in_every_window_holding_it() {
         ]
     );
     let store = driver
-        .kv_store::<DynSerde<Windowed<String>>, DynSerde<u64>>("clicks-10s-every-5s")
+        .kv_store::<WindowedSerde<String>, ValueAndTimestampSerde<u64>>("clicks-10s-every-5s")
         .unwrap();
-    assert_eq!(store.get(&w("a", 0)).unwrap(), Some(2));
-    assert_eq!(store.get(&w("a", 5_000)).unwrap(), Some(1));
-    assert_eq!(store.get(&w("a", 10_000)).unwrap(), None);
+    assert_eq!(store.get(&w("a", 0)).unwrap().map(|v| v.value), Some(2));
+    assert_eq!(store.get(&w("a", 5_000)).unwrap().map(|v| v.value), Some(1));
+    assert_eq!(store.get(&w("a", 10_000)).unwrap().map(|v| v.value), None);
 }
 
 #[test]
@@ -81,11 +80,12 @@ fn hopping_windows_drop_late_records_per_window_and_expire() {
     let driver = driver();
     let input = driver.input_topic("clicks", StringSerde, StringSerde);
     input.pipe_at("a".into(), "x".into(), 1_000).unwrap();
-    // Stream time 11s: [-5s, 5s) closed at 5s + 2s grace, [0s, 10s) is open until 12s...
+    // Stream time 11s: [0s, 10s) is open until 12s (10s + 2s grace)...
     input.pipe_at("a".into(), "x".into(), 11_000).unwrap();
     // ...so a record at 4s is counted in [0s, 10s) only.
     input.pipe_at("a".into(), "in grace".into(), 4_000).unwrap();
-    // Stream time 12s closes [0s, 10s) too: a record at 8s still counts in [5s, 15s).
+    // Stream time 12s closes [0s, 10s) (exactly at end + grace): a record at 8s still
+    // counts in [5s, 15s).
     input.pipe_at("b".into(), "x".into(), 12_000).unwrap();
     input.pipe_at("a".into(), "late for one".into(), 8_000).unwrap();
     // Too late for every window holding it: dropped.
@@ -95,7 +95,6 @@ fn hopping_windows_drop_late_records_per_window_and_expire() {
     assert_eq!(
         a,
         [
-            (w("a", -5_000), Some(1)),
             (w("a", 0), Some(1)),
             (w("a", 5_000), Some(1)),
             (w("a", 10_000), Some(1)),
@@ -105,17 +104,21 @@ fn hopping_windows_drop_late_records_per_window_and_expire() {
     );
 
     let store = driver
-        .kv_store::<DynSerde<Windowed<String>>, DynSerde<u64>>("clicks-10s-every-5s")
+        .kv_store::<WindowedSerde<String>, ValueAndTimestampSerde<u64>>("clicks-10s-every-5s")
         .unwrap();
-    assert_eq!(store.get(&w("a", 0)).unwrap(), Some(2));
-    assert_eq!(store.get(&w("a", 5_000)).unwrap(), Some(2));
+    assert_eq!(store.get(&w("a", 0)).unwrap().map(|v| v.value), Some(2));
+    assert_eq!(store.get(&w("a", 5_000)).unwrap().map(|v| v.value), Some(2));
     // Stream time far ahead: windows that started more than size + grace ago are removed.
     input.pipe_at("b".into(), "x".into(), 60_000).unwrap();
-    for start in [-5_000, 0, 5_000, 10_000] {
-        assert_eq!(store.get(&w("a", start)).unwrap(), None, "window {start}");
+    for start in [0, 5_000, 10_000] {
+        assert_eq!(
+            store.get(&w("a", start)).unwrap().map(|v| v.value),
+            None,
+            "window {start}"
+        );
     }
-    assert_eq!(store.get(&w("b", 55_000)).unwrap(), Some(1));
-    assert_eq!(store.get(&w("b", 60_000)).unwrap(), Some(1));
+    assert_eq!(store.get(&w("b", 55_000)).unwrap().map(|v| v.value), Some(1));
+    assert_eq!(store.get(&w("b", 60_000)).unwrap().map(|v| v.value), Some(1));
 }
 
 #[test]
@@ -139,14 +142,14 @@ fn hopping_aggregate_sums_per_window() {
     input.pipe_at("a".into(), 3, 5_000).unwrap();
     input.pipe_at("a".into(), 4, 9_000).unwrap();
     let store = driver
-        .kv_store::<DynSerde<Windowed<String>>, DynSerde<u64>>("sums")
+        .kv_store::<WindowedSerde<String>, ValueAndTimestampSerde<u64>>("sums")
         .unwrap();
-    assert_eq!(store.get(&w("a", 0)).unwrap(), Some(7));
-    assert_eq!(store.get(&w("a", 5_000)).unwrap(), Some(7));
+    assert_eq!(store.get(&w("a", 0)).unwrap().map(|v| v.value), Some(7));
+    assert_eq!(store.get(&w("a", 5_000)).unwrap().map(|v| v.value), Some(7));
     assert_eq!(
-        store.get(&w("a", -5_000)).unwrap(),
-        None,
-        "5s is not in [-5s, 5s)"
+        store.get(&w("a", 0)).unwrap().map(|v| v.timestamp),
+        Some(9_000),
+        "a window's timestamp is its latest record's"
     );
 }
 

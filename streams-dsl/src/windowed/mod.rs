@@ -1,0 +1,35 @@
+//! Windowed aggregation: [`KGroupedStream::windowed_by`](crate::KGroupedStream::windowed_by)
+//! with [`TimeWindows`] (tumbling, hopping) or [`SlidingWindows`], then `count`, `reduce`
+//! or `aggregate` per key and window into a store keyed by [`Windowed`] keys, with Kafka
+//! Streams' semantics.
+//!
+//! Invariants:
+//! - Windows never start before 0 and records with negative timestamps fall into no window
+//!   (Kafka's `windowsFor`); sliding windows are created by Kafka's rules (`sliding_agg`).
+//! - Each aggregation keeps its own observed stream time: the largest timestamp it has
+//!   processed. A time window is closed when `end + grace <= observed`, a sliding window
+//!   (inclusive end) when `end + grace < observed`; a record is dropped from closed windows.
+//! - The store holds each window's aggregate with the largest timestamp of the records in
+//!   it ([`ValueAndTimestamp`]); that timestamp is the timestamp of the forwarded updates.
+//! - The store is keyed window start first ([`WindowedSerde`], byte order = start order),
+//!   so expiry and final-result emission read only the windows in their time range. A
+//!   stream-time punctuator removes windows older than the retention (`size + grace` for
+//!   time windows, `2 * difference + grace` for sliding windows, or `Materialized`'s).
+//! - With [`EmitStrategy::on_window_close`] nothing is forwarded on update; each window's
+//!   final aggregate is forwarded once, after the record that closed it, and the close
+//!   time already emitted is kept in a changelogged store `<store>-emit-time`, so a
+//!   restart neither repeats nor loses final results.
+
+mod common;
+mod serde;
+mod sliding_agg;
+mod stream;
+mod time_agg;
+mod windows;
+
+pub(crate) use common::NO_TIMESTAMP;
+pub(crate) use windows::millis;
+
+pub use self::serde::{ValueAndTimestamp, ValueAndTimestampSerde, Windowed, WindowedSerde};
+pub use stream::{SlidingWindowedKStream, TimeWindowedKStream};
+pub use windows::{EmitStrategy, SlidingWindows, TimeWindows};

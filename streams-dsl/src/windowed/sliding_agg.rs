@@ -1,0 +1,238 @@
+//! The aggregation over [`SlidingWindows`] (Kafka Streams' `KStreamSlidingWindowAggregate`,
+//! KIP-450), with its window-creation rules. With time difference `d`, a record at `t`:
+//!
+//! - is dropped when `t + d < observed - grace` (all its windows closed);
+//! - with `t < d` ("early"), goes into the shared window `[0, d]` instead of a left window;
+//! - otherwise updates every existing window holding it (`start` in `[t - d, t]`), and
+//!   creates its left window `[t - d, t]` if missing, with the aggregate of the latest
+//!   window that ends before `t` when the previous record is within `d` (else from the
+//!   initializer);
+//! - creates its right window `[t + 1, t + 1 + d]` if a later record falls in it, with the
+//!   aggregate of the latest existing window holding `t` (before this record);
+//! - creates the previous record's right window `[p + 1, p + 1 + d]` if missing and `t`
+//!   falls in it.
+//!
+//! Windows are fetched from `t - 2d` to `t + 1`, latest start first, as Kafka does with a
+//! reverse iterator (so updates are forwarded latest window first). A window takes updates
+//! while `end >= observed - grace`.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use streams_core::{ProcessResult, Processor, ProcessorContext, PunctuationType, Record, ScheduleId};
+
+use crate::processors::UpdateFn;
+use crate::windowed::common::WindowCore;
+use crate::windowed::serde::{ValueAndTimestamp, Windowed};
+use crate::windowed::windows::SlidingWindows;
+
+pub(crate) struct SlidingWindowAggregate<K: 'static, V, A: 'static> {
+    pub windows: SlidingWindows,
+    pub update: UpdateFn<K, V, A>,
+    pub core: WindowCore<K, A>,
+}
+
+type Ctx<'a, 'b, K, A> = &'a mut ProcessorContext<'b, Windowed<K>, Option<A>>;
+
+/// A window's aggregate (`None`: the initializer's) and largest record timestamp.
+type Agg<A> = (Option<A>, i64);
+
+impl<K, V, A> SlidingWindowAggregate<K, V, A>
+where
+    K: Clone + PartialEq + 'static,
+    V: Clone + 'static,
+    A: Clone + 'static,
+{
+    fn diff(&self) -> i64 {
+        self.windows.diff_ms
+    }
+
+    /// Folds the record into the window at `start` holding `agg`, if the window is open.
+    fn update_window(
+        &self,
+        ctx: Ctx<'_, '_, K, A>,
+        start: i64,
+        agg: Agg<A>,
+        r: &Record<K, V>,
+        close: i64,
+    ) -> ProcessResult {
+        let key = self.core.windowed(&r.key, start);
+        if key.end < close {
+            return Ok(()); // closed: the record is late for this window
+        }
+        let (old, old_ts) = agg;
+        let timestamp = if old.is_none() {
+            r.timestamp
+        } else {
+            old_ts.max(r.timestamp)
+        };
+        let value = (self.update)(&r.key, r.value.clone(), old);
+        let new = ValueAndTimestamp { value, timestamp };
+        self.core.store.put(&key, &new)?;
+        self.core.forward_update(ctx, key, new, &r.headers)
+    }
+
+    /// Creates the record's right window `[t + 1, t + 1 + d]` with `agg` as it is.
+    fn create_right_window(
+        &self,
+        ctx: Ctx<'_, '_, K, A>,
+        r: &Record<K, V>,
+        agg: ValueAndTimestamp<A>,
+    ) -> ProcessResult {
+        let key = self.core.windowed(&r.key, r.timestamp.saturating_add(1));
+        self.core.store.put(&key, &agg)?;
+        self.core.forward_update(ctx, key, agg, &r.headers)
+    }
+
+    /// A record with `d <= t`.
+    fn process_regular(&self, ctx: Ctx<'_, '_, K, A>, r: &Record<K, V>, close: i64) -> ProcessResult {
+        let t = r.timestamp;
+        let d = self.diff();
+        let mut starts = HashSet::new();
+        let mut left_agg: Option<ValueAndTimestamp<A>> = None;
+        let mut right_agg: Option<ValueAndTimestamp<A>> = None;
+        let (mut left_exists, mut right_exists) = (false, false);
+        let mut previous: Option<i64> = None;
+        let mut found = self
+            .core
+            .fetch(&r.key, t.saturating_sub(d.saturating_mul(2)).max(0), t + 1)?;
+        found.reverse();
+        for (start, agg) in found {
+            starts.insert(start);
+            let end = start.saturating_add(d);
+            let max_ts = agg.timestamp;
+            if start == t + 1 {
+                right_exists = true;
+            } else if end > t {
+                if right_agg.is_none() {
+                    right_agg = Some(agg.clone());
+                }
+                self.update_window(ctx, start, (Some(agg.value), max_ts), r, close)?;
+            } else if end == t {
+                left_exists = true;
+                self.update_window(ctx, start, (Some(agg.value), max_ts), r, close)?;
+                if max_ts < t {
+                    previous = Some(max_ts);
+                } else {
+                    return Ok(()); // a record at `t` came before: every window exists
+                }
+            } else {
+                left_agg = Some(agg);
+                previous = Some(max_ts);
+                break;
+            }
+        }
+        if let Some(p) = previous {
+            let p_right = p.saturating_add(1);
+            if !starts.contains(&p_right) && p_right.saturating_add(d) >= t {
+                self.update_window(ctx, p_right, (None, t), r, close)?;
+            }
+        }
+        if !left_exists {
+            let from_previous = previous.is_some_and(|p| t - d <= p);
+            let agg = match left_agg {
+                Some(l) if from_previous => Some(l.value),
+                _ => None,
+            };
+            self.update_window(ctx, t - d, (agg, t), r, close)?;
+        }
+        match right_agg {
+            Some(agg) if !right_exists && agg.timestamp > t => self.create_right_window(ctx, r, agg),
+            _ => Ok(()),
+        }
+    }
+
+    /// A record with `0 <= t < d`: its left window would start before 0, so it goes into
+    /// the window `[0, d]` that holds every such record.
+    fn process_early(&self, ctx: Ctx<'_, '_, K, A>, r: &Record<K, V>, close: i64) -> ProcessResult {
+        let t = r.timestamp;
+        let mut combined: Option<ValueAndTimestamp<A>> = None;
+        let mut right_agg: Option<ValueAndTimestamp<A>> = None;
+        let mut right_exists = false;
+        let mut starts = HashSet::new();
+        let mut previous = None;
+        for (start, agg) in self.core.fetch(&r.key, 0, t + 1)? {
+            starts.insert(start);
+            if start == 0 {
+                if agg.timestamp < t {
+                    previous = Some(agg.timestamp);
+                }
+                combined = Some(agg);
+            } else if start <= t {
+                right_agg = Some(agg.clone());
+                let max_ts = agg.timestamp;
+                self.update_window(ctx, start, (Some(agg.value), max_ts), r, close)?;
+            } else if start == t + 1 {
+                right_exists = true;
+            }
+        }
+        if right_agg.is_none() {
+            right_agg = combined.clone().filter(|c| c.timestamp > t);
+        }
+        if let Some(agg) = right_agg.filter(|a| !right_exists && a.timestamp > t) {
+            self.create_right_window(ctx, r, agg)?;
+        }
+        if let Some(p) = previous
+            && !starts.contains(&(p + 1))
+        {
+            self.update_window(ctx, p + 1, (None, t), r, close)?;
+        }
+        match combined {
+            None => self.update_window(ctx, 0, (None, t), r, close),
+            Some(c) => self.update_window(ctx, 0, (Some(c.value), c.timestamp), r, close),
+        }
+    }
+}
+
+impl<K, V, A> Processor<K, V, Windowed<K>, Option<A>> for SlidingWindowAggregate<K, V, A>
+where
+    K: Clone + PartialEq + 'static,
+    V: Clone + 'static,
+    A: Clone + 'static,
+{
+    fn init(&mut self, ctx: &mut ProcessorContext<'_, Windowed<K>, Option<A>>) -> ProcessResult {
+        let every = self.windows.diff_ms.max(1).unsigned_abs();
+        ctx.schedule(Duration::from_millis(every), PunctuationType::StreamTime);
+        Ok(())
+    }
+
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, Windowed<K>, Option<A>>,
+        r: Record<K, V>,
+    ) -> ProcessResult {
+        if r.timestamp < 0 {
+            return Ok(()); // no window holds it (the engine drops these before)
+        }
+        self.core.observed = self.core.observed.max(r.timestamp);
+        let close = self.core.observed.saturating_sub(self.windows.grace_ms);
+        let d = self.diff();
+        if r.timestamp.saturating_add(d) < close {
+            return Ok(()); // every window holding it is closed
+        }
+        if r.timestamp < d {
+            // As Kafka: an early record does not trigger the emission of final results.
+            return self.process_early(ctx, &r, close);
+        }
+        self.process_regular(ctx, &r, close)?;
+        let Some(last) = self.core.emit_due(close) else {
+            return Ok(());
+        };
+        let upper = close.saturating_sub(d).saturating_sub(1);
+        if upper < 0 {
+            return Ok(());
+        }
+        let lower = last.map_or(0, |last| last.saturating_sub(d).max(0));
+        self.core
+            .emit_final(ctx, &r.key, &r.headers, (lower, upper), close)
+    }
+
+    fn punctuate(
+        &mut self,
+        _: &mut ProcessorContext<'_, Windowed<K>, Option<A>>,
+        _: ScheduleId,
+        now: i64,
+    ) -> ProcessResult {
+        self.core.expire(now)
+    }
+}

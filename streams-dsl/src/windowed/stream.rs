@@ -1,0 +1,289 @@
+//! [`TimeWindowedKStream`] and [`SlidingWindowedKStream`]: a grouped stream cut into
+//! windows, with `count`, `reduce`, `aggregate` and the [`EmitStrategy`].
+//!
+//! Every aggregation compiles to one processor and its store
+//! `KvStore<WindowedSerde<K>, ValueAndTimestampSerde<A>>` (named by `Materialized`, else
+//! `<node>-store`); with [`EmitStrategy::on_window_close`] also a store
+//! `<store>-emit-time`. The returned table's node forwards `Option<A>` updates keyed by
+//! [`Windowed`] keys, timestamped with the window's largest record timestamp.
+
+use std::sync::Arc;
+
+use streams_core::serdes::{I64Serde, StringSerde, U64Serde};
+
+use crate::error::DslIssue;
+use crate::grouped::KGroupedStream;
+use crate::ktable::KTable;
+use crate::options::{DynSerde, Materialized, dyn_serde};
+use crate::processors::UpdateFn;
+use crate::windowed::common::{CoreParams, emit_time_store};
+use crate::windowed::serde::{ValueAndTimestampSerde, Windowed, WindowedSerde};
+use crate::windowed::sliding_agg::SlidingWindowAggregate;
+use crate::windowed::time_agg::TimeWindowAggregate;
+use crate::windowed::windows::{EmitStrategy, SlidingWindows, TimeWindows, millis};
+
+/// A grouped stream cut into time windows (tumbling or hopping), to count, reduce or
+/// aggregate per key and window. Made by
+/// [`KGroupedStream::windowed_by`](crate::KGroupedStream::windowed_by).
+pub struct TimeWindowedKStream<K, V> {
+    grouped: KGroupedStream<K, V>,
+    windows: TimeWindows,
+    emit: EmitStrategy,
+}
+
+/// A grouped stream cut into sliding windows, to count, reduce or aggregate per key and
+/// window. Made by [`KGroupedStream::windowed_by_sliding`](crate::KGroupedStream::windowed_by_sliding).
+pub struct SlidingWindowedKStream<K, V> {
+    grouped: KGroupedStream<K, V>,
+    windows: SlidingWindows,
+    emit: EmitStrategy,
+}
+
+impl<K: Clone + PartialEq + 'static, V: Clone + 'static> KGroupedStream<K, V> {
+    /// Aggregates per key and time window.
+    pub fn windowed_by(&self, windows: TimeWindows) -> TimeWindowedKStream<K, V> {
+        TimeWindowedKStream {
+            grouped: self.clone(),
+            windows,
+            emit: EmitStrategy::default(),
+        }
+    }
+
+    /// Aggregates per key and sliding window (Kafka Streams' `windowedBy(SlidingWindows)`).
+    pub fn windowed_by_sliding(&self, windows: SlidingWindows) -> SlidingWindowedKStream<K, V> {
+        SlidingWindowedKStream {
+            grouped: self.clone(),
+            windows,
+            emit: EmitStrategy::default(),
+        }
+    }
+}
+
+/// What differs between the two kinds of windows.
+#[derive(Clone, Copy)]
+enum Kind {
+    Time(TimeWindows),
+    Sliding(SlidingWindows),
+}
+
+impl Kind {
+    /// `end - start` of a window.
+    fn window_ms(self) -> i64 {
+        match self {
+            Kind::Time(w) => w.size_ms,
+            Kind::Sliding(w) => w.diff_ms,
+        }
+    }
+
+    fn grace_ms(self) -> i64 {
+        match self {
+            Kind::Time(w) => w.grace_ms,
+            Kind::Sliding(w) => w.grace_ms,
+        }
+    }
+
+    /// Kafka's least (and default) retention.
+    fn min_retention_ms(self) -> i64 {
+        match self {
+            Kind::Time(w) => w.size_ms.saturating_add(w.grace_ms),
+            Kind::Sliding(w) => w.diff_ms.saturating_mul(2).saturating_add(w.grace_ms),
+        }
+    }
+}
+
+fn count_of<K: 'static>(m: Materialized<K, u64>) -> Materialized<K, u64> {
+    if m.value_serde.is_none() {
+        m.with_value_serde(U64Serde)
+    } else {
+        m
+    }
+}
+
+fn reduce_fn<K, V: 'static>(reducer: impl Fn(V, V) -> V + Send + Sync + 'static) -> UpdateFn<K, V, V> {
+    Arc::new(move |_, v, old| match old {
+        Some(agg) => reducer(agg, v),
+        None => v,
+    })
+}
+
+fn aggregate_fn<K, V, A: 'static>(
+    initializer: impl Fn() -> A + Send + Sync + 'static,
+    aggregator: impl Fn(&K, V, A) -> A + Send + Sync + 'static,
+) -> UpdateFn<K, V, A> {
+    Arc::new(move |k, v, old| aggregator(k, v, old.unwrap_or_else(&initializer)))
+}
+
+macro_rules! windowed_ops {
+    ($ty:ident, $kind:ident, $count:literal, $reduce:literal, $aggregate:literal) => {
+        impl<K: Clone + PartialEq + 'static, V: Clone + 'static> $ty<K, V> {
+            /// Forwards every update (the default) or only each window's final result.
+            pub fn emit_strategy(mut self, emit: EmitStrategy) -> Self {
+                self.emit = emit;
+                self
+            }
+
+            /// The number of records per key and window.
+            pub fn count(&self, materialized: Materialized<K, u64>) -> KTable<Windowed<K>, u64> {
+                let update: UpdateFn<K, V, u64> = Arc::new(|_, _, old| old.unwrap_or(0) + 1);
+                build(
+                    &self.grouped,
+                    Kind::$kind(self.windows),
+                    self.emit,
+                    $count,
+                    update,
+                    count_of(materialized),
+                    None,
+                )
+            }
+
+            /// Combines the values of each key and window with `reducer(aggregate, value)`;
+            /// a window's first value is its first aggregate.
+            pub fn reduce(
+                &self,
+                reducer: impl Fn(V, V) -> V + Send + Sync + 'static,
+                materialized: Materialized<K, V>,
+            ) -> KTable<Windowed<K>, V> {
+                let fallback = self.grouped.stream().value_serde.clone();
+                let kind = Kind::$kind(self.windows);
+                build(
+                    &self.grouped,
+                    kind,
+                    self.emit,
+                    $reduce,
+                    reduce_fn(reducer),
+                    materialized,
+                    fallback,
+                )
+            }
+
+            /// Folds the values of each key and window into an aggregate that starts as
+            /// `initializer()`. `materialized` must carry the aggregate's serde.
+            pub fn aggregate<A: Clone + 'static>(
+                &self,
+                initializer: impl Fn() -> A + Send + Sync + 'static,
+                aggregator: impl Fn(&K, V, A) -> A + Send + Sync + 'static,
+                materialized: Materialized<K, A>,
+            ) -> KTable<Windowed<K>, A> {
+                let update = aggregate_fn(initializer, aggregator);
+                build(
+                    &self.grouped,
+                    Kind::$kind(self.windows),
+                    self.emit,
+                    $aggregate,
+                    update,
+                    materialized,
+                    None,
+                )
+            }
+        }
+    };
+}
+
+windowed_ops!(
+    TimeWindowedKStream,
+    Time,
+    "windowed_count",
+    "windowed_reduce",
+    "windowed_aggregate"
+);
+windowed_ops!(
+    SlidingWindowedKStream,
+    Sliding,
+    "sliding_count",
+    "sliding_reduce",
+    "sliding_aggregate"
+);
+
+/// Adds the aggregation's processor and stores; returns its table.
+fn build<K, V, A>(
+    grouped: &KGroupedStream<K, V>,
+    kind: Kind,
+    emit: EmitStrategy,
+    op: &str,
+    update: UpdateFn<K, V, A>,
+    materialized: Materialized<K, A>,
+    value_fallback: Option<DynSerde<A>>,
+) -> KTable<Windowed<K>, A>
+where
+    K: Clone + PartialEq + 'static,
+    V: Clone + 'static,
+    A: Clone + 'static,
+{
+    let s = grouped.stream();
+    let given = materialized.name.clone().or_else(|| s.next_name.clone());
+    s.shared.check_named(given.is_some(), &s.node, "a store");
+    let node = s.shared.name(given.as_deref(), &s.node, op);
+    if let Kind::Time(w) = kind
+        && !w.valid()
+    {
+        s.shared.issue(DslIssue::InvalidWindows {
+            operator: node.clone(),
+            size_ms: w.size_ms,
+            advance_ms: w.advance_ms,
+        });
+    }
+    let retention_ms = materialized.retention.map_or(kind.min_retention_ms(), millis);
+    if retention_ms < kind.min_retention_ms() {
+        s.shared.issue(DslIssue::RetentionTooShort {
+            operator: node.clone(),
+            retention_ms,
+            least_ms: kind.min_retention_ms(),
+        });
+    }
+    let store = materialized
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{node}-store"));
+    let ks = materialized.key_serde.clone().or_else(|| s.key_serde.clone());
+    let vs = materialized.value_serde.clone().or(value_fallback);
+    let (Some(ks), Some(vs)) = (ks, vs) else {
+        s.shared.issue(DslIssue::MissingSerde {
+            operator: node.clone(),
+            what: "store key or value",
+        });
+        return KTable::new(s.shared.clone(), node, None);
+    };
+    let window_ms = kind.window_ms();
+    let wks = WindowedSerde::of(ks, window_ms);
+    let tvs = ValueAndTimestampSerde::of(vs.clone());
+    let emit_store = emit.is_on_window_close().then(|| emit_time_store(&store));
+    let params = CoreParams {
+        store: store.clone(),
+        emit_store: emit_store.clone(),
+        window_ms,
+        retention_ms,
+        inclusive_end: matches!(kind, Kind::Sliding(_)),
+    };
+    match kind {
+        Kind::Time(windows) => s.shared.processor_with(
+            &node,
+            move |ctx| {
+                Ok(TimeWindowAggregate {
+                    windows,
+                    update: update.clone(),
+                    core: params.open(ctx)?,
+                })
+            },
+            &s.node,
+        ),
+        Kind::Sliding(windows) => s.shared.processor_with(
+            &node,
+            move |ctx| {
+                Ok(SlidingWindowAggregate {
+                    windows,
+                    update: update.clone(),
+                    core: params.open(ctx)?,
+                })
+            },
+            &s.node,
+        ),
+    }
+    s.shared
+        .store(materialized.store_of(&store, wks.clone(), tvs), &[&node]);
+    if let Some(name) = &emit_store {
+        s.shared
+            .store(materialized.store_of(name, StringSerde, I64Serde), &[&node]);
+    }
+    s.shared.set_window_grace(&node, kind.grace_ms());
+    KTable::new(s.shared.clone(), node, Some(store)).with_serdes(Some(dyn_serde(wks)), Some(vs))
+}

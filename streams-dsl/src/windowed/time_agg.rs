@@ -1,0 +1,89 @@
+//! The aggregation over [`TimeWindows`] (Kafka Streams' `KStreamWindowAggregate`).
+//!
+//! For each record: every window holding its timestamp that is still open
+//! (`end > observed - grace`) folds the value in and takes the larger of its timestamp and
+//! the record's; closed windows drop the record. With final results only, the windows
+//! that closed since the last emission (`start` in `(last_close - size, close - size]`,
+//! never below 0) are then forwarded, once.
+
+use std::time::Duration;
+
+use streams_core::{ProcessResult, Processor, ProcessorContext, PunctuationType, Record, ScheduleId};
+
+use crate::processors::UpdateFn;
+use crate::windowed::common::WindowCore;
+use crate::windowed::serde::{ValueAndTimestamp, Windowed};
+use crate::windowed::windows::TimeWindows;
+
+pub(crate) struct TimeWindowAggregate<K: 'static, V, A: 'static> {
+    pub windows: TimeWindows,
+    pub update: UpdateFn<K, V, A>,
+    pub core: WindowCore<K, A>,
+}
+
+impl<K, V, A> Processor<K, V, Windowed<K>, Option<A>> for TimeWindowAggregate<K, V, A>
+where
+    K: Clone + PartialEq + 'static,
+    V: Clone + 'static,
+    A: Clone + 'static,
+{
+    fn init(&mut self, ctx: &mut ProcessorContext<'_, Windowed<K>, Option<A>>) -> ProcessResult {
+        ctx.schedule(
+            Duration::from_millis(self.windows.advance_ms.max(1).unsigned_abs()),
+            PunctuationType::StreamTime,
+        );
+        Ok(())
+    }
+
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, Windowed<K>, Option<A>>,
+        r: Record<K, V>,
+    ) -> ProcessResult {
+        if r.timestamp < 0 {
+            return Ok(()); // no window holds it (the engine drops these before)
+        }
+        let core = &mut self.core;
+        core.observed = core.observed.max(r.timestamp);
+        let close = core.observed.saturating_sub(self.windows.grace_ms);
+        for start in self.windows.window_starts(r.timestamp) {
+            let key = core.windowed(&r.key, start);
+            if key.end <= close {
+                continue; // closed: the record is late for this window
+            }
+            let old = core.store.get(&key)?;
+            let timestamp = old.as_ref().map_or(r.timestamp, |o| o.timestamp.max(r.timestamp));
+            let value = (self.update)(&r.key, r.value.clone(), old.map(|o| o.value));
+            let new = ValueAndTimestamp { value, timestamp };
+            core.store.put(&key, &new)?;
+            core.forward_update(ctx, key, new, &r.headers)?;
+        }
+        let Some(last) = core.emit_due(close) else {
+            return Ok(());
+        };
+        let size = self.windows.size_ms;
+        let upper = close.saturating_sub(size);
+        if upper < 0 {
+            return Ok(()); // no window closed yet
+        }
+        let lower = match last {
+            None => 0,
+            Some(last) => last.saturating_sub(size).max(0) + 1,
+        };
+        // Kafka skips the fetch (and keeps the last close time) when the windows holding
+        // both ends of the range are the same: no window closed in between.
+        if last.is_some() && self.windows.window_starts(upper) == self.windows.window_starts(lower - 1) {
+            return Ok(());
+        }
+        core.emit_final(ctx, &r.key, &r.headers, (lower, upper), close)
+    }
+
+    fn punctuate(
+        &mut self,
+        _: &mut ProcessorContext<'_, Windowed<K>, Option<A>>,
+        _: ScheduleId,
+        now: i64,
+    ) -> ProcessResult {
+        self.core.expire(now)
+    }
+}
