@@ -17,6 +17,7 @@ use std::any::Any;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::caching::CachingKeyValueStore;
 use crate::changelog::ChangelogSink;
@@ -25,10 +26,12 @@ use crate::logging::ChangeLoggingKeyValueStore;
 use crate::memory::InMemoryKeyValueStore;
 use crate::rocksdb::{RocksDbKeyValueStore, RocksDbResources};
 use crate::serde::Serde;
+use crate::session::SessionStoreBuilder;
 use crate::store::KeyValueStore;
 use crate::thread_cache::ThreadCache;
 use crate::transactional::TransactionalKeyValueStore;
 use crate::typed::{KvStore, SharedKeyValueStore};
+use crate::window::WindowStoreBuilder;
 
 /// What a task gives a [`StoreBuilder`] to build its instance of a store.
 pub struct StoreBuildContext {
@@ -172,6 +175,71 @@ impl Stores {
     ) -> KeyValueStoreBuilder<KS, VS> {
         KeyValueStoreBuilder::new(name.into(), true, key_serde, value_serde)
     }
+
+    /// A builder of an in-memory window store keeping windows of `window_size` for
+    /// `retention` behind the stream time (see [`crate::window`]); `retain_duplicates`
+    /// makes every put a new entry (stream-stream join buffers).
+    pub fn in_memory_window_store<KS: Serde + Clone, VS: Serde + Clone>(
+        name: impl Into<String>,
+        retention: Duration,
+        window_size: Duration,
+        retain_duplicates: bool,
+        key_serde: KS,
+        value_serde: VS,
+    ) -> WindowStoreBuilder<KS, VS> {
+        let sizes = (retention, window_size);
+        WindowStoreBuilder::new(
+            name.into(),
+            false,
+            sizes,
+            retain_duplicates,
+            key_serde,
+            value_serde,
+        )
+    }
+
+    /// A builder of a persistent (RocksDB) window store; see
+    /// [`in_memory_window_store`](Self::in_memory_window_store).
+    pub fn persistent_window_store<KS: Serde + Clone, VS: Serde + Clone>(
+        name: impl Into<String>,
+        retention: Duration,
+        window_size: Duration,
+        retain_duplicates: bool,
+        key_serde: KS,
+        value_serde: VS,
+    ) -> WindowStoreBuilder<KS, VS> {
+        let sizes = (retention, window_size);
+        WindowStoreBuilder::new(
+            name.into(),
+            true,
+            sizes,
+            retain_duplicates,
+            key_serde,
+            value_serde,
+        )
+    }
+
+    /// A builder of an in-memory session store keeping sessions for `retention` behind the
+    /// stream time (by session end; see [`crate::session`]).
+    pub fn in_memory_session_store<KS: Serde + Clone, VS: Serde + Clone>(
+        name: impl Into<String>,
+        retention: Duration,
+        key_serde: KS,
+        value_serde: VS,
+    ) -> SessionStoreBuilder<KS, VS> {
+        SessionStoreBuilder::new(name.into(), false, retention, key_serde, value_serde)
+    }
+
+    /// A builder of a persistent (RocksDB) session store; see
+    /// [`in_memory_session_store`](Self::in_memory_session_store).
+    pub fn persistent_session_store<KS: Serde + Clone, VS: Serde + Clone>(
+        name: impl Into<String>,
+        retention: Duration,
+        key_serde: KS,
+        value_serde: VS,
+    ) -> SessionStoreBuilder<KS, VS> {
+        SessionStoreBuilder::new(name.into(), true, retention, key_serde, value_serde)
+    }
 }
 
 /// Builds key-value stores with keys of `KS` and values of `VS`. Made by [`Stores`];
@@ -254,31 +322,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for KeyValueStoreBuilder
     }
 
     fn build(&self, ctx: StoreBuildContext) -> Result<Box<dyn KeyValueStore>> {
-        let mut store: Box<dyn KeyValueStore> = if self.persistent {
-            let Some(dir) = &ctx.state_dir else {
-                let source = std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    "a persistent store needs a state directory",
-                );
-                return Err(StoreError::Io {
-                    store: self.name.clone(),
-                    path: PathBuf::new(),
-                    source,
-                });
-            };
-            let rocksdb = RocksDbKeyValueStore::open(self.name.clone(), dir, &ctx.rocksdb)?;
-            if ctx.transactional {
-                // Committed transactions, written whole, survive a crash: a restart
-                // restores only what the changelog has beyond them.
-                Box::new(TransactionalKeyValueStore::new(Box::new(
-                    rocksdb.with_write_ahead_log(true),
-                )))
-            } else {
-                Box::new(rocksdb)
-            }
-        } else {
-            Box::new(InMemoryKeyValueStore::new(self.name.clone()))
-        };
+        let mut store = inner_store(&self.name, self.persistent, &ctx)?;
         if let (Some(_), Some(sink)) = (&self.logging, ctx.changelog) {
             store = Box::new(ChangeLoggingKeyValueStore::new(store, sink));
         }
@@ -305,8 +349,41 @@ impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for KeyValueStoreBuilder
     }
 }
 
+/// The innermost store of a stack: RocksDB in `<state_dir>/rocksdb/<name>` (behind the
+/// transactional layer when `ctx.transactional`) if `persistent`, else in memory.
+pub(crate) fn inner_store(
+    name: &str,
+    persistent: bool,
+    ctx: &StoreBuildContext,
+) -> Result<Box<dyn KeyValueStore>> {
+    if !persistent {
+        return Ok(Box::new(InMemoryKeyValueStore::new(name.to_owned())));
+    }
+    let Some(dir) = &ctx.state_dir else {
+        let source = std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "a persistent store needs a state directory",
+        );
+        return Err(StoreError::Io {
+            store: name.to_owned(),
+            path: PathBuf::new(),
+            source,
+        });
+    };
+    let rocksdb = RocksDbKeyValueStore::open(name.to_owned(), dir, &ctx.rocksdb)?;
+    Ok(if ctx.transactional {
+        // Committed transactions, written whole, survive a crash: a restart
+        // restores only what the changelog has beyond them.
+        Box::new(TransactionalKeyValueStore::new(Box::new(
+            rocksdb.with_write_ahead_log(true),
+        )))
+    } else {
+        Box::new(rocksdb)
+    })
+}
+
 /// A type name without module paths: `a::B<c::D, E>` becomes `B<D, E>`.
-fn short_type_name(full: &str) -> String {
+pub(crate) fn short_type_name(full: &str) -> String {
     let mut out = String::with_capacity(full.len());
     let mut segment_start = 0;
     let mut chars = full.chars().peekable();

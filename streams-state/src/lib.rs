@@ -7,6 +7,11 @@
 //! number of entries. Range queries over typed keys are offered only for key serdes whose
 //! byte order is their logical order ([`OrderedSerde`]).
 //!
+//! Window and session stores ([`window`], [`session`]) are segmented stores on the same
+//! bytes stack: a key schema with the time in it, retention by stream time and whole
+//! segments dropped as it passes. Timestamped key-value stores are key-value stores with a
+//! [`ValueAndTimestampSerde`] value serde.
+//!
 //! This crate knows nothing of Kafka: change-logging goes through the [`ChangelogSink`]
 //! trait, which the runtime implements with a producer.
 
@@ -21,10 +26,13 @@ mod memory;
 mod overlay;
 mod rocksdb;
 pub mod serde;
+pub mod session;
 mod store;
 mod thread_cache;
+mod timestamped;
 mod transactional;
 mod typed;
+pub mod window;
 
 pub use crate::rocksdb::{RocksDbKeyValueStore, RocksDbResources};
 pub use bounds::{KeyRange, prefix_successor};
@@ -36,7 +44,10 @@ pub use iter::{KeyValue, KeyValueIter};
 pub use logging::ChangeLoggingKeyValueStore;
 pub use memory::InMemoryKeyValueStore;
 pub use serde::{OrderedSerde, Serde};
+pub use session::{SessionStore, SessionStoreBuilder, SessionStoreReader};
 pub use store::{KeyValueStore, StateStore, StoreStats};
 pub use thread_cache::ThreadCache;
+pub use timestamped::{ValueAndTimestamp, ValueAndTimestampSerde};
 pub use transactional::TransactionalKeyValueStore;
 pub use typed::{KvStore, KvStoreReader, SharedKeyValueStore, TypedIter};
+pub use window::{WindowStore, WindowStoreBuilder, WindowStoreReader, Windowed};

@@ -1,0 +1,151 @@
+//! [`SessionStoreBuilder`]: the recipe of a session store.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::builder::{StoreBuildContext, StoreBuilder, short_type_name};
+use crate::error::Result;
+use crate::serde::Serde;
+use crate::session::SessionStore;
+use crate::store::KeyValueStore;
+use crate::typed::SharedKeyValueStore;
+use crate::window::retention::{SegmentedSpec, build_segmented};
+use crate::window::schema::{Schema, Segments};
+use crate::window::{millis, segmented_changelog_config};
+
+/// Builds session stores with keys of `KS` and values of `VS`. Made by
+/// [`Stores::in_memory_session_store`](crate::Stores::in_memory_session_store) or
+/// [`Stores::persistent_session_store`](crate::Stores::persistent_session_store).
+///
+/// Logging is enabled and caching disabled until changed; the changelog topic is created
+/// with `cleanup.policy=compact,delete` and `retention.ms` = retention + 1 day, and
+/// [`with_logging`](Self::with_logging) overrides single properties over those.
+#[derive(Debug, Clone)]
+pub struct SessionStoreBuilder<KS, VS> {
+    name: String,
+    persistent: bool,
+    key_serde: KS,
+    value_serde: VS,
+    segments: Segments,
+    logging: Option<BTreeMap<String, String>>,
+    caching: bool,
+}
+
+impl<KS, VS> SessionStoreBuilder<KS, VS> {
+    pub(crate) fn new(
+        name: String,
+        persistent: bool,
+        retention: Duration,
+        key_serde: KS,
+        value_serde: VS,
+    ) -> Self {
+        let segments = Segments::new(millis(retention));
+        Self {
+            name,
+            persistent,
+            key_serde,
+            value_serde,
+            segments,
+            logging: Some(segmented_changelog_config(segments.retention, [])),
+            caching: false,
+        }
+    }
+
+    /// Puts a write-back cache in front of the store.
+    pub fn with_caching(mut self) -> Self {
+        self.caching = true;
+        self
+    }
+
+    /// Builds the store without a cache (the default).
+    pub fn without_caching(mut self) -> Self {
+        self.caching = false;
+        self
+    }
+
+    /// Logs every change to a changelog topic created with the defaults and
+    /// `topic_config` over them.
+    pub fn with_logging(mut self, topic_config: impl IntoIterator<Item = (String, String)>) -> Self {
+        self.logging = Some(segmented_changelog_config(self.segments.retention, topic_config));
+        self
+    }
+
+    /// Builds the store without a changelog: it is not restored after a failure.
+    pub fn without_logging(mut self) -> Self {
+        self.logging = None;
+        self
+    }
+
+    /// The retention (ms): how far behind the stream time session ends stay visible.
+    pub fn retention_ms(&self) -> i64 {
+        self.segments.retention
+    }
+
+    /// The segment interval (ms): `max(retention / 2, 60 s)`.
+    pub fn segment_interval_ms(&self) -> i64 {
+        self.segments.interval
+    }
+}
+
+impl<KS: Serde + Clone, VS: Serde + Clone> SessionStoreBuilder<KS, VS> {
+    /// The serde of the store's keys.
+    pub fn key_serde(&self) -> KS {
+        self.key_serde.clone()
+    }
+
+    /// The serde of the store's values.
+    pub fn value_serde(&self) -> VS {
+        self.value_serde.clone()
+    }
+
+    /// The typed handle on `store`, a store this builder built.
+    pub fn open(&self, store: SharedKeyValueStore) -> SessionStore<KS, VS> {
+        SessionStore::new(
+            store,
+            self.key_serde.clone(),
+            self.value_serde.clone(),
+            self.segments,
+        )
+    }
+}
+
+impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for SessionStoreBuilder<KS, VS> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn persistent(&self) -> bool {
+        self.persistent
+    }
+
+    fn logging_config(&self) -> Option<&BTreeMap<String, String>> {
+        self.logging.as_ref()
+    }
+
+    fn caching(&self) -> bool {
+        self.caching
+    }
+
+    fn build(&self, ctx: StoreBuildContext) -> Result<Box<dyn KeyValueStore>> {
+        let spec = SegmentedSpec {
+            schema: Schema::Session,
+            segments: self.segments,
+            retain_duplicates: false,
+        };
+        let logged = self.logging.is_some();
+        build_segmented(&self.name, self.persistent, logged, self.caching, spec, ctx)
+    }
+
+    fn typed_handle(&self, store: SharedKeyValueStore) -> Box<dyn Any> {
+        Box::new(self.open(store))
+    }
+
+    fn type_name(&self) -> String {
+        format!(
+            "SessionStore<{}, {}>",
+            short_type_name(std::any::type_name::<KS>()),
+            short_type_name(std::any::type_name::<VS>())
+        )
+    }
+}

@@ -1,0 +1,388 @@
+//! [`SessionStore`]: the typed handle of a session store, and its reader.
+
+use std::cell::Ref;
+use std::ops::Bound;
+use std::rc::Rc;
+
+use crate::error::{Result, SerdeError, StoreError};
+use crate::serde::{OrderedSerde, Serde};
+use crate::store::KeyValueStore;
+use crate::typed::SharedKeyValueStore;
+use crate::window::Windowed;
+use crate::window::scan::SegmentScan;
+use crate::window::schema::{SEGMENT_LEN, Schema, Segments, TIME_LEN, decode_i64, encode_i64};
+use crate::window::{key_range_upper, segment_bounds};
+
+/// The suffix after the user key: `[end][start]`.
+const SUFFIX: usize = 2 * TIME_LEN;
+
+/// `(start, end)` of a session key.
+fn times_of(key: &[u8]) -> Option<(i64, i64)> {
+    let end = Schema::Session.time_of(key)?;
+    let start = decode_i64(&key[key.len() - TIME_LEN..])?;
+    Some((start, end))
+}
+
+/// A typed handle to a session store: values per key and session `(start, end)`.
+///
+/// Made by a [`SessionStoreBuilder`](crate::SessionStoreBuilder) (see
+/// [`Stores::in_memory_session_store`](crate::Stores::in_memory_session_store)); the
+/// [module docs](crate::session) give the key layout, the orders and retention. Borrow
+/// rules as [`WindowStore`](crate::WindowStore): iteration goes through a
+/// [`SessionStoreReader`] ([`read`](Self::read)).
+pub struct SessionStore<KS: Serde, VS: Serde> {
+    store: SharedKeyValueStore,
+    key_serde: KS,
+    value_serde: VS,
+    name: Rc<str>,
+    segments: Segments,
+}
+
+impl<KS: Serde + Clone, VS: Serde + Clone> Clone for SessionStore<KS, VS> {
+    fn clone(&self) -> Self {
+        Self {
+            store: Rc::clone(&self.store),
+            key_serde: self.key_serde.clone(),
+            value_serde: self.value_serde.clone(),
+            name: Rc::clone(&self.name),
+            segments: self.segments,
+        }
+    }
+}
+
+impl<KS: Serde, VS: Serde> std::fmt::Debug for SessionStore<KS, VS> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionStore")
+            .field("name", &self.name)
+            .field("segments", &self.segments)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<KS: Serde, VS: Serde> SessionStore<KS, VS> {
+    pub(crate) fn new(
+        store: SharedKeyValueStore,
+        key_serde: KS,
+        value_serde: VS,
+        segments: Segments,
+    ) -> Self {
+        let name: Rc<str> = store
+            .try_borrow()
+            .map_or_else(|_| Rc::from("<borrowed>"), |s| Rc::from(s.name()));
+        Self {
+            store,
+            key_serde,
+            value_serde,
+            name,
+            segments,
+        }
+    }
+
+    /// The store's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn serde_err(&self, source: SerdeError) -> StoreError {
+        StoreError::Serde {
+            store: self.name.to_string(),
+            source,
+        }
+    }
+
+    fn borrowed(&self, access: &str) -> StoreError {
+        StoreError::Borrowed {
+            store: self.name.to_string(),
+            message: format!("cannot {access}: the store is borrowed (drop open readers first)"),
+        }
+    }
+
+    fn key_bytes(&self, key: &KS::Target) -> Result<Vec<u8>> {
+        self.key_serde.serialize(key).map_err(|e| self.serde_err(e))
+    }
+
+    fn session_key(&self, key: &KS::Target, start: i64, end: i64) -> Result<Vec<u8>> {
+        let k = self.key_bytes(key)?;
+        let mut b = Vec::with_capacity(SEGMENT_LEN + k.len() + SUFFIX);
+        b.extend_from_slice(&encode_i64(self.segments.segment_id(end)));
+        b.extend_from_slice(&k);
+        b.extend_from_slice(&encode_i64(end));
+        b.extend_from_slice(&encode_i64(start));
+        Ok(b)
+    }
+
+    fn entry(&self, key: &[u8], value: &[u8]) -> Result<(Windowed<KS::Target>, VS::Target)> {
+        let (Some(user), Some((start, end))) = (Schema::Session.user_key(key), times_of(key)) else {
+            return Err(Schema::Session.malformed(&self.name, key));
+        };
+        let key = self.key_serde.deserialize(user).map_err(|e| self.serde_err(e))?;
+        let value = self
+            .value_serde
+            .deserialize(value)
+            .map_err(|e| self.serde_err(e))?;
+        Ok((Windowed { key, start, end }, value))
+    }
+
+    fn writing<R>(&self, f: impl FnOnce(&mut dyn KeyValueStore) -> Result<R>) -> Result<R> {
+        let mut store = self.store.try_borrow_mut().map_err(|_| self.borrowed("write"))?;
+        f(&mut **store)
+    }
+
+    /// Sets the value of `session`. The write advances the store's stream time to the
+    /// session's end if later; a session already out of retention is not written.
+    pub fn put(&self, session: &Windowed<KS::Target>, value: &VS::Target) -> Result<()> {
+        let k = self.session_key(&session.key, session.start, session.end)?;
+        let v = self.value_serde.serialize(value).map_err(|e| self.serde_err(e))?;
+        self.writing(|s| s.put(&k, &v))
+    }
+
+    /// Removes `session` (its key, start and end must match exactly).
+    pub fn remove(&self, session: &Windowed<KS::Target>) -> Result<()> {
+        let k = self.session_key(&session.key, session.start, session.end)?;
+        self.writing(|s| s.delete(&k).map(drop))
+    }
+
+    /// The value of the session of `key` from `start` to `end`, if any.
+    pub fn fetch_session(&self, key: &KS::Target, start: i64, end: i64) -> Result<Option<VS::Target>> {
+        let k = self.session_key(key, start, end)?;
+        let bytes = self
+            .store
+            .try_borrow()
+            .map_err(|_| self.borrowed("read"))?
+            .get(&k)?;
+        bytes
+            .map(|b| self.value_serde.deserialize(&b).map_err(|e| self.serde_err(e)))
+            .transpose()
+    }
+
+    /// Writes buffered changes down (cache, changelog) and drops expired segments.
+    pub fn flush(&self) -> Result<()> {
+        self.writing(|s| s.flush())
+    }
+
+    /// A reader for iteration, holding a shared borrow of the store while it lives.
+    pub fn read(&self) -> Result<SessionStoreReader<'_, KS, VS>> {
+        Ok(SessionStoreReader {
+            store: self.store.try_borrow().map_err(|_| self.borrowed("read"))?,
+            ss: self,
+        })
+    }
+}
+
+/// A shared borrow of a session store for reading; see [`SessionStore::read`].
+///
+/// Iterators are lazy and yield `(Windowed key, value)` results: a store error ends one,
+/// a serde error is yielded for its entry and the iteration goes on.
+pub struct SessionStoreReader<'a, KS: Serde, VS: Serde> {
+    store: Ref<'a, Box<dyn KeyValueStore>>,
+    ss: &'a SessionStore<KS, VS>,
+}
+
+impl<KS: Serde, VS: Serde> std::fmt::Debug for SessionStoreReader<'_, KS, VS> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionStoreReader")
+            .field("name", &self.ss.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether a session `(start, end)` ends at or after `earliest_end` and starts at or before
+/// `latest_start`.
+fn overlaps(key: &[u8], earliest_end: i64, latest_start: i64) -> bool {
+    times_of(key).is_some_and(|(s, e)| e >= earliest_end && s <= latest_start)
+}
+
+impl<KS: Serde, VS: Serde> SessionStoreReader<'_, KS, VS> {
+    fn sessions<'r>(&'r self, scan: SegmentScan<'r>) -> SessionIter<'r, KS, VS> {
+        SessionIter {
+            inner: scan,
+            ss: self.ss,
+        }
+    }
+
+    fn one_key(
+        &self,
+        forward: bool,
+        key: &KS::Target,
+        earliest_end: i64,
+        latest_start: i64,
+    ) -> Result<SessionIter<'_, KS, VS>> {
+        let key = self.ss.key_bytes(key)?;
+        let want = SEGMENT_LEN + key.len() + SUFFIX;
+        let span = (
+            self.ss.segments.segment_id(earliest_end),
+            self.ss.segments.segment_id(i64::MAX),
+        );
+        let range_key = key.clone();
+        let range = Box::new(move |seg: i64| {
+            let mut lo = encode_i64(seg).to_vec();
+            lo.extend_from_slice(&range_key);
+            let mut hi = lo.clone();
+            lo.extend_from_slice(&encode_i64(earliest_end));
+            hi.extend_from_slice(&[0xFF; SUFFIX]);
+            (Bound::Included(lo), Bound::Included(hi))
+        });
+        let keep = Box::new(move |k: &[u8]| {
+            k.len() == want
+                && Schema::Session.user_key(k) == Some(&key[..])
+                && overlaps(k, earliest_end, latest_start)
+        });
+        Ok(self.sessions(SegmentScan::new(&**self.store, forward, span, range, keep)))
+    }
+
+    /// The sessions of `key` that end at or after `earliest_session_end` and start at or
+    /// before `latest_session_start` (the sessions a record at a time between the two
+    /// would merge with), ascending by end, then by start.
+    pub fn find_sessions(
+        &self,
+        key: &KS::Target,
+        earliest_session_end: i64,
+        latest_session_start: i64,
+    ) -> Result<SessionIter<'_, KS, VS>> {
+        self.one_key(true, key, earliest_session_end, latest_session_start)
+    }
+
+    /// [`find_sessions`](Self::find_sessions) in exactly the reverse order.
+    pub fn backward_find_sessions(
+        &self,
+        key: &KS::Target,
+        earliest_session_end: i64,
+        latest_session_start: i64,
+    ) -> Result<SessionIter<'_, KS, VS>> {
+        self.one_key(false, key, earliest_session_end, latest_session_start)
+    }
+
+    /// Every visible session of `key`, ascending by end, then by start.
+    pub fn fetch(&self, key: &KS::Target) -> Result<SessionIter<'_, KS, VS>> {
+        self.one_key(true, key, i64::MIN, i64::MAX)
+    }
+
+    /// [`fetch`](Self::fetch) in exactly the reverse order.
+    pub fn backward_fetch(&self, key: &KS::Target) -> Result<SessionIter<'_, KS, VS>> {
+        self.one_key(false, key, i64::MIN, i64::MAX)
+    }
+
+    /// The value of the session of `key` from `start` to `end`, if any.
+    pub fn fetch_session(&self, key: &KS::Target, start: i64, end: i64) -> Result<Option<VS::Target>> {
+        let k = self.ss.session_key(key, start, end)?;
+        self.store
+            .get(&k)?
+            .map(|b| {
+                self.ss
+                    .value_serde
+                    .deserialize(&b)
+                    .map_err(|e| self.ss.serde_err(e))
+            })
+            .transpose()
+    }
+
+    fn key_range(
+        &self,
+        forward: bool,
+        (key_from, key_to): (Option<&KS::Target>, Option<&KS::Target>),
+        earliest_end: i64,
+        latest_start: i64,
+    ) -> Result<SessionIter<'_, KS, VS>> {
+        let lo = key_from.map(|k| self.ss.key_bytes(k)).transpose()?;
+        let hi = key_to.map(|k| self.ss.key_bytes(k)).transpose()?;
+        let span = (
+            self.ss.segments.segment_id(earliest_end),
+            self.ss.segments.segment_id(i64::MAX),
+        );
+        let (range_lo, range_hi) = (lo.clone(), hi.clone());
+        let range = Box::new(move |seg: i64| {
+            let (whole_lo, whole_hi) = segment_bounds(seg);
+            let lower = range_lo.as_ref().map_or(whole_lo, |k| {
+                let mut b = encode_i64(seg).to_vec();
+                b.extend_from_slice(k);
+                Bound::Included(b)
+            });
+            let upper = range_hi
+                .as_ref()
+                .map_or(whole_hi, |k| Bound::Included(key_range_upper(seg, k, SUFFIX)));
+            (lower, upper)
+        });
+        let keep = Box::new(move |k: &[u8]| {
+            let Some(user) = Schema::Session.user_key(k) else {
+                return false;
+            };
+            lo.as_deref().is_none_or(|lo| user >= lo)
+                && hi.as_deref().is_none_or(|hi| user <= hi)
+                && overlaps(k, earliest_end, latest_start)
+        });
+        Ok(self.sessions(SegmentScan::new(&**self.store, forward, span, range, keep)))
+    }
+
+    /// Every visible session, in the order of
+    /// [`find_sessions_in_key_range`](Self::find_sessions_in_key_range).
+    pub fn all(&self) -> Result<SessionIter<'_, KS, VS>> {
+        self.key_range(true, (None, None), i64::MIN, i64::MAX)
+    }
+
+    /// Every visible session, in the reverse order of [`all`](Self::all).
+    pub fn backward_all(&self) -> Result<SessionIter<'_, KS, VS>> {
+        self.key_range(false, (None, None), i64::MIN, i64::MAX)
+    }
+}
+
+impl<KS: OrderedSerde, VS: Serde> SessionStoreReader<'_, KS, VS> {
+    /// The sessions of the keys in `key_from..=key_to` (`None`: unbounded) that end at or
+    /// after `earliest_session_end` and start at or before `latest_session_start`: by
+    /// segment of the end, then in byte order of `[key][end][start]`.
+    pub fn find_sessions_in_key_range(
+        &self,
+        key_from: Option<&KS::Target>,
+        key_to: Option<&KS::Target>,
+        earliest_session_end: i64,
+        latest_session_start: i64,
+    ) -> Result<SessionIter<'_, KS, VS>> {
+        self.key_range(
+            true,
+            (key_from, key_to),
+            earliest_session_end,
+            latest_session_start,
+        )
+    }
+
+    /// [`find_sessions_in_key_range`](Self::find_sessions_in_key_range) in exactly the
+    /// reverse order.
+    pub fn backward_find_sessions_in_key_range(
+        &self,
+        key_from: Option<&KS::Target>,
+        key_to: Option<&KS::Target>,
+        earliest_session_end: i64,
+        latest_session_start: i64,
+    ) -> Result<SessionIter<'_, KS, VS>> {
+        self.key_range(
+            false,
+            (key_from, key_to),
+            earliest_session_end,
+            latest_session_start,
+        )
+    }
+}
+
+/// Sessions with their values: `(Windowed key, value)`.
+pub struct SessionIter<'r, KS: Serde, VS: Serde> {
+    inner: SegmentScan<'r>,
+    ss: &'r SessionStore<KS, VS>,
+}
+
+impl<KS: Serde, VS: Serde> std::fmt::Debug for SessionIter<'_, KS, VS> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionIter")
+            .field("store", &self.ss.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<KS: Serde, VS: Serde> Iterator for SessionIter<'_, KS, VS> {
+    type Item = Result<(Windowed<KS::Target>, VS::Target)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Some(match self.inner.next()? {
+            Ok((k, v)) => self.ss.entry(&k, &v),
+            Err(e) => Err(e),
+        })
+    }
+}

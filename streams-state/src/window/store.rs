@@ -1,0 +1,450 @@
+//! [`WindowStore`]: the typed handle of a window store, and its reader.
+
+use std::cell::Ref;
+use std::ops::Bound;
+use std::rc::Rc;
+
+use bytes::Bytes;
+
+use crate::error::{Result, SerdeError, StoreError};
+use crate::serde::{OrderedSerde, Serde};
+use crate::store::KeyValueStore;
+use crate::typed::SharedKeyValueStore;
+use crate::window::Windowed;
+use crate::window::scan::SegmentScan;
+use crate::window::schema::{SEGMENT_LEN, SEQ_LEN, Schema, Segments, TIME_LEN, encode_i64};
+
+/// `[segment][key][start]`: the prefix of every entry of `key` at `start`.
+fn key_at(segments: &Segments, key: &[u8], start: i64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(SEGMENT_LEN + key.len() + TIME_LEN + SEQ_LEN);
+    k.extend_from_slice(&encode_i64(segments.segment_id(start)));
+    k.extend_from_slice(key);
+    k.extend_from_slice(&encode_i64(start));
+    k
+}
+
+/// The start time of a window key.
+fn start_of(key: &[u8]) -> Option<i64> {
+    Schema::Window.time_of(key)
+}
+
+/// A typed handle to a window store: values per key and window start.
+///
+/// Made by a [`WindowStoreBuilder`](crate::WindowStoreBuilder) (see
+/// [`Stores::in_memory_window_store`](crate::Stores::in_memory_window_store)); the
+/// [module docs](crate::window) give the key layout, the iteration orders and retention.
+/// Like [`KvStore`](crate::KvStore), it is a cheap handle on a
+/// [`SharedKeyValueStore`]: single reads and writes borrow the store for the call;
+/// iteration goes through a [`WindowStoreReader`] ([`read`](Self::read)), and a write
+/// while a reader lives fails with [`StoreError::Borrowed`].
+pub struct WindowStore<KS: Serde, VS: Serde> {
+    store: SharedKeyValueStore,
+    key_serde: KS,
+    value_serde: VS,
+    name: Rc<str>,
+    segments: Segments,
+    window_size: i64,
+}
+
+impl<KS: Serde + Clone, VS: Serde + Clone> Clone for WindowStore<KS, VS> {
+    fn clone(&self) -> Self {
+        Self {
+            store: Rc::clone(&self.store),
+            key_serde: self.key_serde.clone(),
+            value_serde: self.value_serde.clone(),
+            name: Rc::clone(&self.name),
+            segments: self.segments,
+            window_size: self.window_size,
+        }
+    }
+}
+
+impl<KS: Serde, VS: Serde> std::fmt::Debug for WindowStore<KS, VS> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WindowStore")
+            .field("name", &self.name)
+            .field("segments", &self.segments)
+            .field("window_size", &self.window_size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<KS: Serde, VS: Serde> WindowStore<KS, VS> {
+    pub(crate) fn new(
+        store: SharedKeyValueStore,
+        key_serde: KS,
+        value_serde: VS,
+        segments: Segments,
+        window_size: i64,
+    ) -> Self {
+        let name: Rc<str> = store
+            .try_borrow()
+            .map_or_else(|_| Rc::from("<borrowed>"), |s| Rc::from(s.name()));
+        Self {
+            store,
+            key_serde,
+            value_serde,
+            name,
+            segments,
+            window_size,
+        }
+    }
+
+    /// The store's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The size of the store's windows (ms): a [`Windowed`] key's `end` is `start + size`.
+    pub fn window_size(&self) -> i64 {
+        self.window_size
+    }
+
+    fn serde_err(&self, source: SerdeError) -> StoreError {
+        StoreError::Serde {
+            store: self.name.to_string(),
+            source,
+        }
+    }
+
+    fn borrowed(&self, access: &str) -> StoreError {
+        StoreError::Borrowed {
+            store: self.name.to_string(),
+            message: format!("cannot {access}: the store is borrowed (drop open readers first)"),
+        }
+    }
+
+    fn key_bytes(&self, key: &KS::Target) -> Result<Vec<u8>> {
+        self.key_serde.serialize(key).map_err(|e| self.serde_err(e))
+    }
+
+    fn value(&self, bytes: &[u8]) -> Result<VS::Target> {
+        self.value_serde.deserialize(bytes).map_err(|e| self.serde_err(e))
+    }
+
+    fn windowed(&self, key: &[u8]) -> Result<Windowed<KS::Target>> {
+        let (Some(user), Some(start)) = (Schema::Window.user_key(key), start_of(key)) else {
+            return Err(Schema::Window.malformed(&self.name, key));
+        };
+        Ok(Windowed {
+            key: self.key_serde.deserialize(user).map_err(|e| self.serde_err(e))?,
+            start,
+            end: start.saturating_add(self.window_size),
+        })
+    }
+
+    /// Sets the value of `key` in the window starting at `window_start`; `None` deletes it.
+    ///
+    /// The write advances the store's stream time to `window_start` if later. A window
+    /// already out of retention is not written. In a store that retains duplicates every
+    /// put adds an entry and a delete does nothing (as in Kafka Streams).
+    pub fn put(&self, key: &KS::Target, value: Option<&VS::Target>, window_start: i64) -> Result<()> {
+        let mut k = key_at(&self.segments, &self.key_bytes(key)?, window_start);
+        k.extend_from_slice(&[0; SEQ_LEN]);
+        let v = value
+            .map(|v| self.value_serde.serialize(v).map_err(|e| self.serde_err(e)))
+            .transpose()?;
+        let mut store = self.store.try_borrow_mut().map_err(|_| self.borrowed("write"))?;
+        match v {
+            Some(v) => store.put(&k, &v),
+            None => store.delete(&k).map(drop),
+        }
+    }
+
+    /// The value of `key` in the window starting at `window_start`, if any (the first one
+    /// put, in a store that retains duplicates).
+    pub fn fetch(&self, key: &KS::Target, window_start: i64) -> Result<Option<VS::Target>> {
+        self.read()?.fetch(key, window_start)
+    }
+
+    /// Writes buffered changes down (cache, changelog) and drops expired segments.
+    pub fn flush(&self) -> Result<()> {
+        let mut store = self.store.try_borrow_mut().map_err(|_| self.borrowed("flush"))?;
+        store.flush()
+    }
+
+    /// A reader for iteration, holding a shared borrow of the store while it lives.
+    pub fn read(&self) -> Result<WindowStoreReader<'_, KS, VS>> {
+        Ok(WindowStoreReader {
+            store: self.store.try_borrow().map_err(|_| self.borrowed("read"))?,
+            ws: self,
+        })
+    }
+}
+
+/// A shared borrow of a window store for reading; see [`WindowStore::read`].
+///
+/// Every iterator is lazy and yields `Result`s: a store error ends it, a serde error is
+/// yielded for its entry and the iteration goes on. Time bounds are inclusive.
+pub struct WindowStoreReader<'a, KS: Serde, VS: Serde> {
+    store: Ref<'a, Box<dyn KeyValueStore>>,
+    ws: &'a WindowStore<KS, VS>,
+}
+
+impl<KS: Serde, VS: Serde> std::fmt::Debug for WindowStoreReader<'_, KS, VS> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WindowStoreReader")
+            .field("name", &self.ws.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Inclusive segment bounds of the times `from..=to`.
+fn segment_span(segments: &Segments, from: i64, to: i64) -> (i64, i64) {
+    if from > to {
+        (1, 0)
+    } else {
+        (segments.segment_id(from), segments.segment_id(to))
+    }
+}
+
+impl<KS: Serde, VS: Serde> WindowStoreReader<'_, KS, VS> {
+    /// The value of `key` in the window starting at `window_start`, if any.
+    pub fn fetch(&self, key: &KS::Target, window_start: i64) -> Result<Option<VS::Target>> {
+        let k = self.ws.key_bytes(key)?;
+        let prefix = key_at(&self.ws.segments, &k, window_start);
+        let want = prefix.len() + SEQ_LEN;
+        let first = self
+            .store
+            .prefix_scan(&prefix)?
+            .find(|e| e.as_ref().map_or(true, |(key, _)| key.len() == want))
+            .transpose()?;
+        first.map(|(_, v)| self.ws.value(&v)).transpose()
+    }
+
+    fn scan(&self, forward: bool, (from, to): (i64, i64), key: Option<Vec<u8>>) -> SegmentScan<'_> {
+        let segments = self.ws.segments;
+        let span = segment_span(&segments, from, to);
+        let in_time = move |k: &[u8]| start_of(k).is_some_and(|t| (from..=to).contains(&t));
+        match key {
+            Some(key) => {
+                let want = SEGMENT_LEN + key.len() + TIME_LEN + SEQ_LEN;
+                let range_key = key.clone();
+                let range = Box::new(move |seg: i64| {
+                    let mut lo = encode_i64(seg).to_vec();
+                    lo.extend_from_slice(&range_key);
+                    let mut hi = lo.clone();
+                    lo.extend_from_slice(&encode_i64(from));
+                    hi.extend_from_slice(&encode_i64(to));
+                    hi.extend_from_slice(&[0xFF; SEQ_LEN]);
+                    (Bound::Included(lo), Bound::Included(hi))
+                });
+                let keep = Box::new(move |k: &[u8]| {
+                    k.len() == want && Schema::Window.user_key(k) == Some(&key[..]) && in_time(k)
+                });
+                SegmentScan::new(&**self.store, forward, span, range, keep)
+            }
+            None => SegmentScan::new(
+                &**self.store,
+                forward,
+                span,
+                Box::new(segment_bounds),
+                Box::new(in_time),
+            ),
+        }
+    }
+
+    fn times<'r>(&'r self, scan: SegmentScan<'r>) -> WindowIter<'r, VS> {
+        WindowIter {
+            inner: scan,
+            value_serde: &self.ws.value_serde,
+            store: &self.ws.name,
+        }
+    }
+
+    fn keyed<'r>(&'r self, scan: SegmentScan<'r>) -> KeyWindowIter<'r, KS, VS> {
+        KeyWindowIter {
+            inner: scan,
+            ws: self.ws,
+        }
+    }
+
+    /// The windows of `key` starting in `time_from..=time_to`, as `(window start, value)`,
+    /// ascending by start (entries of one start in insertion order when duplicates are
+    /// retained).
+    pub fn fetch_range(&self, key: &KS::Target, time_from: i64, time_to: i64) -> Result<WindowIter<'_, VS>> {
+        let k = self.ws.key_bytes(key)?;
+        Ok(self.times(self.scan(true, (time_from, time_to), Some(k))))
+    }
+
+    /// [`fetch_range`](Self::fetch_range) in the reverse order: descending by start.
+    pub fn backward_fetch_range(
+        &self,
+        key: &KS::Target,
+        time_from: i64,
+        time_to: i64,
+    ) -> Result<WindowIter<'_, VS>> {
+        let k = self.ws.key_bytes(key)?;
+        Ok(self.times(self.scan(false, (time_from, time_to), Some(k))))
+    }
+
+    /// Every window starting in `time_from..=time_to`: by segment, then in byte order of
+    /// `[key][start][seq]` inside a segment (see the [module docs](crate::window)).
+    pub fn fetch_all(&self, time_from: i64, time_to: i64) -> Result<KeyWindowIter<'_, KS, VS>> {
+        Ok(self.keyed(self.scan(true, (time_from, time_to), None)))
+    }
+
+    /// [`fetch_all`](Self::fetch_all) in exactly the reverse order.
+    pub fn backward_fetch_all(&self, time_from: i64, time_to: i64) -> Result<KeyWindowIter<'_, KS, VS>> {
+        Ok(self.keyed(self.scan(false, (time_from, time_to), None)))
+    }
+
+    /// Every visible window, in the order of [`fetch_all`](Self::fetch_all).
+    pub fn all(&self) -> Result<KeyWindowIter<'_, KS, VS>> {
+        self.fetch_all(i64::MIN, i64::MAX)
+    }
+
+    /// Every visible window, in the reverse order of [`all`](Self::all).
+    pub fn backward_all(&self) -> Result<KeyWindowIter<'_, KS, VS>> {
+        self.backward_fetch_all(i64::MIN, i64::MAX)
+    }
+}
+
+/// The largest key of segment `seg` an entry of a user key `<= key` can have, with a
+/// suffix of `suffix` bytes: the entries of a key that is a proper byte prefix of `key`
+/// continue with their suffix where `key` continues with its own bytes, so the bound is
+/// the largest of `[seg][p][0xFF; suffix]` over every prefix `p` of `key`.
+pub(crate) fn key_range_upper(seg: i64, key: &[u8], suffix: usize) -> Vec<u8> {
+    let candidate = |p: &[u8]| {
+        let mut b = encode_i64(seg).to_vec();
+        b.extend_from_slice(p);
+        b.extend(std::iter::repeat_n(0xFF, suffix));
+        b
+    };
+    (0..=key.len())
+        .map(|i| candidate(&key[..i]))
+        .max()
+        .unwrap_or_else(|| candidate(key))
+}
+
+/// The whole of segment `seg`.
+pub(crate) fn segment_bounds(seg: i64) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let lo = Bound::Included(encode_i64(seg).to_vec());
+    let hi = seg
+        .checked_add(1)
+        .map_or(Bound::Unbounded, |n| Bound::Excluded(encode_i64(n).to_vec()));
+    (lo, hi)
+}
+
+impl<KS: OrderedSerde, VS: Serde> WindowStoreReader<'_, KS, VS> {
+    fn key_range(
+        &self,
+        forward: bool,
+        key_from: Option<&KS::Target>,
+        key_to: Option<&KS::Target>,
+        (from, to): (i64, i64),
+    ) -> Result<KeyWindowIter<'_, KS, VS>> {
+        let lo = key_from.map(|k| self.ws.key_bytes(k)).transpose()?;
+        let hi = key_to.map(|k| self.ws.key_bytes(k)).transpose()?;
+        let span = segment_span(&self.ws.segments, from, to);
+        let (range_lo, range_hi) = (lo.clone(), hi.clone());
+        let range = Box::new(move |seg: i64| {
+            let (whole_lo, whole_hi) = segment_bounds(seg);
+            let lower = range_lo.as_ref().map_or(whole_lo, |k| {
+                let mut b = encode_i64(seg).to_vec();
+                b.extend_from_slice(k);
+                Bound::Included(b)
+            });
+            let upper = range_hi.as_ref().map_or(whole_hi, |k| {
+                Bound::Included(key_range_upper(seg, k, TIME_LEN + SEQ_LEN))
+            });
+            (lower, upper)
+        });
+        let keep = Box::new(move |k: &[u8]| {
+            let (Some(user), Some(t)) = (Schema::Window.user_key(k), start_of(k)) else {
+                return false;
+            };
+            lo.as_deref().is_none_or(|lo| user >= lo)
+                && hi.as_deref().is_none_or(|hi| user <= hi)
+                && (from..=to).contains(&t)
+        });
+        Ok(self.keyed(SegmentScan::new(&**self.store, forward, span, range, keep)))
+    }
+
+    /// The windows of the keys in `key_from..=key_to` (`None`: unbounded) starting in
+    /// `time_from..=time_to`: by segment, then in byte order of `[key][start][seq]`.
+    pub fn fetch_key_range(
+        &self,
+        key_from: Option<&KS::Target>,
+        key_to: Option<&KS::Target>,
+        time_from: i64,
+        time_to: i64,
+    ) -> Result<KeyWindowIter<'_, KS, VS>> {
+        self.key_range(true, key_from, key_to, (time_from, time_to))
+    }
+
+    /// [`fetch_key_range`](Self::fetch_key_range) in exactly the reverse order.
+    pub fn backward_fetch_key_range(
+        &self,
+        key_from: Option<&KS::Target>,
+        key_to: Option<&KS::Target>,
+        time_from: i64,
+        time_to: i64,
+    ) -> Result<KeyWindowIter<'_, KS, VS>> {
+        self.key_range(false, key_from, key_to, (time_from, time_to))
+    }
+}
+
+/// The windows of one key: `(window start, value)`.
+pub struct WindowIter<'r, VS: Serde> {
+    inner: SegmentScan<'r>,
+    value_serde: &'r VS,
+    store: &'r str,
+}
+
+impl<VS: Serde> std::fmt::Debug for WindowIter<'_, VS> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WindowIter")
+            .field("store", &self.store)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<VS: Serde> Iterator for WindowIter<'_, VS> {
+    type Item = Result<(i64, VS::Target)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (k, v): (Bytes, Bytes) = match self.inner.next()? {
+            Ok(kv) => kv,
+            Err(e) => return Some(Err(e)),
+        };
+        let Some(start) = start_of(&k) else {
+            return Some(Err(Schema::Window.malformed(self.store, &k)));
+        };
+        Some(
+            self.value_serde
+                .deserialize(&v)
+                .map(|v| (start, v))
+                .map_err(|source| StoreError::Serde {
+                    store: self.store.to_owned(),
+                    source,
+                }),
+        )
+    }
+}
+
+/// Windows of several keys: `(Windowed key, value)`.
+pub struct KeyWindowIter<'r, KS: Serde, VS: Serde> {
+    inner: SegmentScan<'r>,
+    ws: &'r WindowStore<KS, VS>,
+}
+
+impl<KS: Serde, VS: Serde> std::fmt::Debug for KeyWindowIter<'_, KS, VS> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyWindowIter")
+            .field("store", &self.ws.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<KS: Serde, VS: Serde> Iterator for KeyWindowIter<'_, KS, VS> {
+    type Item = Result<(Windowed<KS::Target>, VS::Target)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (k, v) = match self.inner.next()? {
+            Ok(kv) => kv,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(self.ws.windowed(&k).and_then(|w| Ok((w, self.ws.value(&v)?))))
+    }
+}
