@@ -120,7 +120,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         self
     }
 
-    /// The name of the node that forwards this table's updates.
+    /// The name of the node that forwards this table's updates, in the DSL's internal form
+    /// (new and old value); a Processor-API node that reads them as `Option<V>` values
+    /// attaches to [`to_stream`](Self::to_stream)`().node_name()` instead.
     pub fn node_name(&self) -> &str {
         &self.node
     }
