@@ -70,9 +70,13 @@ pub use runtime::query::{
 };
 pub use runtime::{EmbeddedKafka, GroupProtocol, KafkaStreams, State, ThreadFailureResponse};
 pub use topology::{
-    NodeRef, OffsetReset, SinkConfig, SourceConfig, StoreRef, Topology, TopologyBuilder, TopologyDescription,
+    ConnectableStore, NodeRef, OffsetReset, SessionStoreRef, SinkConfig, SourceConfig, StoreRef, Topology,
+    TopologyBuilder, TopologyDescription, WindowStoreRef,
 };
 
 /// The state-store crate, re-exported: stores, builders, serdes.
 pub use streams_state as state;
-pub use streams_state::{KvStore, KvStoreReader, Stores};
+pub use streams_state::{
+    KvStore, KvStoreReader, SessionStore, SessionStoreReader, Stores, ValueAndTimestamp,
+    ValueAndTimestampSerde, WindowStore, WindowStoreReader, Windowed,
+};

@@ -212,4 +212,10 @@ impl StoreSlot {
     {
         self.connected().typed()
     }
+
+    /// The typed handle of this store as its builder makes it (e.g. a
+    /// [`WindowStore`](streams_state::WindowStore)), if it is an `H`.
+    pub fn handle<H: 'static>(&self) -> Result<H, StoreError> {
+        self.connected().handle()
+    }
 }

@@ -3,10 +3,10 @@
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use streams_state::{KvStore, Serde, StoreError};
+use streams_state::{KvStore, Serde, SessionStore, StoreError, WindowStore};
 
 use super::node::NodeContext;
-use super::{Cancellable, PunctuationType, StoreRef};
+use super::{Cancellable, PunctuationType, SessionStoreRef, StoreRef, WindowStoreRef};
 use crate::model::TaskId;
 use crate::model::error::{ProcessResult, ProcessorError};
 use crate::model::record::{Record, RecordMetadata};
@@ -108,6 +108,35 @@ impl<'a, K, V> ProcessorContext<'a, K, V> {
     ///
     /// Fails with [`StoreError::NotConnected`] for a store not connected to this processor.
     pub fn store<KS, VS>(&self, store: &StoreRef<KS, VS>) -> Result<KvStore<KS, VS>, StoreError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        Ok(store.open(self.cx.store(store.name())?.store.clone()))
+    }
+
+    /// The typed handle of the window store `store`, which must be connected to this
+    /// processor. Call it in the processor's supplier and keep the handle, as
+    /// [`store`](Self::store).
+    ///
+    /// Fails with [`StoreError::NotConnected`] for a store not connected to this processor.
+    pub fn window_store<KS, VS>(
+        &self,
+        store: &WindowStoreRef<KS, VS>,
+    ) -> Result<WindowStore<KS, VS>, StoreError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        Ok(store.open(self.cx.store(store.name())?.store.clone()))
+    }
+
+    /// The typed handle of the session store `store`, which must be connected to this
+    /// processor; see [`window_store`](Self::window_store).
+    pub fn session_store<KS, VS>(
+        &self,
+        store: &SessionStoreRef<KS, VS>,
+    ) -> Result<SessionStore<KS, VS>, StoreError>
     where
         KS: Serde + Clone,
         VS: Serde + Clone,

@@ -20,7 +20,7 @@ pub use async_trait::async_trait;
 pub use asynchronous::{AsyncNode, AsyncOptions, AsyncProcessor};
 pub use context::{Child, ProcessorContext};
 pub use holds::{OffsetHold, ThreadWaker};
-pub use store_ref::StoreRef;
+pub use store_ref::{ConnectableStore, SessionStoreRef, StoreRef, WindowStoreRef};
 
 use crate::model::error::ProcessResult;
 use crate::model::record::Record;

@@ -118,16 +118,21 @@ impl ConnectedStore<'_> {
         KS: Serde + Clone,
         VS: Serde + Clone,
     {
+        self.handle::<KvStore<KS, VS>>()
+    }
+
+    /// The typed handle of this store as its builder makes it ([`KvStore`],
+    /// [`WindowStore`](streams_state::WindowStore), ...), if it is an `H`.
+    pub fn handle<H: 'static>(&self) -> Result<H, StoreError> {
         self.builder
             .typed_handle(self.store.clone())
-            .downcast::<KvStore<KS, VS>>()
+            .downcast::<H>()
             .map(|b| *b)
             .map_err(|_| StoreError::WrongType {
                 store: self.name.to_owned(),
                 message: format!(
-                    "asked for KvStore<{}, {}> but the store is {}",
-                    std::any::type_name::<KS>(),
-                    std::any::type_name::<VS>(),
+                    "asked for {} but the store is {}",
+                    std::any::type_name::<H>(),
                     self.builder.type_name()
                 ),
             })

@@ -175,18 +175,26 @@ pub(crate) fn plan<C: ConsumerContext>(
             if s != sub.id {
                 continue;
             }
-            let mut config = topology.changelog_config(&store).unwrap_or_default();
-            config
-                .entry("cleanup.policy".into())
-                .or_insert_with(|| "compact".into());
             topics.push(InternalTopic {
                 name: changelog_topic(app_id, &store),
                 partitions: n,
-                config,
+                config: changelog_config(topology, &store),
             });
         }
     }
     Ok(topics)
+}
+
+/// The configuration of store `store`'s changelog topic: the builder's
+/// [`logging_config`](streams_state::StoreBuilder::logging_config) (a window or session
+/// store's says `cleanup.policy=compact,delete` and its `retention.ms`), with
+/// `cleanup.policy=compact` where the builder names no policy.
+fn changelog_config(topology: &Topology, store: &str) -> BTreeMap<String, String> {
+    let mut config = topology.changelog_config(store).unwrap_or_default();
+    config
+        .entry("cleanup.policy".into())
+        .or_insert_with(|| "compact".into());
+    config
 }
 
 /// The partition count of every non-global sub-topology (its source topics' count), from
@@ -350,6 +358,50 @@ mod tests {
         let fixed = BTreeMap::from([("r1".into(), 10)]);
         let counts = repartition_counts(&refs, &repartition, &external, &fixed).unwrap();
         assert_eq!((counts["r1"], counts["r2"]), (10, 10));
+    }
+
+    #[test]
+    fn a_window_store_changelog_keeps_its_policy_and_retention() {
+        use std::time::Duration;
+
+        use streams_state::Stores;
+        use streams_state::serde::{StringSerde, U64Serde};
+
+        use crate::topology::SourceConfig;
+
+        let mut b = Topology::builder();
+        let src = b.source("in", SourceConfig::new(["in"], StringSerde, StringSerde));
+        let minute = Duration::from_secs(60);
+        let w = b.window_store(Stores::in_memory_window_store(
+            "w",
+            minute,
+            minute,
+            false,
+            StringSerde,
+            U64Serde,
+        ));
+        let kv = b.store(Stores::in_memory_kv("kv", StringSerde, U64Serde));
+        let p = b.processor("p", [&src], |_| Ok(Nothing));
+        b.connect(&p, &w).connect(&p, &kv);
+        let t = b.build().unwrap();
+        let w = changelog_config(&t, "w");
+        assert_eq!(w["cleanup.policy"], "compact,delete");
+        assert_eq!(w["retention.ms"], (60_000 + 86_400_000).to_string());
+        assert_eq!(
+            changelog_config(&t, "kv"),
+            BTreeMap::from([("cleanup.policy".to_owned(), "compact".to_owned())])
+        );
+    }
+
+    struct Nothing;
+    impl crate::Processor<String, String> for Nothing {
+        fn process(
+            &mut self,
+            _: &mut crate::ProcessorContext<'_, (), ()>,
+            _: crate::Record<String, String>,
+        ) -> crate::ProcessResult {
+            Ok(())
+        }
     }
 
     #[test]

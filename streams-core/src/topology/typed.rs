@@ -78,14 +78,16 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use streams_state::{KeyValueStoreBuilder, KvStore, Serde};
+use streams_state::{KeyValueStoreBuilder, KvStore, Serde, SessionStoreBuilder, WindowStoreBuilder};
 
 use super::builder::{SinkConfig, SourceConfig, TopologyBuilder};
 use super::nodes::SuppliedNode;
 use super::spec::{NodeDef, NodeKind, RecordTypes, StoreDef};
 use crate::model::error::ProcessorError;
 use crate::processor::node::ErasedNode;
-use crate::processor::{Processor, ProcessorContext, StoreRef};
+use crate::processor::{
+    ConnectableStore, Processor, ProcessorContext, SessionStoreRef, StoreRef, WindowStoreRef,
+};
 
 /// A node of a topology being built, which forwards records of type `Record<K, V>`. Pass
 /// it as a parent of later nodes; the compiler checks that they take `Record<K, V>`.
@@ -259,15 +261,44 @@ impl TopologyBuilder {
         store
     }
 
-    /// Connects `store` to `processor`, which may then open it.
-    pub fn connect<K, V, KS, VS>(
-        &mut self,
-        processor: &NodeRef<K, V>,
-        store: &StoreRef<KS, VS>,
-    ) -> &mut Self {
-        self.link_store(processor.name(), store.name());
+    /// Adds a window store (see [`streams_state::window`]); returns its handle, to
+    /// [`connect`](Self::connect) to the processors that use it.
+    pub fn window_store<KS, VS>(&mut self, builder: WindowStoreBuilder<KS, VS>) -> WindowStoreRef<KS, VS>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        let builder = Arc::new(builder);
+        self.stores.push(StoreDef {
+            builder: builder.clone(),
+            processors: Vec::new(),
+            global: false,
+        });
+        WindowStoreRef::new(builder)
+    }
+
+    /// Adds a session store (see [`streams_state::session`]); returns its handle, to
+    /// [`connect`](Self::connect) to the processors that use it.
+    pub fn session_store<KS, VS>(&mut self, builder: SessionStoreBuilder<KS, VS>) -> SessionStoreRef<KS, VS>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        let builder = Arc::new(builder);
+        self.stores.push(StoreDef {
+            builder: builder.clone(),
+            processors: Vec::new(),
+            global: false,
+        });
+        SessionStoreRef::new(builder)
+    }
+
+    /// Connects `store` (a [`StoreRef`], [`WindowStoreRef`] or [`SessionStoreRef`]) to
+    /// `processor`, which may then open it.
+    pub fn connect<K, V>(&mut self, processor: &NodeRef<K, V>, store: &impl ConnectableStore) -> &mut Self {
+        self.link_store(processor.name(), store.store_name());
         self.connections
-            .push((processor.name().to_owned(), store.name().to_owned()));
+            .push((processor.name().to_owned(), store.store_name().to_owned()));
         self
     }
 

@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use streams_state::{
-    ChangelogSink, KvStore, RocksDbResources, Serde, StoreBuildContext, StoreError, ThreadCache,
+    ChangelogSink, KvStore, RocksDbResources, Serde, SessionStore, StoreBuildContext, StoreError,
+    ThreadCache, WindowStore,
 };
 
 pub use topics::{TestInputTopic, TestOutputTopic, TestRecord};
@@ -361,6 +362,40 @@ impl TopologyTestDriver {
             .values()
             .find(|t| (t.id().partition <= 0) && t.stores().iter().any(|s| s.name() == name));
         Self::typed(found, name)
+    }
+
+    /// The window store `name` of partition 0, if its key and value serdes are `KS`/`VS`.
+    pub fn window_store<KS, VS>(&self, name: &str) -> Result<WindowStore<KS, VS>, StoreError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        self.handle(name)
+    }
+
+    /// The session store `name` of partition 0, if its key and value serdes are `KS`/`VS`.
+    pub fn session_store<KS, VS>(&self, name: &str) -> Result<SessionStore<KS, VS>, StoreError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        self.handle(name)
+    }
+
+    /// The handle of store `name` of partition 0 (or of the global task) as its builder
+    /// makes it.
+    fn handle<H: 'static>(&self, name: &str) -> Result<H, StoreError> {
+        let inner = self.inner.borrow();
+        inner
+            .tasks
+            .values()
+            .filter(|t| t.id().partition <= 0)
+            .find_map(|t| t.stores().iter().find(|s| s.name() == name))
+            .ok_or_else(|| StoreError::NotFound {
+                store: name.to_owned(),
+                place: "in the test driver's tasks".into(),
+            })?
+            .handle()
     }
 
     /// The store `name` of the task for `partition`.
