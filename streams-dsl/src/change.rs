@@ -99,9 +99,10 @@ impl OldValues {
         self.available
     }
 
-    /// Turns old values on for this node and the nodes it computes them from.
+    /// Turns old values on for this node and the nodes it computes them from; does nothing
+    /// for a node that cannot forward them.
     pub fn enable(&self) {
-        if !self.on.swap(true, Ordering::Relaxed) {
+        if self.available && !self.on.swap(true, Ordering::Relaxed) {
             for p in &self.parents {
                 p.enable();
             }
@@ -265,6 +266,11 @@ mod tests {
         assert!(filter.is_on() && join.is_on() && source.is_on() && other.is_on());
         let plain = OldValues::derived(vec![OldValues::unavailable()]);
         assert!(!plain.available());
+        plain.enable();
+        assert!(
+            !plain.is_on(),
+            "a table without old values never claims to send them"
+        );
         assert!(!OldValues::from_store().is_on());
     }
 }

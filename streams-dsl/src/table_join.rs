@@ -6,6 +6,12 @@
 //! joined value, `None` that the key has no joined row (any more). Connecting both stores
 //! puts both tables in one sub-topology, so their topics must be co-partitioned.
 //!
+//! As in Kafka Streams, a side forwards nothing when the other side has no row for the key
+//! and the update cannot change the joined row: always for a side that is not kept (both
+//! sides of `join`, the other side of `left_join`), and for a kept side (this side of
+//! `left_join`, both sides of `outer_join`) when the update has neither a new nor an old
+//! value (a deletion of an absent key). Kept sides therefore always forward old values.
+//!
 //! With old values on (the joined table is re-grouped downstream), a side also joins the
 //! old value of its update with the other side's current value: that is the joined value
 //! the key had before this update, since the other side did not change meanwhile. Turning
@@ -32,6 +38,10 @@ struct TableJoinSide<K: 'static, V, VO: 'static, VR> {
     /// The other table's store.
     other: DslStore<K, VO>,
     send_old: bool,
+    /// This side's rows are kept without a row on the other side (left and outer joins).
+    kept: bool,
+    /// This side's updates carry old values.
+    old_in: bool,
     _types: PhantomData<fn(V) -> VR>,
 }
 
@@ -46,6 +56,10 @@ where
     fn process(&mut self, ctx: &mut ProcessorContext<'_, K, Change<VR>>, r: Record<K, I>) -> ProcessResult {
         let change = r.value.into_change();
         let other = self.other.get(&r.key)?;
+        let unchanged = self.old_in && change.new.is_none() && change.old.is_none();
+        if other.is_none() && (!self.kept || unchanged) {
+            return Ok(());
+        }
         let old = if self.send_old {
             (self.joiner)(&r.key, change.old, other.clone())
         } else {
@@ -73,7 +87,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         VR: Clone + 'static,
     {
         let f: BothFn<K, V, VO, VR> = Arc::new(move |k, a, b| Some(joiner(k, a?, b?)));
-        self.table_join("join", other, f)
+        self.table_join("join", other, f, (false, false))
     }
 
     /// Rows of this table, valued `joiner(key, this, other if present)`.
@@ -87,7 +101,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         VR: Clone + 'static,
     {
         let f: BothFn<K, V, VO, VR> = Arc::new(move |k, a, b| Some(joiner(k, a?, b)));
-        self.table_join("left_join", other, f)
+        self.table_join("left_join", other, f, (true, false))
     }
 
     /// Rows whose key is in either table, valued `joiner(key, this, other)`.
@@ -104,7 +118,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             (None, None) => None,
             (a, b) => Some(joiner(k, a, b)),
         });
-        self.table_join("outer_join", other, f)
+        self.table_join("outer_join", other, f, (true, true))
     }
 
     fn table_join<VO: Clone + 'static, VR: Clone + 'static>(
@@ -112,6 +126,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         op: &str,
         other: &KTable<K, VO>,
         f: BothFn<K, V, VO, VR>,
+        (this_kept, other_kept): (bool, bool),
     ) -> KTable<K, VR> {
         let shared = &self.shared;
         let node = shared.name(None, &self.node, op);
@@ -130,7 +145,14 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         let this_side = shared.name(Some(&format!("{node}-this")), "", "");
         let other_side = shared.name(Some(&format!("{node}-other")), "", "");
 
-        let old_values = OldValues::derived(vec![self.old_values(), other.old_values()]);
+        let (this_old, other_old) = (self.old_values(), other.old_values());
+        if this_kept {
+            this_old.enable();
+        }
+        if other_kept {
+            other_old.enable();
+        }
+        let old_values = OldValues::derived(vec![this_old.clone(), other_old.clone()]);
         let (send_this, send_other) = (old_values.clone(), old_values.clone());
         let this_joiner = f.clone();
         self.add_child(&this_side, move |ctx| {
@@ -138,6 +160,8 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
                 joiner: this_joiner.clone(),
                 other: open(ctx, &other_store)?,
                 send_old: send_this.is_on(),
+                kept: this_kept,
+                old_in: this_old.is_on(),
                 _types: PhantomData,
             })
         });
@@ -148,6 +172,8 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
                 joiner: other_joiner.clone(),
                 other: open(ctx, &this_store_name)?,
                 send_old: send_other.is_on(),
+                kept: other_kept,
+                old_in: other_old.is_on(),
                 _types: PhantomData,
             })
         });
