@@ -285,3 +285,16 @@ fn until_window_closes_needs_a_windowed_table_and_a_strict_buffer() {
         }
     }
 }
+
+#[test]
+fn emit_on_window_close_skips_a_window_its_store_no_longer_retains() {
+    // As Kafka Streams: the window store keeps windows `size + grace` (15 s) behind the
+    // latest window written, so when stream time jumps from 25 s to 40 s the window
+    // [20 s, 30 s) has expired before its final result is read; `suppress` keeps it.
+    for (by_suppress, expected) in [(false, vec![]), (true, vec![("b".to_owned(), 20_000, 1, 25_000)])] {
+        let (driver, out) = final_counts_driver(by_suppress);
+        click(&driver, "b", 25_000);
+        click(&driver, "a", 40_000);
+        assert_eq!(finals(&out), expected, "by suppress: {by_suppress}");
+    }
+}

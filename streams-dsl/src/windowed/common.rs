@@ -8,6 +8,8 @@
 //! the emitted close time is written to the `<store>-emit-time` store before the call
 //! returns, so it is committed with the forwarded results.
 
+use std::cell::Cell;
+
 use streams_core::serdes::{I64Serde, StringSerde};
 use streams_core::state::StoreError;
 use streams_core::{Headers, KvStore, ProcessResult, ProcessorContext, Record};
@@ -70,6 +72,7 @@ impl CoreParams {
         Ok(WindowCore {
             store: ctx.kv_store::<WindowedSerde<K>, ValueAndTimestampSerde<A>>(&self.store)?,
             observed: NO_TIMESTAMP,
+            store_time: Cell::new(None),
             window_ms: self.window_ms,
             retention_ms: self.retention_ms,
             inclusive_end: self.inclusive_end,
@@ -91,6 +94,9 @@ pub(crate) struct WindowCore<K: 'static, A: 'static> {
     pub inclusive_end: bool,
     /// Set when only final results are forwarded.
     pub emit: Option<EmitFinal>,
+    /// The largest window start written (Kafka's window-store stream time); read from the
+    /// store on first use, so it is right after a restore.
+    pub store_time: Cell<Option<i64>>,
 }
 
 impl<K: Clone + PartialEq + 'static, A: Clone + 'static> WindowCore<K, A> {
@@ -103,8 +109,39 @@ impl<K: Clone + PartialEq + 'static, A: Clone + 'static> WindowCore<K, A> {
         }
     }
 
-    /// The windows of `key` that start in `[from, to]`, by ascending start.
+    fn store_time(&self) -> Result<i64, StoreError> {
+        if let Some(t) = self.store_time.get() {
+            return Ok(t);
+        }
+        let t = {
+            let reader = self.store.read()?;
+            let last = reader.reverse_all()?.next().transpose()?;
+            last.map_or(NO_TIMESTAMP, |(w, _)| w.start)
+        };
+        self.store_time.set(Some(t));
+        Ok(t)
+    }
+
+    /// The earliest window start still retained: as in Kafka Streams' window stores, a
+    /// window that started `retention` or more before the latest window written is expired
+    /// and no longer read, even before the punctuator removes it.
+    fn first_retained(&self) -> Result<i64, StoreError> {
+        Ok(self
+            .store_time()?
+            .saturating_sub(self.retention_ms)
+            .saturating_add(1))
+    }
+
+    /// Writes a window's aggregate.
+    pub fn put(&self, key: &Windowed<K>, value: &ValueAndTimestamp<A>) -> Result<(), StoreError> {
+        let t = self.store_time()?;
+        self.store_time.set(Some(t.max(key.start)));
+        self.store.put(key, value)
+    }
+
+    /// The retained windows of `key` that start in `[from, to]`, by ascending start.
     pub fn fetch(&self, key: &K, from: i64, to: i64) -> Result<Vec<(i64, ValueAndTimestamp<A>)>, StoreError> {
+        let from = from.max(self.first_retained()?);
         let reader = self.store.read()?;
         let mut found = Vec::new();
         for entry in reader.range_inclusive(&self.windowed(key, from), &self.windowed(key, to))? {
@@ -145,9 +182,9 @@ impl<K: Clone + PartialEq + 'static, A: Clone + 'static> WindowCore<K, A> {
         }
     }
 
-    /// Forwards the final result of every window starting in `[lower, upper]`, in store
-    /// order (start, then key bytes), with the triggering record's headers, and records
-    /// `close` as emitted. `anchor` is any key, used to bound the store range.
+    /// Forwards the final result of every retained window starting in `[lower, upper]`, in
+    /// store order (start, then key bytes), with the triggering record's headers, and
+    /// records `close` as emitted. `anchor` is any key, used to bound the store range.
     pub fn emit_final(
         &mut self,
         ctx: &mut ProcessorContext<'_, Windowed<K>, Option<A>>,
@@ -156,6 +193,7 @@ impl<K: Clone + PartialEq + 'static, A: Clone + 'static> WindowCore<K, A> {
         (lower, upper): (i64, i64),
         close: i64,
     ) -> ProcessResult {
+        let lower = lower.max(self.first_retained()?);
         let mut due = Vec::new();
         {
             let reader = self.store.read()?;

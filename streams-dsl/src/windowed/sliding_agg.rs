@@ -68,7 +68,7 @@ where
         };
         let value = (self.update)(&r.key, r.value.clone(), old);
         let new = ValueAndTimestamp { value, timestamp };
-        self.core.store.put(&key, &new)?;
+        self.core.put(&key, &new)?;
         self.core.forward_update(ctx, key, new, &r.headers)
     }
 
@@ -80,7 +80,7 @@ where
         agg: ValueAndTimestamp<A>,
     ) -> ProcessResult {
         let key = self.core.windowed(&r.key, r.timestamp.saturating_add(1));
-        self.core.store.put(&key, &agg)?;
+        self.core.put(&key, &agg)?;
         self.core.forward_update(ctx, key, agg, &r.headers)
     }
 

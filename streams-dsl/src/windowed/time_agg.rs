@@ -55,7 +55,7 @@ where
             let timestamp = old.as_ref().map_or(r.timestamp, |o| o.timestamp.max(r.timestamp));
             let value = (self.update)(&r.key, r.value.clone(), old.map(|o| o.value));
             let new = ValueAndTimestamp { value, timestamp };
-            core.store.put(&key, &new)?;
+            core.put(&key, &new)?;
             core.forward_update(ctx, key, new, &r.headers)?;
         }
         let Some(last) = core.emit_due(close) else {
