@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use streams_state::serde::{StringSerde, U64Serde};
 use streams_state::{
-    KeyValueStore, SessionStore, SharedKeyValueStore, StoreBuildContext, StoreBuilder, Stores, VecChangelog,
-    WindowStore, WindowStoreBuilder, Windowed,
+    KeyValueStore, RocksDbKeyValueStore, RocksDbResources, SessionStore, SharedKeyValueStore,
+    StoreBuildContext, StoreBuilder, Stores, VecChangelog, WindowStore, WindowStoreBuilder, Windowed,
 };
 
 const MINUTE: i64 = 60_000;
@@ -163,4 +163,40 @@ fn restored_session_store_has_the_same_visible_contents() {
     }
     let restored = b.open(restored_raw);
     assert_eq!(read_all(&restored), contents);
+}
+
+#[test]
+fn under_exactly_once_only_committed_windows_and_drops_survive_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = window_builder(true);
+    let ctx = || StoreBuildContext::new(Some(dir.path().to_owned())).with_transactional(true);
+    let a = "a".to_string();
+    let raw = shared(b.build(ctx()).unwrap());
+    let store = b.open(raw.clone());
+    store.put(&a, Some(&1), 0).unwrap();
+    store.flush().unwrap();
+    raw.borrow_mut().commit_writes(Some(1)).unwrap();
+    store.put(&a, Some(&2), MINUTE).unwrap();
+    store.flush().unwrap();
+    raw.borrow_mut().close().unwrap(); // the second write was never committed
+    drop(store);
+
+    let raw = shared(b.build(ctx()).unwrap());
+    assert_eq!(raw.borrow().checkpoint().unwrap(), Some(1));
+    let store = b.open(raw.clone());
+    assert_eq!(all(&store).len(), 1);
+    assert_eq!(store.fetch(&a, 0).unwrap(), Some(1));
+    assert_eq!(store.fetch(&a, MINUTE).unwrap(), None);
+    store.put(&a, Some(&3), 60 * MINUTE).unwrap(); // expires the window at 0
+    store.flush().unwrap();
+    raw.borrow_mut().commit_writes(Some(2)).unwrap();
+    raw.borrow_mut().close().unwrap();
+    drop(store);
+
+    // The bytes under the layers: the expired segment is gone, the drop was committed.
+    let rocks = RocksDbKeyValueStore::open("w", dir.path(), &RocksDbResources::shared()).unwrap();
+    assert_eq!(rocks.all().unwrap().count(), 1);
+    drop(rocks);
+    let raw = shared(b.build(ctx()).unwrap());
+    assert_eq!(all(&b.open(raw)).len(), 1);
 }

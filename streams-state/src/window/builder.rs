@@ -45,8 +45,9 @@ pub(crate) fn segmented_changelog_config(
 /// [`Stores::in_memory_window_store`](crate::Stores::in_memory_window_store) or
 /// [`Stores::persistent_window_store`](crate::Stores::persistent_window_store).
 ///
-/// As a [`KeyValueStoreBuilder`](crate::KeyValueStoreBuilder): logging is enabled and
-/// caching disabled until changed. The changelog topic is created with
+/// As a [`KeyValueStoreBuilder`](crate::KeyValueStoreBuilder), whose method names it
+/// shares (`with_caching`/`without_caching`, `with_logging`/`without_logging`) so every
+/// builder reads alike: logging is enabled and caching disabled until changed. The changelog topic is created with
 /// `cleanup.policy=compact,delete` and `retention.ms` = retention + 1 day (Kafka Streams'
 /// `windowstore.changelog.additional.retention.ms`); [`with_logging`](Self::with_logging)
 /// overrides single properties and keeps the others.
@@ -152,6 +153,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> WindowStoreBuilder<KS, VS> {
             self.value_serde.clone(),
             self.segments,
             self.window_size,
+            self.retain_duplicates,
         )
     }
 }

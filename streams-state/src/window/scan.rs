@@ -4,7 +4,8 @@
 //! Segments are visited in ascending id order (descending when backward). The next
 //! existing segment is found with one seek (the first key at or after the next segment's
 //! prefix), so a query over a wide time span costs one seek per segment that holds data,
-//! not one per possible segment id. Inside a segment, entries come in byte order of their
+//! not one per possible segment id; a span of fewer than three segments is visited
+//! segment by segment without seeking. Inside a segment, entries come in byte order of their
 //! keys (reversed when backward) and pass through a filter, which removes the entries of
 //! other user keys whose bytes share the range (a key that has the asked key as a prefix)
 //! and entries outside the asked times.
@@ -15,6 +16,9 @@ use crate::error::Result;
 use crate::iter::{KeyValue, KeyValueIter};
 use crate::store::KeyValueStore;
 use crate::window::schema::{encode_i64, segment_of};
+
+/// Spans of fewer segments than this are visited segment by segment, without seeks.
+const DIRECT_SPAN: i64 = 3;
 
 /// The byte range to scan inside one segment, from the segment id.
 pub(crate) type RangeInSegment = Box<dyn Fn(i64) -> (Bound<Vec<u8>>, Bound<Vec<u8>>)>;
@@ -56,19 +60,25 @@ impl<'r> SegmentScan<'r> {
         let Some((lo, hi)) = self.remaining else {
             return Ok(false);
         };
-        let (lo_key, hi_key) = (encode_i64(lo), hi.checked_add(1).map(encode_i64));
-        let upper = hi_key
-            .as_ref()
-            .map_or(Bound::Unbounded, |k| Bound::Excluded(&k[..]));
-        let lower = Bound::Included(&lo_key[..]);
-        let first = if self.forward {
-            self.store.range(lower, upper)?.next()
+        let seg = if hi.saturating_sub(lo) < DIRECT_SPAN {
+            // A few segments: visiting each costs no more than seeking the next.
+            if self.forward { lo } else { hi }
         } else {
-            self.store.reverse_range(lower, upper)?.next()
-        };
-        let Some(seg) = first.transpose()?.and_then(|(k, _)| segment_of(&k)) else {
-            self.remaining = None;
-            return Ok(false);
+            let (lo_key, hi_key) = (encode_i64(lo), hi.checked_add(1).map(encode_i64));
+            let upper = hi_key
+                .as_ref()
+                .map_or(Bound::Unbounded, |k| Bound::Excluded(&k[..]));
+            let lower = Bound::Included(&lo_key[..]);
+            let first = if self.forward {
+                self.store.range(lower, upper)?.next()
+            } else {
+                self.store.reverse_range(lower, upper)?.next()
+            };
+            let Some(seg) = first.transpose()?.and_then(|(k, _)| segment_of(&k)) else {
+                self.remaining = None;
+                return Ok(false);
+            };
+            seg
         };
         self.remaining = match self.forward {
             true => seg.checked_add(1).map(|n| (n, hi)),

@@ -44,6 +44,7 @@ pub struct WindowStore<KS: Serde, VS: Serde> {
     name: Rc<str>,
     segments: Segments,
     window_size: i64,
+    retain_duplicates: bool,
 }
 
 impl<KS: Serde + Clone, VS: Serde + Clone> Clone for WindowStore<KS, VS> {
@@ -55,6 +56,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> Clone for WindowStore<KS, VS> {
             name: Rc::clone(&self.name),
             segments: self.segments,
             window_size: self.window_size,
+            retain_duplicates: self.retain_duplicates,
         }
     }
 }
@@ -76,6 +78,7 @@ impl<KS: Serde, VS: Serde> WindowStore<KS, VS> {
         value_serde: VS,
         segments: Segments,
         window_size: i64,
+        retain_duplicates: bool,
     ) -> Self {
         let name: Rc<str> = store
             .try_borrow()
@@ -87,6 +90,7 @@ impl<KS: Serde, VS: Serde> WindowStore<KS, VS> {
             name,
             segments,
             window_size,
+            retain_duplicates,
         }
     }
 
@@ -202,7 +206,12 @@ impl<KS: Serde, VS: Serde> WindowStoreReader<'_, KS, VS> {
     /// The value of `key` in the window starting at `window_start`, if any.
     pub fn fetch(&self, key: &KS::Target, window_start: i64) -> Result<Option<VS::Target>> {
         let k = self.ws.key_bytes(key)?;
-        let prefix = key_at(&self.ws.segments, &k, window_start);
+        let mut prefix = key_at(&self.ws.segments, &k, window_start);
+        if !self.ws.retain_duplicates {
+            // The one entry has sequence number 0: a point read.
+            prefix.extend_from_slice(&[0; SEQ_LEN]);
+            return self.store.get(&prefix)?.map(|v| self.ws.value(&v)).transpose();
+        }
         let want = prefix.len() + SEQ_LEN;
         let first = self
             .store
