@@ -190,6 +190,18 @@ fn check(store: &SessionStore<StringSerde, U64Serde>, ops: &[Op]) {
                     )
                 };
                 assert_eq!(got, want, "{op:?}");
+                let want = rev(
+                    model.select(|k, _, _| {
+                        lo.as_deref().is_none_or(|lo| k >= lo) && hi.as_deref().is_none_or(|hi| k <= hi)
+                    }),
+                    *r,
+                );
+                let got = if *r {
+                    collect(reader.backward_fetch_key_range(lo.as_ref(), hi.as_ref()).unwrap())
+                } else {
+                    collect(reader.fetch_key_range(lo.as_ref(), hi.as_ref()).unwrap())
+                };
+                assert_eq!(got, want, "fetch_key_range of {op:?}");
             }
             Op::All(r) => {
                 let want = rev(model.select(|_, _, _| true), *r);

@@ -360,6 +360,25 @@ impl<KS: OrderedSerde, VS: Serde> SessionStoreReader<'_, KS, VS> {
             latest_session_start,
         )
     }
+
+    /// Every visible session of the keys in `key_from..=key_to` (`None`: unbounded), in the
+    /// order of [`find_sessions_in_key_range`](Self::find_sessions_in_key_range).
+    pub fn fetch_key_range(
+        &self,
+        key_from: Option<&KS::Target>,
+        key_to: Option<&KS::Target>,
+    ) -> Result<SessionIter<'_, KS, VS>> {
+        self.key_range(true, (key_from, key_to), i64::MIN, i64::MAX)
+    }
+
+    /// [`fetch_key_range`](Self::fetch_key_range) in exactly the reverse order.
+    pub fn backward_fetch_key_range(
+        &self,
+        key_from: Option<&KS::Target>,
+        key_to: Option<&KS::Target>,
+    ) -> Result<SessionIter<'_, KS, VS>> {
+        self.key_range(false, (key_from, key_to), i64::MIN, i64::MAX)
+    }
 }
 
 /// Sessions with their values: `(Windowed key, value)`.
