@@ -12,8 +12,9 @@
 //!
 //! where `segment id = window start div segment interval` (floor division, so negative
 //! starts have negative segments) and both 8-byte numbers are big-endian **with the sign
-//! bit flipped**, so byte order is numeric order. (Kafka Streams writes the segment id
-//! unflipped; flipping it keeps segments of negative times in order too.) The segment
+//! bit flipped**, so byte order is numeric order. (Flipping the segment id's sign bit too,
+//! beyond a plain big-endian id, keeps the segments of negative times before the others.)
+//! The segment
 //! interval is Kafka Streams' `max(retention / 2, 60 s)` (three segments). `seq` is 0,
 //! so a put overwrites, unless the store retains duplicates (stream-stream join buffers):
 //! then every put gets the next number of a counter of the store instance (from 1, reset
@@ -23,7 +24,9 @@
 //!
 //! Segments are visited in ascending order (descending for `backward_*`); inside a segment
 //! entries come in byte order of `[key bytes][start][seq]` (reversed for `backward_*`), and
-//! iteration is lazy, one seek per segment that holds data.
+//! iteration is lazy: one seek per segment that holds data (none over spans of one or two
+//! segments). Iterators come from a [`WindowStoreReader`] ([`WindowStore::read`]), which
+//! holds a shared borrow of the store as [`KvStoreReader`](crate::KvStoreReader) does.
 //!
 //! - `fetch_range(key, from, to)` yields the windows of one key ascending by start, equal
 //!   starts (duplicates) in insertion order; `backward_fetch_range` exactly reversed.
