@@ -6,7 +6,8 @@
 //! `TopologyTestDriver`.
 //!
 //! - [`KStream`]: `filter`, `map`, `flat_map`, `select_key`, `peek`, `split`, `merge`,
-//!   `to`, `process`, stream-table `join`/`left_join`, grouping;
+//!   `to`, `process`, stream-table `join`/`left_join`, grouping, windowed stream-stream
+//!   joins ([`stream_join`]: `join_stream`, `left_join_stream`, `outer_join_stream`);
 //! - [`KGroupedStream`]: `count`, `reduce`, `aggregate` into materialized stores, and
 //!   per tumbling, hopping ([`TimeWindows`]) or sliding ([`SlidingWindows`]) window, with
 //!   every update or only final results ([`EmitStrategy`]);
@@ -32,6 +33,7 @@ pub mod naming;
 mod options;
 mod processors;
 pub mod retry;
+pub mod stream_join;
 mod suppress;
 mod table_grouped;
 mod table_join;
@@ -49,6 +51,7 @@ pub use grouped::KGroupedStream;
 pub use kstream::KStream;
 pub use ktable::KTable;
 pub use options::{Consumed, DynSerde, Grouped, Materialized, Produced, dyn_serde};
+pub use stream_join::{JoinWindows, StreamJoined};
 pub use suppress::{BufferConfig, SuppressError, Suppressed};
 pub use table_grouped::KGroupedTable;
 pub use windowed::{

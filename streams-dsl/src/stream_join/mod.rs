@@ -1,0 +1,387 @@
+//! Stream-stream joins: [`KStream::join_stream`], [`KStream::left_join_stream`] and
+//! [`KStream::outer_join_stream`] over [`JoinWindows`] (Kafka Streams' `KStream.join`,
+//! `leftJoin` and `outerJoin` of two streams, with KIP-633's grace period and without
+//! spurious left/outer results).
+//!
+//! # Topology
+//!
+//! A join `<join>` (the left stream's `named` name, else `<left node>-join`, `-left_join`,
+//! `-outer_join`) adds three nodes: `<join>-this` processes the left stream, `<join>-other`
+//! the right one, and `<join>` merges what both forward. Each side keeps its records in a
+//! window store that retains duplicates (`<base>-this-store`, `<base>-other-store`, see
+//! [`StreamJoined`]) and reads the other side's; left and outer joins share a third store,
+//! `<base>-outer-shared-store`, keyed by time, where records without a partner wait.
+//! Reading each other's stores puts both streams in one sub-topology: they must be
+//! co-partitioned. A stream whose key changed upstream is repartitioned first, through
+//! `<join>-left-repartition` or `<join>-right-repartition`.
+//!
+//! # Semantics
+//!
+//! The join's stream time is the largest timestamp either side has seen (per task). A left
+//! record at `t` joins the right records of its key in `[t - before, t + after]`, a right
+//! record at `t` the left records in `[t - after, t + before]`; each result is timestamped
+//! with the later of the two records. A record's window closes when the stream time passes
+//! its end plus the grace period (`t + after + grace` for a left record, `t + before +
+//! grace` for a right one):
+//!
+//! - a record whose window is closed when it arrives is dropped;
+//! - a pair is joined when its later record arrives, if the earlier record's window is
+//!   still open;
+//! - (left and outer joins) a record that found no partner waits in the outer-join store
+//!   and is emitted with `None` for the other side, timestamped with its own time, once
+//!   its window closed, by the first record that moves the stream time past it; a partner
+//!   arriving before that removes it. So `(v, None)` is emitted only for a record that is
+//!   never joined.
+//!
+//! Several partners give several results, in the order of the partners' timestamps
+//! (duplicates in arrival order). Kafka Streams 4.1 differs at the edges: it still joins a
+//! late record with what its stores hold, emits an out-of-order unmatched record at once
+//! when its window end (without grace) is behind the stream time, and checks for closed
+//! windows at most once per second of wall-clock time.
+
+mod options;
+mod outer;
+mod side;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use streams_core::{Stores, WindowStoreRef};
+
+use crate::error::DslIssue;
+use crate::kstream::KStream;
+use crate::options::DynSerde;
+use crate::processors::{OpFn, OpProcessor};
+use outer::{OuterKeySerde, ValueListSerde};
+use side::{JoinSide, Outer, PairFn, UnmatchedFn, shared_tracker};
+
+pub use options::{JoinWindows, StreamJoined};
+
+/// Tells the joins of a process apart, for the trackers their sides share.
+static JOIN_IDS: AtomicU64 = AtomicU64::new(0);
+
+/// The user's joiner in the forms the two sides need.
+struct Joiners<K, V1, V2, VR> {
+    left: PairFn<K, V1, V2, VR>,
+    right: PairFn<K, V2, V1, VR>,
+    /// Set for left and outer joins.
+    unmatched: Option<UnmatchedFn<K, V1, V2, VR>>,
+    /// Whether unmatched right records are emitted (outer joins).
+    right_outer: bool,
+}
+
+/// The stores of one join.
+struct JoinStores<K, V1, V2> {
+    this: WindowStoreRef<DynSerde<K>, DynSerde<V1>>,
+    other: WindowStoreRef<DynSerde<K>, DynSerde<V2>>,
+    outer: Option<String>,
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
+    /// Joins every record with the records of `other` of the same key within `windows`,
+    /// forwarding `joiner(key, this value, other value)` once per pair (see the
+    /// [module docs](crate::stream_join) for windows, grace and naming).
+    pub fn join_stream<V2, VR>(
+        &self,
+        other: &KStream<K, V2>,
+        joiner: impl Fn(&K, &V, &V2) -> VR + Send + Sync + 'static,
+        windows: JoinWindows,
+        joined: StreamJoined<K, V, V2>,
+    ) -> KStream<K, VR>
+    where
+        V2: Clone + 'static,
+        VR: Clone + 'static,
+    {
+        let joiner = Arc::new(joiner);
+        let j = joiner.clone();
+        let joiners = Joiners {
+            left: Arc::new(move |k, a, b| joiner(k, a, b)),
+            right: Arc::new(move |k, b, a| j(k, a, b)),
+            unmatched: None,
+            right_outer: false,
+        };
+        self.stream_join("join", other, joiners, windows, joined)
+    }
+
+    /// As [`join_stream`](Self::join_stream), and every record of this stream that joins
+    /// nothing is forwarded as `joiner(key, value, None)` once its window closed.
+    pub fn left_join_stream<V2, VR>(
+        &self,
+        other: &KStream<K, V2>,
+        joiner: impl Fn(&K, &V, Option<&V2>) -> VR + Send + Sync + 'static,
+        windows: JoinWindows,
+        joined: StreamJoined<K, V, V2>,
+    ) -> KStream<K, VR>
+    where
+        V2: Clone + 'static,
+        VR: Clone + 'static,
+    {
+        let joiner = Arc::new(joiner);
+        let (j, u) = (joiner.clone(), joiner.clone());
+        let joiners = Joiners {
+            left: Arc::new(move |k, a, b| joiner(k, a, Some(b))),
+            right: Arc::new(move |k, b, a| j(k, a, Some(b))),
+            unmatched: Some(Arc::new(move |k, a, _| a.map(|a| u(k, a, None)))),
+            right_outer: false,
+        };
+        self.stream_join("left_join", other, joiners, windows, joined)
+    }
+
+    /// As [`left_join_stream`](Self::left_join_stream), and every record of `other` that
+    /// joins nothing is forwarded as `joiner(key, None, other value)` too.
+    pub fn outer_join_stream<V2, VR>(
+        &self,
+        other: &KStream<K, V2>,
+        joiner: impl Fn(&K, Option<&V>, Option<&V2>) -> VR + Send + Sync + 'static,
+        windows: JoinWindows,
+        joined: StreamJoined<K, V, V2>,
+    ) -> KStream<K, VR>
+    where
+        V2: Clone + 'static,
+        VR: Clone + 'static,
+    {
+        let joiner = Arc::new(joiner);
+        let (j, u) = (joiner.clone(), joiner.clone());
+        let joiners = Joiners {
+            left: Arc::new(move |k, a, b| joiner(k, Some(a), Some(b))),
+            right: Arc::new(move |k, b, a| j(k, Some(a), Some(b))),
+            unmatched: Some(Arc::new(move |k, a, b| Some(u(k, a, b)))),
+            right_outer: true,
+        };
+        self.stream_join("outer_join", other, joiners, windows, joined)
+    }
+
+    fn stream_join<V2, VR>(
+        &self,
+        op: &str,
+        other: &KStream<K, V2>,
+        joiners: Joiners<K, V, V2, VR>,
+        windows: JoinWindows,
+        joined: StreamJoined<K, V, V2>,
+    ) -> KStream<K, VR>
+    where
+        V2: Clone + 'static,
+        VR: Clone + 'static,
+    {
+        let shared = &self.shared;
+        let node = self.child_name(op);
+        let node_named = self.next_name.is_some();
+        shared.check_named(node_named || joined.names_given(), &node, "a store");
+        let key_serde = joined
+            .key_serde
+            .clone()
+            .or_else(|| self.key_serde.clone())
+            .or_else(|| other.key_serde.clone());
+        let this_serde = joined
+            .this_value_serde
+            .clone()
+            .or_else(|| self.value_serde.clone());
+        let other_serde = joined
+            .other_value_serde
+            .clone()
+            .or_else(|| other.value_serde.clone());
+        let (Some(ks), Some(v1s), Some(v2s)) = (key_serde, this_serde, other_serde) else {
+            shared.issue(DslIssue::MissingSerde {
+                operator: node.clone(),
+                what: "key or value",
+            });
+            return self.derive(node, None, None, false);
+        };
+        if self.repartition_required || other.repartition_required {
+            shared.check_named(node_named, &node, "a repartition topic");
+        }
+        let left = co_partitioned(self, &node, "left", &ks, &v1s);
+        let right = co_partitioned(other, &node, "right", &ks, &v2s);
+
+        let stores = add_stores(
+            self,
+            &node,
+            &joined,
+            &windows,
+            joiners.unmatched.is_some(),
+            (&ks, &v1s, &v2s),
+        );
+        let this_side = shared.name(Some(&format!("{node}-this")), "", "");
+        let other_side = shared.name(Some(&format!("{node}-other")), "", "");
+        let join_id = JOIN_IDS.fetch_add(1, Ordering::Relaxed);
+        let outer_params = joiners.unmatched.map(|unmatched| OuterParams {
+            store: stores.outer.clone().unwrap_or_default(),
+            key_serde: ks.clone(),
+            unmatched,
+            left_serde: v1s.clone(),
+            right_serde: v2s.clone(),
+            right_outer: joiners.right_outer,
+        });
+
+        let (this_ref, other_ref) = (stores.this.clone(), stores.other.clone());
+        let (pair, outer_this, serde) = (joiners.left, outer_params.clone(), v1s.clone());
+        shared.processor_with(
+            &this_side,
+            move |ctx| {
+                Ok(JoinSide {
+                    left: true,
+                    windows,
+                    this_store: ctx.window_store(&this_ref)?,
+                    other_store: ctx.window_store(&other_ref)?,
+                    this_serde: serde.clone(),
+                    pair: pair.clone(),
+                    outer: outer_this.as_ref().map(|o| o.open(ctx)).transpose()?,
+                    tracker: shared_tracker(join_id, ctx.task_id(), true),
+                })
+            },
+            &left.node,
+        );
+        let (this_ref, other_ref) = (stores.this.clone(), stores.other.clone());
+        let (pair, outer_other, serde) = (joiners.right, outer_params, v2s.clone());
+        shared.processor_with(
+            &other_side,
+            move |ctx| {
+                Ok(JoinSide {
+                    left: false,
+                    windows,
+                    this_store: ctx.window_store(&other_ref)?,
+                    other_store: ctx.window_store(&this_ref)?,
+                    this_serde: serde.clone(),
+                    pair: pair.clone(),
+                    outer: outer_other.as_ref().map(|o| o.open(ctx)).transpose()?,
+                    tracker: shared_tracker(join_id, ctx.task_id(), false),
+                })
+            },
+            &right.node,
+        );
+        let merge: OpFn<K, VR, K, VR> = Arc::new(|r, emit| emit(r));
+        let mut names = vec![stores.this.name().to_owned(), stores.other.name().to_owned()];
+        names.extend(stores.outer.clone());
+        shared.with(|t| {
+            t.connect_processor_and_state_stores(&this_side, &names)
+                .connect_processor_and_state_stores(&other_side, &names)
+                .add_processor(
+                    &node,
+                    move || OpProcessor { op: merge.clone() },
+                    [this_side.clone(), other_side.clone()],
+                );
+        });
+        left.derive(node, Some(ks), None, false)
+    }
+}
+
+/// `stream`, or (when its key changed upstream) `stream` through the repartition topic
+/// `<join>-<side>-repartition`.
+fn co_partitioned<K: Clone + 'static, V: Clone + 'static>(
+    stream: &KStream<K, V>,
+    join: &str,
+    side: &str,
+    key_serde: &DynSerde<K>,
+    value_serde: &DynSerde<V>,
+) -> KStream<K, V> {
+    if !stream.repartition_required {
+        return stream.clone();
+    }
+    let mut s = stream.clone();
+    s.key_serde = Some(key_serde.clone());
+    s.value_serde = Some(value_serde.clone());
+    s.next_name = Some(format!("{join}-{side}"));
+    s.through_topic("group", None)
+}
+
+/// Adds the window stores (and for left and outer joins the outer-join store).
+fn add_stores<K, V1, V2, X>(
+    stream: &KStream<K, X>,
+    node: &str,
+    joined: &StreamJoined<K, V1, V2>,
+    windows: &JoinWindows,
+    outer: bool,
+    (ks, v1s, v2s): (&DynSerde<K>, &DynSerde<V1>, &DynSerde<V2>),
+) -> JoinStores<K, V1, V2>
+where
+    K: 'static,
+    V1: 'static,
+    V2: 'static,
+{
+    let base = joined.store_name.clone().unwrap_or_else(|| node.to_owned());
+    let this = joined
+        .this_store
+        .clone()
+        .unwrap_or_else(|| format!("{base}-this-store"));
+    let other = joined
+        .other_store
+        .clone()
+        .unwrap_or_else(|| format!("{base}-other-store"));
+    let retention = Duration::from_millis(windows.retention_ms().unsigned_abs());
+    let size = Duration::from_millis(windows.size_ms().unsigned_abs());
+    let (persistent, logging) = (joined.persistent, joined.logging);
+    let this_builder = window_store(this, (retention, size), (persistent, logging), ks, v1s);
+    let other_builder = window_store(other, (retention, size), (persistent, logging), ks, v2s);
+    let outer = outer.then(|| format!("{base}-outer-shared-store"));
+    stream.shared.with(|t| {
+        let this = t.window_store(this_builder);
+        let other = t.window_store(other_builder);
+        if let Some(name) = &outer {
+            let key_serde = OuterKeySerde(ks.clone());
+            let b = if persistent {
+                Stores::persistent_kv(name, key_serde, ValueListSerde)
+            } else {
+                Stores::in_memory_kv(name, key_serde, ValueListSerde)
+            };
+            let b = if logging { b } else { b.without_logging() };
+            t.add_state_store(b, std::iter::empty::<&str>());
+        }
+        JoinStores { this, other, outer }
+    })
+}
+
+/// A window store of one side: retains duplicates, keeps `retention` behind its stream time.
+fn window_store<K: 'static, V: 'static>(
+    name: String,
+    (retention, size): (Duration, Duration),
+    (persistent, logging): (bool, bool),
+    ks: &DynSerde<K>,
+    vs: &DynSerde<V>,
+) -> streams_core::state::WindowStoreBuilder<DynSerde<K>, DynSerde<V>> {
+    let b = if persistent {
+        Stores::persistent_window_store(name, retention, size, true, ks.clone(), vs.clone())
+    } else {
+        Stores::in_memory_window_store(name, retention, size, true, ks.clone(), vs.clone())
+    };
+    if logging { b } else { b.without_logging() }
+}
+
+/// What a side needs to open the outer-join store.
+struct OuterParams<K, V1, V2, VR> {
+    store: String,
+    key_serde: DynSerde<K>,
+    unmatched: UnmatchedFn<K, V1, V2, VR>,
+    left_serde: DynSerde<V1>,
+    right_serde: DynSerde<V2>,
+    right_outer: bool,
+}
+
+impl<K, V1, V2, VR> Clone for OuterParams<K, V1, V2, VR> {
+    fn clone(&self) -> Self {
+        Self {
+            store: self.store.clone(),
+            key_serde: self.key_serde.clone(),
+            unmatched: self.unmatched.clone(),
+            left_serde: self.left_serde.clone(),
+            right_serde: self.right_serde.clone(),
+            right_outer: self.right_outer,
+        }
+    }
+}
+
+impl<K: 'static, V1: 'static, V2: 'static, VR> OuterParams<K, V1, V2, VR> {
+    fn open<KO, VO>(
+        &self,
+        ctx: &streams_core::ProcessorContext<'_, KO, VO>,
+    ) -> Result<Outer<K, V1, V2, VR>, streams_core::state::StoreError> {
+        Ok(Outer {
+            store: ctx.kv_store::<OuterKeySerde<K>, ValueListSerde>(&self.store)?,
+            unmatched: self.unmatched.clone(),
+            left_serde: self.left_serde.clone(),
+            right_serde: self.right_serde.clone(),
+            left_outer: true,
+            right_outer: self.right_outer,
+        })
+    }
+}

@@ -1,0 +1,269 @@
+//! One side of a stream-stream join: the processor that joins a record of its stream with
+//! the other stream's window store, keeps it in its own, and (left and outer joins) holds
+//! it in the outer-join store until its window closes without a partner.
+//!
+//! Invariants:
+//! - Both sides of one task share one [`Tracker`]: the join's stream time is the largest
+//!   timestamp either side has seen, so windows close alike for both.
+//! - A record whose own window is already closed when it arrives is dropped: not joined,
+//!   not stored, never emitted.
+//! - A pair is joined when its later record arrives, and only if the earlier record's
+//!   window is still open then; so a record emitted as unmatched (its window closed) can
+//!   never be joined afterwards, and no `(v, None)` result is ever followed by a joined
+//!   one for the same record.
+//! - Unmatched records are emitted, oldest first, by the first record that moves the
+//!   stream time past their window's end plus the grace period; a record that arrives out
+//!   of order (behind the stream time) emits nothing.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use streams_core::{Headers, ProcessResult, Processor, ProcessorContext, Record, TaskId, WindowStore};
+
+use crate::options::DynSerde;
+use crate::stream_join::options::JoinWindows;
+use crate::stream_join::outer::{OuterKey, OuterStore};
+
+/// The join's observed stream time and the earliest time that may wait in the outer-join
+/// store, shared by the two sides of one task.
+#[derive(Debug)]
+pub(crate) struct Tracker {
+    stream_time: Cell<i64>,
+    /// No entry of the outer-join store is older; `i64::MIN` when unknown.
+    min_outer: Cell<i64>,
+}
+
+impl Tracker {
+    fn new() -> Self {
+        Self {
+            stream_time: Cell::new(i64::MIN),
+            min_outer: Cell::new(i64::MIN),
+        }
+    }
+
+    /// Advances the stream time to `t` if later and returns it.
+    fn advance(&self, t: i64) -> i64 {
+        let now = self.stream_time.get().max(t);
+        self.stream_time.set(now);
+        now
+    }
+}
+
+/// Trackers made by one side of a join for a task, waiting for the other side's processor
+/// of that task: `(join id, task) -> (made by the left side, tracker)`.
+type Pending = HashMap<(u64, TaskId), (bool, Rc<Tracker>)>;
+
+thread_local! {
+    static PENDING: RefCell<Pending> = RefCell::new(HashMap::new());
+}
+
+/// The tracker the two sides of join `join` share in `task`: the first side to be made
+/// creates it, the other takes it. A side made again before its partner replaces its own.
+pub(crate) fn shared_tracker(join: u64, task: TaskId, left: bool) -> Rc<Tracker> {
+    PENDING.with(|pending| {
+        let mut pending = pending.borrow_mut();
+        match pending.remove(&(join, task)) {
+            Some((made_by_left, tracker)) if made_by_left != left => tracker,
+            _ => {
+                let tracker = Rc::new(Tracker::new());
+                pending.insert((join, task), (left, tracker.clone()));
+                tracker
+            }
+        }
+    })
+}
+
+/// Joins a record of this side with a partner of the other.
+pub(crate) type PairFn<K, VT, VO, VR> = Arc<dyn Fn(&K, &VT, &VO) -> VR + Send + Sync>;
+
+/// The result for an unmatched left (`Some`, `None`) or right (`None`, `Some`) value;
+/// `None` when the join emits nothing for it.
+pub(crate) type UnmatchedFn<K, V1, V2, VR> =
+    Arc<dyn Fn(&K, Option<&V1>, Option<&V2>) -> Option<VR> + Send + Sync>;
+
+/// The outer-join store and how to emit what waits in it.
+pub(crate) struct Outer<K: 'static, V1: 'static, V2: 'static, VR> {
+    pub store: OuterStore<K>,
+    pub unmatched: UnmatchedFn<K, V1, V2, VR>,
+    pub left_serde: DynSerde<V1>,
+    pub right_serde: DynSerde<V2>,
+    /// Whether unmatched left records wait here (left and outer joins).
+    pub left_outer: bool,
+    /// Whether unmatched right records wait here (outer joins).
+    pub right_outer: bool,
+}
+
+/// The processor of one side of a join; `VT` is this side's value type, `VO` the other's,
+/// `V1`/`V2` the left and right value types.
+pub(crate) struct JoinSide<K: 'static, VT: 'static, VO: 'static, V1: 'static, V2: 'static, VR> {
+    /// Whether this is the left (this) stream's side.
+    pub left: bool,
+    pub windows: JoinWindows,
+    pub this_store: WindowStore<DynSerde<K>, DynSerde<VT>>,
+    pub other_store: WindowStore<DynSerde<K>, DynSerde<VO>>,
+    /// Serializes this side's values into the outer-join store.
+    pub this_serde: DynSerde<VT>,
+    pub pair: PairFn<K, VT, VO, VR>,
+    pub outer: Option<Outer<K, V1, V2, VR>>,
+    pub tracker: Rc<Tracker>,
+}
+
+impl<K, VT, VO, V1, V2, VR> JoinSide<K, VT, VO, V1, V2, VR>
+where
+    K: Clone + 'static,
+    VT: Clone + 'static,
+    VO: Clone + 'static,
+    VR: Clone + 'static,
+{
+    /// Whether unmatched records of side `left` wait in the outer-join store.
+    fn is_outer(&self, left: bool) -> bool {
+        self.outer
+            .as_ref()
+            .is_some_and(|o| if left { o.left_outer } else { o.right_outer })
+    }
+
+    /// Emits and removes every waiting record whose window is closed at `now`.
+    fn emit_closed(
+        &self,
+        ctx: &mut ProcessorContext<'_, K, VR>,
+        now: i64,
+        headers: &Headers,
+    ) -> ProcessResult {
+        let Some(outer) = &self.outer else {
+            return Ok(());
+        };
+        // The soonest a waiting entry can close, over the sides that wait.
+        let ahead = match (outer.left_outer, outer.right_outer) {
+            (true, true) => self.windows.after_ms.min(self.windows.before_ms),
+            (true, false) => self.windows.after_ms,
+            _ => self.windows.before_ms,
+        };
+        let grace = self.windows.grace_ms;
+        let open_from = |t: i64| t.saturating_add(ahead).saturating_add(grace) >= now;
+        if open_from(self.tracker.min_outer.get()) {
+            return Ok(());
+        }
+        let mut due = Vec::new();
+        let mut remaining = i64::MAX;
+        {
+            let reader = outer.store.read()?;
+            for entry in reader.all()? {
+                let (key, values) = entry?;
+                if open_from(key.time) {
+                    remaining = remaining.min(key.time);
+                    break;
+                }
+                if self.windows.closed(key.left, key.time, now) {
+                    due.push((key, values));
+                } else {
+                    remaining = remaining.min(key.time);
+                }
+            }
+        }
+        for (key, values) in due {
+            for bytes in values {
+                let value = if key.left {
+                    let v = outer.left_serde.deserialize(&bytes)?;
+                    (outer.unmatched)(&key.key, Some(&v), None)
+                } else {
+                    let v = outer.right_serde.deserialize(&bytes)?;
+                    (outer.unmatched)(&key.key, None, Some(&v))
+                };
+                if let Some(value) = value {
+                    ctx.forward(Record {
+                        key: key.key.clone(),
+                        value,
+                        timestamp: key.time,
+                        headers: headers.clone(),
+                    })?;
+                }
+            }
+            outer.store.delete(&key)?;
+        }
+        self.tracker.min_outer.set(remaining);
+        Ok(())
+    }
+
+    /// Adds `value` to the waiting records of its key at `time`.
+    fn wait(&self, key: &K, value: &VT, time: i64) -> ProcessResult {
+        let Some(outer) = &self.outer else {
+            return Ok(());
+        };
+        let okey = OuterKey {
+            time,
+            left: self.left,
+            key: key.clone(),
+        };
+        let mut values = outer.store.get(&okey)?.unwrap_or_default();
+        values.push(self.this_serde.serialize(value)?);
+        outer.store.put(&okey, &values)?;
+        let min = self.tracker.min_outer.get().min(time);
+        self.tracker.min_outer.set(min);
+        Ok(())
+    }
+}
+
+impl<K, VT, VO, V1, V2, VR> Processor<K, VT, K, VR> for JoinSide<K, VT, VO, V1, V2, VR>
+where
+    K: Clone + 'static,
+    VT: Clone + 'static,
+    VO: Clone + 'static,
+    V1: 'static,
+    V2: 'static,
+    VR: Clone + 'static,
+{
+    fn process(&mut self, ctx: &mut ProcessorContext<'_, K, VR>, r: Record<K, VT>) -> ProcessResult {
+        let t = r.timestamp;
+        let now = self.tracker.advance(t);
+        if self.windows.closed(self.left, t, now) {
+            return Ok(()); // late: its window closed before it arrived
+        }
+        if t == now {
+            self.emit_closed(ctx, now, &r.headers)?;
+        }
+        let w = &self.windows;
+        let (back, ahead) = if self.left {
+            (w.before_ms, w.after_ms)
+        } else {
+            (w.after_ms, w.before_ms)
+        };
+        let partners: Vec<(i64, VO)> = {
+            let reader = self.other_store.read()?;
+            let found = reader.fetch_range(&r.key, t.saturating_sub(back), t.saturating_add(ahead))?;
+            found
+                .filter(|e| e.as_ref().map_or(true, |(ts, _)| !w.closed(!self.left, *ts, now)))
+                .collect::<Result<_, _>>()?
+        };
+        if let Some(outer) = self.outer.as_ref().filter(|_| self.is_outer(!self.left)) {
+            let mut last = None;
+            for (ts, _) in &partners {
+                if last != Some(*ts) {
+                    last = Some(*ts);
+                    let okey = OuterKey {
+                        time: *ts,
+                        left: !self.left,
+                        key: r.key.clone(),
+                    };
+                    if outer.store.get(&okey)?.is_some() {
+                        outer.store.delete(&okey)?;
+                    }
+                }
+            }
+        }
+        for (ts, other) in &partners {
+            ctx.forward(Record {
+                key: r.key.clone(),
+                value: (self.pair)(&r.key, &r.value, other),
+                timestamp: t.max(*ts),
+                headers: r.headers.clone(),
+            })?;
+        }
+        if partners.is_empty() && self.is_outer(self.left) {
+            self.wait(&r.key, &r.value, t)?;
+        }
+        self.this_store.put(&r.key, Some(&r.value), t)?;
+        Ok(())
+    }
+}
