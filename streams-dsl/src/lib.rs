@@ -9,8 +9,8 @@
 //!   `to`, `process`, stream-table `join`/`left_join`, grouping, windowed stream-stream
 //!   joins ([`stream_join`]: `join_stream`, `left_join_stream`, `outer_join_stream`);
 //! - [`KGroupedStream`]: `count`, `reduce`, `aggregate` into materialized stores, and
-//!   per tumbling, hopping ([`TimeWindows`]) or sliding ([`SlidingWindows`]) window, with
-//!   every update or only final results ([`EmitStrategy`]);
+//!   per tumbling, hopping ([`TimeWindows`]), sliding ([`SlidingWindows`]) or session
+//!   ([`SessionWindows`]) window, with every update or only final results ([`EmitStrategy`]);
 //! - [`KTable`]: `filter`, `map_values`, `to_stream`, table-table `join`, `left_join`,
 //!   `outer_join`, `suppress` ([`Suppressed`]), re-grouping with `group_by`;
 //! - [`KGroupedTable`]: `count`, `reduce` and `aggregate` with an adder and a subtractor,
@@ -55,6 +55,7 @@ pub use stream_join::{JoinWindows, StreamJoined};
 pub use suppress::{BufferConfig, SuppressError, Suppressed};
 pub use table_grouped::KGroupedTable;
 pub use windowed::{
-    EmitStrategy, SlidingWindowedKStream, SlidingWindows, TimeWindowedKStream, TimeWindows, ValueAndTimestamp,
-    ValueAndTimestampSerde, Windowed, WindowedSerde,
+    EmitStrategy, SessionWindowedKStream, SessionWindowedSerde, SessionWindows, SlidingWindowedKStream,
+    SlidingWindows, TimeWindowedKStream, TimeWindows, ValueAndTimestamp, ValueAndTimestampSerde, Windowed,
+    WindowedSerde,
 };

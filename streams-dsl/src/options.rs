@@ -278,6 +278,25 @@ impl<K: 'static, V: 'static> Materialized<K, V> {
         let b = if self.caching { b.with_caching() } else { b };
         if self.logging { b } else { b.without_logging() }
     }
+
+    /// The session-store builder with these settings for a session aggregation, kept for
+    /// `retention`; cached only if `cache` allows it too.
+    pub(crate) fn session_store_of<KS: Serde + Clone, VS: Serde + Clone>(
+        &self,
+        name: &str,
+        retention: std::time::Duration,
+        key_serde: KS,
+        value_serde: VS,
+        cache: bool,
+    ) -> streams_state::SessionStoreBuilder<KS, VS> {
+        let b = if self.persistent {
+            Stores::persistent_session_store(name, retention, key_serde, value_serde)
+        } else {
+            Stores::in_memory_session_store(name, retention, key_serde, value_serde)
+        };
+        let b = if self.caching && cache { b.with_caching() } else { b };
+        if self.logging { b } else { b.without_logging() }
+    }
 }
 
 #[cfg(test)]

@@ -22,6 +22,9 @@
 
 mod common;
 mod serde;
+mod session;
+mod session_agg;
+mod session_windows;
 mod sliding_agg;
 mod stream;
 mod time_agg;
@@ -31,5 +34,7 @@ pub(crate) use common::NO_TIMESTAMP;
 pub(crate) use windows::millis;
 
 pub use self::serde::{ValueAndTimestamp, ValueAndTimestampSerde, Windowed, WindowedSerde};
+pub use session::SessionWindowedKStream;
+pub use session_windows::{SessionWindowedSerde, SessionWindows};
 pub use stream::{SlidingWindowedKStream, TimeWindowedKStream};
 pub use windows::{EmitStrategy, SlidingWindows, TimeWindows};

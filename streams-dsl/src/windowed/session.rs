@@ -1,0 +1,236 @@
+//! [`SessionWindowedKStream`]: a grouped stream cut into sessions ([`SessionWindows`]), with
+//! `count`, `reduce`, `aggregate` and the [`EmitStrategy`].
+//!
+//! Every aggregation compiles to one processor (`session_agg`) and a session store
+//! (`streams_state::session`, keys `K`, values the aggregate) named by `Materialized`,
+//! else `<node>-store`, with retention `Materialized::with_retention`, else `gap + grace`
+//! (less is [`DslIssue::RetentionTooShort`]); with [`EmitStrategy::on_window_close`] also
+//! a store `<store>-emit-time`, and the session store is never cached (as in Kafka
+//! Streams). The returned table's node forwards `Option<A>` updates keyed by [`Windowed`]
+//! sessions `[start, end]` (both inclusive), timestamped with the session's end; its keys
+//! are written with [`SessionWindowedSerde`]. A `suppress(until_window_closes)` of the
+//! table holds a session until stream time reaches `end + gap + grace`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use streams_core::serdes::{I64Serde, StringSerde, U64Serde};
+
+use crate::error::DslIssue;
+use crate::grouped::KGroupedStream;
+use crate::ktable::KTable;
+use crate::options::{DynSerde, Materialized, dyn_serde};
+use crate::windowed::NO_TIMESTAMP;
+use crate::windowed::common::emit_time_store;
+use crate::windowed::serde::Windowed;
+use crate::windowed::session_agg::{SessionEmit, SessionWindowAggregate};
+use crate::windowed::session_windows::{SessionWindowedSerde, SessionWindows};
+use crate::windowed::windows::{EmitStrategy, millis};
+
+/// The merger over `Option<A>`.
+type MergeFn<K, A> = Arc<dyn Fn(&K, Option<A>, A) -> A + Send + Sync>;
+
+/// The aggregator over `Option<A>`.
+type AddFn<K, V, A> = Arc<dyn Fn(&K, V, Option<A>) -> A + Send + Sync>;
+
+/// How a session aggregation folds values (Kafka Streams' initializer, aggregator and
+/// merger), over `Option<A>` so that `reduce` can start from no aggregate.
+pub(crate) struct SessionFns<K, V, A> {
+    /// A new session's aggregate before its first value.
+    pub init: Arc<dyn Fn() -> Option<A> + Send + Sync>,
+    /// Folds a merged session's aggregate (second) into the aggregate so far (first).
+    pub merge: MergeFn<K, A>,
+    /// Folds a value into the aggregate so far.
+    pub add: AddFn<K, V, A>,
+}
+
+impl<K, V, A> Clone for SessionFns<K, V, A> {
+    fn clone(&self) -> Self {
+        Self {
+            init: Arc::clone(&self.init),
+            merge: Arc::clone(&self.merge),
+            add: Arc::clone(&self.add),
+        }
+    }
+}
+
+/// A grouped stream cut into sessions, to count, reduce or aggregate per key and session.
+/// Made by [`KGroupedStream::windowed_by_session`](crate::KGroupedStream::windowed_by_session).
+pub struct SessionWindowedKStream<K, V> {
+    grouped: KGroupedStream<K, V>,
+    windows: SessionWindows,
+    emit: EmitStrategy,
+}
+
+impl<K, V> Clone for SessionWindowedKStream<K, V> {
+    fn clone(&self) -> Self {
+        Self {
+            grouped: self.grouped.clone(),
+            windows: self.windows,
+            emit: self.emit,
+        }
+    }
+}
+
+impl<K: Clone + PartialEq + 'static, V: Clone + 'static> KGroupedStream<K, V> {
+    /// Aggregates per key and session (Kafka Streams' `windowedBy(SessionWindows)`).
+    pub fn windowed_by_session(&self, windows: SessionWindows) -> SessionWindowedKStream<K, V> {
+        SessionWindowedKStream {
+            grouped: self.clone(),
+            windows,
+            emit: EmitStrategy::default(),
+        }
+    }
+}
+
+impl<K: Clone + PartialEq + 'static, V: Clone + 'static> SessionWindowedKStream<K, V> {
+    /// Forwards every update (the default: each merged-away session's deletion, then the
+    /// new session's aggregate) or only each session's final result, once stream time
+    /// passes its `end + gap + grace`.
+    pub fn emit_strategy(mut self, emit: EmitStrategy) -> Self {
+        self.emit = emit;
+        self
+    }
+
+    /// The number of records per key and session; merged sessions add up.
+    pub fn count(&self, materialized: Materialized<K, u64>) -> KTable<Windowed<K>, u64> {
+        let materialized = if materialized.value_serde.is_none() {
+            materialized.with_value_serde(U64Serde)
+        } else {
+            materialized
+        };
+        let fns = SessionFns {
+            init: Arc::new(|| Some(0)),
+            merge: Arc::new(|_, agg: Option<u64>, other| agg.unwrap_or(0) + other),
+            add: Arc::new(|_, _, agg: Option<u64>| agg.unwrap_or(0) + 1),
+        };
+        self.build("session_count", fns, materialized, None)
+    }
+
+    /// Combines the values of each key and session with `reducer(aggregate, value)`; a
+    /// session's first value is its first aggregate, and merged sessions combine as
+    /// `reducer(earlier aggregate, later aggregate)` in store order (by end).
+    pub fn reduce(
+        &self,
+        reducer: impl Fn(V, V) -> V + Send + Sync + 'static,
+        materialized: Materialized<K, V>,
+    ) -> KTable<Windowed<K>, V> {
+        let reducer = Arc::new(reducer);
+        let r2 = Arc::clone(&reducer);
+        let fns = SessionFns {
+            init: Arc::new(|| None),
+            merge: Arc::new(move |_, agg: Option<V>, other| match agg {
+                Some(agg) => r2(agg, other),
+                None => other,
+            }),
+            add: Arc::new(move |_, v, agg: Option<V>| match agg {
+                Some(agg) => reducer(agg, v),
+                None => v,
+            }),
+        };
+        let fallback = self.grouped.stream().value_serde.clone();
+        self.build("session_reduce", fns, materialized, fallback)
+    }
+
+    /// Folds the values of each key and session into an aggregate that starts as
+    /// `initializer()`; when a record bridges sessions, their aggregates are combined with
+    /// `merger(key, aggregate so far, session aggregate)`, starting from `initializer()`,
+    /// before the record is folded in. `materialized` must carry the aggregate's serde.
+    pub fn aggregate<A: Clone + 'static>(
+        &self,
+        initializer: impl Fn() -> A + Send + Sync + 'static,
+        aggregator: impl Fn(&K, V, A) -> A + Send + Sync + 'static,
+        merger: impl Fn(&K, A, A) -> A + Send + Sync + 'static,
+        materialized: Materialized<K, A>,
+    ) -> KTable<Windowed<K>, A> {
+        let initializer = Arc::new(initializer);
+        let (i2, i3) = (Arc::clone(&initializer), Arc::clone(&initializer));
+        let fns = SessionFns {
+            init: Arc::new(move || Some(initializer())),
+            merge: Arc::new(move |k, agg: Option<A>, other| merger(k, agg.unwrap_or_else(|| i2()), other)),
+            add: Arc::new(move |k, v, agg: Option<A>| aggregator(k, v, agg.unwrap_or_else(|| i3()))),
+        };
+        self.build("session_aggregate", fns, materialized, None)
+    }
+
+    /// Adds the aggregation's processor and stores; returns its table.
+    fn build<A: Clone + 'static>(
+        &self,
+        op: &str,
+        fns: SessionFns<K, V, A>,
+        materialized: Materialized<K, A>,
+        value_fallback: Option<DynSerde<A>>,
+    ) -> KTable<Windowed<K>, A> {
+        let s = self.grouped.stream();
+        let windows = self.windows;
+        let given = materialized.name.clone().or_else(|| s.next_name.clone());
+        s.shared.check_named(given.is_some(), &s.node, "a store");
+        let node = s.shared.name(given.as_deref(), &s.node, op);
+        let least_ms = windows.min_retention_ms();
+        let retention_ms = materialized.retention.map_or(least_ms, millis);
+        if retention_ms < least_ms {
+            s.shared.issue(DslIssue::RetentionTooShort {
+                operator: node.clone(),
+                retention_ms,
+                least_ms,
+            });
+        }
+        let store = materialized
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("{node}-store"));
+        let ks = materialized.key_serde.clone().or_else(|| s.key_serde.clone());
+        let vs = materialized.value_serde.clone().or(value_fallback);
+        let (Some(ks), Some(vs)) = (ks, vs) else {
+            s.shared.issue(DslIssue::MissingSerde {
+                operator: node.clone(),
+                what: "store key or value",
+            });
+            return KTable::new(s.shared.clone(), node, None);
+        };
+        let on_close = self.emit.is_on_window_close();
+        // With final results the store keeps sessions 1 ms longer, so that every session
+        // not yet emitted is still readable when it is (see `session_agg`).
+        let store_retention = retention_ms.saturating_add(i64::from(on_close));
+        let builder = materialized.session_store_of(
+            &store,
+            Duration::from_millis(store_retention.max(0).unsigned_abs()),
+            ks.clone(),
+            vs.clone(),
+            !on_close,
+        );
+        let store_ref = s.shared.with(|t| t.session_store(builder));
+        let emit_store = on_close.then(|| emit_time_store(&store));
+        let (emit_name, key_serde) = (emit_store.clone(), ks.clone());
+        s.shared.processor_with(
+            &node,
+            move |ctx| {
+                let emit = match &emit_name {
+                    Some(name) => Some(SessionEmit::open(ctx.kv_store::<StringSerde, I64Serde>(name)?)?),
+                    None => None,
+                };
+                Ok(SessionWindowAggregate::<K, V, A> {
+                    windows,
+                    fns: fns.clone(),
+                    store: ctx.session_store(&store_ref)?,
+                    key_serde: key_serde.clone(),
+                    retention_ms,
+                    observed: NO_TIMESTAMP,
+                    max_end: None,
+                    emit,
+                })
+            },
+            &s.node,
+        );
+        s.shared.with(|t| {
+            t.connect_processor_and_state_stores(&node, [store.as_str()]);
+        });
+        if let Some(name) = &emit_store {
+            s.shared
+                .store(materialized.store_of(name, StringSerde, I64Serde), &[&node]);
+        }
+        s.shared.set_window_grace(&node, windows.min_retention_ms());
+        let wks = SessionWindowedSerde::of(ks);
+        KTable::new(s.shared.clone(), node, Some(store)).with_serdes(Some(dyn_serde(wks)), Some(vs))
+    }
+}

@@ -1,0 +1,214 @@
+//! The aggregation over [`SessionWindows`] (Kafka Streams' `KStreamSessionWindowAggregate`).
+//!
+//! For a record of key `k` at `t`, with gap `g` and grace `r`, `close = observed - g - r`:
+//!
+//! 1. the sessions of `k` that end at or after `t - g` and start at or before `t + g` are
+//!    found (in store order: by end, then start) and folded into one aggregate with the
+//!    merger, starting from the initializer; the merged session spans `t` and all of them;
+//! 2. if the merged session ends before `close` the record is late and dropped;
+//! 3. otherwise, unless the merged session is just `[t, t]`, every found session is removed
+//!    and a deletion (`None`) forwarded for it; then the record is folded in with the
+//!    aggregator and the merged session written and forwarded.
+//!
+//! Every forwarded update is timestamped with its session's end and carries the record's
+//! headers.
+//!
+//! Invariants: sessions are read only if they end after `latest end written - retention`,
+//! as Kafka Streams' session stores do, whatever the store's own retention (one more
+//! millisecond with final results, see below). With [`EmitStrategy::on_window_close`]
+//! (crate::EmitStrategy::on_window_close) nothing is forwarded on update; when a record
+//! moves `close` on, the sessions ending in `[last close, close - 1]` are forwarded once,
+//! ordered by end, key bytes, then start, and `close` is written to the `<store>-emit-time`
+//! store. These are read before the record changes the store: the record can neither
+//! remove nor create a session that is due, and the store (retention `+ 1` ms) still holds
+//! every session ending at or after the last close.
+
+use streams_core::serdes::{I64Serde, StringSerde};
+use streams_core::state::{SessionStore, StoreError};
+use streams_core::{Headers, KvStore, ProcessResult, Processor, ProcessorContext, Record};
+
+use crate::options::DynSerde;
+use crate::windowed::NO_TIMESTAMP;
+use crate::windowed::serde::Windowed;
+use crate::windowed::session::SessionFns;
+use crate::windowed::session_windows::SessionWindows;
+
+/// A session aggregation's store: aggregates per key and session.
+pub(crate) type SessionAggStore<K, A> = SessionStore<DynSerde<K>, DynSerde<A>>;
+
+/// The one key of the emit-time store.
+const EMIT_TIME_KEY: &str = "close-time";
+
+/// Final-result state: the emit-time store and the close time emitted up to.
+pub(crate) struct SessionEmit {
+    pub store: KvStore<StringSerde, I64Serde>,
+    pub last_close: Option<i64>,
+}
+
+impl SessionEmit {
+    /// Opens the emit-time store and reads the last emitted close time back.
+    pub fn open(store: KvStore<StringSerde, I64Serde>) -> Result<Self, StoreError> {
+        let last_close = store.get(&EMIT_TIME_KEY.to_owned())?;
+        Ok(Self { store, last_close })
+    }
+}
+
+pub(crate) struct SessionWindowAggregate<K: 'static, V: 'static, A: 'static> {
+    pub windows: SessionWindows,
+    pub fns: SessionFns<K, V, A>,
+    pub store: SessionAggStore<K, A>,
+    pub key_serde: DynSerde<K>,
+    /// The retention sessions are read with (ms).
+    pub retention_ms: i64,
+    /// The largest timestamp processed.
+    pub observed: i64,
+    /// The latest session end written; read from the store on first use.
+    pub max_end: Option<i64>,
+    pub emit: Option<SessionEmit>,
+}
+
+type Ctx<'a, 'b, K, A> = &'a mut ProcessorContext<'b, Windowed<K>, Option<A>>;
+
+fn dsl_key<K>(w: streams_core::state::Windowed<K>) -> Windowed<K> {
+    Windowed {
+        key: w.key,
+        start: w.start,
+        end: w.end,
+    }
+}
+
+impl<K, V, A> SessionWindowAggregate<K, V, A>
+where
+    K: Clone + 'static,
+    V: Clone + 'static,
+    A: Clone + 'static,
+{
+    fn max_end(&mut self) -> Result<i64, StoreError> {
+        if let Some(t) = self.max_end {
+            return Ok(t);
+        }
+        let mut t = NO_TIMESTAMP;
+        {
+            let reader = self.store.read()?;
+            for entry in reader.all()? {
+                t = t.max(entry?.0.end);
+            }
+        }
+        self.max_end = Some(t);
+        Ok(t)
+    }
+
+    fn forward(
+        ctx: Ctx<'_, '_, K, A>,
+        key: Windowed<K>,
+        value: Option<A>,
+        headers: &Headers,
+    ) -> ProcessResult {
+        let timestamp = key.end;
+        ctx.forward(Record {
+            key,
+            value,
+            timestamp,
+            headers: headers.clone(),
+        })
+    }
+
+    /// Forwards the sessions that closed since the last emission, if `close` moved on.
+    fn emit_final(&mut self, ctx: Ctx<'_, '_, K, A>, headers: &Headers, close: i64) -> ProcessResult {
+        let Some(emit) = &self.emit else {
+            return Ok(());
+        };
+        if emit.last_close.is_some_and(|last| last >= close) {
+            return Ok(());
+        }
+        let upper = close.saturating_sub(1);
+        let lower = emit.last_close.unwrap_or(NO_TIMESTAMP).max(0);
+        if upper < 0 || upper < lower {
+            return Ok(()); // no session closed yet: the close time is not recorded
+        }
+        let mut due = Vec::new();
+        {
+            let reader = self.store.read()?;
+            for entry in reader.all()? {
+                let (w, v) = entry?;
+                if (lower..=upper).contains(&w.end) {
+                    let bytes = self.key_serde.serialize(&w.key)?;
+                    due.push(((w.end, bytes, w.start), w, v));
+                }
+            }
+        }
+        due.sort_by(|a, b| a.0.cmp(&b.0));
+        for (_, w, v) in due {
+            Self::forward(ctx, dsl_key(w), Some(v), headers)?;
+        }
+        if let Some(emit) = &mut self.emit {
+            emit.last_close = Some(close);
+            emit.store.put(&EMIT_TIME_KEY.to_owned(), &close)?;
+        }
+        Ok(())
+    }
+}
+
+impl<K, V, A> Processor<K, V, Windowed<K>, Option<A>> for SessionWindowAggregate<K, V, A>
+where
+    K: Clone + 'static,
+    V: Clone + 'static,
+    A: Clone + 'static,
+{
+    fn process(&mut self, ctx: Ctx<'_, '_, K, A>, r: Record<K, V>) -> ProcessResult {
+        if r.timestamp < 0 {
+            return Ok(()); // the engine drops these before
+        }
+        let (t, gap) = (r.timestamp, self.windows.gap_ms);
+        self.observed = self.observed.max(t);
+        let close = self
+            .observed
+            .saturating_sub(self.windows.grace_ms)
+            .saturating_sub(gap);
+        self.emit_final(ctx, &r.headers, close)?;
+
+        let earliest_end = t.saturating_sub(gap).max(
+            self.max_end()?
+                .saturating_sub(self.retention_ms)
+                .saturating_add(1),
+        );
+        let mut found = Vec::new();
+        {
+            let reader = self.store.read()?;
+            for entry in reader.find_sessions(&r.key, earliest_end, t.saturating_add(gap))? {
+                found.push(entry?);
+            }
+        }
+        let (mut start, mut end) = (t, t);
+        let mut agg = (self.fns.init)();
+        for (w, v) in &found {
+            start = start.min(w.start);
+            end = end.max(w.end);
+            agg = Some((self.fns.merge)(&r.key, agg, v.clone()));
+        }
+        if end < close {
+            return Ok(()); // late: the merged session closed
+        }
+        let forward = self.emit.is_none();
+        if (start, end) != (t, t) {
+            for (w, _) in found {
+                self.store.remove(&w)?;
+                if forward {
+                    Self::forward(ctx, dsl_key(w), None, &r.headers)?;
+                }
+            }
+        }
+        let agg = (self.fns.add)(&r.key, r.value, agg);
+        let session = streams_core::state::Windowed {
+            key: r.key,
+            start,
+            end,
+        };
+        self.store.put(&session, &agg)?;
+        self.max_end = Some(self.max_end()?.max(end));
+        if forward {
+            Self::forward(ctx, dsl_key(session), Some(agg), &r.headers)?;
+        }
+        Ok(())
+    }
+}
