@@ -247,7 +247,9 @@ impl<K: 'static, V: 'static> Materialized<K, V> {
 
     /// How long a windowed aggregation keeps a window after it started (Kafka Streams'
     /// `Materialized.withRetention`); the default is the window size (for sliding windows
-    /// twice the time difference) plus the grace period, also the least accepted.
+    /// twice the time difference) plus the grace period, also the least accepted. A session
+    /// aggregation keeps a session this long after it ended; default and least: the
+    /// inactivity gap plus the grace period.
     pub fn with_retention(mut self, retention: std::time::Duration) -> Self {
         self.retention = Some(retention);
         self

@@ -295,6 +295,25 @@ fn on_window_close_forwards_each_session_once_after_end_plus_gap_plus_grace() {
 }
 
 #[test]
+fn final_results_come_by_end_then_start_then_key() {
+    let driver = count_driver(10, 0, EmitStrategy::on_window_close());
+    let tail = Tail::new(&driver);
+    pipe(&driver, "a", 5);
+    pipe(&driver, "b", 0);
+    pipe(&driver, "b", 5);
+    pipe(&driver, "c", 5);
+    pipe(&driver, "z", 16); // close 6
+    assert_eq!(
+        tail.next(),
+        [
+            u("b", 0, 5, Some(2)),
+            u("a", 5, 5, Some(1)),
+            u("c", 5, 5, Some(1))
+        ]
+    );
+}
+
+#[test]
 fn suppress_until_window_closes_forwards_final_sessions() {
     let b = StreamsBuilder::new();
     grouped(&b)

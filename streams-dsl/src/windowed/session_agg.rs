@@ -15,13 +15,14 @@
 //!
 //! Invariants: sessions are read only if they end after `latest end written - retention`,
 //! as Kafka Streams' session stores do, whatever the store's own retention (one more
-//! millisecond with final results, see below). With [`EmitStrategy::on_window_close`]
-//! (crate::EmitStrategy::on_window_close) nothing is forwarded on update; when a record
-//! moves `close` on, the sessions ending in `[last close, close - 1]` are forwarded once,
-//! ordered by end, key bytes, then start, and `close` is written to the `<store>-emit-time`
-//! store. These are read before the record changes the store: the record can neither
-//! remove nor create a session that is due, and the store (retention `+ 1` ms) still holds
-//! every session ending at or after the last close.
+//! millisecond with final results, see below). With
+//! [`EmitStrategy::on_window_close`](crate::EmitStrategy::on_window_close) nothing is
+//! forwarded on update; when a record moves `close` on, the sessions ending in
+//! `[last close, close - 1]` are forwarded once, ordered by end, start, then key bytes (as
+//! Kafka Streams' time-ordered session store yields them), and `close` is written to the
+//! `<store>-emit-time` store. These are read before the record changes the store: the
+//! record can neither remove nor create a session that is due, and the store (retention
+//! `+ 1` ms) still holds every session ending at or after the last close.
 
 use streams_core::serdes::{I64Serde, StringSerde};
 use streams_core::state::{SessionStore, StoreError};
@@ -133,7 +134,7 @@ where
                 let (w, v) = entry?;
                 if (lower..=upper).contains(&w.end) {
                     let bytes = self.key_serde.serialize(&w.key)?;
-                    due.push(((w.end, bytes, w.start), w, v));
+                    due.push(((w.end, w.start, bytes), w, v));
                 }
             }
         }
