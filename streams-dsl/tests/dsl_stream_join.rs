@@ -326,8 +326,16 @@ fn require_names_wants_a_named_join_or_store_names() {
         w,
         StreamJoined::new().with_store_name("s"),
     );
+    // Naming both window stores names an inner join's stores, not a left join's outer one.
+    let exact = || StreamJoined::new().with_this_store("t").with_other_store("o");
+    left.join_stream(&right, |_, a, b| format!("{a}{b}"), w, exact());
+    let exact = StreamJoined::new().with_this_store("t2").with_other_store("o2");
+    left.left_join_stream(&right, |_, a, _| a.clone(), w, exact);
     let err = b.build().unwrap_err().to_string();
-    assert_eq!(err.matches("was not named").count(), 1, "{err}");
+    assert_eq!(err.matches("was not named").count(), 2, "{err}");
+    assert!(
+        err.contains("`left-source-join` creates a store") && err.contains("`left-source-left_join` creates")
+    );
 }
 
 #[test]

@@ -167,7 +167,8 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         let shared = &self.shared;
         let node = self.child_name(op);
         let node_named = self.next_name.is_some();
-        shared.check_named(node_named || joined.names_given(), &node, "a store");
+        let outer = joiners.unmatched.is_some();
+        shared.check_named(node_named || joined.names_given(outer), &node, "a store");
         let key_serde = joined
             .key_serde
             .clone()

@@ -189,10 +189,11 @@ impl<K: 'static, V1: 'static, V2: 'static> StreamJoined<K, V1, V2> {
         self
     }
 
-    /// Whether a store name was given (for
-    /// [`require_names`](crate::StreamsBuilder::require_names)).
-    pub(crate) fn names_given(&self) -> bool {
-        self.store_name.is_some() || (self.this_store.is_some() && self.other_store.is_some())
+    /// Whether every store of the join gets a given name (for
+    /// [`require_names`](crate::StreamsBuilder::require_names)); `outer`: the join has an
+    /// outer-join store, which only [`with_store_name`](Self::with_store_name) names.
+    pub(crate) fn names_given(&self, outer: bool) -> bool {
+        self.store_name.is_some() || (!outer && self.this_store.is_some() && self.other_store.is_some())
     }
 }
 

@@ -267,3 +267,29 @@ where
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_two_sides_of_a_task_share_one_tracker() {
+        let task = |partition| TaskId {
+            subtopology: 0,
+            partition,
+        };
+        let (t0, t1) = (task(0), task(1));
+        let left = shared_tracker(7, t0, true);
+        let other_task = shared_tracker(7, t1, false);
+        let right = shared_tracker(7, t0, false);
+        assert!(Rc::ptr_eq(&left, &right));
+        assert!(!Rc::ptr_eq(&left, &other_task));
+        left.advance(5);
+        assert_eq!(right.advance(3), 5);
+        // A side made again before its partner replaces its own tracker.
+        let stale = shared_tracker(8, t0, true);
+        let fresh = shared_tracker(8, t0, true);
+        let partner = shared_tracker(8, t0, false);
+        assert!(Rc::ptr_eq(&fresh, &partner) && !Rc::ptr_eq(&stale, &partner));
+    }
+}
