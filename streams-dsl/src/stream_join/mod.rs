@@ -36,8 +36,10 @@
 //! Several partners give several results, in the order of the partners' timestamps
 //! (duplicates in arrival order). Kafka Streams 4.1 differs at the edges: it still joins a
 //! late record with what its stores hold, emits an out-of-order unmatched record at once
-//! when its window end (without grace) is behind the stream time, and checks for closed
-//! windows at most once per second of wall-clock time.
+//! when its window end (without grace) is behind the stream time, checks for closed
+//! windows at most once per second of wall-clock time, and may emit a closed record later
+//! than here: it skips the check while the last outer-store entry it looked at is still
+//! open, even when an earlier one has closed since.
 
 mod options;
 mod outer;
