@@ -265,6 +265,27 @@ impl<K: 'static, V: 'static> Materialized<K, V> {
         self.store_of(name, key_serde, value_serde)
     }
 
+    /// The window-store builder with these settings for a windowed aggregation, kept for
+    /// `retention_ms`, with windows `window_ms` long.
+    pub(crate) fn window_store_of<KS: Serde + Clone, VS: Serde + Clone>(
+        &self,
+        name: &str,
+        retention_ms: i64,
+        window_ms: i64,
+        key_serde: KS,
+        value_serde: VS,
+    ) -> streams_state::WindowStoreBuilder<KS, VS> {
+        let ms = |n: i64| std::time::Duration::from_millis(n.max(0).unsigned_abs());
+        let (retention, size) = (ms(retention_ms), ms(window_ms));
+        let b = if self.persistent {
+            Stores::persistent_window_store(name, retention, size, false, key_serde, value_serde)
+        } else {
+            Stores::in_memory_window_store(name, retention, size, false, key_serde, value_serde)
+        };
+        let b = if self.caching { b.with_caching() } else { b };
+        if self.logging { b } else { b.without_logging() }
+    }
+
     /// The store builder with these settings for other serdes (windowed stores).
     pub(crate) fn store_of<KS: Serde + Clone, VS: Serde + Clone>(
         &self,

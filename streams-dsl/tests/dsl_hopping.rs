@@ -7,7 +7,7 @@ use std::time::Duration;
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
 use streams_dsl::{
-    Consumed, DslError, DslIssue, Grouped, Materialized, Produced, StreamsBuilder, TimeWindows,
+    Consumed, DslError, DslIssue, DynSerde, Grouped, Materialized, Produced, StreamsBuilder, TimeWindows,
     ValueAndTimestampSerde, Windowed, WindowedSerde,
 };
 use streams_test_utils::{DriverConfig, TopologyTestDriver};
@@ -68,11 +68,17 @@ fn hopping_windows_count_a_record_in_every_window_holding_it() {
         ]
     );
     let store = driver
-        .kv_store::<WindowedSerde<String>, ValueAndTimestampSerde<u64>>("clicks-10s-every-5s")
+        .window_store::<DynSerde<String>, ValueAndTimestampSerde<DynSerde<u64>>>("clicks-10s-every-5s")
         .unwrap();
-    assert_eq!(store.get(&w("a", 0)).unwrap().map(|v| v.value), Some(2));
-    assert_eq!(store.get(&w("a", 5_000)).unwrap().map(|v| v.value), Some(1));
-    assert_eq!(store.get(&w("a", 10_000)).unwrap().map(|v| v.value), None);
+    assert_eq!(store.fetch(&"a".to_owned(), 0).unwrap().map(|v| v.value), Some(2));
+    assert_eq!(
+        store.fetch(&"a".to_owned(), 5_000).unwrap().map(|v| v.value),
+        Some(1)
+    );
+    assert_eq!(
+        store.fetch(&"a".to_owned(), 10_000).unwrap().map(|v| v.value),
+        None
+    );
 }
 
 #[test]
@@ -104,21 +110,30 @@ fn hopping_windows_drop_late_records_per_window_and_expire() {
     );
 
     let store = driver
-        .kv_store::<WindowedSerde<String>, ValueAndTimestampSerde<u64>>("clicks-10s-every-5s")
+        .window_store::<DynSerde<String>, ValueAndTimestampSerde<DynSerde<u64>>>("clicks-10s-every-5s")
         .unwrap();
-    assert_eq!(store.get(&w("a", 0)).unwrap().map(|v| v.value), Some(2));
-    assert_eq!(store.get(&w("a", 5_000)).unwrap().map(|v| v.value), Some(2));
+    assert_eq!(store.fetch(&"a".to_owned(), 0).unwrap().map(|v| v.value), Some(2));
+    assert_eq!(
+        store.fetch(&"a".to_owned(), 5_000).unwrap().map(|v| v.value),
+        Some(2)
+    );
     // Stream time far ahead: windows that started more than size + grace ago are removed.
     input.pipe_at("b".into(), "x".into(), 60_000).unwrap();
     for start in [0, 5_000, 10_000] {
         assert_eq!(
-            store.get(&w("a", start)).unwrap().map(|v| v.value),
+            store.fetch(&"a".to_owned(), start).unwrap().map(|v| v.value),
             None,
             "window {start}"
         );
     }
-    assert_eq!(store.get(&w("b", 55_000)).unwrap().map(|v| v.value), Some(1));
-    assert_eq!(store.get(&w("b", 60_000)).unwrap().map(|v| v.value), Some(1));
+    assert_eq!(
+        store.fetch(&"b".to_owned(), 55_000).unwrap().map(|v| v.value),
+        Some(1)
+    );
+    assert_eq!(
+        store.fetch(&"b".to_owned(), 60_000).unwrap().map(|v| v.value),
+        Some(1)
+    );
 }
 
 #[test]
@@ -142,12 +157,15 @@ fn hopping_aggregate_sums_per_window() {
     input.pipe_at("a".into(), 3, 5_000).unwrap();
     input.pipe_at("a".into(), 4, 9_000).unwrap();
     let store = driver
-        .kv_store::<WindowedSerde<String>, ValueAndTimestampSerde<u64>>("sums")
+        .window_store::<DynSerde<String>, ValueAndTimestampSerde<DynSerde<u64>>>("sums")
         .unwrap();
-    assert_eq!(store.get(&w("a", 0)).unwrap().map(|v| v.value), Some(7));
-    assert_eq!(store.get(&w("a", 5_000)).unwrap().map(|v| v.value), Some(7));
+    assert_eq!(store.fetch(&"a".to_owned(), 0).unwrap().map(|v| v.value), Some(7));
     assert_eq!(
-        store.get(&w("a", 0)).unwrap().map(|v| v.timestamp),
+        store.fetch(&"a".to_owned(), 5_000).unwrap().map(|v| v.value),
+        Some(7)
+    );
+    assert_eq!(
+        store.fetch(&"a".to_owned(), 0).unwrap().map(|v| v.timestamp),
         Some(9_000),
         "a window's timestamp is its latest record's"
     );

@@ -10,8 +10,8 @@ use proptest::prelude::*;
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
 use streams_dsl::{
-    Consumed, Grouped, Materialized, Produced, SlidingWindows, StreamsBuilder, ValueAndTimestampSerde,
-    Windowed, WindowedSerde,
+    Consumed, DynSerde, Grouped, Materialized, Produced, SlidingWindows, StreamsBuilder,
+    ValueAndTimestampSerde, WindowedSerde,
 };
 use streams_test_utils::{DriverConfig, TestOutputTopic, TopologyTestDriver};
 
@@ -147,15 +147,13 @@ fn a_window_takes_records_until_stream_time_passes_its_end_plus_grace() {
     pipe(&driver, 85);
     assert_eq!(updates(&out), []);
     let store = driver
-        .kv_store::<WindowedSerde<String>, ValueAndTimestampSerde<u64>>("sliding-counts")
+        .window_store::<DynSerde<String>, ValueAndTimestampSerde<DynSerde<u64>>>("sliding-counts")
         .unwrap();
-    let w = |start: i64| Windowed {
-        key: "a".to_owned(),
-        start,
-        end: start + D as i64,
-    };
-    assert_eq!(store.get(&w(85)).unwrap().map(|v| v.value), Some(1));
-    assert_eq!(store.get(&w(83)).unwrap(), None);
+    assert_eq!(
+        store.fetch(&"a".to_owned(), 85).unwrap().map(|v| v.value),
+        Some(1)
+    );
+    assert_eq!(store.fetch(&"a".to_owned(), 83).unwrap(), None);
 }
 
 /// Every window of the brute-force model: per key, the left window of each record
@@ -211,7 +209,7 @@ fn run(records: &[(String, i64, String)], d: i64) -> BTreeMap<(String, i64), (St
         input.pipe_at(k.clone(), v.clone(), *t).unwrap();
     }
     let store = driver
-        .kv_store::<WindowedSerde<String>, ValueAndTimestampSerde<String>>("concat")
+        .window_store::<DynSerde<String>, ValueAndTimestampSerde<DynSerde<String>>>("concat")
         .unwrap();
     let reader = store.read().unwrap();
     reader

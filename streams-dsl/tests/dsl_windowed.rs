@@ -6,8 +6,8 @@ use std::time::Duration;
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
 use streams_dsl::{
-    Consumed, Grouped, Materialized, Produced, StreamsBuilder, TimeWindows, ValueAndTimestampSerde, Windowed,
-    WindowedSerde,
+    Consumed, DynSerde, Grouped, Materialized, Produced, StreamsBuilder, TimeWindows, ValueAndTimestampSerde,
+    Windowed, WindowedSerde,
 };
 use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
@@ -87,12 +87,18 @@ fn late_records_are_dropped_and_expired_windows_leave_the_store() {
     assert_eq!(got.iter().filter(|(k, _)| k.start == 0).count(), 2, "{got:?}");
 
     let store = driver
-        .kv_store::<WindowedSerde<String>, ValueAndTimestampSerde<u64>>("clicks-per-10s")
+        .window_store::<DynSerde<String>, ValueAndTimestampSerde<DynSerde<u64>>>("clicks-per-10s")
         .unwrap();
-    assert_eq!(store.get(&w("a", 0)).unwrap().map(|v| v.value), Some(2));
+    assert_eq!(store.fetch(&"a".to_owned(), 0).unwrap().map(|v| v.value), Some(2));
     // Stream time far ahead: the punctuator removes windows older than size + grace.
     input.pipe_at("b".into(), "x".into(), 60_000).unwrap();
-    assert_eq!(store.get(&w("a", 0)).unwrap().map(|v| v.value), None);
-    assert_eq!(store.get(&w("a", 10_000)).unwrap().map(|v| v.value), None);
-    assert_eq!(store.get(&w("b", 60_000)).unwrap().map(|v| v.value), Some(1));
+    assert_eq!(store.fetch(&"a".to_owned(), 0).unwrap().map(|v| v.value), None);
+    assert_eq!(
+        store.fetch(&"a".to_owned(), 10_000).unwrap().map(|v| v.value),
+        None
+    );
+    assert_eq!(
+        store.fetch(&"b".to_owned(), 60_000).unwrap().map(|v| v.value),
+        Some(1)
+    );
 }

@@ -1,23 +1,27 @@
 //! What the time-window and sliding-window aggregations share: the window store handle,
-//! the observed stream time, per-key fetches by window start, retention, and emitting
-//! final results on window close.
+//! the observed stream time, and emitting final results on window close.
 //!
-//! Invariants: the store is keyed window start first, so a fetch of one key's windows in
-//! `[from, to]` reads the store between `[from][key]` and `[to][key]` and keeps that key's
-//! entries; final results are read between the last emitted bound and the new one only;
-//! the emitted close time is written to the `<store>-emit-time` store before the call
-//! returns, so it is committed with the forwarded results.
-
-use std::cell::Cell;
+//! Invariants: the aggregates live in a window store (`streams_state::window`) of
+//! [`ValueAndTimestamp`]s keyed by record key and window start, whose retention drops old
+//! windows by segment: a window that started a retention or more before the latest window
+//! written is no longer read, as in Kafka Streams. Final results are read from the store
+//! between the last emitted bound and the new one only, and the emitted close time is
+//! written to the `<store>-emit-time` store before the call returns, so it is committed
+//! with the forwarded results.
 
 use streams_core::serdes::{I64Serde, StringSerde};
 use streams_core::state::StoreError;
-use streams_core::{Headers, KvStore, ProcessResult, ProcessorContext, Record};
+use streams_core::{Headers, KvStore, ProcessResult, ProcessorContext, Record, WindowStoreRef};
+use streams_state::{ValueAndTimestamp, ValueAndTimestampSerde, WindowStore};
 
-use crate::windowed::serde::{ValueAndTimestamp, ValueAndTimestampSerde, Windowed, WindowedSerde};
+use crate::options::DynSerde;
+use crate::windowed::serde::Windowed;
 
-/// A windowed aggregation's store.
-pub(crate) type WindowStore<K, A> = KvStore<WindowedSerde<K>, ValueAndTimestampSerde<A>>;
+/// The window store of an aggregation: the key's serde, timestamped aggregates.
+pub(crate) type AggStore<K, A> = WindowStore<DynSerde<K>, ValueAndTimestampSerde<DynSerde<A>>>;
+
+/// The handle of an aggregation's window store while the topology is built.
+pub(crate) type AggStoreRef<K, A> = WindowStoreRef<DynSerde<K>, ValueAndTimestampSerde<DynSerde<A>>>;
 
 /// The store of the last emitted close time, for [`EmitStrategy::on_window_close`](
 /// crate::EmitStrategy::on_window_close).
@@ -50,18 +54,23 @@ impl EmitFinal {
 }
 
 /// What a task needs to open a [`WindowCore`].
-#[derive(Clone)]
-pub(crate) struct CoreParams {
-    pub store: String,
+pub(crate) struct CoreParams<K, A> {
+    pub store: AggStoreRef<K, A>,
     pub emit_store: Option<String>,
-    pub window_ms: i64,
-    pub retention_ms: i64,
-    pub inclusive_end: bool,
 }
 
-impl CoreParams {
+impl<K, A> Clone for CoreParams<K, A> {
+    fn clone(&self) -> Self {
+        Self {
+            store: self.store.clone(),
+            emit_store: self.emit_store.clone(),
+        }
+    }
+}
+
+impl<K: 'static, A: 'static> CoreParams<K, A> {
     /// Opens the stores (in a processor's supplier).
-    pub fn open<K: 'static, A: 'static>(
+    pub fn open(
         &self,
         ctx: &ProcessorContext<'_, Windowed<K>, Option<A>>,
     ) -> Result<WindowCore<K, A>, StoreError> {
@@ -70,12 +79,8 @@ impl CoreParams {
             None => None,
         };
         Ok(WindowCore {
-            store: ctx.kv_store::<WindowedSerde<K>, ValueAndTimestampSerde<A>>(&self.store)?,
+            store: ctx.window_store(&self.store)?,
             observed: NO_TIMESTAMP,
-            store_time: Cell::new(None),
-            window_ms: self.window_ms,
-            retention_ms: self.retention_ms,
-            inclusive_end: self.inclusive_end,
             emit,
         })
     }
@@ -83,74 +88,37 @@ impl CoreParams {
 
 /// The state of one windowed aggregation processor.
 pub(crate) struct WindowCore<K: 'static, A: 'static> {
-    pub store: WindowStore<K, A>,
+    pub store: AggStore<K, A>,
     /// The largest timestamp processed (Kafka's `observedStreamTime`).
     pub observed: i64,
-    /// `end - start` of every window.
-    pub window_ms: i64,
-    /// Windows older than this behind stream time are removed.
-    pub retention_ms: i64,
-    /// Whether window ends are inclusive (sliding windows).
-    pub inclusive_end: bool,
     /// Set when only final results are forwarded.
     pub emit: Option<EmitFinal>,
-    /// The largest window start written (Kafka's window-store stream time); read from the
-    /// store on first use, so it is right after a restore.
-    pub store_time: Cell<Option<i64>>,
 }
 
-impl<K: Clone + PartialEq + 'static, A: Clone + 'static> WindowCore<K, A> {
+impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
     /// The windowed key of `key` in the window starting at `start`.
     pub fn windowed(&self, key: &K, start: i64) -> Windowed<K> {
         Windowed {
             key: key.clone(),
             start,
-            end: start.saturating_add(self.window_ms),
+            end: start.saturating_add(self.store.window_size()),
         }
     }
 
-    fn store_time(&self) -> Result<i64, StoreError> {
-        if let Some(t) = self.store_time.get() {
-            return Ok(t);
-        }
-        let t = {
-            let reader = self.store.read()?;
-            let last = reader.reverse_all()?.next().transpose()?;
-            last.map_or(NO_TIMESTAMP, |(w, _)| w.start)
-        };
-        self.store_time.set(Some(t));
-        Ok(t)
+    /// The aggregate of `key`'s window starting at `start`, if retained.
+    pub fn get(&self, key: &K, start: i64) -> Result<Option<ValueAndTimestamp<A>>, StoreError> {
+        self.store.fetch(key, start)
     }
 
-    /// The earliest window start still retained: as in Kafka Streams' window stores, a
-    /// window that started `retention` or more before the latest window written is expired
-    /// and no longer read, even before the punctuator removes it.
-    fn first_retained(&self) -> Result<i64, StoreError> {
-        Ok(self
-            .store_time()?
-            .saturating_sub(self.retention_ms)
-            .saturating_add(1))
-    }
-
-    /// Writes a window's aggregate.
-    pub fn put(&self, key: &Windowed<K>, value: &ValueAndTimestamp<A>) -> Result<(), StoreError> {
-        let t = self.store_time()?;
-        self.store_time.set(Some(t.max(key.start)));
-        self.store.put(key, value)
+    /// Writes the aggregate of `key`'s window starting at `start`.
+    pub fn put(&self, key: &K, start: i64, value: &ValueAndTimestamp<A>) -> Result<(), StoreError> {
+        self.store.put(key, Some(value), start)
     }
 
     /// The retained windows of `key` that start in `[from, to]`, by ascending start.
     pub fn fetch(&self, key: &K, from: i64, to: i64) -> Result<Vec<(i64, ValueAndTimestamp<A>)>, StoreError> {
-        let from = from.max(self.first_retained()?);
         let reader = self.store.read()?;
-        let mut found = Vec::new();
-        for entry in reader.range_inclusive(&self.windowed(key, from), &self.windowed(key, to))? {
-            let (w, v) = entry?;
-            if w.key == *key {
-                found.push((w.start, v));
-            }
-        }
-        Ok(found)
+        reader.fetch_range(key, from, to)?.collect()
     }
 
     /// Forwards an update of a window (unless only final results are forwarded).
@@ -183,29 +151,20 @@ impl<K: Clone + PartialEq + 'static, A: Clone + 'static> WindowCore<K, A> {
     }
 
     /// Forwards the final result of every retained window starting in `[lower, upper]`, in
-    /// store order (start, then key bytes), with the triggering record's headers, and
-    /// records `close` as emitted. `anchor` is any key, used to bound the store range.
+    /// the store's order (by segment, then key bytes, then start, as Kafka Streams'
+    /// persistent window stores), with the triggering record's headers, and records
+    /// `close` as emitted.
     pub fn emit_final(
         &mut self,
         ctx: &mut ProcessorContext<'_, Windowed<K>, Option<A>>,
-        anchor: &K,
         headers: &Headers,
         (lower, upper): (i64, i64),
         close: i64,
     ) -> ProcessResult {
-        let lower = lower.max(self.first_retained()?);
-        let mut due = Vec::new();
-        {
+        let due: Vec<_> = {
             let reader = self.store.read()?;
-            let from = self.windowed(anchor, lower.saturating_sub(1));
-            let to = self.windowed(anchor, upper.saturating_add(1));
-            for entry in reader.range_inclusive(&from, &to)? {
-                let (w, v) = entry?;
-                if (lower..=upper).contains(&w.start) {
-                    due.push((w, v));
-                }
-            }
-        }
+            reader.fetch_all(lower, upper)?.collect::<Result<_, _>>()?
+        };
         for (key, v) in due {
             ctx.forward(Record {
                 key,
@@ -217,35 +176,6 @@ impl<K: Clone + PartialEq + 'static, A: Clone + 'static> WindowCore<K, A> {
         if let Some(emit) = &mut self.emit {
             emit.last_close = Some(close);
             emit.store.put(&EMIT_TIME_KEY.to_owned(), &close)?;
-        }
-        Ok(())
-    }
-
-    /// Removes the windows that started more than the retention before `now`, and never
-    /// a window whose final result is still to be emitted.
-    pub fn expire(&self, now: i64) -> ProcessResult {
-        let mut cutoff = now.saturating_sub(self.retention_ms);
-        if let Some(emit) = &self.emit {
-            // Windows with `end <= last_close` (`<` for inclusive ends) were emitted.
-            let emitted_below = match emit.last_close {
-                None => i64::MIN,
-                Some(last) => last.saturating_sub(self.window_ms) + i64::from(!self.inclusive_end),
-            };
-            cutoff = cutoff.min(emitted_below);
-        }
-        let mut expired = Vec::new();
-        {
-            let reader = self.store.read()?;
-            for entry in reader.all()? {
-                let (key, _) = entry?;
-                if key.start >= cutoff {
-                    break;
-                }
-                expired.push(key);
-            }
-        }
-        for key in expired {
-            self.store.delete(&key)?;
         }
         Ok(())
     }

@@ -1,6 +1,6 @@
 //! Windowed aggregation: [`KGroupedStream::windowed_by`](crate::KGroupedStream::windowed_by)
 //! with [`TimeWindows`] (tumbling, hopping) or [`SlidingWindows`], then `count`, `reduce`
-//! or `aggregate` per key and window into a store keyed by [`Windowed`] keys, with Kafka
+//! or `aggregate` per key and window into a window store, with [`Windowed`] keys and Kafka
 //! Streams' semantics.
 //!
 //! Invariants:
@@ -9,16 +9,16 @@
 //! - Each aggregation keeps its own observed stream time: the largest timestamp it has
 //!   processed. A time window is closed when `end + grace <= observed`, a sliding window
 //!   (inclusive end) when `end + grace < observed`; a record is dropped from closed windows.
-//! - The store holds each window's aggregate with the largest timestamp of the records in
-//!   it ([`ValueAndTimestamp`]); that timestamp is the timestamp of the forwarded updates.
-//! - The store is keyed window start first ([`WindowedSerde`], byte order = start order),
-//!   so expiry and final-result emission read only the windows in their time range. A
-//!   stream-time punctuator removes windows older than the retention (`size + grace` for
-//!   time windows, `2 * difference + grace` for sliding windows, or `Materialized`'s).
+//! - The aggregates live in a window store (`streams_state::window`): each window's
+//!   aggregate with the largest timestamp of the records in it ([`ValueAndTimestamp`]),
+//!   which is the timestamp of the forwarded updates. Its retention (`size + grace` for
+//!   time windows, `2 * difference + grace` for sliding windows, or `Materialized`'s)
+//!   drops old windows by segment; a window older than the retention behind the latest
+//!   window written is not read any more, as in Kafka Streams.
 //! - With [`EmitStrategy::on_window_close`] nothing is forwarded on update; each window's
 //!   final aggregate is forwarded once, after the record that closed it, and the close
 //!   time already emitted is kept in a changelogged store `<store>-emit-time`, so a
-//!   restart neither repeats nor loses final results.
+//!   restart does not repeat final results.
 
 mod common;
 mod serde;
@@ -33,8 +33,9 @@ mod windows;
 pub(crate) use common::NO_TIMESTAMP;
 pub(crate) use windows::millis;
 
-pub use self::serde::{ValueAndTimestamp, ValueAndTimestampSerde, Windowed, WindowedSerde};
+pub use self::serde::{Windowed, WindowedSerde};
 pub use session::SessionWindowedKStream;
 pub use session_windows::{SessionWindowedSerde, SessionWindows};
 pub use stream::{SlidingWindowedKStream, TimeWindowedKStream};
+pub use streams_state::{ValueAndTimestamp, ValueAndTimestampSerde};
 pub use windows::{EmitStrategy, SlidingWindows, TimeWindows};

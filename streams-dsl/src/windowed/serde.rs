@@ -1,28 +1,17 @@
-//! Windowed keys and timestamped aggregates, and their serdes.
+//! Windowed keys ([`Windowed`], the window stores' own type) and [`WindowedSerde`], their
+//! serde in topics.
 //!
 //! [`WindowedSerde`] writes the window start first (8 bytes, big-endian with the sign bit
-//! flipped) and then the key's bytes, so a store's byte order is window-start order, then
-//! key-byte order; that is the order its range queries use. [`ValueAndTimestampSerde`]
-//! writes the timestamp (8 bytes, big-endian) before the value, as Kafka Streams'
-//! timestamped stores do.
+//! flipped) and then the key's bytes, so byte order is window-start order, then key-byte
+//! order.
 
 use std::time::Duration;
 
+pub use streams_state::Windowed;
 use streams_state::{OrderedSerde, Serde, SerdeError};
 
 use crate::options::{DynSerde, dyn_serde};
 use crate::windowed::windows::millis;
-
-/// A key in one window.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Windowed<K> {
-    /// The record key.
-    pub key: K,
-    /// The window's start (ms, inclusive).
-    pub start: i64,
-    /// The window's end (ms): exclusive for time windows, inclusive for sliding windows.
-    pub end: i64,
-}
 
 /// Serializes a [`Windowed`] key as the window start (8 bytes, big-endian with the sign bit
 /// flipped, so byte order is time order) followed by the key's bytes. The window size is
@@ -83,63 +72,9 @@ impl<K: 'static> Serde for WindowedSerde<K> {
 /// Byte order is window start, then key bytes.
 impl<K: 'static> OrderedSerde for WindowedSerde<K> {}
 
-/// An aggregate with the largest timestamp of the records folded into it (Kafka Streams'
-/// `ValueAndTimestamp`): what a windowed aggregation's store holds per window.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ValueAndTimestamp<V> {
-    /// The aggregate.
-    pub value: V,
-    /// The largest record timestamp in the window (ms).
-    pub timestamp: i64,
-}
-
-/// Serializes a [`ValueAndTimestamp`] as the timestamp (8 bytes, big-endian) followed by the
-/// value's bytes.
-pub struct ValueAndTimestampSerde<V> {
-    inner: DynSerde<V>,
-}
-
-impl<V> Clone for ValueAndTimestampSerde<V> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-        }
-    }
-}
-
-impl<V: 'static> ValueAndTimestampSerde<V> {
-    /// Timestamped values of `inner`.
-    pub fn new(inner: impl Serde<Target = V>) -> Self {
-        Self::of(dyn_serde(inner))
-    }
-
-    pub(crate) fn of(inner: DynSerde<V>) -> Self {
-        Self { inner }
-    }
-}
-
-impl<V: 'static> Serde for ValueAndTimestampSerde<V> {
-    type Target = ValueAndTimestamp<V>;
-
-    fn serialize_into(&self, value: &ValueAndTimestamp<V>, out: &mut Vec<u8>) -> Result<(), SerdeError> {
-        out.extend_from_slice(&value.timestamp.to_be_bytes());
-        self.inner.serialize_into(&value.value, out)
-    }
-
-    fn deserialize(&self, bytes: &[u8]) -> Result<ValueAndTimestamp<V>, SerdeError> {
-        let (ts, value) = bytes
-            .split_first_chunk::<8>()
-            .ok_or_else(|| SerdeError::new("ValueAndTimestampSerde", "fewer than 8 bytes"))?;
-        Ok(ValueAndTimestamp {
-            value: self.inner.deserialize(value)?,
-            timestamp: i64::from_be_bytes(*ts),
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use streams_core::serdes::{StringSerde, U64Serde};
+    use streams_core::serdes::StringSerde;
 
     use super::*;
 
@@ -165,17 +100,6 @@ mod tests {
         for (k, b) in keys.iter().zip(&bytes) {
             assert_eq!(&serde.deserialize(b).unwrap(), k);
         }
-        assert!(serde.deserialize(b"short").is_err());
-    }
-
-    #[test]
-    fn timestamped_values_round_trip() {
-        let serde = ValueAndTimestampSerde::new(U64Serde);
-        let v = ValueAndTimestamp {
-            value: 7u64,
-            timestamp: -3,
-        };
-        assert_eq!(serde.deserialize(&serde.serialize(&v).unwrap()).unwrap(), v);
         assert!(serde.deserialize(b"short").is_err());
     }
 }

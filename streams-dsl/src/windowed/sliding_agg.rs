@@ -17,13 +17,14 @@
 //! while `end >= observed - grace`.
 
 use std::collections::HashSet;
-use std::time::Duration;
 
-use streams_core::{ProcessResult, Processor, ProcessorContext, PunctuationType, Record, ScheduleId};
+use streams_core::{ProcessResult, Processor, ProcessorContext, Record};
 
 use crate::processors::UpdateFn;
 use crate::windowed::common::WindowCore;
-use crate::windowed::serde::{ValueAndTimestamp, Windowed};
+use streams_state::ValueAndTimestamp;
+
+use crate::windowed::serde::Windowed;
 use crate::windowed::windows::SlidingWindows;
 
 pub(crate) struct SlidingWindowAggregate<K: 'static, V, A: 'static> {
@@ -39,7 +40,7 @@ type Agg<A> = (Option<A>, i64);
 
 impl<K, V, A> SlidingWindowAggregate<K, V, A>
 where
-    K: Clone + PartialEq + 'static,
+    K: Clone + 'static,
     V: Clone + 'static,
     A: Clone + 'static,
 {
@@ -68,7 +69,7 @@ where
         };
         let value = (self.update)(&r.key, r.value.clone(), old);
         let new = ValueAndTimestamp { value, timestamp };
-        self.core.put(&key, &new)?;
+        self.core.put(&r.key, start, &new)?;
         self.core.forward_update(ctx, key, new, &r.headers)
     }
 
@@ -79,8 +80,9 @@ where
         r: &Record<K, V>,
         agg: ValueAndTimestamp<A>,
     ) -> ProcessResult {
-        let key = self.core.windowed(&r.key, r.timestamp.saturating_add(1));
-        self.core.put(&key, &agg)?;
+        let start = r.timestamp.saturating_add(1);
+        let key = self.core.windowed(&r.key, start);
+        self.core.put(&r.key, start, &agg)?;
         self.core.forward_update(ctx, key, agg, &r.headers)
     }
 
@@ -186,16 +188,10 @@ where
 
 impl<K, V, A> Processor<K, V, Windowed<K>, Option<A>> for SlidingWindowAggregate<K, V, A>
 where
-    K: Clone + PartialEq + 'static,
+    K: Clone + 'static,
     V: Clone + 'static,
     A: Clone + 'static,
 {
-    fn init(&mut self, ctx: &mut ProcessorContext<'_, Windowed<K>, Option<A>>) -> ProcessResult {
-        let every = self.windows.diff_ms.max(1).unsigned_abs();
-        ctx.schedule(Duration::from_millis(every), PunctuationType::StreamTime);
-        Ok(())
-    }
-
     fn process(
         &mut self,
         ctx: &mut ProcessorContext<'_, Windowed<K>, Option<A>>,
@@ -223,16 +219,6 @@ where
             return Ok(());
         }
         let lower = last.map_or(0, |last| last.saturating_sub(d).max(0));
-        self.core
-            .emit_final(ctx, &r.key, &r.headers, (lower, upper), close)
-    }
-
-    fn punctuate(
-        &mut self,
-        _: &mut ProcessorContext<'_, Windowed<K>, Option<A>>,
-        _: ScheduleId,
-        now: i64,
-    ) -> ProcessResult {
-        self.core.expire(now)
+        self.core.emit_final(ctx, &r.headers, (lower, upper), close)
     }
 }

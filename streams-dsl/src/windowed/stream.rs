@@ -1,15 +1,17 @@
 //! [`TimeWindowedKStream`] and [`SlidingWindowedKStream`]: a grouped stream cut into
 //! windows, with `count`, `reduce`, `aggregate` and the [`EmitStrategy`].
 //!
-//! Every aggregation compiles to one processor and its store
-//! `KvStore<WindowedSerde<K>, ValueAndTimestampSerde<A>>` (named by `Materialized`, else
-//! `<node>-store`); with [`EmitStrategy::on_window_close`] also a store
-//! `<store>-emit-time`. The returned table's node forwards `Option<A>` updates keyed by
+//! Every aggregation compiles to one processor and its window store
+//! `WindowStore<DynSerde<K>, ValueAndTimestampSerde<DynSerde<A>>>` (named by
+//! `Materialized`, else `<node>-store`; read it with `TopologyTestDriver::window_store`),
+//! with the retention of `Materialized::with_retention`, else the least the windows need;
+//! with [`EmitStrategy::on_window_close`] also a key-value store `<store>-emit-time`. The returned table's node forwards `Option<A>` updates keyed by
 //! [`Windowed`] keys, timestamped with the window's largest record timestamp.
 
 use std::sync::Arc;
 
 use streams_core::serdes::{I64Serde, StringSerde, U64Serde};
+use streams_state::ValueAndTimestampSerde;
 
 use crate::error::DslIssue;
 use crate::grouped::KGroupedStream;
@@ -17,7 +19,7 @@ use crate::ktable::KTable;
 use crate::options::{DynSerde, Materialized, dyn_serde};
 use crate::processors::UpdateFn;
 use crate::windowed::common::{CoreParams, emit_time_store};
-use crate::windowed::serde::{ValueAndTimestampSerde, Windowed, WindowedSerde};
+use crate::windowed::serde::{Windowed, WindowedSerde};
 use crate::windowed::sliding_agg::SlidingWindowAggregate;
 use crate::windowed::time_agg::TimeWindowAggregate;
 use crate::windowed::windows::{EmitStrategy, SlidingWindows, TimeWindows, millis};
@@ -39,7 +41,7 @@ pub struct SlidingWindowedKStream<K, V> {
     emit: EmitStrategy,
 }
 
-impl<K: Clone + PartialEq + 'static, V: Clone + 'static> KGroupedStream<K, V> {
+impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
     /// Aggregates per key and time window.
     pub fn windowed_by(&self, windows: TimeWindows) -> TimeWindowedKStream<K, V> {
         TimeWindowedKStream {
@@ -115,7 +117,7 @@ fn aggregate_fn<K, V, A: 'static>(
 
 macro_rules! windowed_ops {
     ($ty:ident, $kind:ident, $count:literal, $reduce:literal, $aggregate:literal) => {
-        impl<K: Clone + PartialEq + 'static, V: Clone + 'static> $ty<K, V> {
+        impl<K: Clone + 'static, V: Clone + 'static> $ty<K, V> {
             /// Forwards every update (the default) or only each window's final result.
             pub fn emit_strategy(mut self, emit: EmitStrategy) -> Self {
                 self.emit = emit;
@@ -205,7 +207,7 @@ fn build<K, V, A>(
     value_fallback: Option<DynSerde<A>>,
 ) -> KTable<Windowed<K>, A>
 where
-    K: Clone + PartialEq + 'static,
+    K: Clone + 'static,
     V: Clone + 'static,
     A: Clone + 'static,
 {
@@ -244,15 +246,19 @@ where
         return KTable::new(s.shared.clone(), node, None);
     };
     let window_ms = kind.window_ms();
-    let wks = WindowedSerde::of(ks, window_ms);
-    let tvs = ValueAndTimestampSerde::of(vs.clone());
+    let wks = WindowedSerde::of(ks.clone(), window_ms);
+    let builder = materialized.window_store_of(
+        &store,
+        retention_ms,
+        window_ms,
+        ks,
+        ValueAndTimestampSerde(vs.clone()),
+    );
+    let store_ref = s.shared.with(|t| t.window_store(builder));
     let emit_store = emit.is_on_window_close().then(|| emit_time_store(&store));
     let params = CoreParams {
-        store: store.clone(),
+        store: store_ref,
         emit_store: emit_store.clone(),
-        window_ms,
-        retention_ms,
-        inclusive_end: matches!(kind, Kind::Sliding(_)),
     };
     match kind {
         Kind::Time(windows) => s.shared.processor_with(
@@ -278,8 +284,9 @@ where
             &s.node,
         ),
     }
-    s.shared
-        .store(materialized.store_of(&store, wks.clone(), tvs), &[&node]);
+    s.shared.with(|t| {
+        t.connect_processor_and_state_stores(&node, [store.as_str()]);
+    });
     if let Some(name) = &emit_store {
         s.shared
             .store(materialized.store_of(name, StringSerde, I64Serde), &[&node]);

@@ -6,13 +6,13 @@
 //! that closed since the last emission (`start` in `(last_close - size, close - size]`,
 //! never below 0) are then forwarded, once.
 
-use std::time::Duration;
-
-use streams_core::{ProcessResult, Processor, ProcessorContext, PunctuationType, Record, ScheduleId};
+use streams_core::{ProcessResult, Processor, ProcessorContext, Record};
 
 use crate::processors::UpdateFn;
 use crate::windowed::common::WindowCore;
-use crate::windowed::serde::{ValueAndTimestamp, Windowed};
+use streams_state::ValueAndTimestamp;
+
+use crate::windowed::serde::Windowed;
 use crate::windowed::windows::TimeWindows;
 
 pub(crate) struct TimeWindowAggregate<K: 'static, V, A: 'static> {
@@ -23,18 +23,10 @@ pub(crate) struct TimeWindowAggregate<K: 'static, V, A: 'static> {
 
 impl<K, V, A> Processor<K, V, Windowed<K>, Option<A>> for TimeWindowAggregate<K, V, A>
 where
-    K: Clone + PartialEq + 'static,
+    K: Clone + 'static,
     V: Clone + 'static,
     A: Clone + 'static,
 {
-    fn init(&mut self, ctx: &mut ProcessorContext<'_, Windowed<K>, Option<A>>) -> ProcessResult {
-        ctx.schedule(
-            Duration::from_millis(self.windows.advance_ms.max(1).unsigned_abs()),
-            PunctuationType::StreamTime,
-        );
-        Ok(())
-    }
-
     fn process(
         &mut self,
         ctx: &mut ProcessorContext<'_, Windowed<K>, Option<A>>,
@@ -51,11 +43,11 @@ where
             if key.end <= close {
                 continue; // closed: the record is late for this window
             }
-            let old = core.store.get(&key)?;
+            let old = core.get(&r.key, start)?;
             let timestamp = old.as_ref().map_or(r.timestamp, |o| o.timestamp.max(r.timestamp));
             let value = (self.update)(&r.key, r.value.clone(), old.map(|o| o.value));
             let new = ValueAndTimestamp { value, timestamp };
-            core.put(&key, &new)?;
+            core.put(&r.key, start, &new)?;
             core.forward_update(ctx, key, new, &r.headers)?;
         }
         let Some(last) = core.emit_due(close) else {
@@ -75,15 +67,6 @@ where
         if last.is_some() && self.windows.window_starts(upper) == self.windows.window_starts(lower - 1) {
             return Ok(());
         }
-        core.emit_final(ctx, &r.key, &r.headers, (lower, upper), close)
-    }
-
-    fn punctuate(
-        &mut self,
-        _: &mut ProcessorContext<'_, Windowed<K>, Option<A>>,
-        _: ScheduleId,
-        now: i64,
-    ) -> ProcessResult {
-        self.core.expire(now)
+        core.emit_final(ctx, &r.headers, (lower, upper), close)
     }
 }
