@@ -298,3 +298,56 @@ fn emit_on_window_close_skips_a_window_its_store_no_longer_retains() {
         assert_eq!(finals(&out), expected, "by suppress: {by_suppress}");
     }
 }
+
+#[test]
+fn emit_on_window_close_does_not_repeat_final_results_after_a_restart() {
+    use streams_dsl::{DynSerde, ValueAndTimestampSerde};
+    let (driver, out) = final_counts_driver(false);
+    for (k, t) in [("a", 1_000), ("b", 12_000), ("a", 15_000)] {
+        click(&driver, k, t);
+    }
+    assert_eq!(finals(&out), [("a".into(), 0, 1, 1_000)]);
+    driver.commit().unwrap();
+    type Store = streams_state::WindowStore<DynSerde<String>, ValueAndTimestampSerde<DynSerde<u64>>>;
+    let windows: Vec<_> = {
+        let store: Store = driver.window_store("counts").unwrap();
+        let reader = store.read().unwrap();
+        reader.all().unwrap().map(Result::unwrap).collect()
+    };
+    let emitted = driver
+        .kv_store::<StringSerde, streams_core::serdes::I64Serde>("counts-emit-time")
+        .unwrap()
+        .read()
+        .unwrap()
+        .all()
+        .unwrap()
+        .map(Result::unwrap)
+        .collect::<Vec<_>>();
+    assert_eq!(emitted.len(), 1, "the emitted close time is kept");
+    drop(driver);
+
+    // A new instance with both stores restored: [0, 10s) is not emitted again, and
+    // [10s, 20s) is emitted when it closes.
+    let (driver, out) = final_counts_driver(false);
+    let store: Store = driver.window_store("counts").unwrap();
+    for (w, v) in windows {
+        store.put(&w.key, Some(&v), w.start).unwrap();
+    }
+    let times = driver
+        .kv_store::<StringSerde, streams_core::serdes::I64Serde>("counts-emit-time")
+        .unwrap();
+    for (k, v) in emitted {
+        times.put(&k, &v).unwrap();
+    }
+    click(&driver, "c", 16_000);
+    assert_eq!(finals(&out), []);
+    click(&driver, "c", 25_000);
+    assert_eq!(
+        finals(&out),
+        [
+            ("a".into(), 10_000, 1, 15_000),
+            ("b".into(), 10_000, 1, 12_000),
+            ("c".into(), 10_000, 1, 16_000)
+        ]
+    );
+}

@@ -41,15 +41,27 @@ pub(crate) fn emit_time_store(store: &str) -> String {
 /// Final-result emission state.
 pub(crate) struct EmitFinal {
     store: EmitTimeStore,
-    /// The close time up to which final results were emitted.
-    pub last_close: Option<i64>,
+    /// The close time up to which final results were emitted; read from the store on
+    /// first use (after the store was restored), then kept here.
+    last_close: Option<Option<i64>>,
 }
 
 impl EmitFinal {
-    /// Opens the emit-time store and reads the last emitted close time back.
-    pub fn open(store: EmitTimeStore) -> Result<Self, StoreError> {
-        let last_close = store.get(&EMIT_TIME_KEY.to_owned())?;
-        Ok(Self { store, last_close })
+    /// The emission state kept in `store`.
+    pub fn new(store: EmitTimeStore) -> Self {
+        Self {
+            store,
+            last_close: None,
+        }
+    }
+
+    fn last_close(&mut self) -> Result<Option<i64>, StoreError> {
+        if let Some(last) = self.last_close {
+            return Ok(last);
+        }
+        let last = self.store.get(&EMIT_TIME_KEY.to_owned())?;
+        self.last_close = Some(last);
+        Ok(last)
     }
 }
 
@@ -75,7 +87,7 @@ impl<K: 'static, A: 'static> CoreParams<K, A> {
         ctx: &ProcessorContext<'_, Windowed<K>, Option<A>>,
     ) -> Result<WindowCore<K, A>, StoreError> {
         let emit = match &self.emit_store {
-            Some(name) => Some(EmitFinal::open(ctx.kv_store::<StringSerde, I64Serde>(name)?)?),
+            Some(name) => Some(EmitFinal::new(ctx.kv_store::<StringSerde, I64Serde>(name)?)),
             None => None,
         };
         Ok(WindowCore {
@@ -142,12 +154,14 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
 
     /// The last emitted close time when final results are due at `close` (the close time
     /// moved on): `Some(None)` before any emission, `None` when nothing is due.
-    pub fn emit_due(&self, close: i64) -> Option<Option<i64>> {
-        let emit = self.emit.as_ref()?;
-        match emit.last_close {
+    pub fn emit_due(&mut self, close: i64) -> Result<Option<Option<i64>>, StoreError> {
+        let Some(emit) = self.emit.as_mut() else {
+            return Ok(None);
+        };
+        Ok(match emit.last_close()? {
             Some(last) if last >= close => None,
             last => Some(last),
-        }
+        })
     }
 
     /// Forwards the final result of every retained window starting in `[lower, upper]`, in
@@ -174,7 +188,7 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
             })?;
         }
         if let Some(emit) = &mut self.emit {
-            emit.last_close = Some(close);
+            emit.last_close = Some(Some(close));
             emit.store.put(&EMIT_TIME_KEY.to_owned(), &close)?;
         }
         Ok(())
