@@ -1,7 +1,7 @@
 //! Stream-stream joins in the TopologyTestDriver: inner, left and outer joins over join
 //! windows (before/after asymmetry, grace, late records, duplicates), the outer-join store
 //! emitting unmatched records only once their window closed, store and topic names, and a
-//! property test against a brute-force model of the inner join.
+//! property test of all three joins against a brute-force model.
 
 use std::time::Duration;
 
@@ -393,51 +393,74 @@ fn missing_serdes_are_a_build_error() {
 /// One input record of the property test: side, key, timestamp.
 type Input = (bool, u8, i64);
 
-/// The inner join's results by the rule: a record is accepted if its window is open when
-/// it arrives; a pair of accepted records of one key within the window is joined when the
-/// later arrives, if the earlier one's window is still open then.
-fn model(inputs: &[Input], before: i64, after: i64, grace: i64) -> Vec<(String, String, i64)> {
+/// The join's results by the rule: a record is accepted if its window is open when it
+/// arrives; a pair of accepted records of one key within the window is joined when the
+/// later arrives, if the earlier one's window is still open then; (left and outer joins)
+/// an accepted record that joined nothing is emitted alone iff its window is closed at the
+/// end.
+fn model(kind: Kind, inputs: &[Input], before: i64, after: i64, grace: i64) -> Vec<(String, String, i64)> {
     let ahead = |left: bool| if left { after } else { before };
     let closed = |left: bool, t: i64, now: i64| t + ahead(left) + grace < now;
     let mut now = i64::MIN;
-    let mut accepted: Vec<(usize, Input)> = Vec::new();
+    let mut accepted: Vec<(usize, Input, bool)> = Vec::new();
     let mut out = Vec::new();
     for (i, &(left, key, t)) in inputs.iter().enumerate() {
         now = now.max(t);
         if closed(left, t, now) {
             continue;
         }
-        for &(j, (l2, k2, t2)) in &accepted {
-            if l2 == left || k2 != key || closed(l2, t2, now) {
+        let mut joined = false;
+        for (j, (l2, k2, t2), partner_joined) in &mut accepted {
+            if *l2 == left || *k2 != key || closed(*l2, *t2, now) {
                 continue;
             }
             let ((li, lt), (ri, rt)) = if left {
-                ((i, t), (j, t2))
+                ((i, t), (*j, *t2))
             } else {
-                ((j, t2), (i, t))
+                ((*j, *t2), (i, t))
             };
             if lt - before <= rt && rt <= lt + after {
                 out.push((format!("k{key}"), format!("L{li}+R{ri}"), lt.max(rt)));
+                joined = true;
+                *partner_joined = true;
             }
         }
-        accepted.push((i, (left, key, t)));
+        accepted.push((i, (left, key, t), joined));
+    }
+    for (i, (left, key, t), joined) in accepted {
+        let alone = match kind {
+            Kind::Inner => false,
+            Kind::Left => left,
+            Kind::Outer => true,
+        };
+        if alone && !joined && closed(left, t, now) {
+            let value = if left {
+                format!("L{i}+-")
+            } else {
+                format!("-+R{i}")
+            };
+            out.push((format!("k{key}"), value, t));
+        }
     }
     out.sort();
     out
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
+    #![proptest_config(ProptestConfig::with_cases(64))]
 
     #[test]
-    fn inner_join_matches_the_brute_force_model(
+    fn joins_match_the_brute_force_model(
+        kind in prop_oneof![Just(Kind::Inner), Just(Kind::Left), Just(Kind::Outer)],
         inputs in prop::collection::vec((any::<bool>(), 0u8..3, 0i64..400), 1..40),
         before in 0u64..60,
         after in 0u64..60,
         grace in 0u64..60,
     ) {
-        let w = JoinWindows::of_time_difference_with_grace(ms(0), ms(grace)).before(ms(before)).after(ms(after));
-        let j = Join::new(Kind::Inner, w);
+        let w = JoinWindows::of_time_difference_with_grace(ms(0), ms(grace))
+            .before(ms(before))
+            .after(ms(after));
+        let j = Join::new(kind, w);
         for (i, &(left, key, t)) in inputs.iter().enumerate() {
             if left {
                 j.left(&format!("k{key}"), &format!("L{i}"), t);
@@ -445,8 +468,15 @@ proptest! {
                 j.right(&format!("k{key}"), &format!("R{i}"), t);
             }
         }
-        let mut got = j.out();
-        got.sort();
-        prop_assert_eq!(got, model(&inputs, before as i64, after as i64, grace as i64));
+        let got = j.out();
+        // Each result comes out once: no record is emitted alone twice, or alone and joined.
+        let mut sorted = got.clone();
+        sorted.sort();
+        prop_assert_eq!(sorted, model(kind, &inputs, before as i64, after as i64, grace as i64));
+        // Unmatched records of one side come out in time order.
+        for side in ["+-", "-+"] {
+            let alone: Vec<i64> = got.iter().filter(|r| r.1.contains(side)).map(|r| r.2).collect();
+            prop_assert!(alone.windows(2).all(|w| w[0] <= w[1]), "{:?}", got);
+        }
     }
 }
