@@ -1,13 +1,14 @@
 //! Tumbling-window counts in the TopologyTestDriver: per-window results, late records
-//! dropped after the grace period, expired windows removed from the store.
+//! dropped after the grace period, expired windows removed from the store, the retention
+//! of `Materialized::with_retention`, and `reduce`.
 
 use std::time::Duration;
 
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
 use streams_dsl::{
-    Consumed, DynSerde, Grouped, Materialized, Produced, StreamsBuilder, TimeWindows, ValueAndTimestampSerde,
-    Windowed, WindowedSerde,
+    Consumed, DslError, DslIssue, DynSerde, Grouped, Materialized, Produced, StreamsBuilder, TimeWindows,
+    ValueAndTimestampSerde, Windowed, WindowedSerde,
 };
 use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
@@ -101,4 +102,41 @@ fn late_records_are_dropped_and_expired_windows_leave_the_store() {
         store.fetch(&"b".to_owned(), 60_000).unwrap().map(|v| v.value),
         Some(1)
     );
+}
+
+#[test]
+fn a_longer_retention_keeps_windows_readable_and_a_shorter_one_is_a_build_error() {
+    let build = |retention: Duration| {
+        let b = StreamsBuilder::new();
+        b.stream(["clicks"], Consumed::with(StringSerde, StringSerde))
+            .group_by_key(Grouped::new())
+            .windowed_by(TimeWindows::of_size_with_grace(SIZE, Duration::from_secs(5)))
+            .reduce(
+                |a, v| format!("{a}+{v}"),
+                Materialized::as_("kept").with_retention(retention),
+            );
+        b.build()
+    };
+    let driver =
+        TopologyTestDriver::new(build(Duration::from_secs(60)).unwrap(), DriverConfig::default()).unwrap();
+    let input = driver.input_topic("clicks", StringSerde, StringSerde);
+    input.pipe_at("a".into(), "x".into(), 1_000).unwrap();
+    input.pipe_at("a".into(), "y".into(), 2_000).unwrap();
+    input.pipe_at("b".into(), "z".into(), 50_000).unwrap();
+    let store = driver
+        .window_store::<DynSerde<String>, ValueAndTimestampSerde<DynSerde<String>>>("kept")
+        .unwrap();
+    // 50 s behind the latest window: out of the default 15 s retention, inside 60 s.
+    assert_eq!(
+        store.fetch(&"a".to_owned(), 0).unwrap().map(|v| v.value),
+        Some("x+y".to_owned())
+    );
+
+    match build(Duration::from_secs(14)) {
+        Err(DslError::Invalid(issues)) => assert!(
+            matches!(&issues[..], [DslIssue::RetentionTooShort { operator, retention_ms: 14_000, least_ms: 15_000 }] if operator == "kept"),
+            "{issues:?}"
+        ),
+        other => panic!("expected a retention error, got {:?}", other.map(|_| ())),
+    }
 }
