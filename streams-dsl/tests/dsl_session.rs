@@ -314,6 +314,59 @@ fn final_results_come_by_end_then_start_then_key() {
 }
 
 #[test]
+fn final_results_are_not_repeated_after_a_restart() {
+    use streams_dsl::DynSerde;
+    type Store = streams_core::state::SessionStore<DynSerde<String>, DynSerde<u64>>;
+    type Times = streams_core::state::KvStore<StringSerde, streams_core::serdes::I64Serde>;
+    let driver = count_driver(10, 5, EmitStrategy::on_window_close());
+    let tail = Tail::new(&driver);
+    for (k, t) in [("a", 0), ("a", 5), ("b", 3), ("a", 20)] {
+        pipe(&driver, k, t);
+    }
+    assert_eq!(tail.next(), [u("b", 3, 3, Some(1))]);
+    driver.commit().unwrap();
+    let sessions: Vec<_> = {
+        let store: Store = driver.session_store("sessions").unwrap();
+        let reader = store.read().unwrap();
+        reader.all().unwrap().map(Result::unwrap).collect()
+    };
+    let spans: Vec<_> = sessions
+        .iter()
+        .map(|(w, _)| (w.key.as_str(), w.start, w.end))
+        .collect();
+    assert_eq!(
+        spans,
+        [("a", 0, 5), ("a", 20, 20)],
+        "[3, 3] is past the retention"
+    );
+    let times: Vec<_> = {
+        let store: Times = driver.kv_store("sessions-emit-time").unwrap();
+        let reader = store.read().unwrap();
+        reader.all().unwrap().map(Result::unwrap).collect()
+    };
+    assert_eq!(times.len(), 1, "the emitted close time is kept");
+    drop(driver);
+
+    // A new instance with both stores restored: [3, 3] is not emitted again; [0, 5] is
+    // when it closes, and a record at 30 still merges with [20, 20].
+    let driver = count_driver(10, 5, EmitStrategy::on_window_close());
+    let tail = Tail::new(&driver);
+    let store: Store = driver.session_store("sessions").unwrap();
+    for (w, v) in &sessions {
+        store.put(w, v).unwrap();
+    }
+    let emit: Times = driver.kv_store("sessions-emit-time").unwrap();
+    for (k, v) in &times {
+        emit.put(k, v).unwrap();
+    }
+    pipe(&driver, "c", 21);
+    assert_eq!(tail.next(), [u("a", 0, 5, Some(2))]);
+    pipe(&driver, "a", 30);
+    pipe(&driver, "z", 100);
+    assert_eq!(tail.next(), [u("c", 21, 21, Some(1)), u("a", 20, 30, Some(2))]);
+}
+
+#[test]
 fn suppress_until_window_closes_forwards_final_sessions() {
     let b = StreamsBuilder::new();
     grouped(&b)

@@ -206,7 +206,7 @@ impl<K: Clone + PartialEq + 'static, V: Clone + 'static> SessionWindowedKStream<
             &node,
             move |ctx| {
                 let emit = match &emit_name {
-                    Some(name) => Some(SessionEmit::open(ctx.kv_store::<StringSerde, I64Serde>(name)?)?),
+                    Some(name) => Some(SessionEmit::new(ctx.kv_store::<StringSerde, I64Serde>(name)?)),
                     None => None,
                 };
                 Ok(SessionWindowAggregate::<K, V, A> {

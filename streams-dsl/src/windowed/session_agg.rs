@@ -42,15 +42,32 @@ const EMIT_TIME_KEY: &str = "close-time";
 
 /// Final-result state: the emit-time store and the close time emitted up to.
 pub(crate) struct SessionEmit {
-    pub store: KvStore<StringSerde, I64Serde>,
-    pub last_close: Option<i64>,
+    store: KvStore<StringSerde, I64Serde>,
+    /// Read from the store on first use (after the store was restored), then kept here.
+    last_close: Option<Option<i64>>,
 }
 
 impl SessionEmit {
-    /// Opens the emit-time store and reads the last emitted close time back.
-    pub fn open(store: KvStore<StringSerde, I64Serde>) -> Result<Self, StoreError> {
-        let last_close = store.get(&EMIT_TIME_KEY.to_owned())?;
-        Ok(Self { store, last_close })
+    /// The emission state kept in `store`.
+    pub fn new(store: KvStore<StringSerde, I64Serde>) -> Self {
+        Self {
+            store,
+            last_close: None,
+        }
+    }
+
+    fn last_close(&mut self) -> Result<Option<i64>, StoreError> {
+        if let Some(last) = self.last_close {
+            return Ok(last);
+        }
+        let last = self.store.get(&EMIT_TIME_KEY.to_owned())?;
+        self.last_close = Some(last);
+        Ok(last)
+    }
+
+    fn emitted(&mut self, close: i64) -> Result<(), StoreError> {
+        self.last_close = Some(Some(close));
+        self.store.put(&EMIT_TIME_KEY.to_owned(), &close)
     }
 }
 
@@ -116,14 +133,15 @@ where
 
     /// Forwards the sessions that closed since the last emission, if `close` moved on.
     fn emit_final(&mut self, ctx: Ctx<'_, '_, K, A>, headers: &Headers, close: i64) -> ProcessResult {
-        let Some(emit) = &self.emit else {
+        let Some(emit) = &mut self.emit else {
             return Ok(());
         };
-        if emit.last_close.is_some_and(|last| last >= close) {
+        let last = emit.last_close()?;
+        if last.is_some_and(|last| last >= close) {
             return Ok(());
         }
         let upper = close.saturating_sub(1);
-        let lower = emit.last_close.unwrap_or(NO_TIMESTAMP).max(0);
+        let lower = last.unwrap_or(NO_TIMESTAMP).max(0);
         if upper < 0 || upper < lower {
             return Ok(()); // no session closed yet: the close time is not recorded
         }
@@ -143,8 +161,7 @@ where
             Self::forward(ctx, dsl_key(w), Some(v), headers)?;
         }
         if let Some(emit) = &mut self.emit {
-            emit.last_close = Some(close);
-            emit.store.put(&EMIT_TIME_KEY.to_owned(), &close)?;
+            emit.emitted(close)?;
         }
         Ok(())
     }
