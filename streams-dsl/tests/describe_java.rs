@@ -7,9 +7,9 @@
 //!
 //! The Java program is built with Maven the first time (into `tests/java-describe/target/`,
 //! reusing the local Maven repository; rebuilt when its sources change) and run once per
-//! test binary. Without `java` or `mvn` on the PATH the tests say `SKIPPED` on stderr and
-//! pass, unless `STREAMS_REQUIRE_JAVA=1` (which `scripts/test.sh` sets): then they fail. A
-//! failing Maven build always fails them, with Maven's output.
+//! test binary, by `tests/common/java.rs`. Without `java` or `mvn` on the PATH the tests say
+//! `SKIPPED` on stderr and pass, unless `STREAMS_REQUIRE_JAVA=1` (which `scripts/test.sh`
+//! sets): then they fail. A failing Maven build always fails them, with Maven's output.
 //!
 //! The DSL twins name their nodes as our DSL does; the Java program gives Kafka Streams those
 //! names with `Named`, `Consumed`, `Produced`, `Joined`, `Branched` and `Materialized`.
@@ -17,13 +17,12 @@
 //! Kafka's text before comparing; where its DSL builds other nodes, the Java program builds
 //! ours another way (both are explained at the case, and in docs/processor-api.md).
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::fs;
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant, SystemTime};
+
+use common::java::{self, JavaProgram, Outcome};
 
 use streams_core::serdes::StringSerde;
 use streams_core::{
@@ -31,21 +30,8 @@ use streams_core::{
 };
 use streams_dsl::{Consumed, Grouped, Materialized, Produced, StreamsBuilder};
 
-/// `1` (or `true`, `yes`) makes these tests fail, instead of skip, without Java or Maven.
-const REQUIRE_JAVA_ENV: &str = "STREAMS_REQUIRE_JAVA";
-
-/// The bound on the Maven build; the first one downloads Kafka Streams and Maven's plugins.
-const BUILD_TIMEOUT: Duration = Duration::from_secs(15 * 60);
-
-/// The bound on one run of the Java program.
-const RUN_TIMEOUT: Duration = Duration::from_secs(120);
-
 /// The Java program's main class.
 const MAIN_CLASS: &str = "dev.streams.describe.DescribeTopologies";
-
-fn java_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java-describe")
-}
 
 // ---------------------------------------------------------------------------------------
 // The twins of the Java program's cases.
@@ -525,256 +511,15 @@ fn first_difference(expected: &str, actual: &str) -> Option<String> {
 ///
 /// # Panics
 ///
-/// When the build or the run fails, or Java or Maven is missing and [`REQUIRE_JAVA_ENV`]
-/// asks for them.
+/// When the build or the run fails, or Java or Maven is missing and
+/// [`java::REQUIRE_JAVA_ENV`] asks for them.
 fn kafka_descriptions(test: &str) -> Option<&'static BTreeMap<String, String>> {
     static OUTPUT: OnceLock<Result<BTreeMap<String, String>, Outcome>> = OnceLock::new();
-    match OUTPUT.get_or_init(build_and_run) {
-        Ok(cases) => Some(cases),
-        Err(Outcome::Missing(what)) => {
-            if java_required() {
-                panic!(
-                    "{test}: {REQUIRE_JAVA_ENV}=1 but {what} (run scripts/install-deps.sh: it \
-                     installs a JDK 17 and Maven)"
-                );
-            }
-            // Past the harness's output capture: a skip must show in every run.
-            let _ = writeln!(
-                std::io::stderr().lock(),
-                "SKIPPED {test}: {what}; set {REQUIRE_JAVA_ENV}=1 to fail instead (scripts/test.sh does)"
-            );
-            None
-        }
-        Err(Outcome::Failed(why)) => panic!("{test}: {why}"),
-    }
-}
-
-/// Why there are no descriptions.
-enum Outcome {
-    /// Java or Maven is not installed.
-    Missing(String),
-    /// Building or running the program failed.
-    Failed(String),
-}
-
-fn java_required() -> bool {
-    std::env::var(REQUIRE_JAVA_ENV).is_ok_and(|v| {
-        let v = v.trim();
-        v == "1" || v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("yes")
-    })
-}
-
-/// Whether `program` runs (with an argument that makes it print its version).
-fn installed(program: &str, version_arg: &str) -> bool {
-    Command::new(program)
-        .arg(version_arg)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
-}
-
-fn build_and_run() -> Result<BTreeMap<String, String>, Outcome> {
-    for (program, arg) in [("java", "-version"), ("mvn", "-v")] {
-        if !installed(program, arg) {
-            return Err(Outcome::Missing(format!("`{program}` is not on the PATH")));
-        }
-    }
-    let dir = java_dir();
-    let classpath = build(&dir).map_err(Outcome::Failed)?;
-    let stdout = run(&dir, &classpath).map_err(Outcome::Failed)?;
-    parse(&stdout).map_err(Outcome::Failed)
-}
-
-/// A stable hash (FNV-1a, 64 bits) of the program's sources: the build is redone when it
-/// changes.
-fn sources_hash(dir: &Path) -> Result<String, String> {
-    let mut files = vec![dir.join("pom.xml")];
-    let mut pending = vec![dir.join("src")];
-    while let Some(d) = pending.pop() {
-        let entries = fs::read_dir(&d).map_err(|e| format!("reading {}: {e}", d.display()))?;
-        for entry in entries {
-            let path = entry.map_err(|e| format!("reading {}: {e}", d.display()))?.path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for f in &files {
-        let bytes = fs::read(f).map_err(|e| format!("reading {}: {e}", f.display()))?;
-        let name = f.strip_prefix(dir).unwrap_or(f).to_string_lossy().into_owned();
-        for b in name.bytes().chain([0]).chain(bytes).chain([0]) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-    Ok(format!("{h:016x}"))
-}
-
-/// Builds the program unless it is built from these sources already; returns its class
-/// path (its classes, then Kafka Streams' jars).
-fn build(dir: &Path) -> Result<std::ffi::OsString, String> {
-    let target = dir.join("target");
-    fs::create_dir_all(&target).map_err(|e| format!("creating {}: {e}", target.display()))?;
-    let _lock = BuildLock::take(&target.join(".build-lock"))?;
-    let stamp = target.join("sources.hash");
-    let listed = target.join("classpath.txt");
-    let hash = sources_hash(dir)?;
-    let built = fs::read_to_string(&stamp).is_ok_and(|s| s == hash) && listed.is_file();
-    if !built {
-        let _ = fs::remove_file(&stamp);
-        let log = target.join("mvn.log");
-        let started = Instant::now();
-        let mut mvn = Command::new("mvn");
-        mvn.args([
-            "-q",
-            "-B",
-            "-Dstyle.color=never",
-            "compile",
-            "dependency:build-classpath",
-        ])
-        .current_dir(dir);
-        let status = run_bounded(mvn, &log, None, BUILD_TIMEOUT)?;
-        let output = without_escapes(&fs::read_to_string(&log).unwrap_or_default());
-        if !status {
-            return Err(format!(
-                "building the Java program with Maven failed ({} in {}); its output:\n{output}",
-                dir.display(),
-                seconds(started)
-            ));
-        }
-        fs::write(&stamp, &hash).map_err(|e| format!("writing {}: {e}", stamp.display()))?;
-        let _ = writeln!(
-            std::io::stderr().lock(),
-            "describe_java: built the Kafka Streams program in {}",
-            seconds(started)
-        );
-    }
-    let jars = fs::read_to_string(&listed).map_err(|e| format!("reading {}: {e}", listed.display()))?;
-    let paths = std::iter::once(target.join("classes")).chain(std::env::split_paths(jars.trim()));
-    std::env::join_paths(paths).map_err(|e| format!("the class path: {e}"))
-}
-
-/// Runs the program; returns its standard output.
-fn run(dir: &Path, classpath: &std::ffi::OsStr) -> Result<String, String> {
-    let target = dir.join("target");
-    let out = target.join(format!("describe-{}.out", std::process::id()));
-    let err = target.join(format!("describe-{}.err", std::process::id()));
-    let mut java = Command::new("java");
-    java.arg("-cp").arg(classpath).arg(MAIN_CLASS).current_dir(dir);
-    let ok = run_bounded(java, &err, Some(&out), RUN_TIMEOUT);
-    let stdout = fs::read_to_string(&out).unwrap_or_default();
-    let stderr = fs::read_to_string(&err).unwrap_or_default();
-    let _ = fs::remove_file(&out);
-    let _ = fs::remove_file(&err);
-    if !ok? {
-        return Err(format!(
-            "the Java program failed; its output:\n{stdout}\nand its errors:\n{stderr}"
-        ));
-    }
-    Ok(stdout)
-}
-
-/// Runs `cmd` with its stderr (and its stdout, unless `stdout` names a file for it) written
-/// to `log`, killing it after `limit`; whether it exited successfully.
-fn run_bounded(mut cmd: Command, log: &Path, stdout: Option<&Path>, limit: Duration) -> Result<bool, String> {
-    let file = |p: &Path| fs::File::create(p).map_err(|e| format!("creating {}: {e}", p.display()));
-    let errors = file(log)?;
-    let output = match stdout {
-        Some(p) => file(p)?,
-        None => errors
-            .try_clone()
-            .map_err(|e| format!("{}: {e}", log.display()))?,
-    };
-    let program = format!("{cmd:?}");
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(output)
-        .stderr(errors)
-        .spawn()
-        .map_err(|e| format!("starting {program}: {e}"))?;
-    let started = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Ok(status.success()),
-            Ok(None) if started.elapsed() < limit => std::thread::sleep(Duration::from_millis(50)),
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                let so_far = fs::read_to_string(log).unwrap_or_default();
-                return Err(format!(
-                    "{program} did not finish within {} s and was killed; its output so far:\n{so_far}",
-                    limit.as_secs()
-                ));
-            }
-            Err(e) => return Err(format!("waiting for {program}: {e}")),
-        }
-    }
-}
-
-/// `text` without terminal escape sequences (Maven colours some lines whatever it is told).
-fn without_escapes(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c != '\u{1b}' {
-            out.push(c);
-            continue;
-        }
-        // ESC [ parameters, ended by a letter.
-        if chars.next() == Some('[') {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        }
-    }
-    out
-}
-
-fn seconds(since: Instant) -> String {
-    format!("{:.1} s", since.elapsed().as_secs_f64())
-}
-
-/// A directory held while one process builds the program; another waits for it. A lock
-/// older than the build's bound is left over from a killed run and taken over.
-struct BuildLock(PathBuf);
-
-impl BuildLock {
-    fn take(path: &Path) -> Result<Self, String> {
-        let started = Instant::now();
-        loop {
-            match fs::create_dir(path) {
-                Ok(()) => return Ok(Self(path.to_owned())),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let age = fs::metadata(path)
-                        .and_then(|m| m.modified())
-                        .ok()
-                        .and_then(|t| SystemTime::now().duration_since(t).ok());
-                    if age.is_some_and(|a| a > BUILD_TIMEOUT) {
-                        let _ = fs::remove_dir(path);
-                    } else if started.elapsed() > BUILD_TIMEOUT {
-                        return Err(format!("{} is held by another build", path.display()));
-                    } else {
-                        std::thread::sleep(Duration::from_millis(200));
-                    }
-                }
-                Err(e) => return Err(format!("creating {}: {e}", path.display())),
-            }
-        }
-    }
-}
-
-impl Drop for BuildLock {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir(&self.0);
-    }
+    let output = OUTPUT.get_or_init(|| {
+        let stdout = JavaProgram::in_tests("java-describe", MAIN_CLASS, "describe_java").build_and_run()?;
+        parse(&stdout).map_err(Outcome::Failed)
+    });
+    java::available(test, output)
 }
 
 /// The cases of the program's output: `=== BEGIN name ===`, the text, a newline of the
