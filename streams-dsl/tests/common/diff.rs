@@ -1,0 +1,356 @@
+//! The harness of `differential_java.rs`: runs a case's input through our
+//! `TopologyTestDriver` and compares the output, record by record, with what Kafka Streams'
+//! `TopologyTestDriver` produced for the same input (`tests/java-diff/`).
+//!
+//! A case's input is `tests/diff-cases/<case>.json`: `records`, each either a record
+//! (`topic`, `key`, `value` (null for a tombstone), `timestamp`) piped with string serdes, or
+//! `{"advance_wall_clock_ms": n}`. After every input step both sides read every output topic
+//! of the case, in the order the case lists them, and note each record with the index of the
+//! step (`after`), its topic, key, value and timestamp. The two lists must be equal: the same
+//! records, in the same order, produced by the same input step.
+//!
+//! Both drivers start with the wall clock at 0, application id `diff`, and no record cache
+//! (Kafka Streams' `statestore.cache.max.bytes=0`), so every update is forwarded at once.
+//! The Java program runs every case once per test binary.
+//!
+//! A case may list [`Known`] differences, each with its reason. The outputs are compared in
+//! full first; if they differ, they are compared again without what the known differences
+//! cover, and the case passes if that matches (saying on stderr which known difference
+//! showed). A listed difference that no longer shows (the outputs match without leaving
+//! it out) fails the case: the list stays true.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use serde_json::Value;
+use streams_core::serdes::{StringSerde, U64Serde};
+use streams_core::state::serde::NullableSerde;
+use streams_dsl::StreamsBuilder;
+use streams_test_utils::{DriverConfig, TestOutputTopic, TopologyTestDriver};
+
+use crate::common::java::{self, JavaProgram, Outcome};
+
+/// The Java program's main class.
+const MAIN_CLASS: &str = "dev.streams.diff.DiffCases";
+
+/// The directory of the case files.
+fn cases_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/diff-cases")
+}
+
+/// How an output topic's values are read: strings (`StringSerde`, Java's `Serdes.String()`)
+/// or 64-bit counts (`U64Serde`, Java's `Serdes.Long()`: both 8 bytes big-endian).
+#[derive(Debug, Clone, Copy)]
+pub enum Values {
+    /// UTF-8 strings.
+    Str,
+    /// Counts and sums.
+    Long,
+}
+
+/// An output topic of a case.
+pub type Output = (&'static str, Values);
+
+/// One output record, as both sides print it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutRecord {
+    /// The index of the input step after which it was read.
+    pub after: u64,
+    /// The output topic.
+    pub topic: String,
+    /// The key (JSON null for none).
+    pub key: Value,
+    /// The value: a string, a number, or null (a tombstone).
+    pub value: Value,
+    /// The record's timestamp (ms).
+    pub timestamp: i64,
+}
+
+impl fmt::Display for OutRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "after step {:>2}: {} {} = {} @ {}",
+            self.after, self.topic, self.key, self.value, self.timestamp
+        )
+    }
+}
+
+/// A difference from Kafka Streams that a case expects, and what the comparison then
+/// leaves out. The text says why the difference exists.
+#[derive(Debug, Clone, Copy)]
+pub enum Known {
+    /// Timestamps differ: they are not compared.
+    Timestamps(&'static str),
+}
+
+impl Known {
+    fn reason(&self) -> &'static str {
+        match self {
+            Known::Timestamps(r) => r,
+        }
+    }
+}
+
+/// `records` without what `known` leaves out of the comparison.
+fn comparable(records: &[OutRecord], known: &[Known]) -> Vec<OutRecord> {
+    let mut out = records.to_vec();
+    for k in known {
+        match k {
+            Known::Timestamps(_) => out.iter_mut().for_each(|r| r.timestamp = 0),
+        }
+    }
+    out
+}
+
+/// What the Java program printed: each case's records, or its error.
+type JavaCases = BTreeMap<String, Result<Vec<OutRecord>, String>>;
+
+/// The Java program's output, built and run once per test binary.
+fn kafka_outputs(test: &str) -> Option<&'static JavaCases> {
+    static OUTPUT: OnceLock<Result<JavaCases, Outcome>> = OnceLock::new();
+    let output = OUTPUT.get_or_init(|| {
+        let mut program = JavaProgram::in_tests("java-diff", MAIN_CLASS, "differential_java");
+        program.args.push(cases_dir().into_os_string());
+        let stdout = program.build_and_run()?;
+        parse(&stdout).map_err(Outcome::Failed)
+    });
+    java::available(test, output)
+}
+
+/// The cases the Java program ran; `None` when Java is missing and not required.
+pub fn java_cases(test: &str) -> Option<Vec<String>> {
+    kafka_outputs(test).map(|cases| cases.keys().cloned().collect())
+}
+
+/// The cases that have an input file.
+pub fn case_files() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(cases_dir())
+        .expect("tests/diff-cases is readable")
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            name.strip_suffix(".json").map(str::to_owned)
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+fn field<'a>(line: &'a Value, name: &str, text: &str) -> Result<&'a Value, String> {
+    line.get(name)
+        .ok_or_else(|| format!("no `{name}` in the Java program's line {text}"))
+}
+
+/// The Java program's JSON lines, by case.
+fn parse(stdout: &str) -> Result<JavaCases, String> {
+    let mut cases: BTreeMap<String, Vec<OutRecord>> = BTreeMap::new();
+    let mut done = JavaCases::new();
+    for text in stdout.lines().filter(|l| !l.trim().is_empty()) {
+        let line: Value =
+            serde_json::from_str(text).map_err(|e| format!("the Java program printed {text:?}: {e}"))?;
+        let case = field(&line, "case", text)?
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if let Some(error) = line.get("error") {
+            done.insert(case, Err(error.to_string()));
+        } else if line.get("end").is_some() {
+            done.insert(case.clone(), Ok(cases.remove(&case).unwrap_or_default()));
+        } else {
+            let record = OutRecord {
+                after: field(&line, "after", text)?.as_u64().unwrap_or(u64::MAX),
+                topic: field(&line, "topic", text)?
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                key: field(&line, "key", text)?.clone(),
+                value: field(&line, "value", text)?.clone(),
+                timestamp: field(&line, "timestamp", text)?.as_i64().unwrap_or(i64::MIN),
+            };
+            cases.entry(case).or_default().push(record);
+        }
+    }
+    if let Some(case) = cases.keys().next() {
+        return Err(format!(
+            "the Java program's output for case {case} has no end line:\n{stdout}"
+        ));
+    }
+    if done.is_empty() {
+        return Err(format!("the Java program printed no case:\n{stdout}"));
+    }
+    Ok(done)
+}
+
+/// An output topic of our driver, read with its value serde.
+enum Reader {
+    Str(TestOutputTopic<StringSerde, NullableSerde<StringSerde>>),
+    Long(TestOutputTopic<StringSerde, NullableSerde<U64Serde>>),
+}
+
+impl Reader {
+    fn read(&self) -> Vec<(String, Value, i64)> {
+        match self {
+            Reader::Str(t) => t
+                .read_records()
+                .expect("our output decodes")
+                .into_iter()
+                .map(|r| (r.key, r.value.map_or(Value::Null, Value::from), r.timestamp))
+                .collect(),
+            Reader::Long(t) => t
+                .read_records()
+                .expect("our output decodes")
+                .into_iter()
+                .map(|r| (r.key, r.value.map_or(Value::Null, Value::from), r.timestamp))
+                .collect(),
+        }
+    }
+}
+
+/// Runs case `case`'s input through our twin topology (what `build` adds to a builder);
+/// every output record of `outputs`.
+fn run_ours(case: &str, outputs: &[Output], build: impl FnOnce(&StreamsBuilder)) -> Vec<OutRecord> {
+    let path = cases_dir().join(format!("{case}.json"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let input: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let b = StreamsBuilder::new();
+    build(&b);
+    let topology = b
+        .build()
+        .unwrap_or_else(|e| panic!("{case}: the twin topology does not build: {e}"));
+    let config = DriverConfig::default().application_id("diff").cache_max_bytes(0);
+    let driver = TopologyTestDriver::new(topology, config).expect("the driver starts");
+    let readers: Vec<(&str, Reader)> = outputs
+        .iter()
+        .map(|&(topic, values)| {
+            let reader = match values {
+                Values::Str => {
+                    Reader::Str(driver.output_topic(topic, StringSerde, NullableSerde(StringSerde)))
+                }
+                Values::Long => {
+                    Reader::Long(driver.output_topic(topic, StringSerde, NullableSerde(U64Serde)))
+                }
+            };
+            (topic, reader)
+        })
+        .collect();
+    let records = input["records"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}: no `records` array", path.display()));
+    let mut out = Vec::new();
+    for (step, r) in (0u64..).zip(records) {
+        if let Some(ms) = r.get("advance_wall_clock_ms") {
+            let ms = ms.as_u64().expect("advance_wall_clock_ms is a count of ms");
+            driver
+                .advance_wall_clock(Duration::from_millis(ms))
+                .unwrap_or_else(|e| panic!("{case}: step {step}: {e}"));
+        } else {
+            let text = |name: &str| r[name].as_str().map(str::to_owned);
+            let topic = text("topic").unwrap_or_else(|| panic!("{case}: step {step} has no topic"));
+            let key = text("key").unwrap_or_else(|| panic!("{case}: step {step} has no key"));
+            let timestamp = r["timestamp"]
+                .as_i64()
+                .unwrap_or_else(|| panic!("{case}: step {step} has no timestamp"));
+            driver
+                .input_topic(&topic, StringSerde, NullableSerde(StringSerde))
+                .pipe_at(key, text("value"), timestamp)
+                .unwrap_or_else(|e| panic!("{case}: step {step}: {e}"));
+        }
+        for (topic, reader) in &readers {
+            for (key, value, timestamp) in reader.read() {
+                out.push(OutRecord {
+                    after: step,
+                    topic: (*topic).to_owned(),
+                    key: Value::from(key),
+                    value,
+                    timestamp,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Runs case `case` on our side and compares its output with Kafka Streams', in full or,
+/// when it differs, without what the `known` differences cover.
+///
+/// # Panics
+///
+/// When the outputs differ (showing the first difference with context), when a known
+/// difference no longer shows, or when the Java program failed on the case.
+pub fn check(case: &str, known: &[Known], outputs: &[Output], build: impl FnOnce(&StreamsBuilder)) {
+    let Some(kafka) = kafka_outputs(case) else {
+        return;
+    };
+    let expected = match kafka.get(case) {
+        Some(Ok(records)) => records,
+        Some(Err(e)) => panic!("{case}: the Java program failed on the case: {e}"),
+        None => panic!("the Java program has no case {case}"),
+    };
+    let ours = run_ours(case, outputs, build);
+    let Some(diff) = first_difference(expected, &ours) else {
+        assert!(
+            known.is_empty(),
+            "{case}: the output equals Kafka Streams', but the case lists known differences: \
+             remove them from the case ({known:?})"
+        );
+        return;
+    };
+    if known.is_empty() {
+        panic!("{case}: the output differs from Kafka Streams 4.1.1\n{diff}");
+    }
+    if let Some(rest) = first_difference(&comparable(expected, known), &comparable(&ours, known)) {
+        panic!(
+            "{case}: the output differs from Kafka Streams 4.1.1 beyond the known differences \
+             ({known:?})\n{rest}\nin full:\n{diff}"
+        );
+    }
+    for (i, k) in known.iter().enumerate() {
+        let others: Vec<Known> = known
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| j != i)
+            .map(|(_, k)| *k)
+            .collect();
+        assert!(
+            first_difference(&comparable(expected, &others), &comparable(&ours, &others)).is_some(),
+            "{case}: the known difference {k:?} no longer shows: remove it from the case"
+        );
+    }
+    // Past the harness's output capture: a known difference shows in every run.
+    let reasons: Vec<&str> = known.iter().map(Known::reason).collect();
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "KNOWN DIFFERENCE {case}: {}",
+        reasons.join("; ")
+    );
+}
+
+/// The first record where `expected` (Kafka Streams) and `actual` (ours) differ, with up to
+/// three equal records before it and five records of each side from it; `None` when equal.
+fn first_difference(expected: &[OutRecord], actual: &[OutRecord]) -> Option<String> {
+    if expected == actual {
+        return None;
+    }
+    let first = expected.iter().zip(actual).take_while(|(e, a)| e == a).count();
+    let mut out = format!(
+        "first difference at output record {} ({} records from Kafka Streams, {} from ours)\n\
+         --- Kafka Streams 4.1.1\n+++ streams-rs\n",
+        first + 1,
+        expected.len(),
+        actual.len()
+    );
+    for r in &expected[first.saturating_sub(3)..first] {
+        out.push_str(&format!("  {r}\n"));
+    }
+    for r in expected.iter().skip(first).take(5) {
+        out.push_str(&format!("- {r}\n"));
+    }
+    for r in actual.iter().skip(first).take(5) {
+        out.push_str(&format!("+ {r}\n"));
+    }
+    Some(out)
+}
