@@ -164,9 +164,9 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
         })
     }
 
-    /// Forwards the final result of every retained window starting in `[lower, upper]`, in
-    /// the store's order (by segment, then key bytes, then start, as Kafka Streams'
-    /// persistent window stores), with the triggering record's headers, and records
+    /// Forwards the final result of every retained window starting in `[lower, upper]`, by
+    /// window start, then key bytes (the order of Kafka Streams' time-ordered window store
+    /// of emit-final aggregations), with the triggering record's headers, and records
     /// `close` as emitted.
     pub fn emit_final(
         &mut self,
@@ -175,10 +175,15 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
         (lower, upper): (i64, i64),
         close: i64,
     ) -> ProcessResult {
-        let due: Vec<_> = {
+        let mut due: Vec<(Windowed<K>, ValueAndTimestamp<A>)> = {
             let reader = self.store.read()?;
             reader.fetch_all(lower, upper)?.collect::<Result<_, _>>()?
         };
+        // Kafka Streams keeps emit-final aggregations in a time-ordered window store: final
+        // results go out by window start, then key bytes. The store yields windows by
+        // segment, then key bytes, then start, so equal starts (one segment) are already in
+        // key-byte order and a stable sort by start gives Kafka's order.
+        due.sort_by_key(|(w, _)| w.start);
         for (key, v) in due {
             ctx.forward(Record {
                 key,
