@@ -30,15 +30,17 @@
 mod common;
 #[path = "common/diff.rs"]
 mod diff;
-
-use std::time::Duration;
+#[path = "differential_java/joins.rs"]
+mod joins;
+#[path = "differential_java/windowed.rs"]
+mod windowed;
 
 use diff::Values::{Long, Str};
 use diff::{Known, check};
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
 use streams_dsl::{
-    Consumed, GlobalKTable, Grouped, KStream, KTable, Materialized, Produced, StreamsBuilder, TimeWindows,
+    Consumed, GlobalKTable, Grouped, KGroupedTable, KStream, KTable, Materialized, Produced, StreamsBuilder,
     Windowed,
 };
 
@@ -299,277 +301,47 @@ fn table_map_values_materialized() {
     });
 }
 
-// ---- joins ----
+// ---- re-grouped tables: the key is the value's length ----
 
-#[test]
-fn stream_table_join() {
-    check("stream-table-join", &[], &[("joined", Str)], |b| {
-        let users = table(b, "users");
-        input(b, "orders")
-            .join(&users, |_, o, u| format!("{o}/{u}"))
-            .to("joined", strings());
-    });
-}
-
-#[test]
-fn stream_table_left_join() {
-    check("stream-table-left-join", &[], &[("joined", Str)], |b| {
-        let users = table(b, "users");
-        input(b, "orders")
-            .left_join(&users, |_, o, u| format!("{o}/{}", or_null(u)))
-            .to("joined", strings());
-    });
-}
-
-#[test]
-fn table_table_join() {
-    check("table-table-join", &[JOIN_TIMESTAMPS], &[("joined", Str)], |b| {
-        table(b, "left")
-            .join(&table(b, "right"), |_, l, r| format!("{l}/{r}"))
-            .to_stream()
-            .to("joined", nullable_strings());
-    });
-}
-
-#[test]
-fn table_table_left_join() {
-    check(
-        "table-table-left-join",
-        &[JOIN_TIMESTAMPS],
-        &[("joined", Str)],
-        |b| {
-            table(b, "left")
-                .left_join(&table(b, "right"), |_, l, r| format!("{l}/{}", or_null(r)))
-                .to_stream()
-                .to("joined", nullable_strings());
-        },
-    );
-}
-
-#[test]
-fn table_table_outer_join() {
-    check(
-        "table-table-outer-join",
-        &[JOIN_TIMESTAMPS],
-        &[("joined", Str)],
-        |b| {
-            table(b, "left")
-                .outer_join(&table(b, "right"), |_, l, r| {
-                    format!("{}/{}", or_null(l), or_null(r))
-                })
-                .to_stream()
-                .to("joined", nullable_strings());
-        },
-    );
-}
-
-#[test]
-fn global_table_join() {
-    check("global-table-join", &[], &[("joined", Str)], |b| {
-        let g = global(b, "g");
-        input(b, "in")
-            .join_global(&g, |_, v| v.clone(), |_, v, x| format!("{v}/{x}"))
-            .to("joined", strings());
-    });
-}
-
-#[test]
-fn global_table_left_join() {
-    check("global-table-left-join", &[], &[("joined", Str)], |b| {
-        let g = global(b, "g");
-        input(b, "in")
-            .left_join_global(&g, |_, v| v.clone(), |_, v, x| format!("{v}/{}", or_null(x)))
-            .to("joined", strings());
-    });
-}
-
-// ---- windows: 10 ms windows, 5 ms grace ----
-
-fn tumbling() -> TimeWindows {
-    TimeWindows::of_size_with_grace(Duration::from_millis(10), Duration::from_millis(5))
-}
-
-fn hopping() -> TimeWindows {
-    tumbling().advance_by(Duration::from_millis(5))
-}
-
-fn windowed_count(b: &StreamsBuilder, windows: TimeWindows) {
-    input(b, "in")
-        .group_by_key(Grouped::new())
-        .windowed_by(windows)
-        .count(Materialized::new())
-        .to_stream()
-        .map(|k, v| (windowed(&k), v))
-        .to("counts", counts());
-}
-
-fn windowed_concat(b: &StreamsBuilder, windows: TimeWindows) {
-    input(b, "in")
-        .group_by_key(Grouped::new())
-        .windowed_by(windows)
-        .aggregate(
-            String::new,
-            |_, v, a| a + &v,
-            Materialized::new().with_value_serde(StringSerde),
-        )
-        .to_stream()
-        .map(|k, v| (windowed(&k), v))
-        .to("aggregates", nullable_strings());
-}
-
-#[test]
-fn tumbling_count() {
-    check("tumbling-count", &[], &[("counts", Long)], |b| {
-        windowed_count(b, tumbling())
-    });
-}
-
-#[test]
-fn tumbling_aggregate() {
-    check("tumbling-aggregate", &[], &[("aggregates", Str)], |b| {
-        windowed_concat(b, tumbling())
-    });
-}
-
-#[test]
-fn hopping_count() {
-    check("hopping-count", &[], &[("counts", Long)], |b| {
-        windowed_count(b, hopping())
-    });
-}
-
-#[test]
-fn hopping_aggregate() {
-    check("hopping-aggregate", &[], &[("aggregates", Str)], |b| {
-        windowed_concat(b, hopping())
-    });
-}
-
-#[test]
-fn tumbling_reduce() {
-    check("tumbling-reduce", &[], &[("reduced", Str)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
-            .windowed_by(tumbling())
-            .reduce(|a, v| format!("{a}+{v}"), Materialized::new())
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("reduced", nullable_strings());
-    });
-}
-
-#[test]
-fn tumbling_count_emit_final() {
-    check("tumbling-count-emit-final", &[], &[("counts", Long)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
-            .windowed_by(tumbling())
-            .emit_strategy(streams_dsl::EmitStrategy::on_window_close())
-            .count(Materialized::new())
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("counts", counts());
-    });
-}
-
-#[test]
-fn suppress_window_close() {
-    use streams_dsl::{BufferConfig, Suppressed};
-    check("suppress-window-close", &[], &[("finals", Long)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
-            .windowed_by(tumbling())
-            .count(Materialized::new())
-            .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("finals", counts());
-    });
-}
-
-#[test]
-fn suppress_time_limit() {
-    use streams_dsl::{BufferConfig, Suppressed};
-    check("suppress-time-limit", &[], &[("limited", Long)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
-            .count(Materialized::new())
-            .suppress(Suppressed::until_time_limit(
-                Duration::from_millis(10),
-                BufferConfig::max_records(2),
-            ))
-            .to_stream()
-            .to("limited", counts());
-    });
-}
-
-// ---- sliding windows: 10 ms time difference, 5 ms grace ----
-
-fn sliding() -> streams_dsl::SlidingWindows {
-    streams_dsl::SlidingWindows::of_time_difference_with_grace(
-        Duration::from_millis(10),
-        Duration::from_millis(5),
+fn by_length(b: &StreamsBuilder, value: fn(&String, &String) -> String) -> KGroupedTable<String, String> {
+    table(b, "t").group_by(
+        move |k, v| (v.chars().count().to_string(), value(k, v)),
+        Grouped::as_("by-length"),
     )
 }
 
 #[test]
-fn sliding_count() {
-    check("sliding-count", &[], &[("counts", Long)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
-            .windowed_by_sliding(sliding())
-            .count(Materialized::new())
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("counts", counts());
-    });
+fn table_group_by_count() {
+    check(
+        "table-group-by-count",
+        &[AGGREGATE_TIMESTAMPS],
+        &[("counts", Long)],
+        |b| {
+            by_length(b, |k, _| k.clone())
+                .count(Materialized::new())
+                .to_stream()
+                .to("counts", counts());
+        },
+    );
 }
 
 #[test]
-fn sliding_aggregate() {
-    check("sliding-aggregate", &[], &[("aggregates", Str)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
-            .windowed_by_sliding(sliding())
-            .aggregate(
-                String::new,
-                |_, v, a| a + &v,
-                Materialized::new().with_value_serde(StringSerde),
-            )
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("aggregates", nullable_strings());
-    });
-}
-
-#[test]
-fn sliding_reduce() {
-    check("sliding-reduce", &[], &[("reduced", Str)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
-            .windowed_by_sliding(sliding())
-            .reduce(|a, v| format!("{a}+{v}"), Materialized::new())
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("reduced", nullable_strings());
-    });
-}
-
-#[test]
-#[ignore = "emit-final order: when stream time closes windows of several keys at once, Kafka Streams \
-            emits them in window-start order across keys (a@0/10, b@0/10, a@5/15), ours key by key \
-            (a@0/10, a@5/15, a@6/16, a@11/21, then b@0/10)"]
-fn sliding_count_emit_final() {
-    check("sliding-count-emit-final", &[], &[("counts", Long)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
-            .windowed_by_sliding(sliding())
-            .emit_strategy(streams_dsl::EmitStrategy::on_window_close())
-            .count(Materialized::new())
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("counts", counts());
-    });
+fn table_group_by_reduce() {
+    check(
+        "table-group-by-reduce",
+        &[AGGREGATE_TIMESTAMPS],
+        &[("reduced", Str)],
+        |b| {
+            by_length(b, |k, v| format!("{k}{v}"))
+                .reduce(
+                    |a, v| format!("{a}+{v}"),
+                    |a, v| format!("{a}-{v}"),
+                    Materialized::new(),
+                )
+                .to_stream()
+                .to("reduced", nullable_strings());
+        },
+    );
 }
 
 /// The Java program runs exactly the cases that have an input file.

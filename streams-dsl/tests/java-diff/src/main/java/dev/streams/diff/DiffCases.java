@@ -38,10 +38,12 @@ import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
@@ -207,6 +209,24 @@ public final class DiffCases {
             final GlobalKTable<String, String> g = global(b, "g");
             in(b, "in").leftJoin(g, (k, v) -> v, (v, x) -> v + "/" + x).to("joined", Produced.with(S, S));
         }, str("joined"));
+
+        // ---- re-grouped tables: the key is the value's length ----
+        add("table-group-by-count", b -> table(b, "t")
+            .groupBy((k, v) -> KeyValue.pair(String.valueOf(v.length()), k), Grouped.with("by-length", S, S))
+            .count().toStream().to("counts", Produced.with(S, L)), lng("counts"));
+        add("table-group-by-reduce", b -> table(b, "t")
+            .groupBy((k, v) -> KeyValue.pair(String.valueOf(v.length()), k + v), Grouped.with("by-length", S, S))
+            .reduce((a, v) -> a + "+" + v, (a, v) -> a + "-" + v)
+            .toStream().to("reduced", Produced.with(S, S)), str("reduced"));
+
+        // ---- stream-stream joins: records at most 5 ms apart, 3 ms grace ----
+        final JoinWindows within = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(5), Duration.ofMillis(3));
+        add("stream-stream-join", b -> in(b, "left").join(in(b, "right"), (l, r) -> l + "/" + r, within,
+            StreamJoined.with(S, S, S)).to("joined", Produced.with(S, S)), str("joined"));
+        add("stream-stream-left-join", b -> in(b, "left").leftJoin(in(b, "right"), (l, r) -> l + "/" + r, within,
+            StreamJoined.with(S, S, S)).to("joined", Produced.with(S, S)), str("joined"));
+        add("stream-stream-outer-join", b -> in(b, "left").outerJoin(in(b, "right"), (l, r) -> l + "/" + r, within,
+            StreamJoined.with(S, S, S)).to("joined", Produced.with(S, S)), str("joined"));
 
         // ---- windows: 10 ms windows, 5 ms grace ----
         final Duration size = Duration.ofMillis(10);
