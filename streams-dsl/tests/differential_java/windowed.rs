@@ -183,9 +183,6 @@ fn sliding_reduce() {
 }
 
 #[test]
-#[ignore = "emit-final order: when stream time closes windows of several keys at once, Kafka Streams \
-            emits them in window-start order across keys (a@0/10, b@0/10, a@5/15), ours key by key \
-            (a@0/10, a@5/15, a@6/16, a@11/21, then b@0/10)"]
 fn sliding_count_emit_final() {
     check("sliding-count-emit-final", &[], &[("counts", Long)], |b| {
         input(b, "in")
