@@ -172,6 +172,16 @@ fn split() {
     );
 }
 
+#[test]
+fn repartition() {
+    check("repartition", &[], &[("out", Str)], |b| {
+        input(b, "in")
+            .repartition(Grouped::as_("through"))
+            .map_values(|_, v| format!("{v}!"))
+            .to("out", strings());
+    });
+}
+
 // ---- grouping and aggregation ----
 
 #[test]

@@ -32,6 +32,17 @@ fn stream_table_left_join() {
 }
 
 #[test]
+fn rekeyed_stream_table_join() {
+    check("rekeyed-stream-table-join", &[], &[("joined", Str)], |b| {
+        let users = table(b, "users");
+        input(b, "orders")
+            .select_key(|_, v| v.split(':').next().unwrap_or_default().to_owned())
+            .join(&users, |_, o, u| format!("{o}/{u}"))
+            .to("joined", strings());
+    });
+}
+
+#[test]
 fn table_table_join() {
     check("table-table-join", &[JOIN_TIMESTAMPS], &[("joined", Str)], |b| {
         table(b, "left")

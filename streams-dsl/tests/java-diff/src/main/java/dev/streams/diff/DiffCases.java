@@ -39,10 +39,12 @@ import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.Joined;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.Repartitioned;
 import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.Suppressed;
@@ -195,6 +197,13 @@ public final class DiffCases {
             final KTable<String, String> users = table(b, "users");
             in(b, "orders").leftJoin(users, (o, u) -> o + "/" + u).to("joined", Produced.with(S, S));
         }, str("joined"));
+        add("rekeyed-stream-table-join", b -> {
+            final KTable<String, String> users = table(b, "users");
+            in(b, "orders").selectKey((k, v) -> v.split(":")[0])
+                .join(users, (o, u) -> o + "/" + u, Joined.with(S, S, S)).to("joined", Produced.with(S, S));
+        }, str("joined"));
+        add("repartition", b -> in(b, "in").repartition(Repartitioned.<String, String>as("through")
+            .withKeySerde(S).withValueSerde(S)).mapValues(v -> v + "!").to("out", Produced.with(S, S)), str("out"));
         add("table-table-join", b -> table(b, "left").join(table(b, "right"), (l, r) -> l + "/" + r)
             .toStream().to("joined", Produced.with(S, S)), str("joined"));
         add("table-table-left-join", b -> table(b, "left").leftJoin(table(b, "right"), (l, r) -> l + "/" + r)
