@@ -45,6 +45,7 @@ import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.Suppressed;
@@ -283,6 +284,22 @@ public final class DiffCases {
         add("sliding-count-emit-final", b -> in(b, "in").groupByKey().windowedBy(sliding)
             .emitStrategy(EmitStrategy.onWindowClose()).count()
             .toStream((k, v) -> windowed(k)).to("counts", Produced.with(S, L)), lng("counts"));
+
+        // ---- session windows: 10 ms inactivity gap, 20 ms grace ----
+        final SessionWindows sessions = SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(10), Duration.ofMillis(20));
+        add("session-count", b -> in(b, "in").groupByKey().windowedBy(sessions).count()
+            .toStream((k, v) -> windowed(k)).to("counts", Produced.with(S, L)), lng("counts"));
+        add("session-aggregate", b -> in(b, "in").groupByKey().windowedBy(sessions)
+            .aggregate(() -> "", (k, v, a) -> a + v, (k, a1, a2) -> a1 + "|" + a2, Materialized.with(S, S))
+            .toStream((k, v) -> windowed(k)).to("aggregates", Produced.with(S, S)), str("aggregates"));
+        add("session-reduce", b -> in(b, "in").groupByKey().windowedBy(sessions).reduce((a, v) -> a + "+" + v)
+            .toStream((k, v) -> windowed(k)).to("reduced", Produced.with(S, S)), str("reduced"));
+        add("session-count-emit-final", b -> in(b, "in").groupByKey().windowedBy(sessions)
+            .emitStrategy(EmitStrategy.onWindowClose()).count()
+            .toStream((k, v) -> windowed(k)).to("counts", Produced.with(S, L)), lng("counts"));
+        add("session-suppress-window-close", b -> in(b, "in").groupByKey().windowedBy(sessions).count()
+            .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()))
+            .toStream((k, v) -> windowed(k)).to("finals", Produced.with(S, L)), lng("finals"));
     }
 
     private static final ObjectMapper JSON = new ObjectMapper();

@@ -1,0 +1,89 @@
+//! The session-window cases of `differential_java.rs`: `count`, `aggregate` (with a
+//! merger), `reduce`, emit-on-window-close and `suppress(until_window_closes)` over
+//! sessions of a 10 ms inactivity gap and 20 ms grace. Session keys are written as
+//! `key@start/end`.
+
+use std::time::Duration;
+
+use streams_core::serdes::StringSerde;
+use streams_dsl::{BufferConfig, EmitStrategy, Grouped, Materialized, SessionWindows, Suppressed};
+
+use crate::diff::Values::{Long, Str};
+use crate::diff::check;
+use crate::{counts, input, nullable_strings, windowed};
+
+fn sessions() -> SessionWindows {
+    SessionWindows::of_inactivity_gap_with_grace(Duration::from_millis(10), Duration::from_millis(20))
+}
+
+#[test]
+fn session_count() {
+    check("session-count", &[], &[("counts", Long)], |b| {
+        input(b, "in")
+            .group_by_key(Grouped::new())
+            .windowed_by_session(sessions())
+            .count(Materialized::new())
+            .to_stream()
+            .map(|k, v| (windowed(&k), v))
+            .to("counts", counts());
+    });
+}
+
+#[test]
+fn session_aggregate() {
+    check("session-aggregate", &[], &[("aggregates", Str)], |b| {
+        input(b, "in")
+            .group_by_key(Grouped::new())
+            .windowed_by_session(sessions())
+            .aggregate(
+                String::new,
+                |_, v, a| a + &v,
+                |_, a1, a2| format!("{a1}|{a2}"),
+                Materialized::new().with_value_serde(StringSerde),
+            )
+            .to_stream()
+            .map(|k, v| (windowed(&k), v))
+            .to("aggregates", nullable_strings());
+    });
+}
+
+#[test]
+fn session_reduce() {
+    check("session-reduce", &[], &[("reduced", Str)], |b| {
+        input(b, "in")
+            .group_by_key(Grouped::new())
+            .windowed_by_session(sessions())
+            .reduce(|a, v| format!("{a}+{v}"), Materialized::new())
+            .to_stream()
+            .map(|k, v| (windowed(&k), v))
+            .to("reduced", nullable_strings());
+    });
+}
+
+#[test]
+fn session_count_emit_final() {
+    check("session-count-emit-final", &[], &[("counts", Long)], |b| {
+        input(b, "in")
+            .group_by_key(Grouped::new())
+            .windowed_by_session(sessions())
+            .emit_strategy(EmitStrategy::on_window_close())
+            .count(Materialized::new())
+            .to_stream()
+            .map(|k, v| (windowed(&k), v))
+            .to("counts", counts());
+    });
+}
+
+#[test]
+fn session_suppress_window_close() {
+    check("session-suppress-window-close", &[], &[("finals", Long)], |b| {
+        input(b, "in")
+            .group_by_key(Grouped::new())
+            .windowed_by_session(sessions())
+            .count(Materialized::new())
+            .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
+            .to_stream()
+            .map(|k, v| (windowed(&k), v))
+            .to("finals", counts());
+    });
+}
