@@ -87,14 +87,6 @@ pub(crate) struct SessionWindowAggregate<K: 'static, V: 'static, A: 'static> {
 
 type Ctx<'a, 'b, K, A> = &'a mut ProcessorContext<'b, Windowed<K>, Option<A>>;
 
-fn dsl_key<K>(w: streams_core::state::Windowed<K>) -> Windowed<K> {
-    Windowed {
-        key: w.key,
-        start: w.start,
-        end: w.end,
-    }
-}
-
 impl<K, V, A> SessionWindowAggregate<K, V, A>
 where
     K: Clone + 'static,
@@ -158,7 +150,7 @@ where
         }
         due.sort_by(|a, b| a.0.cmp(&b.0));
         for (_, w, v) in due {
-            Self::forward(ctx, dsl_key(w), Some(v), headers)?;
+            Self::forward(ctx, w, Some(v), headers)?;
         }
         if let Some(emit) = &mut self.emit {
             emit.emitted(close)?;
@@ -212,12 +204,12 @@ where
             for (w, _) in found {
                 self.store.remove(&w)?;
                 if forward {
-                    Self::forward(ctx, dsl_key(w), None, &r.headers)?;
+                    Self::forward(ctx, w, None, &r.headers)?;
                 }
             }
         }
         let agg = (self.fns.add)(&r.key, r.value, agg);
-        let session = streams_core::state::Windowed {
+        let session = Windowed {
             key: r.key,
             start,
             end,
@@ -225,7 +217,7 @@ where
         self.store.put(&session, &agg)?;
         self.max_end = Some(self.max_end()?.max(end));
         if forward {
-            Self::forward(ctx, dsl_key(session), Some(agg), &r.headers)?;
+            Self::forward(ctx, session, Some(agg), &r.headers)?;
         }
         Ok(())
     }
