@@ -19,6 +19,11 @@
 //!   final aggregate is forwarded once, after the record that closed it, and the close
 //!   time already emitted is kept in a changelogged store `<store>-emit-time`, so a
 //!   restart does not repeat final results.
+//! - Sessions ([`SessionWindows`], through
+//!   [`KGroupedStream::windowed_by_session`](crate::KGroupedStream::windowed_by_session))
+//!   live in a session store instead, one entry per key and session `[start, end]`, with
+//!   Kafka Streams' merging rules (`session_agg`); their keys are written to topics with
+//!   [`SessionWindowedSerde`], which keeps both ends.
 
 mod common;
 mod serde;
