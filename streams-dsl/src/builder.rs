@@ -4,7 +4,10 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use streams_core::{Processor, ProcessorContext, ProcessorError, SourceConfig, Topology, TopologyBuilder};
+use streams_core::state::KeyValueStoreBuilder;
+use streams_core::{
+    Processor, ProcessorContext, ProcessorError, SourceConfig, StoreRef, Topology, TopologyBuilder,
+};
 use streams_state::{Serde, StoreBuilder};
 
 use crate::change::OldValues;
@@ -12,7 +15,7 @@ use crate::error::{DslError, DslIssue};
 use crate::kstream::KStream;
 use crate::ktable::KTable;
 use crate::naming::Namer;
-use crate::options::{Consumed, Materialized, dyn_serde};
+use crate::options::{Consumed, DynSerde, Materialized, dyn_serde};
 use crate::processors::{TableSource, open};
 
 /// What every stream and table of one builder shares.
@@ -23,6 +26,9 @@ pub(crate) struct Inner {
     require_names: bool,
     /// The grace period (ms) of each windowed aggregation's node, for `suppress`.
     window_grace: std::collections::HashMap<String, i64>,
+    /// The typed handle of each key-value store added by [`Shared::kv_store`], by store
+    /// name: a `StoreRef<DynSerde<K>, DynSerde<V>>`, for [`KTable::store_ref`].
+    kv_refs: std::collections::HashMap<String, Box<dyn std::any::Any>>,
 }
 
 /// The shared state behind a builder and its streams.
@@ -118,6 +124,35 @@ impl Shared {
         });
     }
 
+    /// Adds the key-value store of a table connected to `processors`, keeping its typed
+    /// handle for [`KTable::store_ref`].
+    pub fn kv_store<K: 'static, V: 'static>(
+        &self,
+        builder: KeyValueStoreBuilder<DynSerde<K>, DynSerde<V>>,
+        processors: &[&str],
+    ) {
+        let handle = self.with(|t| {
+            let handle = t.store(builder);
+            for p in processors {
+                t.connect_processor_and_state_stores(p, [handle.name()]);
+            }
+            handle
+        });
+        let name = handle.name().to_owned();
+        self.0.borrow_mut().kv_refs.insert(name, Box::new(handle));
+    }
+
+    /// The typed handle of the key-value store `name` added by [`kv_store`](Self::kv_store)
+    /// with keys `K` and values `V`.
+    pub fn kv_ref<K: 'static, V: 'static>(&self, name: &str) -> Option<StoreRef<DynSerde<K>, DynSerde<V>>> {
+        self.0
+            .borrow()
+            .kv_refs
+            .get(name)
+            .and_then(|h| h.downcast_ref::<StoreRef<DynSerde<K>, DynSerde<V>>>())
+            .cloned()
+    }
+
     /// Adds a store connected to `processors`.
     pub fn store(&self, builder: impl StoreBuilder, processors: &[&str]) {
         self.with(|t| {
@@ -153,6 +188,7 @@ impl StreamsBuilder {
                 issues: Vec::new(),
                 require_names: false,
                 window_grace: std::collections::HashMap::new(),
+                kv_refs: std::collections::HashMap::new(),
             }))),
         }
     }
@@ -181,8 +217,11 @@ impl StreamsBuilder {
         let name = self
             .shared
             .name(consumed.name.as_deref(), &topics.join("+"), "source");
-        let config = SourceConfig::new(topics, consumed.key_serde.clone(), consumed.value_serde.clone())
+        let mut config = SourceConfig::new(topics, consumed.key_serde.clone(), consumed.value_serde.clone())
             .offset_reset(consumed.offset_reset);
+        if let Some(extractor) = consumed.extractor {
+            config = config.timestamp_extractor(move |raw, partition_time| extractor(raw, partition_time));
+        }
         self.shared.with(|t| {
             t.add_source_with(&name, config);
         });
@@ -233,7 +272,7 @@ impl StreamsBuilder {
             &source,
         );
         self.shared
-            .store(materialized.store(&store, ks.clone(), vs.clone()), &[&node]);
+            .kv_store(materialized.store(&store, ks.clone(), vs.clone()), &[&node]);
         KTable::changes(self.shared.clone(), node, Some(store), old_values).with_serdes(Some(ks), Some(vs))
     }
 

@@ -247,7 +247,10 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     {
         let given = produced.name.as_deref().or(self.next_name.as_deref());
         let name = self.shared.name(given, &self.node, "to");
-        let config = SinkConfig::topic(topic, produced.key_serde, produced.value_serde);
+        let mut config = SinkConfig::topic(topic, produced.key_serde, produced.value_serde);
+        if let Some(p) = produced.partitioner {
+            config = config.partitioner(move |topic: &str, k: &K, v: &V, n| p.partition(topic, k, v, n));
+        }
         self.shared.with(|t| {
             t.add_sink_with(&name, config, [&self.node]);
         });

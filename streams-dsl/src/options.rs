@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use streams_core::state::KeyValueStoreBuilder;
-use streams_core::{OffsetReset, Stores};
+use streams_core::{OffsetReset, RawRecord, Stores, StreamPartitioner};
 use streams_state::Serde;
 
 /// A serde behind an `Arc`, chosen at run time. Every store the DSL creates is typed
@@ -24,13 +24,18 @@ pub(crate) fn carry<A: 'static, B: 'static>(serde: &Option<DynSerde<A>>) -> Opti
     boxed.downcast::<DynSerde<B>>().ok().map(|b| *b)
 }
 
-/// How a stream reads its topics: serdes, the source's name, the offset reset.
+/// Extracts a record's timestamp from the raw record and its partition's time.
+pub(crate) type TimestampExtractor = Arc<dyn Fn(&RawRecord, i64) -> i64 + Send + Sync>;
+
+/// How a stream reads its topics: serdes, the source's name, the offset reset and the
+/// timestamp extractor.
 #[derive(Clone)]
 pub struct Consumed<KS, VS> {
     pub(crate) key_serde: KS,
     pub(crate) value_serde: VS,
     pub(crate) name: Option<String>,
     pub(crate) offset_reset: OffsetReset,
+    pub(crate) extractor: Option<TimestampExtractor>,
 }
 
 impl<KS: Serde + Clone, VS: Serde + Clone> Consumed<KS, VS> {
@@ -41,6 +46,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> Consumed<KS, VS> {
             value_serde,
             name: None,
             offset_reset: OffsetReset::default(),
+            extractor: None,
         }
     }
 
@@ -50,19 +56,72 @@ impl<KS: Serde + Clone, VS: Serde + Clone> Consumed<KS, VS> {
         self
     }
 
-    /// Where to start without a committed offset.
+    /// Where to start without a committed offset (Kafka Streams' `Consumed.withOffsetResetPolicy`);
+    /// the default is [`OffsetReset::Earliest`].
     pub fn offset_reset(mut self, reset: OffsetReset) -> Self {
         self.offset_reset = reset;
         self
     }
+
+    /// Takes each record's timestamp from `f(record, partition_time)` instead of the
+    /// timestamp the record carries (Kafka Streams' `Consumed.withTimestampExtractor`);
+    /// `partition_time` is the largest timestamp seen so far on the record's partition. The
+    /// timestamp drives stream time, windows and the timestamps of records written
+    /// downstream. A negative result drops the record.
+    pub fn with_timestamp_extractor(
+        mut self,
+        f: impl Fn(&RawRecord, i64) -> i64 + Send + Sync + 'static,
+    ) -> Self {
+        self.extractor = Some(Arc::new(f));
+        self
+    }
+
+    /// As [`with_timestamp_extractor`](Self::with_timestamp_extractor), with the key and
+    /// value read by this `Consumed`'s serdes, as Kafka Streams hands its extractor the
+    /// deserialized record: `f(key, value, partition_time)`. A record whose key or value
+    /// cannot be read keeps its own timestamp here; the source then reports it to the
+    /// deserialization handler.
+    pub fn with_typed_timestamp_extractor(
+        self,
+        f: impl Fn(&KS::Target, &VS::Target, i64) -> i64 + Send + Sync + 'static,
+    ) -> Self
+    where
+        KS: Send + Sync + 'static,
+        VS: Send + Sync + 'static,
+    {
+        let (ks, vs) = (self.key_serde.clone(), self.value_serde.clone());
+        self.with_timestamp_extractor(move |raw, partition_time| {
+            let key = ks.deserialize_nullable(raw.key.as_deref());
+            let value = vs.deserialize_nullable(raw.value.as_deref());
+            match (key, value) {
+                (Ok(k), Ok(v)) => f(&k, &v, partition_time),
+                _ => raw.timestamp,
+            }
+        })
+    }
 }
 
-/// How a stream is written to a topic: serdes and the sink's name.
-#[derive(Clone)]
-pub struct Produced<KS, VS> {
+/// Chooses the partition of each record a sink writes; shared by the clones of a
+/// [`Produced`].
+pub(crate) type SharedPartitioner<K, V> = Arc<dyn StreamPartitioner<K, V>>;
+
+/// How a stream is written to a topic: serdes, the sink's name and its partitioner.
+pub struct Produced<KS: Serde, VS: Serde> {
     pub(crate) key_serde: KS,
     pub(crate) value_serde: VS,
     pub(crate) name: Option<String>,
+    pub(crate) partitioner: Option<SharedPartitioner<KS::Target, VS::Target>>,
+}
+
+impl<KS: Serde + Clone, VS: Serde + Clone> Clone for Produced<KS, VS> {
+    fn clone(&self) -> Self {
+        Self {
+            key_serde: self.key_serde.clone(),
+            value_serde: self.value_serde.clone(),
+            name: self.name.clone(),
+            partitioner: self.partitioner.clone(),
+        }
+    }
 }
 
 impl<KS: Serde + Clone, VS: Serde + Clone> Produced<KS, VS> {
@@ -72,7 +131,17 @@ impl<KS: Serde + Clone, VS: Serde + Clone> Produced<KS, VS> {
             key_serde,
             value_serde,
             name: None,
+            partitioner: None,
         }
+    }
+
+    /// Chooses each record's partition with `partitioner` (Kafka Streams'
+    /// `Produced.withStreamPartitioner`): it gets the topic, the record and the topic's
+    /// partition count; where it answers `None` the default applies (murmur2 of the key
+    /// bytes, as Kafka's Java clients).
+    pub fn with_partitioner(mut self, partitioner: impl StreamPartitioner<KS::Target, VS::Target>) -> Self {
+        self.partitioner = Some(Arc::new(partitioner));
+        self
     }
 
     /// Names the sink node.
@@ -317,7 +386,11 @@ impl<K: 'static, V: 'static> Materialized<K, V> {
         } else {
             Stores::in_memory_session_store(name, retention, key_serde, value_serde)
         };
-        let b = if self.caching && cache { b.with_caching() } else { b };
+        let b = if self.caching && cache {
+            b.with_caching()
+        } else {
+            b
+        };
         if self.logging { b } else { b.without_logging() }
     }
 }

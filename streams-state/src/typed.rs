@@ -271,6 +271,22 @@ fn key_range<S: Serde>(
     })
 }
 
+impl<KS: Serde, VS: Serde + Clone> KvStore<KS, VS> {
+    /// A handle to the same store reading and writing keys with `key_serde` instead, which
+    /// must write the same bytes for the same keys: e.g. an [`OrderedSerde`] view of a store
+    /// built with a type-erased key serde, for range and prefix scans.
+    pub fn with_key_serde<KS2: Serde<Target = KS::Target>>(&self, key_serde: KS2) -> KvStore<KS2, VS> {
+        KvStore {
+            store: Rc::clone(&self.store),
+            key_serde,
+            value_serde: self.value_serde.clone(),
+            name: Rc::clone(&self.name),
+            key_buf: RefCell::default(),
+            value_buf: RefCell::default(),
+        }
+    }
+}
+
 impl<KS: OrderedSerde, VS: Serde> KvStore<KS, VS> {
     /// Removes every key between `from` and `to` (see [`KvStoreReader::range`]).
     pub fn delete_range(&self, from: Bound<&KS::Target>, to: Bound<&KS::Target>) -> Result<()> {

@@ -1,0 +1,262 @@
+//! Source and sink options in the TopologyTestDriver: `Consumed` timestamp extractors
+//! (event time from the value drives windows), `Produced` partitioners, and a user
+//! processor that range-scans a table's store through its typed handle.
+
+use std::time::Duration;
+
+use streams_core::serdes::{StringSerde, U64Serde};
+use streams_core::state::KvStore;
+use streams_core::state::serde::NullableSerde;
+use streams_core::{ProcessResult, Processor, ProcessorContext, Record};
+use streams_dsl::{
+    Consumed, DynSerde, Grouped, Materialized, Produced, StreamsBuilder, TimeWindows, Windowed, WindowedSerde,
+};
+use streams_test_utils::{DriverConfig, TopologyTestDriver};
+
+const SIZE: Duration = Duration::from_secs(10);
+
+fn w(key: &str, start: i64) -> Windowed<String> {
+    Windowed {
+        key: key.into(),
+        start,
+        end: start + 10_000,
+    }
+}
+
+/// Values are `"<event time>,<payload>"`; the record timestamps are far from them.
+fn event_time(value: &str) -> Option<i64> {
+    value.split_once(',')?.0.parse().ok()
+}
+
+fn windowed_count(consumed: Consumed<StringSerde, StringSerde>) -> TopologyTestDriver {
+    let b = StreamsBuilder::new();
+    b.stream(["clicks"], consumed)
+        .group_by_key(Grouped::new())
+        .windowed_by(TimeWindows::of_size_with_grace(SIZE, Duration::ZERO))
+        .count(Materialized::as_("clicks-per-10s"))
+        .to_stream()
+        .to(
+            "counts",
+            Produced::with(WindowedSerde::new(StringSerde, SIZE), NullableSerde(U64Serde)),
+        );
+    TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap()
+}
+
+fn pipe_clicks(driver: &TopologyTestDriver) {
+    let input = driver.input_topic("clicks", StringSerde, StringSerde);
+    // Record timestamps all fall in one window; event times span three.
+    for (k, v, t) in [
+        ("a", "1000,x", 500_000),
+        ("a", "12000,x", 500_001),
+        ("a", "3000,late", 500_002),
+        ("b", "25000,x", 500_003),
+    ] {
+        input.pipe_at(k.into(), v.into(), t).unwrap();
+    }
+}
+
+#[test]
+fn a_typed_extractor_windows_by_the_event_time_in_the_value() {
+    let consumed = Consumed::with(StringSerde, StringSerde).with_typed_timestamp_extractor(
+        |_k: &String, v: &String, partition_time| event_time(v).unwrap_or(partition_time),
+    );
+    let driver = windowed_count(consumed);
+    pipe_clicks(&driver);
+    let out = driver.output_topic(
+        "counts",
+        WindowedSerde::new(StringSerde, SIZE),
+        NullableSerde(U64Serde),
+    );
+    let got: Vec<_> = out
+        .read_records()
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.key, r.value, r.timestamp))
+        .collect();
+    // The record at event time 3000 comes after stream time reached 12000: with no grace
+    // its window [0, 10000) is closed, so it is dropped.
+    assert_eq!(
+        got,
+        [
+            (w("a", 0), Some(1), 1_000),
+            (w("a", 10_000), Some(1), 12_000),
+            (w("b", 20_000), Some(1), 25_000),
+        ]
+    );
+}
+
+#[test]
+fn without_an_extractor_the_record_timestamp_counts() {
+    let driver = windowed_count(Consumed::with(StringSerde, StringSerde));
+    pipe_clicks(&driver);
+    let out = driver.output_topic(
+        "counts",
+        WindowedSerde::new(StringSerde, SIZE),
+        NullableSerde(U64Serde),
+    );
+    let keys: Vec<_> = out
+        .read_key_values()
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(
+        keys,
+        [w("a", 500_000), w("a", 500_000), w("a", 500_000), w("b", 500_000)]
+    );
+}
+
+#[test]
+fn a_raw_extractor_reads_the_bytes_and_a_negative_time_drops_the_record() {
+    let consumed = Consumed::with(StringSerde, StringSerde).with_timestamp_extractor(|raw, _| {
+        let value = raw.value.as_deref().unwrap_or_default();
+        std::str::from_utf8(value).ok().and_then(event_time).unwrap_or(-1)
+    });
+    let b = StreamsBuilder::new();
+    b.stream(["in"], consumed)
+        .to("out", Produced::with(StringSerde, StringSerde));
+    let driver = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap();
+    let input = driver.input_topic("in", StringSerde, StringSerde);
+    input.pipe_at("a".into(), "7,x".into(), 100).unwrap();
+    input.pipe_at("a".into(), "no time".into(), 100).unwrap();
+    input.pipe_at("a".into(), "9,y".into(), 100).unwrap();
+    let out = driver.output_topic("out", StringSerde, StringSerde);
+    let got: Vec<_> = out
+        .read_records()
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.value, r.timestamp))
+        .collect();
+    assert_eq!(got, [("7,x".to_owned(), 7), ("9,y".to_owned(), 9)]);
+}
+
+#[test]
+fn a_produced_partitioner_chooses_the_partitions() {
+    let b = StreamsBuilder::new();
+    b.stream(["in"], Consumed::with(StringSerde, U64Serde)).to(
+        "out",
+        Produced::with(StringSerde, U64Serde).with_partitioner(|_: &str, _: &String, v: &u64, n: i32| {
+            // Odd values to the last partition; even ones to the default (murmur2 of the key).
+            (v % 2 == 1).then_some(n - 1)
+        }),
+    );
+    let config = DriverConfig::default().partitions("out", 4);
+    let driver = TopologyTestDriver::new(b.build().unwrap(), config).unwrap();
+    let input = driver.input_topic("in", StringSerde, U64Serde);
+    for (k, v) in [("a", 1), ("b", 3), ("a", 2), ("k", 4), ("z", 5)] {
+        input.pipe(k.into(), v).unwrap();
+    }
+    let out = driver.output_topic("out", StringSerde, U64Serde);
+    let got: Vec<_> = out
+        .read_records()
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.key, r.value, r.partition))
+        .collect();
+    let murmur = |k: &str| streams_core::default_partition(k.as_bytes(), 4);
+    assert_eq!(
+        got,
+        [
+            ("a".to_owned(), 1, 3),
+            ("b".to_owned(), 3, 3),
+            ("a".to_owned(), 2, murmur("a")),
+            ("k".to_owned(), 4, murmur("k")),
+            ("z".to_owned(), 5, 3),
+        ]
+    );
+    // The default spreads these keys: the partitioner, not chance, put odd values on 3.
+    assert_ne!(murmur("a"), 3);
+}
+
+/// For each order `"<customer>"` → amount, forwards the customer's addresses: the table's
+/// keys are `"<customer>/<address id>"`, found by a prefix scan of the table's store.
+struct Addresses {
+    table: KvStore<DynSerde<String>, DynSerde<String>>,
+}
+
+impl Processor<String, u64, String, String> for Addresses {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, String>,
+        r: Record<String, u64>,
+    ) -> ProcessResult {
+        let prefix = format!("{}/", r.key);
+        // The table's store is typed with the DSL's type-erased serdes; its keys were
+        // written by `StringSerde`, whose byte order is the string order.
+        let table = self.table.with_key_serde(StringSerde);
+        let rows: Vec<_> = table
+            .read()?
+            .prefix_scan(&prefix, &StringSerde)?
+            .collect::<Result<_, _>>()?;
+        for (k, address) in rows {
+            ctx.forward(Record::new(k, format!("{address}:{}", r.value), r.timestamp))?;
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_user_processor_prefix_scans_a_tables_store_by_its_typed_handle() {
+    let b = StreamsBuilder::new();
+    let table = b.table(
+        "addresses",
+        Materialized::as_("addresses")
+            .with_key_serde(StringSerde)
+            .with_value_serde(StringSerde),
+    );
+    let store = table
+        .store_ref()
+        .expect("a table read from a topic has a store handle");
+    assert_eq!(store.name(), "addresses");
+    let handle = store.clone();
+    b.stream(["orders"], Consumed::with(StringSerde, U64Serde))
+        .process_with(
+            move |ctx| {
+                Ok(Addresses {
+                    table: ctx.store(&handle)?,
+                })
+            },
+            &[&store],
+        )
+        .to("shipments", Produced::with(StringSerde, StringSerde));
+    let topology = b.build().unwrap();
+    assert!(
+        topology.describe().to_string().contains("(stores: [addresses])"),
+        "{}",
+        topology.describe()
+    );
+    let driver = TopologyTestDriver::new(topology, DriverConfig::default()).unwrap();
+    let addresses = driver.input_topic("addresses", StringSerde, NullableSerde(StringSerde));
+    addresses.pipe("c1/1".into(), Some("home".into())).unwrap();
+    addresses.pipe("c1/2".into(), Some("work".into())).unwrap();
+    addresses.pipe("c10/1".into(), Some("other".into())).unwrap();
+    addresses.pipe("c2/1".into(), Some("shop".into())).unwrap();
+    addresses.pipe("c1/2".into(), None).unwrap();
+    let orders = driver.input_topic("orders", StringSerde, U64Serde);
+    orders.pipe("c1".into(), 5).unwrap();
+    orders.pipe("c2".into(), 7).unwrap();
+    orders.pipe("c3".into(), 9).unwrap();
+    let out = driver.output_topic("shipments", StringSerde, StringSerde);
+    assert_eq!(
+        out.read_key_values().unwrap(),
+        [
+            ("c1/1".to_owned(), "home:5".to_owned()),
+            ("c2/1".to_owned(), "shop:7".to_owned()),
+        ]
+    );
+}
+
+#[test]
+fn an_aggregation_table_has_no_typed_handle_yet_but_a_table_read_from_a_topic_has() {
+    let b = StreamsBuilder::new();
+    let counts = b
+        .stream(["in"], Consumed::with(StringSerde, StringSerde))
+        .group_by_key(Grouped::new())
+        .count(Materialized::as_("counts"));
+    assert!(counts.store_ref().is_none());
+    let table = b.table("t", Materialized::with(StringSerde, U64Serde));
+    assert_eq!(
+        table.store_ref().map(|s| s.name().to_owned()).as_deref(),
+        Some("t-table-store")
+    );
+}
