@@ -247,9 +247,13 @@ where
     };
     let window_ms = kind.window_ms();
     let wks = WindowedSerde::of(ks.clone(), window_ms);
+    // Kafka Streams keeps an emit-final aggregation in a time-ordered window store, which
+    // still reads a window that started exactly a retention before its stream time (the
+    // other window stores stop one millisecond earlier): one more millisecond here.
+    let store_retention_ms = retention_ms.saturating_add(i64::from(emit.is_on_window_close()));
     let builder = materialized.window_store_of(
         &store,
-        retention_ms,
+        store_retention_ms,
         window_ms,
         ks,
         ValueAndTimestampSerde(vs.clone()),

@@ -195,3 +195,61 @@ fn sliding_count_emit_final() {
             .to("counts", counts());
     });
 }
+
+#[test]
+fn sliding_count_no_grace() {
+    check("sliding-count-no-grace", &[], &[("counts", Long)], |b| {
+        input(b, "in")
+            .group_by_key(Grouped::new())
+            .windowed_by_sliding(streams_dsl::SlidingWindows::of_time_difference_no_grace(
+                Duration::from_millis(10),
+            ))
+            .count(Materialized::new())
+            .to_stream()
+            .map(|k, v| (windowed(&k), v))
+            .to("counts", counts());
+    });
+}
+
+#[test]
+fn sliding_suppress_window_close() {
+    use streams_dsl::{BufferConfig, Suppressed};
+    check("sliding-suppress-window-close", &[], &[("finals", Long)], |b| {
+        input(b, "in")
+            .group_by_key(Grouped::new())
+            .windowed_by_sliding(sliding())
+            .count(Materialized::new())
+            .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
+            .to_stream()
+            .map(|k, v| (windowed(&k), v))
+            .to("finals", counts());
+    });
+}
+
+#[test]
+fn hopping_count_emit_final() {
+    check("hopping-count-emit-final", &[], &[("counts", Long)], |b| {
+        input(b, "in")
+            .group_by_key(Grouped::new())
+            .windowed_by(hopping())
+            .emit_strategy(streams_dsl::EmitStrategy::on_window_close())
+            .count(Materialized::new())
+            .to_stream()
+            .map(|k, v| (windowed(&k), v))
+            .to("counts", counts());
+    });
+}
+
+#[test]
+fn table_suppress_time_limit() {
+    use streams_dsl::{BufferConfig, Suppressed};
+    check("table-suppress-time-limit", &[], &[("limited", Str)], |b| {
+        crate::table(b, "t")
+            .suppress(Suppressed::until_time_limit(
+                Duration::from_millis(10),
+                BufferConfig::unbounded(),
+            ))
+            .to_stream()
+            .to("limited", nullable_strings());
+    });
+}

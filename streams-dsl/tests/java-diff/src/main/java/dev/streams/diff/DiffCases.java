@@ -284,6 +284,19 @@ public final class DiffCases {
         add("sliding-count-emit-final", b -> in(b, "in").groupByKey().windowedBy(sliding)
             .emitStrategy(EmitStrategy.onWindowClose()).count()
             .toStream((k, v) -> windowed(k)).to("counts", Produced.with(S, L)), lng("counts"));
+        add("sliding-count-no-grace", b -> in(b, "in").groupByKey()
+            .windowedBy(SlidingWindows.ofTimeDifferenceWithNoGrace(size)).count()
+            .toStream((k, v) -> windowed(k)).to("counts", Produced.with(S, L)), lng("counts"));
+        add("sliding-suppress-window-close", b -> in(b, "in").groupByKey().windowedBy(sliding).count()
+            .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()))
+            .toStream((k, v) -> windowed(k)).to("finals", Produced.with(S, L)), lng("finals"));
+        add("hopping-count-emit-final", b -> in(b, "in").groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(size, grace).advanceBy(Duration.ofMillis(5)))
+            .emitStrategy(EmitStrategy.onWindowClose()).count()
+            .toStream((k, v) -> windowed(k)).to("counts", Produced.with(S, L)), lng("counts"));
+        add("table-suppress-time-limit", b -> table(b, "t")
+            .suppress(Suppressed.untilTimeLimit(Duration.ofMillis(10), BufferConfig.unbounded()))
+            .toStream().to("limited", Produced.with(S, S)), str("limited"));
 
         // ---- session windows: 10 ms inactivity gap, 20 ms grace ----
         final SessionWindows sessions = SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(10), Duration.ofMillis(20));
