@@ -351,3 +351,61 @@ fn emit_on_window_close_does_not_repeat_final_results_after_a_restart() {
         ]
     );
 }
+
+#[test]
+fn emit_on_window_close_with_hopping_windows_follows_kafka_streams() {
+    // The records and results of the hopping-count-emit-final case that Kafka Streams
+    // 4.1.1 produces (10 ms windows advancing by 5 ms, 5 ms grace): a fetch happens only
+    // when the close time crosses into other windows, and a window is read up to exactly
+    // a retention (15 ms) behind the latest window written.
+    let b = StreamsBuilder::new();
+    let size = Duration::from_millis(10);
+    b.stream(["clicks"], Consumed::with(StringSerde, StringSerde))
+        .group_by_key(Grouped::new())
+        .windowed_by(
+            TimeWindows::of_size_with_grace(size, Duration::from_millis(5))
+                .advance_by(Duration::from_millis(5)),
+        )
+        .emit_strategy(EmitStrategy::on_window_close())
+        .count(Materialized::as_("hopping").in_memory())
+        .to_stream()
+        .to(
+            "final",
+            Produced::with(WindowedSerde::new(StringSerde, size), NullableSerde(U64Serde)),
+        );
+    let driver = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap();
+    let out = driver.output_topic(
+        "final",
+        WindowedSerde::new(StringSerde, size),
+        NullableSerde(U64Serde),
+    );
+    let mut got = Vec::new();
+    for (k, t) in [
+        ("a", 0),
+        ("a", 3),
+        ("b", 1),
+        ("a", 12),
+        ("a", 7),
+        ("a", 16),
+        ("a", 11),
+        ("a", 4),
+        ("a", 9),
+        ("b", 25),
+        ("a", 14),
+        ("a", 18),
+        ("a", 40),
+        ("a", 29),
+    ] {
+        click(&driver, k, t);
+        got.extend(finals(&out).into_iter().map(|f| (t, f)));
+    }
+    assert_eq!(
+        got,
+        [
+            (16, ("a".into(), 0, 3, 7)),
+            (16, ("b".into(), 0, 1, 1)),
+            (25, ("a".into(), 10, 3, 16)),
+            (40, ("b".into(), 25, 1, 25)),
+        ]
+    );
+}
