@@ -88,7 +88,9 @@ impl StreamsBuilder {
         let config = SourceConfig::new([topic], ks, NullableSerde(vs));
         shared.with(|t| {
             t.global_store(builder, &source, config, &node, |_ctx, store| {
-                Ok(GlobalTableUpdater::<K, V> { store })
+                Ok(GlobalTableUpdater::<K, V> {
+                    store: crate::timestamped(&store),
+                })
             });
         });
         table
@@ -104,7 +106,7 @@ impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Option<V>, (), ()> for
     fn process(&mut self, _: &mut ProcessorContext<'_, (), ()>, r: Record<K, Option<V>>) -> ProcessResult {
         let store = &self.store;
         match &r.value {
-            Some(v) => store.put(&r.key, v)?,
+            Some(v) => store.put(&r.key, &crate::processors::stamp(v.clone(), r.timestamp))?,
             None => {
                 store.delete(&r.key)?;
             }
@@ -136,7 +138,10 @@ where
     VR: Clone + 'static,
 {
     fn process(&mut self, ctx: &mut ProcessorContext<'_, K, VR>, r: Record<K, V>) -> ProcessResult {
-        let other = self.store.get(&(self.key_mapper)(&r.key, &r.value))?;
+        let other = self
+            .store
+            .get(&(self.key_mapper)(&r.key, &r.value))?
+            .map(|o| o.value);
         match (self.joiner)(&r.key, r.value, other) {
             Some(v) => ctx.forward(Record {
                 key: r.key,

@@ -38,6 +38,7 @@ pub mod stream_join;
 mod suppress;
 mod table_grouped;
 mod table_join;
+mod timestamped;
 mod windowed;
 
 /// The DSL guide (`docs/dsl.md`), whose examples are compiled as tests.
@@ -56,6 +57,7 @@ pub use store_access::TableStoreRef;
 pub use stream_join::{JoinWindows, StreamJoined};
 pub use suppress::{BufferConfig, SuppressError, Suppressed};
 pub use table_grouped::KGroupedTable;
+pub use timestamped::{TimestampedValues, timestamped};
 pub use windowed::{
     EmitStrategy, SessionWindowedKStream, SessionWindowedSerde, SessionWindows, SlidingWindowedKStream,
     SlidingWindows, TimeWindowedKStream, TimeWindows, ValueAndTimestamp, ValueAndTimestampSerde, Windowed,

@@ -7,9 +7,13 @@ use streams_core::state::KeyValueStoreBuilder;
 use streams_core::{OffsetReset, RawRecord, Stores, StreamPartitioner};
 use streams_state::Serde;
 
+use crate::timestamped::PlainValues;
+
 /// A serde behind an `Arc`, chosen at run time. Every store the DSL creates is typed
 /// `KvStore<DynSerde<K>, DynSerde<V>>`, which is what
-/// `streams_test_utils::TopologyTestDriver::kv_store` must be asked for.
+/// `streams_test_utils::TopologyTestDriver::kv_store` must be asked for; such a handle reads
+/// plain values, and [`timestamped`](crate::timestamped) makes it read each value's timestamp
+/// too.
 pub type DynSerde<T> = Arc<dyn Serde<Target = T>>;
 
 /// Boxes a serde as a [`DynSerde`].
@@ -324,14 +328,15 @@ impl<K: 'static, V: 'static> Materialized<K, V> {
         self
     }
 
-    /// The store builder for a store called `name` with the given serdes.
+    /// The builder of a DSL key-value store called `name` with the given serdes, whose
+    /// values carry timestamps (see the `timestamped` module).
     pub(crate) fn store(
         &self,
         name: &str,
         key_serde: DynSerde<K>,
         value_serde: DynSerde<V>,
     ) -> KeyValueStoreBuilder<DynSerde<K>, DynSerde<V>> {
-        self.store_of(name, key_serde, value_serde)
+        self.store_of(name, key_serde, PlainValues::registered(value_serde))
     }
 
     /// The window-store builder with these settings for a windowed aggregation, kept for

@@ -5,12 +5,14 @@
 use std::sync::Arc;
 
 use streams_core::{KvStore, ProcessResult, Processor, ProcessorContext, Record};
+use streams_state::ValueAndTimestamp;
 
 use crate::change::{Change, TableIn};
 use crate::options::DynSerde;
+use crate::timestamped::{TimestampedValues, timestamped};
 
-/// A typed handle of a DSL store.
-pub(crate) type DslStore<K, V> = KvStore<DynSerde<K>, DynSerde<V>>;
+/// A typed handle of a DSL store, values with their timestamps.
+pub(crate) type DslStore<K, V> = KvStore<DynSerde<K>, TimestampedValues<V>>;
 
 /// Emits one output record.
 pub(crate) type Emit<'e, K, V> = dyn FnMut(Record<K, V>) -> ProcessResult + 'e;
@@ -36,7 +38,7 @@ where
     }
 }
 
-/// Opens the DSL store `name` (in a processor's supplier).
+/// Opens the DSL store `name` (in a processor's supplier), values with their timestamps.
 pub(crate) fn open<K, V>(
     ctx: &ProcessorContext<'_, impl Sized, impl Sized>,
     name: &str,
@@ -45,7 +47,18 @@ where
     K: 'static,
     V: 'static,
 {
-    ctx.kv_store::<DynSerde<K>, DynSerde<V>>(name)
+    Ok(timestamped(&ctx.kv_store::<DynSerde<K>, DynSerde<V>>(name)?))
+}
+
+/// `value` at `timestamp`, as a store keeps it.
+pub(crate) fn stamp<V>(value: V, timestamp: i64) -> ValueAndTimestamp<V> {
+    ValueAndTimestamp { value, timestamp }
+}
+
+/// The timestamp an aggregation forwards: the largest of the record's and the old
+/// aggregate's (Kafka Streams' rule), the record's for a key without an aggregate.
+pub(crate) fn aggregate_time<A>(record: i64, old: Option<&ValueAndTimestamp<A>>) -> i64 {
+    old.map_or(record, |o| o.timestamp.max(record))
 }
 
 /// Keeps a source topic's latest value per key in a store and forwards every change; reads
@@ -63,12 +76,12 @@ impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Option<V>, K, Change<V
         r: Record<K, Option<V>>,
     ) -> ProcessResult {
         let old = if self.send_old {
-            self.store.get(&r.key)?
+            self.store.get(&r.key)?.map(|o| o.value)
         } else {
             None
         };
         match &r.value {
-            Some(v) => self.store.put(&r.key, v)?,
+            Some(v) => self.store.put(&r.key, &stamp(v.clone(), r.timestamp))?,
             None => {
                 self.store.delete(&r.key)?;
             }
@@ -87,7 +100,7 @@ pub(crate) type UpdateFn<K, V, A> = Arc<dyn Fn(&K, V, Option<A>) -> A + Send + S
 
 /// `count`, `reduce` and `aggregate` of a grouped stream: reads the key's aggregate,
 /// updates it, writes it back and forwards the change (the old aggregate when old values
-/// are on).
+/// are on), at the largest timestamp of the key's records so far.
 pub(crate) struct AggregateProcessor<K: 'static, V, A: 'static> {
     pub update: UpdateFn<K, V, A>,
     pub store: DslStore<K, A>,
@@ -100,16 +113,18 @@ impl<K: Clone + 'static, V: 'static, A: Clone + 'static> Processor<K, V, K, Chan
 {
     fn process(&mut self, ctx: &mut ProcessorContext<'_, K, Change<A>>, r: Record<K, V>) -> ProcessResult {
         let old = self.store.get(&r.key)?;
+        let timestamp = aggregate_time(r.timestamp, old.as_ref());
+        let old = old.map(|o| o.value);
         let kept = if self.send_old { old.clone() } else { None };
         let new = (self.update)(&r.key, r.value, old);
-        self.store.put(&r.key, &new)?;
+        self.store.put(&r.key, &stamp(new.clone(), timestamp))?;
         ctx.forward(Record {
             key: r.key,
             value: Change {
                 new: Some(new),
                 old: kept,
             },
-            timestamp: r.timestamp,
+            timestamp,
             headers: r.headers,
         })
     }
@@ -142,10 +157,10 @@ where
         let mut old = None;
         if let Some(store) = &self.store {
             if self.send_old {
-                old = store.get(&r.key)?;
+                old = store.get(&r.key)?.map(|o| o.value);
             }
             match &new {
-                Some(v) => store.put(&r.key, v)?,
+                Some(v) => store.put(&r.key, &stamp(v.clone(), r.timestamp))?,
                 None => {
                     store.delete(&r.key)?;
                 }
@@ -195,7 +210,7 @@ impl<K: Clone + 'static, V: 'static, VT: Clone + 'static, VR: Clone + 'static> P
     for StreamTableJoin<K, V, VT, VR>
 {
     fn process(&mut self, ctx: &mut ProcessorContext<'_, K, VR>, r: Record<K, V>) -> ProcessResult {
-        let other = self.store.get(&r.key)?;
+        let other = self.store.get(&r.key)?.map(|o| o.value);
         match (self.joiner)(&r.key, r.value, other) {
             Some(v) => ctx.forward(Record {
                 key: r.key,

@@ -12,7 +12,8 @@
 //! aggregation first subtracts `old` from the key's aggregate (if the key has one), then
 //! adds `new` (starting from the initializer, or, for `reduce`, from the value itself),
 //! writes the result and forwards it with the aggregate before as its old value. These are
-//! Kafka Streams' semantics; the forwarded timestamp is the record's.
+//! Kafka Streams' semantics, as is the forwarded timestamp: the largest of the record's and
+//! the aggregate's before (the record's for a key without an aggregate).
 
 use std::sync::Arc;
 
@@ -23,7 +24,7 @@ use crate::error::DslIssue;
 use crate::kstream::KStream;
 use crate::ktable::KTable;
 use crate::options::{DynSerde, Grouped, Materialized, carry, dyn_serde};
-use crate::processors::{DslStore, UpdateFn, open};
+use crate::processors::{DslStore, UpdateFn, aggregate_time, open, stamp};
 
 /// Maps a row to its new key and value.
 type SelectFn<K, V, K2, V2> = Arc<dyn Fn(&K, &V) -> (K2, V2) + Send + Sync>;
@@ -261,6 +262,8 @@ where
         r: Record<K, Change<V>>,
     ) -> ProcessResult {
         let before = self.store.get(&r.key)?;
+        let timestamp = aggregate_time(r.timestamp, before.as_ref());
+        let before = before.map(|b| b.value);
         let kept = if self.send_old { before.clone() } else { None };
         let intermediate = match (r.value.old, before) {
             (Some(old), Some(agg)) => Some((self.subtract)(&r.key, old, agg)),
@@ -271,7 +274,7 @@ where
             None => intermediate,
         };
         match &after {
-            Some(agg) => self.store.put(&r.key, agg)?,
+            Some(agg) => self.store.put(&r.key, &stamp(agg.clone(), timestamp))?,
             None => {
                 self.store.delete(&r.key)?;
             }
@@ -282,7 +285,7 @@ where
                 new: after,
                 old: kept,
             },
-            timestamp: r.timestamp,
+            timestamp,
             headers: r.headers,
         })
     }

@@ -12,6 +12,10 @@
 //! `left_join`, both sides of `outer_join`) when the update has neither a new nor an old
 //! value (a deletion of an absent key). Kept sides therefore always forward old values.
 //!
+//! A joined update carries the larger of both sides' timestamps (this side's record's and
+//! the other side's stored one), as in Kafka Streams; the record's when the other side has
+//! no row.
+//!
 //! With old values on (the joined table is re-grouped downstream), a side also joins the
 //! old value of its update with the other side's current value: that is the joined value
 //! the key had before this update, since the other side did not change meanwhile. Turning
@@ -56,6 +60,10 @@ where
     fn process(&mut self, ctx: &mut ProcessorContext<'_, K, Change<VR>>, r: Record<K, I>) -> ProcessResult {
         let change = r.value.into_change();
         let other = self.other.get(&r.key)?;
+        let timestamp = other
+            .as_ref()
+            .map_or(r.timestamp, |o| o.timestamp.max(r.timestamp));
+        let other = other.map(|o| o.value);
         let unchanged = self.old_in && change.new.is_none() && change.old.is_none();
         if other.is_none() && (!self.kept || unchanged) {
             return Ok(());
@@ -69,7 +77,7 @@ where
         ctx.forward(Record {
             key: r.key,
             value: Change { new, old },
-            timestamp: r.timestamp,
+            timestamp,
             headers: r.headers,
         })
     }

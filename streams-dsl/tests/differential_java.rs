@@ -38,7 +38,7 @@ mod session;
 mod windowed;
 
 use diff::Values::{Long, Str};
-use diff::{Known, check};
+use diff::check;
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
 use streams_dsl::{
@@ -88,18 +88,6 @@ fn windowed(k: &Windowed<String>) -> String {
 fn or_null(v: Option<String>) -> String {
     v.unwrap_or_else(|| "null".to_owned())
 }
-
-/// Known: an aggregation forwards the timestamp of the record that updated it.
-const AGGREGATE_TIMESTAMPS: Known = Known::Timestamps(
-    "an aggregation forwards the updating record's timestamp; Kafka Streams forwards the \
-     largest timestamp of the key's records so far (its stores keep timestamps, ours do not)",
-);
-
-/// Known: a table-table join forwards the timestamp of the updating side.
-const JOIN_TIMESTAMPS: Known = Known::Timestamps(
-    "a table-table join forwards the updating record's timestamp; Kafka Streams forwards the \
-     larger of the two sides' timestamps",
-);
 
 // ---- stateless stream operators ----
 
@@ -188,54 +176,39 @@ fn repartition() {
 
 #[test]
 fn group_by_key_count() {
-    check(
-        "group-by-key-count",
-        &[AGGREGATE_TIMESTAMPS],
-        &[("counts", Long)],
-        |b| {
-            input(b, "in")
-                .group_by_key(Grouped::new())
-                .count(Materialized::new())
-                .to_stream()
-                .to("counts", counts());
-        },
-    );
+    check("group-by-key-count", &[], &[("counts", Long)], |b| {
+        input(b, "in")
+            .group_by_key(Grouped::new())
+            .count(Materialized::new())
+            .to_stream()
+            .to("counts", counts());
+    });
 }
 
 #[test]
 fn group_by_key_reduce() {
-    check(
-        "group-by-key-reduce",
-        &[AGGREGATE_TIMESTAMPS],
-        &[("reduced", Str)],
-        |b| {
-            input(b, "in")
-                .group_by_key(Grouped::new())
-                .reduce(|a, v| format!("{a}+{v}"), Materialized::new())
-                .to_stream()
-                .to("reduced", nullable_strings());
-        },
-    );
+    check("group-by-key-reduce", &[], &[("reduced", Str)], |b| {
+        input(b, "in")
+            .group_by_key(Grouped::new())
+            .reduce(|a, v| format!("{a}+{v}"), Materialized::new())
+            .to_stream()
+            .to("reduced", nullable_strings());
+    });
 }
 
 #[test]
 fn group_by_key_aggregate() {
-    check(
-        "group-by-key-aggregate",
-        &[AGGREGATE_TIMESTAMPS],
-        &[("lengths", Long)],
-        |b| {
-            input(b, "in")
-                .group_by_key(Grouped::new())
-                .aggregate(
-                    || 0u64,
-                    |_, v, a| a + v.chars().count() as u64,
-                    Materialized::new().with_value_serde(U64Serde),
-                )
-                .to_stream()
-                .to("lengths", counts());
-        },
-    );
+    check("group-by-key-aggregate", &[], &[("lengths", Long)], |b| {
+        input(b, "in")
+            .group_by_key(Grouped::new())
+            .aggregate(
+                || 0u64,
+                |_, v, a| a + v.chars().count() as u64,
+                Materialized::new().with_value_serde(U64Serde),
+            )
+            .to_stream()
+            .to("lengths", counts());
+    });
 }
 
 #[test]
@@ -324,36 +297,26 @@ fn by_length(b: &StreamsBuilder, value: fn(&String, &String) -> String) -> KGrou
 
 #[test]
 fn table_group_by_count() {
-    check(
-        "table-group-by-count",
-        &[AGGREGATE_TIMESTAMPS],
-        &[("counts", Long)],
-        |b| {
-            by_length(b, |k, _| k.clone())
-                .count(Materialized::new())
-                .to_stream()
-                .to("counts", counts());
-        },
-    );
+    check("table-group-by-count", &[], &[("counts", Long)], |b| {
+        by_length(b, |k, _| k.clone())
+            .count(Materialized::new())
+            .to_stream()
+            .to("counts", counts());
+    });
 }
 
 #[test]
 fn table_group_by_reduce() {
-    check(
-        "table-group-by-reduce",
-        &[AGGREGATE_TIMESTAMPS],
-        &[("reduced", Str)],
-        |b| {
-            by_length(b, |k, v| format!("{k}{v}"))
-                .reduce(
-                    |a, v| format!("{a}+{v}"),
-                    |a, v| format!("{a}-{v}"),
-                    Materialized::new(),
-                )
-                .to_stream()
-                .to("reduced", nullable_strings());
-        },
-    );
+    check("table-group-by-reduce", &[], &[("reduced", Str)], |b| {
+        by_length(b, |k, v| format!("{k}{v}"))
+            .reduce(
+                |a, v| format!("{a}+{v}"),
+                |a, v| format!("{a}-{v}"),
+                Materialized::new(),
+            )
+            .to_stream()
+            .to("reduced", nullable_strings());
+    });
 }
 
 /// The Java program runs exactly the cases that have an input file.

@@ -147,6 +147,28 @@ impl<KS: Serde, VS: Serde> KvStore<KS, VS> {
         &self.name
     }
 
+    /// The serde of this handle's values.
+    pub fn value_serde(&self) -> &VS {
+        &self.value_serde
+    }
+
+    /// A handle to the same store reading and writing values with `value_serde` instead
+    /// (e.g. a [`ValueAndTimestampSerde`](crate::ValueAndTimestampSerde) view of a store whose
+    /// values carry timestamps).
+    pub fn with_value_serde<VS2: Serde>(&self, value_serde: VS2) -> KvStore<KS, VS2>
+    where
+        KS: Clone,
+    {
+        KvStore {
+            store: Rc::clone(&self.store),
+            key_serde: self.key_serde.clone(),
+            value_serde,
+            name: Rc::clone(&self.name),
+            key_buf: RefCell::default(),
+            value_buf: RefCell::default(),
+        }
+    }
+
     fn serde_err(&self, source: SerdeError) -> StoreError {
         StoreError::Serde {
             store: self.name.to_string(),
@@ -438,6 +460,18 @@ mod tests {
 
     fn shared() -> SharedKeyValueStore {
         Rc::new(RefCell::new(Box::new(InMemoryKeyValueStore::new("hooks"))))
+    }
+
+    #[test]
+    fn a_value_serde_view_shares_the_store() {
+        let plain = KvStore::new(shared(), StringSerde, StringSerde);
+        let stamped = plain.with_value_serde(crate::ValueAndTimestampSerde(StringSerde));
+        stamped
+            .put(&"k".to_owned(), &crate::ValueAndTimestamp::new("v".to_owned(), 5))
+            .unwrap();
+        let stored = plain.get(&"k".to_owned()).unwrap().unwrap();
+        assert_eq!(stored.as_bytes(), b"\0\0\0\0\0\0\0\x05v");
+        assert_eq!(stamped.name(), "hooks");
     }
 
     #[test]

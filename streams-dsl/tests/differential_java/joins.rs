@@ -7,7 +7,7 @@ use streams_dsl::{JoinWindows, StreamJoined};
 
 use crate::diff::Values::Str;
 use crate::diff::check;
-use crate::{JOIN_TIMESTAMPS, global, input, nullable_strings, or_null, strings, table};
+use crate::{global, input, nullable_strings, or_null, strings, table};
 
 // ---- joins ----
 
@@ -44,7 +44,7 @@ fn rekeyed_stream_table_join() {
 
 #[test]
 fn table_table_join() {
-    check("table-table-join", &[JOIN_TIMESTAMPS], &[("joined", Str)], |b| {
+    check("table-table-join", &[], &[("joined", Str)], |b| {
         table(b, "left")
             .join(&table(b, "right"), |_, l, r| format!("{l}/{r}"))
             .to_stream()
@@ -54,34 +54,24 @@ fn table_table_join() {
 
 #[test]
 fn table_table_left_join() {
-    check(
-        "table-table-left-join",
-        &[JOIN_TIMESTAMPS],
-        &[("joined", Str)],
-        |b| {
-            table(b, "left")
-                .left_join(&table(b, "right"), |_, l, r| format!("{l}/{}", or_null(r)))
-                .to_stream()
-                .to("joined", nullable_strings());
-        },
-    );
+    check("table-table-left-join", &[], &[("joined", Str)], |b| {
+        table(b, "left")
+            .left_join(&table(b, "right"), |_, l, r| format!("{l}/{}", or_null(r)))
+            .to_stream()
+            .to("joined", nullable_strings());
+    });
 }
 
 #[test]
 fn table_table_outer_join() {
-    check(
-        "table-table-outer-join",
-        &[JOIN_TIMESTAMPS],
-        &[("joined", Str)],
-        |b| {
-            table(b, "left")
-                .outer_join(&table(b, "right"), |_, l, r| {
-                    format!("{}/{}", or_null(l), or_null(r))
-                })
-                .to_stream()
-                .to("joined", nullable_strings());
-        },
-    );
+    check("table-table-outer-join", &[], &[("joined", Str)], |b| {
+        table(b, "left")
+            .outer_join(&table(b, "right"), |_, l, r| {
+                format!("{}/{}", or_null(l), or_null(r))
+            })
+            .to_stream()
+            .to("joined", nullable_strings());
+    });
 }
 
 #[test]
