@@ -25,6 +25,7 @@ mod branch;
 mod builder;
 mod change;
 mod error;
+mod fk_join;
 mod global_table;
 mod grouped;
 mod kstream;

@@ -1,0 +1,250 @@
+//! Foreign-key table-table joins (Kafka Streams' KIP-213): [`KTable::join_foreign`] and
+//! [`KTable::left_join_foreign`] join each row of this (left) table with the row of the
+//! other (right) table whose key `extractor(value)` returns. The tables need not be
+//! co-partitioned; many left rows may join one right row.
+//!
+//! A left update is sent, keyed by its foreign key, to the topic
+//! `<name>-subscription-registration-topic`, read in the right table's task; there it is
+//! kept in the subscription store `<name>-subscription-store` under `[fk][pk]` and answered
+//! with the right row's current value through `<name>-subscription-response-topic`, keyed
+//! by the left key and sent back to the left row's partition, where the left task joins it
+//! with the left row. A right update answers every subscriber of its key (a prefix scan of
+//! the subscription store). `<name>` is the `Materialized` name, else
+//! `<left table node>-fk_join` (`-fk_left_join`); it also names the result's node, whose
+//! store is the `Materialized` name, else `<name>-store`.
+//!
+//! Invariants (see [`processors`] and [`wire`]):
+//! - the result for a key changes only on a response whose hash is the hash of the left
+//!   row's current value: a response to an older value of the row (the row changed, or
+//!   moved to another foreign key, while the subscription travelled) is dropped, so a row
+//!   moving to a new foreign key emits the new join and never the stale one;
+//! - a left row whose foreign key changes unsubscribes from the old key; a deleted left
+//!   row unsubscribes and is answered with a tombstone;
+//! - an inner join emits a tombstone for a row without a right value whenever its previous
+//!   result might have existed (as Kafka Streams, a tombstone for an absent result is
+//!   possible); a left join emits `joiner(v, None)` instead.
+//!
+//! Both tables must be materialized (the left store checks hashes, the right store answers
+//! subscriptions); the left table's updates must carry old values (not a windowed table).
+
+mod processors;
+mod wire;
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use streams_core::SinkConfig;
+use streams_core::state::serde::BytesSerde;
+
+use crate::change::OldValues;
+use crate::error::DslIssue;
+use crate::ktable::KTable;
+use crate::options::Materialized;
+use crate::processors::open;
+use processors::{
+    FkFn, FkJoinFn, ForeignJoin, ResponseJoin, SubscriptionJoin, SubscriptionSend, SubscriptionStore,
+};
+use wire::{Response, ResponseSerde, SubscriptionSerde};
+
+impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
+    /// Rows of this table whose foreign key `extractor(value)` is a key of `other`, valued
+    /// `joiner(value, other value)`. Updates of either table re-emit the affected rows; a
+    /// row that loses its match is deleted. The result is kept in the store `materialized`
+    /// names (its serde for `VR` is required).
+    pub fn join_foreign<KO, VO, VR>(
+        &self,
+        other: &KTable<KO, VO>,
+        extractor: impl Fn(&V) -> KO + Send + Sync + 'static,
+        joiner: impl Fn(V, VO) -> VR + Send + Sync + 'static,
+        materialized: Materialized<K, VR>,
+    ) -> KTable<K, VR>
+    where
+        KO: Clone + 'static,
+        VO: Clone + 'static,
+        VR: Clone + 'static,
+    {
+        let j: FkJoinFn<V, VO, VR> = Arc::new(move |v, o| o.map(|o| joiner(v, o)));
+        self.fk_join("fk_join", other, Arc::new(extractor), j, materialized, false)
+    }
+
+    /// As [`join_foreign`](Self::join_foreign), but every row of this table is kept:
+    /// valued `joiner(value, None)` while its foreign key is not a key of `other`.
+    pub fn left_join_foreign<KO, VO, VR>(
+        &self,
+        other: &KTable<KO, VO>,
+        extractor: impl Fn(&V) -> KO + Send + Sync + 'static,
+        joiner: impl Fn(V, Option<VO>) -> VR + Send + Sync + 'static,
+        materialized: Materialized<K, VR>,
+    ) -> KTable<K, VR>
+    where
+        KO: Clone + 'static,
+        VO: Clone + 'static,
+        VR: Clone + 'static,
+    {
+        let j: FkJoinFn<V, VO, VR> = Arc::new(move |v, o| Some(joiner(v, o)));
+        self.fk_join("fk_left_join", other, Arc::new(extractor), j, materialized, true)
+    }
+
+    fn fk_join<KO, VO, VR>(
+        &self,
+        op: &str,
+        other: &KTable<KO, VO>,
+        extractor: FkFn<V, KO>,
+        joiner: FkJoinFn<V, VO, VR>,
+        materialized: Materialized<K, VR>,
+        left_join: bool,
+    ) -> KTable<K, VR>
+    where
+        KO: Clone + 'static,
+        VO: Clone + 'static,
+        VR: Clone + 'static,
+    {
+        let shared = &self.shared;
+        let given = materialized.name.clone();
+        shared.check_named(given.is_some(), &self.node, "a store and subscription topics");
+        let node = shared.name(given.as_deref(), &self.node, op);
+        let failed = || KTable::new(shared.clone(), node.clone(), None);
+        let (Some(left_store), Some(right_store)) = (self.store.clone(), other.store.clone()) else {
+            let table = if self.store.is_none() {
+                &self.node
+            } else {
+                &other.node
+            };
+            shared.issue(DslIssue::NotMaterialized {
+                operator: node.clone(),
+                table: table.clone(),
+            });
+            return failed();
+        };
+        if !self.old_values().available() {
+            shared.issue(DslIssue::NoOldValues {
+                operator: node.clone(),
+                table: self.node.clone(),
+            });
+            return failed();
+        }
+        let serdes = (
+            self.key_serde.clone(),
+            self.value_serde.clone(),
+            other.key_serde.clone(),
+            other.value_serde.clone(),
+            materialized.key_serde.clone().or_else(|| self.key_serde.clone()),
+            materialized.value_serde.clone(),
+        );
+        let (Some(ks), Some(vs), Some(fks), Some(vos), Some(rks), Some(rvs)) = serdes else {
+            shared.issue(DslIssue::MissingSerde {
+                operator: node.clone(),
+                what: "table key, table value or result value",
+            });
+            return failed();
+        };
+        // The left side needs the old value of each update to unsubscribe its old key.
+        self.old_values().enable();
+
+        let part = |suffix: &str| shared.name(Some(&format!("{node}-{suffix}")), "", "");
+        let (send, reg_sink, reg_source) = (
+            part("subscription-send"),
+            part("subscription-registration-sink"),
+            part("subscription-registration-source"),
+        );
+        let (sub_join, foreign_join) = (part("subscription-join"), part("foreign-join"));
+        let (resp_sink, resp_source) = (
+            part("subscription-response-sink"),
+            part("subscription-response-source"),
+        );
+        let reg_topic = format!("{node}-subscription-registration-topic");
+        let resp_topic = format!("{node}-subscription-response-topic");
+        let sub_store = format!("{node}-subscription-store");
+        let result_store = given.clone().unwrap_or_else(|| format!("{node}-store"));
+
+        let (extractor_fk, vs_send, fks_send) = (extractor, vs.clone(), fks.clone());
+        self.add_child(&send, move |_| {
+            Ok(SubscriptionSend {
+                extractor: extractor_fk.clone(),
+                fk_serde: fks_send.clone(),
+                value_serde: vs_send.clone(),
+                left_join,
+            })
+        });
+        let sub_wire = SubscriptionSerde {
+            pk: ks.clone(),
+            stored: false,
+        };
+        let sub_stored = SubscriptionSerde {
+            pk: ks.clone(),
+            stored: true,
+        };
+        let resp_wire = ResponseSerde(vos.clone());
+        // A response goes back to the partition of the left row that subscribed.
+        let partitioner =
+            |_: &str, _: &K, r: &Response<VO>, n: i32| (0..n).contains(&r.partition).then_some(r.partition);
+        shared.with(|t| {
+            t.internal_topic(&reg_topic).internal_topic(&resp_topic);
+            t.add_sink_with(
+                &reg_sink,
+                SinkConfig::topic(&reg_topic, fks.clone(), sub_wire.clone()),
+                [&send],
+            )
+            .add_source(&reg_source, [&reg_topic], fks.clone(), sub_wire);
+        });
+        let (store_a, right_a, fks_a, ks_a) =
+            (sub_store.clone(), right_store.clone(), fks.clone(), ks.clone());
+        shared.processor_with(
+            &sub_join,
+            move |ctx| {
+                Ok(SubscriptionJoin::<K, KO, VO> {
+                    subscriptions: ctx.kv_store(&store_a)?,
+                    right: open(ctx, &right_a)?,
+                    fk_serde: fks_a.clone(),
+                    pk_serde: ks_a.clone(),
+                })
+            },
+            &reg_source,
+        );
+        let (store_b, fks_b) = (sub_store.clone(), fks.clone());
+        other.add_child(&foreign_join, move |ctx| {
+            let subscriptions: SubscriptionStore<K> = ctx.kv_store(&store_b)?;
+            Ok(ForeignJoin::<K, KO, VO> {
+                subscriptions,
+                fk_serde: fks_b.clone(),
+                _types: PhantomData,
+            })
+        });
+        shared.store(
+            materialized.store_of(&sub_store, BytesSerde, sub_stored),
+            &[&sub_join, &foreign_join],
+        );
+        let old_values = OldValues::from_store();
+        let send_old = old_values.clone();
+        let (left_c, result_c, vs_c) = (left_store.clone(), result_store.clone(), vs.clone());
+        shared.with(|t| {
+            t.add_sink_with(
+                &resp_sink,
+                SinkConfig::topic(&resp_topic, ks.clone(), resp_wire.clone()).partitioner(partitioner),
+                [&sub_join, &foreign_join],
+            )
+            .add_source(&resp_source, [&resp_topic], ks.clone(), resp_wire)
+            .add_processor_with(
+                &node,
+                move |ctx| {
+                    Ok(ResponseJoin::<K, V, VO, VR> {
+                        left: open(ctx, &left_c)?,
+                        value_serde: vs_c.clone(),
+                        joiner: joiner.clone(),
+                        store: open(ctx, &result_c)?,
+                        send_old: send_old.is_on(),
+                    })
+                },
+                [&resp_source],
+            )
+            .connect_processor_and_state_stores(&sub_join, [right_store])
+            .connect_processor_and_state_stores(&node, [left_store]);
+        });
+        shared.store(
+            materialized.store(&result_store, rks.clone(), rvs.clone()),
+            &[&node],
+        );
+        KTable::changes(shared.clone(), node, Some(result_store), old_values)
+            .with_serdes(Some(rks), Some(rvs))
+    }
+}
