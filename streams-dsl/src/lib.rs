@@ -11,8 +11,10 @@
 //! - [`KGroupedStream`]: `count`, `reduce`, `aggregate` into materialized stores, and
 //!   per tumbling, hopping ([`TimeWindows`]), sliding ([`SlidingWindows`]) or session
 //!   ([`SessionWindows`]) window, with every update or only final results ([`EmitStrategy`]);
+//!   `cogroup` with other grouped streams into one aggregate per key ([`CogroupedKStream`]);
 //! - [`KTable`]: `filter`, `map_values`, `to_stream`, table-table `join`, `left_join`,
-//!   `outer_join`, `suppress` ([`Suppressed`]), re-grouping with `group_by`;
+//!   `outer_join`, foreign-key `join_foreign`/`left_join_foreign` (the tables need not be
+//!   co-partitioned), `suppress` ([`Suppressed`]), re-grouping with `group_by`;
 //! - [`KGroupedTable`]: `count`, `reduce` and `aggregate` with an adder and a subtractor,
 //!   kept correct as rows change groups (table nodes forward old values on demand).
 //! - [`retry`]: retries with increasing delays and a dead-letter topic, as topology nodes
@@ -24,6 +26,7 @@
 mod branch;
 mod builder;
 mod change;
+mod cogroup;
 mod error;
 mod fk_join;
 mod global_table;
@@ -48,6 +51,7 @@ pub mod guide {}
 
 pub use branch::BranchedKStream;
 pub use builder::StreamsBuilder;
+pub use cogroup::CogroupedKStream;
 pub use error::{DslError, DslIssue};
 pub use global_table::GlobalKTable;
 pub use grouped::KGroupedStream;
