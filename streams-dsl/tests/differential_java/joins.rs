@@ -152,3 +152,56 @@ fn stream_stream_outer_join() {
             .to("joined", strings());
     });
 }
+
+// ---- stream-stream joins of records that arrive in time: 10 ms apart at most, 5 ms grace ----
+//
+// Every record arrives while its window and its partners' windows are open, and the wall
+// clock advances 1 s before each record (Kafka Streams checks for closed windows at most once
+// per wall-clock second): here both sides agree record by record, duplicates, out-of-order
+// partners and the emission of unmatched records included.
+
+fn in_time() -> JoinWindows {
+    JoinWindows::of_time_difference_with_grace(Duration::from_millis(10), Duration::from_millis(5))
+}
+
+#[test]
+fn stream_stream_join_in_time() {
+    check("stream-stream-join-in-time", &[], &[("joined", Str)], |b| {
+        input(b, "left")
+            .join_stream(
+                &input(b, "right"),
+                |_, l, r| format!("{l}/{r}"),
+                in_time(),
+                StreamJoined::new(),
+            )
+            .to("joined", strings());
+    });
+}
+
+#[test]
+fn stream_stream_left_join_in_time() {
+    check("stream-stream-left-join-in-time", &[], &[("joined", Str)], |b| {
+        input(b, "left")
+            .left_join_stream(
+                &input(b, "right"),
+                |_, l, r| format!("{l}/{}", or_null_ref(r)),
+                in_time(),
+                StreamJoined::new(),
+            )
+            .to("joined", strings());
+    });
+}
+
+#[test]
+fn stream_stream_outer_join_in_time() {
+    check("stream-stream-outer-join-in-time", &[], &[("joined", Str)], |b| {
+        input(b, "left")
+            .outer_join_stream(
+                &input(b, "right"),
+                |_, l, r| format!("{}/{}", or_null_ref(l), or_null_ref(r)),
+                in_time(),
+                StreamJoined::new(),
+            )
+            .to("joined", strings());
+    });
+}

@@ -237,6 +237,14 @@ public final class DiffCases {
             StreamJoined.with(S, S, S)).to("joined", Produced.with(S, S)), str("joined"));
         add("stream-stream-outer-join", b -> in(b, "left").outerJoin(in(b, "right"), (l, r) -> l + "/" + r, within,
             StreamJoined.with(S, S, S)).to("joined", Produced.with(S, S)), str("joined"));
+        // Records that all arrive while their windows are open (10 ms apart at most, 5 ms grace).
+        final JoinWindows inTime = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(10), Duration.ofMillis(5));
+        add("stream-stream-join-in-time", b -> in(b, "left").join(in(b, "right"), (l, r) -> l + "/" + r, inTime,
+            StreamJoined.with(S, S, S)).to("joined", Produced.with(S, S)), str("joined"));
+        add("stream-stream-left-join-in-time", b -> in(b, "left").leftJoin(in(b, "right"), (l, r) -> l + "/" + r,
+            inTime, StreamJoined.with(S, S, S)).to("joined", Produced.with(S, S)), str("joined"));
+        add("stream-stream-outer-join-in-time", b -> in(b, "left").outerJoin(in(b, "right"), (l, r) -> l + "/" + r,
+            inTime, StreamJoined.with(S, S, S)).to("joined", Produced.with(S, S)), str("joined"));
 
         // ---- windows: 10 ms windows, 5 ms grace ----
         final Duration size = Duration.ofMillis(10);
