@@ -32,6 +32,8 @@ mod common;
 mod diff;
 #[path = "differential_java/joins.rs"]
 mod joins;
+#[path = "differential_java/fk_cogroup.rs"]
+mod fk_cogroup;
 #[path = "differential_java/session.rs"]
 mod session;
 #[path = "differential_java/windowed.rs"]

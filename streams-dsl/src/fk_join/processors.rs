@@ -154,7 +154,8 @@ where
 }
 
 /// Right side, from the right table: answers every subscriber of the updated key (one
-/// prefix scan of the subscription store) with the new right value.
+/// prefix scan of the subscription store) with the new right value, at the right update's
+/// timestamp (as Kafka Streams 4.1: not the later of it and the subscription's).
 pub(crate) struct ForeignJoin<K: 'static, KO: 'static, VO> {
     pub subscriptions: SubscriptionStore<K>,
     pub fk_serde: DynSerde<KO>,
@@ -190,7 +191,7 @@ where
                     value: new.clone(),
                     partition: sub.partition,
                 },
-                timestamp: r.timestamp.max(sub.timestamp),
+                timestamp: r.timestamp,
                 headers: r.headers.clone(),
             })?;
         }

@@ -321,6 +321,22 @@ public final class DiffCases {
         add("session-suppress-window-close", b -> in(b, "in").groupByKey().windowedBy(sessions).count()
             .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()))
             .toStream((k, v) -> windowed(k)).to("finals", Produced.with(S, L)), lng("finals"));
+
+        // ---- foreign-key joins: a left value "<fk>:<text>" joins the right row of key <fk> ----
+        add("fk-join", b -> table(b, "left").join(table(b, "right"), (String v) -> v.split(":")[0],
+            (l, r) -> l + "/" + r).toStream().to("joined", Produced.with(S, S)), str("joined"));
+        add("fk-left-join", b -> table(b, "left").leftJoin(table(b, "right"), (String v) -> v.split(":")[0],
+            (l, r) -> l + "/" + r).toStream().to("joined", Produced.with(S, S)), str("joined"));
+
+        // ---- cogroup: two inputs, the second re-keyed by its value's prefix ----
+        add("cogroup-aggregate", b -> {
+            final var second = in(b, "b").map((k, v) -> KeyValue.pair(v.split(":")[0], v))
+                .groupByKey(Grouped.with("b-by-prefix", S, S));
+            in(b, "a").groupByKey().<String>cogroup((k, v, agg) -> agg + "a(" + v + ")")
+                .cogroup(second, (k, v, agg) -> agg + "b(" + v + ")")
+                .aggregate(() -> "|", Materialized.with(S, S))
+                .toStream().to("aggregates", Produced.with(S, S));
+        }, str("aggregates"));
     }
 
     private static final ObjectMapper JSON = new ObjectMapper();

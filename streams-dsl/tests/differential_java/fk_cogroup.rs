@@ -1,0 +1,67 @@
+//! The foreign-key join and cogroup cases of `differential_java.rs`.
+
+use streams_core::serdes::StringSerde;
+use streams_dsl::{Grouped, Materialized};
+
+use crate::diff::Values::Str;
+use crate::diff::check;
+use crate::{input, nullable_strings, or_null, strings, table};
+
+/// The foreign key of a left value `"<fk>:<text>"`.
+fn fk(v: &str) -> String {
+    v.split(':').next().unwrap_or_default().to_owned()
+}
+
+fn joined_store() -> Materialized<String, String> {
+    Materialized::as_("joined").with_value_serde(StringSerde)
+}
+
+#[test]
+fn fk_join() {
+    check("fk-join", &[], &[("joined", Str)], |b| {
+        table(b, "left")
+            .join_foreign(
+                &table(b, "right"),
+                |v: &String| fk(v),
+                |l, r| format!("{l}/{r}"),
+                joined_store(),
+            )
+            .to_stream()
+            .to("joined", nullable_strings());
+    });
+}
+
+#[test]
+fn fk_left_join() {
+    check("fk-left-join", &[], &[("joined", Str)], |b| {
+        table(b, "left")
+            .left_join_foreign(
+                &table(b, "right"),
+                |v: &String| fk(v),
+                |l, r| format!("{l}/{}", or_null(r)),
+                joined_store(),
+            )
+            .to_stream()
+            .to("joined", nullable_strings());
+    });
+}
+
+#[test]
+fn cogroup_aggregate() {
+    check("cogroup-aggregate", &[], &[("aggregates", Str)], |b| {
+        let second = input(b, "b")
+            .map(|_, v| (fk(&v), v))
+            .group_by_key(Grouped::as_("b-by-prefix"));
+        input(b, "a")
+            .group_by_key(Grouped::new())
+            .cogroup(|_, v, agg: String| format!("{agg}a({v})"))
+            .cogroup(&second, |_, v, agg| format!("{agg}b({v})"))
+            .aggregate(
+                || "|".to_owned(),
+                Materialized::new().with_value_serde(StringSerde),
+            )
+            .to_stream()
+            .map_values(|_, v| v.unwrap_or_default())
+            .to("aggregates", strings());
+    });
+}
