@@ -102,12 +102,12 @@ impl ResetTo {
     }
 }
 
-/// `assigned` with each partition's committed offset where it has one, else where `reset`
-/// puts it.
+/// `assigned` with each partition's committed offset where it has one, else where
+/// `reset(topic)` puts it.
 pub(crate) fn explicit<C: ConsumerContext>(
     consumer: &BaseConsumer<C>,
     assigned: &TopicPartitionList,
-    reset: ResetTo,
+    reset: impl Fn(&str) -> ResetTo,
 ) -> Result<TopicPartitionList, StreamsError> {
     if assigned.count() == 0 {
         return Ok(assigned.clone());
@@ -120,7 +120,7 @@ pub(crate) fn explicit<C: ConsumerContext>(
             .map(|c| c.offset())
         {
             Some(Offset::Offset(o)) => Offset::Offset(o),
-            _ => match reset.resolve(consumer, e.topic(), e.partition())? {
+            _ => match reset(e.topic()).resolve(consumer, e.topic(), e.partition())? {
                 Some(o) => Offset::Offset(o),
                 None => e.offset(),
             },
@@ -206,7 +206,7 @@ mod tests {
             std::thread::sleep(Duration::from_secs(1));
             producer.abort_transaction(Duration::from_secs(30)).unwrap();
         });
-        let start = explicit(&consumer, &assigned, ResetTo::Earliest).unwrap();
+        let start = explicit(&consumer, &assigned, |_| ResetTo::Earliest).unwrap();
         aborter.join().unwrap();
         assert_eq!(
             start.find_partition(&topic, 0).map(|e| e.offset()),
@@ -234,17 +234,17 @@ mod tests {
             .unwrap();
         let mut assigned = TopicPartitionList::new();
         assigned.add_partition(&topic, 0);
-        let start = explicit(&consumer, &assigned, ResetTo::Earliest).unwrap();
+        let start = explicit(&consumer, &assigned, |_| ResetTo::Earliest).unwrap();
         assert_eq!(
             start.find_partition(&topic, 0).map(|e| e.offset()),
             Some(Offset::Offset(7))
         );
-        let start = explicit(&consumer, &assigned, ResetTo::Latest).unwrap();
+        let start = explicit(&consumer, &assigned, |_| ResetTo::Latest).unwrap();
         assert_eq!(
             start.find_partition(&topic, 0).map(|e| e.offset()),
             Some(Offset::Offset(20))
         );
-        let start = explicit(&consumer, &assigned, ResetTo::Logical).unwrap();
+        let start = explicit(&consumer, &assigned, |_| ResetTo::Logical).unwrap();
         assert_eq!(
             start.find_partition(&topic, 0).map(|e| e.offset()),
             assigned.find_partition(&topic, 0).map(|e| e.offset())

@@ -64,6 +64,9 @@ pub(crate) struct ThreadContext {
     /// Where partitions without a commit start (`auto.offset.reset`), resolved to a
     /// concrete offset by the runtime (see `start_offsets.rs`).
     pub reset: start_offsets::ResetTo,
+    /// Per source topic, where its partitions without a commit start when
+    /// `auto.offset.reset` is not set: its source's [`OffsetReset`](crate::OffsetReset).
+    pub topic_resets: HashMap<String, start_offsets::ResetTo>,
 }
 
 impl ClientContext for ThreadContext {
@@ -125,7 +128,8 @@ impl ConsumerContext for ThreadContext {
             let start = if self.closing.load(Ordering::Relaxed) {
                 tpl.clone()
             } else {
-                start_offsets::explicit(consumer, tpl, self.reset).unwrap_or_else(|e| {
+                let reset = |topic: &str| self.topic_resets.get(topic).copied().unwrap_or(self.reset);
+                start_offsets::explicit(consumer, tpl, reset).unwrap_or_else(|e| {
                     // Never guess: without the committed offsets the thread fails (and is
                     // replaced, or the application stops, as the error handler says).
                     with_tasks(|tm| {
@@ -564,6 +568,7 @@ mod tests {
             fetch_positions: Mutex::new(HashMap::new()),
             resets: ResetWatch::default(),
             reset: start_offsets::ResetTo::Earliest,
+            topic_resets: HashMap::new(),
         }
     }
 

@@ -114,13 +114,18 @@ impl ThreadFactory {
             // End offsets for the lag metric.
             cc.set("statistics.interval.ms", "1000");
         }
+        // Without `auto.offset.reset`, each source topic starts where its source's offset
+        // reset says (the runtime resolves start offsets itself, see `start_offsets.rs`).
+        let mut topic_resets = std::collections::HashMap::new();
         if cc.get("auto.offset.reset").is_none() {
-            let earliest = self
-                .topology
-                .source_topics()
-                .iter()
-                .all(|t| self.topology.offset_reset(t) == crate::topology::OffsetReset::Earliest);
-            cc.set("auto.offset.reset", if earliest { "earliest" } else { "latest" });
+            for t in self.topology.source_topics() {
+                let reset = match self.topology.offset_reset(&t) {
+                    crate::topology::OffsetReset::Earliest => start_offsets::ResetTo::Earliest,
+                    crate::topology::OffsetReset::Latest => start_offsets::ResetTo::Latest,
+                };
+                topic_resets.insert(t, reset);
+            }
+            cc.set("auto.offset.reset", "earliest");
         }
         let context = ThreadContext {
             status: self.status.clone(),
@@ -132,6 +137,7 @@ impl ThreadFactory {
             fetch_positions: std::sync::Mutex::new(std::collections::HashMap::new()),
             resets: resets::ResetWatch::default(),
             reset: start_offsets::ResetTo::of(cc.get("auto.offset.reset")),
+            topic_resets,
         };
         let consumer: BaseConsumer<ThreadContext> = cc
             .create_with_context(context)
