@@ -70,8 +70,8 @@ pub use runtime::query::{
 };
 pub use runtime::{EmbeddedKafka, GroupProtocol, KafkaStreams, State, ThreadFailureResponse};
 pub use topology::{
-    ConnectableStore, NodeRef, OffsetReset, SessionStoreRef, SinkConfig, SourceConfig, StoreRef, Topology,
-    TopologyBuilder, TopologyDescription, WindowStoreRef,
+    ConnectableStore, NodeRef, OffsetReset, SessionStoreRef, SinkConfig, SourceConfig, SourceValues,
+    StoreRef, Topology, TopologyBuilder, TopologyDescription, WindowStoreRef,
 };
 
 /// The state-store crate, re-exported: stores, builders, serdes.

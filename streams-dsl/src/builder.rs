@@ -6,7 +6,8 @@ use std::rc::Rc;
 
 use streams_core::state::KeyValueStoreBuilder;
 use streams_core::{
-    Processor, ProcessorContext, ProcessorError, SourceConfig, StoreRef, Topology, TopologyBuilder,
+    Processor, ProcessorContext, ProcessorError, SourceConfig, SourceValues, StoreRef, Topology,
+    TopologyBuilder,
 };
 use streams_state::{Serde, StoreBuilder};
 
@@ -15,8 +16,14 @@ use crate::error::{DslError, DslIssue};
 use crate::kstream::KStream;
 use crate::ktable::KTable;
 use crate::naming::Namer;
+use crate::optimization::Optimizations;
 use crate::options::{Consumed, DynSerde, Materialized, dyn_serde};
 use crate::processors::{TableSource, open};
+
+/// How a table's store holds the values of the topic it is read from, for restoring it from
+/// that topic (see [`Optimizations`]): behind the record's timestamp, as every DSL
+/// key-value store (see the `timestamped` module).
+const TABLE_SOURCE_VALUES: SourceValues = SourceValues::Timestamped;
 
 /// What every stream and table of one builder shares.
 pub(crate) struct Inner {
@@ -29,6 +36,7 @@ pub(crate) struct Inner {
     /// The typed handle of each key-value store added by [`Shared::kv_store`], by store
     /// name: a `StoreRef<DynSerde<K>, DynSerde<V>>`, for [`KTable::store_ref`].
     kv_refs: std::collections::HashMap<String, Box<dyn std::any::Any>>,
+    optimizations: Optimizations,
 }
 
 /// The shared state behind a builder and its streams.
@@ -189,6 +197,7 @@ impl StreamsBuilder {
                 require_names: false,
                 window_grace: std::collections::HashMap::new(),
                 kv_refs: std::collections::HashMap::new(),
+                optimizations: Optimizations::NONE,
             }))),
         }
     }
@@ -197,6 +206,13 @@ impl StreamsBuilder {
     /// topic a build error, so that no state depends on the naming rule.
     pub fn require_names(self) -> Self {
         self.shared.0.borrow_mut().require_names = true;
+        self
+    }
+
+    /// Applies `optimizations` (Kafka Streams' `topology.optimization`; none by default) to
+    /// the topology built from here on: call it first.
+    pub fn with_optimization(self, optimizations: Optimizations) -> Self {
+        self.shared.0.borrow_mut().optimizations = optimizations;
         self
     }
 
@@ -236,6 +252,10 @@ impl StreamsBuilder {
     /// A table of the latest value per key of `topic` (a null value deletes the key), kept
     /// in the store `materialized` names, else `<topic>-table-store`. The materialized
     /// serdes read the topic and must both be given.
+    ///
+    /// With [`Optimizations::ALL`] (Kafka Streams' `reuse.ktable.source.topics`) a logged
+    /// store gets no changelog topic: it is restored from `topic` itself, up to the group's
+    /// committed offset.
     pub fn table<K, V>(&self, topic: &str, materialized: Materialized<K, V>) -> KTable<K, V>
     where
         K: Clone + 'static,
@@ -271,8 +291,17 @@ impl StreamsBuilder {
             },
             &source,
         );
-        self.shared
-            .kv_store(materialized.store(&store, ks.clone(), vs.clone()), &[&node]);
+        let reuse =
+            materialized.is_logged() && self.shared.0.borrow().optimizations.reuses_ktable_source_topics();
+        let builder = materialized.store(&store, ks.clone(), vs.clone());
+        if reuse {
+            self.shared.kv_store(builder.without_logging(), &[&node]);
+            self.shared.with(|t| {
+                t.use_source_topic_as_changelog(&store, topic, TABLE_SOURCE_VALUES);
+            });
+        } else {
+            self.shared.kv_store(builder, &[&node]);
+        }
         KTable::changes(self.shared.clone(), node, Some(store), old_values).with_serdes(Some(ks), Some(vs))
     }
 

@@ -318,6 +318,11 @@ impl<K: 'static, V: 'static> Materialized<K, V> {
         self
     }
 
+    /// Whether the store writes a changelog.
+    pub(crate) fn is_logged(&self) -> bool {
+        self.logging
+    }
+
     /// How long a windowed aggregation keeps a window after it started (Kafka Streams'
     /// `Materialized.withRetention`); the default is the window size (for sliding windows
     /// twice the time difference) plus the grace period, also the least accepted. A session

@@ -260,3 +260,51 @@ fn an_aggregation_table_has_no_typed_handle_yet_but_a_table_read_from_a_topic_ha
         Some("t-table-store")
     );
 }
+
+#[test]
+fn optimized_tables_restore_from_their_topic_instead_of_a_changelog() {
+    let program = |b: StreamsBuilder| {
+        let users = b.table(
+            "users",
+            Materialized::as_("users")
+                .with_key_serde(StringSerde)
+                .with_value_serde(StringSerde),
+        );
+        b.table(
+            "unlogged",
+            Materialized::as_("unlogged")
+                .with_key_serde(StringSerde)
+                .with_value_serde(StringSerde)
+                .without_logging(),
+        );
+        b.stream(["clicks"], Consumed::with(StringSerde, StringSerde))
+            .join(&users, |_, c, u| format!("{c}@{u}"))
+            .to("out", Produced::with(StringSerde, StringSerde));
+        b.build().unwrap()
+    };
+    let plain = program(StreamsBuilder::new());
+    assert_eq!(plain.source_changelog("users"), None);
+    assert!(plain.logged_stores().iter().any(|(_, s)| s == "users"));
+
+    let optimized = program(StreamsBuilder::new().with_optimization("all".parse().unwrap()));
+    assert_eq!(optimized.source_changelog("users"), Some("users"));
+    // A store without logging is not restored at all, optimized or not.
+    assert_eq!(optimized.source_changelog("unlogged"), None);
+    assert!(optimized.logged_stores().is_empty());
+    // The program runs the same.
+    assert_eq!(optimized.describe().to_string(), plain.describe().to_string());
+    let driver = TopologyTestDriver::new(optimized, DriverConfig::default()).unwrap();
+    driver
+        .input_topic("users", StringSerde, NullableSerde(StringSerde))
+        .pipe("u1".into(), Some("ann".into()))
+        .unwrap();
+    driver
+        .input_topic("clicks", StringSerde, StringSerde)
+        .pipe("u1".into(), "c".into())
+        .unwrap();
+    let out = driver.output_topic("out", StringSerde, StringSerde);
+    assert_eq!(
+        out.read_key_values().unwrap(),
+        [("u1".to_owned(), "c@ann".to_owned())]
+    );
+}

@@ -26,8 +26,17 @@ use crate::topology::{Topology, changelog_topic};
 pub struct TaskStore {
     pub(crate) name: String,
     /// Its changelog topic; `None` for a store that is not logged, or global (a global
-    /// store's topic is its source, not a changelog).
+    /// store's topic is its source, not a changelog). For a store restored from a source
+    /// topic (see [`TopologyBuilder::use_source_topic_as_changelog`]), that topic.
+    ///
+    /// [`TopologyBuilder::use_source_topic_as_changelog`]: crate::TopologyBuilder::use_source_topic_as_changelog
     pub(crate) changelog: Option<String>,
+    /// Set when [`changelog`](Self::changelog) is a source topic of the task: how the store
+    /// holds that topic's values.
+    pub(crate) from_source: Option<crate::topology::SourceValues>,
+    /// The offset restoration stops before, when not the changelog's end: for a store
+    /// restored from a source topic, the group's committed offset of that topic.
+    pub(crate) restore_until: Option<i64>,
     pub(crate) store: Box<dyn KeyValueStore>,
 }
 
@@ -131,9 +140,21 @@ impl TaskFactory {
             if let (Some(topic), Some(sink)) = (&changelog, sink.as_mut()) {
                 ctx.changelog = Some(sink(topic, id.partition));
             }
+            // A store restored from its source topic writes no changelog: the topic is it.
+            let source = self
+                .topology
+                .source_changelog(name)
+                .filter(|_| !def.global)
+                .map(str::to_owned);
             stores.push(TaskStore {
                 name: name.to_owned(),
-                changelog,
+                from_source: if changelog.is_none() && source.is_some() {
+                    self.topology.source_values(name)
+                } else {
+                    None
+                },
+                changelog: changelog.or(source),
+                restore_until: None,
                 store: def.builder.build(ctx)?,
             });
         }

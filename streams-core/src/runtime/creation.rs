@@ -41,6 +41,9 @@ pub(crate) struct Restoring {
     /// Records fetched for the task before its partitions were paused.
     pub held: Vec<RawRecord>,
     wiped_for_gap: bool,
+    /// Where the stores restored from a source topic stop: the committed offset of that
+    /// topic, by store name (see [`restore_bounds`]).
+    bounds: Vec<(String, i64)>,
 }
 
 impl TaskManager {
@@ -151,6 +154,8 @@ impl TaskManager {
             consumer
                 .pause(&self.task_partitions(id))
                 .map_err(|e| kafka_err("pause", e))?;
+            let bounds = restore_bounds(consumer, id.partition, &stores)?;
+            bound(&mut stores, &bounds);
             let metrics = self.metrics.task(id);
             let seq = self.hand_over(id, stores, &metrics);
             self.restoring.insert(
@@ -161,6 +166,7 @@ impl TaskManager {
                     metrics,
                     held: self.waiting.remove(&id).unwrap_or_default(),
                     wiped_for_gap: false,
+                    bounds,
                 },
             );
         }
@@ -211,7 +217,8 @@ impl TaskManager {
                             "changelog {topic}: {reason}; the task's state is corrupted: wiping it and restoring from the earliest offset"
                         );
                     }
-                    let stores = self.wipe(id, job.stores, &r.timestamp)?;
+                    let mut stores = self.wipe(id, job.stores, &r.timestamp)?;
+                    bound(&mut stores, &r.bounds);
                     r.seq = self.hand_over(id, stores, &r.metrics);
                     r.wiped_for_gap = true;
                     self.restoring.insert(id, r);
@@ -329,6 +336,46 @@ impl TaskManager {
         }
         self.wipe_dir(id)?;
         self.make_stores(id, timestamp)
+    }
+}
+
+/// The committed offset of each store of the task of `partition` restored from a source
+/// topic: restoration stops there, the task processes what follows. Without a committed
+/// offset the task processes the whole topic itself (from where `auto.offset.reset` says),
+/// so there is nothing to restore: the bound is 0.
+fn restore_bounds<C: ConsumerContext>(
+    consumer: &BaseConsumer<C>,
+    partition: i32,
+    stores: &[TaskStore],
+) -> Result<Vec<(String, i64)>, StreamsError> {
+    let sourced: Vec<&TaskStore> = stores.iter().filter(|s| s.from_source.is_some()).collect();
+    if sourced.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut tpl = TopicPartitionList::new();
+    for s in &sourced {
+        if let Some(topic) = &s.changelog {
+            tpl.add_partition(topic, partition);
+        }
+    }
+    let committed = super::start_offsets::committed(consumer, &tpl, super::start_offsets::LOOKUP_TIMEOUT)?;
+    Ok(sourced
+        .iter()
+        .filter_map(|s| {
+            let topic = s.changelog.as_deref()?;
+            let offset = match committed.find_partition(topic, partition)?.offset() {
+                rdkafka::Offset::Offset(o) => o,
+                _ => 0,
+            };
+            Some((s.name.clone(), offset))
+        })
+        .collect())
+}
+
+/// Sets the restore bounds of `stores` found by [`restore_bounds`].
+fn bound(stores: &mut [TaskStore], bounds: &[(String, i64)]) {
+    for s in stores {
+        s.restore_until = bounds.iter().find(|(n, _)| *n == s.name).map(|(_, o)| *o);
     }
 }
 

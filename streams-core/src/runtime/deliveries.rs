@@ -144,7 +144,8 @@ impl TaskManager {
     }
 
     /// Calls `f` with each store of `task` and the changelog offset its local data reaches
-    /// (delivered since, or restored), if known.
+    /// (delivered since, or restored), if known. A store restored from a source topic
+    /// reaches the task's committed position in that topic.
     fn each_store_checkpoint(
         &self,
         task: &Task,
@@ -155,16 +156,28 @@ impl TaskManager {
             .state
             .lock()
             .map_err(|_| kafka_err("deliveries", "lock poisoned"))?;
+        let topology = self.settings.factory.topology();
+        let mut consumed = None;
         for slot in task.stores() {
-            let key = (
-                changelog_topic(self.settings.factory.app_id(), &slot.name),
-                task.id().partition,
-            );
-            let offset = delivered
-                .changelog_offsets
-                .get(&key)
-                .or_else(|| self.restored_to.get(&key))
-                .copied();
+            let partition = task.id().partition;
+            let offset = if let Some(topic) = topology.source_changelog(&slot.name) {
+                let consumed = consumed.get_or_insert_with(|| task.committable_offsets());
+                consumed
+                    .iter()
+                    .find(|(t, p, _)| t == topic && *p == partition)
+                    .map(|(_, _, next)| next - 1)
+                    .or_else(|| self.restored_to.get(&(topic.to_owned(), partition)).copied())
+            } else {
+                let key = (
+                    changelog_topic(self.settings.factory.app_id(), &slot.name),
+                    partition,
+                );
+                delivered
+                    .changelog_offsets
+                    .get(&key)
+                    .or_else(|| self.restored_to.get(&key))
+                    .copied()
+            };
             f(&mut **slot.store.borrow_mut(), offset)?;
         }
         Ok(())

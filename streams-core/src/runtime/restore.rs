@@ -13,6 +13,10 @@
 //! restoration given up half-way applies what it read and checkpoints that position, so the
 //! next restoration of the task resumes there.
 //!
+//! A store restored from a source topic (its changelog) stops at the group's committed
+//! offset of that topic (`TaskStore::restore_until`) instead of the end: the task itself
+//! processes the records after it.
+//!
 //! A gap is corrupted state, never skipped: when the checkpoint lies before the
 //! changelog's log start (retention or `DeleteRecords` removed records the store never
 //! saw), or the restore position falls out of the log while reading (the restore consumer
@@ -69,6 +73,9 @@ struct Active {
     high: i64,
     position: i64,
     restored: u64,
+    /// The store holds values behind their record's timestamp (a timestamped store
+    /// restored from a source topic): restored values get it prepended.
+    timestamped: bool,
     started: Instant,
     last_progress: Instant,
     batch: Vec<ChangelogRecord>,
@@ -151,9 +158,19 @@ impl Restoration {
                     }
                     Some(Ok(m)) => {
                         a.position = m.offset() + 1;
+                        let value = match m.payload() {
+                            Some(v) if a.timestamped => {
+                                let ts = m.timestamp().to_millis().unwrap_or(-1);
+                                let mut b = Vec::with_capacity(8 + v.len());
+                                b.extend_from_slice(&ts.to_be_bytes());
+                                b.extend_from_slice(v);
+                                Some(Bytes::from(b))
+                            }
+                            v => v.map(Bytes::copy_from_slice),
+                        };
                         a.batch.push(ChangelogRecord {
                             key: Bytes::copy_from_slice(m.key().unwrap_or_default()),
-                            value: m.payload().map(Bytes::copy_from_slice),
+                            value,
                             offset: m.offset(),
                         });
                         a.last_progress = Instant::now();
@@ -238,6 +255,9 @@ impl Restoration {
         let (low, high) = consumer
             .fetch_watermarks(&topic, partition, Duration::from_secs(30))
             .map_err(|e| kafka_err(&format!("watermarks of {topic}-{partition}"), e))?;
+        // A source topic used as changelog is restored up to the committed offset only: the
+        // task processes what follows.
+        let high = s.restore_until.map_or(high, |until| high.min(until));
         let checkpoint = s.store.checkpoint()?;
         if let Some(c) = checkpoint
             && c + 1 < low
@@ -269,6 +289,7 @@ impl Restoration {
             high,
             position: start,
             restored: 0,
+            timestamped: s.from_source == Some(crate::topology::SourceValues::Timestamped),
             started: Instant::now(),
             last_progress: Instant::now(),
             batch: Vec::with_capacity(BATCH.min(usize::try_from(high - start).unwrap_or(BATCH))),

@@ -6,7 +6,9 @@ use streams_state::{Serde, StoreBuilder};
 
 use super::Topology;
 use super::nodes::{ProcessorNode, SinkDestination, SinkNode, SourceNode};
-use super::spec::{NodeDef, NodeKind, OffsetReset, RecordTypes, SinkTarget, StoreDef, TimestampExtractor};
+use super::spec::{
+    NodeDef, NodeKind, OffsetReset, RecordTypes, SinkTarget, SourceValues, StoreDef, TimestampExtractor,
+};
 use crate::model::error::TopologyError;
 use crate::model::partitioner::StreamPartitioner;
 use crate::model::record::RawRecord;
@@ -138,6 +140,8 @@ pub struct TopologyBuilder {
     /// Every (processor, store) connection in the order it was made, however it was made:
     /// `describe()` lists a processor's stores in Kafka Streams' order, which depends on it.
     pub(crate) store_links: Vec<(String, String)>,
+    /// Stores restored from a source topic instead of a changelog: store → (topic, layout).
+    pub(crate) source_changelogs: std::collections::BTreeMap<String, (String, SourceValues)>,
 }
 
 fn names<T: AsRef<str>>(items: impl IntoIterator<Item = T>) -> Vec<String> {
@@ -385,6 +389,30 @@ impl TopologyBuilder {
             processors: vec![processor_name.to_owned()],
             global: true,
         });
+        self
+    }
+
+    /// Restores `store` from the source topic `topic` instead of a changelog of its own
+    /// (Kafka Streams' `reuse.ktable.source.topics` optimization): the store holds what its
+    /// processor wrote from that topic's records, so the topic already is its changelog. The
+    /// store must be built without logging (no `<application.id>-<store>-changelog` is
+    /// created or written), and `topic` must be read by a source of the store's
+    /// sub-topology: both are checked by [`build`](Self::build).
+    ///
+    /// A task restores the store from its partition of `topic` up to the group's committed
+    /// offset (none without one: the task then processes the topic from where
+    /// `auto.offset.reset` says), and checkpoints the committed offset at each commit. The
+    /// store's processor must write the topic's records unchanged (key and value bytes, the
+    /// value behind the record's timestamp for [`SourceValues::Timestamped`]), since
+    /// restoring applies the raw records: a null value deletes the key.
+    pub fn use_source_topic_as_changelog(
+        &mut self,
+        store: &str,
+        topic: &str,
+        values: SourceValues,
+    ) -> &mut Self {
+        self.source_changelogs
+            .insert(store.to_owned(), (topic.to_owned(), values));
         self
     }
 

@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 pub use crate::processor::{ConnectableStore, SessionStoreRef, StoreRef, WindowStoreRef};
 pub use builder::{SinkConfig, SourceConfig, TopologyBuilder};
 pub use describe::TopologyDescription;
-pub use spec::{OffsetReset, TimestampExtractor};
+pub use spec::{OffsetReset, SourceValues, TimestampExtractor};
 pub use typed::NodeRef;
 
 use spec::{NodeDef, NodeKind, StoreDef};
@@ -57,6 +57,8 @@ pub struct Topology {
     pub(crate) repartition_partitions: std::collections::BTreeMap<String, i32>,
     /// Every (processor, store) connection in the order it was made.
     pub(crate) store_links: Vec<(String, String)>,
+    /// Stores restored from a source topic: store → (topic, value layout).
+    source_changelogs: std::collections::BTreeMap<String, (String, SourceValues)>,
 }
 
 impl Topology {
@@ -123,6 +125,17 @@ impl Topology {
             }
         }
         v
+    }
+
+    /// The source topic store `name` is restored from instead of a changelog (see
+    /// [`TopologyBuilder::use_source_topic_as_changelog`]), if any.
+    pub fn source_changelog(&self, name: &str) -> Option<&str> {
+        self.source_changelogs.get(name).map(|(t, _)| t.as_str())
+    }
+
+    /// How store `name`, restored from a source topic, holds the topic's values.
+    pub(crate) fn source_values(&self, name: &str) -> Option<SourceValues> {
+        self.source_changelogs.get(name).map(|(_, v)| *v)
     }
 
     /// The changelog topic configuration of store `name` (`None` if not logged).

@@ -52,6 +52,19 @@ pub enum OffsetReset {
     Latest,
 }
 
+/// How a store restored from a source topic holds the topic's values (see
+/// [`TopologyBuilder::use_source_topic_as_changelog`](crate::TopologyBuilder::use_source_topic_as_changelog)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SourceValues {
+    /// The value bytes as they are in the topic.
+    #[default]
+    Plain,
+    /// The record's timestamp (8 bytes, big-endian) then the value bytes, as
+    /// [`ValueAndTimestampSerde`](streams_state::ValueAndTimestampSerde) writes them (Kafka
+    /// Streams' timestamped key-value stores).
+    Timestamped,
+}
+
 /// What kind of node a definition is, with what `describe()` shows of it.
 #[derive(Clone)]
 pub(crate) enum NodeKind {

@@ -80,6 +80,10 @@ pub(super) fn build(b: &TopologyBuilder) -> Result<Topology, TopologyError> {
         return Err(TopologyError(issues));
     }
     let subtopologies = subtopologies(b, &parents, &stores, &index);
+    check_source_changelogs(b, &stores, &subtopologies, &mut issues);
+    if !issues.is_empty() {
+        return Err(TopologyError(issues));
+    }
     Ok(Topology {
         nodes: b.nodes.clone(),
         stores,
@@ -89,7 +93,46 @@ pub(super) fn build(b: &TopologyBuilder) -> Result<Topology, TopologyError> {
         internal_topics: b.internal_topics.clone(),
         renamed: Default::default(),
         store_links: b.store_links.clone(),
+        source_changelogs: b.source_changelogs.clone(),
     })
+}
+
+/// A store restored from a source topic must exist, not be global, write no changelog of
+/// its own, and share its sub-topology with a source of the topic.
+fn check_source_changelogs(
+    b: &TopologyBuilder,
+    stores: &[StoreDef],
+    subs: &[SubTopology],
+    issues: &mut Vec<TopologyIssue>,
+) {
+    for (store, (topic, _)) in &b.source_changelogs {
+        let issue = |message: String| TopologyIssue::Store {
+            store: store.clone(),
+            message,
+        };
+        let Some(i) = stores.iter().position(|s| s.builder.name() == store) else {
+            issues.push(issue(format!(
+                "restored from source topic `{topic}` but not added"
+            )));
+            continue;
+        };
+        if stores[i].global {
+            issues.push(issue(
+                "a global store cannot use a source topic as changelog".into(),
+            ));
+        } else if stores[i].builder.logging_config().is_some() {
+            issues.push(issue(format!(
+                "restored from source topic `{topic}`, so it must be built without logging"
+            )));
+        } else if !subs
+            .iter()
+            .any(|s| s.stores.contains(&i) && s.source_topics.iter().any(|t| t == topic))
+        {
+            issues.push(issue(format!(
+                "restored from topic `{topic}`, which no source of its sub-topology reads"
+            )));
+        }
+    }
 }
 
 fn connect_stores(
