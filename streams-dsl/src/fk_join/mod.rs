@@ -166,14 +166,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
                 left_join,
             })
         });
-        let sub_wire = SubscriptionSerde {
-            pk: ks.clone(),
-            stored: false,
-        };
-        let sub_stored = SubscriptionSerde {
-            pk: ks.clone(),
-            stored: true,
-        };
+        let sub_wire = SubscriptionSerde(ks.clone());
         let resp_wire = ResponseSerde(vos.clone());
         // A response goes back to the partition of the left row that subscribed.
         let partitioner =
@@ -185,7 +178,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
                 SinkConfig::topic(&reg_topic, fks.clone(), sub_wire.clone()),
                 [&send],
             )
-            .add_source(&reg_source, [&reg_topic], fks.clone(), sub_wire);
+            .add_source(&reg_source, [&reg_topic], fks.clone(), sub_wire.clone());
         });
         let (store_a, right_a, fks_a, ks_a) =
             (sub_store.clone(), right_store.clone(), fks.clone(), ks.clone());
@@ -211,7 +204,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             })
         });
         shared.store(
-            materialized.store_of(&sub_store, BytesSerde, sub_stored),
+            materialized.store_of(&sub_store, BytesSerde, sub_wire.clone()),
             &[&sub_join, &foreign_join],
         );
         let old_values = OldValues::from_store();

@@ -73,7 +73,6 @@ where
                     hash,
                     partition,
                     pk: r.key.clone(),
-                    timestamp: r.timestamp,
                 },
                 timestamp: r.timestamp,
                 headers: r.headers.clone(),
@@ -117,8 +116,7 @@ where
         ctx: &mut ProcessorContext<'_, K, Response<VO>>,
         r: Record<KO, Subscription<K>>,
     ) -> ProcessResult {
-        let mut sub = r.value;
-        sub.timestamp = r.timestamp;
+        let sub = r.value;
         let key = subscription_key(
             &self.fk_serde.serialize(&r.key)?,
             &self.pk_serde.serialize(&sub.pk)?,

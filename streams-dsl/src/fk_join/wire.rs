@@ -69,8 +69,6 @@ pub(crate) struct Subscription<K> {
     pub partition: i32,
     /// The left row's key.
     pub pk: K,
-    /// When the subscription arrived (kept in the subscription store; not on the topic).
-    pub timestamp: i64,
 }
 
 /// The right side's answer to a subscriber: its current right value, if any.
@@ -131,20 +129,13 @@ fn check_version(bytes: &mut &[u8], serde: &'static str) -> Result<(), SerdeErro
     }
 }
 
-/// A [`Subscription`]: version, instruction, hash flag and hash, partition (4 bytes), then,
-/// in the store only, the timestamp (8 bytes), then the primary key.
-pub(crate) struct SubscriptionSerde<K> {
-    pub pk: DynSerde<K>,
-    /// Whether the timestamp is written (the store's form).
-    pub stored: bool,
-}
+/// A [`Subscription`], on the subscription topic and in the subscription store: version,
+/// instruction, hash flag and hash, partition (4 bytes), then the primary key.
+pub(crate) struct SubscriptionSerde<K>(pub DynSerde<K>);
 
 impl<K> Clone for SubscriptionSerde<K> {
     fn clone(&self) -> Self {
-        Self {
-            pk: self.pk.clone(),
-            stored: self.stored,
-        }
+        Self(self.0.clone())
     }
 }
 
@@ -156,10 +147,7 @@ impl<K: 'static> Serde for SubscriptionSerde<K> {
         out.push(s.instruction.byte());
         put_hash(&s.hash, out);
         out.extend_from_slice(&s.partition.to_be_bytes());
-        if self.stored {
-            out.extend_from_slice(&s.timestamp.to_be_bytes());
-        }
-        self.pk.serialize_into(&s.pk, out)
+        self.0.serialize_into(&s.pk, out)
     }
 
     fn deserialize(&self, mut bytes: &[u8]) -> Result<Subscription<K>, SerdeError> {
@@ -168,17 +156,11 @@ impl<K: 'static> Serde for SubscriptionSerde<K> {
         let instruction = Instruction::from_byte(take(b, 1, SUB)?[0])?;
         let hash = get_hash(b, SUB)?;
         let partition = u64_of(take(b, 4, SUB)?) as u32 as i32;
-        let timestamp = if self.stored {
-            u64_of(take(b, 8, SUB)?) as i64
-        } else {
-            0
-        };
         Ok(Subscription {
             instruction,
             hash,
             partition,
-            pk: self.pk.deserialize(b)?,
-            timestamp,
+            pk: self.0.deserialize(b)?,
         })
     }
 }
@@ -312,25 +294,20 @@ mod tests {
 
     #[test]
     fn subscriptions_and_responses_round_trip() {
-        for stored in [false, true] {
-            let s = SubscriptionSerde {
-                pk: dyn_serde(StringSerde),
-                stored,
+        let s = SubscriptionSerde(dyn_serde(StringSerde));
+        for (instruction, hash) in [
+            (Instruction::DeleteNoPropagate, None),
+            (Instruction::PropagateOnlyIfPresent, Some([1, u64::MAX])),
+        ] {
+            let sub = Subscription {
+                instruction,
+                hash,
+                partition: 7,
+                pk: "order-1".to_owned(),
             };
-            for (instruction, hash) in [
-                (Instruction::DeleteNoPropagate, None),
-                (Instruction::PropagateOnlyIfPresent, Some([1, u64::MAX])),
-            ] {
-                let sub = Subscription {
-                    instruction,
-                    hash,
-                    partition: 7,
-                    pk: "order-1".to_owned(),
-                    timestamp: if stored { -5 } else { 0 },
-                };
-                assert_eq!(s.deserialize(&s.serialize(&sub).unwrap()).unwrap(), sub);
-            }
+            assert_eq!(s.deserialize(&s.serialize(&sub).unwrap()).unwrap(), sub);
         }
+        assert!(s.deserialize(b"\x00\x09\x00").is_err(), "unknown instruction");
         let r = ResponseSerde(dyn_serde(StringSerde));
         for value in [None, Some(String::new()), Some("x".to_owned())] {
             let resp = Response {
