@@ -7,8 +7,8 @@
 //! - a subscription key is the foreign key's length (4 bytes, big-endian), its bytes, then
 //!   the primary key's bytes, so every subscriber of one foreign key shares the prefix
 //!   [`subscription_prefix`] and one prefix scan finds them all, whatever the key serdes;
-//! - the hash is MurmurHash3 x64 128 of the left value's serialized bytes (as Kafka
-//!   Streams): equal bytes, equal hash, on every instance and version;
+//! - the hash is MurmurHash3 x64 128 (seed 0) of the left value's serialized bytes, the
+//!   function Kafka Streams uses: equal bytes, equal hash, on every instance and version;
 //! - every encoding starts with a version byte (`0`); an unknown version is a serde error,
 //!   never a misread.
 
@@ -228,7 +228,7 @@ pub(crate) fn subscription_key(fk: &[u8], pk: &[u8]) -> Result<Vec<u8>, SerdeErr
     Ok(out)
 }
 
-/// MurmurHash3 x64 128 of `data` (seed 0), as Kafka Streams hashes a left value.
+/// MurmurHash3 x64 128 of `data` (seed 0).
 pub(crate) fn hash128(data: &[u8]) -> ValueHash {
     const C1: u64 = 0x87c3_7b91_1142_53d5;
     const C2: u64 = 0x4cf5_ad43_2745_937f;
