@@ -15,8 +15,8 @@
 //!   (`None` if it forwarded none or a deletion): it comes from the node's own store
 //!   (table source, materialized table operator, aggregation) or from the parent's `old`
 //!   passed through the same function as `new` (filter, map_values, join);
-//! - a table made by an operator that forwards plain `Option<V>` updates (windowed
-//!   aggregations) has no old values: [`OldValues::unavailable`] says so, and
+//! - a table made by an operator that forwards plain `Option<V>` updates (`suppress`)
+//!   has no old values: [`OldValues::unavailable`] says so, and
 //!   re-grouping such a table is a build error rather than a silently wrong aggregate.
 
 use std::sync::Arc;

@@ -51,8 +51,8 @@ pub enum DslIssue {
         table: String,
     },
     /// A table is re-grouped (`KTable::group_by`) but its updates carry no old values (it
-    /// is, or derives from, a windowed aggregation), so rows could not be subtracted from
-    /// their old group.
+    /// is, or derives from, a suppressed table), so rows could not be subtracted from their
+    /// old group.
     #[error("`{operator}` re-groups table `{table}`, whose updates carry no old values")]
     NoOldValues {
         /// The re-grouping node.

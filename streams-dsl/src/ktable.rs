@@ -3,8 +3,8 @@
 //!
 //! A table's node forwards its updates as `Record<K, Change<V>>` (see [`crate::change`]):
 //! the key's new value (`None` a deletion) and, when a node downstream asked for it, the
-//! old one. [`KTable::to_stream`] turns them into plain `Option<V>` updates. Tables made by
-//! windowed aggregations forward plain `Option<V>` updates and have no old values; the
+//! old one. [`KTable::to_stream`] turns them into plain `Option<V>` updates. A suppressed table
+//! forwards plain `Option<V>` updates and has no old values; the
 //! operators here read either. A materialized table also keeps its values in a named
 //! store, which joins read.
 

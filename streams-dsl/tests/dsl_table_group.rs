@@ -9,8 +9,8 @@ use proptest::prelude::*;
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
 use streams_dsl::{
-    Consumed, DslError, DslIssue, DynSerde, Grouped, KTable, Materialized, Produced, StreamsBuilder,
-    TimeWindows,
+    BufferConfig, Consumed, DslError, DslIssue, DynSerde, Grouped, KTable, Materialized, Produced,
+    StreamsBuilder, Suppressed, TimeWindows,
 };
 use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
@@ -277,13 +277,14 @@ fn to_stream_shows_new_values_only_when_old_values_are_on() {
 }
 
 #[test]
-fn regrouping_a_windowed_table_is_a_build_error() {
+fn regrouping_a_suppressed_table_is_a_build_error() {
     let b = StreamsBuilder::new();
     let windowed = b
         .stream(["clicks"], Consumed::with(StringSerde, StringSerde))
         .group_by_key(Grouped::new())
         .windowed_by(TimeWindows::of_size_no_grace(std::time::Duration::from_secs(60)))
-        .count(Materialized::as_("clicks-per-minute"));
+        .count(Materialized::as_("clicks-per-minute"))
+        .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()));
     windowed
         .group_by(
             |w, n| (w.key.clone(), *n),

@@ -8,12 +8,17 @@
 //! between the last emitted bound and the new one only, and the emitted close time is
 //! written to the `<store>-emit-time` store before the call returns, so it is committed
 //! with the forwarded results.
+//!
+//! Updates are forwarded as [`Change`]s: with old values on (the table is re-grouped
+//! downstream), an update of a window that was in the store carries the window's aggregate
+//! before the update; a new window's update and a final result carry none.
 
 use streams_core::serdes::{I64Serde, StringSerde};
 use streams_core::state::StoreError;
 use streams_core::{Headers, KvStore, ProcessResult, ProcessorContext, Record, WindowStoreRef};
 use streams_state::{ValueAndTimestamp, ValueAndTimestampSerde, WindowStore};
 
+use crate::change::{Change, OldValues};
 use crate::options::DynSerde;
 use crate::windowed::serde::Windowed;
 
@@ -69,6 +74,8 @@ impl EmitFinal {
 pub(crate) struct CoreParams<K, A> {
     pub store: AggStoreRef<K, A>,
     pub emit_store: Option<String>,
+    /// The old-value switch of the aggregation's table.
+    pub old_values: std::sync::Arc<OldValues>,
 }
 
 impl<K, A> Clone for CoreParams<K, A> {
@@ -76,6 +83,7 @@ impl<K, A> Clone for CoreParams<K, A> {
         Self {
             store: self.store.clone(),
             emit_store: self.emit_store.clone(),
+            old_values: self.old_values.clone(),
         }
     }
 }
@@ -84,7 +92,7 @@ impl<K: 'static, A: 'static> CoreParams<K, A> {
     /// Opens the stores (in a processor's supplier).
     pub fn open(
         &self,
-        ctx: &ProcessorContext<'_, Windowed<K>, Option<A>>,
+        ctx: &ProcessorContext<'_, Windowed<K>, Change<A>>,
     ) -> Result<WindowCore<K, A>, StoreError> {
         let emit = match &self.emit_store {
             Some(name) => Some(EmitFinal::new(ctx.kv_store::<StringSerde, I64Serde>(name)?)),
@@ -94,6 +102,7 @@ impl<K: 'static, A: 'static> CoreParams<K, A> {
             store: ctx.window_store(&self.store)?,
             observed: NO_TIMESTAMP,
             emit,
+            send_old: self.old_values.is_on(),
         })
     }
 }
@@ -105,6 +114,8 @@ pub(crate) struct WindowCore<K: 'static, A: 'static> {
     pub observed: i64,
     /// Set when only final results are forwarded.
     pub emit: Option<EmitFinal>,
+    /// Forward old values.
+    pub send_old: bool,
 }
 
 impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
@@ -133,12 +144,14 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
         reader.fetch_range(key, from, to)?.collect()
     }
 
-    /// Forwards an update of a window (unless only final results are forwarded).
+    /// Forwards an update of a window (unless only final results are forwarded), with
+    /// `old`, the window's stored aggregate before the update, when old values are on.
     pub fn forward_update(
         &self,
-        ctx: &mut ProcessorContext<'_, Windowed<K>, Option<A>>,
+        ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
         key: Windowed<K>,
         value: ValueAndTimestamp<A>,
+        old: Option<A>,
         headers: &Headers,
     ) -> ProcessResult {
         if self.emit.is_some() {
@@ -146,7 +159,10 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
         }
         ctx.forward(Record {
             key,
-            value: Some(value.value),
+            value: Change {
+                new: Some(value.value),
+                old: old.filter(|_| self.send_old),
+            },
             timestamp: value.timestamp,
             headers: headers.clone(),
         })
@@ -170,7 +186,7 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
     /// `close` as emitted.
     pub fn emit_final(
         &mut self,
-        ctx: &mut ProcessorContext<'_, Windowed<K>, Option<A>>,
+        ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
         headers: &Headers,
         (lower, upper): (i64, i64),
         close: i64,
@@ -187,7 +203,10 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
         for (key, v) in due {
             ctx.forward(Record {
                 key,
-                value: Some(v.value),
+                value: Change {
+                    new: Some(v.value),
+                    old: None,
+                },
                 timestamp: v.timestamp,
                 headers: headers.clone(),
             })?;

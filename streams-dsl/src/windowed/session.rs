@@ -6,8 +6,9 @@
 //! else `<node>-store`, with retention `Materialized::with_retention`, else `gap + grace`
 //! (less is [`DslIssue::RetentionTooShort`]); with [`EmitStrategy::on_window_close`] also
 //! a store `<store>-emit-time`, and the session store is never cached (as in Kafka
-//! Streams). The returned table's node forwards `Option<A>` updates keyed by [`Windowed`]
-//! sessions `[start, end]` (both inclusive), timestamped with the session's end; its keys
+//! Streams). The returned table's node forwards updates keyed by [`Windowed`]
+//! sessions `[start, end]` (both inclusive), timestamped with the session's end (with old
+//! values when the table is re-grouped, see `session_agg`); its keys
 //! are written with [`SessionWindowedSerde`]. A `suppress(until_window_closes)` of the
 //! table holds a session until stream time reaches `end + gap + grace`.
 
@@ -16,6 +17,7 @@ use std::time::Duration;
 
 use streams_core::serdes::{I64Serde, StringSerde, U64Serde};
 
+use crate::change::OldValues;
 use crate::error::DslIssue;
 use crate::grouped::KGroupedStream;
 use crate::ktable::KTable;
@@ -202,6 +204,8 @@ impl<K: Clone + PartialEq + 'static, V: Clone + 'static> SessionWindowedKStream<
         let store_ref = s.shared.with(|t| t.session_store(builder));
         let emit_store = on_close.then(|| emit_time_store(&store));
         let (emit_name, key_serde) = (emit_store.clone(), ks.clone());
+        let old_values = OldValues::from_store();
+        let send_old = old_values.clone();
         s.shared.processor_with(
             &node,
             move |ctx| {
@@ -218,6 +222,7 @@ impl<K: Clone + PartialEq + 'static, V: Clone + 'static> SessionWindowedKStream<
                     observed: NO_TIMESTAMP,
                     max_end: None,
                     emit,
+                    send_old: send_old.is_on(),
                 })
             },
             &s.node,
@@ -231,6 +236,7 @@ impl<K: Clone + PartialEq + 'static, V: Clone + 'static> SessionWindowedKStream<
         }
         s.shared.set_window_grace(&node, windows.min_retention_ms());
         let wks = SessionWindowedSerde::of(ks);
-        KTable::new(s.shared.clone(), node, Some(store)).with_serdes(Some(dyn_serde(wks)), Some(vs))
+        KTable::changes(s.shared.clone(), node, Some(store), old_values)
+            .with_serdes(Some(dyn_serde(wks)), Some(vs))
     }
 }

@@ -11,7 +11,10 @@
 //!    aggregator and the merged session written and forwarded.
 //!
 //! Every forwarded update is timestamped with its session's end and carries the record's
-//! headers.
+//! headers. With old values on (the table is re-grouped downstream), a removed session's
+//! deletion carries its aggregate as old value, and so does the merged session's update
+//! when it replaces a session with the same window (a record at `t` joining the session
+//! `[t, t]`), which Kafka Streams forwards without one; final results carry none.
 //!
 //! Invariants: sessions are read only if they end after `latest end written - retention`,
 //! as Kafka Streams' session stores do, whatever the store's own retention (one more
@@ -28,6 +31,7 @@ use streams_core::serdes::{I64Serde, StringSerde};
 use streams_core::state::{SessionStore, StoreError};
 use streams_core::{Headers, KvStore, ProcessResult, Processor, ProcessorContext, Record};
 
+use crate::change::Change;
 use crate::options::DynSerde;
 use crate::windowed::NO_TIMESTAMP;
 use crate::windowed::serde::Windowed;
@@ -83,9 +87,11 @@ pub(crate) struct SessionWindowAggregate<K: 'static, V: 'static, A: 'static> {
     /// The latest session end written; read from the store on first use.
     pub max_end: Option<i64>,
     pub emit: Option<SessionEmit>,
+    /// Forward old values.
+    pub send_old: bool,
 }
 
-type Ctx<'a, 'b, K, A> = &'a mut ProcessorContext<'b, Windowed<K>, Option<A>>;
+type Ctx<'a, 'b, K, A> = &'a mut ProcessorContext<'b, Windowed<K>, Change<A>>;
 
 impl<K, V, A> SessionWindowAggregate<K, V, A>
 where
@@ -111,7 +117,7 @@ where
     fn forward(
         ctx: Ctx<'_, '_, K, A>,
         key: Windowed<K>,
-        value: Option<A>,
+        value: Change<A>,
         headers: &Headers,
     ) -> ProcessResult {
         let timestamp = key.end;
@@ -150,7 +156,15 @@ where
         }
         due.sort_by(|a, b| a.0.cmp(&b.0));
         for (_, w, v) in due {
-            Self::forward(ctx, w, Some(v), headers)?;
+            Self::forward(
+                ctx,
+                w,
+                Change {
+                    new: Some(v),
+                    old: None,
+                },
+                headers,
+            )?;
         }
         if let Some(emit) = &mut self.emit {
             emit.emitted(close)?;
@@ -159,7 +173,7 @@ where
     }
 }
 
-impl<K, V, A> Processor<K, V, Windowed<K>, Option<A>> for SessionWindowAggregate<K, V, A>
+impl<K, V, A> Processor<K, V, Windowed<K>, Change<A>> for SessionWindowAggregate<K, V, A>
 where
     K: Clone + 'static,
     V: Clone + 'static,
@@ -200,13 +214,18 @@ where
             return Ok(()); // late: the merged session closed
         }
         let forward = self.emit.is_none();
+        let send_old = self.send_old;
+        let mut replaced = None;
         if (start, end) != (t, t) {
-            for (w, _) in found {
+            for (w, v) in found {
                 self.store.remove(&w)?;
                 if forward {
-                    Self::forward(ctx, w, None, &r.headers)?;
+                    let old = send_old.then_some(v);
+                    Self::forward(ctx, w, Change { new: None, old }, &r.headers)?;
                 }
             }
+        } else if send_old {
+            replaced = found.into_iter().next().map(|(_, v)| v);
         }
         let agg = (self.fns.add)(&r.key, r.value, agg);
         let session = Windowed {
@@ -217,7 +236,11 @@ where
         self.store.put(&session, &agg)?;
         self.max_end = Some(self.max_end()?.max(end));
         if forward {
-            Self::forward(ctx, session, Some(agg), &r.headers)?;
+            let change = Change {
+                new: Some(agg),
+                old: replaced,
+            };
+            Self::forward(ctx, session, change, &r.headers)?;
         }
         Ok(())
     }

@@ -15,11 +15,18 @@
 //! Windows are fetched from `t - 2d` to `t + 1`, latest start first, as Kafka does with a
 //! reverse iterator (so updates are forwarded latest window first). A window takes updates
 //! while `end >= observed - grace`.
+//!
+//! With old values on, an update carries the window's aggregate as last forwarded: for a
+//! window in the store its stored aggregate; for a window the record creates (even from
+//! another window's aggregate) none, unless the record already created it (the previous
+//! record's right window is the record's left window when `p + 1 + d = t`, and both are
+//! written, as in Kafka Streams).
 
 use std::collections::HashSet;
 
-use streams_core::{ProcessResult, Processor, ProcessorContext, Record};
+use streams_core::{ProcessResult, Processor, ProcessorContext, ProcessorError, Record};
 
+use crate::change::Change;
 use crate::processors::UpdateFn;
 use crate::windowed::common::WindowCore;
 use streams_state::ValueAndTimestamp;
@@ -33,10 +40,11 @@ pub(crate) struct SlidingWindowAggregate<K: 'static, V, A: 'static> {
     pub core: WindowCore<K, A>,
 }
 
-type Ctx<'a, 'b, K, A> = &'a mut ProcessorContext<'b, Windowed<K>, Option<A>>;
+type Ctx<'a, 'b, K, A> = &'a mut ProcessorContext<'b, Windowed<K>, Change<A>>;
 
-/// A window's aggregate (`None`: the initializer's) and largest record timestamp.
-type Agg<A> = (Option<A>, i64);
+/// A window's aggregate (`None`: the initializer's), its largest record timestamp, and
+/// its aggregate as last forwarded (`None`: never).
+type Agg<A> = (Option<A>, i64, Option<A>);
 
 impl<K, V, A> SlidingWindowAggregate<K, V, A>
 where
@@ -48,7 +56,8 @@ where
         self.windows.diff_ms
     }
 
-    /// Folds the record into the window at `start` holding `agg`, if the window is open.
+    /// Folds the record into the window at `start` holding `agg`, if the window is open;
+    /// returns the aggregate written.
     fn update_window(
         &self,
         ctx: Ctx<'_, '_, K, A>,
@@ -56,12 +65,12 @@ where
         agg: Agg<A>,
         r: &Record<K, V>,
         close: i64,
-    ) -> ProcessResult {
+    ) -> Result<Option<A>, ProcessorError> {
         let key = self.core.windowed(&r.key, start);
         if key.end < close {
-            return Ok(()); // closed: the record is late for this window
+            return Ok(None); // closed: the record is late for this window
         }
-        let (old, old_ts) = agg;
+        let (old, old_ts, before) = agg;
         let timestamp = if old.is_none() {
             r.timestamp
         } else {
@@ -70,7 +79,23 @@ where
         let value = (self.update)(&r.key, r.value.clone(), old);
         let new = ValueAndTimestamp { value, timestamp };
         self.core.put(&r.key, start, &new)?;
-        self.core.forward_update(ctx, key, new, &r.headers)
+        let written = self.core.send_old.then(|| new.value.clone());
+        self.core.forward_update(ctx, key, new, before, &r.headers)?;
+        Ok(written)
+    }
+
+    /// Folds the record into a window that was in the store, holding `agg`.
+    fn update_stored(
+        &self,
+        ctx: Ctx<'_, '_, K, A>,
+        start: i64,
+        agg: ValueAndTimestamp<A>,
+        r: &Record<K, V>,
+        close: i64,
+    ) -> ProcessResult {
+        let before = self.core.send_old.then(|| agg.value.clone());
+        self.update_window(ctx, start, (Some(agg.value), agg.timestamp, before), r, close)?;
+        Ok(())
     }
 
     /// Creates the record's right window `[t + 1, t + 1 + d]` with `agg` as it is.
@@ -83,7 +108,7 @@ where
         let start = r.timestamp.saturating_add(1);
         let key = self.core.windowed(&r.key, start);
         self.core.put(&r.key, start, &agg)?;
-        self.core.forward_update(ctx, key, agg, &r.headers)
+        self.core.forward_update(ctx, key, agg, None, &r.headers)
     }
 
     /// A record with `d <= t`.
@@ -109,10 +134,10 @@ where
                 if right_agg.is_none() {
                     right_agg = Some(agg.clone());
                 }
-                self.update_window(ctx, start, (Some(agg.value), max_ts), r, close)?;
+                self.update_stored(ctx, start, agg, r, close)?;
             } else if end == t {
                 left_exists = true;
-                self.update_window(ctx, start, (Some(agg.value), max_ts), r, close)?;
+                self.update_stored(ctx, start, agg, r, close)?;
                 if max_ts < t {
                     previous = Some(max_ts);
                 } else {
@@ -124,10 +149,13 @@ where
                 break;
             }
         }
+        // The previous record's right window, when created, and its aggregate.
+        let mut p_right_written = None;
         if let Some(p) = previous {
             let p_right = p.saturating_add(1);
             if !starts.contains(&p_right) && p_right.saturating_add(d) >= t {
-                self.update_window(ctx, p_right, (None, t), r, close)?;
+                let written = self.update_window(ctx, p_right, (None, t, None), r, close)?;
+                p_right_written = written.map(|w| (p_right, w));
             }
         }
         if !left_exists {
@@ -136,7 +164,8 @@ where
                 Some(l) if from_previous => Some(l.value),
                 _ => None,
             };
-            self.update_window(ctx, t - d, (agg, t), r, close)?;
+            let before = p_right_written.and_then(|(s, w)| (s == t - d).then_some(w));
+            self.update_window(ctx, t - d, (agg, t, before), r, close)?;
         }
         match right_agg {
             Some(agg) if !right_exists && agg.timestamp > t => self.create_right_window(ctx, r, agg),
@@ -162,8 +191,7 @@ where
                 combined = Some(agg);
             } else if start <= t {
                 right_agg = Some(agg.clone());
-                let max_ts = agg.timestamp;
-                self.update_window(ctx, start, (Some(agg.value), max_ts), r, close)?;
+                self.update_stored(ctx, start, agg, r, close)?;
             } else if start == t + 1 {
                 right_exists = true;
             }
@@ -177,16 +205,16 @@ where
         if let Some(p) = previous
             && !starts.contains(&(p + 1))
         {
-            self.update_window(ctx, p + 1, (None, t), r, close)?;
+            self.update_window(ctx, p + 1, (None, t, None), r, close)?;
         }
         match combined {
-            None => self.update_window(ctx, 0, (None, t), r, close),
-            Some(c) => self.update_window(ctx, 0, (Some(c.value), c.timestamp), r, close),
+            None => self.update_window(ctx, 0, (None, t, None), r, close).map(|_| ()),
+            Some(c) => self.update_stored(ctx, 0, c, r, close),
         }
     }
 }
 
-impl<K, V, A> Processor<K, V, Windowed<K>, Option<A>> for SlidingWindowAggregate<K, V, A>
+impl<K, V, A> Processor<K, V, Windowed<K>, Change<A>> for SlidingWindowAggregate<K, V, A>
 where
     K: Clone + 'static,
     V: Clone + 'static,
@@ -194,7 +222,7 @@ where
 {
     fn process(
         &mut self,
-        ctx: &mut ProcessorContext<'_, Windowed<K>, Option<A>>,
+        ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
         r: Record<K, V>,
     ) -> ProcessResult {
         if r.timestamp < 0 {

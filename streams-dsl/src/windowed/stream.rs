@@ -5,14 +5,17 @@
 //! `WindowStore<DynSerde<K>, ValueAndTimestampSerde<DynSerde<A>>>` (named by
 //! `Materialized`, else `<node>-store`; read it with `TopologyTestDriver::window_store`),
 //! with the retention of `Materialized::with_retention`, else the least the windows need;
-//! with [`EmitStrategy::on_window_close`] also a key-value store `<store>-emit-time`. The returned table's node forwards `Option<A>` updates keyed by
-//! [`Windowed`] keys, timestamped with the window's largest record timestamp.
+//! with [`EmitStrategy::on_window_close`] also a key-value store `<store>-emit-time`. The
+//! returned table's node forwards updates keyed by [`Windowed`] keys, timestamped with the
+//! window's largest record timestamp, with the window's aggregate before as old value when
+//! the table is re-grouped downstream (final results only carry none).
 
 use std::sync::Arc;
 
 use streams_core::serdes::{I64Serde, StringSerde, U64Serde};
 use streams_state::ValueAndTimestampSerde;
 
+use crate::change::OldValues;
 use crate::error::DslIssue;
 use crate::grouped::KGroupedStream;
 use crate::ktable::KTable;
@@ -260,9 +263,11 @@ where
     );
     let store_ref = s.shared.with(|t| t.window_store(builder));
     let emit_store = emit.is_on_window_close().then(|| emit_time_store(&store));
+    let old_values = OldValues::from_store();
     let params = CoreParams {
         store: store_ref,
         emit_store: emit_store.clone(),
+        old_values: old_values.clone(),
     };
     match kind {
         Kind::Time(windows) => s.shared.processor_with(
@@ -296,5 +301,6 @@ where
             .store(materialized.store_of(name, StringSerde, I64Serde), &[&node]);
     }
     s.shared.set_window_grace(&node, kind.grace_ms());
-    KTable::new(s.shared.clone(), node, Some(store)).with_serdes(Some(dyn_serde(wks)), Some(vs))
+    KTable::changes(s.shared.clone(), node, Some(store), old_values)
+        .with_serdes(Some(dyn_serde(wks)), Some(vs))
 }

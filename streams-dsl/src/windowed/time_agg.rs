@@ -4,10 +4,12 @@
 //! (`end > observed - grace`) folds the value in and takes the larger of its timestamp and
 //! the record's; closed windows drop the record. With final results only, the windows
 //! that closed since the last emission (`start` in `(last_close - size, close - size]`,
-//! never below 0) are then forwarded, once.
+//! never below 0) are then forwarded, once. With old values on, an update carries the
+//! window's aggregate before it.
 
 use streams_core::{ProcessResult, Processor, ProcessorContext, Record};
 
+use crate::change::Change;
 use crate::processors::UpdateFn;
 use crate::windowed::common::WindowCore;
 use streams_state::ValueAndTimestamp;
@@ -21,7 +23,7 @@ pub(crate) struct TimeWindowAggregate<K: 'static, V, A: 'static> {
     pub core: WindowCore<K, A>,
 }
 
-impl<K, V, A> Processor<K, V, Windowed<K>, Option<A>> for TimeWindowAggregate<K, V, A>
+impl<K, V, A> Processor<K, V, Windowed<K>, Change<A>> for TimeWindowAggregate<K, V, A>
 where
     K: Clone + 'static,
     V: Clone + 'static,
@@ -29,7 +31,7 @@ where
 {
     fn process(
         &mut self,
-        ctx: &mut ProcessorContext<'_, Windowed<K>, Option<A>>,
+        ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
         r: Record<K, V>,
     ) -> ProcessResult {
         if r.timestamp < 0 {
@@ -45,10 +47,11 @@ where
             }
             let old = core.get(&r.key, start)?;
             let timestamp = old.as_ref().map_or(r.timestamp, |o| o.timestamp.max(r.timestamp));
-            let value = (self.update)(&r.key, r.value.clone(), old.map(|o| o.value));
+            let old = old.map(|o| o.value);
+            let value = (self.update)(&r.key, r.value.clone(), old.clone());
             let new = ValueAndTimestamp { value, timestamp };
             core.put(&r.key, start, &new)?;
-            core.forward_update(ctx, key, new, &r.headers)?;
+            core.forward_update(ctx, key, new, old, &r.headers)?;
         }
         let Some(last) = core.emit_due(close)? else {
             return Ok(());
