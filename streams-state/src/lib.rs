@@ -32,6 +32,7 @@ mod thread_cache;
 mod timestamped;
 mod transactional;
 mod typed;
+pub mod versioned;
 pub mod window;
 
 pub use crate::rocksdb::{RocksDbKeyValueStore, RocksDbResources};
@@ -50,4 +51,5 @@ pub use thread_cache::ThreadCache;
 pub use timestamped::{ValueAndTimestamp, ValueAndTimestampSerde};
 pub use transactional::TransactionalKeyValueStore;
 pub use typed::{KvStore, KvStoreReader, SharedKeyValueStore, TypedIter};
+pub use versioned::{VersionedKeyValueStore, VersionedRecord, VersionedStoreBuilder};
 pub use window::{WindowStore, WindowStoreBuilder, WindowStoreReader, Windowed};
