@@ -65,8 +65,8 @@ pub use model::partitioner::{StreamPartitioner, default_partition, murmur2};
 pub use model::record::{Headers, OutputRecord, OutputRef, RawRecord, Record, RecordMetadata};
 pub use processor::{Cancellable, Child, Processor, ProcessorContext, PunctuationType, ScheduleId};
 pub use runtime::query::{
-    HostInfo, KeyQueryMetadata, KeyValueCursor, Queries, QueryError, ReadOnlyKeyValueStore, ResumeToken,
-    StreamsMetadata,
+    HostInfo, KeyQueryMetadata, KeyValueCursor, Queries, QueryError, ReadOnlyKeyValueStore,
+    ReadOnlySessionStore, ReadOnlyWindowStore, ResumeToken, StreamsMetadata, WindowCursor,
 };
 pub use runtime::{EmbeddedKafka, GroupProtocol, KafkaStreams, State, ThreadFailureResponse};
 pub use topology::{

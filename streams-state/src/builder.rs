@@ -25,7 +25,7 @@ use crate::error::{Result, StoreError};
 use crate::logging::ChangeLoggingKeyValueStore;
 use crate::memory::InMemoryKeyValueStore;
 use crate::rocksdb::{RocksDbKeyValueStore, RocksDbResources};
-use crate::serde::Serde;
+use crate::serde::{BytesSerde, Serde};
 use crate::session::SessionStoreBuilder;
 use crate::store::KeyValueStore;
 use crate::thread_cache::ThreadCache;
@@ -151,6 +151,56 @@ pub trait StoreBuilder: Send + Sync + 'static {
 
     /// The typed handle's type, e.g. `KvStore<StringSerde, U64Serde>`, for error messages.
     fn type_name(&self) -> String;
+
+    /// How the built store lays out its bytes, for readers that hold only this builder
+    /// (interactive queries). A plain key-value store by default.
+    fn layout(&self) -> StoreLayout {
+        StoreLayout::KeyValue { timestamped: false }
+    }
+}
+
+/// What kind of store a builder builds and how its bytes read back without its serdes
+/// ([`StoreBuilder::layout`]).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum StoreLayout {
+    /// A key-value store; `timestamped` when its values are
+    /// [`ValueAndTimestamp`](crate::ValueAndTimestamp) bytes (an 8-byte timestamp first).
+    KeyValue {
+        /// Whether each value starts with an 8-byte timestamp.
+        timestamped: bool,
+    },
+    /// A window store: `store` opens a built instance with raw-bytes serdes.
+    Window {
+        /// The same store's builder with [`BytesSerde`](crate::serde::BytesSerde) keys and values.
+        store: WindowStoreBuilder<BytesSerde, BytesSerde>,
+        /// Whether each value starts with an 8-byte timestamp.
+        timestamped: bool,
+    },
+    /// A session store: `store` opens a built instance with raw-bytes serdes.
+    Session {
+        /// The same store's builder with [`BytesSerde`](crate::serde::BytesSerde) keys and values.
+        store: SessionStoreBuilder<BytesSerde, BytesSerde>,
+    },
+}
+
+impl StoreLayout {
+    /// "key-value", "window" or "session".
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::KeyValue { .. } => "key-value",
+            Self::Window { .. } => "window",
+            Self::Session { .. } => "session",
+        }
+    }
+
+    /// Whether each value starts with an 8-byte timestamp.
+    pub fn timestamped(&self) -> bool {
+        match self {
+            Self::KeyValue { timestamped } | Self::Window { timestamped, .. } => *timestamped,
+            Self::Session { .. } => false,
+        }
+    }
 }
 
 /// Entry points for store builders, as Kafka Streams' `Stores`.
@@ -338,6 +388,12 @@ impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for KeyValueStoreBuilder
             self.key_serde.clone(),
             self.value_serde.clone(),
         ))
+    }
+
+    fn layout(&self) -> StoreLayout {
+        StoreLayout::KeyValue {
+            timestamped: self.value_serde.is_value_and_timestamp(),
+        }
     }
 
     fn type_name(&self) -> String {

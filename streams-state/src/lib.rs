@@ -37,7 +37,7 @@ pub mod window;
 
 pub use crate::rocksdb::{RocksDbKeyValueStore, RocksDbResources};
 pub use bounds::{KeyRange, prefix_successor};
-pub use builder::{KeyValueStoreBuilder, StoreBuildContext, StoreBuilder, Stores};
+pub use builder::{KeyValueStoreBuilder, StoreBuildContext, StoreBuilder, StoreLayout, Stores};
 pub use caching::{CachingKeyValueStore, ENTRY_OVERHEAD, FlushListener};
 pub use changelog::{ChangelogError, ChangelogRecord, ChangelogSink, VecChangelog};
 pub use error::{Result, SerdeError, StoreError};

@@ -53,6 +53,14 @@ pub trait Serde: Send + Sync + 'static {
     fn deserialize_nullable(&self, bytes: Option<&[u8]>) -> Result<Self::Target, SerdeError> {
         self.deserialize(bytes.unwrap_or_default())
     }
+
+    /// Whether the bytes are [`ValueAndTimestamp`](crate::ValueAndTimestamp)s (an 8-byte
+    /// timestamp, then the value): `true` only for
+    /// [`ValueAndTimestampSerde`](crate::ValueAndTimestampSerde). Lets a store's readers
+    /// tell timestamped stores from plain ones.
+    fn is_value_and_timestamp(&self) -> bool {
+        false
+    }
 }
 
 /// `Option<T>` over another serde, with `None` as Kafka's null (a tombstone value or a

@@ -68,6 +68,10 @@ impl<S: Serde> Serde for ValueAndTimestampSerde<S> {
             timestamp: i64::from_be_bytes(arr),
         })
     }
+
+    fn is_value_and_timestamp(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

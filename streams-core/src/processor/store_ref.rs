@@ -106,6 +106,11 @@ impl<KS: Serde + Clone, VS: Serde + Clone> WindowStoreRef<KS, VS> {
     pub(crate) fn open(&self, store: SharedKeyValueStore) -> WindowStore<KS, VS> {
         self.builder.open(store)
     }
+
+    /// The serdes of its keys and values.
+    pub(crate) fn serdes(&self) -> (KS, VS) {
+        (self.builder.key_serde(), self.builder.value_serde())
+    }
 }
 
 impl<KS: Serde + Clone, VS: Serde + Clone> ConnectableStore for WindowStoreRef<KS, VS> {
@@ -152,6 +157,11 @@ impl<KS: Serde + Clone, VS: Serde + Clone> SessionStoreRef<KS, VS> {
     /// The typed handle on one task's instance of the store.
     pub(crate) fn open(&self, store: SharedKeyValueStore) -> SessionStore<KS, VS> {
         self.builder.open(store)
+    }
+
+    /// The serdes of its keys and values.
+    pub(crate) fn serdes(&self) -> (KS, VS) {
+        (self.builder.key_serde(), self.builder.value_serde())
     }
 }
 

@@ -4,9 +4,9 @@ use std::any::Any;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::builder::{StoreBuildContext, StoreBuilder, short_type_name};
+use crate::builder::{StoreBuildContext, StoreBuilder, StoreLayout, short_type_name};
 use crate::error::Result;
-use crate::serde::Serde;
+use crate::serde::{BytesSerde, Serde};
 use crate::session::SessionStore;
 use crate::store::KeyValueStore;
 use crate::typed::SharedKeyValueStore;
@@ -139,6 +139,20 @@ impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for SessionStoreBuilder<
 
     fn typed_handle(&self, store: SharedKeyValueStore) -> Box<dyn Any> {
         Box::new(self.open(store))
+    }
+
+    fn layout(&self) -> StoreLayout {
+        StoreLayout::Session {
+            store: SessionStoreBuilder {
+                name: self.name.clone(),
+                persistent: self.persistent,
+                key_serde: BytesSerde,
+                value_serde: BytesSerde,
+                segments: self.segments,
+                logging: self.logging.clone(),
+                caching: self.caching,
+            },
+        }
     }
 
     fn type_name(&self) -> String {

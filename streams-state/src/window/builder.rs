@@ -4,9 +4,9 @@ use std::any::Any;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::builder::{StoreBuildContext, StoreBuilder, short_type_name};
+use crate::builder::{StoreBuildContext, StoreBuilder, StoreLayout, short_type_name};
 use crate::error::Result;
-use crate::serde::Serde;
+use crate::serde::{BytesSerde, Serde};
 use crate::store::KeyValueStore;
 use crate::typed::SharedKeyValueStore;
 use crate::window::WindowStore;
@@ -194,6 +194,23 @@ impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for WindowStoreBuilder<K
 
     fn typed_handle(&self, store: SharedKeyValueStore) -> Box<dyn Any> {
         Box::new(self.open(store))
+    }
+
+    fn layout(&self) -> StoreLayout {
+        StoreLayout::Window {
+            store: WindowStoreBuilder {
+                name: self.name.clone(),
+                persistent: self.persistent,
+                key_serde: BytesSerde,
+                value_serde: BytesSerde,
+                segments: self.segments,
+                window_size: self.window_size,
+                retain_duplicates: self.retain_duplicates,
+                logging: self.logging.clone(),
+                caching: self.caching,
+            },
+            timestamped: self.value_serde.is_value_and_timestamp(),
+        }
     }
 
     fn type_name(&self) -> String {

@@ -9,10 +9,16 @@ use streams_state::Serde;
 use super::discovery::Directory;
 use super::discovery::Resolved;
 use super::router::Router;
-use super::{HostInfo, KeyQueryMetadata, QueryError, ReadOnlyKeyValueStore, StreamsMetadata};
+use super::router::Target;
+use super::window_store::Reader;
+use super::{
+    DEFAULT_QUERY_TIMEOUT, HostInfo, KeyQueryMetadata, QueryError, ReadOnlyKeyValueStore,
+    ReadOnlySessionStore, ReadOnlyWindowStore, StreamsMetadata,
+};
 use crate::model::State;
 use crate::model::TaskId;
 use crate::model::partitioner::default_partition;
+use crate::processor::{SessionStoreRef, WindowStoreRef};
 use crate::runtime::KafkaStreams;
 use crate::runtime::status::Status;
 use crate::topology::{StoreRef, Topology};
@@ -74,6 +80,70 @@ impl KafkaStreams {
         self.queries.store_named(name, key_serde, value_serde)
     }
 
+    /// See [`Queries::window_store`].
+    ///
+    /// # Errors
+    /// As [`Queries::window_store`].
+    pub fn window_store<KS, VS>(
+        &self,
+        store: &WindowStoreRef<KS, VS>,
+    ) -> Result<ReadOnlyWindowStore<KS, VS>, QueryError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        self.queries.window_store(store)
+    }
+
+    /// See [`Queries::window_store_named`].
+    ///
+    /// # Errors
+    /// As [`Queries::window_store_named`].
+    pub fn window_store_named<KS, VS>(
+        &self,
+        name: &str,
+        key_serde: KS,
+        value_serde: VS,
+    ) -> Result<ReadOnlyWindowStore<KS, VS>, QueryError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        self.queries.window_store_named(name, key_serde, value_serde)
+    }
+
+    /// See [`Queries::session_store`].
+    ///
+    /// # Errors
+    /// As [`Queries::session_store`].
+    pub fn session_store<KS, VS>(
+        &self,
+        store: &SessionStoreRef<KS, VS>,
+    ) -> Result<ReadOnlySessionStore<KS, VS>, QueryError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        self.queries.session_store(store)
+    }
+
+    /// See [`Queries::session_store_named`].
+    ///
+    /// # Errors
+    /// As [`Queries::session_store_named`].
+    pub fn session_store_named<KS, VS>(
+        &self,
+        name: &str,
+        key_serde: KS,
+        value_serde: VS,
+    ) -> Result<ReadOnlySessionStore<KS, VS>, QueryError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        self.queries.session_store_named(name, key_serde, value_serde)
+    }
+
     /// See [`Queries::all_metadata`].
     pub fn all_metadata(&self) -> Vec<StreamsMetadata> {
         self.queries.all_metadata()
@@ -132,10 +202,14 @@ impl Queries {
     }
 
     /// [`store`](Self::store) by name, with the serdes given here: for stores made
-    /// elsewhere (e.g. named by the DSL's `Materialized`).
+    /// elsewhere (e.g. named by the DSL's `Materialized`). For a timestamped store (the
+    /// DSL's), a plain `value_serde` reads the values without their timestamps and a
+    /// [`ValueAndTimestampSerde`](streams_state::ValueAndTimestampSerde) with them.
     ///
     /// # Errors
-    /// [`QueryError::UnknownStore`] when the topology has no store of that name.
+    /// [`QueryError::UnknownStore`] when the topology has no store of that name;
+    /// [`QueryError::WrongKind`] when it is not a key-value store, or when timestamps are
+    /// asked of a plain one.
     pub fn store_named<KS, VS>(
         &self,
         name: &str,
@@ -146,19 +220,156 @@ impl Queries {
         KS: Serde + Clone,
         VS: Serde + Clone,
     {
+        let (global, strip) = self.check_kind(name, "key-value", &value_serde)?;
+        let mut store = ReadOnlyKeyValueStore::new(name, global, self.router.clone(), key_serde, value_serde);
+        store.strip_timestamp = strip;
+        Ok(store)
+    }
+
+    /// A read-only view of the window store `store` over this instance's tasks (see
+    /// [`ReadOnlyWindowStore`]).
+    ///
+    /// # Errors
+    /// [`QueryError::UnknownStore`]; [`QueryError::WrongKind`] when it is not a window store.
+    pub fn window_store<KS, VS>(
+        &self,
+        store: &WindowStoreRef<KS, VS>,
+    ) -> Result<ReadOnlyWindowStore<KS, VS>, QueryError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        let (key_serde, value_serde) = store.serdes();
+        self.window_store_named(store.name(), key_serde, value_serde)
+    }
+
+    /// [`window_store`](Self::window_store) by name, with the serdes given here (e.g. for
+    /// the DSL's windowed aggregations: a plain value serde reads values without their
+    /// timestamps, a [`ValueAndTimestampSerde`](streams_state::ValueAndTimestampSerde)
+    /// with them).
+    ///
+    /// # Errors
+    /// [`QueryError::UnknownStore`]; [`QueryError::WrongKind`] when it is not a window
+    /// store, or when timestamps are asked of a plain one.
+    pub fn window_store_named<KS, VS>(
+        &self,
+        name: &str,
+        key_serde: KS,
+        value_serde: VS,
+    ) -> Result<ReadOnlyWindowStore<KS, VS>, QueryError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        let (global, strip) = self.check_kind(name, "window", &value_serde)?;
+        Ok(ReadOnlyWindowStore::new(self.reader(
+            name,
+            global,
+            strip,
+            key_serde,
+            value_serde,
+        )))
+    }
+
+    /// A read-only view of the session store `store` over this instance's tasks (see
+    /// [`ReadOnlySessionStore`]).
+    ///
+    /// # Errors
+    /// [`QueryError::UnknownStore`]; [`QueryError::WrongKind`] when it is not a session
+    /// store.
+    pub fn session_store<KS, VS>(
+        &self,
+        store: &SessionStoreRef<KS, VS>,
+    ) -> Result<ReadOnlySessionStore<KS, VS>, QueryError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        let (key_serde, value_serde) = store.serdes();
+        self.session_store_named(store.name(), key_serde, value_serde)
+    }
+
+    /// [`session_store`](Self::session_store) by name, with the serdes given here (e.g.
+    /// for the DSL's session aggregations).
+    ///
+    /// # Errors
+    /// [`QueryError::UnknownStore`]; [`QueryError::WrongKind`] when it is not a session
+    /// store.
+    pub fn session_store_named<KS, VS>(
+        &self,
+        name: &str,
+        key_serde: KS,
+        value_serde: VS,
+    ) -> Result<ReadOnlySessionStore<KS, VS>, QueryError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        let (global, strip) = self.check_kind(name, "session", &value_serde)?;
+        Ok(ReadOnlySessionStore::new(self.reader(
+            name,
+            global,
+            strip,
+            key_serde,
+            value_serde,
+        )))
+    }
+
+    fn reader<KS, VS>(
+        &self,
+        name: &str,
+        global: bool,
+        strip: bool,
+        key_serde: KS,
+        value_serde: VS,
+    ) -> Reader<KS, VS> {
+        Reader {
+            target: Target {
+                store: Arc::from(name),
+                global,
+                partition: None,
+            },
+            router: self.router.clone(),
+            key_serde,
+            value_serde,
+            timeout: DEFAULT_QUERY_TIMEOUT,
+            strip_timestamp: strip,
+        }
+    }
+
+    /// Checks that the store `name` is of kind `asked` ("key-value", "window" or
+    /// "session") and readable with `value_serde`: whether it is global, and whether its
+    /// values' timestamps are to be dropped before `value_serde` reads them.
+    fn check_kind<VS: Serde>(
+        &self,
+        name: &str,
+        asked: &str,
+        value_serde: &VS,
+    ) -> Result<(bool, bool), QueryError> {
         let def = self
             .topology
             .stores
             .iter()
             .find(|s| s.builder.name() == name)
             .ok_or_else(|| QueryError::UnknownStore(name.to_owned()))?;
-        Ok(ReadOnlyKeyValueStore::new(
-            name,
-            def.global,
-            self.router.clone(),
-            key_serde,
-            value_serde,
-        ))
+        let layout = def.builder.layout();
+        let timestamped = layout.timestamped();
+        let wants_timestamps = value_serde.is_value_and_timestamp();
+        let stamped = |t: bool, kind: &str| {
+            if t {
+                format!("timestamped {kind}")
+            } else {
+                kind.to_owned()
+            }
+        };
+        if layout.kind() != asked || (wants_timestamps && !timestamped) {
+            return Err(QueryError::WrongKind {
+                store: name.to_owned(),
+                kind: stamped(timestamped, layout.kind()),
+                asked: stamped(wants_timestamps, asked),
+            });
+        }
+        Ok((def.global, timestamped && !wants_timestamps))
     }
 
     /// Every instance of the application this one knows of, with the tasks it hosts and
@@ -289,6 +500,9 @@ mod tests {
     fn query_handles_cross_threads() {
         send_sync::<Queries>();
         send_sync::<ReadOnlyKeyValueStore<streams_state::serde::StringSerde, streams_state::serde::U64Serde>>(
+        );
+        send_sync::<ReadOnlyWindowStore<streams_state::serde::StringSerde, streams_state::serde::U64Serde>>();
+        send_sync::<ReadOnlySessionStore<streams_state::serde::StringSerde, streams_state::serde::U64Serde>>(
         );
     }
 }

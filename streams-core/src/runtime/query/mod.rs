@@ -3,7 +3,21 @@
 //!
 //! [`KafkaStreams::store`](crate::KafkaStreams::store) returns a
 //! [`ReadOnlyKeyValueStore`]: a typed, cloneable, `Send + Sync` handle over every local
-//! task's instance of one store. See `docs/interactive-queries.md`.
+//! task's instance of one store; [`KafkaStreams::window_store`](crate::KafkaStreams::window_store)
+//! and [`KafkaStreams::session_store`](crate::KafkaStreams::session_store) return a
+//! [`ReadOnlyWindowStore`] and a [`ReadOnlySessionStore`], served the same way. See
+//! `docs/interactive-queries.md`.
+//!
+//! # Kinds and timestamped stores
+//!
+//! A handle is made only for a store of its kind (else [`QueryError::WrongKind`]); the kind
+//! comes from the store's builder ([`streams_state::StoreLayout`]), which also says whether
+//! its values are timestamped (stored with
+//! [`ValueAndTimestampSerde`](streams_state::ValueAndTimestampSerde), as the DSL's stores).
+//! Asked with a `ValueAndTimestampSerde`, a timestamped store returns values with their
+//! timestamps; asked with a plain value serde, the handle drops each value's 8-byte
+//! timestamp before decoding it (Kafka Streams' `keyValueStore()` of a timestamped store).
+//! A plain store asked for timestamps is the wrong kind.
 //!
 //! # How a query is served
 //!
@@ -45,11 +59,14 @@ pub(crate) mod discovery;
 mod router;
 pub(crate) mod serve;
 mod store;
+mod window_store;
+mod windowed;
 
 pub(crate) use router::{Inbox, Router};
 pub use store::{
     Chunk, DEFAULT_CHUNK_SIZE, DEFAULT_QUERY_TIMEOUT, KeyValueCursor, ReadOnlyKeyValueStore, ResumeToken,
 };
+pub use window_store::{ReadOnlySessionStore, ReadOnlyWindowStore, WindowChunk, WindowCursor};
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -104,6 +121,18 @@ pub enum QueryError {
     /// The topology has no store of that name.
     #[error("store `{0}` is not a store of this topology")]
     UnknownStore(String),
+    /// The store is not of the kind the query asked for (e.g. a window query of a
+    /// key-value store, or timestamped values of a plain store).
+    #[error("store `{store}` is a {kind} store, not a {asked} store")]
+    WrongKind {
+        /// The store.
+        store: String,
+        /// Its kind: `key-value`, `timestamped key-value`, `window`, `timestamped window`
+        /// or `session`.
+        kind: String,
+        /// The kind asked for.
+        asked: String,
+    },
     /// This instance is rebalancing or restoring the store, or a rebalance began while the
     /// query was answered: not available here now. Retry, after asking again which
     /// instance hosts the key.

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use super::QueryError;
+use super::windowed::{Hit, TimeScan};
 use crate::model::TaskId;
 use crate::runtime::status::{State, Status};
 
@@ -41,6 +42,8 @@ pub(crate) enum Op {
     },
     /// The approximate number of entries.
     Count,
+    /// Entries of a window or session store.
+    Time(TimeScan),
 }
 
 /// One task's part of an answer.
@@ -49,6 +52,7 @@ pub(crate) enum Partial {
     Get(Option<Bytes>),
     Scan(Vec<(Bytes, Bytes)>),
     Count(u64),
+    Time(Vec<Hit>),
 }
 
 /// A thread's answer.

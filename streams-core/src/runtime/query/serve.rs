@@ -67,6 +67,9 @@ fn answer(tm: &TaskManager, request: &Request) -> Answer {
 
 /// One store instance's part of `op`.
 fn read(slot: &StoreSlot, op: &Op) -> Result<Partial, String> {
+    if let Op::Time(scan) = op {
+        return super::windowed::read(slot, scan);
+    }
     // Between two loop iterations no processor holds the store.
     let store = slot
         .store
@@ -90,6 +93,7 @@ fn read(slot: &StoreSlot, op: &Op) -> Result<Partial, String> {
             iter.and_then(|i| i.take(*limit).collect::<Result<Vec<_>, _>>())
                 .map(Partial::Scan)
         }
+        Op::Time(_) => return Err("not a key-value query".to_owned()),
     };
     part.map_err(|e| e.to_string())
 }

@@ -31,6 +31,9 @@ pub struct ReadOnlyKeyValueStore<KS, VS> {
     pub(super) key_serde: KS,
     pub(super) value_serde: VS,
     pub(super) timeout: Duration,
+    /// The store's values are timestamped and `value_serde` reads the plain value: drop the
+    /// 8-byte timestamp first.
+    pub(super) strip_timestamp: bool,
 }
 
 impl<KS: Clone, VS: Clone> Clone for ReadOnlyKeyValueStore<KS, VS> {
@@ -41,6 +44,7 @@ impl<KS: Clone, VS: Clone> Clone for ReadOnlyKeyValueStore<KS, VS> {
             key_serde: self.key_serde.clone(),
             value_serde: self.value_serde.clone(),
             timeout: self.timeout,
+            strip_timestamp: self.strip_timestamp,
         }
     }
 }
@@ -67,6 +71,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> ReadOnlyKeyValueStore<KS, VS> {
             key_serde,
             value_serde,
             timeout: DEFAULT_QUERY_TIMEOUT,
+            strip_timestamp: false,
         }
     }
 
@@ -154,7 +159,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> ReadOnlyKeyValueStore<KS, VS> {
 
     fn value(&self, bytes: &[u8]) -> Result<VS::Target, QueryError> {
         self.value_serde
-            .deserialize(bytes)
+            .deserialize(plain_value(bytes, self.strip_timestamp)?)
             .map_err(|source| QueryError::Serde {
                 what: "value",
                 source,
@@ -225,6 +230,20 @@ impl<KS: OrderedSerde + Clone, VS: Serde + Clone> ReadOnlyKeyValueStore<KS, VS> 
             })?;
         Ok(self.cursor(KeyRange::prefix(&p), false))
     }
+}
+
+/// The value bytes of a stored value: without its leading 8-byte timestamp when `strip`.
+pub(super) fn plain_value(bytes: &[u8], strip: bool) -> Result<&[u8], QueryError> {
+    if !strip {
+        return Ok(bytes);
+    }
+    bytes.get(8..).ok_or_else(|| QueryError::Serde {
+        what: "value",
+        source: streams_state::SerdeError::new(
+            "ValueAndTimestamp",
+            format!("needs at least 8 bytes of timestamp, got {}", bytes.len()),
+        ),
+    })
 }
 
 /// Where a scan stopped: the last key returned and the rebalance epoch its entries were read

@@ -1,0 +1,370 @@
+//! [`ReadOnlyWindowStore`] and [`ReadOnlySessionStore`], the typed query handles of window
+//! and session stores over every local task, and [`WindowCursor`], their ranges read in
+//! chunks.
+//!
+//! They ask the stream threads as [`ReadOnlyKeyValueStore`](super::ReadOnlyKeyValueStore)
+//! does, with the same consistency (see the [module docs](super)): an answer is whole or
+//! fails with [`QueryError::Rebalancing`], and a cursor never continues across a rebalance
+//! of this instance. How the chunks continue is in `windowed.rs`.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use streams_state::{Serde, Windowed};
+
+use crate::runtime::query::router::{Op, Router, Target};
+use crate::runtime::query::store::plain_value;
+use crate::runtime::query::windowed::{Hit, TimeKind, TimeScan, merge};
+use crate::runtime::query::{DEFAULT_CHUNK_SIZE, QueryError};
+
+/// What both handles share: where to ask, and how to read the answers.
+pub(super) struct Reader<KS, VS> {
+    pub target: Target,
+    pub router: Arc<Router>,
+    pub key_serde: KS,
+    pub value_serde: VS,
+    pub timeout: Duration,
+    /// The store's values are timestamped and `value_serde` reads the plain value.
+    pub strip_timestamp: bool,
+}
+
+impl<KS: Clone, VS: Clone> Clone for Reader<KS, VS> {
+    fn clone(&self) -> Self {
+        Self {
+            target: self.target.clone(),
+            router: self.router.clone(),
+            key_serde: self.key_serde.clone(),
+            value_serde: self.value_serde.clone(),
+            timeout: self.timeout,
+            strip_timestamp: self.strip_timestamp,
+        }
+    }
+}
+
+impl<KS: Serde + Clone, VS: Serde + Clone> Reader<KS, VS> {
+    fn key(&self, key: &KS::Target) -> Result<Bytes, QueryError> {
+        self.key_serde
+            .serialize(key)
+            .map(Bytes::from)
+            .map_err(|source| QueryError::Serde { what: "key", source })
+    }
+
+    fn entry(&self, hit: Hit) -> Result<(Windowed<KS::Target>, VS::Target), QueryError> {
+        let key = self
+            .key_serde
+            .deserialize(&hit.window.key)
+            .map_err(|source| QueryError::Serde { what: "key", source })?;
+        let value = self
+            .value_serde
+            .deserialize(plain_value(&hit.value, self.strip_timestamp)?)
+            .map_err(|source| QueryError::Serde {
+                what: "value",
+                source,
+            })?;
+        Ok((
+            Windowed {
+                key,
+                start: hit.window.start,
+                end: hit.window.end,
+            },
+            value,
+        ))
+    }
+
+    fn cursor(
+        &self,
+        kind: TimeKind,
+        key: Option<Bytes>,
+        (from, to): (i64, i64),
+        reverse: bool,
+    ) -> WindowCursor<KS, VS> {
+        WindowCursor {
+            reader: self.clone(),
+            scan: TimeScan {
+                kind,
+                key,
+                from,
+                to,
+                reverse,
+                after: None,
+                limit: DEFAULT_CHUNK_SIZE,
+            },
+            buffered: VecDeque::new(),
+            exhausted: false,
+            epoch: None,
+            broken: false,
+        }
+    }
+}
+
+macro_rules! handle_common {
+    ($t:ident) => {
+        impl<KS: Clone, VS: Clone> Clone for $t<KS, VS> {
+            fn clone(&self) -> Self {
+                Self(self.0.clone())
+            }
+        }
+
+        impl<KS, VS> fmt::Debug for $t<KS, VS> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($t))
+                    .field("name", &self.0.target.store)
+                    .field("partition", &self.0.target.partition)
+                    .field("timeout", &self.0.timeout)
+                    .finish_non_exhaustive()
+            }
+        }
+
+        impl<KS: Serde + Clone, VS: Serde + Clone> $t<KS, VS> {
+            pub(super) fn new(reader: Reader<KS, VS>) -> Self {
+                Self(reader)
+            }
+
+            /// The store's name.
+            pub fn name(&self) -> &str {
+                &self.0.target.store
+            }
+
+            /// The same handle reading only the task of input partition `partition`, which
+            /// this instance must host (else the retriable [`QueryError::NotHosted`]), as
+            /// [`ReadOnlyKeyValueStore::for_partition`](super::ReadOnlyKeyValueStore::for_partition).
+            #[must_use]
+            pub fn for_partition(mut self, partition: i32) -> Self {
+                self.0.target.partition = Some(partition);
+                self
+            }
+
+            /// The same handle, waiting at most `timeout` for the stream threads (default
+            /// 10 s).
+            #[must_use]
+            pub fn with_timeout(mut self, timeout: Duration) -> Self {
+                self.0.timeout = timeout;
+                self
+            }
+        }
+    };
+}
+
+/// A read-only, typed view of one window store over every task of this instance that
+/// holds it, as Kafka Streams' `ReadOnlyWindowStore`.
+///
+/// Made by [`KafkaStreams::window_store`](crate::KafkaStreams::window_store) or
+/// [`window_store_named`](crate::KafkaStreams::window_store_named); cheap to clone, `Send`
+/// and `Sync`. Ranges come as [`WindowCursor`]s of `(Windowed<K>, V)`, where a window's
+/// `end` is its start plus the store's window size. As in the store, a window is visible
+/// only within the store's retention. A key of a partition hosted elsewhere reads as
+/// absent (see [`for_partition`](Self::for_partition)).
+pub struct ReadOnlyWindowStore<KS, VS>(Reader<KS, VS>);
+
+handle_common!(ReadOnlyWindowStore);
+
+impl<KS: Serde + Clone, VS: Serde + Clone> ReadOnlyWindowStore<KS, VS> {
+    /// The value of `key` in the window starting at `window_start`, if a local task holds
+    /// it.
+    pub fn fetch(&self, key: &KS::Target, window_start: i64) -> Result<Option<VS::Target>, QueryError> {
+        let mut c = self.fetch_range(key, window_start, window_start)?.chunk_size(1);
+        c.next().transpose().map(|e| e.map(|(_, v)| v))
+    }
+
+    /// The windows of `key` starting in `time_from..=time_to`, ascending by start.
+    pub fn fetch_range(
+        &self,
+        key: &KS::Target,
+        time_from: i64,
+        time_to: i64,
+    ) -> Result<WindowCursor<KS, VS>, QueryError> {
+        let k = self.0.key(key)?;
+        Ok(self
+            .0
+            .cursor(TimeKind::Window, Some(k), (time_from, time_to), false))
+    }
+
+    /// [`fetch_range`](Self::fetch_range), descending by start.
+    pub fn backward_fetch_range(
+        &self,
+        key: &KS::Target,
+        time_from: i64,
+        time_to: i64,
+    ) -> Result<WindowCursor<KS, VS>, QueryError> {
+        let k = self.0.key(key)?;
+        Ok(self
+            .0
+            .cursor(TimeKind::Window, Some(k), (time_from, time_to), true))
+    }
+
+    /// Every window starting in `time_from..=time_to`, of every key: by segment of the
+    /// start time, then by serialized key, then by start (the store's own order, see
+    /// [`streams_state::window`]).
+    pub fn fetch_all(&self, time_from: i64, time_to: i64) -> WindowCursor<KS, VS> {
+        self.0.cursor(TimeKind::Window, None, (time_from, time_to), false)
+    }
+
+    /// [`fetch_all`](Self::fetch_all) in the reverse order.
+    pub fn backward_fetch_all(&self, time_from: i64, time_to: i64) -> WindowCursor<KS, VS> {
+        self.0.cursor(TimeKind::Window, None, (time_from, time_to), true)
+    }
+
+    /// Every visible window, in the order of [`fetch_all`](Self::fetch_all).
+    pub fn all(&self) -> WindowCursor<KS, VS> {
+        self.fetch_all(i64::MIN, i64::MAX)
+    }
+
+    /// Every visible window, in the reverse order.
+    pub fn backward_all(&self) -> WindowCursor<KS, VS> {
+        self.backward_fetch_all(i64::MIN, i64::MAX)
+    }
+}
+
+/// A read-only, typed view of one session store over every task of this instance that
+/// holds it, as Kafka Streams' `ReadOnlySessionStore`.
+///
+/// Made by [`KafkaStreams::session_store`](crate::KafkaStreams::session_store) or
+/// [`session_store_named`](crate::KafkaStreams::session_store_named). Sessions come as
+/// `(Windowed<K>, V)` with `start` and `end` the session's first and last record times,
+/// ascending by end, then by start.
+pub struct ReadOnlySessionStore<KS, VS>(Reader<KS, VS>);
+
+handle_common!(ReadOnlySessionStore);
+
+impl<KS: Serde + Clone, VS: Serde + Clone> ReadOnlySessionStore<KS, VS> {
+    /// Every visible session of `key`.
+    pub fn fetch(&self, key: &KS::Target) -> Result<WindowCursor<KS, VS>, QueryError> {
+        self.find_sessions(key, i64::MIN, i64::MAX)
+    }
+
+    /// [`fetch`](Self::fetch) in the reverse order.
+    pub fn backward_fetch(&self, key: &KS::Target) -> Result<WindowCursor<KS, VS>, QueryError> {
+        self.backward_find_sessions(key, i64::MIN, i64::MAX)
+    }
+
+    /// The sessions of `key` ending at or after `earliest_session_end` and starting at or
+    /// before `latest_session_start`.
+    pub fn find_sessions(
+        &self,
+        key: &KS::Target,
+        earliest_session_end: i64,
+        latest_session_start: i64,
+    ) -> Result<WindowCursor<KS, VS>, QueryError> {
+        let k = self.0.key(key)?;
+        let span = (earliest_session_end, latest_session_start);
+        Ok(self.0.cursor(TimeKind::Session, Some(k), span, false))
+    }
+
+    /// [`find_sessions`](Self::find_sessions) in the reverse order.
+    pub fn backward_find_sessions(
+        &self,
+        key: &KS::Target,
+        earliest_session_end: i64,
+        latest_session_start: i64,
+    ) -> Result<WindowCursor<KS, VS>, QueryError> {
+        let k = self.0.key(key)?;
+        let span = (earliest_session_end, latest_session_start);
+        Ok(self.0.cursor(TimeKind::Session, Some(k), span, true))
+    }
+}
+
+/// One chunk of a [`WindowCursor`].
+pub type WindowChunk<KS, VS> = Vec<(Windowed<<KS as Serde>::Target>, <VS as Serde>::Target)>;
+
+/// A window or session range read in chunks of at most [`chunk_size`](Self::chunk_size)
+/// entries per round trip to the stream threads; an iterator of `(Windowed<K>, V)`.
+///
+/// Every chunk continues after the last entry returned, so the entries present throughout
+/// come once each; a rebalance of this instance between two chunks fails the cursor with
+/// [`QueryError::Rebalancing`] for good (start over).
+pub struct WindowCursor<KS, VS> {
+    reader: Reader<KS, VS>,
+    scan: TimeScan,
+    buffered: VecDeque<Hit>,
+    exhausted: bool,
+    epoch: Option<u64>,
+    broken: bool,
+}
+
+impl<KS, VS> fmt::Debug for WindowCursor<KS, VS> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WindowCursor")
+            .field("store", &self.reader.target.store)
+            .field("scan", &self.scan)
+            .field("exhausted", &self.exhausted)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<KS: Serde + Clone, VS: Serde + Clone> WindowCursor<KS, VS> {
+    /// Reads at most `n` entries per round trip (at least 1; default 1,000). Entries that
+    /// share a window (a store retaining duplicates) come in one chunk.
+    #[must_use]
+    pub fn chunk_size(mut self, n: usize) -> Self {
+        self.scan.limit = n.max(1);
+        self
+    }
+
+    /// Whether the range has been read to its end.
+    pub fn is_exhausted(&self) -> bool {
+        self.exhausted && self.buffered.is_empty()
+    }
+
+    /// The next chunk of entries, or `None` at the end of the range.
+    pub fn next_chunk(&mut self) -> Result<Option<WindowChunk<KS, VS>>, QueryError> {
+        if self.buffered.is_empty() {
+            self.fetch()?;
+        }
+        if self.buffered.is_empty() {
+            return Ok(None);
+        }
+        let hits: Vec<Hit> = self.buffered.drain(..).collect();
+        hits.into_iter()
+            .map(|h| self.reader.entry(h))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+
+    fn fetch(&mut self) -> Result<(), QueryError> {
+        if self.broken {
+            return Err(QueryError::Rebalancing);
+        }
+        if self.exhausted {
+            return Ok(());
+        }
+        let op = Op::Time(self.scan.clone());
+        let answered = self
+            .reader
+            .router
+            .ask(&self.reader.target, &op, self.reader.timeout)?;
+        if let Some(now) = answered.epoch {
+            match self.epoch {
+                Some(then) if then != now => {
+                    self.broken = true;
+                    return Err(QueryError::Rebalancing);
+                }
+                _ => self.epoch = Some(now),
+            }
+        }
+        let (hits, more) = merge(answered.parts, self.scan.reverse, self.scan.limit);
+        self.exhausted = !more;
+        if let Some(last) = hits.last() {
+            self.scan.after = Some(last.order.clone());
+        }
+        self.buffered.extend(hits);
+        Ok(())
+    }
+}
+
+impl<KS: Serde + Clone, VS: Serde + Clone> Iterator for WindowCursor<KS, VS> {
+    type Item = Result<(Windowed<KS::Target>, VS::Target), QueryError>;
+
+    /// The next entry; after an error the next call retries the same chunk.
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.buffered.is_empty()
+            && let Err(e) = self.fetch()
+        {
+            return Some(Err(e));
+        }
+        let hit = self.buffered.pop_front()?;
+        Some(self.reader.entry(hit))
+    }
+}
