@@ -71,7 +71,7 @@ pub use runtime::query::{
 pub use runtime::{EmbeddedKafka, GroupProtocol, KafkaStreams, State, ThreadFailureResponse};
 pub use topology::{
     ConnectableStore, NodeRef, OffsetReset, SessionStoreRef, SinkConfig, SourceConfig, SourceValues,
-    StoreRef, Topology, TopologyBuilder, TopologyDescription, WindowStoreRef,
+    StoreRef, Topology, TopologyBuilder, TopologyDescription, VersionedStoreRef, WindowStoreRef,
 };
 
 /// The state-store crate, re-exported: stores, builders, serdes.

@@ -3,10 +3,10 @@
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use streams_state::{KvStore, Serde, SessionStore, StoreError, WindowStore};
+use streams_state::{KvStore, Serde, SessionStore, StoreError, VersionedKeyValueStore, WindowStore};
 
 use super::node::NodeContext;
-use super::{Cancellable, PunctuationType, SessionStoreRef, StoreRef, WindowStoreRef};
+use super::{Cancellable, PunctuationType, SessionStoreRef, StoreRef, VersionedStoreRef, WindowStoreRef};
 use crate::model::TaskId;
 use crate::model::error::{ProcessResult, ProcessorError};
 use crate::model::record::{Record, RecordMetadata};
@@ -137,6 +137,19 @@ impl<'a, K, V> ProcessorContext<'a, K, V> {
         &self,
         store: &SessionStoreRef<KS, VS>,
     ) -> Result<SessionStore<KS, VS>, StoreError>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        Ok(store.open(self.cx.store(store.name())?.store.clone()))
+    }
+
+    /// The typed handle of the versioned key-value store `store`, which must be connected
+    /// to this processor; see [`window_store`](Self::window_store).
+    pub fn versioned_store<KS, VS>(
+        &self,
+        store: &VersionedStoreRef<KS, VS>,
+    ) -> Result<VersionedKeyValueStore<KS, VS>, StoreError>
     where
         KS: Serde + Clone,
         VS: Serde + Clone,

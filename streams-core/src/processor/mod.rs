@@ -10,6 +10,7 @@ mod context;
 pub(crate) mod holds;
 pub(crate) mod node;
 mod store_ref;
+mod versioned_ref;
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -21,6 +22,7 @@ pub use asynchronous::{AsyncNode, AsyncOptions, AsyncProcessor};
 pub use context::{Child, ProcessorContext};
 pub use holds::{OffsetHold, ThreadWaker};
 pub use store_ref::{ConnectableStore, SessionStoreRef, StoreRef, WindowStoreRef};
+pub use versioned_ref::VersionedStoreRef;
 
 use crate::model::error::ProcessResult;
 use crate::model::record::Record;

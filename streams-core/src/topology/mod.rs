@@ -17,7 +17,7 @@ mod validate;
 
 use std::collections::BTreeSet;
 
-pub use crate::processor::{ConnectableStore, SessionStoreRef, StoreRef, WindowStoreRef};
+pub use crate::processor::{ConnectableStore, SessionStoreRef, StoreRef, VersionedStoreRef, WindowStoreRef};
 pub use builder::{SinkConfig, SourceConfig, TopologyBuilder};
 pub use describe::TopologyDescription;
 pub use spec::{OffsetReset, SourceValues, TimestampExtractor};

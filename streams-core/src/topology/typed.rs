@@ -78,7 +78,9 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use streams_state::{KeyValueStoreBuilder, KvStore, Serde, SessionStoreBuilder, WindowStoreBuilder};
+use streams_state::{
+    KeyValueStoreBuilder, KvStore, Serde, SessionStoreBuilder, VersionedStoreBuilder, WindowStoreBuilder,
+};
 
 use super::builder::{SinkConfig, SourceConfig, TopologyBuilder};
 use super::nodes::SuppliedNode;
@@ -86,7 +88,8 @@ use super::spec::{NodeDef, NodeKind, RecordTypes, StoreDef};
 use crate::model::error::ProcessorError;
 use crate::processor::node::ErasedNode;
 use crate::processor::{
-    ConnectableStore, Processor, ProcessorContext, SessionStoreRef, StoreRef, WindowStoreRef,
+    ConnectableStore, Processor, ProcessorContext, SessionStoreRef, StoreRef, VersionedStoreRef,
+    WindowStoreRef,
 };
 
 /// A node of a topology being built, which forwards records of type `Record<K, V>`. Pass
@@ -293,7 +296,27 @@ impl TopologyBuilder {
         SessionStoreRef::new(builder)
     }
 
-    /// Connects `store` (a [`StoreRef`], [`WindowStoreRef`] or [`SessionStoreRef`]) to
+    /// Adds a versioned key-value store (see [`streams_state::versioned`]); returns its
+    /// handle, to [`connect`](Self::connect) to the processors that use it.
+    pub fn versioned_store<KS, VS>(
+        &mut self,
+        builder: VersionedStoreBuilder<KS, VS>,
+    ) -> VersionedStoreRef<KS, VS>
+    where
+        KS: Serde + Clone,
+        VS: Serde + Clone,
+    {
+        let builder = Arc::new(builder);
+        self.stores.push(StoreDef {
+            builder: builder.clone(),
+            processors: Vec::new(),
+            global: false,
+        });
+        VersionedStoreRef::new(builder)
+    }
+
+    /// Connects `store` (a [`StoreRef`], [`WindowStoreRef`], [`SessionStoreRef`] or
+    /// [`VersionedStoreRef`]) to
     /// `processor`, which may then open it.
     pub fn connect<K, V>(&mut self, processor: &NodeRef<K, V>, store: &impl ConnectableStore) -> &mut Self {
         self.link_store(processor.name(), store.store_name());

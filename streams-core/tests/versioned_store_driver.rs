@@ -1,0 +1,95 @@
+//! A versioned store in a topology, in the test driver: prices are kept with their
+//! history; each order is priced as of its own timestamp, so a late order gets the price
+//! that held when it was placed, and an order older than the history retention gets none.
+
+use std::time::Duration;
+
+use streams_core::serdes::{StringSerde, U64Serde};
+use streams_core::state::VersionedKeyValueStore;
+use streams_core::{ProcessResult, Processor, ProcessorContext, Record, SourceConfig, Stores, Topology};
+use streams_test_utils::{DriverConfig, TopologyTestDriver};
+
+type Prices = VersionedKeyValueStore<StringSerde, U64Serde>;
+
+/// Keeps every price update as a version at its record's timestamp.
+struct KeepPrice {
+    prices: Prices,
+}
+impl Processor<String, u64> for KeepPrice {
+    fn process(&mut self, _: &mut ProcessorContext<'_, (), ()>, r: Record<String, u64>) -> ProcessResult {
+        self.prices.put(&r.key, Some(&r.value), r.timestamp)?;
+        Ok(())
+    }
+}
+
+/// Forwards `quantity * price as of the order's time`, or nothing without a price then.
+struct PriceOrder {
+    prices: Prices,
+}
+impl Processor<String, u64, String, u64> for PriceOrder {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, u64>,
+        r: Record<String, u64>,
+    ) -> ProcessResult {
+        if let Some(price) = self.prices.get_as_of(&r.key, r.timestamp)? {
+            let total = r.value * price.value;
+            ctx.forward(r.with_value(total))?;
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn orders_are_priced_as_of_their_own_time() {
+    let mut b = Topology::builder();
+    let prices = b.source("prices", SourceConfig::new(["prices"], StringSerde, U64Serde));
+    let orders = b.source("orders", SourceConfig::new(["orders"], StringSerde, U64Serde));
+    let store = b.versioned_store(Stores::persistent_versioned_kv(
+        "price-history",
+        Duration::from_secs(60),
+        StringSerde,
+        U64Serde,
+    ));
+    let keep = b.processor("keep", [&prices], {
+        let store = store.clone();
+        move |ctx| {
+            Ok(KeepPrice {
+                prices: ctx.versioned_store(&store)?,
+            })
+        }
+    });
+    let price = b.processor("price", [&orders], {
+        let store = store.clone();
+        move |ctx| {
+            Ok(PriceOrder {
+                prices: ctx.versioned_store(&store)?,
+            })
+        }
+    });
+    b.connect(&keep, &store).connect(&price, &store);
+    b.sink(
+        "out",
+        streams_core::SinkConfig::topic("totals", StringSerde, U64Serde),
+        [&price],
+    );
+    let driver = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap();
+
+    let prices = driver.input_topic("prices", StringSerde, U64Serde);
+    let orders = driver.input_topic("orders", StringSerde, U64Serde);
+    prices.pipe_at("apple".into(), 10, 1_000).unwrap();
+    prices.pipe_at("apple".into(), 20, 100_000).unwrap();
+    orders.pipe_at("apple".into(), 2, 101_000).unwrap(); // current price
+    orders.pipe_at("apple".into(), 3, 50_000).unwrap(); // late: the price of then
+    orders.pipe_at("apple".into(), 4, 500).unwrap(); // before any price
+    prices.pipe_at("apple".into(), 30, 200_000).unwrap();
+    orders.pipe_at("apple".into(), 5, 120_000).unwrap(); // older than 60 s of history
+    let out = driver.output_topic("totals", StringSerde, U64Serde);
+    let got: Vec<_> = out
+        .read_records()
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.value, r.timestamp))
+        .collect();
+    assert_eq!(got, [(40, 101_000), (30, 50_000)]);
+}
