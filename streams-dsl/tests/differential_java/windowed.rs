@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use streams_core::serdes::StringSerde;
-use streams_dsl::{Grouped, Materialized, StreamsBuilder, TimeWindows};
+use streams_core::serdes::{StringSerde, U64Serde};
+use streams_dsl::{Grouped, Materialized, StreamsBuilder, TimeWindows, Windowed, WindowedSerde};
 
 use crate::diff::Values::{Long, Str};
 use crate::diff::check;
@@ -69,6 +69,48 @@ fn hopping_count() {
 fn hopping_aggregate() {
     check("hopping-aggregate", &[], &[("aggregates", Str)], |b| {
         windowed_concat(b, hopping())
+    });
+}
+
+/// `"<region>:<clicks>"` as `(region, clicks)`.
+fn region_clicks(v: &str) -> (String, u64) {
+    let (region, clicks) = v.split_once(':').unwrap_or((v, "0"));
+    (region.to_owned(), clicks.parse().unwrap_or(0))
+}
+
+#[test]
+fn hopping_group_by_reduce() {
+    check("hopping-group-by-reduce", &[], &[("counts", Long)], |b| {
+        input(b, "in")
+            .group_by_key(Grouped::new())
+            .windowed_by(hopping())
+            .reduce(
+                |a, v| {
+                    let (region, clicks) = region_clicks(&v);
+                    format!("{region}:{}", region_clicks(&a).1 + clicks)
+                },
+                Materialized::new(),
+            )
+            .group_by(
+                |w, v| {
+                    let (region, clicks) = region_clicks(v);
+                    let key = Windowed {
+                        key: region,
+                        start: w.start,
+                        end: w.end,
+                    };
+                    (key, clicks)
+                },
+                Grouped::with(
+                    WindowedSerde::new(StringSerde, Duration::from_millis(10)),
+                    U64Serde,
+                )
+                .named("by-region"),
+            )
+            .reduce(|a, v| a + v, |a, v| a - v, Materialized::new())
+            .to_stream()
+            .map(|k, v| (windowed(&k), v))
+            .to("counts", counts());
     });
 }
 

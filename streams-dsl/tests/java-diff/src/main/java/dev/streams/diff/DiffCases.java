@@ -263,6 +263,19 @@ public final class DiffCases {
             .windowedBy(TimeWindows.ofSizeAndGrace(size, grace).advanceBy(Duration.ofMillis(5)))
             .aggregate(() -> "", (k, v, a) -> a + v, Materialized.with(S, S))
             .toStream((k, v) -> windowed(k)).to("aggregates", Produced.with(S, S)), str("aggregates"));
+        // Per-user hopping windows re-grouped into per-region windows: a value is
+        // "<region>:<clicks>"; a user's window keeps its latest region and adds up the clicks,
+        // and the re-grouped windows sum the clicks of the users whose latest region they are.
+        final Serde<Windowed<String>> windowKeys =
+            org.apache.kafka.streams.kstream.WindowedSerdes.timeWindowedSerdeFrom(String.class, 10L);
+        add("hopping-group-by-reduce", b -> in(b, "in").groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(size, grace).advanceBy(Duration.ofMillis(5)))
+            .reduce((a, v) -> v.split(":")[0] + ":"
+                + (Long.parseLong(a.split(":")[1]) + Long.parseLong(v.split(":")[1])))
+            .groupBy((w, v) -> KeyValue.pair(new Windowed<>(v.split(":")[0], w.window()),
+                Long.parseLong(v.split(":")[1])), Grouped.with("by-region", windowKeys, L))
+            .reduce(Long::sum, (a, v) -> a - v, Materialized.with(windowKeys, L))
+            .toStream((k, v) -> windowed(k)).to("counts", Produced.with(S, L)), lng("counts"));
         add("tumbling-reduce", b -> in(b, "in").groupByKey()
             .windowedBy(TimeWindows.ofSizeAndGrace(size, grace)).reduce((a, v) -> a + "+" + v)
             .toStream((k, v) -> windowed(k)).to("reduced", Produced.with(S, S)), str("reduced"));
