@@ -112,15 +112,20 @@ fn a_table_restores_from_its_source_topic_without_a_changelog() {
             .to(&output, Produced::with(StringSerde, StringSerde));
         b.build().unwrap()
     };
-    let names: Vec<ProduceRecord> = (0..10)
+    let mut names: Vec<ProduceRecord> = (0..10)
         .map(|u| ProduceRecord::new(format!("u{u}"), format!("name{u}")))
         .collect();
+    // A keyless record: the table drops it, and so must the restore (not as key "").
+    names.push(ProduceRecord {
+        value: Some(b"nobody".to_vec()),
+        ..ProduceRecord::default()
+    });
     kafka::produce(&bootstrap, &users, &names, Duration::from_secs(60)).unwrap();
 
     let first_state = tempfile::tempdir().unwrap();
     let mut app = start(topology(), config(&bootstrap, &app_id, first_state.path()));
     // The table is loaded once its records' offsets are committed.
-    wait_committed(&bootstrap, &app_id, &users, 10);
+    wait_committed(&bootstrap, &app_id, &users, 11);
     kafka::produce(&bootstrap, &clicks_topic, &clicks(0, 10), Duration::from_secs(60)).unwrap();
     wait_for(&bootstrap, &output, |p| p.len() >= 10);
     // Running means the internal topics were created: the store's changelog is not one.
@@ -135,13 +140,11 @@ fn a_table_restores_from_its_source_topic_without_a_changelog() {
     // at its end, so the table's rows come only from restoring the store from `users`.
     let second_state = tempfile::tempdir().unwrap();
     let mut app = start(topology(), config(&bootstrap, &app_id, second_state.path()));
-    kafka::produce(
-        &bootstrap,
-        &clicks_topic,
-        &clicks(10, 10),
-        Duration::from_secs(60),
-    )
-    .unwrap();
+    // The click keyed "" comes first in its partition: once the later clicks are out, it
+    // was processed, and it must have found no row.
+    let mut late = vec![ProduceRecord::new("", "click-nobody")];
+    late.extend(clicks(10, 10));
+    kafka::produce(&bootstrap, &clicks_topic, &late, Duration::from_secs(60)).unwrap();
     let pairs = wait_for(&bootstrap, &output, |p| p.len() >= 20);
     assert!(app.close(Duration::from_secs(60)));
     assert_eq!(pairs.len(), 20, "{pairs:?}");

@@ -76,6 +76,9 @@ struct Active {
     /// The store holds values behind their record's timestamp (a timestamped store
     /// restored from a source topic): restored values get it prepended.
     timestamped: bool,
+    /// The changelog is a source topic: its records without a key are skipped, as the
+    /// store's processor dropped them.
+    from_source: bool,
     started: Instant,
     last_progress: Instant,
     batch: Vec<ChangelogRecord>,
@@ -155,6 +158,10 @@ impl Restoration {
                             partition = m.partition(),
                             "restore: record of another partition skipped"
                         );
+                    }
+                    Some(Ok(m)) if a.from_source && m.key().is_none() => {
+                        a.position = m.offset() + 1;
+                        a.last_progress = Instant::now();
                     }
                     Some(Ok(m)) => {
                         a.position = m.offset() + 1;
@@ -290,6 +297,7 @@ impl Restoration {
             position: start,
             restored: 0,
             timestamped: s.from_source == Some(crate::topology::SourceValues::Timestamped),
+            from_source: s.from_source.is_some(),
             started: Instant::now(),
             last_progress: Instant::now(),
             batch: Vec::with_capacity(BATCH.min(usize::try_from(high - start).unwrap_or(BATCH))),
