@@ -55,6 +55,12 @@ impl<V: 'static> Serde for PlainValues<V> {
         };
         self.0.deserialize(rest)
     }
+
+    /// The bytes are timestamped, so that readers holding only the store's builder (the
+    /// interactive queries) drop the timestamp before reading a value.
+    fn is_value_and_timestamp(&self) -> bool {
+        true
+    }
 }
 
 fn short(bytes: &[u8]) -> SerdeError {
@@ -98,6 +104,10 @@ impl<V: 'static> Serde for TimestampedValues<V> {
             value: self.0.deserialize(bytes)?,
             timestamp: i64::from_be_bytes(arr),
         })
+    }
+
+    fn is_value_and_timestamp(&self) -> bool {
+        true
     }
 }
 
@@ -161,5 +171,16 @@ mod tests {
         );
         assert!(plain.deserialize(b"short").is_err());
         assert!(stamped.deserialize(b"short").is_err());
+    }
+
+    #[test]
+    fn dsl_stores_say_their_values_are_timestamped() {
+        use streams_state::StoreBuilder;
+        let b = crate::Materialized::<String, String>::as_("s").store(
+            "s",
+            dyn_serde(StringSerde),
+            dyn_serde(StringSerde),
+        );
+        assert!(b.layout().timestamped());
     }
 }

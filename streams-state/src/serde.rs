@@ -109,6 +109,9 @@ impl<S: Serde + ?Sized> Serde for std::sync::Arc<S> {
     fn deserialize_nullable(&self, bytes: Option<&[u8]>) -> Result<Self::Target, SerdeError> {
         (**self).deserialize_nullable(bytes)
     }
+    fn is_value_and_timestamp(&self) -> bool {
+        (**self).is_value_and_timestamp()
+    }
 }
 
 /// UTF-8 strings. Ordered: UTF-8 byte order is code-point order.
