@@ -1,7 +1,8 @@
 //! Cogrouping (Kafka Streams' KIP-150): [`KGroupedStream::cogroup`] starts a
 //! [`CogroupedKStream`], [`CogroupedKStream::cogroup`] adds more grouped streams (each of
 //! its own value type, with its own aggregator), and [`CogroupedKStream::aggregate`] folds
-//! all of them into one aggregate per key, kept in one store.
+//! all of them into one aggregate per key, kept in one store; `windowed_by` aggregates per
+//! key and time window instead (see `cogroup_windowed`).
 //!
 //! Each input gets an aggregation node `<name>-input-<n>` (from 1, in the order the inputs
 //! were added) that reads the key's aggregate from the shared store, applies its own
@@ -28,25 +29,45 @@ use crate::grouped::KGroupedStream;
 use crate::ktable::KTable;
 use crate::options::{DynSerde, Materialized};
 use crate::processors::{AggregateProcessor, OpFn, OpProcessor, UpdateFn, open};
+use crate::windowed::{CoreParams, TimeWindowAggregate, TimeWindows, Windowed};
 
-/// Adds one input's aggregation node: `(node, store, initializer, old values)`.
-type AddInput<A> = Box<dyn Fn(&str, &str, Arc<dyn Fn() -> A + Send + Sync>, Arc<OldValues>)>;
+/// Starts a key's aggregate.
+pub(crate) type Init<A> = Arc<dyn Fn() -> A + Send + Sync>;
+
+/// Where an input's aggregation node keeps the aggregates.
+pub(crate) enum Target<K, A> {
+    /// One aggregate per key in the key-value store `store`.
+    Table {
+        store: String,
+        init: Init<A>,
+        old_values: Arc<OldValues>,
+    },
+    /// One aggregate per key and time window in the window store of `params`.
+    Windows {
+        windows: TimeWindows,
+        params: CoreParams<K, A>,
+        init: Init<A>,
+    },
+}
+
+/// Adds one input's aggregation node, named by the first argument.
+type AddInput<K, A> = Box<dyn Fn(&str, Target<K, A>)>;
 
 /// One grouped input of a cogroup.
-struct Input<A> {
+struct Input<K, A> {
     /// The grouped stream's node (after any repartitioning).
     node: String,
     /// The grouping name, if given.
     name: Option<String>,
-    add: AddInput<A>,
+    add: AddInput<K, A>,
 }
 
 /// Several grouped streams with one aggregate per key (Kafka Streams'
 /// `CogroupedKStream`). Made by [`KGroupedStream::cogroup`].
 pub struct CogroupedKStream<K, A> {
-    shared: Shared,
-    key_serde: Option<DynSerde<K>>,
-    inputs: Vec<Input<A>>,
+    pub(crate) shared: Shared,
+    pub(crate) key_serde: Option<DynSerde<K>>,
+    inputs: Vec<Input<K, A>>,
 }
 
 impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
@@ -77,21 +98,48 @@ impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
         let s = grouped.stream();
         let (shared, parent) = (s.shared.clone(), s.node.clone());
         let aggregator = Arc::new(aggregator);
-        let add: AddInput<A> = Box::new(move |node, store, init, old_values| {
+        let add: AddInput<K, A> = Box::new(move |node, target| {
             let f = aggregator.clone();
-            let update: UpdateFn<K, V, A> = Arc::new(move |k, v, old| f(k, v, old.unwrap_or_else(|| init())));
-            let store = store.to_owned();
-            shared.processor_with::<_, K, V, K, Change<A>>(
-                node,
-                move |ctx| {
-                    Ok(AggregateProcessor {
-                        update: update.clone(),
-                        store: open(ctx, &store)?,
-                        send_old: old_values.is_on(),
-                    })
-                },
-                &parent,
-            );
+            match target {
+                Target::Table {
+                    store,
+                    init,
+                    old_values,
+                } => {
+                    let update: UpdateFn<K, V, A> =
+                        Arc::new(move |k, v, old| f(k, v, old.unwrap_or_else(|| init())));
+                    shared.processor_with::<_, K, V, K, Change<A>>(
+                        node,
+                        move |ctx| {
+                            Ok(AggregateProcessor {
+                                update: update.clone(),
+                                store: open(ctx, &store)?,
+                                send_old: old_values.is_on(),
+                            })
+                        },
+                        &parent,
+                    );
+                }
+                Target::Windows {
+                    windows,
+                    params,
+                    init,
+                } => {
+                    let update: UpdateFn<K, V, A> =
+                        Arc::new(move |k, v, old| f(k, v, old.unwrap_or_else(|| init())));
+                    shared.processor_with::<_, K, V, Windowed<K>, Change<A>>(
+                        node,
+                        move |ctx| {
+                            Ok(TimeWindowAggregate {
+                                windows,
+                                update: update.clone(),
+                                core: params.open(ctx)?,
+                            })
+                        },
+                        &parent,
+                    );
+                }
+            }
         });
         self.inputs.push(Input {
             node: s.node.clone(),
@@ -109,10 +157,13 @@ impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
         materialized: Materialized<K, A>,
     ) -> KTable<K, A> {
         let shared = &self.shared;
-        let first = &self.inputs[0];
-        let given = materialized.name.clone().or_else(|| first.name.clone());
-        shared.check_named(given.is_some(), &first.node, "a store");
-        let node = shared.name(given.as_deref(), &first.node, "cogroup");
+        let (first, first_name) = self.first();
+        let given = materialized
+            .name
+            .clone()
+            .or_else(|| first_name.map(str::to_owned));
+        shared.check_named(given.is_some(), first, "a store");
+        let node = shared.name(given.as_deref(), first, "cogroup");
         let store = materialized
             .name
             .clone()
@@ -125,20 +176,45 @@ impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
             });
             return KTable::new(shared.clone(), node, None);
         };
-        let init: Arc<dyn Fn() -> A + Send + Sync> = Arc::new(initializer);
+        let init: Init<A> = Arc::new(initializer);
         let old_values = OldValues::from_store();
-        let mut parents = Vec::new();
-        for (i, input) in self.inputs.iter().enumerate() {
-            let name = shared.name(Some(&format!("{node}-input-{}", i + 1)), "", "");
-            (input.add)(&name, &store, init.clone(), old_values.clone());
-            parents.push(name);
-        }
-        let merge: OpFn<K, Change<A>, K, Change<A>> = Arc::new(|r, emit| emit(r));
-        shared.with(|t| {
-            t.add_processor(&node, move || OpProcessor { op: merge.clone() }, parents.iter());
+        let inputs = self.add_inputs(&node, || Target::Table {
+            store: store.clone(),
+            init: init.clone(),
+            old_values: old_values.clone(),
         });
-        let refs: Vec<&str> = parents.iter().map(String::as_str).collect();
+        self.merge::<K>(&node, &inputs);
+        let refs: Vec<&str> = inputs.iter().map(String::as_str).collect();
         shared.store(materialized.store(&store, ks.clone(), vs.clone()), &refs);
         KTable::changes(shared.clone(), node, Some(store), old_values).with_serdes(Some(ks), Some(vs))
+    }
+}
+
+impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
+    /// The first input's node and grouping name, which an unnamed aggregation is named after.
+    pub(crate) fn first(&self) -> (&str, Option<&str>) {
+        // A cogroup starts with one input (`KGroupedStream::cogroup`) and only gains more.
+        let first = &self.inputs[0];
+        (&first.node, first.name.as_deref())
+    }
+
+    /// Adds every input's aggregation node, `<node>-input-<n>`, on `target()`; returns
+    /// their names.
+    pub(crate) fn add_inputs(&self, node: &str, target: impl Fn() -> Target<K, A>) -> Vec<String> {
+        let mut names = Vec::new();
+        for (i, input) in self.inputs.iter().enumerate() {
+            let name = self.shared.name(Some(&format!("{node}-input-{}", i + 1)), "", "");
+            (input.add)(&name, target());
+            names.push(name);
+        }
+        names
+    }
+
+    /// Adds the node `node` that forwards the updates of all `inputs`, keyed by `KR`.
+    pub(crate) fn merge<KR: Clone + 'static>(&self, node: &str, inputs: &[String]) {
+        let merge: OpFn<KR, Change<A>, KR, Change<A>> = Arc::new(|r, emit| emit(r));
+        self.shared.with(|t| {
+            t.add_processor(node, move || OpProcessor { op: merge.clone() }, inputs.iter());
+        });
     }
 }

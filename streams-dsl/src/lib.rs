@@ -27,6 +27,7 @@ mod branch;
 mod builder;
 mod change;
 mod cogroup;
+mod cogroup_windowed;
 mod error;
 mod fk_join;
 mod global_table;
@@ -53,6 +54,7 @@ pub mod guide {}
 pub use branch::BranchedKStream;
 pub use builder::StreamsBuilder;
 pub use cogroup::CogroupedKStream;
+pub use cogroup_windowed::TimeWindowedCogroupedKStream;
 pub use error::{DslError, DslIssue};
 pub use global_table::GlobalKTable;
 pub use grouped::KGroupedStream;

@@ -1,13 +1,17 @@
 //! Cogrouped aggregations (`KGroupedStream::cogroup`) in the TopologyTestDriver: inputs of
 //! different value types into one store, a re-keyed input repartitioned, naming, build
-//! errors, and a model check of random record sequences.
+//! errors, a model check of random record sequences, and windowed cogroups.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use proptest::prelude::*;
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
-use streams_dsl::{Consumed, DslError, DslIssue, Grouped, KTable, Materialized, Produced, StreamsBuilder};
+use streams_dsl::{
+    Consumed, DslError, DslIssue, Grouped, KTable, Materialized, Produced, StreamsBuilder, TimeWindows,
+    Windowed,
+};
 use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
 /// Clicks (`user -> page`) count 1 each; purchases (`item -> "user:amount"`, re-keyed by
@@ -176,4 +180,100 @@ proptest! {
         }
         prop_assert_eq!(actual, expected);
     }
+}
+
+/// Clicks (strings) and refunds (`u64`) per user and 10 ms tumbling window with 5 ms grace.
+fn windowed_driver() -> TopologyTestDriver {
+    let b = StreamsBuilder::new().require_names();
+    let clicks = b
+        .stream(["clicks"], Consumed::with(StringSerde, StringSerde))
+        .group_by_key(Grouped::as_("clicks"));
+    let refunds = b
+        .stream(["refunds"], Consumed::with(StringSerde, U64Serde))
+        .group_by_key(Grouped::as_("refunds"));
+    clicks
+        .cogroup(|_, page, agg: String| format!("{agg}c({page})"))
+        .cogroup(&refunds, |_, r, agg| format!("{agg}r({r})"))
+        .windowed_by(TimeWindows::of_size_with_grace(
+            Duration::from_millis(10),
+            Duration::from_millis(5),
+        ))
+        .aggregate(
+            || "|".to_owned(),
+            Materialized::as_("windowed-totals").with_value_serde(StringSerde),
+        )
+        .to_stream()
+        .map(|w: Windowed<String>, v| (format!("{}@{}/{}", w.key, w.start, w.end), v))
+        .to("out", Produced::with(StringSerde, NullableSerde(StringSerde)));
+    TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default().application_id("wcg")).unwrap()
+}
+
+#[test]
+fn windowed_cogroup_aggregates_every_input_per_key_and_window() {
+    let d = windowed_driver();
+    let clicks = d.input_topic("clicks", StringSerde, StringSerde);
+    let refunds = d.input_topic("refunds", StringSerde, U64Serde);
+    clicks.pipe_at("ann".into(), "home".into(), 1).unwrap();
+    refunds.pipe_at("ann".into(), 3, 4).unwrap();
+    clicks.pipe_at("ann".into(), "cart".into(), 12).unwrap();
+    refunds.pipe_at("ann".into(), 5, 9).unwrap(); // window [0, 10) is open until 15
+    clicks.pipe_at("ann".into(), "late".into(), 21).unwrap();
+    clicks.pipe_at("ann".into(), "too-late".into(), 8).unwrap(); // the clicks' stream time is 21
+    let out = d
+        .output_topic("out", StringSerde, NullableSerde(StringSerde))
+        .read_records()
+        .unwrap();
+    let got: Vec<(String, String, i64)> = out
+        .into_iter()
+        .map(|r| (r.key, r.value.unwrap_or_default(), r.timestamp))
+        .collect();
+    let expected: Vec<(String, String, i64)> = [
+        ("ann@0/10", "|c(home)", 1),
+        ("ann@0/10", "|c(home)r(3)", 4),
+        ("ann@10/20", "|c(cart)", 12),
+        ("ann@0/10", "|c(home)r(3)r(5)", 9),
+        ("ann@20/30", "|c(late)", 21),
+    ]
+    .iter()
+    .map(|(k, v, t)| ((*k).to_owned(), (*v).to_owned(), *t))
+    .collect();
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn windowed_cogroup_names_its_nodes_and_checks_retention() {
+    let b = StreamsBuilder::new();
+    let grouped = b
+        .stream(["a"], Consumed::with(StringSerde, StringSerde))
+        .group_by_key(Grouped::new());
+    let t = grouped
+        .cogroup(|_, v, agg: String| agg + &v)
+        .windowed_by(TimeWindows::of_size_no_grace(Duration::from_millis(10)))
+        .aggregate(String::new, Materialized::new().with_value_serde(StringSerde));
+    assert_eq!(t.node_name(), "a-source-windowed_cogroup");
+    assert_eq!(t.store_name(), Some("a-source-windowed_cogroup-store"));
+    let text = b.build().unwrap().describe().to_string();
+    assert!(
+        text.contains(
+            "Processor: a-source-windowed_cogroup-input-1 (stores: [a-source-windowed_cogroup-store])"
+        ),
+        "{text}"
+    );
+
+    let b = StreamsBuilder::new();
+    let grouped = b
+        .stream(["a"], Consumed::with(StringSerde, StringSerde))
+        .group_by_key(Grouped::new());
+    grouped
+        .cogroup(|_, v, agg: String| agg + &v)
+        .windowed_by(TimeWindows::of_size_no_grace(Duration::from_millis(10)))
+        .aggregate(
+            String::new,
+            Materialized::as_("w")
+                .with_value_serde(StringSerde)
+                .with_retention(Duration::from_millis(5)),
+        );
+    assert!(
+        matches!(b.build(), Err(DslError::Invalid(i)) if matches!(i[..], [DslIssue::RetentionTooShort { .. }]))
+    );
 }

@@ -36,6 +36,8 @@ mod time_agg;
 mod windows;
 
 pub(crate) use common::NO_TIMESTAMP;
+pub(crate) use common::CoreParams;
+pub(crate) use time_agg::TimeWindowAggregate;
 pub(crate) use windows::millis;
 
 pub use self::serde::{Windowed, WindowedSerde};

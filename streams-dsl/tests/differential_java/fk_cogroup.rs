@@ -1,11 +1,14 @@
-//! The foreign-key join and cogroup cases of `differential_java.rs`.
+//! The foreign-key join and cogroup cases of `differential_java.rs` (windowed keys written
+//! as `key@start/end`).
+
+use std::time::Duration;
 
 use streams_core::serdes::StringSerde;
-use streams_dsl::{Grouped, Materialized};
+use streams_dsl::{Grouped, Materialized, TimeWindows};
 
 use crate::diff::Values::Str;
 use crate::diff::check;
-use crate::{input, nullable_strings, or_null, strings, table};
+use crate::{input, nullable_strings, or_null, strings, table, windowed};
 
 /// The foreign key of a left value `"<fk>:<text>"`.
 fn fk(v: &str) -> String {
@@ -63,5 +66,28 @@ fn cogroup_aggregate() {
             .to_stream()
             .map_values(|_, v| v.unwrap_or_default())
             .to("aggregates", strings());
+    });
+}
+
+#[test]
+fn cogroup_windowed_aggregate() {
+    check("cogroup-windowed-aggregate", &[], &[("aggregates", Str)], |b| {
+        input(b, "a")
+            .group_by_key(Grouped::new())
+            .cogroup(|_, v, agg: String| format!("{agg}a({v})"))
+            .cogroup(&input(b, "b").group_by_key(Grouped::new()), |_, v, agg| {
+                format!("{agg}b({v})")
+            })
+            .windowed_by(TimeWindows::of_size_with_grace(
+                Duration::from_millis(10),
+                Duration::from_millis(5),
+            ))
+            .aggregate(
+                || "|".to_owned(),
+                Materialized::new().with_value_serde(StringSerde),
+            )
+            .to_stream()
+            .map(|k, v| (windowed(&k), v))
+            .to("aggregates", nullable_strings());
     });
 }

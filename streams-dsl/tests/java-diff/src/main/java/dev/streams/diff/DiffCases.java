@@ -350,6 +350,12 @@ public final class DiffCases {
                 .aggregate(() -> "|", Materialized.with(S, S))
                 .toStream().to("aggregates", Produced.with(S, S));
         }, str("aggregates"));
+        add("cogroup-windowed-aggregate", b -> in(b, "a").groupByKey()
+            .<String>cogroup((k, v, agg) -> agg + "a(" + v + ")")
+            .cogroup(in(b, "b").groupByKey(), (k, v, agg) -> agg + "b(" + v + ")")
+            .windowedBy(TimeWindows.ofSizeAndGrace(size, grace))
+            .aggregate(() -> "|", Materialized.with(S, S))
+            .toStream((k, v) -> windowed(k)).to("aggregates", Produced.with(S, S)), str("aggregates"));
     }
 
     private static final ObjectMapper JSON = new ObjectMapper();
