@@ -221,7 +221,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
 
     /// The table's updates as a stream: `Some(value)` for a new value, `None` for a
     /// deletion (Kafka's null value). Adds the node `<table node>-to_stream` (once per
-    /// table; a windowed aggregation's table needs none).
+    /// table; a suppressed table needs none).
     pub fn to_stream(&self) -> KStream<K, Option<V>> {
         let value_serde = self.value_serde.clone().map(|vs| dyn_serde(NullableSerde(vs)));
         let node = match self.changes {
