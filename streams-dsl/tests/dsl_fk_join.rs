@@ -345,3 +345,53 @@ proptest! {
         prop_assert_eq!(actual, expected);
     }
 }
+
+#[test]
+fn derived_tables_join_by_foreign_key() {
+    use streams_dsl::{Consumed, Grouped};
+    // Left: orders over 10, kept in their own store; right: visits counted per customer.
+    let b = StreamsBuilder::new();
+    let (orders, _) = tables(&b);
+    let big = orders.filter_as(
+        |_, o| {
+            o.split(':')
+                .nth(1)
+                .and_then(|a| a.parse::<u64>().ok())
+                .unwrap_or(0)
+                > 10
+        },
+        Materialized::as_("big-orders"),
+    );
+    let visits = b
+        .stream(["visits"], Consumed::with(StringSerde, StringSerde))
+        .group_by_key(Grouped::new())
+        .count(Materialized::as_("visits"));
+    big.join_foreign(
+        &visits,
+        |o: &String| customer(o),
+        |o, n| format!("{o} after {n} visits"),
+        Materialized::as_("big-with-visits").with_value_serde(StringSerde),
+    )
+    .to_stream()
+    .to("out", Produced::with(StringSerde, NullableSerde(StringSerde)));
+    let d = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap();
+    let orders_in = d.input_topic("orders", StringSerde, NullableSerde(StringSerde));
+    let visits_in = d.input_topic("visits", StringSerde, StringSerde);
+    visits_in.pipe("c1".into(), "home".into()).unwrap();
+    orders_in.pipe("o1".into(), Some("c1:50".into())).unwrap();
+    orders_in.pipe("o2".into(), Some("c1:5".into())).unwrap();
+    visits_in.pipe("c1".into(), "cart".into()).unwrap();
+    orders_in.pipe("o1".into(), Some("c1:7".into())).unwrap();
+    let joined = d
+        .output_topic("out", StringSerde, NullableSerde(StringSerde))
+        .read_key_values()
+        .unwrap();
+    assert_eq!(
+        joined,
+        out(&[
+            ("o1", Some("c1:50 after 1 visits")),
+            ("o1", Some("c1:50 after 2 visits")),
+            ("o1", None),
+        ])
+    );
+}
