@@ -182,6 +182,8 @@ pub enum StoreLayout {
         /// The same store's builder with [`BytesSerde`](crate::serde::BytesSerde) keys and values.
         store: SessionStoreBuilder<BytesSerde, BytesSerde>,
     },
+    /// A versioned key-value store (its bytes hold every version of a key, not one value).
+    Versioned,
 }
 
 impl StoreLayout {
@@ -191,6 +193,7 @@ impl StoreLayout {
             Self::KeyValue { .. } => "key-value",
             Self::Window { .. } => "window",
             Self::Session { .. } => "session",
+            Self::Versioned => "versioned key-value",
         }
     }
 
@@ -198,7 +201,7 @@ impl StoreLayout {
     pub fn timestamped(&self) -> bool {
         match self {
             Self::KeyValue { timestamped } | Self::Window { timestamped, .. } => *timestamped,
-            Self::Session { .. } => false,
+            Self::Session { .. } | Self::Versioned => false,
         }
     }
 }
@@ -461,6 +464,35 @@ pub(crate) fn short_type_name(full: &str) -> String {
 mod tests {
     use super::*;
     use crate::serde::{PairSerde, StringSerde, U64Serde};
+
+    #[test]
+    fn layouts_tell_the_kind_and_timestamps_and_open_the_same_bytes() {
+        use crate::ValueAndTimestampSerde;
+        let kv = Stores::in_memory_kv("kv", StringSerde, U64Serde);
+        assert_eq!(
+            (kv.layout().kind(), kv.layout().timestamped()),
+            ("key-value", false)
+        );
+        let kv = Stores::in_memory_kv("kv", StringSerde, ValueAndTimestampSerde(U64Serde));
+        assert!(kv.layout().timestamped());
+        let minute = Duration::from_secs(60);
+        let w = Stores::in_memory_window_store("w", minute * 600, minute, false, StringSerde, U64Serde);
+        let shared: SharedKeyValueStore = std::rc::Rc::new(std::cell::RefCell::new(
+            w.build(StoreBuildContext::default()).unwrap(),
+        ));
+        w.open(shared.clone())
+            .put(&"a".to_owned(), Some(&7), 60_000)
+            .unwrap();
+        let StoreLayout::Window { store, timestamped } = w.layout() else {
+            panic!("{:?}", w.layout().kind());
+        };
+        assert!(!timestamped);
+        assert_eq!(store.segment_interval_ms(), w.segment_interval_ms());
+        let raw = store.open(shared).fetch(&b"a".to_vec(), 60_000).unwrap();
+        assert_eq!(raw, Some(7u64.to_be_bytes().to_vec()));
+        let s = Stores::in_memory_session_store("s", minute, StringSerde, U64Serde);
+        assert_eq!((s.layout().kind(), s.layout().timestamped()), ("session", false));
+    }
 
     #[test]
     fn defaults_follow_kafka_streams() {

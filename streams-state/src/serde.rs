@@ -54,10 +54,11 @@ pub trait Serde: Send + Sync + 'static {
         self.deserialize(bytes.unwrap_or_default())
     }
 
-    /// Whether the bytes are [`ValueAndTimestamp`](crate::ValueAndTimestamp)s (an 8-byte
-    /// timestamp, then the value): `true` only for
-    /// [`ValueAndTimestampSerde`](crate::ValueAndTimestampSerde). Lets a store's readers
-    /// tell timestamped stores from plain ones.
+    /// Whether the bytes this serde reads and writes are laid out as
+    /// [`ValueAndTimestamp`](crate::ValueAndTimestamp)s: an 8-byte timestamp, then the
+    /// value (`true` for [`ValueAndTimestampSerde`](crate::ValueAndTimestampSerde), and for
+    /// any serde reading such bytes, even into the plain value). Lets a store's readers tell
+    /// timestamped stores from plain ones, and whether a serde expects the timestamp.
     fn is_value_and_timestamp(&self) -> bool {
         false
     }

@@ -5,7 +5,9 @@ use std::any::Any;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::builder::{KeyValueStoreBuilder, StoreBuildContext, StoreBuilder, Stores, short_type_name};
+use crate::builder::{
+    KeyValueStoreBuilder, StoreBuildContext, StoreBuilder, StoreLayout, Stores, short_type_name,
+};
 use crate::error::Result;
 use crate::serde::{BytesSerde, Serde};
 use crate::store::KeyValueStore;
@@ -114,6 +116,10 @@ impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for VersionedStoreBuilde
 
     fn typed_handle(&self, store: SharedKeyValueStore) -> Box<dyn Any> {
         Box::new(self.open(store))
+    }
+
+    fn layout(&self) -> StoreLayout {
+        StoreLayout::Versioned
     }
 
     fn type_name(&self) -> String {
