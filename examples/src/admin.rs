@@ -194,6 +194,24 @@ pub fn delete_groups(bootstrap: &str, groups: &[String]) -> Result<(), ExampleEr
     Ok(())
 }
 
+/// Deletes every topic and consumer group named `<run>-*` (a demo run's own topics, its
+/// applications' changelogs and repartition topics, and their groups); says what it did in
+/// one line, which a demo prints.
+pub fn delete_run(bootstrap: &str, run: &str) -> String {
+    let prefix = format!("{run}-");
+    let deleted = (|| -> Result<(usize, usize), ExampleError> {
+        let topics = topics_with_prefix(bootstrap, &prefix)?;
+        let groups = groups_with_prefix(bootstrap, &prefix)?;
+        delete_groups(bootstrap, &groups)?;
+        delete_topics(bootstrap, &topics)?;
+        Ok((topics.len(), groups.len()))
+    })();
+    match deleted {
+        Ok((t, g)) => format!("deleted this run's {t} topics and {g} consumer groups ({prefix}*)"),
+        Err(e) => format!("could not delete this run's topics ({prefix}*): {e}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

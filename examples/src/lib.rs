@@ -2,6 +2,9 @@
 //!
 //! - [`file_aggregation`]: ~100k out-of-order per-line results aggregated into one ordered
 //!   result file with range scans over a RocksDB store (`file-aggregation-demo`).
+//! - [`clicks`]: clicks per user and per region in event-time windows, written with the
+//!   DSL: a global-table join, a windowed aggregation and a table re-grouped with an adder
+//!   and a subtractor (`click-analytics`).
 //! - [`count`]: a keyed count over a RocksDB store, used by the crash tests (`count-app`).
 //! - [`webhooks`]: a range join of events with each user's web hooks (prefix scan over a
 //!   RocksDB store), delivered over HTTP under the framework's retry ladder
@@ -15,6 +18,7 @@
 //! long-running ones stop cleanly on SIGINT or SIGTERM ([`shutdown`]).
 
 pub mod admin;
+pub mod clicks;
 pub mod count;
 pub mod file_aggregation;
 pub mod local_kafka;

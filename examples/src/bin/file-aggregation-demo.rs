@@ -22,9 +22,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use streams_core::{KafkaStreams, State, StreamsConfig};
-use streams_examples::admin::{
-    create_topics, delete_groups, delete_topics, groups_with_prefix, run_id, topics_with_prefix,
-};
+use streams_examples::admin::{create_topics, delete_run, run_id};
 use streams_examples::file_aggregation::{
     FilesDoneReader, ServiceBehaviour, Topics, Verification, aggregator_topology_on, check_result, generate,
     service_topology_on,
@@ -291,23 +289,6 @@ fn joined(splitter: std::thread::JoinHandle<Result<u64, ExampleError>>) -> Resul
         .join()
         .map_err(|_| ExampleError::Other("the splitter thread panicked".into()))?
         .map_err(|e| ExampleError::Other(format!("splitting the file failed: {e}")))
-}
-
-/// Deletes the run's topics (its own and the aggregator's changelogs) and consumer groups;
-/// says what it did in one line.
-fn delete_run(bootstrap: &str, run: &str) -> String {
-    let prefix = format!("{run}-");
-    let deleted = (|| -> Result<(usize, usize), ExampleError> {
-        let topics = topics_with_prefix(bootstrap, &prefix)?;
-        let groups = groups_with_prefix(bootstrap, &prefix)?;
-        delete_groups(bootstrap, &groups)?;
-        delete_topics(bootstrap, &topics)?;
-        Ok((topics.len(), groups.len()))
-    })();
-    match deleted {
-        Ok((t, g)) => format!("deleted this run's {t} topics and {g} consumer groups ({prefix}*)"),
-        Err(e) => format!("could not delete this run's topics ({prefix}*): {e}"),
-    }
 }
 
 /// Progress bars on a terminal (stderr); a plain line every few seconds otherwise.
