@@ -155,7 +155,11 @@ fn build(dir: &Path, label: &str) -> Result<OsString, String> {
     let stamp = target.join("sources.hash");
     let listed = target.join("classpath.txt");
     let hash = sources_hash(dir)?;
-    let built = fs::read_to_string(&stamp).is_ok_and(|s| s == hash) && listed.is_file();
+    // Built from these sources, and every jar it lists still there (a build made with
+    // another local Maven repository lists jars that may be gone).
+    let built = fs::read_to_string(&stamp).is_ok_and(|s| s == hash)
+        && fs::read_to_string(&listed)
+            .is_ok_and(|jars| std::env::split_paths(jars.trim()).all(|jar| jar.is_file()));
     if !built {
         let _ = fs::remove_file(&stamp);
         let log = target.join("mvn.log");
