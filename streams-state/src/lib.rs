@@ -20,6 +20,7 @@ mod builder;
 mod caching;
 mod changelog;
 mod error;
+mod handle;
 mod iter;
 mod logging;
 mod memory;

@@ -2,9 +2,9 @@
 
 use std::cell::Ref;
 use std::ops::Bound;
-use std::rc::Rc;
 
-use crate::error::{Result, SerdeError, StoreError};
+use crate::error::Result;
+use crate::handle::StoreHandle;
 use crate::serde::{OrderedSerde, Serde};
 use crate::store::KeyValueStore;
 use crate::typed::SharedKeyValueStore;
@@ -30,30 +30,16 @@ fn times_of(key: &[u8]) -> Option<(i64, i64)> {
 /// [module docs](crate::session) give the key layout, the orders and retention. Borrow
 /// rules as [`WindowStore`](crate::WindowStore): iteration goes through a
 /// [`SessionStoreReader`] ([`read`](Self::read)).
+#[derive(Clone)]
 pub struct SessionStore<KS: Serde, VS: Serde> {
-    store: SharedKeyValueStore,
-    key_serde: KS,
-    value_serde: VS,
-    name: Rc<str>,
+    h: StoreHandle<KS, VS>,
     segments: Segments,
-}
-
-impl<KS: Serde + Clone, VS: Serde + Clone> Clone for SessionStore<KS, VS> {
-    fn clone(&self) -> Self {
-        Self {
-            store: Rc::clone(&self.store),
-            key_serde: self.key_serde.clone(),
-            value_serde: self.value_serde.clone(),
-            name: Rc::clone(&self.name),
-            segments: self.segments,
-        }
-    }
 }
 
 impl<KS: Serde, VS: Serde> std::fmt::Debug for SessionStore<KS, VS> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionStore")
-            .field("name", &self.name)
+            .field("name", &self.h.name)
             .field("segments", &self.segments)
             .finish_non_exhaustive()
     }
@@ -66,43 +52,19 @@ impl<KS: Serde, VS: Serde> SessionStore<KS, VS> {
         value_serde: VS,
         segments: Segments,
     ) -> Self {
-        let name: Rc<str> = store
-            .try_borrow()
-            .map_or_else(|_| Rc::from("<borrowed>"), |s| Rc::from(s.name()));
         Self {
-            store,
-            key_serde,
-            value_serde,
-            name,
+            h: StoreHandle::new(store, key_serde, value_serde),
             segments,
         }
     }
 
     /// The store's name.
     pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn serde_err(&self, source: SerdeError) -> StoreError {
-        StoreError::Serde {
-            store: self.name.to_string(),
-            source,
-        }
-    }
-
-    fn borrowed(&self, access: &str) -> StoreError {
-        StoreError::Borrowed {
-            store: self.name.to_string(),
-            message: format!("cannot {access}: the store is borrowed (drop open readers first)"),
-        }
-    }
-
-    fn key_bytes(&self, key: &KS::Target) -> Result<Vec<u8>> {
-        self.key_serde.serialize(key).map_err(|e| self.serde_err(e))
+        &self.h.name
     }
 
     fn session_key(&self, key: &KS::Target, start: i64, end: i64) -> Result<Vec<u8>> {
-        let k = self.key_bytes(key)?;
+        let k = self.h.key_bytes(key)?;
         let mut b = Vec::with_capacity(SEGMENT_LEN + k.len() + SUFFIX);
         b.extend_from_slice(&encode_i64(self.segments.segment_id(end)));
         b.extend_from_slice(&k);
@@ -113,26 +75,27 @@ impl<KS: Serde, VS: Serde> SessionStore<KS, VS> {
 
     fn entry(&self, key: &[u8], value: &[u8]) -> Result<(Windowed<KS::Target>, VS::Target)> {
         let (Some(user), Some((start, end))) = (Schema::Session.user_key(key), times_of(key)) else {
-            return Err(Schema::Session.malformed(&self.name, key));
+            return Err(Schema::Session.malformed(&self.h.name, key));
         };
-        let key = self.key_serde.deserialize(user).map_err(|e| self.serde_err(e))?;
-        let value = self
-            .value_serde
-            .deserialize(value)
-            .map_err(|e| self.serde_err(e))?;
-        Ok((Windowed { key, start, end }, value))
+        Ok((
+            Windowed {
+                key: self.h.key(user)?,
+                start,
+                end,
+            },
+            self.h.value(value)?,
+        ))
     }
 
     fn writing<R>(&self, f: impl FnOnce(&mut dyn KeyValueStore) -> Result<R>) -> Result<R> {
-        let mut store = self.store.try_borrow_mut().map_err(|_| self.borrowed("write"))?;
-        f(&mut **store)
+        self.h.writing("write", f)
     }
 
     /// Sets the value of `session`. The write advances the store's stream time to the
     /// session's end if later; a session already out of retention is not written.
     pub fn put(&self, session: &Windowed<KS::Target>, value: &VS::Target) -> Result<()> {
         let k = self.session_key(&session.key, session.start, session.end)?;
-        let v = self.value_serde.serialize(value).map_err(|e| self.serde_err(e))?;
+        let v = self.h.value_bytes(value)?;
         self.writing(|s| s.put(&k, &v))
     }
 
@@ -145,14 +108,8 @@ impl<KS: Serde, VS: Serde> SessionStore<KS, VS> {
     /// The value of the session of `key` from `start` to `end`, if any.
     pub fn fetch_session(&self, key: &KS::Target, start: i64, end: i64) -> Result<Option<VS::Target>> {
         let k = self.session_key(key, start, end)?;
-        let bytes = self
-            .store
-            .try_borrow()
-            .map_err(|_| self.borrowed("read"))?
-            .get(&k)?;
-        bytes
-            .map(|b| self.value_serde.deserialize(&b).map_err(|e| self.serde_err(e)))
-            .transpose()
+        let bytes = self.h.reading()?.get(&k)?;
+        bytes.map(|b| self.h.value(&b)).transpose()
     }
 
     /// Writes buffered changes down (cache, changelog) and drops expired segments.
@@ -163,7 +120,7 @@ impl<KS: Serde, VS: Serde> SessionStore<KS, VS> {
     /// A reader for iteration, holding a shared borrow of the store while it lives.
     pub fn read(&self) -> Result<SessionStoreReader<'_, KS, VS>> {
         Ok(SessionStoreReader {
-            store: self.store.try_borrow().map_err(|_| self.borrowed("read"))?,
+            store: self.h.reading()?,
             ss: self,
         })
     }
@@ -181,7 +138,7 @@ pub struct SessionStoreReader<'a, KS: Serde, VS: Serde> {
 impl<KS: Serde, VS: Serde> std::fmt::Debug for SessionStoreReader<'_, KS, VS> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionStoreReader")
-            .field("name", &self.ss.name)
+            .field("name", &self.ss.h.name)
             .finish_non_exhaustive()
     }
 }
@@ -207,7 +164,7 @@ impl<KS: Serde, VS: Serde> SessionStoreReader<'_, KS, VS> {
         earliest_end: i64,
         latest_start: i64,
     ) -> Result<SessionIter<'_, KS, VS>> {
-        let key = self.ss.key_bytes(key)?;
+        let key = self.ss.h.key_bytes(key)?;
         let want = SEGMENT_LEN + key.len() + SUFFIX;
         let span = (
             self.ss.segments.segment_id(earliest_end),
@@ -265,15 +222,7 @@ impl<KS: Serde, VS: Serde> SessionStoreReader<'_, KS, VS> {
     /// The value of the session of `key` from `start` to `end`, if any.
     pub fn fetch_session(&self, key: &KS::Target, start: i64, end: i64) -> Result<Option<VS::Target>> {
         let k = self.ss.session_key(key, start, end)?;
-        self.store
-            .get(&k)?
-            .map(|b| {
-                self.ss
-                    .value_serde
-                    .deserialize(&b)
-                    .map_err(|e| self.ss.serde_err(e))
-            })
-            .transpose()
+        self.store.get(&k)?.map(|b| self.ss.h.value(&b)).transpose()
     }
 
     fn key_range(
@@ -283,8 +232,8 @@ impl<KS: Serde, VS: Serde> SessionStoreReader<'_, KS, VS> {
         earliest_end: i64,
         latest_start: i64,
     ) -> Result<SessionIter<'_, KS, VS>> {
-        let lo = key_from.map(|k| self.ss.key_bytes(k)).transpose()?;
-        let hi = key_to.map(|k| self.ss.key_bytes(k)).transpose()?;
+        let lo = key_from.map(|k| self.ss.h.key_bytes(k)).transpose()?;
+        let hi = key_to.map(|k| self.ss.h.key_bytes(k)).transpose()?;
         let span = (
             self.ss.segments.segment_id(earliest_end),
             self.ss.segments.segment_id(i64::MAX),
@@ -390,7 +339,7 @@ pub struct SessionIter<'r, KS: Serde, VS: Serde> {
 impl<KS: Serde, VS: Serde> std::fmt::Debug for SessionIter<'_, KS, VS> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionIter")
-            .field("store", &self.ss.name)
+            .field("store", &self.ss.h.name)
             .finish_non_exhaustive()
     }
 }

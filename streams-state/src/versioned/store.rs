@@ -2,9 +2,9 @@
 //! [module docs](crate::versioned) for the model and the byte layout).
 
 use std::ops::Bound;
-use std::rc::Rc;
 
 use crate::error::{Result, SerdeError, StoreError};
+use crate::handle::StoreHandle;
 use crate::serde::Serde;
 use crate::store::KeyValueStore;
 use crate::typed::SharedKeyValueStore;
@@ -39,30 +39,16 @@ pub enum PutOutcome {
 /// A versioned key-value store with keys of `KS` and values of `VS`, over one task's bytes
 /// store; made by [`VersionedStoreBuilder::open`](crate::versioned::VersionedStoreBuilder::open).
 /// Clones share the store.
+#[derive(Clone)]
 pub struct VersionedKeyValueStore<KS: Serde, VS: Serde> {
-    store: SharedKeyValueStore,
-    key_serde: KS,
-    value_serde: VS,
-    name: Rc<str>,
+    h: StoreHandle<KS, VS>,
     history_retention: i64,
-}
-
-impl<KS: Serde + Clone, VS: Serde + Clone> Clone for VersionedKeyValueStore<KS, VS> {
-    fn clone(&self) -> Self {
-        Self {
-            store: Rc::clone(&self.store),
-            key_serde: self.key_serde.clone(),
-            value_serde: self.value_serde.clone(),
-            name: Rc::clone(&self.name),
-            history_retention: self.history_retention,
-        }
-    }
 }
 
 impl<KS: Serde, VS: Serde> std::fmt::Debug for VersionedKeyValueStore<KS, VS> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VersionedKeyValueStore")
-            .field("name", &self.name)
+            .field("name", &self.h.name)
             .field("history_retention", &self.history_retention)
             .finish()
     }
@@ -78,21 +64,15 @@ impl<KS: Serde, VS: Serde> VersionedKeyValueStore<KS, VS> {
         value_serde: VS,
         history_retention: i64,
     ) -> Self {
-        let name: Rc<str> = store
-            .try_borrow()
-            .map_or_else(|_| Rc::from("<borrowed>"), |s| Rc::from(s.name()));
         Self {
-            store,
-            key_serde,
-            value_serde,
-            name,
+            h: StoreHandle::new(store, key_serde, value_serde),
             history_retention,
         }
     }
 
     /// The store's name.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.h.name
     }
 
     /// How long (ms) behind the observed stream time versions stay readable.
@@ -102,7 +82,7 @@ impl<KS: Serde, VS: Serde> VersionedKeyValueStore<KS, VS> {
 
     /// The largest timestamp put so far (`i64::MIN` before any).
     pub fn observed_stream_time(&self) -> Result<i64> {
-        let store = self.store.try_borrow().map_err(|_| self.borrowed("read"))?;
+        let store = self.h.store.try_borrow().map_err(|_| self.borrowed("read"))?;
         self.stream_time(&**store)
     }
 
@@ -112,10 +92,12 @@ impl<KS: Serde, VS: Serde> VersionedKeyValueStore<KS, VS> {
     /// retention writes nothing.
     pub fn put(&self, key: &KS::Target, value: Option<&VS::Target>, timestamp: i64) -> Result<PutOutcome> {
         let prefix = self.prefix(key)?;
-        let value = value
-            .map(|v| self.value_serde.serialize(v).map_err(|e| self.serde_err(e)))
-            .transpose()?;
-        let mut store = self.store.try_borrow_mut().map_err(|_| self.borrowed("write"))?;
+        let value = value.map(|v| self.h.value_bytes(v)).transpose()?;
+        let mut store = self
+            .h
+            .store
+            .try_borrow_mut()
+            .map_err(|_| self.borrowed("write"))?;
         let previous = self.stream_time(&**store)?;
         let stream_time = previous.max(timestamp);
         if timestamp < stream_time.saturating_sub(self.history_retention) {
@@ -141,7 +123,7 @@ impl<KS: Serde, VS: Serde> VersionedKeyValueStore<KS, VS> {
     /// The latest version of `key`; `None` if it has none or the latest is a tombstone.
     pub fn get(&self, key: &KS::Target) -> Result<Option<VersionedRecord<VS::Target>>> {
         let prefix = self.prefix(key)?;
-        let store = self.store.try_borrow().map_err(|_| self.borrowed("read"))?;
+        let store = self.h.store.try_borrow().map_err(|_| self.borrowed("read"))?;
         let latest = self.at_or_before(&**store, &prefix, i64::MAX)?;
         self.record(latest, None)
     }
@@ -151,7 +133,7 @@ impl<KS: Serde, VS: Serde> VersionedKeyValueStore<KS, VS> {
     /// stream time minus the history retention.
     pub fn get_as_of(&self, key: &KS::Target, as_of: i64) -> Result<Option<VersionedRecord<VS::Target>>> {
         let prefix = self.prefix(key)?;
-        let store = self.store.try_borrow().map_err(|_| self.borrowed("read"))?;
+        let store = self.h.store.try_borrow().map_err(|_| self.borrowed("read"))?;
         if as_of < self.stream_time(&**store)?.saturating_sub(self.history_retention) {
             return Ok(None);
         }
@@ -171,10 +153,7 @@ impl<KS: Serde, VS: Serde> VersionedKeyValueStore<KS, VS> {
         let Some((timestamp, Some(bytes))) = version else {
             return Ok(None);
         };
-        let value = self
-            .value_serde
-            .deserialize(&bytes)
-            .map_err(|e| self.serde_err(e))?;
+        let value = self.h.value(&bytes)?;
         Ok(Some(VersionedRecord {
             value,
             timestamp,
@@ -237,20 +216,15 @@ impl<KS: Serde, VS: Serde> VersionedKeyValueStore<KS, VS> {
     }
 
     fn prefix(&self, key: &KS::Target) -> Result<Vec<u8>> {
-        let bytes = self.key_serde.serialize(key).map_err(|e| self.serde_err(e))?;
-        key_prefix(&bytes)
-            .ok_or_else(|| self.serde_err(SerdeError::new("VersionedKey", "key longer than 4 GiB")))
-    }
-
-    fn serde_err(&self, source: SerdeError) -> StoreError {
-        StoreError::Serde {
-            store: self.name.to_string(),
-            source,
-        }
+        let bytes = self.h.key_bytes(key)?;
+        key_prefix(&bytes).ok_or_else(|| {
+            self.h
+                .serde_err(SerdeError::new("VersionedKey", "key longer than 4 GiB"))
+        })
     }
 
     fn malformed(&self, what: &str) -> StoreError {
-        self.serde_err(SerdeError::new(
+        self.h.serde_err(SerdeError::new(
             "VersionedSchema",
             format!("malformed versioned {what}"),
         ))
@@ -258,7 +232,7 @@ impl<KS: Serde, VS: Serde> VersionedKeyValueStore<KS, VS> {
 
     fn borrowed(&self, access: &str) -> StoreError {
         StoreError::Borrowed {
-            store: self.name.to_string(),
+            store: self.h.name.to_string(),
             message: format!("cannot {access}: the store is borrowed"),
         }
     }

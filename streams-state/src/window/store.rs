@@ -2,11 +2,11 @@
 
 use std::cell::Ref;
 use std::ops::Bound;
-use std::rc::Rc;
 
 use bytes::Bytes;
 
-use crate::error::{Result, SerdeError, StoreError};
+use crate::error::{Result, StoreError};
+use crate::handle::StoreHandle;
 use crate::serde::{OrderedSerde, Serde};
 use crate::store::KeyValueStore;
 use crate::typed::SharedKeyValueStore;
@@ -37,34 +37,18 @@ fn start_of(key: &[u8]) -> Option<i64> {
 /// [`SharedKeyValueStore`]: single reads and writes borrow the store for the call;
 /// iteration goes through a [`WindowStoreReader`] ([`read`](Self::read)), and a write
 /// while a reader lives fails with [`StoreError::Borrowed`].
+#[derive(Clone)]
 pub struct WindowStore<KS: Serde, VS: Serde> {
-    store: SharedKeyValueStore,
-    key_serde: KS,
-    value_serde: VS,
-    name: Rc<str>,
+    h: StoreHandle<KS, VS>,
     segments: Segments,
     window_size: i64,
     retain_duplicates: bool,
 }
 
-impl<KS: Serde + Clone, VS: Serde + Clone> Clone for WindowStore<KS, VS> {
-    fn clone(&self) -> Self {
-        Self {
-            store: Rc::clone(&self.store),
-            key_serde: self.key_serde.clone(),
-            value_serde: self.value_serde.clone(),
-            name: Rc::clone(&self.name),
-            segments: self.segments,
-            window_size: self.window_size,
-            retain_duplicates: self.retain_duplicates,
-        }
-    }
-}
-
 impl<KS: Serde, VS: Serde> std::fmt::Debug for WindowStore<KS, VS> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WindowStore")
-            .field("name", &self.name)
+            .field("name", &self.h.name)
             .field("segments", &self.segments)
             .field("window_size", &self.window_size)
             .finish_non_exhaustive()
@@ -80,14 +64,8 @@ impl<KS: Serde, VS: Serde> WindowStore<KS, VS> {
         window_size: i64,
         retain_duplicates: bool,
     ) -> Self {
-        let name: Rc<str> = store
-            .try_borrow()
-            .map_or_else(|_| Rc::from("<borrowed>"), |s| Rc::from(s.name()));
         Self {
-            store,
-            key_serde,
-            value_serde,
-            name,
+            h: StoreHandle::new(store, key_serde, value_serde),
             segments,
             window_size,
             retain_duplicates,
@@ -96,7 +74,7 @@ impl<KS: Serde, VS: Serde> WindowStore<KS, VS> {
 
     /// The store's name.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.h.name
     }
 
     /// The size of the store's windows (ms): a [`Windowed`] key's `end` is `start + size`.
@@ -104,34 +82,12 @@ impl<KS: Serde, VS: Serde> WindowStore<KS, VS> {
         self.window_size
     }
 
-    fn serde_err(&self, source: SerdeError) -> StoreError {
-        StoreError::Serde {
-            store: self.name.to_string(),
-            source,
-        }
-    }
-
-    fn borrowed(&self, access: &str) -> StoreError {
-        StoreError::Borrowed {
-            store: self.name.to_string(),
-            message: format!("cannot {access}: the store is borrowed (drop open readers first)"),
-        }
-    }
-
-    fn key_bytes(&self, key: &KS::Target) -> Result<Vec<u8>> {
-        self.key_serde.serialize(key).map_err(|e| self.serde_err(e))
-    }
-
-    fn value(&self, bytes: &[u8]) -> Result<VS::Target> {
-        self.value_serde.deserialize(bytes).map_err(|e| self.serde_err(e))
-    }
-
     fn windowed(&self, key: &[u8]) -> Result<Windowed<KS::Target>> {
         let (Some(user), Some(start)) = (Schema::Window.user_key(key), start_of(key)) else {
-            return Err(Schema::Window.malformed(&self.name, key));
+            return Err(Schema::Window.malformed(&self.h.name, key));
         };
         Ok(Windowed {
-            key: self.key_serde.deserialize(user).map_err(|e| self.serde_err(e))?,
+            key: self.h.key(user)?,
             start,
             end: start.saturating_add(self.window_size),
         })
@@ -143,16 +99,13 @@ impl<KS: Serde, VS: Serde> WindowStore<KS, VS> {
     /// already out of retention is not written. In a store that retains duplicates every
     /// put adds an entry and a delete does nothing (as in Kafka Streams).
     pub fn put(&self, key: &KS::Target, value: Option<&VS::Target>, window_start: i64) -> Result<()> {
-        let mut k = key_at(&self.segments, &self.key_bytes(key)?, window_start);
+        let mut k = key_at(&self.segments, &self.h.key_bytes(key)?, window_start);
         k.extend_from_slice(&[0; SEQ_LEN]);
-        let v = value
-            .map(|v| self.value_serde.serialize(v).map_err(|e| self.serde_err(e)))
-            .transpose()?;
-        let mut store = self.store.try_borrow_mut().map_err(|_| self.borrowed("write"))?;
-        match v {
+        let v = value.map(|v| self.h.value_bytes(v)).transpose()?;
+        self.h.writing("write", |store| match v {
             Some(v) => store.put(&k, &v),
             None => store.delete(&k).map(drop),
-        }
+        })
     }
 
     /// The value of `key` in the window starting at `window_start`, if any (the first one
@@ -163,14 +116,13 @@ impl<KS: Serde, VS: Serde> WindowStore<KS, VS> {
 
     /// Writes buffered changes down (cache, changelog) and drops expired segments.
     pub fn flush(&self) -> Result<()> {
-        let mut store = self.store.try_borrow_mut().map_err(|_| self.borrowed("flush"))?;
-        store.flush()
+        self.h.writing("flush", |s| s.flush())
     }
 
     /// A reader for iteration, holding a shared borrow of the store while it lives.
     pub fn read(&self) -> Result<WindowStoreReader<'_, KS, VS>> {
         Ok(WindowStoreReader {
-            store: self.store.try_borrow().map_err(|_| self.borrowed("read"))?,
+            store: self.h.reading()?,
             ws: self,
         })
     }
@@ -188,7 +140,7 @@ pub struct WindowStoreReader<'a, KS: Serde, VS: Serde> {
 impl<KS: Serde, VS: Serde> std::fmt::Debug for WindowStoreReader<'_, KS, VS> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WindowStoreReader")
-            .field("name", &self.ws.name)
+            .field("name", &self.ws.h.name)
             .finish_non_exhaustive()
     }
 }
@@ -205,12 +157,12 @@ fn segment_span(segments: &Segments, from: i64, to: i64) -> (i64, i64) {
 impl<KS: Serde, VS: Serde> WindowStoreReader<'_, KS, VS> {
     /// The value of `key` in the window starting at `window_start`, if any.
     pub fn fetch(&self, key: &KS::Target, window_start: i64) -> Result<Option<VS::Target>> {
-        let k = self.ws.key_bytes(key)?;
+        let k = self.ws.h.key_bytes(key)?;
         let mut prefix = key_at(&self.ws.segments, &k, window_start);
         if !self.ws.retain_duplicates {
             // The one entry has sequence number 0: a point read.
             prefix.extend_from_slice(&[0; SEQ_LEN]);
-            return self.store.get(&prefix)?.map(|v| self.ws.value(&v)).transpose();
+            return self.store.get(&prefix)?.map(|v| self.ws.h.value(&v)).transpose();
         }
         let want = prefix.len() + SEQ_LEN;
         let first = self
@@ -218,7 +170,7 @@ impl<KS: Serde, VS: Serde> WindowStoreReader<'_, KS, VS> {
             .prefix_scan(&prefix)?
             .find(|e| e.as_ref().map_or(true, |(key, _)| key.len() == want))
             .transpose()?;
-        first.map(|(_, v)| self.ws.value(&v)).transpose()
+        first.map(|(_, v)| self.ws.h.value(&v)).transpose()
     }
 
     fn scan(&self, forward: bool, (from, to): (i64, i64), key: Option<Vec<u8>>) -> SegmentScan<'_> {
@@ -256,8 +208,8 @@ impl<KS: Serde, VS: Serde> WindowStoreReader<'_, KS, VS> {
     fn times<'r>(&'r self, scan: SegmentScan<'r>) -> WindowIter<'r, VS> {
         WindowIter {
             inner: scan,
-            value_serde: &self.ws.value_serde,
-            store: &self.ws.name,
+            value_serde: &self.ws.h.value_serde,
+            store: &self.ws.h.name,
         }
     }
 
@@ -272,7 +224,7 @@ impl<KS: Serde, VS: Serde> WindowStoreReader<'_, KS, VS> {
     /// ascending by start (entries of one start in insertion order when duplicates are
     /// retained).
     pub fn fetch_range(&self, key: &KS::Target, time_from: i64, time_to: i64) -> Result<WindowIter<'_, VS>> {
-        let k = self.ws.key_bytes(key)?;
+        let k = self.ws.h.key_bytes(key)?;
         Ok(self.times(self.scan(true, (time_from, time_to), Some(k))))
     }
 
@@ -283,7 +235,7 @@ impl<KS: Serde, VS: Serde> WindowStoreReader<'_, KS, VS> {
         time_from: i64,
         time_to: i64,
     ) -> Result<WindowIter<'_, VS>> {
-        let k = self.ws.key_bytes(key)?;
+        let k = self.ws.h.key_bytes(key)?;
         Ok(self.times(self.scan(false, (time_from, time_to), Some(k))))
     }
 
@@ -343,8 +295,8 @@ impl<KS: OrderedSerde, VS: Serde> WindowStoreReader<'_, KS, VS> {
         key_to: Option<&KS::Target>,
         (from, to): (i64, i64),
     ) -> Result<KeyWindowIter<'_, KS, VS>> {
-        let lo = key_from.map(|k| self.ws.key_bytes(k)).transpose()?;
-        let hi = key_to.map(|k| self.ws.key_bytes(k)).transpose()?;
+        let lo = key_from.map(|k| self.ws.h.key_bytes(k)).transpose()?;
+        let hi = key_to.map(|k| self.ws.h.key_bytes(k)).transpose()?;
         let span = segment_span(&self.ws.segments, from, to);
         let (range_lo, range_hi) = (lo.clone(), hi.clone());
         let range = Box::new(move |seg: i64| {
@@ -441,7 +393,7 @@ pub struct KeyWindowIter<'r, KS: Serde, VS: Serde> {
 impl<KS: Serde, VS: Serde> std::fmt::Debug for KeyWindowIter<'_, KS, VS> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KeyWindowIter")
-            .field("store", &self.ws.name)
+            .field("store", &self.ws.h.name)
             .finish_non_exhaustive()
     }
 }
@@ -454,6 +406,6 @@ impl<KS: Serde, VS: Serde> Iterator for KeyWindowIter<'_, KS, VS> {
             Ok(kv) => kv,
             Err(e) => return Some(Err(e)),
         };
-        Some(self.ws.windowed(&k).and_then(|w| Ok((w, self.ws.value(&v)?))))
+        Some(self.ws.windowed(&k).and_then(|w| Ok((w, self.ws.h.value(&v)?))))
     }
 }
