@@ -11,6 +11,7 @@ use bytes::Bytes;
 
 use crate::KeyRange;
 use crate::error::{Result, SerdeError, StoreError};
+use crate::handle::StoreHandle;
 use crate::iter::KeyValueIter;
 use crate::serde::{OrderedSerde, Serde};
 use crate::store::KeyValueStore;
@@ -80,10 +81,7 @@ const MAX_KEPT_BUFFER: usize = 64 * 1024;
 /// let _ = reader.range_inclusive(&-5, &5); // error: I64Serde is not an OrderedSerde
 /// ```
 pub struct KvStore<KS: Serde, VS: Serde> {
-    store: SharedKeyValueStore,
-    key_serde: KS,
-    value_serde: VS,
-    name: Rc<str>,
+    h: StoreHandle<KS, VS>,
     key_buf: RefCell<Vec<u8>>,
     value_buf: RefCell<Vec<u8>>,
 }
@@ -91,10 +89,7 @@ pub struct KvStore<KS: Serde, VS: Serde> {
 impl<KS: Serde + Clone, VS: Serde + Clone> Clone for KvStore<KS, VS> {
     fn clone(&self) -> Self {
         Self {
-            store: Rc::clone(&self.store),
-            key_serde: self.key_serde.clone(),
-            value_serde: self.value_serde.clone(),
-            name: Rc::clone(&self.name),
+            h: self.h.clone(),
             key_buf: RefCell::default(),
             value_buf: RefCell::default(),
         }
@@ -104,7 +99,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> Clone for KvStore<KS, VS> {
 impl<KS: Serde, VS: Serde> std::fmt::Debug for KvStore<KS, VS> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KvStore")
-            .field("name", &self.name)
+            .field("name", &self.h.name)
             .finish_non_exhaustive()
     }
 }
@@ -129,14 +124,8 @@ impl<KS: Serde, VS: Serde> KvStore<KS, VS> {
     pub fn new(store: SharedKeyValueStore, key_serde: KS, value_serde: VS) -> Self {
         // The store is only mutably borrowed during a handle's write call, so this borrow
         // succeeds unless a handle is created from inside a flush listener.
-        let name: Rc<str> = store
-            .try_borrow()
-            .map_or_else(|_| Rc::from("<borrowed>"), |s| Rc::from(s.name()));
         Self {
-            store,
-            key_serde,
-            value_serde,
-            name,
+            h: StoreHandle::new(store, key_serde, value_serde),
             key_buf: RefCell::default(),
             value_buf: RefCell::default(),
         }
@@ -144,12 +133,12 @@ impl<KS: Serde, VS: Serde> KvStore<KS, VS> {
 
     /// The store's name.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.h.name
     }
 
     /// The serde of this handle's values.
     pub fn value_serde(&self) -> &VS {
-        &self.value_serde
+        &self.h.value_serde
     }
 
     /// A handle to the same store reading and writing values with `value_serde` instead
@@ -160,60 +149,47 @@ impl<KS: Serde, VS: Serde> KvStore<KS, VS> {
         KS: Clone,
     {
         KvStore {
-            store: Rc::clone(&self.store),
-            key_serde: self.key_serde.clone(),
-            value_serde,
-            name: Rc::clone(&self.name),
+            h: StoreHandle {
+                store: Rc::clone(&self.h.store),
+                key_serde: self.h.key_serde.clone(),
+                value_serde,
+                name: Rc::clone(&self.h.name),
+            },
             key_buf: RefCell::default(),
             value_buf: RefCell::default(),
         }
     }
 
-    fn serde_err(&self, source: SerdeError) -> StoreError {
-        StoreError::Serde {
-            store: self.name.to_string(),
-            source,
-        }
-    }
-
-    fn borrowed(&self, access: &str) -> StoreError {
-        StoreError::Borrowed {
-            store: self.name.to_string(),
-            message: format!("cannot {access}: the store is borrowed (drop open readers first)"),
-        }
-    }
-
     fn reading(&self) -> Result<Ref<'_, Box<dyn KeyValueStore>>> {
-        self.store.try_borrow().map_err(|_| self.borrowed("read"))
+        self.h.reading()
     }
 
     fn writing<R>(&self, f: impl FnOnce(&mut dyn KeyValueStore) -> Result<R>) -> Result<R> {
-        let mut store = self.store.try_borrow_mut().map_err(|_| self.borrowed("write"))?;
-        f(&mut **store)
+        self.h.writing("write", f)
     }
 
     fn key_bytes<R>(&self, key: &KS::Target, f: impl FnOnce(&[u8]) -> Result<R>) -> Result<R> {
         with_buf(&self.key_buf, |buf| {
-            self.key_serde
+            self.h
+                .key_serde
                 .serialize_into(key, buf)
-                .map_err(|e| self.serde_err(e))?;
+                .map_err(|e| self.h.serde_err(e))?;
             f(buf)
         })
     }
 
     fn value_bytes<R>(&self, value: &VS::Target, f: impl FnOnce(&[u8]) -> Result<R>) -> Result<R> {
         with_buf(&self.value_buf, |buf| {
-            self.value_serde
+            self.h
+                .value_serde
                 .serialize_into(value, buf)
-                .map_err(|e| self.serde_err(e))?;
+                .map_err(|e| self.h.serde_err(e))?;
             f(buf)
         })
     }
 
     fn value(&self, bytes: Option<Bytes>) -> Result<Option<VS::Target>> {
-        bytes
-            .map(|b| self.value_serde.deserialize(&b).map_err(|e| self.serde_err(e)))
-            .transpose()
+        bytes.map(|b| self.h.value(&b)).transpose()
     }
 
     /// The value of `key`, if any.
@@ -241,8 +217,8 @@ impl<KS: Serde, VS: Serde> KvStore<KS, VS> {
     pub fn put_all(&self, entries: &[(KS::Target, VS::Target)]) -> Result<()> {
         let mut bytes = Vec::with_capacity(entries.len());
         for (k, v) in entries {
-            let k = self.key_serde.serialize(k).map_err(|e| self.serde_err(e))?;
-            let v = self.value_serde.serialize(v).map_err(|e| self.serde_err(e))?;
+            let k = self.h.key_bytes(k)?;
+            let v = self.h.value_bytes(v)?;
             bytes.push((Bytes::from(k), Bytes::from(v)));
         }
         self.writing(|s| s.put_all(&bytes))
@@ -299,10 +275,12 @@ impl<KS: Serde, VS: Serde + Clone> KvStore<KS, VS> {
     /// built with a type-erased key serde, for range and prefix scans.
     pub fn with_key_serde<KS2: Serde<Target = KS::Target>>(&self, key_serde: KS2) -> KvStore<KS2, VS> {
         KvStore {
-            store: Rc::clone(&self.store),
-            key_serde,
-            value_serde: self.value_serde.clone(),
-            name: Rc::clone(&self.name),
+            h: StoreHandle {
+                store: Rc::clone(&self.h.store),
+                key_serde,
+                value_serde: self.h.value_serde.clone(),
+                name: Rc::clone(&self.h.name),
+            },
             key_buf: RefCell::default(),
             value_buf: RefCell::default(),
         }
@@ -312,7 +290,7 @@ impl<KS: Serde, VS: Serde + Clone> KvStore<KS, VS> {
 impl<KS: OrderedSerde, VS: Serde> KvStore<KS, VS> {
     /// Removes every key between `from` and `to` (see [`KvStoreReader::range`]).
     pub fn delete_range(&self, from: Bound<&KS::Target>, to: Bound<&KS::Target>) -> Result<()> {
-        let range = key_range(&self.key_serde, from, to).map_err(|e| self.serde_err(e))?;
+        let range = key_range(&self.h.key_serde, from, to).map_err(|e| self.h.serde_err(e))?;
         let (from, to) = range.as_bounds();
         self.writing(|s| s.delete_range(from, to))
     }
@@ -320,7 +298,7 @@ impl<KS: OrderedSerde, VS: Serde> KvStore<KS, VS> {
     /// Removes every key whose serialized form starts with `prefix` serialized by
     /// `prefix_serde` (see [`KvStoreReader::prefix_scan`]).
     pub fn delete_prefix<PS: OrderedSerde>(&self, prefix: &PS::Target, prefix_serde: &PS) -> Result<()> {
-        let p = prefix_serde.serialize(prefix).map_err(|e| self.serde_err(e))?;
+        let p = prefix_serde.serialize(prefix).map_err(|e| self.h.serde_err(e))?;
         self.writing(|s| s.delete_prefix(&p))
     }
 }
@@ -334,7 +312,7 @@ pub struct KvStoreReader<'a, KS: Serde, VS: Serde> {
 impl<KS: Serde, VS: Serde> std::fmt::Debug for KvStoreReader<'_, KS, VS> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KvStoreReader")
-            .field("name", &self.kv.name)
+            .field("name", &self.kv.h.name)
             .finish_non_exhaustive()
     }
 }
@@ -343,9 +321,9 @@ impl<KS: Serde, VS: Serde> KvStoreReader<'_, KS, VS> {
     fn typed<'r>(&'r self, inner: KeyValueIter<'r>) -> TypedIter<'r, KS, VS> {
         TypedIter {
             inner,
-            key_serde: &self.kv.key_serde,
-            value_serde: &self.kv.value_serde,
-            store: &self.kv.name,
+            key_serde: &self.kv.h.key_serde,
+            value_serde: &self.kv.h.value_serde,
+            store: &self.kv.h.name,
         }
     }
 
@@ -373,7 +351,7 @@ impl<KS: Serde, VS: Serde> KvStoreReader<'_, KS, VS> {
 
 impl<KS: OrderedSerde, VS: Serde> KvStoreReader<'_, KS, VS> {
     fn bounds(&self, from: Bound<&KS::Target>, to: Bound<&KS::Target>) -> Result<KeyRange> {
-        key_range(&self.kv.key_serde, from, to).map_err(|e| self.kv.serde_err(e))
+        key_range(&self.kv.h.key_serde, from, to).map_err(|e| self.kv.h.serde_err(e))
     }
 
     /// The entries with keys between `from` and `to`, ascending. A range whose lower end
@@ -408,7 +386,9 @@ impl<KS: OrderedSerde, VS: Serde> KvStoreReader<'_, KS, VS> {
         prefix: &PS::Target,
         prefix_serde: &PS,
     ) -> Result<TypedIter<'_, KS, VS>> {
-        let p = prefix_serde.serialize(prefix).map_err(|e| self.kv.serde_err(e))?;
+        let p = prefix_serde
+            .serialize(prefix)
+            .map_err(|e| self.kv.h.serde_err(e))?;
         Ok(self.typed(self.store.prefix_scan(&p)?))
     }
 }
