@@ -10,9 +10,8 @@ use crate::serde::{BytesSerde, Serde};
 use crate::session::SessionStore;
 use crate::store::KeyValueStore;
 use crate::typed::SharedKeyValueStore;
-use crate::window::retention::{SegmentedSpec, build_segmented};
-use crate::window::schema::{Schema, Segments};
-use crate::window::{millis, segmented_changelog_config};
+use crate::window::SegmentedRecipe;
+use crate::window::schema::Schema;
 
 /// Builds session stores with keys of `KS` and values of `VS`. Made by
 /// [`Stores::in_memory_session_store`](crate::Stores::in_memory_session_store) or
@@ -23,13 +22,9 @@ use crate::window::{millis, segmented_changelog_config};
 /// [`with_logging`](Self::with_logging) overrides single properties over those.
 #[derive(Debug, Clone)]
 pub struct SessionStoreBuilder<KS, VS> {
-    name: String,
-    persistent: bool,
+    recipe: SegmentedRecipe,
     key_serde: KS,
     value_serde: VS,
-    segments: Segments,
-    logging: Option<BTreeMap<String, String>>,
-    caching: bool,
 }
 
 impl<KS, VS> SessionStoreBuilder<KS, VS> {
@@ -40,51 +35,46 @@ impl<KS, VS> SessionStoreBuilder<KS, VS> {
         key_serde: KS,
         value_serde: VS,
     ) -> Self {
-        let segments = Segments::new(millis(retention));
         Self {
-            name,
-            persistent,
+            recipe: SegmentedRecipe::new(name, persistent, retention),
             key_serde,
             value_serde,
-            segments,
-            logging: Some(segmented_changelog_config(segments.retention, [])),
-            caching: false,
         }
     }
 
     /// Puts a write-back cache in front of the store.
     pub fn with_caching(mut self) -> Self {
-        self.caching = true;
+        self.recipe.caching = true;
         self
     }
 
     /// Builds the store without a cache (the default).
     pub fn without_caching(mut self) -> Self {
-        self.caching = false;
+        self.recipe.caching = false;
         self
     }
 
     /// Logs every change to a changelog topic created with the defaults and
     /// `topic_config` over them.
     pub fn with_logging(mut self, topic_config: impl IntoIterator<Item = (String, String)>) -> Self {
-        self.logging = Some(segmented_changelog_config(self.segments.retention, topic_config));
+        self.recipe.log_with(topic_config);
         self
     }
 
     /// Builds the store without a changelog: it is not restored after a failure.
     pub fn without_logging(mut self) -> Self {
-        self.logging = None;
+        self.recipe.logging = None;
         self
     }
 
     /// The retention (ms): how far behind the stream time session ends stay visible.
     pub fn retention_ms(&self) -> i64 {
-        self.segments.retention
+        self.recipe.segments.retention
     }
 
     /// The segment interval (ms): `max(retention / 2, 60 s)`.
     pub fn segment_interval_ms(&self) -> i64 {
-        self.segments.interval
+        self.recipe.segments.interval
     }
 }
 
@@ -105,36 +95,31 @@ impl<KS: Serde + Clone, VS: Serde + Clone> SessionStoreBuilder<KS, VS> {
             store,
             self.key_serde.clone(),
             self.value_serde.clone(),
-            self.segments,
+            self.recipe.segments,
         )
     }
 }
 
 impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for SessionStoreBuilder<KS, VS> {
     fn name(&self) -> &str {
-        &self.name
+        &self.recipe.name
     }
 
     fn persistent(&self) -> bool {
-        self.persistent
+        self.recipe.persistent
     }
 
     fn logging_config(&self) -> Option<&BTreeMap<String, String>> {
-        self.logging.as_ref()
+        self.recipe.logging.as_ref()
     }
 
     fn caching(&self) -> bool {
-        self.caching
+        self.recipe.caching
     }
 
     fn build(&self, ctx: StoreBuildContext) -> Result<Box<dyn KeyValueStore>> {
-        let spec = SegmentedSpec {
-            schema: Schema::Session,
-            segments: self.segments,
-            retain_duplicates: false,
-        };
-        let logged = self.logging.is_some();
-        build_segmented(&self.name, self.persistent, logged, self.caching, spec, ctx)
+        self.recipe
+            .build(Schema::Session, false, self.recipe.caching, ctx)
     }
 
     fn typed_handle(&self, store: SharedKeyValueStore) -> Box<dyn Any> {
@@ -144,13 +129,9 @@ impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for SessionStoreBuilder<
     fn layout(&self) -> StoreLayout {
         StoreLayout::Session {
             store: SessionStoreBuilder {
-                name: self.name.clone(),
-                persistent: self.persistent,
+                recipe: self.recipe.clone(),
                 key_serde: BytesSerde,
                 value_serde: BytesSerde,
-                segments: self.segments,
-                logging: self.logging.clone(),
-                caching: self.caching,
             },
         }
     }

@@ -41,6 +41,53 @@ pub(crate) fn segmented_changelog_config(
     config
 }
 
+/// What the window and the session store builders share: the store's name, whether it is
+/// persistent, its segments, its changelog configuration (`None`: not logged) and whether
+/// it is cached. A new recipe is logged with [`segmented_changelog_config`] and not cached.
+#[derive(Debug, Clone)]
+pub(crate) struct SegmentedRecipe {
+    pub(crate) name: String,
+    pub(crate) persistent: bool,
+    pub(crate) segments: Segments,
+    pub(crate) logging: Option<BTreeMap<String, String>>,
+    pub(crate) caching: bool,
+}
+
+impl SegmentedRecipe {
+    pub(crate) fn new(name: String, persistent: bool, retention: Duration) -> Self {
+        let segments = Segments::new(millis(retention));
+        Self {
+            name,
+            persistent,
+            segments,
+            logging: Some(segmented_changelog_config(segments.retention, [])),
+            caching: false,
+        }
+    }
+
+    /// Logs to a changelog created with the defaults and `topic_config` over them.
+    pub(crate) fn log_with(&mut self, topic_config: impl IntoIterator<Item = (String, String)>) {
+        self.logging = Some(segmented_changelog_config(self.segments.retention, topic_config));
+    }
+
+    /// Builds the bytes store of `schema` (`caching`: whether a cache goes in front).
+    pub(crate) fn build(
+        &self,
+        schema: Schema,
+        retain_duplicates: bool,
+        caching: bool,
+        ctx: StoreBuildContext,
+    ) -> Result<Box<dyn KeyValueStore>> {
+        let spec = SegmentedSpec {
+            schema,
+            segments: self.segments,
+            retain_duplicates,
+        };
+        let logged = self.logging.is_some();
+        build_segmented(&self.name, self.persistent, logged, caching, spec, ctx)
+    }
+}
+
 /// Builds window stores with keys of `KS` and values of `VS`. Made by
 /// [`Stores::in_memory_window_store`](crate::Stores::in_memory_window_store) or
 /// [`Stores::persistent_window_store`](crate::Stores::persistent_window_store).
@@ -53,15 +100,11 @@ pub(crate) fn segmented_changelog_config(
 /// overrides single properties and keeps the others.
 #[derive(Debug, Clone)]
 pub struct WindowStoreBuilder<KS, VS> {
-    name: String,
-    persistent: bool,
+    recipe: SegmentedRecipe,
     key_serde: KS,
     value_serde: VS,
-    segments: Segments,
     window_size: i64,
     retain_duplicates: bool,
-    logging: Option<BTreeMap<String, String>>,
-    caching: bool,
 }
 
 impl<KS, VS> WindowStoreBuilder<KS, VS> {
@@ -73,54 +116,49 @@ impl<KS, VS> WindowStoreBuilder<KS, VS> {
         key_serde: KS,
         value_serde: VS,
     ) -> Self {
-        let segments = Segments::new(millis(retention));
         Self {
-            name,
-            persistent,
+            recipe: SegmentedRecipe::new(name, persistent, retention),
             key_serde,
             value_serde,
-            segments,
             window_size: millis(window_size),
             retain_duplicates,
-            logging: Some(segmented_changelog_config(segments.retention, [])),
-            caching: false,
         }
     }
 
     /// Puts a write-back cache in front of the store (ignored when duplicates are
     /// retained: every put is a new entry, there is nothing to deduplicate).
     pub fn with_caching(mut self) -> Self {
-        self.caching = true;
+        self.recipe.caching = true;
         self
     }
 
     /// Builds the store without a cache (the default).
     pub fn without_caching(mut self) -> Self {
-        self.caching = false;
+        self.recipe.caching = false;
         self
     }
 
     /// Logs every change to a changelog topic created with the defaults and
     /// `topic_config` over them.
     pub fn with_logging(mut self, topic_config: impl IntoIterator<Item = (String, String)>) -> Self {
-        self.logging = Some(segmented_changelog_config(self.segments.retention, topic_config));
+        self.recipe.log_with(topic_config);
         self
     }
 
     /// Builds the store without a changelog: it is not restored after a failure.
     pub fn without_logging(mut self) -> Self {
-        self.logging = None;
+        self.recipe.logging = None;
         self
     }
 
     /// The retention (ms): how far behind the stream time windows stay visible.
     pub fn retention_ms(&self) -> i64 {
-        self.segments.retention
+        self.recipe.segments.retention
     }
 
     /// The segment interval (ms): `max(retention / 2, 60 s)`.
     pub fn segment_interval_ms(&self) -> i64 {
-        self.segments.interval
+        self.recipe.segments.interval
     }
 
     /// The window size (ms).
@@ -151,7 +189,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> WindowStoreBuilder<KS, VS> {
             store,
             self.key_serde.clone(),
             self.value_serde.clone(),
-            self.segments,
+            self.recipe.segments,
             self.window_size,
             self.retain_duplicates,
         )
@@ -160,36 +198,25 @@ impl<KS: Serde + Clone, VS: Serde + Clone> WindowStoreBuilder<KS, VS> {
 
 impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for WindowStoreBuilder<KS, VS> {
     fn name(&self) -> &str {
-        &self.name
+        &self.recipe.name
     }
 
     fn persistent(&self) -> bool {
-        self.persistent
+        self.recipe.persistent
     }
 
     fn logging_config(&self) -> Option<&BTreeMap<String, String>> {
-        self.logging.as_ref()
+        self.recipe.logging.as_ref()
     }
 
     fn caching(&self) -> bool {
-        self.caching && !self.retain_duplicates
+        self.recipe.caching && !self.retain_duplicates
     }
 
     fn build(&self, ctx: StoreBuildContext) -> Result<Box<dyn KeyValueStore>> {
-        let spec = SegmentedSpec {
-            schema: Schema::Window,
-            segments: self.segments,
-            retain_duplicates: self.retain_duplicates,
-        };
         let caching = StoreBuilder::caching(self);
-        build_segmented(
-            &self.name,
-            self.persistent,
-            self.logging.is_some(),
-            caching,
-            spec,
-            ctx,
-        )
+        self.recipe
+            .build(Schema::Window, self.retain_duplicates, caching, ctx)
     }
 
     fn typed_handle(&self, store: SharedKeyValueStore) -> Box<dyn Any> {
@@ -199,15 +226,11 @@ impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for WindowStoreBuilder<K
     fn layout(&self) -> StoreLayout {
         StoreLayout::Window {
             store: WindowStoreBuilder {
-                name: self.name.clone(),
-                persistent: self.persistent,
+                recipe: self.recipe.clone(),
                 key_serde: BytesSerde,
                 value_serde: BytesSerde,
-                segments: self.segments,
                 window_size: self.window_size,
                 retain_duplicates: self.retain_duplicates,
-                logging: self.logging.clone(),
-                caching: self.caching,
             },
             timestamped: self.value_serde.is_value_and_timestamp(),
         }

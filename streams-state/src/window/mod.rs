@@ -80,7 +80,7 @@ pub(crate) mod schema;
 mod store;
 
 pub use builder::{ADDITIONAL_CHANGELOG_RETENTION_MS, WindowStoreBuilder};
-pub(crate) use builder::{millis, segmented_changelog_config};
+pub(crate) use builder::{SegmentedRecipe, millis};
 pub use store::{KeyWindowIter, WindowIter, WindowStore, WindowStoreReader};
 pub(crate) use store::{key_range_upper, segment_bounds};
 
