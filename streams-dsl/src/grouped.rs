@@ -32,6 +32,43 @@ impl<K, V> Clone for KGroupedStream<K, V> {
     }
 }
 
+impl<K, V> KStream<K, V> {
+    /// Names the node of the aggregation `op` of this stream materialized as `materialized`:
+    /// the store's name if given, else the name set by `named`; an unnamed one is checked
+    /// against the naming policy.
+    pub(crate) fn aggregation_node<A>(&self, op: &str, materialized: &Materialized<K, A>) -> String {
+        let given = materialized.name.clone().or_else(|| self.next_name.clone());
+        self.shared.check_named(given.is_some(), &self.node, "a store");
+        self.shared.name(given.as_deref(), &self.node, op)
+    }
+
+    /// The store of the aggregation `node`: its name (`<node>-store` unless named) and its
+    /// key and value serdes (the materialized ones, else the stream's key serde and
+    /// `value_fallback`). `None` after reporting [`DslIssue::MissingSerde`] if one is
+    /// missing.
+    pub(crate) fn aggregation_store<A>(
+        &self,
+        node: &str,
+        materialized: &Materialized<K, A>,
+        value_fallback: Option<DynSerde<A>>,
+    ) -> Option<(String, DynSerde<K>, DynSerde<A>)> {
+        let store = materialized
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("{node}-store"));
+        let ks = materialized.key_serde.clone().or_else(|| self.key_serde.clone());
+        let vs = materialized.value_serde.clone().or(value_fallback);
+        let (Some(ks), Some(vs)) = (ks, vs) else {
+            self.shared.issue(DslIssue::MissingSerde {
+                operator: node.to_owned(),
+                what: "store key or value",
+            });
+            return None;
+        };
+        Some((store, ks, vs))
+    }
+}
+
 impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     /// Groups the records by their key, repartitioning first if the key changed upstream.
     pub fn group_by_key(&self, grouped: Grouped<K, V>) -> KGroupedStream<K, V> {
@@ -180,20 +217,8 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
         value_fallback: Option<DynSerde<A>>,
     ) -> KTable<K, A> {
         let s = &self.stream;
-        let given = materialized.name.clone().or_else(|| s.next_name.clone());
-        s.shared.check_named(given.is_some(), &s.node, "a store");
-        let node = s.shared.name(given.as_deref(), &s.node, op);
-        let store = materialized
-            .name
-            .clone()
-            .unwrap_or_else(|| format!("{node}-store"));
-        let ks = materialized.key_serde.clone().or_else(|| s.key_serde.clone());
-        let vs = materialized.value_serde.clone().or(value_fallback);
-        let (Some(ks), Some(vs)) = (ks, vs) else {
-            s.shared.issue(DslIssue::MissingSerde {
-                operator: node.clone(),
-                what: "store key or value",
-            });
+        let node = s.aggregation_node(op, &materialized);
+        let Some((store, ks, vs)) = s.aggregation_store(&node, &materialized, value_fallback) else {
             return KTable::new(s.shared.clone(), node, None);
         };
         let (ks_out, vs_out) = (ks.clone(), vs.clone());

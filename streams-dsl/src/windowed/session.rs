@@ -165,9 +165,7 @@ impl<K: Clone + PartialEq + 'static, V: Clone + 'static> SessionWindowedKStream<
     ) -> KTable<Windowed<K>, A> {
         let s = self.grouped.stream();
         let windows = self.windows;
-        let given = materialized.name.clone().or_else(|| s.next_name.clone());
-        s.shared.check_named(given.is_some(), &s.node, "a store");
-        let node = s.shared.name(given.as_deref(), &s.node, op);
+        let node = s.aggregation_node(op, &materialized);
         let least_ms = windows.min_retention_ms();
         let retention_ms = materialized.retention.map_or(least_ms, millis);
         if retention_ms < least_ms {
@@ -177,17 +175,7 @@ impl<K: Clone + PartialEq + 'static, V: Clone + 'static> SessionWindowedKStream<
                 least_ms,
             });
         }
-        let store = materialized
-            .name
-            .clone()
-            .unwrap_or_else(|| format!("{node}-store"));
-        let ks = materialized.key_serde.clone().or_else(|| s.key_serde.clone());
-        let vs = materialized.value_serde.clone().or(value_fallback);
-        let (Some(ks), Some(vs)) = (ks, vs) else {
-            s.shared.issue(DslIssue::MissingSerde {
-                operator: node.clone(),
-                what: "store key or value",
-            });
+        let Some((store, ks, vs)) = s.aggregation_store(&node, &materialized, value_fallback) else {
             return KTable::new(s.shared.clone(), node, None);
         };
         let on_close = self.emit.is_on_window_close();

@@ -215,9 +215,7 @@ where
     A: Clone + 'static,
 {
     let s = grouped.stream();
-    let given = materialized.name.clone().or_else(|| s.next_name.clone());
-    s.shared.check_named(given.is_some(), &s.node, "a store");
-    let node = s.shared.name(given.as_deref(), &s.node, op);
+    let node = s.aggregation_node(op, &materialized);
     if let Kind::Time(w) = kind
         && !w.valid()
     {
@@ -235,17 +233,7 @@ where
             least_ms: kind.min_retention_ms(),
         });
     }
-    let store = materialized
-        .name
-        .clone()
-        .unwrap_or_else(|| format!("{node}-store"));
-    let ks = materialized.key_serde.clone().or_else(|| s.key_serde.clone());
-    let vs = materialized.value_serde.clone().or(value_fallback);
-    let (Some(ks), Some(vs)) = (ks, vs) else {
-        s.shared.issue(DslIssue::MissingSerde {
-            operator: node.clone(),
-            what: "store key or value",
-        });
+    let Some((store, ks, vs)) = s.aggregation_store(&node, &materialized, value_fallback) else {
         return KTable::new(s.shared.clone(), node, None);
     };
     let window_ms = kind.window_ms();
