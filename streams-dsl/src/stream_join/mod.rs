@@ -51,6 +51,7 @@ use std::time::Duration;
 
 use streams_core::{Stores, WindowStoreRef};
 
+use crate::builder::Shared;
 use crate::error::DslIssue;
 use crate::kstream::KStream;
 use crate::options::DynSerde;
@@ -217,41 +218,35 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             right_outer: joiners.right_outer,
         });
 
-        let (this_ref, other_ref) = (stores.this.clone(), stores.other.clone());
-        let (pair, outer_this, serde) = (joiners.left, outer_params.clone(), v1s.clone());
-        shared.processor_with(
-            &this_side,
-            move |ctx| {
-                Ok(JoinSide {
-                    left: true,
-                    windows,
-                    this_store: ctx.window_store(&this_ref)?,
-                    other_store: ctx.window_store(&other_ref)?,
-                    this_serde: serde.clone(),
-                    pair: pair.clone(),
-                    outer: outer_this.as_ref().map(|o| o.open(ctx)).transpose()?,
-                    tracker: shared_tracker(join_id, ctx.task_id(), true),
-                })
-            },
-            &left.node,
+        let this_spec = SideSpec {
+            left: true,
+            this: stores.this.clone(),
+            other: stores.other.clone(),
+            this_serde: v1s.clone(),
+            pair: joiners.left,
+        };
+        add_side(
+            shared,
+            (&this_side, &left.node),
+            windows,
+            join_id,
+            this_spec,
+            outer_params.clone(),
         );
-        let (this_ref, other_ref) = (stores.this.clone(), stores.other.clone());
-        let (pair, outer_other, serde) = (joiners.right, outer_params, v2s.clone());
-        shared.processor_with(
-            &other_side,
-            move |ctx| {
-                Ok(JoinSide {
-                    left: false,
-                    windows,
-                    this_store: ctx.window_store(&other_ref)?,
-                    other_store: ctx.window_store(&this_ref)?,
-                    this_serde: serde.clone(),
-                    pair: pair.clone(),
-                    outer: outer_other.as_ref().map(|o| o.open(ctx)).transpose()?,
-                    tracker: shared_tracker(join_id, ctx.task_id(), false),
-                })
-            },
-            &right.node,
+        let other_spec = SideSpec {
+            left: false,
+            this: stores.other.clone(),
+            other: stores.this.clone(),
+            this_serde: v2s.clone(),
+            pair: joiners.right,
+        };
+        add_side(
+            shared,
+            (&other_side, &right.node),
+            windows,
+            join_id,
+            other_spec,
+            outer_params,
         );
         let merge: OpFn<K, VR, K, VR> = Arc::new(|r, emit| emit(r));
         let mut names = vec![stores.this.name().to_owned(), stores.other.name().to_owned()];
@@ -267,6 +262,58 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         });
         left.derive(node, Some(ks), None, false)
     }
+}
+
+/// One side of a join: whether it is the left one, its own store and the other side's,
+/// the serde of its values and its joiner.
+struct SideSpec<K, VT, VO, VR> {
+    left: bool,
+    this: WindowStoreRef<DynSerde<K>, DynSerde<VT>>,
+    other: WindowStoreRef<DynSerde<K>, DynSerde<VO>>,
+    this_serde: DynSerde<VT>,
+    pair: PairFn<K, VT, VO, VR>,
+}
+
+/// Adds the processor `name` of one side, fed by `parent`; `outer` is set for left and
+/// outer joins.
+fn add_side<K, VT, VO, V1, V2, VR>(
+    shared: &Shared,
+    (name, parent): (&str, &str),
+    windows: JoinWindows,
+    join_id: u64,
+    side: SideSpec<K, VT, VO, VR>,
+    outer: Option<OuterParams<K, V1, V2, VR>>,
+) where
+    K: Clone + 'static,
+    VT: Clone + 'static,
+    VO: Clone + 'static,
+    V1: 'static,
+    V2: 'static,
+    VR: Clone + 'static,
+{
+    let SideSpec {
+        left,
+        this,
+        other,
+        this_serde,
+        pair,
+    } = side;
+    shared.processor_with(
+        name,
+        move |ctx| {
+            Ok(JoinSide {
+                left,
+                windows,
+                this_store: ctx.window_store(&this)?,
+                other_store: ctx.window_store(&other)?,
+                this_serde: this_serde.clone(),
+                pair: pair.clone(),
+                outer: outer.as_ref().map(|o| o.open(ctx)).transpose()?,
+                tracker: shared_tracker(join_id, ctx.task_id(), left),
+            })
+        },
+        parent,
+    );
 }
 
 /// `stream`, or (when its key changed upstream) `stream` through the repartition topic
