@@ -8,36 +8,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
-
 use streams_core::serdes::StringSerde;
 use streams_core::state::serde::NullableSerde;
-use streams_core::{KafkaStreams, State, StreamsConfig};
 use streams_dsl::{Materialized, Produced, StreamsBuilder};
-use streams_test_utils::kafka::{self, ConsumeUntil, ConsumedRecord, ProduceRecord};
+use streams_test_utils::kafka::{self, ConsumedRecord, ProduceRecord};
 
-fn config(bootstrap: &str, app_id: &str, state_dir: &std::path::Path) -> StreamsConfig {
-    let dir = state_dir.display().to_string();
-    StreamsConfig::from_properties([
-        ("application.id", app_id),
-        ("bootstrap.servers", bootstrap),
-        ("state.dir", dir.as_str()),
-        ("commit.interval.ms", "200"),
-        ("consumer.session.timeout.ms", "6000"),
-        ("consumer.heartbeat.interval.ms", "500"),
-    ])
-    .unwrap()
-}
-
-fn read(bootstrap: &str, topic: &str) -> Vec<ConsumedRecord> {
-    kafka::consume_all(
-        bootstrap,
-        topic,
-        ConsumeUntil::Idle(Duration::ZERO),
-        Duration::from_secs(60),
-        false,
-    )
-    .unwrap()
-}
+#[path = "common/kafka.rs"]
+mod broker;
 
 /// The joined table the output topic describes: the last value per key, a tombstone
 /// deleting it (each key is written by one task, in order).
@@ -150,13 +127,7 @@ fn foreign_key_join_on_the_broker_across_two_and_three_partitions() {
     kafka::produce(&bootstrap, &orders, &o, Duration::from_secs(60)).unwrap();
 
     let state = tempfile::tempdir().unwrap();
-    let mut app = KafkaStreams::new(topology, config(&bootstrap, &app_id, state.path())).unwrap();
-    app.start().unwrap();
-    assert!(
-        app.wait_for_state(State::Running, Duration::from_secs(60)),
-        "{:?}",
-        app.state()
-    );
+    let mut app = broker::start(topology, broker::config(&bootstrap, &app_id, state.path()));
     let registration = format!("{app_id}-enriched-subscription-registration-topic");
     let response = format!("{app_id}-enriched-subscription-response-topic");
     kafka::wait_for_topic(&bootstrap, &registration, 3, Duration::from_secs(10)).unwrap();
@@ -165,7 +136,7 @@ fn foreign_key_join_on_the_broker_across_two_and_three_partitions() {
     let converge = |expected: BTreeMap<String, String>, phase: &str| {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
-            let actual = table_of(&read(&bootstrap, &joined));
+            let actual = table_of(&broker::read_all(&bootstrap, &joined));
             if actual == expected {
                 return;
             }
@@ -214,7 +185,7 @@ fn foreign_key_join_on_the_broker_across_two_and_three_partitions() {
     // The subscriptions went to all three partitions of the registration topic, and the
     // responses came back to both partitions of the response topic.
     let partitions = |topic: &str| {
-        read(&bootstrap, topic)
+        broker::read_all(&bootstrap, topic)
             .iter()
             .map(|r| r.partition)
             .collect::<BTreeSet<_>>()
@@ -222,11 +193,11 @@ fn foreign_key_join_on_the_broker_across_two_and_three_partitions() {
     assert_eq!(partitions(&registration), BTreeSet::from([0, 1, 2]));
     assert_eq!(partitions(&response), BTreeSet::from([0, 1]));
     // Every response went back to the partition its order is read from.
-    let order_partition: BTreeMap<String, i32> = read(&bootstrap, &orders)
+    let order_partition: BTreeMap<String, i32> = broker::read_all(&bootstrap, &orders)
         .iter()
         .map(|r| (r.key_str().unwrap(), r.partition))
         .collect();
-    for r in read(&bootstrap, &response) {
+    for r in broker::read_all(&bootstrap, &response) {
         assert_eq!(
             Some(&r.partition),
             order_partition.get(&r.key_str().unwrap()),

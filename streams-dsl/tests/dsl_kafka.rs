@@ -5,25 +5,14 @@
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
-
+use streams_core::StreamsConfig;
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
-use streams_core::{KafkaStreams, State, StreamsConfig};
 use streams_dsl::{Consumed, Grouped, Materialized, Produced, StreamsBuilder};
-use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
+use streams_test_utils::kafka::{self, ProduceRecord};
 
-fn config(bootstrap: &str, app_id: &str, state_dir: &std::path::Path) -> StreamsConfig {
-    let dir = state_dir.display().to_string();
-    StreamsConfig::from_properties([
-        ("application.id", app_id),
-        ("bootstrap.servers", bootstrap),
-        ("state.dir", dir.as_str()),
-        ("commit.interval.ms", "200"),
-        ("consumer.session.timeout.ms", "6000"),
-        ("consumer.heartbeat.interval.ms", "500"),
-    ])
-    .unwrap()
-}
+#[path = "common/kafka.rs"]
+mod broker;
 
 /// Reads `topic` until `done` holds for the string pairs read so far, or fails.
 fn wait_for(
@@ -33,14 +22,7 @@ fn wait_for(
 ) -> Vec<(String, Vec<u8>)> {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let records = kafka::consume_all(
-            bootstrap,
-            topic,
-            ConsumeUntil::Idle(Duration::ZERO),
-            Duration::from_secs(60),
-            false,
-        )
-        .unwrap();
+        let records = broker::read_all(bootstrap, topic);
         let pairs: Vec<(String, Vec<u8>)> = records
             .iter()
             .map(|r| (r.key_str().unwrap(), r.value.clone().unwrap_or_default()))
@@ -87,14 +69,8 @@ fn word_count_on_the_broker_through_a_repartition_topic() {
     kafka::produce(&bootstrap, &input, &lines, Duration::from_secs(60)).unwrap();
 
     let state = tempfile::tempdir().unwrap();
-    let config = config(&bootstrap, &app_id, state.path());
-    let mut app = KafkaStreams::new(topology, config).unwrap();
-    app.start().unwrap();
-    assert!(
-        app.wait_for_state(State::Running, Duration::from_secs(60)),
-        "{:?}",
-        app.state()
-    );
+    let config = broker::config(&bootstrap, &app_id, state.path());
+    let mut app = broker::start(topology, config);
     kafka::wait_for_topic(
         &bootstrap,
         &format!("{app_id}-words-repartition"),
@@ -159,15 +135,9 @@ fn stream_table_join_on_the_broker_repartitions_to_the_table_partition_count() {
     kafka::produce(&bootstrap, &users, &names, Duration::from_secs(60)).unwrap();
 
     let state = tempfile::tempdir().unwrap();
-    let mut app = KafkaStreams::new(topology, config(&bootstrap, &app_id, state.path())).unwrap();
     // Starting checks co-partitioning: the repartition topic must get the table's 2
     // partitions, not the 4 of the clicks topic.
-    app.start().unwrap();
-    assert!(
-        app.wait_for_state(State::Running, Duration::from_secs(60)),
-        "{:?}",
-        app.state()
-    );
+    let mut app = broker::start(topology, broker::config(&bootstrap, &app_id, state.path()));
     kafka::wait_for_topic(
         &bootstrap,
         &format!("{app_id}-by-user-repartition"),
@@ -240,13 +210,7 @@ fn join_global_on_the_broker_enriches_every_partition_on_two_threads() {
         ("commit.interval.ms", "200"),
     ])
     .unwrap();
-    let mut app = KafkaStreams::new(topology, config).unwrap();
-    app.start().unwrap();
-    assert!(
-        app.wait_for_state(State::Running, Duration::from_secs(60)),
-        "{:?}",
-        app.state()
-    );
+    let mut app = broker::start(topology, config);
     // Users 10..14 are unknown: their orders are dropped.
     let orders_in: Vec<ProduceRecord> = (0..40)
         .map(|i| ProduceRecord::new(format!("order{i}"), format!("u{}", i % 15)))

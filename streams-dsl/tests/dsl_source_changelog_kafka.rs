@@ -5,35 +5,13 @@
 //! (`STREAMS_TEST_BOOTSTRAP`), failed then if `STREAMS_REQUIRE_KAFKA=1`.
 
 use std::time::{Duration, Instant};
-
+use streams_core::OffsetReset;
 use streams_core::serdes::StringSerde;
-use streams_core::{KafkaStreams, OffsetReset, State, StreamsConfig, Topology};
 use streams_dsl::{Consumed, Materialized, Optimizations, Produced, StreamsBuilder};
-use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
+use streams_test_utils::kafka::{self, ProduceRecord};
 
-fn config(bootstrap: &str, app_id: &str, state_dir: &std::path::Path) -> StreamsConfig {
-    let dir = state_dir.display().to_string();
-    StreamsConfig::from_properties([
-        ("application.id", app_id),
-        ("bootstrap.servers", bootstrap),
-        ("state.dir", dir.as_str()),
-        ("commit.interval.ms", "200"),
-        ("consumer.session.timeout.ms", "6000"),
-        ("consumer.heartbeat.interval.ms", "500"),
-    ])
-    .unwrap()
-}
-
-fn start(topology: Topology, config: StreamsConfig) -> KafkaStreams {
-    let mut app = KafkaStreams::new(topology, config).unwrap();
-    app.start().unwrap();
-    assert!(
-        app.wait_for_state(State::Running, Duration::from_secs(60)),
-        "{:?}",
-        app.state()
-    );
-    app
-}
+#[path = "common/kafka.rs"]
+mod broker;
 
 /// Polls `topic` until `done` holds for its (key, value) strings, or fails after 2 minutes.
 fn wait_for(
@@ -43,14 +21,7 @@ fn wait_for(
 ) -> Vec<(String, String)> {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let records = kafka::consume_all(
-            bootstrap,
-            topic,
-            ConsumeUntil::Idle(Duration::ZERO),
-            Duration::from_secs(60),
-            false,
-        )
-        .unwrap();
+        let records = broker::read_all(bootstrap, topic);
         let pairs: Vec<(String, String)> = records
             .iter()
             .map(|r| {
@@ -123,7 +94,10 @@ fn a_table_restores_from_its_source_topic_without_a_changelog() {
     kafka::produce(&bootstrap, &users, &names, Duration::from_secs(60)).unwrap();
 
     let first_state = tempfile::tempdir().unwrap();
-    let mut app = start(topology(), config(&bootstrap, &app_id, first_state.path()));
+    let mut app = broker::start(
+        topology(),
+        broker::config(&bootstrap, &app_id, first_state.path()),
+    );
     // The table is loaded once its records' offsets are committed.
     wait_committed(&bootstrap, &app_id, &users, 11);
     kafka::produce(&bootstrap, &clicks_topic, &clicks(0, 10), Duration::from_secs(60)).unwrap();
@@ -139,7 +113,10 @@ fn a_table_restores_from_its_source_topic_without_a_changelog() {
     // A new instance with an empty state directory: the committed offsets of `users` are
     // at its end, so the table's rows come only from restoring the store from `users`.
     let second_state = tempfile::tempdir().unwrap();
-    let mut app = start(topology(), config(&bootstrap, &app_id, second_state.path()));
+    let mut app = broker::start(
+        topology(),
+        broker::config(&bootstrap, &app_id, second_state.path()),
+    );
     // The click keyed "" comes first in its partition: once the later clicks are out, it
     // was processed, and it must have found no row.
     let mut late = vec![ProduceRecord::new("", "click-nobody")];
@@ -191,7 +168,10 @@ fn each_stream_starts_where_its_own_offset_reset_says() {
         .to(&output, Produced::with(StringSerde, StringSerde));
     let state = tempfile::tempdir().unwrap();
     // Running: the partitions are assigned, at concrete start offsets.
-    let mut app = start(b.build().unwrap(), config(&bootstrap, &app_id, state.path()));
+    let mut app = broker::start(
+        b.build().unwrap(),
+        broker::config(&bootstrap, &app_id, state.path()),
+    );
     let after: Vec<ProduceRecord> = (0..2)
         .map(|i| ProduceRecord::new("latest", format!("after{i}")))
         .collect();

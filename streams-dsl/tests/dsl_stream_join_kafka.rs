@@ -7,35 +7,16 @@
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
 use streams_core::serdes::StringSerde;
-use streams_core::{KafkaStreams, State, StreamsConfig};
 use streams_dsl::{Consumed, JoinWindows, Produced, StreamJoined, StreamsBuilder};
 use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
 
-fn config(bootstrap: &str, app_id: &str, state_dir: &std::path::Path) -> StreamsConfig {
-    let dir = state_dir.display().to_string();
-    StreamsConfig::from_properties([
-        ("application.id", app_id),
-        ("bootstrap.servers", bootstrap),
-        ("state.dir", dir.as_str()),
-        ("commit.interval.ms", "200"),
-        ("consumer.session.timeout.ms", "6000"),
-        ("consumer.heartbeat.interval.ms", "500"),
-    ])
-    .unwrap()
-}
+#[path = "common/kafka.rs"]
+mod broker;
 
 /// Every result so far, `value -> (key, timestamp, how many times)`.
 fn results(bootstrap: &str, topic: &str) -> BTreeMap<String, (String, i64, usize)> {
-    let records = kafka::consume_all(
-        bootstrap,
-        topic,
-        ConsumeUntil::Idle(Duration::ZERO),
-        Duration::from_secs(60),
-        false,
-    )
-    .unwrap();
+    let records = broker::read_all(bootstrap, topic);
     let mut out: BTreeMap<String, (String, i64, usize)> = BTreeMap::new();
     for r in records {
         let value = String::from_utf8(r.value.clone().unwrap_or_default()).unwrap();
@@ -107,13 +88,7 @@ fn left_join_on_the_broker_through_two_partitions() {
     kafka::produce(&bootstrap, &orders, &order_records, Duration::from_secs(60)).unwrap();
 
     let state = tempfile::tempdir().unwrap();
-    let mut app = KafkaStreams::new(topology, config(&bootstrap, &app_id, state.path())).unwrap();
-    app.start().unwrap();
-    assert!(
-        app.wait_for_state(State::Running, Duration::from_secs(60)),
-        "{:?}",
-        app.state()
-    );
+    let mut app = broker::start(topology, broker::config(&bootstrap, &app_id, state.path()));
     let repartition = format!("{app_id}-paid-left-repartition");
     kafka::wait_for_topic(&bootstrap, &repartition, 2, Duration::from_secs(10)).unwrap();
     let repartitioned = kafka::consume_all(

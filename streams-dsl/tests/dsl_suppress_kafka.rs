@@ -4,14 +4,16 @@
 //! (`STREAMS_TEST_BOOTSTRAP`), failed then if `STREAMS_REQUIRE_KAFKA=1`.
 
 use std::time::{Duration, Instant};
-
+use streams_core::KafkaStreams;
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
-use streams_core::{KafkaStreams, State, StreamsConfig};
 use streams_dsl::{
     BufferConfig, Consumed, Grouped, Materialized, Produced, StreamsBuilder, Suppressed, TimeWindows,
 };
 use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
+
+#[path = "common/kafka.rs"]
+mod broker;
 
 fn start(bootstrap: &str, app_id: &str, input: &str, output: &str, state: &std::path::Path) -> KafkaStreams {
     let b = StreamsBuilder::new();
@@ -23,42 +25,18 @@ fn start(bootstrap: &str, app_id: &str, input: &str, output: &str, state: &std::
         .to_stream()
         .map(|w, n| (format!("{}@{}", w.key, w.start), n))
         .to(output, Produced::with(StringSerde, NullableSerde(U64Serde)));
-    let dir = state.display().to_string();
-    let config = StreamsConfig::from_properties([
-        ("application.id", app_id),
-        ("bootstrap.servers", bootstrap),
-        ("state.dir", dir.as_str()),
-        ("commit.interval.ms", "200"),
-        ("consumer.session.timeout.ms", "6000"),
-        ("consumer.heartbeat.interval.ms", "500"),
-    ])
-    .unwrap();
-    let mut app = KafkaStreams::new(b.build().unwrap(), config).unwrap();
-    app.start().unwrap();
-    assert!(
-        app.wait_for_state(State::Running, Duration::from_secs(60)),
-        "{:?}",
-        app.state()
-    );
-    app
+    broker::start(b.build().unwrap(), broker::config(bootstrap, app_id, state))
 }
 
 /// `(key, count)` of every record of `topic`.
 fn read(bootstrap: &str, topic: &str) -> Vec<(String, u64)> {
-    kafka::consume_all(
-        bootstrap,
-        topic,
-        ConsumeUntil::Idle(Duration::ZERO),
-        Duration::from_secs(60),
-        false,
-    )
-    .unwrap()
-    .iter()
-    .map(|r| {
-        let bytes: [u8; 8] = r.value.as_deref().unwrap().try_into().unwrap();
-        (r.key_str().unwrap(), u64::from_be_bytes(bytes))
-    })
-    .collect()
+    broker::read_all(bootstrap, topic)
+        .iter()
+        .map(|r| {
+            let bytes: [u8; 8] = r.value.as_deref().unwrap().try_into().unwrap();
+            (r.key_str().unwrap(), u64::from_be_bytes(bytes))
+        })
+        .collect()
 }
 
 fn wait_until(what: &str, done: impl Fn() -> bool) {

@@ -6,36 +6,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
-
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
-use streams_core::{KafkaStreams, State, StreamsConfig};
 use streams_dsl::{Grouped, Materialized, Produced, StreamsBuilder};
-use streams_test_utils::kafka::{self, ConsumeUntil, ConsumedRecord, ProduceRecord};
+use streams_test_utils::kafka::{self, ConsumedRecord, ProduceRecord};
 
-fn config(bootstrap: &str, app_id: &str, state_dir: &std::path::Path) -> StreamsConfig {
-    let dir = state_dir.display().to_string();
-    StreamsConfig::from_properties([
-        ("application.id", app_id),
-        ("bootstrap.servers", bootstrap),
-        ("state.dir", dir.as_str()),
-        ("commit.interval.ms", "200"),
-        ("consumer.session.timeout.ms", "6000"),
-        ("consumer.heartbeat.interval.ms", "500"),
-    ])
-    .unwrap()
-}
-
-fn read(bootstrap: &str, topic: &str) -> Vec<ConsumedRecord> {
-    kafka::consume_all(
-        bootstrap,
-        topic,
-        ConsumeUntil::Idle(Duration::ZERO),
-        Duration::from_secs(60),
-        false,
-    )
-    .unwrap()
-}
+#[path = "common/kafka.rs"]
+mod broker;
 
 /// The last `u64` per key of `records` (each key is written by one task, in order).
 fn latest(records: &[ConsumedRecord]) -> BTreeMap<String, u64> {
@@ -113,21 +90,15 @@ fn regrouped_counts_and_sums_on_the_broker_through_two_partitions() {
     kafka::produce(&bootstrap, &users, &records, Duration::from_secs(60)).unwrap();
 
     let state = tempfile::tempdir().unwrap();
-    let mut app = KafkaStreams::new(topology, config(&bootstrap, &app_id, state.path())).unwrap();
-    app.start().unwrap();
-    assert!(
-        app.wait_for_state(State::Running, Duration::from_secs(60)),
-        "{:?}",
-        app.state()
-    );
+    let mut app = broker::start(topology, broker::config(&bootstrap, &app_id, state.path()));
     let repartition = format!("{app_id}-by-region-repartition");
     kafka::wait_for_topic(&bootstrap, &repartition, 2, Duration::from_secs(10)).unwrap();
 
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let (c, s) = (
-            latest(&read(&bootstrap, &counts)),
-            latest(&read(&bootstrap, &sums)),
+            latest(&broker::read_all(&bootstrap, &counts)),
+            latest(&broker::read_all(&bootstrap, &sums)),
         );
         if c == expected_counts && s == expected_sums {
             break;
@@ -142,7 +113,7 @@ fn regrouped_counts_and_sums_on_the_broker_through_two_partitions() {
     // The regions are spread over both partitions of the repartition topic, so the moves
     // sent a row's old and new records to different partitions.
     let mut partitions_of: BTreeMap<String, BTreeSet<i32>> = BTreeMap::new();
-    for r in read(&bootstrap, &repartition) {
+    for r in broker::read_all(&bootstrap, &repartition) {
         partitions_of
             .entry(r.key_str().unwrap())
             .or_default()
