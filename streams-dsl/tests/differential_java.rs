@@ -30,10 +30,10 @@
 mod common;
 #[path = "common/diff.rs"]
 mod diff;
-#[path = "differential_java/joins.rs"]
-mod joins;
 #[path = "differential_java/fk_cogroup.rs"]
 mod fk_cogroup;
+#[path = "differential_java/joins.rs"]
+mod joins;
 #[path = "differential_java/session.rs"]
 mod session;
 #[path = "differential_java/windowed.rs"]
@@ -84,6 +84,23 @@ fn global(b: &StreamsBuilder, topic: &str) -> GlobalKTable<String, String> {
 /// `key@start/end`, as the Java program prints a `Windowed<String>`.
 fn windowed(k: &Windowed<String>) -> String {
     format!("{}@{}/{}", k.key, k.start, k.end)
+}
+
+/// Writing a windowed table's updates with keys as [`windowed`] prints them.
+trait ToWindowed<V> {
+    /// Writes every update to `topic` with `produced`.
+    fn to_windowed<VS>(&self, topic: &str, produced: Produced<S, VS>)
+    where
+        VS: streams_core::state::Serde<Target = Option<V>> + Clone;
+}
+
+impl<V: Clone + 'static> ToWindowed<V> for KTable<Windowed<String>, V> {
+    fn to_windowed<VS>(&self, topic: &str, produced: Produced<S, VS>)
+    where
+        VS: streams_core::state::Serde<Target = Option<V>> + Clone,
+    {
+        self.to_stream().map(|k, v| (windowed(&k), v)).to(topic, produced);
+    }
 }
 
 /// Kafka Streams' `String.valueOf` of an absent join partner.

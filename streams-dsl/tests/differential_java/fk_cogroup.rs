@@ -8,7 +8,7 @@ use streams_dsl::{Grouped, Materialized, TimeWindows};
 
 use crate::diff::Values::Str;
 use crate::diff::check;
-use crate::{input, nullable_strings, or_null, strings, table, windowed};
+use crate::{ToWindowed, input, nullable_strings, or_null, strings, table};
 
 /// The foreign key of a left value `"<fk>:<text>"`.
 fn fk(v: &str) -> String {
@@ -86,8 +86,6 @@ fn cogroup_windowed_aggregate() {
                 || "|".to_owned(),
                 Materialized::new().with_value_serde(StringSerde),
             )
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("aggregates", nullable_strings());
+            .to_windowed("aggregates", nullable_strings());
     });
 }

@@ -10,7 +10,7 @@ use streams_dsl::{BufferConfig, EmitStrategy, Grouped, Materialized, SessionWind
 
 use crate::diff::Values::{Long, Str};
 use crate::diff::check;
-use crate::{counts, input, nullable_strings, windowed};
+use crate::{ToWindowed, counts, input, nullable_strings};
 
 fn sessions() -> SessionWindows {
     SessionWindows::of_inactivity_gap_with_grace(Duration::from_millis(10), Duration::from_millis(20))
@@ -23,9 +23,7 @@ fn session_count() {
             .group_by_key(Grouped::new())
             .windowed_by_session(sessions())
             .count(Materialized::new())
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("counts", counts());
+            .to_windowed("counts", counts());
     });
 }
 
@@ -41,9 +39,7 @@ fn session_aggregate() {
                 |_, a1, a2| format!("{a1}|{a2}"),
                 Materialized::new().with_value_serde(StringSerde),
             )
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("aggregates", nullable_strings());
+            .to_windowed("aggregates", nullable_strings());
     });
 }
 
@@ -54,9 +50,7 @@ fn session_reduce() {
             .group_by_key(Grouped::new())
             .windowed_by_session(sessions())
             .reduce(|a, v| format!("{a}+{v}"), Materialized::new())
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("reduced", nullable_strings());
+            .to_windowed("reduced", nullable_strings());
     });
 }
 
@@ -68,9 +62,7 @@ fn session_count_emit_final() {
             .windowed_by_session(sessions())
             .emit_strategy(EmitStrategy::on_window_close())
             .count(Materialized::new())
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("counts", counts());
+            .to_windowed("counts", counts());
     });
 }
 
@@ -82,8 +74,6 @@ fn session_suppress_window_close() {
             .windowed_by_session(sessions())
             .count(Materialized::new())
             .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("finals", counts());
+            .to_windowed("finals", counts());
     });
 }

@@ -8,7 +8,7 @@ use streams_dsl::{Grouped, Materialized, StreamsBuilder, TimeWindows, Windowed, 
 
 use crate::diff::Values::{Long, Str};
 use crate::diff::check;
-use crate::{counts, input, nullable_strings, windowed};
+use crate::{ToWindowed, counts, input, nullable_strings};
 
 // ---- windows: 10 ms windows, 5 ms grace ----
 
@@ -25,9 +25,7 @@ fn windowed_count(b: &StreamsBuilder, windows: TimeWindows) {
         .group_by_key(Grouped::new())
         .windowed_by(windows)
         .count(Materialized::new())
-        .to_stream()
-        .map(|k, v| (windowed(&k), v))
-        .to("counts", counts());
+        .to_windowed("counts", counts());
 }
 
 fn windowed_concat(b: &StreamsBuilder, windows: TimeWindows) {
@@ -39,9 +37,7 @@ fn windowed_concat(b: &StreamsBuilder, windows: TimeWindows) {
             |_, v, a| a + &v,
             Materialized::new().with_value_serde(StringSerde),
         )
-        .to_stream()
-        .map(|k, v| (windowed(&k), v))
-        .to("aggregates", nullable_strings());
+        .to_windowed("aggregates", nullable_strings());
 }
 
 #[test]
@@ -108,9 +104,7 @@ fn hopping_group_by_reduce() {
                 .named("by-region"),
             )
             .reduce(|a, v| a + v, |a, v| a - v, Materialized::new())
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("counts", counts());
+            .to_windowed("counts", counts());
     });
 }
 
@@ -121,9 +115,7 @@ fn tumbling_reduce() {
             .group_by_key(Grouped::new())
             .windowed_by(tumbling())
             .reduce(|a, v| format!("{a}+{v}"), Materialized::new())
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("reduced", nullable_strings());
+            .to_windowed("reduced", nullable_strings());
     });
 }
 
@@ -135,9 +127,7 @@ fn tumbling_count_emit_final() {
             .windowed_by(tumbling())
             .emit_strategy(streams_dsl::EmitStrategy::on_window_close())
             .count(Materialized::new())
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("counts", counts());
+            .to_windowed("counts", counts());
     });
 }
 
@@ -150,9 +140,7 @@ fn suppress_window_close() {
             .windowed_by(tumbling())
             .count(Materialized::new())
             .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("finals", counts());
+            .to_windowed("finals", counts());
     });
 }
 
@@ -188,9 +176,7 @@ fn sliding_count() {
             .group_by_key(Grouped::new())
             .windowed_by_sliding(sliding())
             .count(Materialized::new())
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("counts", counts());
+            .to_windowed("counts", counts());
     });
 }
 
@@ -205,9 +191,7 @@ fn sliding_aggregate() {
                 |_, v, a| a + &v,
                 Materialized::new().with_value_serde(StringSerde),
             )
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("aggregates", nullable_strings());
+            .to_windowed("aggregates", nullable_strings());
     });
 }
 
@@ -218,9 +202,7 @@ fn sliding_reduce() {
             .group_by_key(Grouped::new())
             .windowed_by_sliding(sliding())
             .reduce(|a, v| format!("{a}+{v}"), Materialized::new())
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("reduced", nullable_strings());
+            .to_windowed("reduced", nullable_strings());
     });
 }
 
@@ -232,9 +214,7 @@ fn sliding_count_emit_final() {
             .windowed_by_sliding(sliding())
             .emit_strategy(streams_dsl::EmitStrategy::on_window_close())
             .count(Materialized::new())
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("counts", counts());
+            .to_windowed("counts", counts());
     });
 }
 
@@ -247,9 +227,7 @@ fn sliding_count_no_grace() {
                 Duration::from_millis(10),
             ))
             .count(Materialized::new())
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("counts", counts());
+            .to_windowed("counts", counts());
     });
 }
 
@@ -262,9 +240,7 @@ fn sliding_suppress_window_close() {
             .windowed_by_sliding(sliding())
             .count(Materialized::new())
             .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("finals", counts());
+            .to_windowed("finals", counts());
     });
 }
 
@@ -276,9 +252,7 @@ fn hopping_count_emit_final() {
             .windowed_by(hopping())
             .emit_strategy(streams_dsl::EmitStrategy::on_window_close())
             .count(Materialized::new())
-            .to_stream()
-            .map(|k, v| (windowed(&k), v))
-            .to("counts", counts());
+            .to_windowed("counts", counts());
     });
 }
 
