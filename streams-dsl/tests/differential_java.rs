@@ -44,14 +44,19 @@ use diff::check;
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
 use streams_dsl::{
-    Consumed, GlobalKTable, Grouped, KGroupedTable, KStream, KTable, Materialized, Produced, StreamsBuilder,
-    Windowed,
+    Consumed, GlobalKTable, Grouped, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Produced,
+    StreamsBuilder, Windowed,
 };
 
 type S = StringSerde;
 
 fn input(b: &StreamsBuilder, topic: &str) -> KStream<String, String> {
     b.stream([topic], Consumed::with(StringSerde, StringSerde))
+}
+
+/// Topic `in`, grouped by its key.
+fn grouped_input(b: &StreamsBuilder) -> KGroupedStream<String, String> {
+    input(b, "in").group_by_key(Grouped::new())
 }
 
 fn strings() -> Produced<S, S> {
@@ -196,8 +201,7 @@ fn repartition() {
 #[test]
 fn group_by_key_count() {
     check("group-by-key-count", &[], &[("counts", Long)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
+        grouped_input(b)
             .count(Materialized::new())
             .to_stream()
             .to("counts", counts());
@@ -207,8 +211,7 @@ fn group_by_key_count() {
 #[test]
 fn group_by_key_reduce() {
     check("group-by-key-reduce", &[], &[("reduced", Str)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
+        grouped_input(b)
             .reduce(|a, v| format!("{a}+{v}"), Materialized::new())
             .to_stream()
             .to("reduced", nullable_strings());
@@ -218,8 +221,7 @@ fn group_by_key_reduce() {
 #[test]
 fn group_by_key_aggregate() {
     check("group-by-key-aggregate", &[], &[("lengths", Long)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
+        grouped_input(b)
             .aggregate(
                 || 0u64,
                 |_, v, a| a + v.chars().count() as u64,

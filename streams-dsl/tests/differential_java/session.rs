@@ -6,11 +6,11 @@
 use std::time::Duration;
 
 use streams_core::serdes::StringSerde;
-use streams_dsl::{BufferConfig, EmitStrategy, Grouped, Materialized, SessionWindows, Suppressed};
+use streams_dsl::{BufferConfig, EmitStrategy, Materialized, SessionWindows, Suppressed};
 
 use crate::diff::Values::{Long, Str};
 use crate::diff::check;
-use crate::{ToWindowed, counts, input, nullable_strings};
+use crate::{ToWindowed, counts, grouped_input, nullable_strings};
 
 fn sessions() -> SessionWindows {
     SessionWindows::of_inactivity_gap_with_grace(Duration::from_millis(10), Duration::from_millis(20))
@@ -19,8 +19,7 @@ fn sessions() -> SessionWindows {
 #[test]
 fn session_count() {
     check("session-count", &[], &[("counts", Long)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
+        grouped_input(b)
             .windowed_by_session(sessions())
             .count(Materialized::new())
             .to_windowed("counts", counts());
@@ -30,8 +29,7 @@ fn session_count() {
 #[test]
 fn session_aggregate() {
     check("session-aggregate", &[], &[("aggregates", Str)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
+        grouped_input(b)
             .windowed_by_session(sessions())
             .aggregate(
                 String::new,
@@ -46,8 +44,7 @@ fn session_aggregate() {
 #[test]
 fn session_reduce() {
     check("session-reduce", &[], &[("reduced", Str)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
+        grouped_input(b)
             .windowed_by_session(sessions())
             .reduce(|a, v| format!("{a}+{v}"), Materialized::new())
             .to_windowed("reduced", nullable_strings());
@@ -57,8 +54,7 @@ fn session_reduce() {
 #[test]
 fn session_count_emit_final() {
     check("session-count-emit-final", &[], &[("counts", Long)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
+        grouped_input(b)
             .windowed_by_session(sessions())
             .emit_strategy(EmitStrategy::on_window_close())
             .count(Materialized::new())
@@ -69,8 +65,7 @@ fn session_count_emit_final() {
 #[test]
 fn session_suppress_window_close() {
     check("session-suppress-window-close", &[], &[("finals", Long)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
+        grouped_input(b)
             .windowed_by_session(sessions())
             .count(Materialized::new())
             .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))

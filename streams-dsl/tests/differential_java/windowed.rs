@@ -8,7 +8,7 @@ use streams_dsl::{Grouped, Materialized, StreamsBuilder, TimeWindows, Windowed, 
 
 use crate::diff::Values::{Long, Str};
 use crate::diff::check;
-use crate::{ToWindowed, counts, input, nullable_strings};
+use crate::{ToWindowed, counts, grouped_input, nullable_strings};
 
 // ---- windows: 10 ms windows, 5 ms grace ----
 
@@ -21,16 +21,14 @@ fn hopping() -> TimeWindows {
 }
 
 fn windowed_count(b: &StreamsBuilder, windows: TimeWindows) {
-    input(b, "in")
-        .group_by_key(Grouped::new())
+    grouped_input(b)
         .windowed_by(windows)
         .count(Materialized::new())
         .to_windowed("counts", counts());
 }
 
 fn windowed_concat(b: &StreamsBuilder, windows: TimeWindows) {
-    input(b, "in")
-        .group_by_key(Grouped::new())
+    grouped_input(b)
         .windowed_by(windows)
         .aggregate(
             String::new,
@@ -77,8 +75,7 @@ fn region_clicks(v: &str) -> (String, u64) {
 #[test]
 fn hopping_group_by_reduce() {
     check("hopping-group-by-reduce", &[], &[("counts", Long)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
+        grouped_input(b)
             .windowed_by(hopping())
             .reduce(
                 |a, v| {
@@ -111,8 +108,7 @@ fn hopping_group_by_reduce() {
 #[test]
 fn tumbling_reduce() {
     check("tumbling-reduce", &[], &[("reduced", Str)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
+        grouped_input(b)
             .windowed_by(tumbling())
             .reduce(|a, v| format!("{a}+{v}"), Materialized::new())
             .to_windowed("reduced", nullable_strings());
@@ -122,8 +118,7 @@ fn tumbling_reduce() {
 #[test]
 fn tumbling_count_emit_final() {
     check("tumbling-count-emit-final", &[], &[("counts", Long)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
+        grouped_input(b)
             .windowed_by(tumbling())
             .emit_strategy(streams_dsl::EmitStrategy::on_window_close())
             .count(Materialized::new())
@@ -135,8 +130,7 @@ fn tumbling_count_emit_final() {
 fn suppress_window_close() {
     use streams_dsl::{BufferConfig, Suppressed};
     check("suppress-window-close", &[], &[("finals", Long)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
+        grouped_input(b)
             .windowed_by(tumbling())
             .count(Materialized::new())
             .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
@@ -148,8 +142,7 @@ fn suppress_window_close() {
 fn suppress_time_limit() {
     use streams_dsl::{BufferConfig, Suppressed};
     check("suppress-time-limit", &[], &[("limited", Long)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
+        grouped_input(b)
             .count(Materialized::new())
             .suppress(Suppressed::until_time_limit(
                 Duration::from_millis(10),
@@ -172,8 +165,7 @@ fn sliding() -> streams_dsl::SlidingWindows {
 #[test]
 fn sliding_count() {
     check("sliding-count", &[], &[("counts", Long)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
+        grouped_input(b)
             .windowed_by_sliding(sliding())
             .count(Materialized::new())
             .to_windowed("counts", counts());
@@ -183,8 +175,7 @@ fn sliding_count() {
 #[test]
 fn sliding_aggregate() {
     check("sliding-aggregate", &[], &[("aggregates", Str)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
+        grouped_input(b)
             .windowed_by_sliding(sliding())
             .aggregate(
                 String::new,
@@ -198,8 +189,7 @@ fn sliding_aggregate() {
 #[test]
 fn sliding_reduce() {
     check("sliding-reduce", &[], &[("reduced", Str)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
+        grouped_input(b)
             .windowed_by_sliding(sliding())
             .reduce(|a, v| format!("{a}+{v}"), Materialized::new())
             .to_windowed("reduced", nullable_strings());
@@ -209,8 +199,7 @@ fn sliding_reduce() {
 #[test]
 fn sliding_count_emit_final() {
     check("sliding-count-emit-final", &[], &[("counts", Long)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
+        grouped_input(b)
             .windowed_by_sliding(sliding())
             .emit_strategy(streams_dsl::EmitStrategy::on_window_close())
             .count(Materialized::new())
@@ -221,8 +210,7 @@ fn sliding_count_emit_final() {
 #[test]
 fn sliding_count_no_grace() {
     check("sliding-count-no-grace", &[], &[("counts", Long)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
+        grouped_input(b)
             .windowed_by_sliding(streams_dsl::SlidingWindows::of_time_difference_no_grace(
                 Duration::from_millis(10),
             ))
@@ -235,8 +223,7 @@ fn sliding_count_no_grace() {
 fn sliding_suppress_window_close() {
     use streams_dsl::{BufferConfig, Suppressed};
     check("sliding-suppress-window-close", &[], &[("finals", Long)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
+        grouped_input(b)
             .windowed_by_sliding(sliding())
             .count(Materialized::new())
             .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
@@ -247,8 +234,7 @@ fn sliding_suppress_window_close() {
 #[test]
 fn hopping_count_emit_final() {
     check("hopping-count-emit-final", &[], &[("counts", Long)], |b| {
-        input(b, "in")
-            .group_by_key(Grouped::new())
+        grouped_input(b)
             .windowed_by(hopping())
             .emit_strategy(streams_dsl::EmitStrategy::on_window_close())
             .count(Materialized::new())
