@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use streams_core::serdes::{StringSerde, U64Serde};
+use streams_core::state::Serde;
 use streams_core::state::serde::NullableSerde;
 use streams_dsl::{
     BufferConfig, Consumed, DslError, DslIssue, EmitStrategy, Grouped, KGroupedStream, Materialized,
@@ -27,11 +28,28 @@ fn grouped(b: &StreamsBuilder) -> KGroupedStream<String, String> {
 
 type Update<V> = (String, i64, i64, Option<V>, i64);
 
+/// Session-windowed string keys and nullable values of `values`.
+fn produced<VS: Serde + Clone>(values: VS) -> Produced<SessionWindowedSerde<String>, NullableSerde<VS>> {
+    Produced::with(SessionWindowedSerde::new(StringSerde), NullableSerde(values))
+}
+
+fn driver_of(b: &StreamsBuilder) -> TopologyTestDriver {
+    TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap()
+}
+
+/// Pipes `(key, timestamp, value)` records into topic `in`.
+fn pipe_all(driver: &TopologyTestDriver, records: &[(String, i64, u64)]) {
+    let input = driver.input_topic("in", StringSerde, StringSerde);
+    for (k, t, v) in records {
+        input.pipe_at(k.clone(), v.to_string(), *t).unwrap();
+    }
+}
+
 /// `(key, start, end, value, timestamp)` of every record on `topic`.
 fn read<V: Clone + 'static>(
     driver: &TopologyTestDriver,
     topic: &str,
-    serde: impl streams_core::state::Serde<Target = V> + Clone + 'static,
+    serde: impl Serde<Target = V> + Clone + 'static,
 ) -> Vec<Update<V>> {
     driver
         .output_topic(
@@ -80,11 +98,8 @@ fn count_driver(gap: u64, grace: u64, emit: EmitStrategy) -> TopologyTestDriver 
         .emit_strategy(emit)
         .count(Materialized::as_("sessions"))
         .to_stream()
-        .to(
-            "out",
-            Produced::with(SessionWindowedSerde::new(StringSerde), NullableSerde(U64Serde)),
-        );
-    TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap()
+        .to("out", produced(U64Serde));
+    driver_of(&b)
 }
 
 fn pipe(driver: &TopologyTestDriver, k: &str, t: i64) {
@@ -228,10 +243,7 @@ fn reduce_and_aggregate_merge_in_store_order() {
     sessions
         .reduce(|a, v| format!("{a}+{v}"), Materialized::as_("reduced"))
         .to_stream()
-        .to(
-            "reduced",
-            Produced::with(SessionWindowedSerde::new(StringSerde), NullableSerde(StringSerde)),
-        );
+        .to("reduced", produced(StringSerde));
     sessions
         .aggregate(
             || "i".to_owned(),
@@ -240,11 +252,8 @@ fn reduce_and_aggregate_merge_in_store_order() {
             Materialized::as_("aggregated").with_value_serde(StringSerde),
         )
         .to_stream()
-        .to(
-            "aggregated",
-            Produced::with(SessionWindowedSerde::new(StringSerde), NullableSerde(StringSerde)),
-        );
-    let driver = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap();
+        .to("aggregated", produced(StringSerde));
+    let driver = driver_of(&b);
     let input = driver.input_topic("in", StringSerde, StringSerde);
     for (v, t) in [("x", 0), ("y", 20), ("z", 10)] {
         input.pipe_at("k".into(), v.into(), t).unwrap();
@@ -374,11 +383,8 @@ fn suppress_until_window_closes_forwards_final_sessions() {
         .count(Materialized::as_("sessions"))
         .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
         .to_stream()
-        .to(
-            "out",
-            Produced::with(SessionWindowedSerde::new(StringSerde), NullableSerde(U64Serde)),
-        );
-    let driver = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap();
+        .to("out", produced(U64Serde));
+    let driver = driver_of(&b);
     let tail = Tail::new(&driver);
     pipe(&driver, "a", 0);
     pipe(&driver, "a", 5);
@@ -507,7 +513,7 @@ fn run(records: &[(String, i64, u64)], gap: i64, grace: i64) -> BTreeMap<Windowe
         ms(gap as u64),
         ms(grace as u64),
     ));
-    let out = Produced::with(SessionWindowedSerde::new(StringSerde), NullableSerde(U64Serde));
+    let out = produced(U64Serde);
     sessions
         .count(Materialized::as_("count").in_memory())
         .to_stream()
@@ -521,11 +527,8 @@ fn run(records: &[(String, i64, u64)], gap: i64, grace: i64) -> BTreeMap<Windowe
         )
         .to_stream()
         .to("sum", out);
-    let driver = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap();
-    let input = driver.input_topic("in", StringSerde, StringSerde);
-    for (k, t, v) in records {
-        input.pipe_at(k.clone(), v.to_string(), *t).unwrap();
-    }
+    let driver = driver_of(&b);
+    pipe_all(&driver, records);
     let counts = table(read(&driver, "count", U64Serde));
     let sums = table(read(&driver, "sum", U64Serde));
     assert_eq!(counts.keys().collect::<Vec<_>>(), sums.keys().collect::<Vec<_>>());
@@ -542,11 +545,8 @@ fn run(records: &[(String, i64, u64)], gap: i64, grace: i64) -> BTreeMap<Windowe
 /// them; each must be forwarded once.
 fn run_final(records: &[(String, i64, u64)], gap: i64, grace: i64) -> BTreeMap<Windowed<String>, u64> {
     let driver = count_driver(gap as u64, grace as u64, EmitStrategy::on_window_close());
-    let input = driver.input_topic("in", StringSerde, StringSerde);
-    for (k, t, v) in records {
-        input.pipe_at(k.clone(), v.to_string(), *t).unwrap();
-    }
-    input.pipe_at("z".into(), "0".into(), 1_000_000).unwrap();
+    pipe_all(&driver, records);
+    pipe_all(&driver, &[("z".into(), 1_000_000, 0)]);
     let mut out = BTreeMap::new();
     for (key, start, end, v, ts) in read(&driver, "out", U64Serde) {
         assert_eq!(ts, end);
@@ -554,6 +554,13 @@ fn run_final(records: &[(String, i64, u64)], gap: i64, grace: i64) -> BTreeMap<W
         assert!(previous.is_none(), "a session forwarded twice");
     }
     out
+}
+
+/// Generated `(key index, timestamp, value)` with keys `a` and `b`.
+fn keyed(raw: &[(usize, i64, u64)]) -> Vec<(String, i64, u64)> {
+    raw.iter()
+        .map(|(k, t, v)| (["a", "b"][*k].to_owned(), *t, *v))
+        .collect()
 }
 
 proptest! {
@@ -566,10 +573,7 @@ proptest! {
         grace in 0i64..20,
         raw in prop::collection::vec((0usize..2, 0i64..80, 0u64..5), 1..40),
     ) {
-        let records: Vec<(String, i64, u64)> = raw
-            .iter()
-            .map(|(k, t, v)| (["a", "b"][*k].to_owned(), *t, *v))
-            .collect();
+        let records = keyed(&raw);
         prop_assert_eq!(run(&records, gap, grace), model(&records, gap, grace));
     }
 
@@ -581,10 +585,7 @@ proptest! {
         grace in 0i64..20,
         raw in prop::collection::vec((0usize..2, 0i64..80, 0u64..5), 1..40),
     ) {
-        let records: Vec<(String, i64, u64)> = raw
-            .iter()
-            .map(|(k, t, v)| (["a", "b"][*k].to_owned(), *t, *v))
-            .collect();
+        let records = keyed(&raw);
         let expected: BTreeMap<_, _> = model(&records, gap, grace)
             .into_iter()
             .map(|(k, (count, _))| (k, count))
