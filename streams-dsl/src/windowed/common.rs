@@ -43,7 +43,7 @@ pub(crate) fn emit_time_store(store: &str) -> String {
     format!("{store}-emit-time")
 }
 
-/// Final-result emission state.
+/// Final-result emission state (of time, sliding and session windows alike).
 pub(crate) struct EmitFinal {
     store: EmitTimeStore,
     /// The close time up to which final results were emitted; read from the store on
@@ -60,13 +60,20 @@ impl EmitFinal {
         }
     }
 
-    fn last_close(&mut self) -> Result<Option<i64>, StoreError> {
+    /// The close time final results were emitted up to, if any.
+    pub fn last_close(&mut self) -> Result<Option<i64>, StoreError> {
         if let Some(last) = self.last_close {
             return Ok(last);
         }
         let last = self.store.get(&EMIT_TIME_KEY.to_owned())?;
         self.last_close = Some(last);
         Ok(last)
+    }
+
+    /// Records that final results were emitted up to `close`.
+    pub fn emitted(&mut self, close: i64) -> Result<(), StoreError> {
+        self.last_close = Some(Some(close));
+        self.store.put(&EMIT_TIME_KEY.to_owned(), &close)
     }
 }
 
@@ -212,8 +219,7 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
             })?;
         }
         if let Some(emit) = &mut self.emit {
-            emit.last_close = Some(Some(close));
-            emit.store.put(&EMIT_TIME_KEY.to_owned(), &close)?;
+            emit.emitted(close)?;
         }
         Ok(())
     }

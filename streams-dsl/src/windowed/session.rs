@@ -23,9 +23,9 @@ use crate::grouped::KGroupedStream;
 use crate::ktable::KTable;
 use crate::options::{DynSerde, Materialized, dyn_serde};
 use crate::windowed::NO_TIMESTAMP;
-use crate::windowed::common::emit_time_store;
+use crate::windowed::common::{EmitFinal, emit_time_store};
 use crate::windowed::serde::Windowed;
-use crate::windowed::session_agg::{SessionEmit, SessionWindowAggregate};
+use crate::windowed::session_agg::SessionWindowAggregate;
 use crate::windowed::session_windows::{SessionWindowedSerde, SessionWindows};
 use crate::windowed::windows::{EmitStrategy, millis};
 
@@ -198,7 +198,7 @@ impl<K: Clone + PartialEq + 'static, V: Clone + 'static> SessionWindowedKStream<
             &node,
             move |ctx| {
                 let emit = match &emit_name {
-                    Some(name) => Some(SessionEmit::new(ctx.kv_store::<StringSerde, I64Serde>(name)?)),
+                    Some(name) => Some(EmitFinal::new(ctx.kv_store::<StringSerde, I64Serde>(name)?)),
                     None => None,
                 };
                 Ok(SessionWindowAggregate::<K, V, A> {

@@ -27,53 +27,19 @@
 //! record can neither remove nor create a session that is due, and the store (retention
 //! `+ 1` ms) still holds every session ending at or after the last close.
 
-use streams_core::serdes::{I64Serde, StringSerde};
 use streams_core::state::{SessionStore, StoreError};
-use streams_core::{Headers, KvStore, ProcessResult, Processor, ProcessorContext, Record};
+use streams_core::{Headers, ProcessResult, Processor, ProcessorContext, Record};
 
 use crate::change::Change;
 use crate::options::DynSerde;
 use crate::windowed::NO_TIMESTAMP;
+use crate::windowed::common::EmitFinal;
 use crate::windowed::serde::Windowed;
 use crate::windowed::session::SessionFns;
 use crate::windowed::session_windows::SessionWindows;
 
 /// A session aggregation's store: aggregates per key and session.
 pub(crate) type SessionAggStore<K, A> = SessionStore<DynSerde<K>, DynSerde<A>>;
-
-/// The one key of the emit-time store.
-const EMIT_TIME_KEY: &str = "close-time";
-
-/// Final-result state: the emit-time store and the close time emitted up to.
-pub(crate) struct SessionEmit {
-    store: KvStore<StringSerde, I64Serde>,
-    /// Read from the store on first use (after the store was restored), then kept here.
-    last_close: Option<Option<i64>>,
-}
-
-impl SessionEmit {
-    /// The emission state kept in `store`.
-    pub fn new(store: KvStore<StringSerde, I64Serde>) -> Self {
-        Self {
-            store,
-            last_close: None,
-        }
-    }
-
-    fn last_close(&mut self) -> Result<Option<i64>, StoreError> {
-        if let Some(last) = self.last_close {
-            return Ok(last);
-        }
-        let last = self.store.get(&EMIT_TIME_KEY.to_owned())?;
-        self.last_close = Some(last);
-        Ok(last)
-    }
-
-    fn emitted(&mut self, close: i64) -> Result<(), StoreError> {
-        self.last_close = Some(Some(close));
-        self.store.put(&EMIT_TIME_KEY.to_owned(), &close)
-    }
-}
 
 pub(crate) struct SessionWindowAggregate<K: 'static, V: 'static, A: 'static> {
     pub windows: SessionWindows,
@@ -86,7 +52,7 @@ pub(crate) struct SessionWindowAggregate<K: 'static, V: 'static, A: 'static> {
     pub observed: i64,
     /// The latest session end written; read from the store on first use.
     pub max_end: Option<i64>,
-    pub emit: Option<SessionEmit>,
+    pub emit: Option<EmitFinal>,
     /// Forward old values.
     pub send_old: bool,
 }
