@@ -18,8 +18,9 @@ use streams_core::state::StoreError;
 use streams_core::{Headers, KvStore, ProcessResult, ProcessorContext, Record, WindowStoreRef};
 use streams_state::{ValueAndTimestamp, ValueAndTimestampSerde, WindowStore};
 
+use crate::builder::Shared;
 use crate::change::{Change, OldValues};
-use crate::options::DynSerde;
+use crate::options::{DynSerde, Materialized};
 use crate::windowed::serde::Windowed;
 
 /// The window store of an aggregation: the key's serde, timestamped aggregates.
@@ -43,6 +44,25 @@ pub(crate) fn emit_time_store(store: &str) -> String {
     format!("{store}-emit-time")
 }
 
+/// Connects the aggregation `node` to its `store`, adds its emit-time store `emit_store`
+/// (final results only, see [`emit_time_store`]) and records the grace of its windows.
+pub(crate) fn connect_stores<K: 'static, A: 'static>(
+    shared: &Shared,
+    node: &str,
+    store: &str,
+    emit_store: Option<&str>,
+    materialized: &Materialized<K, A>,
+    grace_ms: i64,
+) {
+    shared.with(|t| {
+        t.connect_processor_and_state_stores(node, [store]);
+    });
+    if let Some(name) = emit_store {
+        shared.store(materialized.store_of(name, StringSerde, I64Serde), &[node]);
+    }
+    shared.set_window_grace(node, grace_ms);
+}
+
 /// Final-result emission state (of time, sliding and session windows alike).
 pub(crate) struct EmitFinal {
     store: EmitTimeStore,
@@ -58,6 +78,16 @@ impl EmitFinal {
             store,
             last_close: None,
         }
+    }
+
+    /// The state in the emit-time store `name`, opened in a processor's supplier; `None`
+    /// without final results (no such store).
+    pub fn open<KO, VO>(
+        ctx: &ProcessorContext<'_, KO, VO>,
+        name: Option<&str>,
+    ) -> Result<Option<Self>, StoreError> {
+        name.map(|n| Ok(Self::new(ctx.kv_store::<StringSerde, I64Serde>(n)?)))
+            .transpose()
     }
 
     /// The close time final results were emitted up to, if any.
@@ -101,10 +131,7 @@ impl<K: 'static, A: 'static> CoreParams<K, A> {
         &self,
         ctx: &ProcessorContext<'_, Windowed<K>, Change<A>>,
     ) -> Result<WindowCore<K, A>, StoreError> {
-        let emit = match &self.emit_store {
-            Some(name) => Some(EmitFinal::new(ctx.kv_store::<StringSerde, I64Serde>(name)?)),
-            None => None,
-        };
+        let emit = EmitFinal::open(ctx, self.emit_store.as_deref())?;
         Ok(WindowCore {
             store: ctx.window_store(&self.store)?,
             observed: NO_TIMESTAMP,

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use streams_core::serdes::{I64Serde, StringSerde, U64Serde};
+use streams_core::serdes::U64Serde;
 
 use crate::change::OldValues;
 use crate::error::DslIssue;
@@ -23,7 +23,7 @@ use crate::grouped::KGroupedStream;
 use crate::ktable::KTable;
 use crate::options::{DynSerde, Materialized, dyn_serde};
 use crate::windowed::NO_TIMESTAMP;
-use crate::windowed::common::{EmitFinal, emit_time_store};
+use crate::windowed::common::{EmitFinal, connect_stores, emit_time_store};
 use crate::windowed::serde::Windowed;
 use crate::windowed::session_agg::SessionWindowAggregate;
 use crate::windowed::session_windows::{SessionWindowedSerde, SessionWindows};
@@ -197,10 +197,7 @@ impl<K: Clone + PartialEq + 'static, V: Clone + 'static> SessionWindowedKStream<
         s.shared.processor_with(
             &node,
             move |ctx| {
-                let emit = match &emit_name {
-                    Some(name) => Some(EmitFinal::new(ctx.kv_store::<StringSerde, I64Serde>(name)?)),
-                    None => None,
-                };
+                let emit = EmitFinal::open(ctx, emit_name.as_deref())?;
                 Ok(SessionWindowAggregate::<K, V, A> {
                     windows,
                     fns: fns.clone(),
@@ -215,14 +212,15 @@ impl<K: Clone + PartialEq + 'static, V: Clone + 'static> SessionWindowedKStream<
             },
             &s.node,
         );
-        s.shared.with(|t| {
-            t.connect_processor_and_state_stores(&node, [store.as_str()]);
-        });
-        if let Some(name) = &emit_store {
-            s.shared
-                .store(materialized.store_of(name, StringSerde, I64Serde), &[&node]);
-        }
-        s.shared.set_window_grace(&node, windows.min_retention_ms());
+        let emit_store = emit_store.as_deref();
+        connect_stores(
+            &s.shared,
+            &node,
+            &store,
+            emit_store,
+            &materialized,
+            windows.min_retention_ms(),
+        );
         let wks = SessionWindowedSerde::of(ks);
         KTable::changes(s.shared.clone(), node, Some(store), old_values)
             .with_serdes(Some(dyn_serde(wks)), Some(vs))

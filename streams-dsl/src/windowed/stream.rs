@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use streams_core::serdes::{I64Serde, StringSerde, U64Serde};
+use streams_core::serdes::U64Serde;
 use streams_state::ValueAndTimestampSerde;
 
 use crate::change::OldValues;
@@ -21,7 +21,7 @@ use crate::grouped::KGroupedStream;
 use crate::ktable::KTable;
 use crate::options::{DynSerde, Materialized, dyn_serde};
 use crate::processors::UpdateFn;
-use crate::windowed::common::{CoreParams, emit_time_store};
+use crate::windowed::common::{CoreParams, connect_stores, emit_time_store};
 use crate::windowed::serde::{Windowed, WindowedSerde};
 use crate::windowed::sliding_agg::SlidingWindowAggregate;
 use crate::windowed::time_agg::TimeWindowAggregate;
@@ -281,14 +281,15 @@ where
             &s.node,
         ),
     }
-    s.shared.with(|t| {
-        t.connect_processor_and_state_stores(&node, [store.as_str()]);
-    });
-    if let Some(name) = &emit_store {
-        s.shared
-            .store(materialized.store_of(name, StringSerde, I64Serde), &[&node]);
-    }
-    s.shared.set_window_grace(&node, kind.grace_ms());
+    let emit_store = emit_store.as_deref();
+    connect_stores(
+        &s.shared,
+        &node,
+        &store,
+        emit_store,
+        &materialized,
+        kind.grace_ms(),
+    );
     KTable::changes(s.shared.clone(), node, Some(store), old_values)
         .with_serdes(Some(dyn_serde(wks)), Some(vs))
 }
