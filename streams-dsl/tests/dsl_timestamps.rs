@@ -4,6 +4,7 @@
 //! timestamp, readable through `streams_dsl::timestamped`.
 
 use streams_core::serdes::{StringSerde, U64Serde};
+use streams_core::state::Serde;
 use streams_core::state::serde::NullableSerde;
 use streams_dsl::{Consumed, DynSerde, Grouped, KTable, Materialized, Produced, StreamsBuilder, timestamped};
 use streams_test_utils::{DriverConfig, TopologyTestDriver};
@@ -18,9 +19,13 @@ fn driver(b: StreamsBuilder) -> TopologyTestDriver {
     TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap()
 }
 
-/// `(key, value, timestamp)` of every record on `topic`, values as strings.
-fn read(driver: &TopologyTestDriver, topic: &str) -> Vec<(String, Option<String>, i64)> {
-    let out = driver.output_topic(topic, StringSerde, NullableSerde(StringSerde));
+/// `(key, value, timestamp)` of every record on `topic`, values of `values` (nullable).
+fn read<VS: Serde + Clone + 'static>(
+    driver: &TopologyTestDriver,
+    topic: &str,
+    values: VS,
+) -> Vec<(String, Option<VS::Target>, i64)> {
+    let out = driver.output_topic(topic, StringSerde, NullableSerde(values));
     let records = out.read_records().unwrap();
     records
         .into_iter()
@@ -41,13 +46,7 @@ fn an_aggregation_forwards_the_largest_timestamp_of_its_key() {
     for (k, ts) in [("a", 20), ("a", 10), ("b", 5), ("a", 30)] {
         input.pipe_at(k.into(), "x".into(), ts).unwrap();
     }
-    let out = driver.output_topic("counts", StringSerde, NullableSerde(U64Serde));
-    let got: Vec<_> = out
-        .read_records()
-        .unwrap()
-        .into_iter()
-        .map(|r| (r.key, r.value, r.timestamp))
-        .collect();
+    let got = read(&driver, "counts", U64Serde);
     assert_eq!(
         got,
         [
@@ -85,7 +84,7 @@ fn a_table_forwards_each_record_s_timestamp_and_a_join_the_larger_side_s() {
     l.pipe_at("k".into(), "l2".into(), 5).unwrap();
     r.pipe_at("k".into(), "r2".into(), 70).unwrap();
     assert_eq!(
-        read(&driver, "filtered"),
+        read(&driver, "filtered", StringSerde),
         [
             ("k".into(), Some("l1".into()), 50),
             ("k".into(), Some("l2".into()), 5)
@@ -93,7 +92,7 @@ fn a_table_forwards_each_record_s_timestamp_and_a_join_the_larger_side_s() {
         "a table source keeps the record's timestamp, even an older one"
     );
     assert_eq!(
-        read(&driver, "joined"),
+        read(&driver, "joined", StringSerde),
         [
             ("k".into(), Some("l1/r1".into()), 50),
             ("k".into(), Some("l2/r1".into()), 10),
@@ -124,13 +123,7 @@ fn a_regrouped_aggregation_forwards_the_largest_timestamp_of_its_group() {
     input.pipe_at("u1".into(), "eu".into(), 40).unwrap();
     input.pipe_at("u2".into(), "eu".into(), 15).unwrap();
     input.pipe_at("u1".into(), "us".into(), 25).unwrap();
-    let out = driver.output_topic("regions", StringSerde, NullableSerde(U64Serde));
-    let got: Vec<_> = out
-        .read_records()
-        .unwrap()
-        .into_iter()
-        .map(|r| (r.key, r.value, r.timestamp))
-        .collect();
+    let got = read(&driver, "regions", U64Serde);
     assert_eq!(
         got,
         [
