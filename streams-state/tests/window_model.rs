@@ -256,15 +256,18 @@ fn open(
     builder.open(shared)
 }
 
-fn in_memory(dups: bool) -> WindowStoreBuilder<StringSerde, U64Serde> {
-    Stores::in_memory_window_store(
-        "w",
+/// The builder of the store under test: in memory or persistent, with or without
+/// duplicates.
+fn builder(persistent: bool, dups: bool) -> WindowStoreBuilder<StringSerde, U64Serde> {
+    let (retention, window) = (
         Duration::from_millis(RETENTION as u64),
         Duration::from_millis(WINDOW as u64),
-        dups,
-        StringSerde,
-        U64Serde,
-    )
+    );
+    if persistent {
+        Stores::persistent_window_store("w", retention, window, dups, StringSerde, U64Serde)
+    } else {
+        Stores::in_memory_window_store("w", retention, window, dups, StringSerde, U64Serde)
+    }
 }
 
 proptest! {
@@ -272,21 +275,14 @@ proptest! {
 
     #[test]
     fn in_memory_matches_the_model(dups in any::<bool>(), ops in prop::collection::vec(op(), 1..120)) {
-        let b = in_memory(dups).without_logging();
+        let b = builder(false, dups).without_logging();
         check(&open(&b, StoreBuildContext::default()), dups, &ops, true);
     }
 
     #[test]
     fn rocksdb_matches_the_model(dups in any::<bool>(), ops in prop::collection::vec(op(), 1..120)) {
         let dir = tempfile::tempdir().unwrap();
-        let b = Stores::persistent_window_store(
-            "w",
-            Duration::from_millis(RETENTION as u64),
-            Duration::from_millis(WINDOW as u64),
-            dups,
-            StringSerde,
-            U64Serde,
-        );
+        let b = builder(true, dups);
         let store = open(&b, StoreBuildContext::new(Some(dir.path().to_owned())));
         check(&store, dups, &ops, false);
         drop(store);
@@ -295,7 +291,7 @@ proptest! {
 
     #[test]
     fn cached_and_logged_matches_the_model(ops in prop::collection::vec(op(), 1..120)) {
-        let b = in_memory(false).with_caching();
+        let b = builder(false, false).with_caching();
         let ctx = StoreBuildContext::default()
             .with_changelog(Box::new(VecChangelog::default()))
             .with_cache_max_bytes(300);
