@@ -200,18 +200,20 @@ fn dsl_table_and_windowed_count_answer_plain_and_timestamped_queries() {
             "timestamped fetch"
         );
     }
+    // A model window as the store answers it: its windowed key and count.
+    let counted = |((k, s), (n, _)): (&(String, i64), &(u64, i64))| {
+        let w = Windowed {
+            key: k.clone(),
+            start: *s,
+            end: s + MINUTE,
+        };
+        (w, *n)
+    };
     let key = "page-03".to_owned();
     let want: Vec<(Windowed<String>, u64)> = windows
         .iter()
         .filter(|((k, _), _)| *k == key)
-        .map(|((k, s), (n, _))| {
-            let w = Windowed {
-                key: k.clone(),
-                start: *s,
-                end: s + MINUTE,
-            };
-            (w, *n)
-        })
+        .map(counted)
         .collect();
     let got = retry("fetch_range", || {
         counts
@@ -224,17 +226,7 @@ fn dsl_table_and_windowed_count_answer_plain_and_timestamped_queries() {
         counts.all().chunk_size(5).collect::<Result<Vec<_>, _>>()
     });
     all.sort_by(|a, b| (&a.0.key, a.0.start).cmp(&(&b.0.key, b.0.start)));
-    let want: Vec<(Windowed<String>, u64)> = windows
-        .iter()
-        .map(|((k, s), (n, _))| {
-            let w = Windowed {
-                key: k.clone(),
-                start: *s,
-                end: s + MINUTE,
-            };
-            (w, *n)
-        })
-        .collect();
+    let want: Vec<(Windowed<String>, u64)> = windows.iter().map(counted).collect();
     assert_eq!(all, want);
 
     match app.store_named("clicks-per-minute", StringSerde, U64Serde) {
