@@ -42,6 +42,20 @@ fn windowed_count(consumed: Consumed<StringSerde, StringSerde>) -> TopologyTestD
     TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap()
 }
 
+/// `(window, count, timestamp)` of every record on topic `counts`.
+fn counts(driver: &TopologyTestDriver) -> Vec<(Windowed<String>, Option<u64>, i64)> {
+    let out = driver.output_topic(
+        "counts",
+        WindowedSerde::new(StringSerde, SIZE),
+        NullableSerde(U64Serde),
+    );
+    let records = out.read_records().unwrap();
+    records
+        .into_iter()
+        .map(|r| (r.key, r.value, r.timestamp))
+        .collect()
+}
+
 fn pipe_clicks(driver: &TopologyTestDriver) {
     let input = driver.input_topic("clicks", StringSerde, StringSerde);
     // Record timestamps all fall in one window; event times span three.
@@ -62,17 +76,7 @@ fn a_typed_extractor_windows_by_the_event_time_in_the_value() {
     );
     let driver = windowed_count(consumed);
     pipe_clicks(&driver);
-    let out = driver.output_topic(
-        "counts",
-        WindowedSerde::new(StringSerde, SIZE),
-        NullableSerde(U64Serde),
-    );
-    let got: Vec<_> = out
-        .read_records()
-        .unwrap()
-        .into_iter()
-        .map(|r| (r.key, r.value, r.timestamp))
-        .collect();
+    let got = counts(&driver);
     // The record at event time 3000 comes after stream time reached 12000: with no grace
     // its window [0, 10000) is closed, so it is dropped.
     assert_eq!(
@@ -89,17 +93,7 @@ fn a_typed_extractor_windows_by_the_event_time_in_the_value() {
 fn without_an_extractor_the_record_timestamp_counts() {
     let driver = windowed_count(Consumed::with(StringSerde, StringSerde));
     pipe_clicks(&driver);
-    let out = driver.output_topic(
-        "counts",
-        WindowedSerde::new(StringSerde, SIZE),
-        NullableSerde(U64Serde),
-    );
-    let keys: Vec<_> = out
-        .read_key_values()
-        .unwrap()
-        .into_iter()
-        .map(|(k, _)| k)
-        .collect();
+    let keys: Vec<_> = counts(&driver).into_iter().map(|(k, _, _)| k).collect();
     assert_eq!(
         keys,
         [w("a", 500_000), w("a", 500_000), w("a", 500_000), w("b", 500_000)]
