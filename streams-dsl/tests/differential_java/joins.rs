@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use streams_dsl::{JoinWindows, StreamJoined};
+use streams_dsl::{JoinWindows, StreamJoined, StreamsBuilder};
 
 use crate::diff::Values::Str;
 use crate::diff::{Known, check};
@@ -141,6 +141,42 @@ fn or_null_ref(v: Option<&String>) -> &str {
     v.map_or("null", String::as_str)
 }
 
+/// Joins `left` and `right` within `windows` into `joined`: `l/r`.
+fn joined_stream(b: &StreamsBuilder, windows: JoinWindows) {
+    input(b, "left")
+        .join_stream(
+            &input(b, "right"),
+            |_, l, r| format!("{l}/{r}"),
+            windows,
+            StreamJoined::new(),
+        )
+        .to("joined", strings());
+}
+
+/// Left-joins `left` and `right` within `windows` into `joined`: `l/r`, `l/null`.
+fn left_joined_stream(b: &StreamsBuilder, windows: JoinWindows) {
+    input(b, "left")
+        .left_join_stream(
+            &input(b, "right"),
+            |_, l, r| format!("{l}/{}", or_null_ref(r)),
+            windows,
+            StreamJoined::new(),
+        )
+        .to("joined", strings());
+}
+
+/// Outer-joins `left` and `right` within `windows` into `joined`: `l/r`, `l/null`, `null/r`.
+fn outer_joined_stream(b: &StreamsBuilder, windows: JoinWindows) {
+    input(b, "left")
+        .outer_join_stream(
+            &input(b, "right"),
+            |_, l, r| format!("{}/{}", or_null_ref(l), or_null_ref(r)),
+            windows,
+            StreamJoined::new(),
+        )
+        .to("joined", strings());
+}
+
 #[test]
 fn stream_stream_join() {
     check(
@@ -152,16 +188,7 @@ fn stream_stream_join() {
             ours: STREAM_JOIN,
         }],
         &[("joined", Str)],
-        |b| {
-            input(b, "left")
-                .join_stream(
-                    &input(b, "right"),
-                    |_, l, r| format!("{l}/{r}"),
-                    within(),
-                    StreamJoined::new(),
-                )
-                .to("joined", strings());
-        },
+        |b| joined_stream(b, within()),
     );
 }
 
@@ -175,16 +202,7 @@ fn stream_stream_left_join() {
             ours: LEFT_JOIN,
         }],
         &[("joined", Str)],
-        |b| {
-            input(b, "left")
-                .left_join_stream(
-                    &input(b, "right"),
-                    |_, l, r| format!("{l}/{}", or_null_ref(r)),
-                    within(),
-                    StreamJoined::new(),
-                )
-                .to("joined", strings());
-        },
+        |b| left_joined_stream(b, within()),
     );
 }
 
@@ -198,16 +216,7 @@ fn stream_stream_outer_join() {
             ours: OUTER_JOIN,
         }],
         &[("joined", Str)],
-        |b| {
-            input(b, "left")
-                .outer_join_stream(
-                    &input(b, "right"),
-                    |_, l, r| format!("{}/{}", or_null_ref(l), or_null_ref(r)),
-                    within(),
-                    StreamJoined::new(),
-                )
-                .to("joined", strings());
-        },
+        |b| outer_joined_stream(b, within()),
     );
 }
 
@@ -225,41 +234,20 @@ fn in_time() -> JoinWindows {
 #[test]
 fn stream_stream_join_in_time() {
     check("stream-stream-join-in-time", &[], &[("joined", Str)], |b| {
-        input(b, "left")
-            .join_stream(
-                &input(b, "right"),
-                |_, l, r| format!("{l}/{r}"),
-                in_time(),
-                StreamJoined::new(),
-            )
-            .to("joined", strings());
+        joined_stream(b, in_time())
     });
 }
 
 #[test]
 fn stream_stream_left_join_in_time() {
     check("stream-stream-left-join-in-time", &[], &[("joined", Str)], |b| {
-        input(b, "left")
-            .left_join_stream(
-                &input(b, "right"),
-                |_, l, r| format!("{l}/{}", or_null_ref(r)),
-                in_time(),
-                StreamJoined::new(),
-            )
-            .to("joined", strings());
+        left_joined_stream(b, in_time())
     });
 }
 
 #[test]
 fn stream_stream_outer_join_in_time() {
     check("stream-stream-outer-join-in-time", &[], &[("joined", Str)], |b| {
-        input(b, "left")
-            .outer_join_stream(
-                &input(b, "right"),
-                |_, l, r| format!("{}/{}", or_null_ref(l), or_null_ref(r)),
-                in_time(),
-                StreamJoined::new(),
-            )
-            .to("joined", strings());
+        outer_joined_stream(b, in_time())
     });
 }
