@@ -83,6 +83,26 @@ where
     }
 }
 
+impl<K, V> KTable<K, V> {
+    /// The stores of this table and `other`, which the join `node` reads; `None` after
+    /// reporting [`DslIssue::NotMaterialized`] for the first of them that has none.
+    pub(crate) fn join_stores<KO, VO>(&self, other: &KTable<KO, VO>, node: &str) -> Option<(String, String)> {
+        let (Some(this_store), Some(other_store)) = (self.store.clone(), other.store.clone()) else {
+            let table = if self.store.is_none() {
+                &self.node
+            } else {
+                &other.node
+            };
+            self.shared.issue(DslIssue::NotMaterialized {
+                operator: node.to_owned(),
+                table: table.clone(),
+            });
+            return None;
+        };
+        Some((this_store, other_store))
+    }
+}
+
 impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
     /// Rows whose key is in both tables, valued `joiner(key, this, other)`.
     pub fn join<VO, VR>(
@@ -138,16 +158,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
     ) -> KTable<K, VR> {
         let shared = &self.shared;
         let node = shared.name(None, &self.node, op);
-        let (Some(this_store), Some(other_store)) = (self.store.clone(), other.store.clone()) else {
-            let table = if self.store.is_none() {
-                &self.node
-            } else {
-                &other.node
-            };
-            shared.issue(DslIssue::NotMaterialized {
-                operator: node.clone(),
-                table: table.clone(),
-            });
+        let Some((this_store, other_store)) = self.join_stores(other, &node) else {
             return KTable::new(shared.clone(), node, None);
         };
         let this_side = shared.name(Some(&format!("{node}-this")), "", "");

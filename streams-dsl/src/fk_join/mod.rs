@@ -104,16 +104,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         shared.check_named(given.is_some(), &self.node, "a store and subscription topics");
         let node = shared.name(given.as_deref(), &self.node, op);
         let failed = || KTable::new(shared.clone(), node.clone(), None);
-        let (Some(left_store), Some(right_store)) = (self.store.clone(), other.store.clone()) else {
-            let table = if self.store.is_none() {
-                &self.node
-            } else {
-                &other.node
-            };
-            shared.issue(DslIssue::NotMaterialized {
-                operator: node.clone(),
-                table: table.clone(),
-            });
+        let Some((left_store, right_store)) = self.join_stores(other, &node) else {
             return failed();
         };
         if !self.old_values().available() {
