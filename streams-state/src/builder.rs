@@ -400,11 +400,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for KeyValueStoreBuilder
     }
 
     fn type_name(&self) -> String {
-        format!(
-            "KvStore<{}, {}>",
-            short_type_name(std::any::type_name::<KS>()),
-            short_type_name(std::any::type_name::<VS>())
-        )
+        handle_type_name::<KS, VS>("KvStore")
     }
 }
 
@@ -439,6 +435,16 @@ pub(crate) fn inner_store(
     } else {
         Box::new(rocksdb)
     })
+}
+
+/// The type name of the typed handle `handle` with key serde `KS` and value serde `VS`,
+/// without module paths: `KvStore<StringSerde, U64Serde>`.
+pub(crate) fn handle_type_name<KS, VS>(handle: &str) -> String {
+    format!(
+        "{handle}<{}, {}>",
+        short_type_name(std::any::type_name::<KS>()),
+        short_type_name(std::any::type_name::<VS>())
+    )
 }
 
 /// A type name without module paths: `a::B<c::D, E>` becomes `B<D, E>`.

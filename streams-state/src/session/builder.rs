@@ -4,7 +4,7 @@ use std::any::Any;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::builder::{StoreBuildContext, StoreBuilder, StoreLayout, short_type_name};
+use crate::builder::{StoreBuildContext, StoreBuilder, StoreLayout, handle_type_name};
 use crate::error::Result;
 use crate::serde::{BytesSerde, Serde};
 use crate::session::SessionStore;
@@ -137,10 +137,6 @@ impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for SessionStoreBuilder<
     }
 
     fn type_name(&self) -> String {
-        format!(
-            "SessionStore<{}, {}>",
-            short_type_name(std::any::type_name::<KS>()),
-            short_type_name(std::any::type_name::<VS>())
-        )
+        handle_type_name::<KS, VS>("SessionStore")
     }
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::builder::{
-    KeyValueStoreBuilder, StoreBuildContext, StoreBuilder, StoreLayout, Stores, short_type_name,
+    KeyValueStoreBuilder, StoreBuildContext, StoreBuilder, StoreLayout, Stores, handle_type_name,
 };
 use crate::error::Result;
 use crate::serde::{BytesSerde, Serde};
@@ -123,11 +123,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for VersionedStoreBuilde
     }
 
     fn type_name(&self) -> String {
-        format!(
-            "VersionedKeyValueStore<{}, {}>",
-            short_type_name(std::any::type_name::<KS>()),
-            short_type_name(std::any::type_name::<VS>())
-        )
+        handle_type_name::<KS, VS>("VersionedKeyValueStore")
     }
 }
 

@@ -4,7 +4,7 @@ use std::any::Any;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::builder::{StoreBuildContext, StoreBuilder, StoreLayout, short_type_name};
+use crate::builder::{StoreBuildContext, StoreBuilder, StoreLayout, handle_type_name};
 use crate::error::Result;
 use crate::serde::{BytesSerde, Serde};
 use crate::store::KeyValueStore;
@@ -237,11 +237,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for WindowStoreBuilder<K
     }
 
     fn type_name(&self) -> String {
-        format!(
-            "WindowStore<{}, {}>",
-            short_type_name(std::any::type_name::<KS>()),
-            short_type_name(std::any::type_name::<VS>())
-        )
+        handle_type_name::<KS, VS>("WindowStore")
     }
 }
 
