@@ -239,6 +239,52 @@ pub(crate) struct Answered {
     pub epoch: Option<u64>,
 }
 
+/// The rebalance epoch a cursor's chunks are read in. A later chunk read in another epoch
+/// comes from other tasks than the earlier ones: the range so far may miss what moved, so
+/// the cursor fails with [`QueryError::Rebalancing`] from then on, for good.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct EpochPin {
+    /// The epoch of the first chunk (or of the token a cursor resumed from).
+    epoch: Option<u64>,
+    /// A later chunk came from another epoch.
+    broken: bool,
+}
+
+impl EpochPin {
+    /// The pinned epoch, once a chunk (or a resumed token) set it.
+    pub fn epoch(&self) -> Option<u64> {
+        self.epoch
+    }
+
+    /// Pins `epoch`, as a cursor resumed from a token read in it.
+    pub fn pin(&mut self, epoch: u64) {
+        self.epoch = Some(epoch);
+    }
+
+    /// `Err(Rebalancing)` once the cursor is broken.
+    pub fn usable(&self) -> Result<(), QueryError> {
+        if self.broken {
+            return Err(QueryError::Rebalancing);
+        }
+        Ok(())
+    }
+
+    /// Takes the epoch an answer was read in (`None`: a global store's): the first one pins
+    /// it, another one breaks the cursor.
+    pub fn observe(&mut self, now: Option<u64>) -> Result<(), QueryError> {
+        if let Some(now) = now {
+            match self.epoch {
+                Some(then) if then != now => {
+                    self.broken = true;
+                    return Err(QueryError::Rebalancing);
+                }
+                _ => self.epoch = Some(now),
+            }
+        }
+        Ok(())
+    }
+}
+
 /// `Ok` unless the application is stopped (not started, shutting down, failed).
 fn stopped(state: State) -> Result<(), QueryError> {
     match state {

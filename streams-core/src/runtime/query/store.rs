@@ -11,7 +11,7 @@ use bytes::Bytes;
 use streams_state::{KeyRange, OrderedSerde, Serde};
 
 use super::QueryError;
-use super::router::{Op, Partial, Router, Target, merge_scans};
+use super::router::{EpochPin, Op, Partial, Router, Target, merge_scans};
 
 /// How long a query waits for the stream threads by default.
 pub const DEFAULT_QUERY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -152,8 +152,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> ReadOnlyKeyValueStore<KS, VS> {
             buffered: VecDeque::new(),
             last_key: None,
             exhausted: false,
-            epoch: None,
-            broken: false,
+            pin: EpochPin::default(),
         }
     }
 
@@ -310,10 +309,8 @@ pub struct KeyValueCursor<KS, VS> {
     buffered: VecDeque<(Bytes, Bytes)>,
     last_key: Option<Bytes>,
     exhausted: bool,
-    /// The rebalance epoch of the first chunk (or of the token resumed from).
-    epoch: Option<u64>,
-    /// A later chunk came from another epoch: the cursor fails from then on.
-    broken: bool,
+    /// The rebalance epoch the chunks are read in.
+    pin: EpochPin,
 }
 
 impl<KS, VS> fmt::Debug for KeyValueCursor<KS, VS> {
@@ -359,7 +356,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> KeyValueCursor<KS, VS> {
     /// continues safely).
     pub fn resume_token(&self) -> Option<ResumeToken> {
         Some(ResumeToken {
-            epoch: self.epoch?,
+            epoch: self.pin.epoch()?,
             last_key: self.last_key.clone()?,
         })
     }
@@ -371,7 +368,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> KeyValueCursor<KS, VS> {
     #[must_use]
     pub fn resume(mut self, token: &ResumeToken) -> Self {
         self.last_key = Some(token.last_key.clone());
-        self.epoch = Some(token.epoch);
+        self.pin.pin(token.epoch);
         self
     }
 
@@ -402,9 +399,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> KeyValueCursor<KS, VS> {
 
     /// Reads the next chunk into the buffer, unless the range is exhausted.
     fn fetch(&mut self) -> Result<(), QueryError> {
-        if self.broken {
-            return Err(QueryError::Rebalancing);
-        }
+        self.pin.usable()?;
         if self.exhausted {
             return Ok(());
         }
@@ -423,17 +418,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> KeyValueCursor<KS, VS> {
             .store
             .router
             .ask(&self.store.target, &op, self.store.timeout)?;
-        if let Some(now) = answered.epoch {
-            match self.epoch {
-                // The tasks answering now are not those that answered the earlier chunks: the
-                // range so far may be missing what moved, for good.
-                Some(then) if then != now => {
-                    self.broken = true;
-                    return Err(QueryError::Rebalancing);
-                }
-                _ => self.epoch = Some(now),
-            }
-        }
+        self.pin.observe(answered.epoch)?;
         let (entries, more) = merge_scans(answered.parts, self.reverse, self.chunk);
         self.exhausted = !more;
         self.buffered.extend(entries);

@@ -15,7 +15,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use streams_state::{Serde, Windowed};
 
-use crate::runtime::query::router::{Op, Router, Target};
+use crate::runtime::query::router::{EpochPin, Op, Router, Target};
 use crate::runtime::query::store::plain_value;
 use crate::runtime::query::windowed::{Hit, TimeKind, TimeScan, merge};
 use crate::runtime::query::{DEFAULT_CHUNK_SIZE, QueryError};
@@ -94,8 +94,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> Reader<KS, VS> {
             },
             buffered: VecDeque::new(),
             exhausted: false,
-            epoch: None,
-            broken: false,
+            pin: EpochPin::default(),
         }
     }
 }
@@ -280,8 +279,7 @@ pub struct WindowCursor<KS, VS> {
     scan: TimeScan,
     buffered: VecDeque<Hit>,
     exhausted: bool,
-    epoch: Option<u64>,
-    broken: bool,
+    pin: EpochPin,
 }
 
 impl<KS, VS> fmt::Debug for WindowCursor<KS, VS> {
@@ -324,9 +322,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> WindowCursor<KS, VS> {
     }
 
     fn fetch(&mut self) -> Result<(), QueryError> {
-        if self.broken {
-            return Err(QueryError::Rebalancing);
-        }
+        self.pin.usable()?;
         if self.exhausted {
             return Ok(());
         }
@@ -335,15 +331,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> WindowCursor<KS, VS> {
             .reader
             .router
             .ask(&self.reader.target, &op, self.reader.timeout)?;
-        if let Some(now) = answered.epoch {
-            match self.epoch {
-                Some(then) if then != now => {
-                    self.broken = true;
-                    return Err(QueryError::Rebalancing);
-                }
-                _ => self.epoch = Some(now),
-            }
-        }
+        self.pin.observe(answered.epoch)?;
         let (hits, more) = merge(answered.parts, self.scan.reverse, self.scan.limit);
         self.exhausted = !more;
         if let Some(last) = hits.last() {
