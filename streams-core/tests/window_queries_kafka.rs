@@ -190,7 +190,9 @@ fn threads_share_tasks(app: &KafkaStreams) -> bool {
 
 fn start(app: &mut KafkaStreams, records: u64) {
     app.start().unwrap();
-    wait_until("processing the input", Duration::from_secs(30), || {
+    // The bound of interactive_queries_kafka's same wait: two threads joining the group and
+    // settling on two tasks each took over 30 s on a 2-core machine also building in release.
+    wait_until("processing the input", Duration::from_secs(60), || {
         app.processed_records() >= records && app.state() == State::Running && threads_share_tasks(app)
     });
 }
