@@ -36,7 +36,7 @@
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-KAFKA_VERSION=4.1.1
+KAFKA_VERSION=4.3.1
 STREAMS_CACHE=${STREAMS_CACHE:-$HOME/.cache/streams-rs}
 KAFKA_DIST_DIR=$STREAMS_CACHE/kafka-$KAFKA_VERSION
 KAFKA_LIBS=$KAFKA_DIST_DIR/libs
@@ -472,6 +472,12 @@ group.consumer.min.session.timeout.ms=6000
 group.consumer.session.timeout.ms=10000
 group.consumer.min.heartbeat.interval.ms=500
 group.consumer.heartbeat.interval.ms=1000
+# Streams groups (KIP-1071, group.protocol=streams): the same short timeouts.
+group.streams.min.session.timeout.ms=6000
+group.streams.session.timeout.ms=10000
+group.streams.min.heartbeat.interval.ms=500
+group.streams.heartbeat.interval.ms=1000
+group.streams.initial.rebalance.delay.ms=0
 
 log.retention.hours=24
 log.retention.check.interval.ms=300000
