@@ -1,0 +1,129 @@
+//! Failover and exactly-once restart measurements of the keyed count with 1,000,000-entry
+//! stores, against a real broker.
+//!
+//! ```text
+//! bash scripts/kafka.sh ensure
+//! cargo build --release -p streams-benches --bin failover
+//! $CARGO_TARGET_DIR/release/failover kill-one [--standbys 0|1] [--guarantee at_least_once]
+//! $CARGO_TARGET_DIR/release/failover eos-restarts [--restarts 10]
+//! ```
+//!
+//! Both start from fresh topics: the input (6 partitions) is preloaded with one record per
+//! key for `--keys` keys (1,000,000: the count stores then hold 1,000,000 entries in all,
+//! about 167,000 per task) and then fed `--rate` records per second (2,000) with random keys
+//! while the measurement runs. Every input record carries its sequence number as its value,
+//! and the application (`failover app`, the count of `streams_examples::count`, with every
+//! input also written unchanged to an audit topic by the same task) runs as child processes
+//! whose stderr the driver parses for the runtime's INFO lines (`task created task=0_p
+//! restored=N`, the start offsets of newly assigned partitions).
+//!
+//! - `kill-one`: `--instances` (3) instances of 1 thread each, `--standbys` standby replicas
+//!   (0; `num.standby.replicas`, which needs the streams group protocol). Once the group has
+//!   committed the end of the preload and the six tasks are spread over the instances, one
+//!   instance is SIGKILLed. Per task that moved it prints, counted from the kill: when a
+//!   survivor was assigned its partition (the broker noticed the death after its session
+//!   timeout, `group.consumer.session.timeout.ms` or `group.streams.session.timeout.ms`,
+//!   printed beside), when the task was created there (its stores restored), the records
+//!   restored, and when its first new record reached the audit topic, by the broker's append
+//!   time (the audit topic uses `LogAppendTime`; a record counts only if appended after the
+//!   survivor's assignment, so nothing the dead instance had in flight). Then the feed stops,
+//!   the survivors finish, and every input sequence number must be in the audit topic at
+//!   least once: a run that lost a record fails.
+//! - `eos-restarts`: one instance with 2 threads under `exactly_once_v2`, SIGKILLed at random
+//!   points (`--min-ms`..`--max-ms` after its start) and restarted `--restarts` (10) times on
+//!   the same state directory; per restart it prints the records the created tasks restored
+//!   (the persistent stores keep their committed state through a crash, so only what follows
+//!   the last commit, not the store, should be restored). A last run finishes the input; the
+//!   committed audit topic must hold every input sequence number exactly once, and the
+//!   committed output every count `1..=n` of every key exactly once.
+//!
+//! Both print the load average at the start and the end (the numbers mean little on a busy
+//! machine), write each instance's log to `--log-dir` (default `/tmp/<run name>`), and delete
+//! their topics at the end unless `--keep-topics`.
+
+mod app;
+mod check;
+mod child;
+mod eos;
+mod kafka_io;
+mod kill_one;
+mod watch;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// The error type of the harness: any error, with its message.
+type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+#[derive(Parser)]
+#[command(about = "Failover and exactly-once restart measurements of the keyed count")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// One application instance (the driver starts these).
+    App(app::AppArgs),
+    /// Kill one of several instances and time the failover of its tasks.
+    KillOne(kill_one::KillOneArgs),
+    /// SIGKILL and restart an exactly-once instance repeatedly; check the committed output.
+    EosRestarts(eos::EosArgs),
+}
+
+/// What both measurements take.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct Common {
+    /// The broker (`bash scripts/kafka.sh ensure` starts the local one).
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    pub(crate) bootstrap: String,
+    /// Distinct keys preloaded, one record each.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub(crate) keys: u32,
+    /// Records per second fed after the preload.
+    #[arg(long, default_value_t = 2_000)]
+    pub(crate) rate: u32,
+    /// Partitions of the input, output and audit topics (so tasks).
+    #[arg(long, default_value_t = 6)]
+    pub(crate) partitions: i32,
+    /// Seed of the feed's keys and of the kill points.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// Where the instances' logs go (default `/tmp/<run name>`).
+    #[arg(long)]
+    pub(crate) log_dir: Option<PathBuf>,
+    /// Keep the run's topics (deleted by default).
+    #[arg(long)]
+    pub(crate) keep_topics: bool,
+}
+
+impl Common {
+    /// A fresh run name (`<what>-<ms since the epoch>`) and its log directory, created.
+    pub(crate) fn run_dir(&self, what: &str) -> Res<(String, PathBuf)> {
+        let name = format!("{what}-{}", now_ms());
+        let dir = self
+            .log_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("/tmp").join(&name));
+        std::fs::create_dir_all(&dir)?;
+        Ok((name, dir))
+    }
+}
+
+/// Milliseconds since the epoch.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+fn main() -> Res<()> {
+    match Cli::parse().cmd {
+        Cmd::App(a) => app::run(&a),
+        Cmd::KillOne(a) => kill_one::run(&a),
+        Cmd::EosRestarts(a) => eos::run(&a),
+    }
+}
