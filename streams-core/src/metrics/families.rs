@@ -37,6 +37,7 @@ pub(crate) struct Families {
     pub thread_tasks_created: IntCounterVec,
     pub thread_tasks_closed: IntCounterVec,
     pub thread_tasks_corrupted: IntCounterVec,
+    pub thread_standby_tasks: IntGaugeVec,
     pub thread_input_pauses: IntCounterVec,
     pub thread_blocked_seconds: prometheus::CounterVec,
     pub thread_commit_phase_seconds: prometheus::CounterVec,
@@ -56,6 +57,8 @@ pub(crate) struct Families {
     pub task_cache_size: IntGaugeVec,
     pub task_restore_records: IntCounterVec,
     pub task_restore_remaining: IntGaugeVec,
+    pub task_standby_records: IntCounterVec,
+    pub task_standby_lag: IntGaugeVec,
     // Processor node.
     pub node_records_in: IntCounterVec,
     pub node_records_forwarded: IntCounterVec,
@@ -205,6 +208,11 @@ impl Families {
                 "Tasks whose local state was found corrupt (opening, restoring or running) and rebuilt from their changelogs.",
                 &thread,
             )?,
+            thread_standby_tasks: r.gauge(
+                "streams_thread_standby_tasks",
+                "Standby tasks the thread keeps (warm replicas of tasks' stores, tailing their changelogs).",
+                &thread,
+            )?,
             thread_input_pauses: r.counter(
                 "streams_thread_input_paused_total",
                 "Times the input partitions of a task that takes no records for now (an async processor's buffer is full) were paused.",
@@ -295,6 +303,16 @@ impl Families {
             task_restore_remaining: r.gauge(
                 "streams_task_restore_remaining_records",
                 "Changelog records left to restore before the task processes.",
+                &task,
+            )?,
+            task_standby_records: r.counter(
+                "streams_task_standby_records_total",
+                "Changelog records applied to the stores of the standby task.",
+                &task,
+            )?,
+            task_standby_lag: r.gauge(
+                "streams_task_standby_lag_records",
+                "Changelog end offsets minus the standby task's positions, summed over its changelog partitions.",
                 &task,
             )?,
             node_records_in: r.counter(

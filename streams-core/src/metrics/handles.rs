@@ -91,6 +91,7 @@ pub struct ThreadMetrics {
     pub(crate) tasks_created: IntCounter,
     pub(crate) tasks_closed: IntCounter,
     pub(crate) tasks_corrupted: IntCounter,
+    pub(crate) standby_tasks: IntGauge,
     pub(crate) input_pauses: IntCounter,
     pub(crate) blocked_seconds: Counter,
     /// Indexed by [`CommitPhase`].
@@ -121,6 +122,7 @@ impl ThreadMetrics {
             tasks_created: counter(&f.thread_tasks_created, &l),
             tasks_closed: counter(&f.thread_tasks_closed, &l),
             tasks_corrupted: counter(&f.thread_tasks_corrupted, &l),
+            standby_tasks: f.thread_standby_tasks.with_label_values(&l),
             input_pauses: counter(&f.thread_input_pauses, &l),
             blocked_seconds: f.thread_blocked_seconds.with_label_values(&l),
             produce_queue_full_seconds: f.thread_produce_queue_full_seconds.with_label_values(&l),
@@ -151,6 +153,11 @@ impl ThreadMetrics {
         TaskMetrics::new(&self.metrics, &self.thread, id)
     }
 
+    /// The metrics of standby task `id` on this thread.
+    pub(crate) fn standby(&self, id: TaskId) -> StandbyMetrics {
+        StandbyMetrics::new(&self.metrics, &self.thread, id)
+    }
+
     /// The observer recording the metrics of task `id` on this thread, for
     /// [`TaskFactory::task`](crate::engine::TaskFactory::task). Dropping it (with its task)
     /// removes the task's series.
@@ -173,6 +180,7 @@ impl Drop for ThreadMetrics {
         let _ = f.thread_tasks_created.remove_label_values(&l);
         let _ = f.thread_tasks_closed.remove_label_values(&l);
         let _ = f.thread_tasks_corrupted.remove_label_values(&l);
+        let _ = f.thread_standby_tasks.remove_label_values(&l);
         let _ = f.thread_input_pauses.remove_label_values(&l);
         let _ = f.thread_blocked_seconds.remove_label_values(&l);
         let _ = f.thread_produce_queue_full_seconds.remove_label_values(&l);
@@ -189,6 +197,45 @@ impl Drop for ThreadMetrics {
         for r in DLQ_REASONS {
             let _ = f.dead_letter_records.remove_label_values(&[l[0], l[1], r]);
         }
+    }
+}
+
+/// The metrics of one standby task; dropping them removes its series.
+pub(crate) struct StandbyMetrics {
+    metrics: Metrics,
+    thread: String,
+    task: String,
+    /// Changelog records applied to the standby's stores.
+    pub records: IntCounter,
+    /// Changelog end offsets minus the standby's positions, summed.
+    pub lag: IntGauge,
+}
+
+impl StandbyMetrics {
+    fn new(metrics: &Metrics, thread: &str, id: TaskId) -> Self {
+        let f = metrics.families();
+        let task = id.to_string();
+        let l = [metrics.application_id(), thread, task.as_str()];
+        Self {
+            records: counter(&f.task_standby_records, &l),
+            lag: f.task_standby_lag.with_label_values(&l),
+            metrics: metrics.clone(),
+            thread: thread.to_owned(),
+            task,
+        }
+    }
+}
+
+impl Drop for StandbyMetrics {
+    fn drop(&mut self) {
+        let f = self.metrics.families();
+        let l = [
+            self.metrics.application_id(),
+            self.thread.as_str(),
+            self.task.as_str(),
+        ];
+        let _ = f.task_standby_records.remove_label_values(&l);
+        let _ = f.task_standby_lag.remove_label_values(&l);
     }
 }
 

@@ -247,6 +247,10 @@ mod tests {
         let _node = task.watch_node("n");
         let _store = task.store("s");
         task.set_lag("in", 0, 0);
+        let _standby = thread.standby(TaskId {
+            subtopology: 0,
+            partition: 1,
+        });
         let registered: std::collections::BTreeSet<String> = m
             .registry()
             .gather()

@@ -46,6 +46,32 @@ pub(crate) struct Restoring {
     bounds: Vec<(String, i64)>,
 }
 
+impl Restoring {
+    /// The entry of a task whose stores were a standby's, handed over as hand-over `seq`
+    /// (see `standby.rs`).
+    pub(super) fn promoted(
+        seq: u64,
+        timestamp: Arc<AtomicI64>,
+        metrics: TaskMetrics,
+        held: Vec<RawRecord>,
+        bounds: Vec<(String, i64)>,
+    ) -> Self {
+        Self {
+            seq,
+            timestamp,
+            metrics,
+            held,
+            wiped_for_gap: false,
+            bounds,
+        }
+    }
+
+    /// The sequence number of the current hand-over.
+    pub(super) fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
 impl TaskManager {
     /// Whether some task's stores are being restored.
     pub fn is_restoring(&self) -> bool {
@@ -114,6 +140,9 @@ impl TaskManager {
             if self.tasks.contains_key(&id) {
                 continue;
             }
+            if self.promote_standby(consumer, id)? {
+                continue;
+            }
             if let Some(r) = self.restoring.get_mut(&id) {
                 if !positions_kept {
                     // Its partitions restart from the committed offsets, unpaused.
@@ -170,7 +199,8 @@ impl TaskManager {
                 },
             );
         }
-        Ok(())
+        // Tasks closed above may have been wanted as standbys; waiting ones try again.
+        self.sync_standbys()
     }
 
     /// Takes the updater's reports: restored tasks start running, corrupted ones are
@@ -180,10 +210,29 @@ impl TaskManager {
         consumer: &BaseConsumer<C>,
     ) -> Result<(), StreamsError> {
         while let Some(event) = self.updater.try_event()? {
+            self.on_event(consumer, event)?;
+        }
+        Ok(())
+    }
+
+    /// Handles one report of the updater.
+    pub(super) fn on_event<C: ConsumerContext>(
+        &mut self,
+        consumer: &BaseConsumer<C>,
+        event: Event,
+    ) -> Result<(), StreamsError> {
+        {
             match event {
                 Event::Restored { job, records } => {
                     if let Some(r) = self.current(&job) {
                         self.start_task(consumer, job, r, records)?;
+                    }
+                }
+                Event::StandbyCorrupted { job, reason } => {
+                    if let Some(promoted) = self.standby_corrupted(job, &reason)? {
+                        // Found corrupt just before its promotion: the restoring task's
+                        // stores are wiped and restored from the changelog.
+                        return self.on_event(consumer, promoted);
                     }
                 }
                 Event::Corrupted {
@@ -194,7 +243,7 @@ impl TaskManager {
                 } => {
                     let id = job.id;
                     let Some(mut r) = self.current(&job) else {
-                        continue;
+                        return Ok(());
                     };
                     if self.settings.on_mock && !topic.is_empty() {
                         return Err(mock_retention_error("changelog", &topic, id.partition, &reason));
@@ -224,7 +273,7 @@ impl TaskManager {
                     self.restoring.insert(id, r);
                 }
                 Event::Failed { id, seq, error } => {
-                    if self.restoring.get(&id).is_some_and(|r| r.seq == seq) {
+                    if self.restoring.get(&id).is_some_and(|r| r.seq == seq) || self.is_standby(id, seq) {
                         return Err(error);
                     }
                     tracing::warn!(task = %id, error = %error, "restoring a task given up since");
@@ -307,7 +356,11 @@ impl TaskManager {
     }
 
     /// Builds the stores of task `id`; changelog writes are stamped with `timestamp`.
-    fn make_stores(&self, id: TaskId, timestamp: &Arc<AtomicI64>) -> Result<Vec<TaskStore>, StreamsError> {
+    pub(super) fn make_stores(
+        &self,
+        id: TaskId,
+        timestamp: &Arc<AtomicI64>,
+    ) -> Result<Vec<TaskStore>, StreamsError> {
         let producer = &self.producer;
         self.settings.factory.stores(
             id,
@@ -325,7 +378,7 @@ impl TaskManager {
 
     /// Closes `stores` without committing, deletes the task's state directory and builds
     /// the stores anew (empty, to be restored from the changelog).
-    fn wipe(
+    pub(super) fn wipe(
         &self,
         id: TaskId,
         stores: Vec<TaskStore>,
@@ -348,26 +401,40 @@ fn restore_bounds<C: ConsumerContext>(
     partition: i32,
     stores: &[TaskStore],
 ) -> Result<Vec<(String, i64)>, StreamsError> {
-    let sourced: Vec<&TaskStore> = stores.iter().filter(|s| s.from_source.is_some()).collect();
+    committed_bounds(consumer, partition, &sourced(stores))
+}
+
+/// The stores restored from a source topic, as (store name, topic).
+pub(super) fn sourced(stores: &[TaskStore]) -> Vec<(String, String)> {
+    stores
+        .iter()
+        .filter(|s| s.from_source.is_some())
+        .filter_map(|s| Some((s.name.clone(), s.changelog.clone()?)))
+        .collect()
+}
+
+/// [`restore_bounds`] of the stores `sourced` names (see [`sourced`]).
+pub(super) fn committed_bounds<C: ConsumerContext>(
+    consumer: &BaseConsumer<C>,
+    partition: i32,
+    sourced: &[(String, String)],
+) -> Result<Vec<(String, i64)>, StreamsError> {
     if sourced.is_empty() {
         return Ok(Vec::new());
     }
     let mut tpl = TopicPartitionList::new();
-    for s in &sourced {
-        if let Some(topic) = &s.changelog {
-            tpl.add_partition(topic, partition);
-        }
+    for (_, topic) in sourced {
+        tpl.add_partition(topic, partition);
     }
     let committed = super::start_offsets::committed(consumer, &tpl, super::start_offsets::LOOKUP_TIMEOUT)?;
     Ok(sourced
         .iter()
-        .filter_map(|s| {
-            let topic = s.changelog.as_deref()?;
+        .filter_map(|(name, topic)| {
             let offset = match committed.find_partition(topic, partition)?.offset() {
                 rdkafka::Offset::Offset(o) => o,
                 _ => 0,
             };
-            Some((s.name.clone(), offset))
+            Some((name.clone(), offset))
         })
         .collect())
 }
@@ -410,7 +477,7 @@ fn wake_fetchers<C: ConsumerContext>(consumer: &BaseConsumer<C>, kept: &TopicPar
 
 /// Whether a persistent store has data but no checkpoint: under exactly-once it may hold
 /// writes of an aborted transaction.
-fn holds_uncommitted(stores: &[TaskStore]) -> Result<bool, StreamsError> {
+pub(super) fn holds_uncommitted(stores: &[TaskStore]) -> Result<bool, StreamsError> {
     for s in stores {
         if s.store.persistent() && s.store.checkpoint()?.is_none() && s.store.approximate_num_entries()? > 0 {
             return Ok(true);

@@ -88,6 +88,8 @@ pub(crate) struct TaskManager {
     pub(super) backpressured: BTreeMap<TaskId, usize>,
     /// Changelog offsets the stores hold as of their restoration, by changelog partition.
     pub(super) restored_to: std::collections::HashMap<(String, i32), i64>,
+    /// The thread's standby tasks (see `standby.rs`).
+    pub(super) standbys: super::standby::Standbys,
 }
 
 pub(super) fn now_ms() -> i64 {
@@ -145,6 +147,7 @@ impl TaskManager {
             commit_failing_since: None,
             restored_to: std::collections::HashMap::new(),
             backpressured: BTreeMap::new(),
+            standbys: super::standby::Standbys::default(),
         })
     }
 
@@ -180,7 +183,7 @@ impl TaskManager {
     }
 
     pub fn has_pending(&self) -> bool {
-        self.pending.is_some() || !self.waiting.is_empty()
+        self.pending.is_some() || !self.waiting.is_empty() || self.standbys.waiting()
     }
 
     /// The assigned partitions of a task.
@@ -561,6 +564,7 @@ impl TaskManager {
         for id in std::mem::take(&mut self.restoring).into_keys() {
             self.updater.remove(id);
         }
+        self.close_standbys();
         // After the tasks, which read the global stores until they close.
         if let Some(mut g) = self.globals.take() {
             g.close();

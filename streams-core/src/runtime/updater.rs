@@ -10,6 +10,15 @@
 //! stores come back as an [`Event`]; the stream thread then builds the task around them,
 //! or wipes them and hands them over again.
 //!
+//! Standby tasks ([`StandbyJob`], `tailing.rs`) are held too: their stores follow their
+//! changelogs and are never reported done. Restoring tasks go first: while any is
+//! restoring, turns alternate between a restoring task's step and a short standby step
+//! ([`STANDBY_STEP`]), so a standby delays a restoration by one short step at most; with
+//! none restoring, standbys take full steps in turn. A standby is removed
+//! ([`StateUpdater::remove_standby`]: its stores are checkpointed and closed) or promoted
+//! ([`StateUpdater::promote`]: its stores, checkpointed, become a restoring task's, which
+//! restores only what the standby had not applied).
+//!
 //! A task revoked while restoring is removed ([`StateUpdater::remove`]): the updater
 //! checkpoints how far it got and closes the stores, which releases the task's state
 //! directory (a new owner on this process waits for it, see `tasks.rs`). Dropping the
@@ -24,12 +33,16 @@ use prometheus::{IntCounter, IntGauge};
 
 use super::resets::AssignedConsumer;
 use super::restore::{Restoration, Step};
+use super::tailing::{TailStep, Tailing};
 use crate::engine::TaskStore;
+use crate::metrics::handles::StandbyMetrics;
 use crate::model::TaskId;
 use crate::model::error::StreamsError;
 
 /// The most work the updater does between two looks at its commands.
 const STEP: Duration = Duration::from_millis(200);
+/// The longest step of a standby while a task is restoring.
+const STANDBY_STEP: Duration = Duration::from_millis(50);
 
 /// The stores of one task to restore.
 pub(crate) struct RestoreJob {
@@ -39,6 +52,26 @@ pub(crate) struct RestoreJob {
     pub stores: Vec<TaskStore>,
     /// The task's `restore_records` counter and `restore_remaining` gauge.
     pub gauges: Option<(IntCounter, IntGauge)>,
+}
+
+/// The stores of one standby task to keep warm.
+pub(crate) struct StandbyJob {
+    pub id: TaskId,
+    /// Which hand-over of the task this is (shares the numbering of [`RestoreJob`]).
+    pub seq: u64,
+    pub stores: Vec<TaskStore>,
+    pub metrics: StandbyMetrics,
+}
+
+/// A standby to turn into a restoring task ([`StateUpdater::promote`]).
+pub(crate) struct Promotion {
+    pub id: TaskId,
+    /// The sequence number of the restoring task's hand-over.
+    pub seq: u64,
+    /// The restoring task's `restore_records` counter and `restore_remaining` gauge.
+    pub gauges: Option<(IntCounter, IntGauge)>,
+    /// Where the stores restored from a source topic stop, by store name.
+    pub bounds: Vec<(String, i64)>,
 }
 
 /// What the updater reports back.
@@ -53,7 +86,10 @@ pub(crate) enum Event {
         topic: String,
         reason: String,
     },
-    /// Restoring the task failed; the stream thread fails with it.
+    /// A standby's changelog has a gap, or its local files are corrupt: wipe its state and
+    /// hand it over again.
+    StandbyCorrupted { job: StandbyJob, reason: String },
+    /// Restoring (or keeping the standby of) the task failed; the stream thread fails with it.
     Failed {
         id: TaskId,
         seq: u64,
@@ -64,6 +100,9 @@ pub(crate) enum Event {
 enum Command {
     Add(RestoreJob),
     Remove(TaskId),
+    AddStandby(StandbyJob),
+    RemoveStandby(TaskId),
+    Promote(Promotion),
 }
 
 /// The stream thread's handle on its state updater.
@@ -86,6 +125,8 @@ impl StateUpdater {
                 Worker {
                     consumer,
                     jobs: VecDeque::new(),
+                    standbys: VecDeque::new(),
+                    standby_turn: false,
                     assigned: None,
                     outbox,
                 }
@@ -107,6 +148,24 @@ impl StateUpdater {
     /// Stops restoring task `id`: its stores are checkpointed where they are and closed.
     pub fn remove(&self, id: TaskId) {
         self.send(Command::Remove(id));
+    }
+
+    /// Keeps a standby task's stores warm.
+    pub fn add_standby(&self, job: StandbyJob) {
+        self.send(Command::AddStandby(job));
+    }
+
+    /// Stops keeping standby `id`: its stores are checkpointed and closed (their state
+    /// directory stays).
+    pub fn remove_standby(&self, id: TaskId) {
+        self.send(Command::RemoveStandby(id));
+    }
+
+    /// Turns standby `promotion.id` into a restoring task: its stores are checkpointed and
+    /// restored from there, reported like any restoration. A standby no longer held (it was
+    /// reported corrupted meanwhile) is ignored: the stream thread handles that report.
+    pub fn promote(&self, promotion: Promotion) {
+        self.send(Command::Promote(promotion));
     }
 
     fn send(&self, command: Command) {
@@ -147,10 +206,20 @@ struct Job {
     restoration: Restoration,
 }
 
+/// A standby task being kept warm.
+struct Standby {
+    job: StandbyJob,
+    tail: Tailing,
+}
+
 struct Worker {
     consumer: AssignedConsumer,
     /// The tasks being restored; the first one takes the next step.
     jobs: VecDeque<Job>,
+    /// The standby tasks; the first one takes the next standby step.
+    standbys: VecDeque<Standby>,
+    /// Whether a standby takes the next step while tasks restore.
+    standby_turn: bool,
     /// The hand-over whose changelog partition the restore consumer is assigned.
     assigned: Option<u64>,
     outbox: Sender<Event>,
@@ -160,7 +229,7 @@ impl Worker {
     fn run(mut self, inbox: &Receiver<Command>) {
         loop {
             // Idle: wait for work. Busy: take what came in, then do one step.
-            let next = if self.jobs.is_empty() {
+            let next = if self.jobs.is_empty() && self.standbys.is_empty() {
                 inbox.recv().map_err(|_| TryRecvError::Disconnected)
             } else {
                 inbox.try_recv()
@@ -175,14 +244,148 @@ impl Worker {
                     self.remove(id);
                     continue;
                 }
+                Ok(Command::AddStandby(job)) => {
+                    self.add_standby(job);
+                    continue;
+                }
+                Ok(Command::RemoveStandby(id)) => {
+                    if let Some(s) = self.take_standby(id) {
+                        close_standby(s, "standby removed");
+                    }
+                    continue;
+                }
+                Ok(Command::Promote(p)) => {
+                    self.promote(p);
+                    continue;
+                }
                 Err(TryRecvError::Disconnected) => break,
                 Err(TryRecvError::Empty) => {}
             }
-            self.step();
+            // Restoring tasks first; a standby takes every other turn while they restore.
+            if !self.standbys.is_empty() && (self.jobs.is_empty() || self.standby_turn) {
+                self.standby_turn = false;
+                self.step_standby();
+            } else {
+                self.standby_turn = true;
+                self.step();
+            }
         }
         for id in self.jobs.iter().map(|j| j.job.id).collect::<Vec<_>>() {
             self.remove(id);
         }
+        for id in self.standbys.iter().map(|s| s.job.id).collect::<Vec<_>>() {
+            if let Some(s) = self.take_standby(id) {
+                close_standby(s, "closing");
+            }
+        }
+    }
+
+    /// Starts keeping a standby warm, from its stores' checkpoints.
+    fn add_standby(&mut self, mut job: StandbyJob) {
+        match Tailing::new(job.id.partition, &job.stores) {
+            Ok(tail) => {
+                tracing::info!(task = %job.id, "standby task started");
+                self.standbys.push_back(Standby { job, tail });
+            }
+            Err(error) if error.corrupt_store().is_some() => {
+                let reason = error.to_string();
+                let _ = self.outbox.send(Event::StandbyCorrupted { job, reason });
+            }
+            Err(error) => {
+                close_stores(job.id, &mut job.stores, "standby failed");
+                let _ = self.outbox.send(Event::Failed {
+                    id: job.id,
+                    seq: job.seq,
+                    error,
+                });
+            }
+        }
+    }
+
+    /// One step of the first standby, then it goes last.
+    fn step_standby(&mut self) {
+        let Some(current) = self.standbys.front_mut() else {
+            return;
+        };
+        let budget = if self.jobs.is_empty() { STEP } else { STANDBY_STEP };
+        let mut step = Ok(());
+        if self.assigned != Some(current.job.seq) {
+            step = current.tail.assign(&self.consumer);
+        }
+        self.assigned = Some(current.job.seq);
+        let before = current.tail.applied;
+        let step = step.and_then(|()| current.tail.step(&self.consumer, &mut current.job.stores, budget));
+        let metrics = &current.job.metrics;
+        metrics
+            .records
+            .inc_by(current.tail.applied.saturating_sub(before));
+        if let Some(lag) = current.tail.lag(&self.consumer) {
+            metrics.lag.set(lag);
+        }
+        let reason = match step {
+            Ok(TailStep::Applied) => {
+                self.standbys.rotate_left(1);
+                return;
+            }
+            Ok(TailStep::Corrupted { reason }) => reason,
+            Err(error) if error.corrupt_store().is_some() => error.to_string(),
+            Err(error) => {
+                let Some(mut s) = self.standbys.pop_front() else {
+                    return;
+                };
+                self.assigned = None;
+                let _ = rdkafka::consumer::Consumer::unassign(&self.consumer);
+                close_stores(s.job.id, &mut s.job.stores, "standby failed");
+                let _ = self.outbox.send(Event::Failed {
+                    id: s.job.id,
+                    seq: s.job.seq,
+                    error,
+                });
+                return;
+            }
+        };
+        let Some(s) = self.standbys.pop_front() else {
+            return;
+        };
+        self.assigned = None;
+        let _ = rdkafka::consumer::Consumer::unassign(&self.consumer);
+        let _ = self.outbox.send(Event::StandbyCorrupted { job: s.job, reason });
+    }
+
+    /// Takes standby `id` out, its stores checkpointed where it stands.
+    fn take_standby(&mut self, id: TaskId) -> Option<Standby> {
+        let i = self.standbys.iter().position(|s| s.job.id == id)?;
+        let mut s = self.standbys.remove(i)?;
+        if self.assigned == Some(s.job.seq) {
+            self.assigned = None;
+            let _ = rdkafka::consumer::Consumer::unassign(&self.consumer);
+        }
+        if let Err(e) = s.tail.checkpoint(&mut s.job.stores) {
+            tracing::warn!(task = %id, error = %e, "checkpointing a standby");
+        }
+        tracing::info!(task = %id, applied = s.tail.applied, "standby task stopped");
+        Some(s)
+    }
+
+    /// Turns a standby into a restoring task, first in line.
+    fn promote(&mut self, p: Promotion) {
+        let Some(s) = self.take_standby(p.id) else {
+            tracing::debug!(task = %p.id, "promotion of a standby no longer held");
+            return;
+        };
+        let mut stores = s.job.stores;
+        for store in &mut stores {
+            store.restore_until = p.bounds.iter().find(|(n, _)| *n == store.name).map(|(_, o)| *o);
+        }
+        let job = RestoreJob {
+            id: p.id,
+            seq: p.seq,
+            stores,
+            gauges: p.gauges,
+        };
+        let restoration = Restoration::new(job.id.partition, &job.stores);
+        tracing::info!(task = %p.id, "standby promoted: restoring what it had not applied");
+        self.jobs.push_front(Job { job, restoration });
     }
 
     /// Restores the first task for a step, then puts it last; reports it when it is done.
@@ -257,7 +460,7 @@ impl Worker {
         self.assigned = None;
         if let Some((_, remaining)) = match &event {
             Event::Restored { job, .. } | Event::Corrupted { job, .. } => job.gauges.as_ref(),
-            Event::Failed { .. } => None,
+            Event::Failed { .. } | Event::StandbyCorrupted { .. } => None,
         } {
             remaining.set(0);
         }
@@ -277,11 +480,31 @@ impl Worker {
         if let Err(e) = j.restoration.abandon(&self.consumer, &mut j.job.stores) {
             tracing::warn!(task = %id, error = %e, "checkpointing a restoration given up");
         }
-        for s in &mut j.job.stores {
-            if let Err(e) = s.store.close() {
-                tracing::warn!(task = %id, store = %s.name, error = %e, "closing a store whose restoration was given up");
-            }
-        }
+        close_stores(id, &mut j.job.stores, "restoration given up");
         tracing::info!(task = %id, restored = j.restoration.restored, "restoration given up (task revoked or closing)");
     }
+}
+
+/// Closes the stores of task `id` (releasing its state directory); `why` names the occasion
+/// in warnings.
+fn close_stores(id: TaskId, stores: &mut [TaskStore], why: &str) {
+    for s in stores {
+        if let Err(e) = s.store.close() {
+            tracing::warn!(task = %id, store = %s.name, error = %e, "closing a store ({why})");
+        }
+    }
+}
+
+/// Closes a standby's stores. Its metric series go first: a standby of the same task
+/// started once the state directory is free must not have its new series removed by this
+/// one's.
+fn close_standby(s: Standby, why: &str) {
+    let StandbyJob {
+        id,
+        mut stores,
+        metrics,
+        ..
+    } = s.job;
+    drop(metrics);
+    close_stores(id, &mut stores, why);
 }
