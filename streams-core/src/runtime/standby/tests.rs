@@ -67,6 +67,8 @@ struct Setup {
     state: tempfile::TempDir,
     /// The changelog as written so far: key -> value (`None` once deleted).
     model: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// The records of [`write`](Self::write), by offset.
+    log: Vec<ProduceRecord>,
     written: u64,
 }
 
@@ -77,7 +79,8 @@ impl Setup {
         let input = kafka::unique_name("standby-in");
         let changelog = format!("{app_id}-counts-changelog");
         kafka::create_topic(&bootstrap, &input, 1, &[]).unwrap();
-        kafka::create_topic(&bootstrap, &changelog, 1, &[("cleanup.policy", "compact")]).unwrap();
+        // `delete` too: the gap test deletes records (DeleteRecords refuses compact-only topics).
+        kafka::create_topic(&bootstrap, &changelog, 1, &[("cleanup.policy", "compact,delete")]).unwrap();
         let state = tempfile::tempdir().unwrap();
         let config = StreamsConfig::from_properties([
             ("application.id", app_id.clone()),
@@ -119,6 +122,7 @@ impl Setup {
             consumer,
             state,
             model: BTreeMap::new(),
+            log: Vec::new(),
             written: 0,
         })
     }
@@ -135,6 +139,7 @@ impl Setup {
             .collect();
         kafka::produce(&self.bootstrap, &self.changelog, &records, WAIT).unwrap();
         self.add_to_model(&records);
+        self.log.extend(records);
     }
 
     /// Writes `n` changelog records as [`write`](Self::write) does, in one transaction,
@@ -257,22 +262,26 @@ impl Setup {
     }
 
     /// Waits until the standby has applied `n` records and reports no lag.
-    fn wait_applied(&self, n: u64) {
+    /// Takes the updater's reports meanwhile, as the stream thread's loop does.
+    fn wait_applied(&mut self, n: u64) {
         let deadline = Instant::now() + WAIT;
         let l = self.labels();
-        let lag = self
-            .factory
-            .metrics
-            .families()
-            .task_standby_lag
-            .with_label_values(&[&l[0], &l[1], &l[2]]);
-        while self.standby_records() < n || lag.get() != 0 {
+        let lag = |s: &Self| {
+            s.factory
+                .metrics
+                .families()
+                .task_standby_lag
+                .with_label_values(&[&l[0], &l[1], &l[2]])
+                .get()
+        };
+        while self.standby_records() < n || lag(self) != 0 {
             assert!(
                 Instant::now() < deadline,
                 "standby applied {} of {n} records (lag {}) after {WAIT:?}",
                 self.standby_records(),
-                lag.get()
+                lag(self)
             );
+            self.tm.take_restored(&self.consumer).unwrap();
             std::thread::sleep(Duration::from_millis(20));
         }
         assert_eq!(self.standby_records(), n, "the standby applied every record once");
@@ -445,4 +454,39 @@ fn an_assigned_task_restores_from_a_removed_standbys_checkpoint() {
     );
     s.tm.close(&s.consumer, true).unwrap();
     assert_eq!(s.check_store(), Some(1_199));
+}
+
+/// Records deleted from the changelog before the standby saw them: the standby is found
+/// corrupt, wiped and started over from the log start; it then holds exactly what the
+/// changelog holds.
+#[test]
+fn a_standby_behind_the_log_start_is_wiped_and_starts_over() {
+    let Some(mut s) = Setup::new("standby gap", false) else {
+        return;
+    };
+    s.write(500);
+    s.tm.set_standbys(&BTreeSet::from([TASK])).unwrap();
+    s.wait_applied(500);
+    s.tm.set_standbys(&BTreeSet::new()).unwrap();
+    assert_eq!(s.check_store(), Some(499));
+
+    s.write(500);
+    kafka::delete_records(&s.bootstrap, &s.changelog, 0, 800).unwrap();
+    let corrupted = s
+        .factory
+        .metrics
+        .families()
+        .thread_tasks_corrupted
+        .with_label_values(&[&s.app_id, THREAD]);
+    assert_eq!(corrupted.get(), 0);
+    s.tm.set_standbys(&BTreeSet::from([TASK])).unwrap();
+    // Offsets 800..=999 are all the changelog holds now.
+    s.wait_applied(200);
+    assert_eq!(corrupted.get(), 1, "the gap counts as a corrupted task");
+    assert_eq!(s.tm.standby_ids(), BTreeSet::from([TASK]));
+    s.tm.set_standbys(&BTreeSet::new()).unwrap();
+    s.model = BTreeMap::new();
+    let kept: Vec<ProduceRecord> = s.log[800..].to_vec();
+    s.add_to_model(&kept);
+    assert_eq!(s.check_store(), Some(999));
 }
