@@ -261,8 +261,11 @@ impl Worker {
                 Err(TryRecvError::Disconnected) => break,
                 Err(TryRecvError::Empty) => {}
             }
-            // Restoring tasks first; a standby takes every other turn while they restore.
-            if !self.standbys.is_empty() && (self.jobs.is_empty() || self.standby_turn) {
+            if standby_next(
+                !self.jobs.is_empty(),
+                !self.standbys.is_empty(),
+                self.standby_turn,
+            ) {
                 self.standby_turn = false;
                 self.step_standby();
             } else {
@@ -485,6 +488,12 @@ impl Worker {
     }
 }
 
+/// Whether a standby takes the next step: restoring tasks first; while any restores, a
+/// standby takes every other turn (`standby_turn`, set after each restoring step).
+fn standby_next(restoring: bool, standbys: bool, standby_turn: bool) -> bool {
+    standbys && (!restoring || standby_turn)
+}
+
 /// Closes the stores of task `id` (releasing its state directory); `why` names the occasion
 /// in warnings.
 fn close_stores(id: TaskId, stores: &mut [TaskStore], why: &str) {
@@ -507,4 +516,41 @@ fn close_standby(s: Standby, why: &str) {
     } = s.job;
     drop(metrics);
     close_stores(id, &mut stores, why);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::standby_next;
+
+    /// The turns the worker gives over `n` steps: `true` for a standby's.
+    fn turns(restoring: bool, standbys: bool, n: usize) -> Vec<bool> {
+        let mut standby_turn = false;
+        (0..n)
+            .map(|_| {
+                let standby = standby_next(restoring, standbys, standby_turn);
+                standby_turn = !standby;
+                standby
+            })
+            .collect()
+    }
+
+    #[test]
+    fn restoring_tasks_go_first_and_standbys_never_take_two_turns_in_a_row_while_they_restore() {
+        let both = turns(true, true, 100);
+        assert!(!both[0], "a restoring task takes the first step");
+        assert!(both.windows(2).all(|w| !(w[0] && w[1])), "{both:?}");
+        assert_eq!(
+            both.iter().filter(|s| **s).count(),
+            50,
+            "standbys still get their turns"
+        );
+        assert!(
+            turns(false, true, 10).iter().all(|s| *s),
+            "standbys alone take every step"
+        );
+        assert!(
+            turns(true, false, 10).iter().all(|s| !*s),
+            "no standby, no standby step"
+        );
+    }
 }
