@@ -198,14 +198,16 @@ impl Tailing {
     }
 
     /// Moves positions over offsets that hold no record the consumer returns (transaction
-    /// markers, aborted records under `read_committed`).
+    /// markers, aborted records under `read_committed`). Only a store that has a position
+    /// moves: before its first record (a store without checkpoint), the consumer may still
+    /// report where an earlier assignment of the partition stood (a standby since wiped).
     fn skip_markers(&mut self, consumer: &AssignedConsumer) {
         let Ok(pos) = consumer.position() else {
             return;
         };
         for p in &mut self.parts {
             if let Some(Offset::Offset(o)) = pos.find_partition(&p.topic, self.partition).map(|e| e.offset())
-                && p.position.is_none_or(|cur| o > cur)
+                && p.position.is_some_and(|cur| o > cur)
             {
                 p.position = Some(o);
             }
