@@ -137,6 +137,17 @@ impl TaskManager {
     /// directory is held elsewhere wait.
     pub(super) fn sync_standbys(&mut self) -> Result<(), StreamsError> {
         let pending = self.pending_ids();
+        // A waiting standby whose task became active here is no standby any more.
+        let active: Vec<TaskId> = self
+            .standbys
+            .waiting
+            .iter()
+            .filter(|id| self.is_active(**id) || pending.contains(id))
+            .copied()
+            .collect();
+        for id in active {
+            self.standbys.waiting.remove(&id);
+        }
         let todo: Vec<TaskId> = self
             .standbys
             .wanted

@@ -490,3 +490,31 @@ fn a_standby_behind_the_log_start_is_wiped_and_starts_over() {
     s.add_to_model(&kept);
     assert_eq!(s.check_store(), Some(999));
 }
+
+/// A standby whose state directory is held elsewhere (another thread's task) waits, and
+/// starts once the directory is free, as the thread's loop retries it.
+#[test]
+fn a_standby_waits_for_its_state_directory() {
+    let Some(mut s) = Setup::new("standby waiting", false) else {
+        return;
+    };
+    s.write(300);
+    let mut elsewhere = s.open_stores();
+    s.tm.set_standbys(&BTreeSet::from([TASK])).unwrap();
+    assert_eq!(
+        s.tm.standby_ids(),
+        BTreeSet::from([TASK]),
+        "a waiting standby is a standby"
+    );
+    assert!(s.tm.has_pending(), "the loop retries it");
+    assert_eq!(s.standby_records(), 0);
+    for store in &mut elsewhere {
+        store.store.close().unwrap();
+    }
+    drop(elsewhere);
+    s.tm.create_pending(&s.consumer).unwrap();
+    assert!(!s.tm.has_pending());
+    s.wait_applied(300);
+    s.tm.close(&s.consumer, true).unwrap();
+    assert_eq!(s.check_store(), Some(299));
+}
