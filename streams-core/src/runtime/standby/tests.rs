@@ -379,10 +379,18 @@ fn a_removed_standby_keeps_its_checkpointed_state() {
         return;
     };
     s.write(700);
+    let gauge = s
+        .factory
+        .metrics
+        .families()
+        .thread_standby_tasks
+        .with_label_values(&[&s.app_id, THREAD]);
     s.tm.set_standbys(&BTreeSet::from([TASK])).unwrap();
+    assert_eq!(gauge.get(), 1, "streams_thread_standby_tasks");
     s.wait_applied(700);
     s.tm.set_standbys(&BTreeSet::new()).unwrap();
     assert!(s.tm.standby_ids().is_empty());
+    assert_eq!(gauge.get(), 0);
     assert_eq!(s.check_store(), Some(699), "the removed standby's checkpoint");
 
     s.write(200);
