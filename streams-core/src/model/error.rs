@@ -189,6 +189,45 @@ pub enum StreamsError {
     /// Something the caller asked for does not exist or is not allowed now.
     #[error("{0}")]
     Usage(String),
+    /// The group coordinator refused a member of the application's streams group (the
+    /// streams rebalance protocol, `group.protocol=streams`). Not retriable.
+    #[error("streams group `{group}`: {kind}: {message}")]
+    StreamsGroup {
+        /// The group (the `application.id`).
+        group: String,
+        /// Why.
+        kind: StreamsGroupFailure,
+        /// The coordinator's message, or what the client saw.
+        message: String,
+    },
+}
+
+/// Why the group coordinator refused a streams group member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StreamsGroupFailure {
+    /// The broker does not offer the streams rebalance protocol (Apache Kafka before 4.2,
+    /// or `streams.version` not finalized).
+    #[error("the broker does not offer streams groups")]
+    Unsupported,
+    /// The group exists as a group of another type (a consumer or classic group, e.g.
+    /// from an earlier run with another `group.protocol`).
+    #[error("the group exists with another protocol")]
+    OtherGroupType,
+    /// The coordinator rejected the topology (`STREAMS_INVALID_TOPOLOGY`).
+    #[error("invalid topology")]
+    InvalidTopology,
+    /// The group runs a topology of another epoch (`STREAMS_INVALID_TOPOLOGY_EPOCH`,
+    /// `STREAMS_TOPOLOGY_FENCED`).
+    #[error("topology epoch mismatch")]
+    TopologyEpoch,
+    /// The group has as many members as `group.streams.max.size` allows.
+    #[error("the group is full")]
+    GroupFull,
+    /// The broker answered something the client cannot use (an unexpected error code or
+    /// an undecodable response).
+    #[error("protocol error")]
+    Protocol,
 }
 
 impl StreamsError {

@@ -25,6 +25,9 @@ mod restore;
 mod standby;
 mod start_offsets;
 mod status;
+// Wired into the stream threads separately; until then only its tests use it.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) mod streams_group;
 mod tailing;
 mod tasks;
 mod thread;

@@ -1,0 +1,275 @@
+//! The heartbeat loop of a streams group member: builds each `StreamsGroupHeartbeat`,
+//! sends it to the coordinator and applies the response to the shared member state.
+//!
+//! Invariants:
+//! - a join heartbeat (epoch 0) carries everything the coordinator needs of a new member
+//!   (topology, process id, rebalance timeout, user endpoint, empty owned tasks); later
+//!   ones carry the epoch and the owned tasks (always the full sets, so a lost request
+//!   loses nothing) and leave the rest null ("unchanged");
+//! - the assignment is delivered to the stream thread only when it differs from the last
+//!   one delivered; after a loss the next one is delivered whatever it is;
+//! - the connection is dropped on any I/O error or coordinator move and found again before
+//!   the next heartbeat.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::model::error::StreamsError;
+use crate::runtime::streams_group::codec::{self, GroupStatus, HeartbeatRequest, HeartbeatResponse};
+use crate::runtime::streams_group::member::{
+    MemberEvent, MemberSettings, RETRY_BACKOFF, Shared, State, Stop, TaskAssignment, fatal, task_lists,
+    task_set,
+};
+use crate::runtime::streams_group::wire::{self, Conn};
+
+/// The socket timeout of heartbeat connections.
+const IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One member's heartbeat logic; owned by the heartbeat thread (by `join` until then).
+pub(crate) struct Heartbeat {
+    settings: Arc<MemberSettings>,
+    member_id: String,
+    conn: Option<Conn>,
+    /// The coordinator's heartbeat interval.
+    interval: Duration,
+    /// The assignment as the coordinator last sent it.
+    target: TaskAssignment,
+    /// The assignment last handed to the stream thread.
+    delivered: Option<TaskAssignment>,
+    /// The group status last logged.
+    status: Option<Vec<GroupStatus>>,
+}
+
+impl Heartbeat {
+    /// The heartbeat logic of member `member_id`.
+    pub(crate) fn new(settings: Arc<MemberSettings>, member_id: String) -> Self {
+        Heartbeat {
+            settings,
+            member_id,
+            conn: None,
+            interval: Duration::from_secs(1),
+            target: TaskAssignment::default(),
+            delivered: None,
+            status: None,
+        }
+    }
+
+    /// The next heartbeat for the member in state `st`.
+    pub(crate) fn request(&self, st: &State) -> HeartbeatRequest {
+        let s = &self.settings;
+        let mut req = HeartbeatRequest {
+            group_id: s.group_id.clone(),
+            member_id: self.member_id.clone(),
+            member_epoch: st.epoch,
+            rebalance_timeout_ms: -1,
+            active_tasks: Some(task_lists(&st.owned.active)),
+            standby_tasks: Some(task_lists(&st.owned.standby)),
+            warmup_tasks: Some(task_lists(&st.owned.warmup)),
+            ..Default::default()
+        };
+        if st.epoch == 0 {
+            req.topology = Some(s.topology.clone());
+            req.process_id = Some(s.process_id.clone());
+            req.rebalance_timeout_ms = i32::try_from(s.rebalance_timeout.as_millis()).unwrap_or(i32::MAX);
+            req.user_endpoint = s.user_endpoint.clone();
+            req.client_tags = Some(Vec::new());
+        }
+        req
+    }
+
+    /// Sends `req` to the coordinator (found first when not connected).
+    pub(crate) fn exchange(&mut self, req: &HeartbeatRequest) -> Result<HeartbeatResponse, StreamsError> {
+        let s = &self.settings;
+        let conn = match &mut self.conn {
+            Some(c) => c,
+            None => self.conn.insert(wire::find_coordinator(
+                &s.bootstrap,
+                &s.group_id,
+                &s.client_id,
+                IO_TIMEOUT,
+            )?),
+        };
+        let version = conn
+            .version(codec::API_KEY, (0, codec::MAX_VERSION))
+            .ok_or_else(|| {
+                fatal(
+                    &s.group_id,
+                    35,
+                    Some("the coordinator does not offer StreamsGroupHeartbeat"),
+                )
+                .unwrap_or_else(|| wire::kafka("no StreamsGroupHeartbeat".into(), false))
+            })?;
+        // Flexible versions: request header v2, response header v1.
+        let result = conn
+            .round_trip(codec::API_KEY, version, 2, 1, &req.encode())
+            .and_then(|body| HeartbeatResponse::decode(&body).map_err(|e| wire::kafka(e.to_string(), true)));
+        if result.is_err() {
+            self.conn = None;
+        }
+        result
+    }
+
+    /// Applies `resp` to `st`; returns when to heartbeat next, or the fatal error.
+    pub(crate) fn handle(
+        &mut self,
+        resp: HeartbeatResponse,
+        st: &mut State,
+    ) -> Result<Duration, StreamsError> {
+        let group = &self.settings.group_id;
+        match resp.error_code {
+            0 => {}
+            // FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID: rejoin with nothing.
+            110 | 25 => {
+                tracing::warn!(
+                    group = %group,
+                    member = %self.member_id,
+                    epoch = st.epoch,
+                    "streams group member fenced ({}): its tasks are lost, rejoining",
+                    codec_error(&resp)
+                );
+                if st.epoch > 0 || !st.owned.active.is_empty() {
+                    st.lose();
+                }
+                st.epoch = 0;
+                self.target = TaskAssignment::default();
+                self.delivered = None;
+                return Ok(Duration::ZERO);
+            }
+            code => {
+                return match fatal(group, code, resp.error_message.as_deref()) {
+                    Some(e) => Err(e),
+                    None => {
+                        tracing::debug!(group = %group, "heartbeat: {}; finding the coordinator again", codec_error(&resp));
+                        self.conn = None;
+                        Ok(RETRY_BACKOFF)
+                    }
+                };
+            }
+        }
+        if st.epoch != resp.member_epoch {
+            tracing::debug!(group = %group, member = %self.member_id, epoch = resp.member_epoch, "member epoch");
+        }
+        st.epoch = resp.member_epoch;
+        if resp.heartbeat_interval_ms > 0 {
+            self.interval = Duration::from_millis(resp.heartbeat_interval_ms as u64);
+        }
+        if resp.status.is_some() && resp.status != self.status {
+            for s in resp.status.iter().flatten() {
+                tracing::warn!(group = %group, code = s.code, "streams group status: {}", s.detail);
+            }
+            self.status = resp.status.clone();
+        }
+        let mut changed = false;
+        for (list, set) in [
+            (&resp.active_tasks, &mut self.target.active),
+            (&resp.standby_tasks, &mut self.target.standby),
+            (&resp.warmup_tasks, &mut self.target.warmup),
+        ] {
+            if let Some(list) = list {
+                *set = task_set(list);
+                changed = true;
+            }
+        }
+        if changed && self.delivered.as_ref() != Some(&self.target) {
+            tracing::info!(
+                group = %group,
+                member = %self.member_id,
+                epoch = st.epoch,
+                active = ?self.target.active,
+                standby = ?self.target.standby,
+                warmup = ?self.target.warmup,
+                "new streams group assignment"
+            );
+            st.events.retain(|e| !matches!(e, MemberEvent::Assigned(_)));
+            st.events.push_back(MemberEvent::Assigned(self.target.clone()));
+            self.delivered = Some(self.target.clone());
+        }
+        Ok(self.interval)
+    }
+
+    /// The heartbeat thread's loop, until the handle stops it or a fatal error.
+    pub(crate) fn run(mut self, shared: &Shared) {
+        let mut next = Instant::now() + self.interval;
+        loop {
+            let req = {
+                let mut st = shared.lock();
+                while st.stop.is_none() && !(st.owned_changed && st.epoch > 0) {
+                    let left = next.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    st = shared
+                        .wake
+                        .wait_timeout(st, left)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                }
+                if let Some(how) = st.stop {
+                    let epoch = st.epoch;
+                    drop(st);
+                    if how == Stop::Leave && epoch > 0 {
+                        self.leave();
+                    }
+                    let mut st = shared.lock();
+                    st.exited = true;
+                    shared.wake.notify_all();
+                    return;
+                }
+                st.owned_changed = false;
+                self.request(&st)
+            };
+            let delay = match self.exchange(&req) {
+                Ok(resp) => {
+                    let d = self.handle(resp, &mut shared.lock());
+                    shared.wake.notify_all(); // events for a waiting handle
+                    d
+                }
+                Err(e) if e.is_retriable() => {
+                    tracing::debug!(group = %self.settings.group_id, "heartbeat failed, retrying: {e}");
+                    Ok(RETRY_BACKOFF)
+                }
+                Err(e) => Err(e),
+            };
+            match delay {
+                Ok(d) => next = Instant::now() + d,
+                Err(e) => {
+                    tracing::error!(group = %self.settings.group_id, "streams group member failed: {e}");
+                    let mut st = shared.lock();
+                    st.failure = Some(e);
+                    st.exited = true;
+                    shared.wake.notify_all();
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Sends the leave heartbeat (epoch -1); errors are logged only.
+    fn leave(&mut self) {
+        let req = HeartbeatRequest {
+            group_id: self.settings.group_id.clone(),
+            member_id: self.member_id.clone(),
+            member_epoch: -1,
+            rebalance_timeout_ms: -1,
+            ..Default::default()
+        };
+        match self.exchange(&req) {
+            Ok(r) if r.error_code == 0 => {
+                tracing::info!(group = %self.settings.group_id, member = %self.member_id, "left the streams group");
+            }
+            Ok(r) => {
+                tracing::warn!(group = %self.settings.group_id, "leaving the group: {}", codec_error(&r))
+            }
+            Err(e) => tracing::warn!(group = %self.settings.group_id, "leaving the group: {e}"),
+        }
+    }
+}
+
+/// The error of a response, named.
+fn codec_error(r: &HeartbeatResponse) -> String {
+    format!(
+        "{} {}",
+        crate::runtime::streams_group::commit::error_name(r.error_code),
+        r.error_message.as_deref().unwrap_or("")
+    )
+}

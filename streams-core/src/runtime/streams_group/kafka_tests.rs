@@ -1,0 +1,216 @@
+//! The streams group client against the real broker (Apache Kafka 4.2+ with the test
+//! settings of `scripts/kafka.sh`: 10 s session timeout, 1 s heartbeat interval). Skipped
+//! without `STREAMS_TEST_BOOTSTRAP` unless `STREAMS_REQUIRE_KAFKA=1`.
+//!
+//! A test plays the stream thread: it takes each new assignment and reports it owned at
+//! once (an instant revocation).
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use streams_test_utils::kafka;
+
+use crate::model::TaskId;
+use crate::runtime::streams_group::commit::{self, CommitError};
+use crate::runtime::streams_group::topology::{GroupSubtopology, GroupTopology, TopicInfo};
+use crate::runtime::streams_group::wire;
+use crate::runtime::streams_group::{MemberEvent, MemberSettings, StreamsMember, TaskAssignment};
+
+/// A fresh group (application id) and its 4-partition source topic.
+fn fresh(test: &str) -> Option<(String, String, String)> {
+    let bootstrap = kafka::require_kafka(test)?;
+    let group = kafka::unique_name(test);
+    let topic = format!("{group}-in");
+    kafka::create_topic(&bootstrap, &topic, 4, &[]).expect("create the source topic");
+    kafka::wait_for_topic(&bootstrap, &topic, 4, Duration::from_secs(30)).expect("topic visible");
+    Some((bootstrap, group, topic))
+}
+
+/// One stateful sub-topology (id 0) reading `topic`, with one changelog.
+fn topology(group: &str, topic: &str) -> GroupTopology {
+    GroupTopology {
+        epoch: 0,
+        subtopologies: vec![GroupSubtopology {
+            id: "0".into(),
+            source_topics: vec![topic.to_owned()],
+            state_changelog_topics: vec![TopicInfo {
+                name: format!("{group}-counts-changelog"),
+                configs: vec![("cleanup.policy".into(), "compact".into())],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+}
+
+fn settings(bootstrap: &str, group: &str, topic: &str, process: &str, standbys: usize) -> MemberSettings {
+    MemberSettings {
+        bootstrap: bootstrap.to_owned(),
+        group_id: group.to_owned(),
+        client_id: format!("{group}-{process}"),
+        process_id: process.to_owned(),
+        rebalance_timeout: Duration::from_secs(30),
+        user_endpoint: Some(("localhost".into(), 7000)),
+        topology: topology(group, topic),
+        thread_name: format!("{process}-StreamThread-1"),
+        group_configs: if standbys > 0 {
+            vec![("streams.num.standby.replicas".into(), standbys.to_string())]
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+fn tasks(partitions: impl IntoIterator<Item = i32>) -> BTreeSet<TaskId> {
+    partitions
+        .into_iter()
+        .map(|partition| TaskId {
+            subtopology: 0,
+            partition,
+        })
+        .collect()
+}
+
+/// A member played by the test: the last assignment taken, owned at once.
+struct Player {
+    member: StreamsMember,
+    owns: TaskAssignment,
+    lost: usize,
+}
+
+impl Player {
+    fn join(s: MemberSettings) -> Player {
+        Player {
+            member: StreamsMember::join(s).expect("join"),
+            owns: TaskAssignment::default(),
+            lost: 0,
+        }
+    }
+
+    /// Takes the events of up to `wait`; true when one arrived.
+    fn step(&mut self, wait: Duration) -> bool {
+        let Some(e) = self.member.poll_event().or_else(|| self.member.next_event(wait)) else {
+            return false;
+        };
+        match e {
+            MemberEvent::Assigned(a) => self.owns = a,
+            MemberEvent::Lost => {
+                self.owns = TaskAssignment::default();
+                self.lost += 1;
+            }
+        }
+        self.member.owned(&self.owns);
+        true
+    }
+}
+
+/// Steps `players` until `done` holds; panics after `timeout`. Returns the time taken.
+fn until(players: &mut [&mut Player], timeout: Duration, done: impl Fn(&[&mut Player]) -> bool) -> Duration {
+    let start = Instant::now();
+    while !done(players) {
+        assert!(
+            start.elapsed() < timeout,
+            "not reached in {timeout:?}; members own {:?}",
+            players.iter().map(|p| &p.owns).collect::<Vec<_>>()
+        );
+        for p in players.iter_mut() {
+            p.step(Duration::from_millis(50));
+            if let Some(e) = p.member.failure() {
+                panic!("member failed: {e}");
+            }
+        }
+    }
+    start.elapsed()
+}
+
+const SETTLE: Duration = Duration::from_secs(60);
+
+#[test]
+fn one_member_gets_every_task() {
+    let Some((bootstrap, group, topic)) = fresh("sg_one_member") else {
+        return;
+    };
+    let mut a = Player::join(settings(&bootstrap, &group, &topic, "process-a", 0));
+    until(&mut [&mut a], SETTLE, |p| p[0].owns.active == tasks(0..4));
+    assert!(a.owns.standby.is_empty() && a.owns.warmup.is_empty());
+    let (id, epoch) = a.member.member_id_and_epoch();
+    assert!(!id.is_empty() && epoch > 0, "{id} {epoch}");
+    assert_eq!(a.lost, 0);
+    a.member.leave(Duration::from_secs(10));
+}
+
+#[test]
+fn two_members_split_hold_standbys_and_fail_over() {
+    let Some((bootstrap, group, topic)) = fresh("sg_two_members") else {
+        return;
+    };
+    let mut a = Player::join(settings(&bootstrap, &group, &topic, "process-a", 1));
+    until(&mut [&mut a], SETTLE, |p| p[0].owns.active == tasks(0..4));
+    let mut b = Player::join(settings(&bootstrap, &group, &topic, "process-b", 1));
+    let split = until(&mut [&mut a, &mut b], SETTLE, |p| {
+        let (a, b) = (&p[0].owns, &p[1].owns);
+        a.active.len() == 2
+            && b.active.len() == 2
+            && a.active.is_disjoint(&b.active)
+            && a.standby == b.active
+            && b.standby == a.active
+    });
+    eprintln!("split 2/2 with standbys in {split:?}");
+
+    // B crashes: no leave, no more heartbeats. A takes B's tasks after the session timeout.
+    let b_active = b.owns.active.clone();
+    b.member.crash();
+    let failover = until(&mut [&mut a], SETTLE, |p| p[0].owns.active == tasks(0..4));
+    eprintln!("failover after a crash: {failover:?} (standbys of A were {b_active:?})");
+    assert!(
+        failover >= Duration::from_secs(5),
+        "before the session timeout: {failover:?}"
+    );
+
+    // C joins, takes two tasks, and leaves cleanly: A gets them back at once.
+    let mut c = Player::join(settings(&bootstrap, &group, &topic, "process-c", 1));
+    until(&mut [&mut a, &mut c], SETTLE, |p| {
+        p[0].owns.active.len() == 2 && p[1].owns.active.len() == 2
+    });
+    c.member.leave(Duration::from_secs(10));
+    let handover = until(&mut [&mut a], SETTLE, |p| p[0].owns.active == tasks(0..4));
+    eprintln!("handover after a clean leave: {handover:?}");
+    assert!(handover < Duration::from_secs(5), "{handover:?}");
+    assert_eq!(a.lost, 0);
+    a.member.leave(Duration::from_secs(10));
+}
+
+#[test]
+fn commits_need_the_current_epoch() {
+    let Some((bootstrap, group, topic)) = fresh("sg_commit") else {
+        return;
+    };
+    let mut a = Player::join(settings(&bootstrap, &group, &topic, "process-a", 0));
+    until(&mut [&mut a], SETTLE, |p| p[0].owns.active == tasks(0..4));
+    let offsets: Vec<(String, i32, i64)> = (0..4).map(|p| (topic.clone(), p, 10 + i64::from(p))).collect();
+    a.member
+        .commit_offsets(&offsets, Duration::from_secs(10))
+        .expect("commit at the current epoch");
+    let committed =
+        kafka::committed_offsets(&bootstrap, &group, &topic, Duration::from_secs(30)).expect("read back");
+    assert_eq!(
+        committed,
+        vec![(0, Some(10)), (1, Some(11)), (2, Some(12)), (3, Some(13))]
+    );
+
+    let (id, epoch) = a.member.member_id_and_epoch();
+    let mut conn = wire::find_coordinator(&bootstrap, &group, "sg-commit-test", Duration::from_secs(10))
+        .expect("coordinator");
+    // Any other epoch is stale for the streams group coordinator: retriable (after the next
+    // heartbeat), not a loss.
+    for wrong in [epoch + 5, epoch - 1] {
+        let refused = commit::commit(&mut conn, &group, &id, wrong, &offsets);
+        assert!(
+            matches!(&refused, Err(e @ CommitError::Retriable { .. }) if e.is_retriable()),
+            "epoch {wrong}: {refused:?}"
+        );
+    }
+    let stranger = commit::commit(&mut conn, &group, "no-such-member", epoch, &offsets);
+    assert!(matches!(stranger, Err(CommitError::Lost { .. })), "{stranger:?}");
+    a.member.leave(Duration::from_secs(10));
+}

@@ -1,0 +1,424 @@
+//! The streams group membership of one stream thread, run on its own OS thread
+//! (`<thread name>-heartbeat`).
+//!
+//! The member joins with epoch 0 and the group topology, then heartbeats at the interval
+//! the coordinator gives. Each response may carry a new *assignment* (active, standby and
+//! warm-up tasks; a null list means "unchanged"); the stream thread takes it from
+//! [`StreamsMember::poll_event`], reconciles (revokes what is gone, starts what is new) and
+//! reports what it owns with [`StreamsMember::owned`], which triggers a heartbeat at once.
+//!
+//! Invariants:
+//! - the member reports exactly what the thread last said it owns: a revoked task stays in
+//!   the report until the thread has closed it, and the coordinator gives a task to another
+//!   member only once no member reports it;
+//! - the member id is generated once per member and kept across rejoins; the epoch is the
+//!   last one the coordinator sent (0 while joining, -1 is sent to leave);
+//! - `FENCED_MEMBER_EPOCH` / `UNKNOWN_MEMBER_ID` (the member missed its session timeout or
+//!   its rebalance timeout) queue [`MemberEvent::Lost`]: the thread drops every task
+//!   without committing, and the member rejoins with epoch 0 and no owned tasks;
+//! - a fatal error (authorization, invalid topology, a group of another type, ...) stops
+//!   the heartbeat thread and is kept for [`StreamsMember::failure`]; connection losses and
+//!   coordinator moves are retried (re-finding the coordinator) until the coordinator
+//!   fences the member;
+//! - the lock on the shared state is never held across network I/O.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::hash::{BuildHasher, Hasher};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crate::model::TaskId;
+use crate::model::error::{StreamsError, StreamsGroupFailure};
+use crate::runtime::streams_group::codec::{self, TaskIds};
+use crate::runtime::streams_group::commit::{self, CommitError, error_name};
+use crate::runtime::streams_group::topology::GroupTopology;
+use crate::runtime::streams_group::wire::{self, Conn};
+use crate::runtime::streams_group::{group_config, heartbeat};
+
+/// The socket timeout of the member's connections.
+const IO_TIMEOUT: Duration = Duration::from_secs(10);
+/// The wait before retrying after a connection failure or a coordinator move.
+pub(super) const RETRY_BACKOFF: Duration = Duration::from_millis(500);
+
+/// What a stream thread's member needs to join.
+#[derive(Debug, Clone)]
+pub(crate) struct MemberSettings {
+    /// `bootstrap.servers`.
+    pub bootstrap: String,
+    /// The group: the `application.id`.
+    pub group_id: String,
+    /// The client id sent with every request.
+    pub client_id: String,
+    /// The instance's process id (a UUID text, one per `KafkaStreams`).
+    pub process_id: String,
+    /// How long the coordinator waits for the member to revoke tasks
+    /// (`max.poll.interval.ms`).
+    pub rebalance_timeout: Duration,
+    /// `application.server` as (host, port), for interactive queries.
+    pub user_endpoint: Option<(String, u16)>,
+    /// The topology sent on join.
+    pub topology: GroupTopology,
+    /// The stream thread's name; the heartbeat thread is `<thread_name>-heartbeat`.
+    pub thread_name: String,
+    /// Group configs set before joining (see [`group_config::group_configs_of`]).
+    pub group_configs: Vec<(String, String)>,
+}
+
+/// The tasks a member is assigned, or owns.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct TaskAssignment {
+    pub active: BTreeSet<TaskId>,
+    pub standby: BTreeSet<TaskId>,
+    pub warmup: BTreeSet<TaskId>,
+}
+
+/// What the member tells its stream thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum MemberEvent {
+    /// A new target assignment: the whole set.
+    Assigned(TaskAssignment),
+    /// Fenced or timed out: drop every task without committing; the member rejoins.
+    Lost,
+}
+
+/// How the heartbeat thread is to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// Send a leave heartbeat (epoch -1), then exit.
+    Leave,
+    /// Exit without a word (a crash, for tests).
+    Abandon,
+}
+
+/// The state the handle and the heartbeat thread share.
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    /// The current member epoch.
+    pub epoch: i32,
+    /// What the stream thread owns.
+    pub owned: TaskAssignment,
+    /// `owned` changed since the last heartbeat.
+    pub owned_changed: bool,
+    /// Events not yet polled.
+    pub events: VecDeque<MemberEvent>,
+    /// The fatal error that stopped the heartbeat thread.
+    pub failure: Option<StreamsError>,
+    /// Set by the handle to stop the heartbeat thread.
+    pub stop: Option<Stop>,
+    /// The heartbeat thread has exited.
+    pub exited: bool,
+}
+
+impl State {
+    /// The tasks are lost: the thread is told so and owns nothing from now on (pending
+    /// assignments are stale).
+    pub(super) fn lose(&mut self) {
+        self.owned = TaskAssignment::default();
+        self.owned_changed = false;
+        self.events.clear();
+        self.events.push_back(MemberEvent::Lost);
+    }
+}
+
+/// The state behind a lock, and the condition variable that wakes the heartbeat thread
+/// (owned tasks changed, stop) and the handle (the thread exited).
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    pub wake: Condvar,
+}
+
+impl Shared {
+    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A stream thread's membership in its streams group. `Send + Sync`; dropping it leaves
+/// the group.
+#[derive(Debug)]
+pub(crate) struct StreamsMember {
+    shared: Arc<Shared>,
+    settings: Arc<MemberSettings>,
+    member_id: String,
+    commit_conn: Mutex<Option<Conn>>,
+}
+
+/// A random member id (UUID layout), from the standard library's random hasher keys.
+fn new_member_id() -> String {
+    let word = || {
+        std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish()
+    };
+    let (a, b) = (word(), word());
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xffff,
+        b >> 48,
+        b & 0xffff_ffff_ffff
+    )
+}
+
+impl StreamsMember {
+    /// Applies the group configs, joins the group (the first heartbeat answers before this
+    /// returns, so a refused member fails here) and starts the heartbeat thread.
+    pub(crate) fn join(settings: MemberSettings) -> Result<StreamsMember, StreamsError> {
+        let mut any = wire::bootstrap(&settings.bootstrap, &settings.client_id, IO_TIMEOUT)?;
+        if any.version(codec::API_KEY, (0, codec::MAX_VERSION)).is_none() {
+            return Err(StreamsError::StreamsGroup {
+                group: settings.group_id.clone(),
+                kind: StreamsGroupFailure::Unsupported,
+                message: format!(
+                    "broker {} does not offer StreamsGroupHeartbeat (needs Apache Kafka 4.2 or later)",
+                    any.addr()
+                ),
+            });
+        }
+        group_config::apply(&mut any, &settings.group_id, &settings.group_configs)?;
+        drop(any);
+        let shared = Arc::new(Shared::default());
+        let settings = Arc::new(settings);
+        let member_id = new_member_id();
+        let mut hb = heartbeat::Heartbeat::new(settings.clone(), member_id.clone());
+        // The first heartbeat on the caller's thread: fatal errors surface from `join`.
+        let deadline = Instant::now() + settings.rebalance_timeout.max(IO_TIMEOUT);
+        loop {
+            let req = hb.request(&shared.lock());
+            match hb.exchange(&req) {
+                Ok(resp) => {
+                    hb.handle(resp, &mut shared.lock())?;
+                    if shared.lock().epoch > 0 {
+                        break;
+                    }
+                }
+                Err(e) if e.is_retriable() && Instant::now() < deadline => {
+                    tracing::debug!(group = %settings.group_id, "join heartbeat failed, retrying: {e}");
+                }
+                Err(e) => return Err(e),
+            }
+            // Re-ask soon: the coordinator may have been loading.
+            let st = shared.lock();
+            let _ = shared.wake.wait_timeout(st, RETRY_BACKOFF);
+        }
+        let thread_shared = shared.clone();
+        std::thread::Builder::new()
+            .name(format!("{}-heartbeat", settings.thread_name))
+            .spawn(move || hb.run(&thread_shared))
+            .map_err(|e| wire::kafka(format!("spawning the heartbeat thread: {e}"), false))?;
+        Ok(StreamsMember {
+            shared,
+            settings,
+            member_id,
+            commit_conn: Mutex::new(None),
+        })
+    }
+
+    /// The next event for the stream thread, if any (never blocks).
+    pub(crate) fn poll_event(&self) -> Option<MemberEvent> {
+        self.shared.lock().events.pop_front()
+    }
+
+    /// Waits up to `timeout` for the next event.
+    #[cfg(test)]
+    pub(crate) fn next_event(&self, timeout: Duration) -> Option<MemberEvent> {
+        let deadline = Instant::now() + timeout;
+        let mut st = self.shared.lock();
+        loop {
+            if let Some(e) = st.events.pop_front() {
+                return Some(e);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || st.exited {
+                return None;
+            }
+            st = self
+                .shared
+                .wake
+                .wait_timeout(st, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// What the stream thread owns now; reported at once, and with every later heartbeat.
+    pub(crate) fn owned(&self, now: &TaskAssignment) {
+        let mut st = self.shared.lock();
+        if st.owned != *now {
+            st.owned = now.clone();
+            st.owned_changed = true;
+            self.shared.wake.notify_all();
+        }
+    }
+
+    /// Commits `offsets` (topic, partition, next offset) as this member at its current
+    /// epoch. `timeout` bounds connecting to the coordinator and the request.
+    pub(crate) fn commit_offsets(
+        &self,
+        offsets: &[(String, i32, i64)],
+        timeout: Duration,
+    ) -> Result<(), CommitError> {
+        let (member_id, epoch) = self.member_id_and_epoch();
+        let mut conn = self.commit_conn.lock().unwrap_or_else(|p| p.into_inner());
+        if conn.is_none() {
+            let s = &self.settings;
+            *conn = Some(wire::find_coordinator(
+                &s.bootstrap,
+                &s.group_id,
+                &s.client_id,
+                timeout,
+            )?);
+        }
+        let Some(c) = conn.as_mut() else {
+            return Err(CommitError::Failed(wire::kafka(
+                "no coordinator connection".into(),
+                true,
+            )));
+        };
+        let result = commit::commit(c, &self.settings.group_id, &member_id, epoch, offsets);
+        if matches!(
+            &result,
+            Err(CommitError::Retriable { .. }) | Err(CommitError::Failed(_))
+        ) {
+            *conn = None; // the coordinator may have moved, or the connection broke
+        }
+        result
+    }
+
+    /// The member id and the current member epoch (for transactional offset commits).
+    pub(crate) fn member_id_and_epoch(&self) -> (String, i32) {
+        (self.member_id.clone(), self.shared.lock().epoch)
+    }
+
+    /// The fatal error that stopped the heartbeat thread, if any.
+    pub(crate) fn failure(&self) -> Option<StreamsError> {
+        self.shared.lock().failure.as_ref().map(clone_error)
+    }
+
+    /// Leaves the group (a heartbeat with epoch -1) and stops the heartbeat thread, waiting
+    /// at most `timeout` for it.
+    pub(crate) fn leave(self, timeout: Duration) {
+        self.stop(Stop::Leave, timeout);
+    }
+
+    /// Stops heartbeating without leaving, as a crashed process would: the coordinator
+    /// fences the member after its session timeout.
+    #[cfg(test)]
+    pub(crate) fn crash(self) {
+        self.stop(Stop::Abandon, IO_TIMEOUT);
+    }
+
+    fn stop(&self, how: Stop, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        let mut st = self.shared.lock();
+        if st.stop.is_none() {
+            st.stop = Some(how);
+        }
+        self.shared.wake.notify_all();
+        while !st.exited {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                tracing::warn!(group = %self.settings.group_id, "the heartbeat thread did not stop in {timeout:?}");
+                return;
+            }
+            st = self
+                .shared
+                .wake
+                .wait_timeout(st, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+}
+
+impl Drop for StreamsMember {
+    fn drop(&mut self) {
+        self.stop(Stop::Leave, IO_TIMEOUT);
+    }
+}
+
+/// A copy of a member's fatal error (the error type is not `Clone`).
+fn clone_error(e: &StreamsError) -> StreamsError {
+    match e {
+        StreamsError::StreamsGroup { group, kind, message } => StreamsError::StreamsGroup {
+            group: group.clone(),
+            kind: *kind,
+            message: message.clone(),
+        },
+        StreamsError::Authorization { resource, message } => StreamsError::Authorization {
+            resource: resource.clone(),
+            message: message.clone(),
+        },
+        StreamsError::Kafka { message, retriable } => StreamsError::Kafka {
+            message: message.clone(),
+            retriable: *retriable,
+        },
+        other => StreamsError::Usage(other.to_string()),
+    }
+}
+
+/// Our task ids from the coordinator's lists (a sub-topology id that is not ours is logged
+/// and skipped).
+pub(super) fn task_set(lists: &[TaskIds]) -> BTreeSet<TaskId> {
+    let mut out = BTreeSet::new();
+    for l in lists {
+        let Ok(subtopology) = l.subtopology.parse::<u32>() else {
+            tracing::warn!(subtopology = %l.subtopology, "the coordinator named a sub-topology we do not have");
+            continue;
+        };
+        out.extend(l.partitions.iter().map(|&partition| TaskId {
+            subtopology,
+            partition,
+        }));
+    }
+    out
+}
+
+/// The coordinator's lists for our task ids.
+pub(super) fn task_lists(set: &BTreeSet<TaskId>) -> Vec<TaskIds> {
+    let mut out: Vec<TaskIds> = Vec::new();
+    for t in set {
+        let id = t.subtopology.to_string();
+        match out.last_mut() {
+            Some(last) if last.subtopology == id => last.partitions.push(t.partition),
+            _ => out.push(TaskIds {
+                subtopology: id,
+                partitions: vec![t.partition],
+            }),
+        }
+    }
+    out
+}
+
+/// A fatal error for heartbeat error `code`, or `None` when the member retries.
+pub(super) fn fatal(group: &str, code: i16, message: Option<&str>) -> Option<StreamsError> {
+    let message = format!("{}: {}", error_name(code), message.unwrap_or(""));
+    let kind = match code {
+        // GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED
+        29..=31 => {
+            return Some(StreamsError::Authorization {
+                resource: format!("group `{group}`"),
+                message: format!(
+                    "{message} (grant READ on the group, DESCRIBE on the source topics, and \
+                     CREATE on the internal topics)"
+                ),
+            });
+        }
+        130 => StreamsGroupFailure::InvalidTopology,
+        131 | 132 => StreamsGroupFailure::TopologyEpoch,
+        // INCONSISTENT_GROUP_PROTOCOL, GROUP_ID_NOT_FOUND (a group of another type)
+        23 | 69 => StreamsGroupFailure::OtherGroupType,
+        81 => StreamsGroupFailure::GroupFull,
+        35 => StreamsGroupFailure::Unsupported,
+        // INVALID_REQUEST, UNRELEASED_INSTANCE_ID and anything unexpected
+        _ if wire::coordinator_moved(code) => return None,
+        _ => StreamsGroupFailure::Protocol,
+    };
+    Some(StreamsError::StreamsGroup {
+        group: group.to_owned(),
+        kind,
+        message,
+    })
+}

@@ -1,0 +1,36 @@
+//! A client of the streams rebalance protocol (KIP-1071, `group.protocol=streams`): the
+//! broker's group coordinator assigns active, standby and warm-up *tasks* to the members
+//! of a streams group, and sends a failed-over task to a member that holds its standby.
+//! librdkafka has no client for it; this one speaks the protocol itself over a blocking
+//! PLAINTEXT connection per member (see [`wire::supported`]).
+//!
+//! - [`wire`]: connections, framing, API versions, finding the coordinator;
+//! - [`codec`]: the `StreamsGroupHeartbeat` request and response;
+//! - [`topology`]: the group topology sent on join, from our [`Topology`](crate::topology::Topology);
+//! - [`member`] and [`heartbeat`]: the membership state machine on its own thread, and the
+//!   handle a stream thread drives ([`StreamsMember`]);
+//! - [`commit`]: offset commits fenced by the member epoch;
+//! - [`group_config`]: the application's group settings, applied before joining.
+
+pub(crate) mod codec;
+pub(crate) mod commit;
+pub(crate) mod group_config;
+pub(crate) mod heartbeat;
+pub(crate) mod member;
+pub(crate) mod topology;
+pub(crate) mod wire;
+
+// The stream thread's API.
+#[allow(unused_imports)]
+pub(crate) use commit::CommitError;
+#[allow(unused_imports)]
+pub(crate) use group_config::group_configs;
+#[allow(unused_imports)]
+pub(crate) use member::{MemberEvent, MemberSettings, StreamsMember, TaskAssignment};
+#[allow(unused_imports)]
+pub(crate) use topology::GroupTopology;
+#[allow(unused_imports)]
+pub(crate) use wire::supported;
+
+#[cfg(test)]
+mod kafka_tests;

@@ -1,0 +1,308 @@
+//! A blocking connection to one broker: framing, correlation ids, API version negotiation,
+//! and finding the group coordinator.
+//!
+//! Invariants:
+//! - requests and responses alternate on a connection (no pipelining), so every response
+//!   must carry the correlation id of the request just sent; any other id, a short read or
+//!   a timeout poisons the connection ([`Conn::send`] fails and the caller drops it);
+//! - the broker's API versions are read once when connecting; [`Conn::version`] gives the
+//!   highest version both sides speak, or `None` when there is none;
+//! - PLAINTEXT only ([`supported`] says whether a configuration can use this client).
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use bytes::{Buf, BytesMut};
+use kafka_protocol::messages::{
+    ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest, FindCoordinatorResponse, GroupId,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, OffsetCommitRequest,
+    OffsetCommitResponse, RequestHeader, ResponseHeader,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
+
+use crate::model::error::StreamsError;
+
+/// The largest response we accept (a heartbeat's endpoint map of a large group fits).
+const MAX_RESPONSE: usize = 64 << 20;
+
+/// Whether the streams group client can run with client properties `props`: PLAINTEXT
+/// only (no TLS, no SASL yet). `Err` says why not.
+pub(crate) fn supported(props: &BTreeMap<String, String>) -> Result<(), StreamsError> {
+    match props
+        .get("security.protocol")
+        .map(|p| p.trim().to_ascii_uppercase())
+    {
+        None => Ok(()),
+        Some(p) if p == "PLAINTEXT" => Ok(()),
+        Some(p) => Err(StreamsError::Config {
+            property: "security.protocol".into(),
+            message: format!(
+                "group.protocol=streams supports only PLAINTEXT connections so far, not {p}; \
+                 use group.protocol=consumer or classic"
+            ),
+        }),
+    }
+}
+
+/// A Kafka client error of this module.
+pub(crate) fn kafka(message: String, retriable: bool) -> StreamsError {
+    StreamsError::Kafka { message, retriable }
+}
+
+/// A request this client sends with the generated messages, and its response.
+pub(crate) trait Api: Encodable + HeaderVersion {
+    /// The API key.
+    const KEY: i16;
+    /// The response message.
+    type Response: Decodable + HeaderVersion;
+}
+
+macro_rules! api {
+    ($($req:ty => $resp:ty, $key:expr;)*) => {
+        $(impl Api for $req {
+            const KEY: i16 = $key;
+            type Response = $resp;
+        })*
+    };
+}
+
+api! {
+    OffsetCommitRequest => OffsetCommitResponse, 8;
+    FindCoordinatorRequest => FindCoordinatorResponse, 10;
+    ApiVersionsRequest => ApiVersionsResponse, 18;
+    IncrementalAlterConfigsRequest => IncrementalAlterConfigsResponse, 44;
+}
+
+/// One broker connection.
+pub(crate) struct Conn {
+    stream: TcpStream,
+    addr: String,
+    client_id: String,
+    correlation: i32,
+    /// The broker's version range per API key.
+    versions: BTreeMap<i16, (i16, i16)>,
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Conn({})", self.addr)
+    }
+}
+
+impl Conn {
+    /// Connects to `addr` (`host:port`) and reads its API versions; `timeout` bounds the
+    /// connect and every later read and write.
+    pub(crate) fn connect(addr: &str, client_id: &str, timeout: Duration) -> Result<Conn, StreamsError> {
+        let fail = |e: std::io::Error| kafka(format!("connecting to {addr}: {e}"), true);
+        let sock = addr
+            .to_socket_addrs()
+            .map_err(fail)?
+            .next()
+            .ok_or_else(|| kafka(format!("{addr} resolves to no address"), true))?;
+        let stream = TcpStream::connect_timeout(&sock, timeout).map_err(fail)?;
+        stream.set_read_timeout(Some(timeout)).map_err(fail)?;
+        stream.set_write_timeout(Some(timeout)).map_err(fail)?;
+        stream.set_nodelay(true).map_err(fail)?;
+        let mut conn = Conn {
+            stream,
+            addr: addr.to_owned(),
+            client_id: client_id.to_owned(),
+            correlation: 0,
+            versions: BTreeMap::new(),
+        };
+        let mut req = ApiVersionsRequest::default();
+        req.client_software_name = StrBytes::from_static_str("streams-rs");
+        req.client_software_version = StrBytes::from_static_str(env!("CARGO_PKG_VERSION"));
+        let resp = conn.send(&req, 3)?;
+        if resp.error_code != 0 {
+            return Err(kafka(
+                format!("ApiVersions on {addr}: error {}", resp.error_code),
+                false,
+            ));
+        }
+        conn.versions = resp
+            .api_keys
+            .iter()
+            .map(|k| (k.api_key, (k.min_version, k.max_version)))
+            .collect();
+        Ok(conn)
+    }
+
+    /// The address connected to.
+    pub(crate) fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// The highest version of API `key` both the broker and our `ours` range speak.
+    pub(crate) fn version(&self, key: i16, ours: (i16, i16)) -> Option<i16> {
+        let &(min, max) = self.versions.get(&key)?;
+        let v = max.min(ours.1);
+        (v >= min.max(ours.0)).then_some(v)
+    }
+
+    /// Sends the body `body` of API `key` version `version` with request header version
+    /// `header`, and returns the response body (after a response header of version
+    /// `response_header`).
+    pub(crate) fn round_trip(
+        &mut self,
+        key: i16,
+        version: i16,
+        header: i16,
+        response_header: i16,
+        body: &[u8],
+    ) -> Result<bytes::Bytes, StreamsError> {
+        let err = |what: &str, e: &dyn std::fmt::Display| kafka(format!("{what} {}: {e}", self.addr), true);
+        self.correlation = self.correlation.wrapping_add(1);
+        let mut h = RequestHeader::default();
+        h.request_api_key = key;
+        h.request_api_version = version;
+        h.correlation_id = self.correlation;
+        h.client_id = Some(StrBytes::from_string(self.client_id.clone()));
+        let mut frame = BytesMut::with_capacity(body.len() + 64);
+        frame.extend_from_slice(&[0; 4]);
+        h.encode(&mut frame, header)
+            .map_err(|e| err("encoding a request header for", &e))?;
+        frame.extend_from_slice(body);
+        let len = (frame.len() - 4) as i32;
+        frame[..4].copy_from_slice(&len.to_be_bytes());
+        self.stream.write_all(&frame).map_err(|e| err("writing to", &e))?;
+        let mut size = [0u8; 4];
+        self.stream
+            .read_exact(&mut size)
+            .map_err(|e| err("reading from", &e))?;
+        let size = i32::from_be_bytes(size);
+        if size < 4 || size as usize > MAX_RESPONSE {
+            return Err(err("response size from", &size));
+        }
+        let mut buf = vec![0u8; size as usize];
+        self.stream
+            .read_exact(&mut buf)
+            .map_err(|e| err("reading from", &e))?;
+        let mut buf = bytes::Bytes::from(buf);
+        let rh = ResponseHeader::decode(&mut buf, response_header)
+            .map_err(|e| err("decoding a response header from", &e))?;
+        if rh.correlation_id != self.correlation {
+            return Err(err(
+                "correlation id mismatch from",
+                &format!("{} (expected {})", rh.correlation_id, self.correlation),
+            ));
+        }
+        Ok(buf)
+    }
+
+    /// Sends `req` at `version` and decodes its response.
+    pub(crate) fn send<R: Api>(&mut self, req: &R, version: i16) -> Result<R::Response, StreamsError> {
+        let mut body = BytesMut::new();
+        req.encode(&mut body, version)
+            .map_err(|e| kafka(format!("encoding API {} v{version}: {e}", R::KEY), false))?;
+        let header = R::header_version(version);
+        let response_header = <R::Response as HeaderVersion>::header_version(version);
+        let mut buf = self.round_trip(R::KEY, version, header, response_header, &body)?;
+        let resp = R::Response::decode(&mut buf, version).map_err(|e| {
+            kafka(
+                format!("decoding API {} v{version} from {}: {e}", R::KEY, self.addr),
+                true,
+            )
+        })?;
+        if buf.has_remaining() {
+            tracing::debug!(
+                api = R::KEY,
+                left = buf.remaining(),
+                "response longer than its schema"
+            );
+        }
+        Ok(resp)
+    }
+}
+
+/// Connects to the first broker of `bootstrap` (comma-separated `host:port`s) that answers.
+pub(crate) fn bootstrap(bootstrap: &str, client_id: &str, timeout: Duration) -> Result<Conn, StreamsError> {
+    let mut last = kafka(format!("no broker in bootstrap list `{bootstrap}`"), false);
+    for addr in bootstrap.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+        let addr = addr.strip_prefix("PLAINTEXT://").unwrap_or(addr);
+        match Conn::connect(addr, client_id, timeout) {
+            Ok(c) => return Ok(c),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+/// Error codes that mean "ask again for the coordinator".
+pub(crate) fn coordinator_moved(code: i16) -> bool {
+    // COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+    matches!(code, 14..=16)
+}
+
+/// A connection to the coordinator of `group`, found through `bootstrap`.
+pub(crate) fn find_coordinator(
+    bootstrap_servers: &str,
+    group: &str,
+    client_id: &str,
+    timeout: Duration,
+) -> Result<Conn, StreamsError> {
+    let mut conn = bootstrap(bootstrap_servers, client_id, timeout)?;
+    let version = conn.version(10, (0, 6)).ok_or_else(|| {
+        kafka(
+            format!("{} offers no FindCoordinator version we speak", conn.addr),
+            false,
+        )
+    })?;
+    let mut req = FindCoordinatorRequest::default();
+    if version >= 4 {
+        req.coordinator_keys = vec![StrBytes::from_string(group.to_owned())];
+    } else {
+        req.key = StrBytes::from_string(group.to_owned());
+    }
+    let resp = conn.send(&req, version)?;
+    let (code, message, host, port) = match resp.coordinators.first() {
+        Some(c) if version >= 4 => (c.error_code, c.error_message.clone(), c.host.clone(), c.port),
+        _ => (
+            resp.error_code,
+            resp.error_message.clone(),
+            resp.host.clone(),
+            resp.port,
+        ),
+    };
+    if code != 0 {
+        let why = message.map(|m| m.to_string()).unwrap_or_default();
+        return Err(match code {
+            30 => StreamsError::Authorization {
+                resource: format!("group `{group}`"),
+                message: format!("finding its coordinator: {why} (grant DESCRIBE and READ on the group)"),
+            },
+            _ => kafka(
+                format!("FindCoordinator for group `{group}`: error {code} {why}"),
+                true,
+            ),
+        });
+    }
+    let addr = format!("{host}:{port}");
+    if addr == conn.addr {
+        return Ok(conn);
+    }
+    Conn::connect(&addr, client_id, timeout)
+}
+
+/// The group id as the generated messages want it.
+pub(crate) fn group_id(group: &str) -> GroupId {
+    GroupId(StrBytes::from_string(group.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plaintext_is_supported() {
+        let props = |p: &str| BTreeMap::from([("security.protocol".to_owned(), p.to_owned())]);
+        assert!(supported(&BTreeMap::new()).is_ok());
+        assert!(supported(&props("plaintext")).is_ok());
+        for p in ["SSL", "SASL_SSL", "SASL_PLAINTEXT"] {
+            let e = supported(&props(p)).expect_err(p);
+            assert!(e.to_string().contains("only PLAINTEXT"), "{e}");
+        }
+    }
+}
