@@ -152,6 +152,16 @@ fn measure(a: &KillOneArgs, name: &str, dir: &std::path::Path, topics: &Topics) 
         "{} instances ({} thread(s) each, {}, standbys {}) started; group protocol {protocols:?}",
         a.instances, a.threads, a.guarantee, a.standbys
     );
+    // A runtime that does not take `num.standby.replicas` ignores it (with a log line): the
+    // run would measure no standby at all.
+    if a.standbys > 0 && !protocols.iter().all(|p| p.contains("Streams")) {
+        return Err(format!(
+            "--standbys {} asks for the streams group protocol, but the instances run {protocols:?}: \
+             num.standby.replicas was not taken",
+            a.standbys
+        )
+        .into());
+    }
     // The tasks are spread before the preload, so that each task's state is on its owner
     // alone: a survivor that owned a task for a while at the start would hold part of its
     // state and restore less.
@@ -200,6 +210,9 @@ fn measure(a: &KillOneArgs, name: &str, dir: &std::path::Path, topics: &Topics) 
     watcher.count_from(kill_ms);
     let (killed, _) = victim.kill()?;
     println!("SIGKILLed {victim_name} (tasks {victim_tasks:?})");
+    // What a survivor has to restore at most: the dead instance writes no more, and the
+    // survivors are assigned nothing before the session timeout.
+    let changelog_ends = end_offsets(&c.bootstrap, &format!("{name}-counts-changelog"), c.partitions)?;
     // The survivors' view of a partition after the kill.
     let moved = |instances: &[Instance], seen: &[crate::watch::PartitionSeen], p: i32| -> Moved {
         let mut m = Moved {
@@ -263,12 +276,22 @@ fn measure(a: &KillOneArgs, name: &str, dir: &std::path::Path, topics: &Topics) 
     }
     let seen = watcher.seen();
     let table: Vec<Moved> = rows.iter().map(|p| moved(&instances, &seen, *p)).collect();
+    for m in table.iter().filter(|m| m.first_output.is_none()) {
+        let after = &seen[m.partition as usize].after;
+        println!(
+            "task 0_{}: no output after its assignment; {} audit records appended after the kill, \
+             from {:?} to {:?} ms after it",
+            m.partition,
+            after.len(),
+            after.first().map(|(ts, _)| ts - kill_ms),
+            after.last().map(|(ts, _)| ts - kill_ms)
+        );
+    }
     drop(watcher);
     for i in instances {
         i.close(Duration::from_secs(60))?;
     }
     drop(states);
-    let changelog_ends = end_offsets(&c.bootstrap, &format!("{name}-counts-changelog"), c.partitions)?;
     print!(
         "{}",
         report(
@@ -331,7 +354,7 @@ fn report(
     );
     let _ = writeln!(
         s,
-        "| task | from | to | assigned | task created (restored) | first new output (broker time) | records restored | changelog records |"
+        "| task | from | to | assigned | task created (restored) | first new output (broker time) | records restored | changelog at the kill |"
     );
     let _ = writeln!(s, "|---|---|---|---:|---:|---:|---:|---:|");
     let opt = |v: Option<f64>| v.map_or("–".to_owned(), |v| format!("{v:.2}"));
