@@ -18,11 +18,17 @@ use crate::runtime::streams_group::{MemberEvent, MemberSettings, StreamsMember, 
 
 /// A fresh group (application id) and its 4-partition source topic.
 fn fresh(test: &str) -> Option<(String, String, String)> {
+    fresh_with(test, 4)
+}
+
+/// A fresh group and its source topic of `partitions` partitions.
+fn fresh_with(test: &str, partitions: i32) -> Option<(String, String, String)> {
     let bootstrap = kafka::require_kafka(test)?;
     let group = kafka::unique_name(test);
     let topic = format!("{group}-in");
-    kafka::create_topic(&bootstrap, &topic, 4, &[]).expect("create the source topic");
-    kafka::wait_for_topic(&bootstrap, &topic, 4, Duration::from_secs(30)).expect("topic visible");
+    kafka::create_topic(&bootstrap, &topic, partitions, &[]).expect("create the source topic");
+    kafka::wait_for_topic(&bootstrap, &topic, partitions as usize, Duration::from_secs(30))
+        .expect("topic visible");
     Some((bootstrap, group, topic))
 }
 
@@ -213,4 +219,87 @@ fn commits_need_the_current_epoch() {
     let stranger = commit::commit(&mut conn, &group, "no-such-member", epoch, &offsets);
     assert!(matches!(stranger, Err(CommitError::Lost { .. })), "{stranger:?}");
     a.member.leave(Duration::from_secs(10));
+}
+
+#[test]
+fn a_live_consumer_group_of_the_same_name_is_refused() {
+    use rdkafka::ClientConfig;
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+
+    use crate::model::error::{StreamsError, StreamsGroupFailure};
+
+    let Some((bootstrap, group, topic)) = fresh("sg_other_type") else {
+        return;
+    };
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .set("group.id", &group)
+        .set("group.protocol", "consumer")
+        .create()
+        .expect("consumer");
+    consumer.subscribe(&[&topic]).expect("subscribe");
+    let deadline = Instant::now() + SETTLE;
+    while consumer.assignment().map(|a| a.count()).unwrap_or(0) == 0 {
+        assert!(Instant::now() < deadline, "the consumer got no partitions");
+        let _ = consumer.poll(Duration::from_millis(100));
+    }
+    match StreamsMember::join(settings(&bootstrap, &group, &topic, "process-a", 0)) {
+        Err(StreamsError::StreamsGroup {
+            kind: StreamsGroupFailure::OtherGroupType,
+            message,
+            ..
+        }) => eprintln!("refused: {message}"),
+        Err(e) => panic!("expected OtherGroupType, got {e}"),
+        Ok(_) => panic!("joined a consumer group's name as a streams group"),
+    }
+}
+
+#[test]
+fn a_crashed_members_tasks_go_to_their_standbys() {
+    let Some((bootstrap, group, topic)) = fresh_with("sg_standby_failover", 6) else {
+        return;
+    };
+    let mut a = Player::join(settings(&bootstrap, &group, &topic, "process-a", 1));
+    let mut b = Player::join(settings(&bootstrap, &group, &topic, "process-b", 1));
+    let mut c = Player::join(settings(&bootstrap, &group, &topic, "process-c", 1));
+    until(&mut [&mut a, &mut b, &mut c], SETTLE, |p| {
+        let all: BTreeSet<TaskId> = p.iter().flat_map(|p| p.owns.active.iter().copied()).collect();
+        let standbys: BTreeSet<TaskId> = p.iter().flat_map(|p| p.owns.standby.iter().copied()).collect();
+        p.iter()
+            .all(|p| p.owns.active.len() == 2 && p.owns.active.is_disjoint(&p.owns.standby))
+            && all == tasks(0..6)
+            && standbys == tasks(0..6)
+    });
+    let (b_active, a_standby, c_standby) = (
+        b.owns.active.clone(),
+        a.owns.standby.clone(),
+        c.owns.standby.clone(),
+    );
+    b.member.crash();
+    let failover = until(&mut [&mut a, &mut c], SETTLE, |p| {
+        p[0].owns.active.len() + p[1].owns.active.len() == 6
+    });
+    eprintln!(
+        "failover of {b_active:?} in {failover:?}; standbys were A {a_standby:?}, C {c_standby:?}; \
+         now A {:?}, C {:?}",
+        a.owns.active, c.owns.active
+    );
+    // The coordinator keeps the survivors balanced (3 tasks each), so a survivor may get
+    // a task whose standby is elsewhere; but of the crashed member's tasks, each survivor
+    // takes those it holds standbys of first.
+    for (who, took, held) in [
+        ("A", &a.owns.active, &a_standby),
+        ("C", &c.owns.active, &c_standby),
+    ] {
+        let received: BTreeSet<TaskId> = took.intersection(&b_active).copied().collect();
+        let holdable = b_active.intersection(held).count();
+        assert_eq!(
+            received.intersection(held).count(),
+            received.len().min(holdable),
+            "{who} took {received:?} of {b_active:?} holding standbys {held:?}"
+        );
+    }
+    assert!(a.owns.active.len() == 3 && c.owns.active.len() == 3);
+    a.member.leave(Duration::from_secs(10));
+    c.member.leave(Duration::from_secs(10));
 }
