@@ -11,14 +11,16 @@
 //! - the connection is dropped on any I/O error or coordinator move and found again before
 //!   the next heartbeat.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::model::error::StreamsError;
-use crate::runtime::streams_group::codec::{self, GroupStatus, HeartbeatRequest, HeartbeatResponse};
+use crate::model::TaskId;
+use crate::model::error::{StreamsError, StreamsGroupFailure};
+use crate::runtime::streams_group::codec::{self, GroupStatus, HeartbeatRequest, HeartbeatResponse, TaskIds};
+use crate::runtime::streams_group::commit::error_name;
 use crate::runtime::streams_group::member::{
-    MemberEvent, MemberSettings, RETRY_BACKOFF, Shared, State, Stop, TaskAssignment, fatal, task_lists,
-    task_set,
+    MemberEvent, MemberSettings, RETRY_BACKOFF, Shared, State, Stop, TaskAssignment,
 };
 use crate::runtime::streams_group::wire::{self, Conn};
 
@@ -272,4 +274,68 @@ fn codec_error(r: &HeartbeatResponse) -> String {
         crate::runtime::streams_group::commit::error_name(r.error_code),
         r.error_message.as_deref().unwrap_or("")
     )
+}
+
+/// Our task ids from the coordinator's lists (a sub-topology id that is not ours is logged
+/// and skipped).
+pub(crate) fn task_set(lists: &[TaskIds]) -> BTreeSet<TaskId> {
+    let mut out = BTreeSet::new();
+    for l in lists {
+        let Ok(subtopology) = l.subtopology.parse::<u32>() else {
+            tracing::warn!(subtopology = %l.subtopology, "the coordinator named a sub-topology we do not have");
+            continue;
+        };
+        out.extend(l.partitions.iter().map(|&partition| TaskId {
+            subtopology,
+            partition,
+        }));
+    }
+    out
+}
+
+/// The coordinator's lists for our task ids.
+pub(crate) fn task_lists(set: &BTreeSet<TaskId>) -> Vec<TaskIds> {
+    let mut out: Vec<TaskIds> = Vec::new();
+    for t in set {
+        let id = t.subtopology.to_string();
+        match out.last_mut() {
+            Some(last) if last.subtopology == id => last.partitions.push(t.partition),
+            _ => out.push(TaskIds {
+                subtopology: id,
+                partitions: vec![t.partition],
+            }),
+        }
+    }
+    out
+}
+
+/// A fatal error for heartbeat error `code`, or `None` when the member retries.
+pub(crate) fn fatal(group: &str, code: i16, message: Option<&str>) -> Option<StreamsError> {
+    let message = format!("{}: {}", error_name(code), message.unwrap_or(""));
+    let kind = match code {
+        // GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED
+        29..=31 => {
+            return Some(StreamsError::Authorization {
+                resource: format!("group `{group}`"),
+                message: format!(
+                    "{message} (grant READ on the group, DESCRIBE on the source topics, and \
+                     CREATE on the internal topics)"
+                ),
+            });
+        }
+        130 => StreamsGroupFailure::InvalidTopology,
+        131 | 132 => StreamsGroupFailure::TopologyEpoch,
+        // INCONSISTENT_GROUP_PROTOCOL, GROUP_ID_NOT_FOUND (a group of another type)
+        23 | 69 => StreamsGroupFailure::OtherGroupType,
+        81 => StreamsGroupFailure::GroupFull,
+        35 => StreamsGroupFailure::Unsupported,
+        // INVALID_REQUEST, UNRELEASED_INSTANCE_ID and anything unexpected
+        _ if wire::coordinator_moved(code) => return None,
+        _ => StreamsGroupFailure::Protocol,
+    };
+    Some(StreamsError::StreamsGroup {
+        group: group.to_owned(),
+        kind,
+        message,
+    })
 }

@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 
 use crate::model::TaskId;
 use crate::model::error::{StreamsError, StreamsGroupFailure};
-use crate::runtime::streams_group::codec::{self, TaskIds};
-use crate::runtime::streams_group::commit::{self, CommitError, error_name};
+use crate::runtime::streams_group::codec;
+use crate::runtime::streams_group::commit::{self, CommitError};
 use crate::runtime::streams_group::topology::GroupTopology;
 use crate::runtime::streams_group::wire::{self, Conn};
 use crate::runtime::streams_group::{group_config, heartbeat};
@@ -357,68 +357,4 @@ fn clone_error(e: &StreamsError) -> StreamsError {
         },
         other => StreamsError::Usage(other.to_string()),
     }
-}
-
-/// Our task ids from the coordinator's lists (a sub-topology id that is not ours is logged
-/// and skipped).
-pub(super) fn task_set(lists: &[TaskIds]) -> BTreeSet<TaskId> {
-    let mut out = BTreeSet::new();
-    for l in lists {
-        let Ok(subtopology) = l.subtopology.parse::<u32>() else {
-            tracing::warn!(subtopology = %l.subtopology, "the coordinator named a sub-topology we do not have");
-            continue;
-        };
-        out.extend(l.partitions.iter().map(|&partition| TaskId {
-            subtopology,
-            partition,
-        }));
-    }
-    out
-}
-
-/// The coordinator's lists for our task ids.
-pub(super) fn task_lists(set: &BTreeSet<TaskId>) -> Vec<TaskIds> {
-    let mut out: Vec<TaskIds> = Vec::new();
-    for t in set {
-        let id = t.subtopology.to_string();
-        match out.last_mut() {
-            Some(last) if last.subtopology == id => last.partitions.push(t.partition),
-            _ => out.push(TaskIds {
-                subtopology: id,
-                partitions: vec![t.partition],
-            }),
-        }
-    }
-    out
-}
-
-/// A fatal error for heartbeat error `code`, or `None` when the member retries.
-pub(super) fn fatal(group: &str, code: i16, message: Option<&str>) -> Option<StreamsError> {
-    let message = format!("{}: {}", error_name(code), message.unwrap_or(""));
-    let kind = match code {
-        // GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED
-        29..=31 => {
-            return Some(StreamsError::Authorization {
-                resource: format!("group `{group}`"),
-                message: format!(
-                    "{message} (grant READ on the group, DESCRIBE on the source topics, and \
-                     CREATE on the internal topics)"
-                ),
-            });
-        }
-        130 => StreamsGroupFailure::InvalidTopology,
-        131 | 132 => StreamsGroupFailure::TopologyEpoch,
-        // INCONSISTENT_GROUP_PROTOCOL, GROUP_ID_NOT_FOUND (a group of another type)
-        23 | 69 => StreamsGroupFailure::OtherGroupType,
-        81 => StreamsGroupFailure::GroupFull,
-        35 => StreamsGroupFailure::Unsupported,
-        // INVALID_REQUEST, UNRELEASED_INSTANCE_ID and anything unexpected
-        _ if wire::coordinator_moved(code) => return None,
-        _ => StreamsGroupFailure::Protocol,
-    };
-    Some(StreamsError::StreamsGroup {
-        group: group.to_owned(),
-        kind,
-        message,
-    })
 }
