@@ -41,7 +41,7 @@ fn topology(input: &str, output: &str, audit: &str) -> Topology {
     b.build().unwrap()
 }
 
-fn config(bootstrap: &str, app: &str, state: &Path, consumer_protocol: bool, eos: bool) -> StreamsConfig {
+fn config(bootstrap: &str, app: &str, state: &Path, protocol: GroupProtocol, eos: bool) -> StreamsConfig {
     let dir = state.display().to_string();
     let mut props = vec![
         ("application.id", app.to_owned()),
@@ -54,10 +54,14 @@ fn config(bootstrap: &str, app: &str, state: &Path, consumer_protocol: bool, eos
         ),
     ];
     // The consumer protocol is the default on this broker (Apache Kafka 4.x); a setting only
-    // the classic protocol takes selects the classic one.
-    if !consumer_protocol {
-        props.push(("consumer.session.timeout.ms", "6000".to_owned()));
-        props.push(("consumer.heartbeat.interval.ms", "500".to_owned()));
+    // the classic protocol takes selects the classic one; standbys select the streams one.
+    match protocol {
+        GroupProtocol::Classic => {
+            props.push(("consumer.session.timeout.ms", "6000".to_owned()));
+            props.push(("consumer.heartbeat.interval.ms", "500".to_owned()));
+        }
+        GroupProtocol::Streams => props.push(("num.standby.replicas", "1".to_owned())),
+        _ => {}
     }
     StreamsConfig::from_properties(props).unwrap()
 }
@@ -82,7 +86,7 @@ fn wait_running(app: &KafkaStreams, who: &str) {
 
 /// Runs A alone, A with B, A alone again while the feeder writes; checks every identity.
 /// Returns the longest pause of the least affected audit partition, in ms.
-fn run(test: &str, consumer_protocol: bool, eos: bool) -> Option<i64> {
+fn run(test: &str, protocol: GroupProtocol, eos: bool) -> Option<i64> {
     let bootstrap = kafka::require_kafka(test)?;
     let app_id = kafka::unique_name("rebalance");
     let input = kafka::unique_name("rebalance-in");
@@ -132,20 +136,15 @@ fn run(test: &str, consumer_protocol: bool, eos: bool) -> Option<i64> {
 
     let mut a = start(
         topology(&input, &output, &audit),
-        config(&bootstrap, &app_id, state_a.path(), consumer_protocol, eos),
+        config(&bootstrap, &app_id, state_a.path(), protocol, eos),
     );
     wait_running(&a, "A");
-    let expected = if consumer_protocol {
-        GroupProtocol::Consumer
-    } else {
-        GroupProtocol::Classic
-    };
-    assert_eq!(a.group_protocol(), Some(expected));
+    assert_eq!(a.group_protocol(), Some(protocol));
     std::thread::sleep(Duration::from_secs(3));
     let b_started = now_ms();
     let mut b = start(
         topology(&input, &output, &audit),
-        config(&bootstrap, &app_id, state_b.path(), consumer_protocol, eos),
+        config(&bootstrap, &app_id, state_b.path(), protocol, eos),
     );
     wait_running(&b, "B");
     // Both process for a while, then B leaves cleanly.
@@ -253,7 +252,7 @@ fn run(test: &str, consumer_protocol: bool, eos: bool) -> Option<i64> {
     eprintln!(
         "{test}: protocol {}, {} records, {} audit records ({duplicated} duplicated); longest pause per partition \
          while B joined and left {gaps:?} ms (starting {at:?} ms after B started), least affected {least} ms; longest pause while A ran alone {baseline} ms",
-        if consumer_protocol { "consumer" } else { "classic" },
+        protocol.name(),
         records_in,
         records.len()
     );
@@ -264,7 +263,7 @@ fn run(test: &str, consumer_protocol: bool, eos: bool) -> Option<i64> {
 fn classic_protocol_loses_nothing_when_a_member_joins_and_leaves() {
     run(
         "classic_protocol_loses_nothing_when_a_member_joins_and_leaves",
-        false,
+        GroupProtocol::Classic,
         false,
     );
 }
@@ -273,7 +272,7 @@ fn classic_protocol_loses_nothing_when_a_member_joins_and_leaves() {
 fn consumer_protocol_loses_nothing_when_a_member_joins_and_leaves() {
     run(
         "consumer_protocol_loses_nothing_when_a_member_joins_and_leaves",
-        true,
+        GroupProtocol::Consumer,
         false,
     );
 }
@@ -282,7 +281,25 @@ fn consumer_protocol_loses_nothing_when_a_member_joins_and_leaves() {
 fn consumer_protocol_exactly_once_when_a_member_joins_and_leaves() {
     run(
         "consumer_protocol_exactly_once_when_a_member_joins_and_leaves",
+        GroupProtocol::Consumer,
         true,
+    );
+}
+
+#[test]
+fn streams_protocol_with_standbys_loses_nothing_when_a_member_joins_and_leaves() {
+    run(
+        "streams_protocol_with_standbys_loses_nothing_when_a_member_joins_and_leaves",
+        GroupProtocol::Streams,
+        false,
+    );
+}
+
+#[test]
+fn streams_protocol_with_standbys_exactly_once_when_a_member_joins_and_leaves() {
+    run(
+        "streams_protocol_with_standbys_exactly_once_when_a_member_joins_and_leaves",
+        GroupProtocol::Streams,
         true,
     );
 }

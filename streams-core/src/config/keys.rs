@@ -44,6 +44,10 @@ pub const POLL_MS: &str = "poll.ms";
 /// consumer property that librdkafka lacks: the runtime's loop honours it). Also read as
 /// `consumer.max.poll.records` and `main.consumer.max.poll.records`, which win.
 pub const MAX_POLL_RECORDS: &str = "max.poll.records";
+/// The number of warm copies (standby replicas) of each task's stores kept on other
+/// instances. Needs `group.protocol=streams`, where the broker places standbys; a value
+/// above 0 with no `group.protocol` set selects that protocol.
+pub const NUM_STANDBY_REPLICAS: &str = "num.standby.replicas";
 /// The replication factor of internal topics; -1 for the broker's default.
 pub const REPLICATION_FACTOR: &str = "replication.factor";
 /// The capacity, in bytes, of the one LRU block cache all RocksDB stores of an instance
@@ -94,6 +98,7 @@ pub(super) const STREAMS: &[&str] = &[
     REPLICATION_FACTOR,
     ROCKSDB_BLOCK_CACHE_BYTES,
     ROCKSDB_WRITE_BUFFER_BYTES,
+    NUM_STANDBY_REPLICAS,
 ];
 
 /// Kafka Streams properties this framework does not implement. They are accepted (so a Java
@@ -121,7 +126,6 @@ pub(super) const UNSUPPORTED: &[&str] = &[
     "metric.reporters",
     "metrics.num.samples",
     "metrics.sample.window.ms",
-    "num.standby.replicas",
     "probing.rebalance.interval.ms",
     "processor.wrapper.class",
     "rack.aware.assignment.non_overlap_cost",

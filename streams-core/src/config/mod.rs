@@ -118,6 +118,7 @@ pub struct StreamsConfig {
     poll_interval: Duration,
     max_poll_records: usize,
     replication_factor: i32,
+    num_standby_replicas: usize,
     rocksdb_block_cache_bytes: usize,
     rocksdb_write_buffer_bytes: usize,
     /// Pass-through client properties, prefix stripped, by scope.
@@ -331,6 +332,12 @@ impl StreamsConfig {
         self.replication_factor
     }
 
+    /// `num.standby.replicas`: warm copies of each task's stores kept on other instances
+    /// (0 by default). Placed by the broker under `group.protocol=streams`.
+    pub fn num_standby_replicas(&self) -> usize {
+        self.num_standby_replicas
+    }
+
     /// `rocksdb.block.cache.bytes`: the capacity of the block cache all RocksDB stores of an
     /// instance share; the memtables are charged to it.
     pub fn rocksdb_block_cache_bytes(&self) -> usize {
@@ -453,6 +460,7 @@ impl StreamsConfig {
             (keys::POLL_MS, self.poll_interval.as_millis().to_string()),
             (keys::MAX_POLL_RECORDS, self.max_poll_records.to_string()),
             (keys::REPLICATION_FACTOR, self.replication_factor.to_string()),
+            (keys::NUM_STANDBY_REPLICAS, self.num_standby_replicas.to_string()),
             (
                 keys::ROCKSDB_BLOCK_CACHE_BYTES,
                 self.rocksdb_block_cache_bytes.to_string(),

@@ -169,7 +169,14 @@ pub(super) fn validate(
         None => Duration::from_millis(StreamsConfig::DEFAULT_POLL_MS),
     };
     let max_poll_records = max_poll_records(get(keys::MAX_POLL_RECORDS), &mut client)?;
-    assignment_strategy(&client)?;
+    let num_standby_replicas = match get(keys::NUM_STANDBY_REPLICAS) {
+        Some(v) => to_usize(
+            keys::NUM_STANDBY_REPLICAS,
+            integer(keys::NUM_STANDBY_REPLICAS, v, 0)?,
+        )?,
+        None => 0,
+    };
+    assignment_strategy(&client, num_standby_replicas)?;
     let replication_factor = match get(keys::REPLICATION_FACTOR) {
         Some(v) => match integer(keys::REPLICATION_FACTOR, v, i64::MIN)? {
             -1 => -1,
@@ -231,6 +238,7 @@ pub(super) fn validate(
         poll_interval,
         max_poll_records,
         replication_factor,
+        num_standby_replicas,
         rocksdb_block_cache_bytes,
         rocksdb_write_buffer_bytes,
         client,
@@ -272,11 +280,18 @@ fn max_poll_records(
     }
 }
 
-/// The main consumer assigns with `range`, which keeps co-partitioned topics together;
-/// another strategy would break joins and aggregations silently, so it is refused. With
+/// The main consumer's group protocol and what goes with it. The classic and consumer
+/// protocols assign with `range`, which keeps co-partitioned topics together; another
+/// strategy would break joins and aggregations silently, so it is refused. With
 /// `group.protocol=consumer` (KIP-848) the broker assigns (`group.remote.assignor`) and
 /// owns the session timeout and heartbeat interval, which librdkafka then refuses to take.
-fn assignment_strategy(client: &BTreeMap<Scope, BTreeMap<String, String>>) -> Result<(), StreamsError> {
+/// With `group.protocol=streams` (KIP-1071) the broker assigns tasks, standbys included;
+/// the session timeout and heartbeat interval become the group's settings. Standby
+/// replicas need the streams protocol.
+fn assignment_strategy(
+    client: &BTreeMap<Scope, BTreeMap<String, String>>,
+    num_standby_replicas: usize,
+) -> Result<(), StreamsError> {
     const MAIN: [Scope; 3] = [Scope::Common, Scope::Consumer, Scope::MainConsumer];
     // The main consumer's value of `name` (the most specific scope wins), with the name
     // it was set under.
@@ -288,6 +303,29 @@ fn assignment_strategy(client: &BTreeMap<Scope, BTreeMap<String, String>>) -> Re
                 .map(|v| (format!("{}{name}", scope.prefix()), v.trim().to_owned()))
         })
     };
+    let protocol = effective("group.protocol");
+    if let Some((key, v)) = &protocol
+        && !["classic", "consumer", "streams"]
+            .iter()
+            .any(|p| v.eq_ignore_ascii_case(p))
+    {
+        return Err(invalid(
+            key,
+            format!("`{v}` is not one of classic, consumer, streams"),
+        ));
+    }
+    let is = |p: &str| protocol.as_ref().is_some_and(|(_, v)| v.eq_ignore_ascii_case(p));
+    if num_standby_replicas > 0
+        && let Some((key, v)) = protocol.as_ref().filter(|_| !is("streams"))
+    {
+        return Err(invalid(
+            keys::NUM_STANDBY_REPLICAS,
+            format!(
+                "standby replicas need group.protocol=streams, where the broker places them; \
+                 `{key}` is `{v}`"
+            ),
+        ));
+    }
     let not_range = |key: String, v: String| {
         invalid(
             &key,
@@ -298,15 +336,19 @@ fn assignment_strategy(client: &BTreeMap<Scope, BTreeMap<String, String>>) -> Re
         )
     };
     for name in ["partition.assignment.strategy", "group.remote.assignor"] {
-        if let Some((key, v)) = effective(name)
-            && v != "range"
-        {
-            return Err(not_range(key, v));
+        if let Some((key, v)) = effective(name) {
+            if is("streams") || num_standby_replicas > 0 {
+                return Err(invalid(
+                    &key,
+                    "not taken with group.protocol=streams: the broker assigns the tasks",
+                ));
+            }
+            if v != "range" {
+                return Err(not_range(key, v));
+            }
         }
     }
-    let consumer_protocol =
-        effective("group.protocol").is_some_and(|(_, v)| v.eq_ignore_ascii_case("consumer"));
-    if consumer_protocol {
+    if is("consumer") {
         for name in [
             "session.timeout.ms",
             "heartbeat.interval.ms",

@@ -369,13 +369,13 @@ fn unknown_dotless_keys_are_typos() {
 #[test]
 fn unsupported_streams_properties_are_ignored_not_passed() {
     let c = with_app(&[
-        ("num.standby.replicas", "1"),
+        ("max.warmup.replicas", "1"),
         ("default.key.serde", "Serdes$StringSerde"),
     ])
     .unwrap();
     assert_eq!(
         c.ignored_properties().collect::<Vec<_>>(),
-        ["default.key.serde", "num.standby.replicas"]
+        ["default.key.serde", "max.warmup.replicas"]
     );
     assert!(c.consumer_properties().is_empty());
     assert!(c.producer_properties().is_empty());
@@ -675,6 +675,7 @@ fn display_lists_effective_values_and_masks_secrets() {
         ("sasl.password", "hunter2"),
         ("producer.ssl.key.password", "hunter3"),
         ("consumer.fetch.wait.max.ms", "5"),
+        ("max.warmup.replicas", "1"),
         ("num.standby.replicas", "1"),
     ])
     .unwrap();
@@ -692,7 +693,8 @@ fn display_lists_effective_values_and_masks_secrets() {
         "consumer.fetch.wait.max.ms = 5",
         "sasl.password = ********",
         "producer.ssl.key.password = ********",
-        "# ignored (not supported): num.standby.replicas",
+        "num.standby.replicas = 1",
+        "# ignored (not supported): max.warmup.replicas",
     ] {
         assert!(shown.lines().any(|l| l == line), "missing `{line}` in\n{shown}");
     }
@@ -720,7 +722,7 @@ fn the_reference_matches_the_code() {
         .filter_map(|l| l.strip_prefix("| `"))
         .filter_map(|l| l.split('`').next())
         .collect();
-    assert_eq!(documented.len(), 19, "{documented:?}");
+    assert_eq!(documented.len(), 20, "{documented:?}");
     for key in super::keys::STREAMS {
         // The deprecated names are mentioned in their successors' rows.
         assert!(
@@ -933,4 +935,37 @@ fn application_server_is_an_endpoint_host_colon_port() {
         let m = fails_on(with_app(&[("application.server", bad)]), "application.server");
         assert!(m.contains("host:port"), "{bad}: {m}");
     }
+}
+
+#[test]
+fn group_protocol_is_one_of_three_and_standbys_need_streams() {
+    assert!(with_app(&[("group.protocol", "streams")]).is_ok());
+    assert!(with_app(&[("main.consumer.group.protocol", "CLASSIC")]).is_ok());
+    fails_on(with_app(&[("group.protocol", "stream")]), "group.protocol");
+    fails_on(
+        with_app(&[("consumer.group.protocol", "kip848")]),
+        "consumer.group.protocol",
+    );
+    // Standbys select the streams protocol unless another one is set.
+    let c = with_app(&[("num.standby.replicas", "1")]).unwrap();
+    assert_eq!(c.num_standby_replicas(), 1);
+    assert!(with_app(&[("num.standby.replicas", "1"), ("group.protocol", "streams")]).is_ok());
+    fails_on(
+        with_app(&[("num.standby.replicas", "1"), ("group.protocol", "consumer")]),
+        "num.standby.replicas",
+    );
+    fails_on(
+        with_app(&[("num.standby.replicas", "-1")]),
+        "num.standby.replicas",
+    );
+    // The broker assigns tasks under the streams protocol: no client-side assignor.
+    fails_on(
+        with_app(&[
+            ("group.protocol", "streams"),
+            ("partition.assignment.strategy", "range"),
+        ]),
+        "partition.assignment.strategy",
+    );
+    // The session timeout becomes the group's setting.
+    assert!(with_app(&[("group.protocol", "streams"), ("session.timeout.ms", "6000")]).is_ok());
 }

@@ -6,6 +6,7 @@
 //! (transactional under `exactly_once_v2`) and the tasks of the partitions assigned to it.
 //! See `docs/runtime.md` for threads, tasks, commits and guarantees.
 
+mod assignment;
 mod backpressure;
 mod connect;
 mod corrupted;
@@ -25,14 +26,13 @@ mod restore;
 mod standby;
 mod start_offsets;
 mod status;
-// Wired into the stream threads separately; until then only its tests use it.
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) mod streams_group;
 mod tailing;
 mod tasks;
 mod thread;
 mod thread_factory;
 mod topics;
+mod txn_offsets;
 mod updater;
 
 use std::path::PathBuf;
@@ -86,6 +86,9 @@ pub struct KafkaStreams {
     next_thread: Arc<std::sync::atomic::AtomicUsize>,
     process_id: String,
     group_protocol: Option<GroupProtocol>,
+    /// Under `group.protocol=streams`: the topology the threads' members describe to the
+    /// group coordinator (built at start, with the internal topics' partition counts).
+    group_topology: Option<Arc<streams_group::GroupTopology>>,
     /// Interactive queries: the stream threads' inboxes, which instance hosts what.
     queries: query::Queries,
     /// Announces this instance to the others, with `application.server` set.
@@ -182,6 +185,7 @@ impl KafkaStreams {
             next_thread: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
             process_id,
             group_protocol: None,
+            group_topology: None,
             _secrets: secrets,
         })
     }
@@ -240,6 +244,7 @@ impl KafkaStreams {
             process_id: self.process_id.clone(),
             on_mock: self.embedded.is_some(),
             group_protocol: self.group_protocol.unwrap_or(GroupProtocol::Classic),
+            group_topology: self.group_topology.clone(),
             rocksdb: self.rocksdb.clone(),
             hosting: self.queries.directory.hosting().clone(),
         })
@@ -306,10 +311,27 @@ impl KafkaStreams {
         let admin = factory.client_config(self.config.admin_properties());
         self.group_protocol = Some(protocol::choose(
             &self.config.main_consumer_properties(),
+            self.config.num_standby_replicas(),
             &md,
             &admin,
             self.embedded.is_some(),
         ));
+        if self.group_protocol == Some(GroupProtocol::Streams) && self.embedded.is_some() {
+            return Err(StreamsError::Config {
+                property: "group.protocol".into(),
+                message: "the embedded mock cluster has no streams groups (KIP-1071); standby replicas \
+                          and group.protocol=streams need a broker (Apache Kafka 4.2 or later)"
+                    .into(),
+            });
+        }
+        if self.group_protocol == Some(GroupProtocol::Streams) {
+            streams_group::supported(&self.config.main_consumer_properties())?;
+            self.group_topology = Some(Arc::new(streams_group::GroupTopology::of(
+                &self.topology,
+                &app_id,
+                &plan,
+            )));
+        }
         topics::ensure(
             &plan,
             &app_id,

@@ -14,6 +14,12 @@
 //!   mock cluster, or the broker's configuration cannot be read (a principal without
 //!   DESCRIBE_CONFIGS on the cluster: the broker then returns no configuration at all):
 //!   logged, with the reason.
+//!
+//! The streams protocol of KIP-1071 (`group.protocol=streams`, chosen too when
+//! `num.standby.replicas` is above 0 and no protocol is set) makes each stream thread a
+//! member of a *streams group*: the broker assigns tasks (active and standby) rather than
+//! partitions, and the runtime assigns its consumers' partitions itself (see
+//! `streams_group/`). It needs Apache Kafka 4.2 or later; it is never chosen by itself.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -31,6 +37,9 @@ pub enum GroupProtocol {
     /// The consumer protocol of KIP-848: incremental rebalances, `range` assigned by the
     /// broker.
     Consumer,
+    /// The streams protocol of KIP-1071: the broker assigns active and standby tasks to the
+    /// stream threads; the consumers are assigned their partitions by the runtime.
+    Streams,
 }
 
 impl GroupProtocol {
@@ -39,6 +48,7 @@ impl GroupProtocol {
         match self {
             Self::Classic => "classic",
             Self::Consumer => "consumer",
+            Self::Streams => "streams",
         }
     }
 }
@@ -50,16 +60,24 @@ const CLASSIC_ONLY: [&str; 3] = [
     "partition.assignment.strategy",
 ];
 
-/// The protocol the main consumer's properties decide by themselves, with the reason;
-/// `None` when the broker decides.
-fn configured(main: &BTreeMap<String, String>) -> Option<(GroupProtocol, String)> {
+/// The protocol the main consumer's properties and `num.standby.replicas` (`standbys`)
+/// decide by themselves, with the reason; `None` when the broker decides.
+fn configured(main: &BTreeMap<String, String>, standbys: usize) -> Option<(GroupProtocol, String)> {
     if let Some(p) = main.get("group.protocol") {
-        let protocol = if p.trim().eq_ignore_ascii_case("consumer") {
-            GroupProtocol::Consumer
-        } else {
-            GroupProtocol::Classic
+        let protocol = match p.trim().to_ascii_lowercase().as_str() {
+            "consumer" => GroupProtocol::Consumer,
+            "streams" => GroupProtocol::Streams,
+            _ => GroupProtocol::Classic,
         };
         return Some((protocol, format!("group.protocol={p} is configured")));
+    }
+    if standbys > 0 {
+        return Some((
+            GroupProtocol::Streams,
+            format!(
+                "num.standby.replicas={standbys} is configured, and the broker places standbys only in streams groups"
+            ),
+        ));
     }
     CLASSIC_ONLY.iter().find(|k| main.contains_key(**k)).map(|k| {
         (
@@ -73,11 +91,12 @@ fn configured(main: &BTreeMap<String, String>) -> Option<(GroupProtocol, String)
 /// the cluster.
 pub(crate) fn choose<C: ConsumerContext>(
     main: &BTreeMap<String, String>,
+    standbys: usize,
     md: &BaseConsumer<C>,
     admin: &ClientConfig,
     on_mock: bool,
 ) -> GroupProtocol {
-    let (protocol, reason) = configured(main).unwrap_or_else(|| {
+    let (protocol, reason) = configured(main, standbys).unwrap_or_else(|| {
         if on_mock {
             return (GroupProtocol::Classic, "the embedded mock cluster runs the classic protocol".into());
         }
@@ -167,24 +186,32 @@ mod tests {
 
     #[test]
     fn configured_protocol_and_classic_only_settings_decide_before_the_broker() {
-        assert_eq!(configured(&props(&[])), None);
+        assert_eq!(configured(&props(&[]), 0), None);
         assert_eq!(
-            configured(&props(&[("group.protocol", "consumer")])).map(|c| c.0),
+            configured(&props(&[("group.protocol", "consumer")]), 0).map(|c| c.0),
             Some(GroupProtocol::Consumer)
         );
         assert_eq!(
-            configured(&props(&[
-                ("group.protocol", "classic"),
-                ("session.timeout.ms", "6000")
-            ]))
+            configured(&props(&[("group.protocol", "Streams")]), 0).map(|c| c.0),
+            Some(GroupProtocol::Streams)
+        );
+        assert_eq!(
+            configured(&props(&[]), 1).map(|c| c.0),
+            Some(GroupProtocol::Streams)
+        );
+        assert_eq!(
+            configured(
+                &props(&[("group.protocol", "classic"), ("session.timeout.ms", "6000")]),
+                0
+            )
             .map(|c| c.0),
             Some(GroupProtocol::Classic)
         );
         for k in CLASSIC_ONLY {
-            let (p, reason) = configured(&props(&[(k, "x")])).unwrap();
+            let (p, reason) = configured(&props(&[(k, "x")]), 0).unwrap();
             assert_eq!(p, GroupProtocol::Classic);
             assert!(reason.contains(k), "{reason}");
         }
-        assert_eq!(configured(&props(&[("fetch.min.bytes", "1")])), None);
+        assert_eq!(configured(&props(&[("fetch.min.bytes", "1")]), 0), None);
     }
 }

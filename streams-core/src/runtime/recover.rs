@@ -55,9 +55,51 @@ impl TaskManager {
                 retriable: false,
             });
         }
+        self.recover_after(what, &error.to_string(), false, consumer)
+    }
+
+    /// [`recover_transaction`](Self::recover_transaction) for an error already classified:
+    /// `fatal` when the producer can no longer be used.
+    pub(crate) fn recover_after<C: ConsumerContext>(
+        &mut self,
+        what: &str,
+        error: &str,
+        fatal: bool,
+        consumer: &BaseConsumer<C>,
+    ) -> Result<bool, StreamsError> {
+        if fatal {
+            return Err(StreamsError::Kafka {
+                message: format!("{what}: {error}"),
+                retriable: false,
+            });
+        }
         tracing::warn!(error = %error, "{what} failed; aborting the transaction and recreating the tasks from their changelogs");
         self.abort_and_recreate(consumer, None)?;
         Ok(false)
+    }
+
+    /// The thread's group membership was lost (streams protocol: fenced, or its session
+    /// expired): its tasks may already run elsewhere, so they are closed without
+    /// committing, the open transaction aborted, and nothing of the old assignment is
+    /// created. Standby tasks stay.
+    pub(crate) fn lose_all<C: ConsumerContext>(
+        &mut self,
+        _consumer: &BaseConsumer<C>,
+    ) -> Result<(), StreamsError> {
+        if self.in_transaction {
+            if let Err(e) = self.producer.abort_transaction(Duration::from_secs(10))
+                && is_fatal(&e)
+            {
+                return Err(kafka_err("abort transaction", e));
+            }
+            self.in_transaction = false;
+        }
+        self.close_all_dirty();
+        for id in std::mem::take(&mut self.restoring).into_keys() {
+            self.updater.remove(id);
+        }
+        self.pending = None;
+        self.begin_transaction()
     }
 
     /// Aborts the open transaction, closes every task dirty (and wipes the state directory

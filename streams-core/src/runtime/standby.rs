@@ -77,7 +77,6 @@ impl TaskManager {
     /// is started for it, and a standby it already has stays until `create_pending`
     /// promotes it, whichever of the two calls comes first.
     // Called by the thread loop once the group protocol assigns standbys.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub fn set_standbys(&mut self, wanted: &BTreeSet<TaskId>) -> Result<(), StreamsError> {
         self.standbys.wanted = wanted.clone();
         let pending = self.pending_ids();
@@ -98,7 +97,6 @@ impl TaskManager {
     }
 
     /// The thread's standby tasks: held by the updater or waiting for their state directory.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub fn standby_ids(&self) -> BTreeSet<TaskId> {
         self.standbys
             .held

@@ -27,6 +27,7 @@ use super::global::GlobalTasks;
 use super::producer::{DeliveryTracker, StreamProducer};
 use super::resets::AssignedConsumer;
 use super::restore::kafka_err;
+use super::streams_group::StreamsMember;
 use super::updater::StateUpdater;
 use crate::engine::TaskFactory;
 use crate::engine::{Task, TaskId};
@@ -90,6 +91,20 @@ pub(crate) struct TaskManager {
     pub(super) restored_to: std::collections::HashMap<(String, i32), i64>,
     /// The thread's standby tasks (see `standby.rs`).
     pub(super) standbys: super::standby::Standbys,
+    /// Under `group.protocol=streams`: the thread's group member, which commits the offsets
+    /// (the consumer joins no group).
+    pub(super) member: Option<Arc<StreamsMember>>,
+}
+
+/// The offsets of `tpl` as (topic, partition, offset) triples.
+fn offsets_of(tpl: &TopicPartitionList) -> Vec<(String, i32, i64)> {
+    tpl.elements()
+        .iter()
+        .filter_map(|e| match e.offset() {
+            Offset::Offset(o) => Some((e.topic().to_owned(), e.partition(), o)),
+            _ => None,
+        })
+        .collect()
 }
 
 pub(super) fn now_ms() -> i64 {
@@ -109,6 +124,8 @@ pub(crate) struct TaskManagerParts {
     pub producer: Arc<StreamProducer>,
     pub tracker: DeliveryTracker,
     pub restore_consumer: AssignedConsumer,
+    /// Under `group.protocol=streams`: the thread's group member.
+    pub member: Option<Arc<StreamsMember>>,
 }
 
 impl TaskManager {
@@ -121,6 +138,7 @@ impl TaskManager {
             producer,
             tracker,
             restore_consumer,
+            member,
         } = parts;
         let updater = StateUpdater::start(format!("{thread_name}-restorer"), restore_consumer)?;
         Ok(Self {
@@ -146,6 +164,7 @@ impl TaskManager {
             processed_total: 0,
             commit_failing_since: None,
             restored_to: std::collections::HashMap::new(),
+            member,
             backpressured: BTreeMap::new(),
             standbys: super::standby::Standbys::default(),
         })
@@ -393,11 +412,26 @@ impl TaskManager {
         tracing::debug!(offsets = %super::start_offsets::describe(&tpl), "committing");
         if self.settings.eos {
             if tpl.count() > 0 {
-                let meta = consumer
-                    .group_metadata()
-                    .ok_or_else(|| kafka_err("commit", "no group metadata"))?;
-                if let Err(e) = self.producer.send_offsets_to_transaction(&tpl, &meta, timeout) {
-                    return self.recover_transaction("send offsets", e, consumer);
+                if let Some(member) = &self.member {
+                    let (id, epoch) = member.member_id_and_epoch();
+                    let group = self.settings.factory.app_id().clone();
+                    if let Err(e) = super::txn_offsets::send_offsets_as_member(
+                        &self.producer,
+                        &tpl,
+                        &group,
+                        &id,
+                        epoch,
+                        timeout,
+                    ) {
+                        return self.recover_after("send offsets", &e.message, e.fatal, consumer);
+                    }
+                } else {
+                    let meta = consumer
+                        .group_metadata()
+                        .ok_or_else(|| kafka_err("commit", "no group metadata"))?;
+                    if let Err(e) = self.producer.send_offsets_to_transaction(&tpl, &meta, timeout) {
+                        return self.recover_transaction("send offsets", e, consumer);
+                    }
                 }
                 self.metrics.lap(CommitPhase::SendOffsets, &mut since);
             }
@@ -426,10 +460,21 @@ impl TaskManager {
             self.metrics.lap(CommitPhase::FlushProducer, &mut since);
             self.check_deliveries()?;
             let corrupt = self.write_checkpoints()?;
-            if tpl.count() > 0
-                && let Err(e) = consumer.commit(&tpl, CommitMode::Sync)
-            {
-                return self.commit_failed("commit offsets", e);
+            if tpl.count() > 0 {
+                let committed = match &self.member {
+                    // A member that lost its tasks learns it from its heartbeat too, and
+                    // the loop then drops them; until then this is retried as any failure.
+                    Some(member) => member.commit_offsets(&offsets_of(&tpl), timeout).map_err(|e| {
+                        match e.is_retriable() {
+                            true => e.to_string(),
+                            false => format!("{e} (the group membership is lost)"),
+                        }
+                    }),
+                    None => consumer.commit(&tpl, CommitMode::Sync).map_err(|e| e.to_string()),
+                };
+                if let Err(e) = committed {
+                    return self.commit_failed("commit offsets", e);
+                }
             }
             self.metrics.lap(CommitPhase::CommitOffsets, &mut since);
             // Their changelog writes were delivered and their offsets are committed: they

@@ -20,12 +20,14 @@ use rdkafka::statistics::Statistics;
 use rdkafka::types::{RDKafkaErrorCode, RDKafkaRespErr};
 use rdkafka::{ClientContext, TopicPartitionList};
 
+use super::assignment::TaskPartitions;
 use super::publish::FetchPosition;
 use super::query::Inbox;
 use super::query::serve::serve;
 use super::resets::{ResetWatch, SourceResets, forward_log};
 use super::start_offsets;
 use super::status::Status;
+use super::streams_group::StreamsMember;
 use super::tasks::{TaskManager, TaskManagerParts};
 use crate::model::error::StreamsError;
 use crate::model::record::{Headers, RawRecord};
@@ -36,7 +38,7 @@ thread_local! {
 }
 
 /// Runs `f` on this thread's task manager.
-fn with_tasks<R>(f: impl FnOnce(&mut TaskManager) -> R) -> Option<R> {
+pub(super) fn with_tasks<R>(f: impl FnOnce(&mut TaskManager) -> R) -> Option<R> {
     TASKS.with(|t| t.try_borrow_mut().ok().and_then(|mut t| t.as_mut().map(f)))
 }
 
@@ -112,11 +114,18 @@ impl ClientContext for ThreadContext {
     }
 }
 
+/// Whether `consumer`'s assignment changes come partition by partition: cooperative
+/// rebalances (`group.protocol=consumer`), and the runtime's own assignments under the
+/// streams protocol (the consumer joins no group, so librdkafka knows no protocol).
+fn incremental<C: ConsumerContext>(consumer: &BaseConsumer<C>) -> bool {
+    !matches!(consumer.rebalance_protocol(), RebalanceProtocol::Eager)
+}
+
 impl ConsumerContext for ThreadContext {
     /// rust-rdkafka's rebalance, except that assigned partitions start at the committed
     /// offsets the runtime read itself (see `start_offsets.rs`).
     fn rebalance(&self, consumer: &BaseConsumer<Self>, err: RDKafkaRespErr, tpl: &mut TopicPartitionList) {
-        let cooperative = matches!(consumer.rebalance_protocol(), RebalanceProtocol::Cooperative);
+        let cooperative = incremental(consumer);
         let assign = err == RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS;
         let rebalance = match err {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => Rebalance::Assign(tpl),
@@ -187,7 +196,7 @@ impl ConsumerContext for ThreadContext {
     /// tasks whose partitions stay keep running.
     fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         self.generation.fetch_add(1, Ordering::Relaxed);
-        let cooperative = matches!(consumer.rebalance_protocol(), RebalanceProtocol::Cooperative);
+        let cooperative = incremental(consumer);
         let whole = || match consumer.assignment() {
             Ok(a) => Some(a),
             Err(e) => {
@@ -228,6 +237,10 @@ pub(crate) struct LoopSettings {
     pub on_mock: bool,
     /// Where the thread reports the tasks it hosts (for interactive queries).
     pub hosting: Arc<super::query::discovery::Hosting>,
+    /// Under `group.protocol=streams`: the thread's member of the streams group, which
+    /// receives its task assignment (the consumer then joins no group), and the input
+    /// partitions of each task.
+    pub member: Option<(Arc<StreamsMember>, TaskPartitions)>,
 }
 
 /// Interns the topic names of one consumer's records: a handful of topics, so a scan beats
@@ -275,7 +288,7 @@ pub(crate) fn run(
     name: &str,
     consumer: BaseConsumer<ThreadContext>,
     tasks: TaskManagerParts,
-    settings: LoopSettings,
+    mut settings: LoopSettings,
     shutdown: Arc<AtomicBool>,
     status: Arc<Status>,
     inbox: &Inbox,
@@ -295,6 +308,13 @@ pub(crate) fn run(
     TASKS.with(|t| t.borrow_mut().take());
     settings.hosting.remove(name);
     consumer.unsubscribe();
+    // Leave the streams group now that the tasks are closed (their offsets committed), so
+    // the broker moves them at once rather than after the session timeout.
+    if let Some((member, _)) = settings.member.take()
+        && let Ok(member) = Arc::try_unwrap(member)
+    {
+        member.leave(Duration::from_secs(10));
+    }
     result.and(closed)
 }
 
@@ -331,6 +351,12 @@ fn run_loop(
     let mut last_publish = Instant::now();
     let mut topics = TopicNames::default();
     while !shutdown.load(Ordering::Relaxed) {
+        if let Some((member, tasks)) = &settings.member {
+            if let Some(e) = member.failure() {
+                return Err(e);
+            }
+            super::assignment::apply_pending(consumer, member, tasks)?;
+        }
         let mut batch = Vec::new();
         let mut timeout = settings.poll;
         let poll_started = Instant::now();
@@ -512,7 +538,7 @@ fn drop_revoked(consumer: &BaseConsumer<ThreadContext>, batch: &mut Vec<RawRecor
         .lock()
         .map(|mut r| std::mem::take(&mut *r))
         .unwrap_or_default();
-    if matches!(consumer.rebalance_protocol(), RebalanceProtocol::Cooperative) {
+    if incremental(consumer) {
         batch.retain(|r| !revoked.iter().any(|(t, p)| **t == *r.topic && *p == r.partition));
     } else {
         batch.clear();

@@ -10,10 +10,12 @@ use rdkafka::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::Producer;
 
+use super::assignment::TaskPartitions;
 use super::producer::{self, DeliveryTracker};
 use super::protocol::GroupProtocol;
 use super::resets::{self, AssignedConsumer, QuietContext};
 use super::status::Status;
+use super::streams_group::{MemberSettings, StreamsMember};
 use super::tasks::{TaskManagerParts, TaskSettings};
 use super::thread::{LoopSettings, ThreadContext};
 use super::{connect, defaults, restore, start_offsets};
@@ -35,6 +37,8 @@ pub(super) struct ThreadFactory {
     pub(super) on_mock: bool,
     /// The main consumers' group protocol, chosen at start (`protocol.rs`).
     pub(super) group_protocol: GroupProtocol,
+    /// Under the streams protocol: the topology each thread's member sends on joining.
+    pub(super) group_topology: Option<Arc<super::streams_group::GroupTopology>>,
     /// The RocksDB memory (block cache, memtables) all stores of the instance share.
     pub(super) rocksdb: streams_state::RocksDbResources,
     /// Where the threads report the tasks they host (for interactive queries).
@@ -93,13 +97,23 @@ impl ThreadFactory {
         let mut cc = self.client_config(cfg.main_consumer_properties());
         // Both protocols assign with `range`, which keeps co-partitioned topics on one task:
         // the classic one on the client, the consumer protocol (KIP-848) on the broker.
-        if self.group_protocol == GroupProtocol::Consumer {
-            cc.set("group.protocol", "consumer");
-            if cc.get("group.remote.assignor").is_none() {
-                cc.set("group.remote.assignor", "range");
+        match self.group_protocol {
+            GroupProtocol::Consumer => {
+                cc.set("group.protocol", "consumer");
+                if cc.get("group.remote.assignor").is_none() {
+                    cc.set("group.remote.assignor", "range");
+                }
             }
-        } else {
-            cc.set("partition.assignment.strategy", "range");
+            // The consumer joins no group: the thread's streams-group member does, and the
+            // session settings are the group's (see `streams_group::group_configs_of`).
+            GroupProtocol::Streams => {
+                for k in ["group.protocol", "session.timeout.ms", "heartbeat.interval.ms"] {
+                    cc.remove(k);
+                }
+            }
+            GroupProtocol::Classic => {
+                cc.set("partition.assignment.strategy", "range");
+            }
         }
         cc.set("group.id", app_id)
             .set("client.id", name)
@@ -142,11 +156,19 @@ impl ThreadFactory {
         let consumer: BaseConsumer<ThreadContext> = cc
             .create_with_context(context)
             .map_err(|e| restore::kafka_err("consumer", e))?;
-        let topics: Vec<String> = self.topology.source_topics().into_iter().collect();
-        let topic_refs: Vec<&str> = topics.iter().map(String::as_str).collect();
-        consumer
-            .subscribe(&topic_refs)
-            .map_err(|e| restore::kafka_err("subscribe", e))?;
+        let member = match &self.group_topology {
+            Some(topology) if self.group_protocol == GroupProtocol::Streams => {
+                Some(Arc::new(self.join_streams_group(name, topology, &cc)?))
+            }
+            _ => {
+                let topics: Vec<String> = self.topology.source_topics().into_iter().collect();
+                let topic_refs: Vec<&str> = topics.iter().map(String::as_str).collect();
+                consumer
+                    .subscribe(&topic_refs)
+                    .map_err(|e| restore::kafka_err("subscribe", e))?;
+                None
+            }
+        };
 
         // A changelog offset out of range is corrupted state, never a silent skip: the
         // restore loop sees it as an error and wipes the store (see `restore.rs`).
@@ -235,6 +257,7 @@ impl ThreadFactory {
             producer: Arc::new(producer),
             tracker,
             restore_consumer,
+            member: member.clone(),
         };
         let loop_settings = LoopSettings {
             application_id: app_id.to_owned(),
@@ -243,7 +266,38 @@ impl ThreadFactory {
             max_poll_records: cfg.max_poll_records(),
             on_mock: self.on_mock,
             hosting: self.hosting.clone(),
+            member: member.map(|m| (m, TaskPartitions::of(&self.topology))),
         };
         Ok((consumer, tasks, loop_settings))
+    }
+
+    /// Joins the streams group (`group.protocol=streams`) with a member for thread `name`,
+    /// whose main consumer has the properties `consumer`.
+    fn join_streams_group(
+        &self,
+        name: &str,
+        topology: &super::streams_group::GroupTopology,
+        consumer: &ClientConfig,
+    ) -> Result<StreamsMember, StreamsError> {
+        let cfg = &self.config;
+        let rebalance_timeout = consumer
+            .get("max.poll.interval.ms")
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map_or(Duration::from_secs(300), Duration::from_millis);
+        let user_endpoint = cfg.application_server().and_then(|s| {
+            let (host, port) = s.rsplit_once(':')?;
+            Some((host.to_owned(), port.parse().ok()?))
+        });
+        StreamsMember::join(MemberSettings {
+            bootstrap: self.bootstrap.clone(),
+            group_id: cfg.application_id().to_owned(),
+            client_id: name.to_owned(),
+            process_id: self.process_id.clone(),
+            rebalance_timeout,
+            user_endpoint,
+            topology: topology.clone(),
+            thread_name: name.to_owned(),
+            group_configs: super::streams_group::group_configs_of(cfg),
+        })
     }
 }

@@ -107,6 +107,7 @@ impl Setup {
             process_id: kafka::unique_name("process"),
             on_mock: false,
             group_protocol: GroupProtocol::Classic,
+            group_topology: None,
             rocksdb: streams_state::RocksDbResources::default(),
             hosting: Arc::default(),
         });

@@ -45,6 +45,11 @@ pub(crate) fn group_configs(
     out
 }
 
+/// [`group_configs`] of `config`.
+pub(crate) fn group_configs_of(config: &crate::config::StreamsConfig) -> Vec<(String, String)> {
+    group_configs(config.num_standby_replicas(), &config.main_consumer_properties())
+}
+
 /// Sets `configs` on group `group` through `conn` (any broker).
 pub(crate) fn apply(conn: &mut Conn, group: &str, configs: &[(String, String)]) -> Result<(), StreamsError> {
     if configs.is_empty() {

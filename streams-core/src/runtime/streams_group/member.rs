@@ -87,6 +87,7 @@ pub(crate) enum Stop {
     /// Send a leave heartbeat (epoch -1), then exit.
     Leave,
     /// Exit without a word (a crash, for tests).
+    #[cfg_attr(not(test), allow(dead_code))]
     Abandon,
 }
 

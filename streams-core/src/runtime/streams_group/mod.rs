@@ -24,7 +24,7 @@ pub(crate) mod wire;
 #[allow(unused_imports)]
 pub(crate) use commit::CommitError;
 #[allow(unused_imports)]
-pub(crate) use group_config::group_configs;
+pub(crate) use group_config::{group_configs, group_configs_of};
 #[allow(unused_imports)]
 pub(crate) use member::{MemberEvent, MemberSettings, StreamsMember, TaskAssignment};
 #[allow(unused_imports)]
