@@ -3,8 +3,9 @@
 //! record also written unchanged to an audit topic from the same task.
 //!
 //! It logs to stderr without colours, by default `warn` plus the INFO lines of task creation
-//! (`task created task=0_3 restored=N`, `closing task taken by another member`) and of the
-//! start offsets of newly assigned partitions, which the driver parses (`child.rs`). Its own
+//! (`task created task=0_3 restored=N`, `closing task taken by another member`), of the
+//! start offsets of newly assigned partitions and of the state updater (`standby task stopped
+//! task=0_3 applied=N`), which the driver parses (`child.rs`). Its own
 //! line `started protocol=...` goes to stderr too, so the driver reads one stream. It runs
 //! until standard input closes (then closes cleanly) or it is killed.
 
@@ -17,8 +18,8 @@ use streams_examples::count::count_topology_with_audit;
 use crate::Res;
 
 /// The log filter the driver relies on (the `RUST_LOG` environment variable overrides it).
-pub(crate) const LOG_FILTER: &str =
-    "warn,streams_core::runtime::creation=info,streams_core::runtime::start_offsets=info";
+pub(crate) const LOG_FILTER: &str = "warn,streams_core::runtime::creation=info,\
+     streams_core::runtime::start_offsets=info,streams_core::runtime::updater=info";
 
 /// One instance's settings.
 #[derive(clap::Args, Debug, Clone)]
@@ -53,6 +54,9 @@ pub(crate) struct AppArgs {
     /// `commit.interval.ms` (default: the runtime's, 30 s at-least-once, 100 ms exactly-once).
     #[arg(long)]
     pub(crate) commit_ms: Option<u64>,
+    /// `group.protocol` (default: the runtime's choice; `streams` with standbys).
+    #[arg(long)]
+    pub(crate) group_protocol: Option<String>,
 }
 
 impl AppArgs {
@@ -83,6 +87,9 @@ impl AppArgs {
         if let Some(ms) = self.commit_ms {
             v.extend(["--commit-ms".into(), ms.to_string()]);
         }
+        if let Some(p) = &self.group_protocol {
+            v.extend(["--group-protocol".into(), p.clone()]);
+        }
         v
     }
 }
@@ -107,6 +114,9 @@ pub(crate) fn run(a: &AppArgs) -> Res<()> {
     }
     if let Some(ms) = a.commit_ms {
         props.push(("commit.interval.ms".to_owned(), ms.to_string()));
+    }
+    if let Some(p) = &a.group_protocol {
+        props.push(("group.protocol".to_owned(), p.clone()));
     }
     let config = StreamsConfig::from_properties(props)?;
     let topology = count_topology_with_audit(&a.input, &a.output, Some(&a.audit))?;

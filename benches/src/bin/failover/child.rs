@@ -3,9 +3,9 @@
 //! A thread reads the child's stderr line by line, copies every line to the instance's log
 //! file and turns the lines the driver needs into [`Event`]s stamped with the time they were
 //! read: `started`, a task created (with the records its stores restored), a task closed
-//! because another member took it, and the input partitions newly assigned (the runtime logs
-//! their start offsets). The instance's current tasks are the tasks created and not closed
-//! since.
+//! because another member took it, the input partitions newly assigned (the runtime logs
+//! their start offsets), and a standby stopped (with the changelog records it had applied).
+//! The instance's current tasks are the tasks created and not closed since.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
@@ -29,6 +29,9 @@ pub(crate) enum EventKind {
     Closed(i32),
     /// These input partitions were assigned.
     Assigned(Vec<i32>),
+    /// The standby of task `0_p` stopped (removed, or promoted to the active task) after
+    /// applying this many changelog records.
+    StandbyStopped { partition: i32, applied: u64 },
 }
 
 /// One event with the instant it was read.
@@ -59,6 +62,11 @@ pub(crate) fn parse(line: &str, input: &str) -> Option<EventKind> {
         let partition = task_partition(field(line, "task")?)?;
         let restored = field(line, "restored")?.parse().ok()?;
         return Some(EventKind::Created { partition, restored });
+    }
+    if line.contains("standby task stopped") {
+        let partition = task_partition(field(line, "task")?)?;
+        let applied = field(line, "applied")?.parse().ok()?;
+        return Some(EventKind::StandbyStopped { partition, applied });
     }
     if line.contains("taken by another member") {
         return Some(EventKind::Closed(task_partition(field(line, "task")?)?));
@@ -233,6 +241,14 @@ mod tests {
         assert_eq!(
             parse("started protocol=Some(Consumer)", "in"),
             Some(EventKind::Started("Some(Consumer)".into()))
+        );
+        let standby = "... INFO state_updater{thread=a-StreamThread-1-restorer}: streams_core::runtime::updater: standby task stopped task=0_1 applied=183318";
+        assert_eq!(
+            parse(standby, "in"),
+            Some(EventKind::StandbyStopped {
+                partition: 1,
+                applied: 183_318
+            })
         );
         assert_eq!(parse("WARN something else task=0_1", "in"), None);
     }

@@ -125,6 +125,7 @@ fn measure(a: &EosArgs, name: &str, dir: &std::path::Path, topics: &Topics, chan
         guarantee: "exactly_once_v2".into(),
         standbys: 0,
         commit_ms: None,
+        group_protocol: None,
     };
     let mut rng = StdRng::seed_from_u64(c.seed);
     let mut lines = Vec::new();

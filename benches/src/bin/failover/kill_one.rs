@@ -40,6 +40,15 @@ pub(crate) struct KillOneArgs {
     /// `commit.interval.ms` (default: the runtime's).
     #[arg(long)]
     pub(crate) commit_ms: Option<u64>,
+    /// `group.protocol` of every instance (default: the runtime's choice, `streams` with
+    /// standbys).
+    #[arg(long)]
+    pub(crate) group_protocol: Option<String>,
+    /// Seconds to let the application run on with the feed after it has caught up with the
+    /// preload, before the kill: standbys then have time to apply the preload's changelog,
+    /// which reaches the broker in one burst at the first commit after it.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) settle_s: u64,
     /// Which instance (0-based) to kill.
     #[arg(long, default_value_t = 0)]
     pub(crate) victim: usize,
@@ -81,6 +90,8 @@ struct Moved {
     to: String,
     assigned: Option<Instant>,
     created: Option<(Instant, u64)>,
+    /// The records its standby on that survivor had applied, when it had one.
+    standby_applied: Option<u64>,
     /// Broker append time (ms since the epoch) and the driver's reading instant.
     first_output: Option<(i64, Instant)>,
 }
@@ -136,6 +147,7 @@ fn measure(a: &KillOneArgs, name: &str, dir: &std::path::Path, topics: &Topics) 
             guarantee: a.guarantee.clone(),
             standbys: a.standbys,
             commit_ms: a.commit_ms,
+            group_protocol: a.group_protocol.clone(),
         };
         instances.push(Instance::spawn(
             &format!("i{i}"),
@@ -195,6 +207,14 @@ fn measure(a: &KillOneArgs, name: &str, dir: &std::path::Path, topics: &Topics) 
     if now_spread != spread {
         return Err(format!("the tasks moved during the preload: {spread:?} -> {now_spread:?}").into());
     }
+    if a.settle_s > 0 {
+        println!("running on for {} s before the kill (--settle-s)", a.settle_s);
+        std::thread::sleep(Duration::from_secs(a.settle_s));
+        let settled: Vec<BTreeSet<i32>> = instances.iter().map(Instance::tasks).collect();
+        if settled != spread {
+            return Err(format!("the tasks moved while settling: {spread:?} -> {settled:?}").into());
+        }
+    }
     let watcher = Watcher::start(&c.bootstrap, &topics.audit, c.partitions)?;
     let deadline = Instant::now() + Duration::from_secs(60);
     while !watcher.seen().iter().all(|s| s.any) {
@@ -220,6 +240,7 @@ fn measure(a: &KillOneArgs, name: &str, dir: &std::path::Path, topics: &Topics) 
             to: "?".into(),
             assigned: None,
             created: None,
+            standby_applied: None,
             first_output: None,
         };
         for i in instances {
@@ -232,10 +253,15 @@ fn measure(a: &KillOneArgs, name: &str, dir: &std::path::Path, topics: &Topics) 
                 EventKind::Created { partition, restored } if *partition == p => Some(*restored),
                 _ => None,
             });
+            let standby = first_after(&events, killed, |k| match k {
+                EventKind::StandbyStopped { partition, applied } if *partition == p => Some(*applied),
+                _ => None,
+            });
             if assigned.is_some() || created.is_some() {
                 m.to = i.name.clone();
                 m.assigned = assigned.map(|(at, ())| at);
                 m.created = created;
+                m.standby_applied = standby.map(|(_, n)| n);
             }
         }
         // Only what a survivor wrote: appended after it was assigned the partition.
@@ -354,9 +380,9 @@ fn report(
     );
     let _ = writeln!(
         s,
-        "| task | from | to | assigned | task created (restored) | first new output (broker time) | records restored | changelog at the kill |"
+        "| task | from | to | assigned | task created (restored) | first new output (broker time) | records restored | its standby had applied | changelog at the kill |"
     );
-    let _ = writeln!(s, "|---|---|---|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "|---|---|---|---:|---:|---:|---:|---:|---:|");
     let opt = |v: Option<f64>| v.map_or("–".to_owned(), |v| format!("{v:.2}"));
     let mut total = 0;
     for m in table {
@@ -369,13 +395,14 @@ fn report(
         total += restored.unwrap_or(0);
         let _ = writeln!(
             s,
-            "| 0_{} | {from} | {} | {} | {} | {} | {} | {} |",
+            "| 0_{} | {from} | {} | {} | {} | {} | {} | {} | {} |",
             m.partition,
             m.to,
             opt(m.assigned.map(|at| secs(kill, at))),
             opt(m.created.map(|(at, _)| secs(kill, at))),
             opt(m.first_output.map(|(ts, _)| (ts - kill_ms) as f64 / 1000.0)),
             restored.map_or("–".into(), |r| r.to_string()),
+            m.standby_applied.map_or("no standby".into(), |r| r.to_string()),
             changelog_ends.get(m.partition as usize).copied().unwrap_or(-1),
         );
     }
