@@ -15,6 +15,7 @@ mod defaults;
 mod deliveries;
 mod embedded;
 mod global;
+mod payloads;
 mod producer;
 mod protocol;
 mod publish;
