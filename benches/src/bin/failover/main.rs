@@ -4,8 +4,9 @@
 //! ```text
 //! bash scripts/kafka.sh ensure
 //! cargo build --release -p streams-benches --bin failover
-//! $CARGO_TARGET_DIR/release/failover kill-one [--standbys 0|1] [--guarantee at_least_once]
-//! $CARGO_TARGET_DIR/release/failover eos-restarts [--restarts 10]
+//! $CARGO_TARGET_DIR/release/failover kill-one [--standbys 0|1] [--settle-s 40] [--victim 0]
+//!     [--guarantee at_least_once|exactly_once_v2]
+//! $CARGO_TARGET_DIR/release/failover eos-restarts [--restarts 10] [--seed 1]
 //! ```
 //!
 //! Both start from fresh topics: the input (6 partitions) is preloaded with one record per
@@ -26,7 +27,13 @@
 //!   printed beside), when the task was created there (its stores restored), the records
 //!   restored, and when its first new record reached the audit topic, by the broker's append
 //!   time (the audit topic uses `LogAppendTime`; a record counts only if appended after the
-//!   survivor's assignment, so nothing the dead instance had in flight). Then the feed stops,
+//!   survivor's assignment, so nothing the dead instance had in flight); with standbys, also
+//!   the changelog records the promoted standby had applied (`standby task stopped ...
+//!   applied=N`) beside the changelog's size at the kill. `--settle-s` lets the application
+//!   run on before the kill, so that standbys can apply the preload's changelog, which
+//!   reaches the broker in one burst at the first commit after the preload (30 s under
+//!   at-least-once). The broker's assignor may move a survivor's task to the other survivor
+//!   as well: such rows say `a survivor`. Then the feed stops,
 //!   the survivors finish, and every input sequence number must be in the audit topic at
 //!   least once: a run that lost a record fails.
 //! - `eos-restarts`: one instance with 2 threads under `exactly_once_v2`, SIGKILLed at random
@@ -36,6 +43,8 @@
 //!   the last commit, not the store, should be restored). A last run finishes the input; the
 //!   committed audit topic must hold every input sequence number exactly once, and the
 //!   committed output every count `1..=n` of every key exactly once.
+//!
+//! Measured runs are in `benches/results/2026-12-01/failover/` and `docs/benchmarks.md`.
 //!
 //! Both print the load average at the start and the end (the numbers mean little on a busy
 //! machine), write each instance's log to `--log-dir` (default `/tmp/<run name>`), and delete
