@@ -60,7 +60,10 @@ fn config(bootstrap: &str, app: &str, state: &Path, protocol: GroupProtocol, eos
             props.push(("consumer.session.timeout.ms", "6000".to_owned()));
             props.push(("consumer.heartbeat.interval.ms", "500".to_owned()));
         }
-        GroupProtocol::Streams => props.push(("num.standby.replicas", "1".to_owned())),
+        GroupProtocol::Streams => {
+            props.push(("group.protocol", "streams".to_owned()));
+            props.push(("num.standby.replicas", "1".to_owned()));
+        }
         _ => {}
     }
     StreamsConfig::from_properties(props).unwrap()

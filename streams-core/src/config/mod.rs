@@ -119,6 +119,9 @@ pub struct StreamsConfig {
     max_poll_records: usize,
     replication_factor: i32,
     num_standby_replicas: usize,
+    /// `group.protocol=streams` was set (for the main consumer); taken out of the client
+    /// properties, as librdkafka has no such protocol.
+    streams_protocol: bool,
     rocksdb_block_cache_bytes: usize,
     rocksdb_write_buffer_bytes: usize,
     /// Pass-through client properties, prefix stripped, by scope.
@@ -336,6 +339,12 @@ impl StreamsConfig {
     /// (0 by default). Placed by the broker under `group.protocol=streams`.
     pub fn num_standby_replicas(&self) -> usize {
         self.num_standby_replicas
+    }
+
+    /// Whether `group.protocol=streams` was set for the main consumer (KIP-1071: the
+    /// runtime's own streams-group member joins; no client is given the setting).
+    pub fn streams_protocol(&self) -> bool {
+        self.streams_protocol
     }
 
     /// `rocksdb.block.cache.bytes`: the capacity of the block cache all RocksDB stores of an

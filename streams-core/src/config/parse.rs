@@ -177,6 +177,19 @@ pub(super) fn validate(
         None => 0,
     };
     assignment_strategy(&client, num_standby_replicas)?;
+    // librdkafka knows no `streams` protocol: the runtime's own group member implements it,
+    // and no client is given the setting.
+    let mut streams_protocol = false;
+    for scope in [Scope::Common, Scope::Consumer, Scope::MainConsumer] {
+        if let Some(props) = client.get_mut(&scope)
+            && props
+                .get("group.protocol")
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("streams"))
+        {
+            props.remove("group.protocol");
+            streams_protocol = true;
+        }
+    }
     let replication_factor = match get(keys::REPLICATION_FACTOR) {
         Some(v) => match integer(keys::REPLICATION_FACTOR, v, i64::MIN)? {
             -1 => -1,
@@ -239,6 +252,7 @@ pub(super) fn validate(
         max_poll_records,
         replication_factor,
         num_standby_replicas,
+        streams_protocol,
         rocksdb_block_cache_bytes,
         rocksdb_write_buffer_bytes,
         client,

@@ -939,7 +939,16 @@ fn application_server_is_an_endpoint_host_colon_port() {
 
 #[test]
 fn group_protocol_is_one_of_three_and_standbys_need_streams() {
-    assert!(with_app(&[("group.protocol", "streams")]).is_ok());
+    let c = with_app(&[("group.protocol", "streams")]).unwrap();
+    assert!(c.streams_protocol());
+    // librdkafka has no such protocol: no client is given it.
+    assert!(c.main_consumer_properties().get("group.protocol").is_none());
+    assert!(c.producer_properties().get("group.protocol").is_none());
+    assert!(
+        !with_app(&[("group.protocol", "consumer")])
+            .unwrap()
+            .streams_protocol()
+    );
     assert!(with_app(&[("main.consumer.group.protocol", "CLASSIC")]).is_ok());
     fails_on(with_app(&[("group.protocol", "stream")]), "group.protocol");
     fails_on(

@@ -312,6 +312,7 @@ impl KafkaStreams {
         let admin = factory.client_config(self.config.admin_properties());
         self.group_protocol = Some(protocol::choose(
             &self.config.main_consumer_properties(),
+            self.config.streams_protocol(),
             self.config.num_standby_replicas(),
             &md,
             &admin,

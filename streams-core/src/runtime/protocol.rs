@@ -60,9 +60,20 @@ const CLASSIC_ONLY: [&str; 3] = [
     "partition.assignment.strategy",
 ];
 
-/// The protocol the main consumer's properties and `num.standby.replicas` (`standbys`)
-/// decide by themselves, with the reason; `None` when the broker decides.
-fn configured(main: &BTreeMap<String, String>, standbys: usize) -> Option<(GroupProtocol, String)> {
+/// The protocol the main consumer's properties, `group.protocol=streams` (`streams`, taken
+/// out of the client properties) and `num.standby.replicas` (`standbys`) decide by
+/// themselves, with the reason; `None` when the broker decides.
+fn configured(
+    main: &BTreeMap<String, String>,
+    streams: bool,
+    standbys: usize,
+) -> Option<(GroupProtocol, String)> {
+    if streams {
+        return Some((
+            GroupProtocol::Streams,
+            "group.protocol=streams is configured".into(),
+        ));
+    }
     if let Some(p) = main.get("group.protocol") {
         let protocol = match p.trim().to_ascii_lowercase().as_str() {
             "consumer" => GroupProtocol::Consumer,
@@ -91,12 +102,13 @@ fn configured(main: &BTreeMap<String, String>, standbys: usize) -> Option<(Group
 /// the cluster.
 pub(crate) fn choose<C: ConsumerContext>(
     main: &BTreeMap<String, String>,
+    streams: bool,
     standbys: usize,
     md: &BaseConsumer<C>,
     admin: &ClientConfig,
     on_mock: bool,
 ) -> GroupProtocol {
-    let (protocol, reason) = configured(main, standbys).unwrap_or_else(|| {
+    let (protocol, reason) = configured(main, streams, standbys).unwrap_or_else(|| {
         if on_mock {
             return (GroupProtocol::Classic, "the embedded mock cluster runs the classic protocol".into());
         }
@@ -186,32 +198,33 @@ mod tests {
 
     #[test]
     fn configured_protocol_and_classic_only_settings_decide_before_the_broker() {
-        assert_eq!(configured(&props(&[]), 0), None);
+        assert_eq!(configured(&props(&[]), false, 0), None);
         assert_eq!(
-            configured(&props(&[("group.protocol", "consumer")]), 0).map(|c| c.0),
+            configured(&props(&[("group.protocol", "consumer")]), false, 0).map(|c| c.0),
             Some(GroupProtocol::Consumer)
         );
         assert_eq!(
-            configured(&props(&[("group.protocol", "Streams")]), 0).map(|c| c.0),
+            configured(&props(&[]), true, 0).map(|c| c.0),
             Some(GroupProtocol::Streams)
         );
         assert_eq!(
-            configured(&props(&[]), 1).map(|c| c.0),
+            configured(&props(&[]), false, 1).map(|c| c.0),
             Some(GroupProtocol::Streams)
         );
         assert_eq!(
             configured(
                 &props(&[("group.protocol", "classic"), ("session.timeout.ms", "6000")]),
+                false,
                 0
             )
             .map(|c| c.0),
             Some(GroupProtocol::Classic)
         );
         for k in CLASSIC_ONLY {
-            let (p, reason) = configured(&props(&[(k, "x")]), 0).unwrap();
+            let (p, reason) = configured(&props(&[(k, "x")]), false, 0).unwrap();
             assert_eq!(p, GroupProtocol::Classic);
             assert!(reason.contains(k), "{reason}");
         }
-        assert_eq!(configured(&props(&[("fetch.min.bytes", "1")]), 0), None);
+        assert_eq!(configured(&props(&[("fetch.min.bytes", "1")]), false, 0), None);
     }
 }
