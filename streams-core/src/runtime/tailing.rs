@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use rdkafka::consumer::Consumer;
 use rdkafka::error::KafkaError;
+use rdkafka::message::BorrowedMessage;
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Message, Offset, TopicPartitionList};
 use streams_state::{ChangelogRecord, KeyValueStore};
@@ -110,91 +111,67 @@ impl Tailing {
         })
     }
 
-    /// Assigns the restore consumer every tailed partition, where it stands.
-    pub fn assign(&self, consumer: &AssignedConsumer) -> Result<(), StreamsError> {
-        let mut tpl = TopicPartitionList::new();
-        for p in &self.parts {
+    /// Adds every tailed partition, where it stands, to `tpl`. A store without checkpoint
+    /// starts at the partition's log start, resolved here to a concrete offset: assigned at
+    /// `Beginning`, the consumer would ask for it anew at every assignment.
+    fn add_to(
+        &mut self,
+        consumer: &AssignedConsumer,
+        tpl: &mut TopicPartitionList,
+    ) -> Result<(), StreamsError> {
+        for p in &mut self.parts {
+            if p.position.is_none()
+                && let Ok((low, _)) =
+                    consumer.fetch_watermarks(&p.topic, self.partition, Duration::from_secs(5))
+            {
+                p.position = Some(low);
+            }
             let offset = p.position.map_or(Offset::Beginning, Offset::Offset);
             tpl.add_partition_offset(&p.topic, self.partition, offset)
                 .map_err(|e| kafka_err("standby assignment", e))?;
         }
-        consumer
-            .assign(&tpl)
-            .map_err(|e| kafka_err("standby assignment", e))
+        Ok(())
     }
 
-    /// Reads for up to `budget` (at least one poll; less when nothing arrives for 100 ms),
-    /// then applies and checkpoints what was read. The consumer must hold the assignment of
-    /// [`assign`](Self::assign).
-    pub fn step(
-        &mut self,
-        consumer: &AssignedConsumer,
-        stores: &mut [TaskStore],
-        budget: Duration,
-    ) -> Result<TailStep, StreamsError> {
-        if self.parts.is_empty() {
-            // Nothing to tail (no logged store, or only source-topic ones): nothing to wait for.
-            return Ok(TailStep::Applied);
+    /// Takes `m` if it is a record of one of this standby's changelog partitions (applying a
+    /// full batch); `false` when it is another's.
+    fn take(&mut self, m: &BorrowedMessage<'_>, stores: &mut [TaskStore]) -> Result<bool, StreamsError> {
+        if m.partition() != self.partition {
+            return Ok(false);
         }
-        let deadline = Instant::now() + budget;
-        let partition = self.partition;
-        loop {
-            let now = Instant::now();
-            if now >= deadline {
-                break;
-            }
-            match consumer.poll((deadline - now).min(Duration::from_millis(100))) {
-                Some(Ok(m)) => {
-                    let Some(p) = self
-                        .parts
-                        .iter_mut()
-                        .find(|p| p.topic == m.topic() && m.partition() == partition)
-                    else {
-                        // A leftover of another task's assignment.
-                        continue;
-                    };
-                    if p.position.is_some_and(|pos| m.offset() < pos) {
-                        continue;
-                    }
-                    p.position = Some(m.offset() + 1);
-                    p.batch.push(ChangelogRecord {
-                        key: Bytes::copy_from_slice(m.key().unwrap_or_default()),
-                        value: m.payload().map(Bytes::copy_from_slice),
-                        offset: m.offset(),
-                    });
-                    if p.batch.len() >= BATCH {
-                        self.applied += apply(stores, p)?;
-                    }
-                }
-                Some(Err(KafkaError::MessageConsumption(RDKafkaErrorCode::AutoOffsetReset))) => {
-                    let _ = consumer.unassign();
-                    let topics: Vec<&str> = self.parts.iter().map(|p| p.topic.as_str()).collect();
-                    return Ok(TailStep::Corrupted {
-                        reason: format!(
-                            "a standby position is no longer in the changelog ({} partition {partition}): \
-                             records were deleted before the standby saw them",
-                            topics.join(", ")
-                        ),
-                    });
-                }
-                Some(Err(e)) => {
-                    let topics: Vec<String> = self.parts.iter().map(|p| format!("`{}`", p.topic)).collect();
-                    if let Some(denied) = consumer.context().denied(&e, &topics.join(", "), "READ on it") {
-                        return Err(denied);
-                    }
-                    // Transient (a broker restarting): librdkafka reconnects by itself; the
-                    // next step reads on, and the lag metric shows a standby that falls behind.
-                    tracing::debug!(error = %e, "standby consumer");
-                    break;
-                }
-                None => {
-                    self.skip_markers(consumer);
-                    break;
-                }
-            }
+        let Some(p) = self.parts.iter_mut().find(|p| p.topic == m.topic()) else {
+            return Ok(false);
+        };
+        if p.position.is_some_and(|pos| m.offset() < pos) {
+            return Ok(true);
         }
-        self.checkpoint(stores)?;
-        Ok(TailStep::Applied)
+        p.position = Some(m.offset() + 1);
+        p.batch.push(ChangelogRecord {
+            key: Bytes::copy_from_slice(m.key().unwrap_or_default()),
+            value: m.payload().map(Bytes::copy_from_slice),
+            offset: m.offset(),
+        });
+        if p.batch.len() >= BATCH {
+            self.applied += apply(stores, p)?;
+        }
+        Ok(true)
+    }
+
+    /// Why this standby cannot go on, when a position lies before its changelog's log start
+    /// (records deleted before the standby saw them).
+    fn gap(&self, consumer: &AssignedConsumer) -> Option<String> {
+        self.parts.iter().find_map(|p| {
+            let (low, _) = consumer
+                .fetch_watermarks(&p.topic, self.partition, Duration::from_secs(5))
+                .ok()?;
+            p.position.filter(|&pos| pos < low).map(|pos| {
+                format!(
+                    "a standby position ({pos}) is no longer in the changelog ({} partition {}, which starts \
+                     at {low}): records were deleted before the standby saw them",
+                    p.topic, self.partition
+                )
+            })
+        })
     }
 
     /// Moves positions over offsets that hold no record the consumer returns (transaction
@@ -209,6 +186,7 @@ impl Tailing {
             if let Some(Offset::Offset(o)) = pos.find_partition(&p.topic, self.partition).map(|e| e.offset())
                 && p.position.is_some_and(|cur| o > cur)
             {
+                tracing::debug!(topic = %p.topic, partition = self.partition, from = ?p.position, to = o, "standby position moved over offsets without records");
                 p.position = Some(o);
             }
         }
@@ -249,6 +227,96 @@ impl Tailing {
         }
         Some(sum)
     }
+}
+
+/// Assigns the restore consumer every partition of every standby of `tails`, each where it
+/// stands. On failure, the index of the standby at fault.
+pub(crate) fn assign_all(
+    consumer: &AssignedConsumer,
+    tails: &mut [(&mut Tailing, &mut Vec<TaskStore>)],
+) -> Result<(), (Option<usize>, StreamsError)> {
+    let mut tpl = TopicPartitionList::new();
+    for (i, (tail, _)) in tails.iter_mut().enumerate() {
+        tail.add_to(consumer, &mut tpl).map_err(|e| (Some(i), e))?;
+    }
+    consumer
+        .assign(&tpl)
+        .map_err(|e| (None, kafka_err("standby assignment", e)))
+}
+
+/// Reads for every standby of `tails` at once, from the assignment of [`assign_all`], for
+/// up to `budget` (less when nothing arrives for 100 ms after a first record; before it,
+/// the fetch that follows an assignment may take longer), then applies and checkpoints what
+/// each read. One outcome per standby, in order.
+pub(crate) fn step_all(
+    consumer: &AssignedConsumer,
+    tails: &mut [(&mut Tailing, &mut Vec<TaskStore>)],
+    budget: Duration,
+) -> Vec<Result<TailStep, StreamsError>> {
+    let mut out: Vec<Result<TailStep, StreamsError>> = tails.iter().map(|_| Ok(TailStep::Applied)).collect();
+    let deadline = Instant::now() + budget;
+    let mut received = false;
+    let mut gap = false;
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        match consumer.poll((deadline - now).min(Duration::from_millis(100))) {
+            Some(Ok(m)) => {
+                received = true;
+                for (i, (tail, stores)) in tails.iter_mut().enumerate() {
+                    match tail.take(&m, stores) {
+                        Ok(false) => continue,
+                        Ok(true) => {}
+                        Err(e) => out[i] = Err(e),
+                    }
+                    break;
+                }
+            }
+            Some(Err(KafkaError::MessageConsumption(RDKafkaErrorCode::AutoOffsetReset))) => {
+                gap = true;
+                break;
+            }
+            Some(Err(e)) => {
+                let topics: Vec<String> = tails
+                    .iter()
+                    .flat_map(|(t, _)| t.parts.iter().map(|p| format!("`{}`", p.topic)))
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
+                if let Some(denied) = consumer.context().denied(&e, &topics.join(", "), "READ on it") {
+                    // The thread fails with it: the first standby carries it.
+                    if let Some(first) = out.first_mut() {
+                        *first = Err(denied);
+                    }
+                    return out;
+                }
+                // Transient (a broker restarting): librdkafka reconnects by itself; the
+                // next step reads on, and the lag metric shows a standby that falls behind.
+                tracing::debug!(error = %e, "standby consumer");
+                break;
+            }
+            None if received => break,
+            None => {}
+        }
+    }
+    for (i, (tail, stores)) in tails.iter_mut().enumerate() {
+        if out[i].is_err() {
+            continue;
+        }
+        if gap && let Some(reason) = tail.gap(consumer) {
+            out[i] = Ok(TailStep::Corrupted { reason });
+            continue;
+        }
+        if !tail.parts.is_empty() {
+            tail.skip_markers(consumer);
+        }
+        if let Err(e) = tail.checkpoint(stores) {
+            out[i] = Err(e);
+        }
+    }
+    out
 }
 
 /// Applies the records read of `p` to its store; returns how many.

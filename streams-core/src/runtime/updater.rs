@@ -11,10 +11,10 @@
 //! or wipes them and hands them over again.
 //!
 //! Standby tasks ([`StandbyJob`], `tailing.rs`) are held too: their stores follow their
-//! changelogs and are never reported done. Restoring tasks go first: while any is
-//! restoring, turns alternate between a restoring task's step and a short standby step
-//! ([`STANDBY_STEP`]), so a standby delays a restoration by one short step at most; with
-//! none restoring, standbys take full steps in turn. A standby is removed
+//! changelogs and are never reported done. Restoring tasks go first: standbys step only
+//! while no task restores, all of them at once (the restore consumer then holds every
+//! standby's partitions, and is assigned again only after a restoration used it or the
+//! standbys changed). A standby is removed
 //! ([`StateUpdater::remove_standby`]: its stores are checkpointed and closed) or promoted
 //! ([`StateUpdater::promote`]: its stores, checkpointed, become a restoring task's, which
 //! restores only what the standby had not applied).
@@ -33,7 +33,7 @@ use prometheus::{IntCounter, IntGauge};
 
 use super::resets::AssignedConsumer;
 use super::restore::{Restoration, Step};
-use super::tailing::{TailStep, Tailing};
+use super::tailing::{self, TailStep, Tailing};
 use crate::engine::TaskStore;
 use crate::metrics::handles::StandbyMetrics;
 use crate::model::TaskId;
@@ -41,8 +41,9 @@ use crate::model::error::StreamsError;
 
 /// The most work the updater does between two looks at its commands.
 const STEP: Duration = Duration::from_millis(200);
-/// The longest step of a standby while a task is restoring.
-const STANDBY_STEP: Duration = Duration::from_millis(50);
+/// `Worker::assigned` when the restore consumer holds every standby's partitions (hand-over
+/// numbers never reach it).
+const ALL_STANDBYS: u64 = u64::MAX;
 
 /// The stores of one task to restore.
 pub(crate) struct RestoreJob {
@@ -126,7 +127,6 @@ impl StateUpdater {
                     consumer,
                     jobs: VecDeque::new(),
                     standbys: VecDeque::new(),
-                    standby_turn: false,
                     assigned: None,
                     outbox,
                 }
@@ -218,8 +218,6 @@ struct Worker {
     jobs: VecDeque<Job>,
     /// The standby tasks; the first one takes the next standby step.
     standbys: VecDeque<Standby>,
-    /// Whether a standby takes the next step while tasks restore.
-    standby_turn: bool,
     /// The hand-over whose changelog partition the restore consumer is assigned.
     assigned: Option<u64>,
     outbox: Sender<Event>,
@@ -261,15 +259,9 @@ impl Worker {
                 Err(TryRecvError::Disconnected) => break,
                 Err(TryRecvError::Empty) => {}
             }
-            if standby_next(
-                !self.jobs.is_empty(),
-                !self.standbys.is_empty(),
-                self.standby_turn,
-            ) {
-                self.standby_turn = false;
+            if standby_next(!self.jobs.is_empty(), !self.standbys.is_empty()) {
                 self.step_standby();
             } else {
-                self.standby_turn = true;
                 self.step();
             }
         }
@@ -289,6 +281,10 @@ impl Worker {
             Ok(tail) => {
                 tracing::info!(task = %job.id, "standby task started");
                 self.standbys.push_back(Standby { job, tail });
+                // Assigned with the others at the next standby step.
+                if self.assigned == Some(ALL_STANDBYS) {
+                    self.assigned = None;
+                }
             }
             Err(error) if error.corrupt_store().is_some() => {
                 let reason = error.to_string();
@@ -305,35 +301,62 @@ impl Worker {
         }
     }
 
-    /// One step of the first standby, then it goes last.
+    /// One step of every standby at once: the restore consumer holds all their partitions
+    /// (assigned again only after a restoration used it, or when the standbys changed).
     fn step_standby(&mut self) {
-        let Some(current) = self.standbys.front_mut() else {
+        if self.standbys.is_empty() {
             return;
-        };
-        let budget = if self.jobs.is_empty() { STEP } else { STANDBY_STEP };
-        let mut step = Ok(());
-        if self.assigned != Some(current.job.seq) {
-            step = current.tail.assign(&self.consumer);
         }
-        self.assigned = Some(current.job.seq);
-        let before = current.tail.applied;
-        let step = step.and_then(|()| current.tail.step(&self.consumer, &mut current.job.stores, budget));
-        let metrics = &current.job.metrics;
-        metrics
-            .records
-            .inc_by(current.tail.applied.saturating_sub(before));
-        if let Some(lag) = current.tail.lag(&self.consumer) {
-            metrics.lag.set(lag);
-        }
-        let reason = match step {
-            Ok(TailStep::Applied) => {
-                self.standbys.rotate_left(1);
-                return;
+        let budget = STEP;
+        let mut tails: Vec<(&mut Tailing, &mut Vec<TaskStore>)> = self
+            .standbys
+            .iter_mut()
+            .map(|s| (&mut s.tail, &mut s.job.stores))
+            .collect();
+        if self.assigned != Some(ALL_STANDBYS) {
+            match tailing::assign_all(&self.consumer, &mut tails) {
+                Ok(()) => self.assigned = Some(ALL_STANDBYS),
+                Err((at, error)) => {
+                    drop(tails);
+                    self.assigned = None;
+                    match at {
+                        Some(i) => self.standby_failed(i, Err(error)),
+                        // The assignment itself (a transient client state): tried again next step.
+                        None => tracing::debug!(error = %error, "standby assignment"),
+                    }
+                    return;
+                }
             }
+        }
+        let before: Vec<u64> = tails.iter().map(|(t, _)| t.applied).collect();
+        let outcomes = tailing::step_all(&self.consumer, &mut tails, budget);
+        drop(tails);
+        for (s, before) in self.standbys.iter_mut().zip(before) {
+            s.job
+                .metrics
+                .records
+                .inc_by(s.tail.applied.saturating_sub(before));
+            if let Some(lag) = s.tail.lag(&self.consumer) {
+                s.job.metrics.lag.set(lag);
+            }
+        }
+        // Standbys that cannot go on leave the deque, last first (indices stay valid).
+        for (i, outcome) in outcomes.into_iter().enumerate().rev() {
+            if !matches!(outcome, Ok(TailStep::Applied)) {
+                self.standby_failed(i, outcome);
+            }
+        }
+    }
+
+    /// Standby `i` stopped with `outcome`: corrupted ones go back to the stream thread to be
+    /// wiped and started over, other errors fail it.
+    fn standby_failed(&mut self, i: usize, outcome: Result<TailStep, StreamsError>) {
+        let reason = match outcome {
+            Ok(TailStep::Applied) => return,
             Ok(TailStep::Corrupted { reason }) => reason,
             Err(error) if error.corrupt_store().is_some() => error.to_string(),
             Err(error) => {
-                let Some(mut s) = self.standbys.pop_front() else {
+                let Some(mut s) = self.standbys.remove(i) else {
                     return;
                 };
                 self.assigned = None;
@@ -347,7 +370,7 @@ impl Worker {
                 return;
             }
         };
-        let Some(s) = self.standbys.pop_front() else {
+        let Some(s) = self.standbys.remove(i) else {
             return;
         };
         self.assigned = None;
@@ -359,7 +382,7 @@ impl Worker {
     fn take_standby(&mut self, id: TaskId) -> Option<Standby> {
         let i = self.standbys.iter().position(|s| s.job.id == id)?;
         let mut s = self.standbys.remove(i)?;
-        if self.assigned == Some(s.job.seq) {
+        if self.assigned == Some(ALL_STANDBYS) {
             self.assigned = None;
             let _ = rdkafka::consumer::Consumer::unassign(&self.consumer);
         }
@@ -488,10 +511,13 @@ impl Worker {
     }
 }
 
-/// Whether a standby takes the next step: restoring tasks first; while any restores, a
-/// standby takes every other turn (`standby_turn`, set after each restoring step).
-fn standby_next(restoring: bool, standbys: bool, standby_turn: bool) -> bool {
-    standbys && (!restoring || standby_turn)
+/// Whether the standbys take the next step: only while no task restores. Restoring tasks
+/// keep processing waiting, standbys only keep a fail-over short; and the two cannot share
+/// the restore consumer in turns: assigned partition after partition in quick succession,
+/// librdkafka (2.12) at times never started fetching the restoring partition again (a task's
+/// restoration made no progress for a minute while standbys took every other turn).
+fn standby_next(restoring: bool, standbys: bool) -> bool {
+    standbys && !restoring
 }
 
 /// Closes the stores of task `id` (releasing its state directory); `why` names the occasion
@@ -522,35 +548,10 @@ fn close_standby(s: Standby, why: &str) {
 mod tests {
     use super::standby_next;
 
-    /// The turns the worker gives over `n` steps: `true` for a standby's.
-    fn turns(restoring: bool, standbys: bool, n: usize) -> Vec<bool> {
-        let mut standby_turn = false;
-        (0..n)
-            .map(|_| {
-                let standby = standby_next(restoring, standbys, standby_turn);
-                standby_turn = !standby;
-                standby
-            })
-            .collect()
-    }
-
     #[test]
-    fn restoring_tasks_go_first_and_standbys_never_take_two_turns_in_a_row_while_they_restore() {
-        let both = turns(true, true, 100);
-        assert!(!both[0], "a restoring task takes the first step");
-        assert!(both.windows(2).all(|w| !(w[0] && w[1])), "{both:?}");
-        assert_eq!(
-            both.iter().filter(|s| **s).count(),
-            50,
-            "standbys still get their turns"
-        );
-        assert!(
-            turns(false, true, 10).iter().all(|s| *s),
-            "standbys alone take every step"
-        );
-        assert!(
-            turns(true, false, 10).iter().all(|s| !*s),
-            "no standby, no standby step"
-        );
+    fn standbys_step_only_while_no_task_restores() {
+        assert!(!standby_next(true, true), "a restoring task goes first");
+        assert!(standby_next(false, true), "standbys step when nothing restores");
+        assert!(!standby_next(true, false) && !standby_next(false, false));
     }
 }
