@@ -3,7 +3,7 @@
 //!
 //! `count-app [--bootstrap-servers HOST:PORT] [--application-id ID] [--input T] [--output T]
 //!  [--state-dir DIR] [--guarantee at_least_once|exactly_once_v2] [--threads N] [--partitions N]
-//!  [--metrics-address HOST:PORT] [--metrics-recording-level INFO|DEBUG]`
+//!  [--metrics-address HOST:PORT] [--metrics-recording-level INFO|DEBUG] [--standbys N]`
 //!
 //! Every flag has a default: the local broker of `scripts/kafka.sh` (started if it is not
 //! running), application id `count-app`, topics `count-app-input` and `count-app-output`
@@ -60,6 +60,13 @@ struct Args {
     /// per-store-operation latency histograms.
     #[arg(long)]
     metrics_recording_level: Option<String>,
+    /// `num.standby.replicas`: warm copies of each task's store on other instances; above 0
+    /// the instances join a streams group (KIP-1071), where the broker places them.
+    #[arg(long, default_value_t = 0)]
+    standbys: usize,
+    /// Any further property, `KEY=VALUE` (repeatable), e.g. a client setting.
+    #[arg(long = "property", value_name = "KEY=VALUE")]
+    properties: Vec<String>,
 }
 
 fn main() -> Result<(), MainError> {
@@ -93,7 +100,18 @@ fn main() -> Result<(), MainError> {
     if let Some(level) = &a.metrics_recording_level {
         props.push(("metrics.recording.level", level.clone()));
     }
-    let config = StreamsConfig::from_properties(props)?;
+    if a.standbys > 0 {
+        props.push(("num.standby.replicas", a.standbys.to_string()));
+    }
+    let mut extra = Vec::new();
+    for p in &a.properties {
+        let (k, v) = p.split_once('=').ok_or_else(|| {
+            streams_examples::ExampleError::Other(format!("--property `{p}` is not KEY=VALUE"))
+        })?;
+        extra.push((k.to_owned(), v.to_owned()));
+    }
+    let config =
+        StreamsConfig::from_properties(props.into_iter().map(|(k, v)| (k.to_owned(), v)).chain(extra))?;
     let signals = StopSignals::install()?;
     let topology = count_topology_with_audit(&a.input, &a.output, a.audit.as_deref())?;
     let mut app = KafkaStreams::new(topology, config)?;
