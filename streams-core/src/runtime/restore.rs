@@ -259,9 +259,7 @@ impl Restoration {
         let Some(topic) = s.changelog.clone() else {
             return Ok(Ok(None));
         };
-        let (low, high) = consumer
-            .fetch_watermarks(&topic, partition, Duration::from_secs(30))
-            .map_err(|e| kafka_err(&format!("watermarks of {topic}-{partition}"), e))?;
+        let (low, high) = watermarks(consumer, &topic, partition)?;
         // A source topic used as changelog is restored up to the committed offset only: the
         // task processes what follows.
         let high = s.restore_until.map_or(high, |until| high.min(until));
@@ -334,6 +332,32 @@ impl Restoration {
             stores[a.index].store.write_checkpoint(Some(a.position - 1))?;
         }
         Ok(())
+    }
+}
+
+/// The watermarks of `topic`-`partition`. A partition just created may have no leader
+/// for a moment (`NotLeaderForPartition`, `LeaderNotAvailable`, `UnknownTopicOrPartition`),
+/// and a broker may be restarting: errors are retried for up to 30 s, except refused
+/// authorization.
+fn watermarks(consumer: &AssignedConsumer, topic: &str, partition: i32) -> Result<(i64, i64), StreamsError> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match consumer.fetch_watermarks(topic, partition, Duration::from_secs(10)) {
+            Ok(w) => return Ok(w),
+            Err(e) => {
+                if let Some(denied) = consumer
+                    .context()
+                    .denied(&e, &format!("`{topic}`"), "DESCRIBE on it")
+                {
+                    return Err(denied);
+                }
+                if Instant::now() >= deadline {
+                    return Err(kafka_err(&format!("watermarks of {topic}-{partition}"), e));
+                }
+                tracing::debug!(topic, partition, error = %e, "watermarks of a changelog; retrying");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
     }
 }
 
