@@ -27,9 +27,9 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{Offset, TopicPartitionList};
 
+use super::rebalance::{ThreadContext, with_tasks};
 use super::restore::kafka_err;
 use super::streams_group::{MemberEvent, StreamsMember, TaskAssignment};
-use super::thread::{ThreadContext, with_tasks};
 use crate::model::TaskId;
 use crate::model::error::StreamsError;
 use crate::topology::Topology;

@@ -8,6 +8,7 @@
 
 mod assignment;
 mod backpressure;
+mod commit;
 mod connect;
 mod corrupted;
 mod creation;
@@ -20,6 +21,7 @@ mod producer;
 mod protocol;
 mod publish;
 pub mod query;
+mod rebalance;
 mod recover;
 mod redact;
 mod resets;
