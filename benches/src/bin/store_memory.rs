@@ -19,6 +19,9 @@
 //! gives every store a record cache of `CACHE_BYTES` of its own instead, as before the
 //! thread budget, for comparison; `READ_BEFORE_WRITE=1` reads each key before writing it (half
 //! of them keys written before), as an aggregation does, which fills the block cache.
+//! `COMPACTION=universal` and `COMPRESSION=none` open the stores as Kafka Streams' defaults
+//! do (universal compaction, no compression) instead of ours (levelled, LZ4);
+//! `ARENA_BLOCK_BYTES` sets the memtables' arena block size.
 
 use std::time::Instant;
 
@@ -126,8 +129,20 @@ fn main() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let mut rocksdb = RocksDbResources::new(block_cache_bytes, write_buffer_bytes);
     let arena = env("ARENA_BLOCK_BYTES", 0);
-    if arena > 0 {
-        rocksdb = rocksdb.with_options_setter(move |_, opts| opts.set_arena_block_size(arena));
+    let universal = std::env::var("COMPACTION").is_ok_and(|v| v == "universal");
+    let no_compression = std::env::var("COMPRESSION").is_ok_and(|v| v == "none");
+    if arena > 0 || universal || no_compression {
+        rocksdb = rocksdb.with_options_setter(move |_, opts| {
+            if arena > 0 {
+                opts.set_arena_block_size(arena);
+            }
+            if universal {
+                opts.set_compaction_style(rocksdb::DBCompactionStyle::Universal);
+            }
+            if no_compression {
+                opts.set_compression_type(rocksdb::DBCompressionType::None);
+            }
+        });
     }
     let thread_cache = ThreadCache::new(cache_bytes);
     let mut stores: Vec<Box<dyn KeyValueStore>> = Vec::with_capacity(partitions * stores_per_task);
