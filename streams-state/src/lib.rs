@@ -37,6 +37,11 @@ pub mod versioned;
 pub mod window;
 
 pub use crate::rocksdb::{RocksDbKeyValueStore, RocksDbResources};
+/// The `rocksdb` crate (rust-rocksdb) the RocksDB stores are built on, re-exported so that
+/// options setters ([`RocksDbResources::with_options_setter`], the runtime's
+/// `rocksdb_config_setter`) name the same [`Options`](librocksdb::Options) type without a
+/// dependency of their own.
+pub use ::rocksdb as librocksdb;
 pub use bounds::{KeyRange, prefix_successor};
 pub use builder::{KeyValueStoreBuilder, StoreBuildContext, StoreBuilder, StoreLayout, Stores};
 pub use caching::{CachingKeyValueStore, ENTRY_OVERHEAD, FlushListener};

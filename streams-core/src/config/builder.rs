@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{ProcessingGuarantee, StreamsConfig, keys, mask, parse};
+use super::{ProcessingGuarantee, RocksDbConfigSetter, StreamsConfig, keys, mask, parse};
 use crate::model::error::StreamsError;
 use crate::model::handlers::{ErrorHandling, ErrorPolicy};
 
@@ -40,15 +40,51 @@ pub struct StreamsConfigBuilder {
     properties: BTreeMap<String, String>,
     /// A typed `state.dir`, which overrides the property (and need not be UTF-8).
     state_dir: Option<PathBuf>,
+    /// The RocksDB options setter (no property form).
+    rocksdb_config_setter: Option<RocksDbConfigSetter>,
 }
 
 impl StreamsConfigBuilder {
-    pub(super) fn from_parts(mut properties: BTreeMap<String, String>, state_dir: PathBuf) -> Self {
+    pub(super) fn from_parts(
+        mut properties: BTreeMap<String, String>,
+        state_dir: PathBuf,
+        rocksdb_config_setter: Option<RocksDbConfigSetter>,
+    ) -> Self {
         properties.remove(keys::STATE_DIR);
         Self {
             properties,
             state_dir: Some(state_dir),
+            rocksdb_config_setter,
         }
+    }
+
+    /// Sets the RocksDB options setter (Kafka Streams' `rocksdb.config.setter`): `f` is called
+    /// with each RocksDB store's name and options before the store opens, after the
+    /// runtime's defaults (the shared block cache and write-buffer manager stay in place
+    /// unless `f` replaces them). See [`RocksDbConfigSetter`].
+    ///
+    /// ```
+    /// use streams_core::StreamsConfig;
+    /// use streams_core::state::librocksdb::{DBCompactionStyle, DBCompressionType, Options};
+    ///
+    /// // Kafka Streams' own store options: universal compaction, no compression.
+    /// let config = StreamsConfig::builder()
+    ///     .application_id("counts")
+    ///     .bootstrap_servers("localhost:9092")
+    ///     .rocksdb_config_setter(|_store: &str, options: &mut Options| {
+    ///         options.set_compaction_style(DBCompactionStyle::Universal);
+    ///         options.set_compression_type(DBCompressionType::None);
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// assert!(config.rocksdb_config_setter().is_some());
+    /// ```
+    pub fn rocksdb_config_setter(
+        mut self,
+        f: impl Fn(&str, &mut streams_state::librocksdb::Options) + Send + Sync + 'static,
+    ) -> Self {
+        self.rocksdb_config_setter = Some(RocksDbConfigSetter::new(f));
+        self
     }
 
     /// Sets any property, streams or client, by name (validated by `build`); for example
@@ -192,7 +228,9 @@ impl StreamsConfigBuilder {
     /// [`StreamsError::Config`] naming the first property found invalid, as
     /// [`StreamsConfig::from_properties`].
     pub fn build(&self) -> Result<StreamsConfig, StreamsError> {
-        parse::validate(self.properties.clone(), self.state_dir.clone())
+        let mut config = parse::validate(self.properties.clone(), self.state_dir.clone())?;
+        config.rocksdb_config_setter = self.rocksdb_config_setter.clone();
+        Ok(config)
     }
 }
 
@@ -206,6 +244,7 @@ impl fmt::Debug for StreamsConfigBuilder {
         f.debug_struct("StreamsConfigBuilder")
             .field("properties", &properties)
             .field("state_dir", &self.state_dir)
+            .field("rocksdb_config_setter", &self.rocksdb_config_setter)
             .finish()
     }
 }

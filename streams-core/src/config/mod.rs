@@ -39,6 +39,7 @@ mod file;
 mod guarantee;
 pub mod keys;
 mod parse;
+mod rocksdb_setter;
 mod security;
 #[cfg(test)]
 mod tests;
@@ -51,6 +52,7 @@ use std::time::Duration;
 
 pub use builder::StreamsConfigBuilder;
 pub use guarantee::ProcessingGuarantee;
+pub use rocksdb_setter::RocksDbConfigSetter;
 
 use crate::model::RecordingLevel;
 use crate::model::error::StreamsError;
@@ -124,6 +126,8 @@ pub struct StreamsConfig {
     streams_protocol: bool,
     rocksdb_block_cache_bytes: usize,
     rocksdb_write_buffer_bytes: usize,
+    /// Called on every RocksDB store's options (set by the builder only).
+    rocksdb_config_setter: Option<RocksDbConfigSetter>,
     /// Pass-through client properties, prefix stripped, by scope.
     client: BTreeMap<Scope, BTreeMap<String, String>>,
     /// Kafka Streams properties that were set but are not implemented.
@@ -223,7 +227,11 @@ impl StreamsConfig {
 
     /// A builder holding this configuration's properties, to derive a modified copy.
     pub fn to_builder(&self) -> StreamsConfigBuilder {
-        StreamsConfigBuilder::from_parts(self.originals.clone(), self.state_dir.clone())
+        StreamsConfigBuilder::from_parts(
+            self.originals.clone(),
+            self.state_dir.clone(),
+            self.rocksdb_config_setter.clone(),
+        )
     }
 
     /// `application.id`: the consumer group id and the prefix of internal topics.
@@ -359,11 +367,25 @@ impl StreamsConfig {
         self.rocksdb_write_buffer_bytes
     }
 
+    /// The RocksDB options setter given to
+    /// [`StreamsConfigBuilder::rocksdb_config_setter`], if any.
+    pub fn rocksdb_config_setter(&self) -> Option<&RocksDbConfigSetter> {
+        self.rocksdb_config_setter.as_ref()
+    }
+
     /// New RocksDB resources sized by `rocksdb.block.cache.bytes` and
-    /// `rocksdb.write.buffer.bytes`: the runtime makes one per application instance, shared
-    /// by all its stores. Each call makes new ones.
+    /// `rocksdb.write.buffer.bytes`, calling the [options setter](Self::rocksdb_config_setter)
+    /// on every store's options: the runtime makes one per application instance, shared by
+    /// all its stores. Each call makes new ones.
     pub fn rocksdb_resources(&self) -> streams_state::RocksDbResources {
-        streams_state::RocksDbResources::new(self.rocksdb_block_cache_bytes, self.rocksdb_write_buffer_bytes)
+        let resources = streams_state::RocksDbResources::new(
+            self.rocksdb_block_cache_bytes,
+            self.rocksdb_write_buffer_bytes,
+        );
+        match &self.rocksdb_config_setter {
+            Some(setter) => setter.install(resources),
+            None => resources,
+        }
     }
 
     /// The Kafka Streams properties that were set but that this framework does not implement
@@ -568,6 +590,7 @@ impl fmt::Debug for StreamsConfig {
         let client: BTreeMap<String, &str> = self.client_display().collect();
         s.field("client", &client)
             .field("ignored", &self.ignored)
+            .field("rocksdb_config_setter", &self.rocksdb_config_setter)
             .finish()
     }
 }

@@ -255,6 +255,7 @@ pub(super) fn validate(
         streams_protocol,
         rocksdb_block_cache_bytes,
         rocksdb_write_buffer_bytes,
+        rocksdb_config_setter: None,
         client,
         ignored,
         originals,
