@@ -480,7 +480,13 @@ group.streams.heartbeat.interval.ms=1000
 group.streams.initial.rebalance.delay.ms=0
 
 log.retention.hours=24
-log.retention.check.interval.ms=300000
+# Tests write records with fixed timestamps years in the past (window and session stores),
+# into topics with time retention (a window store's changelog keeps retention + 1 day).
+# Checked every 5 minutes, the broker deleted such a test's segments while it ran (the
+# window-query tests failed when their changelogs vanished). Retention is
+# checked once at start-up, before any test has written, and then once a day.
+log.initial.task.delay.ms=0
+log.retention.check.interval.ms=86400000
 EOF
 }
 
