@@ -480,11 +480,12 @@ group.streams.heartbeat.interval.ms=1000
 group.streams.initial.rebalance.delay.ms=0
 
 log.retention.hours=24
-# Tests write records with fixed timestamps years in the past (window and session stores),
-# into topics with time retention (a window store's changelog keeps retention + 1 day).
-# Checked every 5 minutes, the broker deleted such a test's segments while it ran (the
-# window-query tests failed when their changelogs vanished). Retention is
-# checked once at start-up, before any test has written, and then once a day.
+# Some tests write records with fixed timestamps years in the past; the broker deletes a
+# segment whose newest record is older than the topic's retention.ms. Topics of the
+# `delete` policy are checked by a periodic task: once at start-up, before any test has
+# written, and then daily, not every 5 minutes in the middle of a test. (Topics of the
+# `compact,delete` policy, such as window-store changelogs, are checked by the log cleaner
+# whatever this says: tests that write to them use recent timestamps.)
 log.initial.task.delay.ms=0
 log.retention.check.interval.ms=86400000
 EOF

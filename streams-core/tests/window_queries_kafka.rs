@@ -16,7 +16,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::sync::LazyLock;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::{
@@ -30,8 +31,14 @@ const PARTITIONS: i32 = 4;
 const KEYS: usize = 40;
 const PER_KEY: i64 = 12;
 const MINUTE: i64 = 60_000;
-/// A minute-aligned base time.
-const BASE: i64 = 28_000_000 * MINUTE;
+/// A minute-aligned base time ten minutes ago. Recent on purpose: a window store's
+/// changelog keeps its records for the store's retention + 1 day *by record timestamp*, and
+/// the broker (its log cleaner, for `compact,delete` topics) deleted the changelogs of
+/// records timestamped years ago while the test ran.
+static BASE: LazyLock<i64> = LazyLock::new(|| {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
+    now - now.rem_euclid(MINUTE) - 10 * MINUTE
+});
 const DAY: Duration = Duration::from_secs(86_400);
 
 /// Windows: (key, start) -> count. Sessions: (key, end, start) -> value.
@@ -128,7 +135,7 @@ fn feed(bootstrap: &str, topic: &str) -> (Windows, Sessions) {
     for i in 0..KEYS {
         let key = format!("k{i:02}");
         for j in 0..PER_KEY {
-            let ts = BASE + j * 20_000 + i as i64;
+            let ts = *BASE + j * 20_000 + i as i64;
             *windows
                 .entry((key.clone(), ts - ts.rem_euclid(MINUTE)))
                 .or_default() += 1;
@@ -274,11 +281,11 @@ fn window_and_session_stores_answer_every_query_as_written() {
         assert_eq!(retry("fetch", || ws.fetch(k, *s)), Some(*n), "fetch({k}, {s})");
     }
     assert_eq!(
-        retry("fetch", || ws.fetch(&"k00".to_owned(), BASE - MINUTE)),
+        retry("fetch", || ws.fetch(&"k00".to_owned(), *BASE - MINUTE)),
         None
     );
-    assert_eq!(retry("fetch", || ws.fetch(&"nope".to_owned(), BASE)), None);
-    let (from, to) = (BASE + MINUTE, BASE + 3 * MINUTE);
+    assert_eq!(retry("fetch", || ws.fetch(&"nope".to_owned(), *BASE)), None);
+    let (from, to) = (*BASE + MINUTE, *BASE + 3 * MINUTE);
     for i in 0..KEYS {
         let key = format!("k{i:02}");
         let want: Vec<Entry> = windows
@@ -334,7 +341,7 @@ fn window_and_session_stores_answer_every_query_as_written() {
             of_key,
             "fetch({key})"
         );
-        let (earliest_end, latest_start) = (BASE + 65_000, BASE + 150_000);
+        let (earliest_end, latest_start) = (*BASE + 65_000, *BASE + 150_000);
         let want: Vec<Entry> = of_key
             .iter()
             .filter(|(w, _)| w.end >= earliest_end && w.start <= latest_start)

@@ -9,7 +9,8 @@
 //! `STREAMS_REQUIRE_KAFKA=1`.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::sync::LazyLock;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
@@ -22,8 +23,14 @@ use streams_test_utils::kafka::{self, ProduceRecord};
 
 const PARTITIONS: i32 = 3;
 const MINUTE: i64 = 60_000;
-/// A minute-aligned base time.
-const BASE: i64 = 28_000_000 * MINUTE;
+/// A minute-aligned base time ten minutes ago. Recent on purpose: a window store's
+/// changelog keeps its records for the store's retention + 1 day *by record timestamp*, and
+/// the broker (its log cleaner, for `compact,delete` topics) deleted the changelogs of
+/// records timestamped years ago while the test ran.
+static BASE: LazyLock<i64> = LazyLock::new(|| {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
+    now - now.rem_euclid(MINUTE) - 10 * MINUTE
+});
 const SIZE: Duration = Duration::from_secs(60);
 
 fn config(bootstrap: &str, app_id: &str, state_dir: &std::path::Path) -> StreamsConfig {
@@ -96,7 +103,7 @@ fn dsl_table_and_windowed_count_answer_plain_and_timestamped_queries() {
             let (key, value, ts) = (
                 format!("u{i:02}"),
                 format!("name-{i}-{round}"),
-                BASE + round * 1000 + i,
+                *BASE + round * 1000 + i,
             );
             records.push(
                 ProduceRecord::new(&key, &value)
@@ -112,7 +119,7 @@ fn dsl_table_and_windowed_count_answer_plain_and_timestamped_queries() {
     let mut records = Vec::new();
     for j in 0..10i64 {
         for p in 0..12i64 {
-            let (key, ts) = (format!("page-{p:02}"), BASE + j * 25_000 + p);
+            let (key, ts) = (format!("page-{p:02}"), *BASE + j * 25_000 + p);
             records.push(
                 ProduceRecord::new(&key, "x")
                     .with_partition(partition_of(&key))
@@ -217,7 +224,7 @@ fn dsl_table_and_windowed_count_answer_plain_and_timestamped_queries() {
         .collect();
     let got = retry("fetch_range", || {
         counts
-            .fetch_range(&key, BASE, BASE + 10 * MINUTE)?
+            .fetch_range(&key, *BASE, *BASE + 10 * MINUTE)?
             .chunk_size(2)
             .collect::<Result<Vec<_>, _>>()
     });
