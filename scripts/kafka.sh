@@ -482,9 +482,9 @@ group.streams.initial.rebalance.delay.ms=0
 log.retention.hours=24
 # Some tests write records with fixed timestamps years in the past; the broker deletes a
 # segment whose newest record is older than the topic's retention.ms. Topics of the
-# `delete` policy are checked by a periodic task: once at start-up, before any test has
+# delete policy are checked by a periodic task: once at start-up, before any test has
 # written, and then daily, not every 5 minutes in the middle of a test. (Topics of the
-# `compact,delete` policy, such as window-store changelogs, are checked by the log cleaner
+# compact,delete policy, such as window-store changelogs, are checked by the log cleaner
 # whatever this says: tests that write to them use recent timestamps.)
 log.initial.task.delay.ms=0
 log.retention.check.interval.ms=86400000
