@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use streams_core::state::librocksdb::{DBCompactionStyle, DBCompressionType, Options};
 use streams_core::{KafkaStreams, State, StreamsConfig};
@@ -18,7 +18,7 @@ use streams_test_utils::kafka;
 
 mod common;
 
-use common::{count_topology, produce_words};
+use common::{count_topology, produce_words, wait_for_counts};
 
 /// RocksDB's `OPTIONS-*` files under `dir`, at any depth.
 fn options_files(dir: &Path) -> Vec<PathBuf> {
@@ -79,20 +79,7 @@ fn the_options_setter_shapes_every_store_the_runtime_opens() {
         "state {:?}",
         app.state()
     );
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let latest = common::latest_counts(&bootstrap, &output);
-        if latest.len() == KEYS && latest.values().all(|&n| n == 5) {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "counts not reached: {} keys, sample {:?}",
-            latest.len(),
-            latest.iter().take(3).collect::<Vec<_>>()
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    wait_for_counts(&bootstrap, &output, KEYS, 5, Duration::from_secs(120));
     assert!(app.close(Duration::from_secs(60)));
 
     // A call for each task's store (4 partitions, one store each; a task created again

@@ -6,9 +6,8 @@
 //! (`STREAMS_TEST_BOOTSTRAP`) the tests say they were skipped; `scripts/test.sh` always
 //! provides one.
 
-use std::collections::HashMap;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use streams_core::handlers::headers::{EXCEPTION, MESSAGE, OFFSET, TOPIC};
 use streams_core::serdes::{StringSerde, U64Serde};
@@ -17,7 +16,7 @@ use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
 
 mod common;
 
-use common::{count_topology, produce_words};
+use common::{count_topology, produce_words, wait_for_counts};
 
 fn config(
     bootstrap: &str,
@@ -39,30 +38,6 @@ fn config(
     ];
     props.extend_from_slice(extra);
     StreamsConfig::from_properties(props).unwrap()
-}
-
-/// Reads the output until the latest count of every key is `expected`, or fails.
-fn wait_for_counts(
-    bootstrap: &str,
-    topic: &str,
-    keys: usize,
-    expected: u64,
-    timeout: Duration,
-) -> HashMap<String, u64> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let latest = common::latest_counts(bootstrap, topic);
-        if latest.len() == keys && latest.values().all(|&v| v == expected) {
-            return latest;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "counts not reached: {} keys, sample {:?}",
-            latest.len(),
-            latest.iter().take(3).collect::<Vec<_>>()
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
 }
 
 fn start(topology: Topology, config: StreamsConfig) -> KafkaStreams {

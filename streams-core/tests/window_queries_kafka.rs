@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::LazyLock;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::{
@@ -31,14 +31,8 @@ const PARTITIONS: i32 = 4;
 const KEYS: usize = 40;
 const PER_KEY: i64 = 12;
 const MINUTE: i64 = 60_000;
-/// A minute-aligned base time ten minutes ago. Recent on purpose: a window store's
-/// changelog keeps its records for the store's retention + 1 day *by record timestamp*, and
-/// the broker (its log cleaner, for `compact,delete` topics) deleted the changelogs of
-/// records timestamped years ago while the test ran.
-static BASE: LazyLock<i64> = LazyLock::new(|| {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
-    now - now.rem_euclid(MINUTE) - 10 * MINUTE
-});
+/// A minute-aligned base time ten minutes ago (recent: see `kafka::recent_minute`).
+static BASE: LazyLock<i64> = LazyLock::new(|| kafka::recent_minute(10));
 const DAY: Duration = Duration::from_secs(86_400);
 
 /// Windows: (key, start) -> count. Sessions: (key, end, start) -> value.

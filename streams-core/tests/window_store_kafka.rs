@@ -5,7 +5,7 @@
 //!
 //! Fresh topics and application id; without a broker the test says it was skipped.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions, ResourceSpecifier};
@@ -107,8 +107,7 @@ fn the_window_changelog_is_compact_delete_and_a_restart_restores_the_windows() {
     let output = kafka::unique_name("windows-out");
     kafka::create_topic(&bootstrap, &input, 1, &[]).unwrap();
     kafka::create_topic(&bootstrap, &output, 1, &[]).unwrap();
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
-    let base = now - now.rem_euclid(MINUTE) - 5 * MINUTE;
+    let base = kafka::recent_minute(5);
     let at = |k: &str, t: i64| ProduceRecord::new(k, "v").with_timestamp(base + t);
 
     let (mut app, _state) = start(&app_id, &bootstrap, &input, &output);

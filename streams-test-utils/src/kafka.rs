@@ -163,6 +163,21 @@ pub fn require_kafka(test: &str) -> Option<String> {
     None
 }
 
+/// The start of the minute `minutes_ago` minutes before now, in epoch milliseconds: a record
+/// timestamp for tests of windowed state.
+///
+/// Use recent timestamps with a real broker: it deletes a segment whose newest record is
+/// older than the topic's `retention.ms`, and a window store's changelog (`compact,delete`,
+/// retention + 1 day) is trimmed by the log cleaner while the test runs when its records
+/// carry timestamps from years ago.
+pub fn recent_minute(minutes_ago: i64) -> i64 {
+    const MINUTE: i64 = 60_000;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    now - now.rem_euclid(MINUTE) - minutes_ago * MINUTE
+}
+
 /// A name no other test (in this or any other process) uses: `prefix-pid-nanos-counter`.
 ///
 /// Use it for topics, consumer groups, application and transactional ids so tests sharing

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::{
@@ -79,6 +79,30 @@ pub fn latest_counts(bootstrap: &str, topic: &str) -> HashMap<String, u64> {
         *e = v.max(*e);
     }
     latest
+}
+
+/// Reads the output until the latest count of every key is `expected`, or fails.
+pub fn wait_for_counts(
+    bootstrap: &str,
+    topic: &str,
+    keys: usize,
+    expected: u64,
+    timeout: Duration,
+) -> HashMap<String, u64> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let latest = latest_counts(bootstrap, topic);
+        if latest.len() == keys && latest.values().all(|&v| v == expected) {
+            return latest;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "counts not reached: {} keys, sample {:?}",
+            latest.len(),
+            latest.iter().take(3).collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }
 
 /// Writes each user record into the global store `users` (a tombstone deletes).
