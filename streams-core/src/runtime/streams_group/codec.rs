@@ -7,11 +7,23 @@
 //! The encoder writes the fields in schema order; a `None` is written as null, which the
 //! coordinator reads as "unchanged since the last heartbeat".
 //!
-//! The decoder never panics on a short or corrupt buffer: every read checks the remaining
-//! length and returns [`DecodeError`].
+//! The decoder never panics on a short or corrupt buffer, nor allocates for a length or a
+//! count the buffer cannot hold (see [`decode`](super::decode)): it returns [`DecodeError`].
+//! It reads every field of the schema, and a response with bytes left after its last field
+//! (a schema mismatch) is an error rather than silently misread.
+//!
+//! The schemas are Apache Kafka's `StreamsGroupHeartbeatRequest.json` and
+//! `StreamsGroupHeartbeatResponse.json` (version 0, flexible).
 
-use bytes::{Buf, BufMut};
+use bytes::BufMut;
 
+pub(crate) use crate::runtime::streams_group::decode::DecodeError;
+use crate::runtime::streams_group::decode::{
+    end, get_array, get_i8, get_i16, get_i32, get_nullable_array, get_nullable_str, get_str, get_u16,
+    skip_tags,
+};
+#[cfg(test)]
+use crate::runtime::streams_group::decode::{get_len, get_uvarint};
 use crate::runtime::streams_group::topology::{GroupTopology, TopicInfo};
 
 /// The API key of `StreamsGroupHeartbeat`.
@@ -19,11 +31,6 @@ pub(crate) const API_KEY: i16 = 88;
 /// The highest version this codec speaks (request v1 only announces response v1's new
 /// field, which we do not read).
 pub(crate) const MAX_VERSION: i16 = 0;
-
-/// A response that does not decode.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("malformed StreamsGroupHeartbeat response: {0}")]
-pub(crate) struct DecodeError(pub &'static str);
 
 /// The tasks of one sub-topology, by partition.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,7 +88,11 @@ pub(crate) struct HeartbeatResponse {
     pub active_tasks: Option<Vec<TaskIds>>,
     pub standby_tasks: Option<Vec<TaskIds>>,
     pub warmup_tasks: Option<Vec<TaskIds>>,
-    /// Per user endpoint: its active and standby partitions (topic, partitions).
+    /// The epoch of the endpoint map the coordinator holds (sent back in the next request,
+    /// so the map comes again only when it changed).
+    pub endpoint_information_epoch: i32,
+    /// Per user endpoint: its active and standby partitions (topic, partitions); null when
+    /// the request's `EndpointInformationEpoch` is current.
     pub partitions_by_endpoint: Option<Vec<EndpointPartitions>>,
 }
 
@@ -129,97 +140,6 @@ fn put_array<T>(buf: &mut Vec<u8>, items: Option<&[T]>, mut each: impl FnMut(&mu
 /// An empty tagged-field section.
 fn put_no_tags(buf: &mut Vec<u8>) {
     put_uvarint(buf, 0);
-}
-
-fn get_uvarint(buf: &mut &[u8]) -> Result<u32, DecodeError> {
-    let mut v: u32 = 0;
-    for shift in (0..35).step_by(7) {
-        if !buf.has_remaining() {
-            return Err(DecodeError("truncated varint"));
-        }
-        let b = buf.get_u8();
-        v |= u32::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return Ok(v);
-        }
-    }
-    Err(DecodeError("varint longer than 5 bytes"))
-}
-
-fn need(buf: &[u8], n: usize) -> Result<(), DecodeError> {
-    if buf.len() < n {
-        return Err(DecodeError("truncated"));
-    }
-    Ok(())
-}
-
-fn get_i8(buf: &mut &[u8]) -> Result<i8, DecodeError> {
-    need(buf, 1)?;
-    Ok(buf.get_i8())
-}
-
-fn get_i16(buf: &mut &[u8]) -> Result<i16, DecodeError> {
-    need(buf, 2)?;
-    Ok(buf.get_i16())
-}
-
-fn get_u16(buf: &mut &[u8]) -> Result<u16, DecodeError> {
-    need(buf, 2)?;
-    Ok(buf.get_u16())
-}
-
-fn get_i32(buf: &mut &[u8]) -> Result<i32, DecodeError> {
-    need(buf, 4)?;
-    Ok(buf.get_i32())
-}
-
-/// A compact length: `None` for null.
-fn get_len(buf: &mut &[u8]) -> Result<Option<usize>, DecodeError> {
-    Ok(match get_uvarint(buf)? {
-        0 => None,
-        n => Some(n as usize - 1),
-    })
-}
-
-fn get_nullable_str(buf: &mut &[u8]) -> Result<Option<String>, DecodeError> {
-    let Some(n) = get_len(buf)? else { return Ok(None) };
-    need(buf, n)?;
-    let s = std::str::from_utf8(&buf[..n]).map_err(|_| DecodeError("string is not UTF-8"))?;
-    let s = s.to_owned();
-    buf.advance(n);
-    Ok(Some(s))
-}
-
-fn get_str(buf: &mut &[u8]) -> Result<String, DecodeError> {
-    get_nullable_str(buf)?.ok_or(DecodeError("null in a non-nullable string"))
-}
-
-fn get_nullable_array<T>(
-    buf: &mut &[u8],
-    mut each: impl FnMut(&mut &[u8]) -> Result<T, DecodeError>,
-) -> Result<Option<Vec<T>>, DecodeError> {
-    let Some(n) = get_len(buf)? else { return Ok(None) };
-    // Each element takes at least one byte: a length beyond the buffer is corrupt.
-    need(buf, n)?;
-    (0..n).map(|_| each(buf)).collect::<Result<Vec<T>, _>>().map(Some)
-}
-
-fn get_array<T>(
-    buf: &mut &[u8],
-    each: impl FnMut(&mut &[u8]) -> Result<T, DecodeError>,
-) -> Result<Vec<T>, DecodeError> {
-    get_nullable_array(buf, each)?.ok_or(DecodeError("null in a non-nullable array"))
-}
-
-/// Skips a tagged-field section (fields of newer versions).
-fn skip_tags(buf: &mut &[u8]) -> Result<(), DecodeError> {
-    for _ in 0..get_uvarint(buf)? {
-        get_uvarint(buf)?;
-        let size = get_uvarint(buf)? as usize;
-        need(buf, size)?;
-        buf.advance(size);
-    }
-    Ok(())
 }
 
 // ---- the request --------------------------------------------------------------------------
@@ -356,6 +276,7 @@ impl HeartbeatResponse {
         r.active_tasks = get_nullable_array(b, get_task_ids)?;
         r.standby_tasks = get_nullable_array(b, get_task_ids)?;
         r.warmup_tasks = get_nullable_array(b, get_task_ids)?;
+        r.endpoint_information_epoch = get_i32(b)?;
         r.partitions_by_endpoint = get_nullable_array(b, |b| {
             let endpoint = get_endpoint(b)?;
             let active = get_array(b, get_topic_partitions)?;
@@ -368,6 +289,7 @@ impl HeartbeatResponse {
             })
         })?;
         skip_tags(b)?;
+        end(b)?;
         Ok(r)
     }
 }
@@ -375,3 +297,7 @@ impl HeartbeatResponse {
 #[cfg(test)]
 #[path = "codec_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "codec_hostile_tests.rs"]
+mod hostile_tests;

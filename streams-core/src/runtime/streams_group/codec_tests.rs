@@ -174,7 +174,8 @@ fn put_endpoint(b: &mut Vec<u8>, (host, port): &(String, u16)) {
     put_no_tags(b);
 }
 
-fn encode_response(r: &HeartbeatResponse) -> Vec<u8> {
+/// A response body, field by field as `StreamsGroupHeartbeatResponse.json` (v0) orders them.
+pub(super) fn encode_response(r: &HeartbeatResponse) -> Vec<u8> {
     let mut b = Vec::new();
     b.put_i32(r.throttle_time_ms);
     b.put_i16(r.error_code);
@@ -192,6 +193,7 @@ fn encode_response(r: &HeartbeatResponse) -> Vec<u8> {
     for tasks in [&r.active_tasks, &r.standby_tasks, &r.warmup_tasks] {
         put_array(&mut b, tasks.as_deref(), put_task_ids);
     }
+    b.put_i32(r.endpoint_information_epoch);
     put_array(&mut b, r.partitions_by_endpoint.as_deref(), |b, e| {
         put_endpoint(b, &e.endpoint);
         put_array(b, Some(&e.active), put_tp);
@@ -319,7 +321,7 @@ fn request() -> impl Strategy<Value = HeartbeatRequest> {
         )
 }
 
-fn response() -> impl Strategy<Value = HeartbeatResponse> {
+pub(super) fn response() -> impl Strategy<Value = HeartbeatResponse> {
     let tps = || prop::collection::vec((name(), prop::collection::vec(any::<i32>(), 0..3)), 0..2);
     let endpoints = prop::option::of(prop::collection::vec(
         ((name(), any::<u16>()), tps(), tps()).prop_map(|(endpoint, active, standby)| EndpointPartitions {
@@ -335,7 +337,13 @@ fn response() -> impl Strategy<Value = HeartbeatResponse> {
     ));
     (
         (any::<i32>(), any::<i16>(), prop::option::of(name()), name()),
-        (any::<i32>(), any::<i32>(), any::<i32>(), any::<i32>()),
+        (
+            any::<i32>(),
+            any::<i32>(),
+            any::<i32>(),
+            any::<i32>(),
+            any::<i32>(),
+        ),
         status,
         (
             prop::option::of(task_ids()),
@@ -347,7 +355,7 @@ fn response() -> impl Strategy<Value = HeartbeatResponse> {
         .prop_map(
             |(
                 (throttle, code, message, member_id),
-                (epoch, interval, lag, offsets),
+                (epoch, interval, lag, offsets, endpoint_epoch),
                 status,
                 tasks,
                 endpoints,
@@ -365,6 +373,7 @@ fn response() -> impl Strategy<Value = HeartbeatResponse> {
                     active_tasks: tasks.0,
                     standby_tasks: tasks.1,
                     warmup_tasks: tasks.2,
+                    endpoint_information_epoch: endpoint_epoch,
                     partitions_by_endpoint: endpoints,
                 }
             },
@@ -381,4 +390,71 @@ proptest! {
     fn responses_round_trip(resp in response()) {
         prop_assert_eq!(HeartbeatResponse::decode(&encode_response(&resp)), Ok(resp));
     }
+}
+
+/// A v0 response with an `EndpointInformationEpoch` and an endpoint map after it, byte by
+/// byte from `StreamsGroupHeartbeatResponse.json` (independent of the test encoder).
+#[test]
+fn a_v0_response_decodes_as_the_schema_says() {
+    #[rustfmt::skip]
+    let body: Vec<u8> = vec![
+        0, 0, 0, 5,                 // ThrottleTimeMs 5
+        0, 0,                       // ErrorCode 0
+        0x00,                       // ErrorMessage: null
+        0x02, b'm',                 // MemberId "m"
+        0, 0, 0, 7,                 // MemberEpoch 7
+        0, 0, 0x03, 0xe8,           // HeartbeatIntervalMs 1000
+        0, 0, 0, 10,                // AcceptableRecoveryLag 10
+        0, 0, 0x13, 0x88,           // TaskOffsetIntervalMs 5000
+        0x02,                       // Status: one
+        0x01, 0x02, b'x', 0x00,     //   StatusCode 1, StatusDetail "x", no tags
+        0x02,                       // ActiveTasks: one
+        0x02, b'0',                 //   SubtopologyId "0"
+        0x03, 0, 0, 0, 1, 0, 0, 0, 2, //   Partitions [1, 2]
+        0x00,                       //   no tags
+        0x01,                       // StandbyTasks: empty
+        0x00,                       // WarmupTasks: null
+        0, 0, 0, 42,                // EndpointInformationEpoch 42
+        0x02,                       // PartitionsByUserEndpoint: one
+        0x02, b'h', 0x1f, 0x90, 0x00, //   UserEndpoint "h":8080, no tags
+        0x02,                       //   ActivePartitions: one
+        0x02, b't', 0x02, 0, 0, 0, 3, 0x00, // Topic "t", Partitions [3], no tags
+        0x01,                       //   StandbyPartitions: empty
+        0x00,                       //   no tags
+        0x00,                       // no tagged fields
+    ];
+    let expected = HeartbeatResponse {
+        throttle_time_ms: 5,
+        error_code: 0,
+        error_message: None,
+        member_id: "m".into(),
+        member_epoch: 7,
+        heartbeat_interval_ms: 1000,
+        acceptable_recovery_lag: 10,
+        task_offset_interval_ms: 5000,
+        status: Some(vec![GroupStatus {
+            code: 1,
+            detail: "x".into(),
+        }]),
+        active_tasks: Some(vec![TaskIds {
+            subtopology: "0".into(),
+            partitions: vec![1, 2],
+        }]),
+        standby_tasks: Some(vec![]),
+        warmup_tasks: None,
+        endpoint_information_epoch: 42,
+        partitions_by_endpoint: Some(vec![EndpointPartitions {
+            endpoint: ("h".into(), 8080),
+            active: vec![("t".into(), vec![3])],
+            standby: vec![],
+        }]),
+    };
+    assert_eq!(HeartbeatResponse::decode(&body), Ok(expected.clone()));
+    // The test encoder writes the same bytes.
+    assert_eq!(encode_response(&expected), body);
+    // A body without the epoch (the old, wrong layout) no longer decodes silently.
+    let mut short = body.clone();
+    short.drain(45..49);
+    assert_eq!(&body[45..49], &[0, 0, 0, 42]);
+    assert!(HeartbeatResponse::decode(&short).is_err());
 }

@@ -8,8 +8,11 @@
 //!   loses nothing) and leave the rest null ("unchanged");
 //! - the assignment is delivered to the stream thread only when it differs from the last
 //!   one delivered; after a loss the next one is delivered whatever it is;
-//! - the connection is dropped on any I/O error or coordinator move and found again before
-//!   the next heartbeat.
+//! - the connection is dropped on any I/O error, undecodable response or coordinator move
+//!   and found again before the next heartbeat (a retriable failure: the loop backs off and
+//!   heartbeats again; the thread never panics on what the broker sends);
+//! - every request carries the last `EndpointInformationEpoch` the coordinator sent, so the
+//!   endpoint map comes only when it changed.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -40,6 +43,8 @@ pub(crate) struct Heartbeat {
     delivered: Option<TaskAssignment>,
     /// The group status last logged.
     status: Option<Vec<GroupStatus>>,
+    /// The endpoint information epoch the coordinator last sent.
+    endpoint_epoch: i32,
 }
 
 impl Heartbeat {
@@ -53,6 +58,7 @@ impl Heartbeat {
             target: TaskAssignment::default(),
             delivered: None,
             status: None,
+            endpoint_epoch: 0,
         }
     }
 
@@ -63,6 +69,7 @@ impl Heartbeat {
             group_id: s.group_id.clone(),
             member_id: self.member_id.clone(),
             member_epoch: st.epoch,
+            endpoint_information_epoch: self.endpoint_epoch,
             rebalance_timeout_ms: -1,
             active_tasks: Some(task_lists(&st.owned.active)),
             standby_tasks: Some(task_lists(&st.owned.standby)),
@@ -101,10 +108,18 @@ impl Heartbeat {
                 )
                 .unwrap_or_else(|| wire::kafka("no StreamsGroupHeartbeat".into(), false))
             })?;
-        // Flexible versions: request header v2, response header v1.
+        // Flexible versions: request header v2, response header v1. A response that does not
+        // decode is a failed request: retriable, on a new connection.
         let result = conn
             .round_trip(codec::API_KEY, version, 2, 1, &req.encode())
-            .and_then(|body| HeartbeatResponse::decode(&body).map_err(|e| wire::kafka(e.to_string(), true)));
+            .and_then(|body| {
+                HeartbeatResponse::decode(&body).map_err(|e| {
+                    wire::kafka(
+                        format!("StreamsGroupHeartbeat v{version} from {}: {e}", conn.addr()),
+                        true,
+                    )
+                })
+            });
         if result.is_err() {
             self.conn = None;
         }
@@ -152,6 +167,7 @@ impl Heartbeat {
             tracing::debug!(group = %group, member = %self.member_id, epoch = resp.member_epoch, "member epoch");
         }
         st.epoch = resp.member_epoch;
+        self.endpoint_epoch = resp.endpoint_information_epoch;
         if resp.heartbeat_interval_ms > 0 {
             self.interval = Duration::from_millis(resp.heartbeat_interval_ms as u64);
         }
@@ -339,3 +355,7 @@ pub(crate) fn fatal(group: &str, code: i16, message: Option<&str>) -> Option<Str
         message,
     })
 }
+
+#[cfg(test)]
+#[path = "heartbeat_tests.rs"]
+mod tests;

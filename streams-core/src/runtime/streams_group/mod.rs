@@ -6,6 +6,7 @@
 //!
 //! - [`wire`]: connections, framing, API versions, finding the coordinator;
 //! - [`codec`]: the `StreamsGroupHeartbeat` request and response;
+//! - [`decode`] and [`responses`]: bounds-checked decoding of everything read off the wire;
 //! - [`topology`]: the group topology sent on join, from our [`Topology`](crate::topology::Topology);
 //! - [`member`] and [`heartbeat`]: the membership state machine on its own thread, and the
 //!   handle a stream thread drives ([`StreamsMember`]);
@@ -14,9 +15,11 @@
 
 pub(crate) mod codec;
 pub(crate) mod commit;
+pub(crate) mod decode;
 pub(crate) mod group_config;
 pub(crate) mod heartbeat;
 pub(crate) mod member;
+pub(crate) mod responses;
 pub(crate) mod topology;
 pub(crate) mod wire;
 

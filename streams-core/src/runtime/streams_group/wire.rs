@@ -14,7 +14,7 @@ use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use bytes::{Buf, BytesMut};
+use bytes::BytesMut;
 use kafka_protocol::messages::{
     ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest, FindCoordinatorResponse, GroupId,
     IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, OffsetCommitRequest,
@@ -23,6 +23,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 
 use crate::model::error::StreamsError;
+use crate::runtime::streams_group::responses::Response;
 
 /// The largest response we accept (a heartbeat's endpoint map of a large group fits).
 const MAX_RESPONSE: usize = 64 << 20;
@@ -51,12 +52,14 @@ pub(crate) fn kafka(message: String, retriable: bool) -> StreamsError {
     StreamsError::Kafka { message, retriable }
 }
 
-/// A request this client sends with the generated messages, and its response.
+/// A request this client sends with the generated messages, and its response (decoded by
+/// [`Response`], not by `kafka_protocol`, whose decoders allocate whatever a count read off
+/// the wire asks for).
 pub(crate) trait Api: Encodable + HeaderVersion {
     /// The API key.
     const KEY: i16;
     /// The response message.
-    type Response: Decodable + HeaderVersion;
+    type Response: Response;
 }
 
 macro_rules! api {
@@ -176,10 +179,18 @@ impl Conn {
         if size < 4 || size as usize > MAX_RESPONSE {
             return Err(err("response size from", &size));
         }
-        let mut buf = vec![0u8; size as usize];
-        self.stream
-            .read_exact(&mut buf)
+        // Memory grows with the bytes that arrive, not with the size the peer announced.
+        let mut buf = Vec::new();
+        (&mut self.stream)
+            .take(size as u64)
+            .read_to_end(&mut buf)
             .map_err(|e| err("reading from", &e))?;
+        if buf.len() != size as usize {
+            return Err(err(
+                "short response from",
+                &format!("{} of {size} bytes", buf.len()),
+            ));
+        }
         let mut buf = bytes::Bytes::from(buf);
         let rh = ResponseHeader::decode(&mut buf, response_header)
             .map_err(|e| err("decoding a response header from", &e))?;
@@ -199,19 +210,16 @@ impl Conn {
             .map_err(|e| kafka(format!("encoding API {} v{version}: {e}", R::KEY), false))?;
         let header = R::header_version(version);
         let response_header = <R::Response as HeaderVersion>::header_version(version);
-        let mut buf = self.round_trip(R::KEY, version, header, response_header, &body)?;
-        let resp = R::Response::decode(&mut buf, version).map_err(|e| {
+        let body = self.round_trip(R::KEY, version, header, response_header, &body)?;
+        let mut buf = &body[..];
+        let resp = R::Response::decode_body(&mut buf, version).map_err(|e| {
             kafka(
                 format!("decoding API {} v{version} from {}: {e}", R::KEY, self.addr),
                 true,
             )
         })?;
-        if buf.has_remaining() {
-            tracing::debug!(
-                api = R::KEY,
-                left = buf.remaining(),
-                "response longer than its schema"
-            );
+        if !buf.is_empty() {
+            tracing::debug!(api = R::KEY, left = buf.len(), "response longer than its schema");
         }
         Ok(resp)
     }

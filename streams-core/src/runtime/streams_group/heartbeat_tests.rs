@@ -1,0 +1,162 @@
+//! The heartbeat against a scripted broker on a local socket: a response that does not
+//! decode (here a hostile length) is a failed request — retriable, the connection dropped —
+//! and the member heartbeats on, rather than the thread panicking or stopping.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::runtime::streams_group::member::Shared;
+use crate::runtime::streams_group::topology::GroupTopology;
+
+/// A heartbeat response: member epoch 1, interval 50 ms, empty assignment, endpoint
+/// information epoch 42.
+#[rustfmt::skip]
+const GOOD: &[u8] = &[
+    0, 0, 0, 0, 0, 0, 0x00, 0x02, b'm', // ThrottleTimeMs, ErrorCode, ErrorMessage, MemberId
+    0, 0, 0, 1, 0, 0, 0, 50,            // MemberEpoch 1, HeartbeatIntervalMs 50
+    0, 0, 0, 0, 0, 0, 0, 0,             // AcceptableRecoveryLag, TaskOffsetIntervalMs
+    0x00, 0x01, 0x01, 0x01,             // Status null; Active, Standby, Warmup tasks empty
+    0, 0, 0, 42,                        // EndpointInformationEpoch 42
+    0x00, 0x00,                         // PartitionsByUserEndpoint null; no tags
+];
+
+/// A heartbeat response whose MemberId claims 0x7ffffffe bytes.
+const HOSTILE: &[u8] = &[0, 0, 0, 0, 0, 0, 0x00, 0xff, 0xff, 0xff, 0xff, 0x07, 0, 0];
+
+/// A request: (API key, correlation id, body), or `None` when the client hung up.
+fn read_request(s: &mut TcpStream) -> Option<(i16, i32, Vec<u8>)> {
+    let mut size = [0u8; 4];
+    s.read_exact(&mut size).ok()?;
+    let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
+    s.read_exact(&mut frame).ok()?;
+    // Request header v2: key, version, correlation id, client id (i16 length), no tags.
+    let key = i16::from_be_bytes([frame[0], frame[1]]);
+    let corr = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+    let client = i16::from_be_bytes([frame[8], frame[9]]).max(0) as usize;
+    Some((key, corr, frame[10 + client + 1..].to_vec()))
+}
+
+fn write_response(s: &mut TcpStream, corr: i32, header_tags: bool, body: &[u8]) {
+    let mut frame = corr.to_be_bytes().to_vec();
+    if header_tags {
+        frame.push(0);
+    }
+    frame.extend_from_slice(body);
+    let mut out = (frame.len() as i32).to_be_bytes().to_vec();
+    out.extend_from_slice(&frame);
+    let _ = s.write_all(&out);
+}
+
+/// A broker that answers ApiVersions and FindCoordinator (itself), and each heartbeat
+/// with the next of `script` (the last one again when it runs out). Heartbeat request
+/// bodies go to the receiver.
+fn broker(script: Vec<&'static [u8]>) -> (String, mpsc::Receiver<Vec<u8>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut next = 0;
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { return };
+            while let Some((key, corr, body)) = read_request(&mut s) {
+                let resp: Vec<u8> = match key {
+                    // ApiVersions v3: 18 0-3, 10 0-6, 88 0-0; response header v0.
+                    18 => {
+                        let mut b = vec![0, 0, 0x04];
+                        for (k, max) in [(18u8, 3u8), (10, 6), (88, 0)] {
+                            b.extend_from_slice(&[0, k, 0, 0, 0, max, 0]);
+                        }
+                        b.extend_from_slice(&[0, 0, 0, 0, 0]);
+                        write_response(&mut s, corr, false, &b);
+                        continue;
+                    }
+                    // FindCoordinator v6: this broker.
+                    10 => {
+                        let mut b = vec![0, 0, 0, 0, 0x02, 0x02, b'g', 0, 0, 0, 1];
+                        b.push(10);
+                        b.extend_from_slice(b"127.0.0.1");
+                        b.extend_from_slice(&i32::from(port).to_be_bytes());
+                        b.extend_from_slice(&[0, 0, 0x00, 0, 0]);
+                        b
+                    }
+                    88 => {
+                        let _ = tx.send(body);
+                        let r = script[next.min(script.len() - 1)];
+                        next += 1;
+                        r.to_vec()
+                    }
+                    _ => return,
+                };
+                write_response(&mut s, corr, true, &resp);
+            }
+        }
+    });
+    (format!("127.0.0.1:{port}"), rx)
+}
+
+fn settings(bootstrap: &str) -> Arc<MemberSettings> {
+    Arc::new(MemberSettings {
+        bootstrap: bootstrap.to_owned(),
+        group_id: "g".into(),
+        client_id: "c".into(),
+        process_id: "p".into(),
+        rebalance_timeout: Duration::from_secs(10),
+        user_endpoint: None,
+        topology: GroupTopology {
+            epoch: 0,
+            subtopologies: vec![],
+        },
+        thread_name: "t".into(),
+        group_configs: vec![],
+    })
+}
+
+#[test]
+fn an_undecodable_response_is_a_retriable_failure_on_a_dropped_connection() {
+    let (addr, _seen) = broker(vec![HOSTILE, GOOD]);
+    let mut hb = Heartbeat::new(settings(&addr), "member".into());
+    let mut st = State::default();
+    let e = hb.exchange(&hb.request(&st)).expect_err("does not decode");
+    assert!(e.is_retriable(), "{e}");
+    assert!(e.to_string().contains("length 2147483646"), "{e}");
+    assert!(hb.conn.is_none(), "the connection is dropped");
+    // The next heartbeat finds the coordinator again and succeeds.
+    let resp = hb.exchange(&hb.request(&st)).expect("decodes");
+    assert_eq!(resp.endpoint_information_epoch, 42);
+    hb.handle(resp, &mut st).expect("applied");
+    assert_eq!(st.epoch, 1);
+    // The epoch goes back to the coordinator, so the endpoint map comes only on a change.
+    assert_eq!(hb.request(&st).endpoint_information_epoch, 42);
+}
+
+#[test]
+fn the_heartbeat_thread_survives_an_undecodable_response() {
+    let (addr, seen) = broker(vec![HOSTILE, GOOD]);
+    let hb = Heartbeat::new(settings(&addr), "member".into());
+    let shared = Arc::new(Shared::default());
+    let thread_shared = shared.clone();
+    let thread = std::thread::spawn(move || hb.run(&thread_shared));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while shared.lock().epoch != 1 {
+        assert!(
+            Instant::now() < deadline,
+            "no successful heartbeat after the hostile one"
+        );
+        assert!(
+            !shared.lock().exited,
+            "the thread stopped: {:?}",
+            shared.lock().failure
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    shared.lock().stop = Some(Stop::Abandon);
+    shared.wake.notify_all();
+    thread.join().expect("the heartbeat thread did not panic");
+    let st = shared.lock();
+    assert!(st.exited && st.failure.is_none(), "{:?}", st.failure);
+    // Two heartbeats at least: the hostile answer, then the good one.
+    assert!(seen.try_iter().count() >= 2);
+}

@@ -1,0 +1,169 @@
+//! The responses [`Conn::send`](super::wire::Conn::send) reads, decoded with the
+//! bounds-checked readers of [`decode`](super::decode) into `kafka_protocol`'s message types.
+//!
+//! `kafka_protocol`'s own decoders size a `Vec` from an array count read off the wire
+//! before reading any element (`Vec::with_capacity(count)`), so a 7-byte `ApiVersions`
+//! response claiming 2^31 keys asks for 64 GiB and aborts the process. These decoders check
+//! every count against the bytes left first.
+//!
+//! Invariants: each decoder follows Apache Kafka's schema (`<Name>Response.json`) for the
+//! versions this client negotiates, reads every non-tagged field, skips tagged sections
+//! (their known fields are unused here), and refuses other versions.
+
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
+use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{
+    ApiVersionsResponse, BrokerId, FindCoordinatorResponse, IncrementalAlterConfigsResponse,
+    OffsetCommitResponse, TopicName,
+};
+use kafka_protocol::protocol::{HeaderVersion, StrBytes};
+
+use crate::runtime::streams_group::decode::{
+    DecodeError, get_i8, get_i16, get_i32, get_list, get_nullable_string, get_string, skip_tags_if,
+};
+
+/// A response body this client decodes itself.
+pub(crate) trait Response: HeaderVersion + Sized {
+    /// The versions decoded.
+    const VERSIONS: (i16, i16);
+    /// The first flexible version.
+    const FLEXIBLE: i16;
+    /// Reads the body of version `version` (checked against `VERSIONS`), flexible or not.
+    fn read(buf: &mut &[u8], version: i16, flexible: bool) -> Result<Self, DecodeError>;
+
+    /// Decodes a body of version `version`; bytes after it are left in `buf`.
+    fn decode_body(buf: &mut &[u8], version: i16) -> Result<Self, DecodeError> {
+        if !(Self::VERSIONS.0..=Self::VERSIONS.1).contains(&version) {
+            return Err(DecodeError::Version(version));
+        }
+        Self::read(buf, version, version >= Self::FLEXIBLE)
+    }
+}
+
+fn str_bytes(s: String) -> StrBytes {
+    StrBytes::from_string(s)
+}
+
+fn nullable(buf: &mut &[u8], flexible: bool) -> Result<Option<StrBytes>, DecodeError> {
+    Ok(get_nullable_string(buf, flexible)?.map(str_bytes))
+}
+
+fn string(buf: &mut &[u8], flexible: bool) -> Result<StrBytes, DecodeError> {
+    get_string(buf, flexible).map(str_bytes)
+}
+
+impl Response for ApiVersionsResponse {
+    const VERSIONS: (i16, i16) = (0, 4);
+    const FLEXIBLE: i16 = 3;
+
+    fn read(b: &mut &[u8], version: i16, flexible: bool) -> Result<Self, DecodeError> {
+        let mut r = ApiVersionsResponse::default();
+        r.error_code = get_i16(b)?;
+        r.api_keys = get_list(b, flexible, |b| {
+            let mut k = ApiVersion::default();
+            k.api_key = get_i16(b)?;
+            k.min_version = get_i16(b)?;
+            k.max_version = get_i16(b)?;
+            skip_tags_if(b, flexible)?;
+            Ok(k)
+        })?;
+        if version >= 1 {
+            r.throttle_time_ms = get_i32(b)?;
+        }
+        // SupportedFeatures, FinalizedFeaturesEpoch, FinalizedFeatures, ZkMigrationReady.
+        skip_tags_if(b, flexible)?;
+        Ok(r)
+    }
+}
+
+impl Response for FindCoordinatorResponse {
+    const VERSIONS: (i16, i16) = (0, 6);
+    const FLEXIBLE: i16 = 3;
+
+    fn read(b: &mut &[u8], version: i16, flexible: bool) -> Result<Self, DecodeError> {
+        let mut r = FindCoordinatorResponse::default();
+        if version >= 1 {
+            r.throttle_time_ms = get_i32(b)?;
+        }
+        if version <= 3 {
+            r.error_code = get_i16(b)?;
+            if version >= 1 {
+                r.error_message = nullable(b, flexible)?;
+            }
+            r.node_id = BrokerId(get_i32(b)?);
+            r.host = string(b, flexible)?;
+            r.port = get_i32(b)?;
+        } else {
+            r.coordinators = get_list(b, flexible, |b| {
+                let mut c = Coordinator::default();
+                c.key = string(b, flexible)?;
+                c.node_id = BrokerId(get_i32(b)?);
+                c.host = string(b, flexible)?;
+                c.port = get_i32(b)?;
+                c.error_code = get_i16(b)?;
+                c.error_message = nullable(b, flexible)?;
+                skip_tags_if(b, flexible)?;
+                Ok(c)
+            })?;
+        }
+        skip_tags_if(b, flexible)?;
+        Ok(r)
+    }
+}
+
+impl Response for OffsetCommitResponse {
+    // Version 10 names topics by id; this client commits with version 9.
+    const VERSIONS: (i16, i16) = (0, 9);
+    const FLEXIBLE: i16 = 8;
+
+    fn read(b: &mut &[u8], version: i16, flexible: bool) -> Result<Self, DecodeError> {
+        let mut r = OffsetCommitResponse::default();
+        if version >= 3 {
+            r.throttle_time_ms = get_i32(b)?;
+        }
+        r.topics = get_list(b, flexible, |b| {
+            let mut t = OffsetCommitResponseTopic::default();
+            t.name = TopicName(string(b, flexible)?);
+            t.partitions = get_list(b, flexible, |b| {
+                let mut p = OffsetCommitResponsePartition::default();
+                p.partition_index = get_i32(b)?;
+                p.error_code = get_i16(b)?;
+                skip_tags_if(b, flexible)?;
+                Ok(p)
+            })?;
+            skip_tags_if(b, flexible)?;
+            Ok(t)
+        })?;
+        skip_tags_if(b, flexible)?;
+        Ok(r)
+    }
+}
+
+impl Response for IncrementalAlterConfigsResponse {
+    const VERSIONS: (i16, i16) = (0, 1);
+    const FLEXIBLE: i16 = 1;
+
+    fn read(b: &mut &[u8], _version: i16, flexible: bool) -> Result<Self, DecodeError> {
+        let mut r = IncrementalAlterConfigsResponse::default();
+        r.throttle_time_ms = get_i32(b)?;
+        r.responses = get_list(b, flexible, |b| {
+            let mut a = AlterConfigsResourceResponse::default();
+            a.error_code = get_i16(b)?;
+            a.error_message = nullable(b, flexible)?;
+            a.resource_type = get_i8(b)?;
+            a.resource_name = string(b, flexible)?;
+            skip_tags_if(b, flexible)?;
+            Ok(a)
+        })?;
+        skip_tags_if(b, flexible)?;
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+#[path = "responses_tests.rs"]
+mod tests;
