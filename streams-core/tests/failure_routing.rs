@@ -226,3 +226,39 @@ fn an_undeserializable_record_is_a_deserialization_error_of_its_source() {
         other => panic!("expected a deserialization error, got {other:?}"),
     }
 }
+
+/// Fails on `"log"` with the error a logged store returns when its changelog refuses a
+/// write, passed on by `?`.
+struct ChangelogRefused;
+impl Processor<String, String, String, String> for ChangelogRefused {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, String>,
+        r: Record<String, String>,
+    ) -> ProcessResult {
+        if r.value == "log" {
+            Err(streams_core::state::StoreError::Changelog {
+                store: "counts".into(),
+                message: "changelog `app-counts-changelog`: Message size too large".into(),
+            })?;
+        }
+        ctx.forward(r)
+    }
+}
+
+#[test]
+fn a_refused_changelog_write_is_never_skipped_by_a_continuing_processing_handler() {
+    let config = DriverConfig::default().errors(ErrorPolicy {
+        processing: ErrorHandling::LogAndContinue,
+        production: ErrorHandling::LogAndContinue,
+        ..ErrorPolicy::default()
+    });
+    let driver = TopologyTestDriver::new(with_middle(|| ChangelogRefused), config).unwrap();
+    let input = driver.input_topic("in", StringSerde, StringSerde);
+    input.pipe("k".into(), "a".into()).unwrap();
+    let err = input
+        .pipe("k".into(), "log".into())
+        .expect_err("a store ahead of its changelog must not be skipped past");
+    assert!(err.changelog_failure().is_some(), "{err:?}");
+    assert!(err.to_string().contains("Message size too large"), "{err}");
+}

@@ -113,15 +113,6 @@ pub(super) fn validate(
         keys::PRODUCTION_EXCEPTION_HANDLER,
         keys::DEFAULT_PRODUCTION_EXCEPTION_HANDLER,
     ])?;
-    if production.0 == ErrorHandling::DeadLetterQueue
-        && processing_guarantee == ProcessingGuarantee::ExactlyOnceV2
-    {
-        return Err(invalid(
-            production.1,
-            "`dead_letter_queue` is not supported for production errors under exactly_once_v2 \
-             (a failed delivery aborts the transaction); use `log_and_fail`",
-        ));
-    }
     let dead_letter_topic = get(keys::DEAD_LETTER_QUEUE_TOPIC_NAME)
         .map(|v| topic_name(keys::DEAD_LETTER_QUEUE_TOPIC_NAME, v))
         .transpose()?;

@@ -148,9 +148,11 @@ impl Task {
         raw: Option<RawRecord>,
     ) -> Result<(), StreamsError> {
         let Failure { kind, node, error } = failure;
-        if error.corrupt_store().is_some() {
-            // The store is at fault, not the record: never skipped or dead-lettered, the
-            // record is processed again once the store is rebuilt.
+        if error.corrupt_store().is_some() || error.changelog_failure().is_some() {
+            // The store is at fault, not the record: never skipped or dead-lettered. A
+            // corrupt store is rebuilt and the record processed again; a refused changelog
+            // write fails the task (or, under exactly-once, aborts its transaction), since
+            // a skip would leave the store ahead of its changelog.
             return Err(error);
         }
         let handling = match kind {

@@ -37,6 +37,7 @@ pub(crate) struct Families {
     pub thread_tasks_created: IntCounterVec,
     pub thread_tasks_closed: IntCounterVec,
     pub thread_tasks_corrupted: IntCounterVec,
+    pub thread_producer_resets: IntCounterVec,
     pub thread_standby_tasks: IntGaugeVec,
     pub thread_input_pauses: IntCounterVec,
     pub thread_blocked_seconds: prometheus::CounterVec,
@@ -206,6 +207,11 @@ impl Families {
             thread_tasks_corrupted: r.counter(
                 "streams_thread_task_corrupted_total",
                 "Tasks whose local state was found corrupt (opening, restoring or running) and rebuilt from their changelogs.",
+                &thread,
+            )?,
+            thread_producer_resets: r.counter(
+                "streams_thread_producer_resets_total",
+                "Transactional producers made again after the old one was fenced or could not abort its transaction (exactly-once).",
                 &thread,
             )?,
             thread_standby_tasks: r.gauge(

@@ -91,6 +91,7 @@ pub struct ThreadMetrics {
     pub(crate) tasks_created: IntCounter,
     pub(crate) tasks_closed: IntCounter,
     pub(crate) tasks_corrupted: IntCounter,
+    pub(crate) producer_resets: IntCounter,
     pub(crate) standby_tasks: IntGauge,
     pub(crate) input_pauses: IntCounter,
     pub(crate) blocked_seconds: Counter,
@@ -122,6 +123,7 @@ impl ThreadMetrics {
             tasks_created: counter(&f.thread_tasks_created, &l),
             tasks_closed: counter(&f.thread_tasks_closed, &l),
             tasks_corrupted: counter(&f.thread_tasks_corrupted, &l),
+            producer_resets: counter(&f.thread_producer_resets, &l),
             standby_tasks: f.thread_standby_tasks.with_label_values(&l),
             input_pauses: counter(&f.thread_input_pauses, &l),
             blocked_seconds: f.thread_blocked_seconds.with_label_values(&l),
@@ -180,6 +182,7 @@ impl Drop for ThreadMetrics {
         let _ = f.thread_tasks_created.remove_label_values(&l);
         let _ = f.thread_tasks_closed.remove_label_values(&l);
         let _ = f.thread_tasks_corrupted.remove_label_values(&l);
+        let _ = f.thread_producer_resets.remove_label_values(&l);
         let _ = f.thread_standby_tasks.remove_label_values(&l);
         let _ = f.thread_input_pauses.remove_label_values(&l);
         let _ = f.thread_blocked_seconds.remove_label_values(&l);

@@ -237,7 +237,23 @@ impl StreamsError {
     /// runtime rebuilds the store from its changelog and processes the record again, and
     /// the error handlers never skip or dead-letter it.
     pub fn corrupt_store(&self) -> Option<&StoreError> {
-        let found = match self {
+        self.store_cause().filter(|s| s.is_corruption())
+    }
+
+    /// The store error behind this error when a store's changelog refused a write
+    /// ([`StoreError::Changelog`]), returned by the store itself or passed on by a
+    /// processor. The record is not at fault and the error handlers never skip or
+    /// dead-letter it: skipping would leave the store holding a change its changelog
+    /// lacks.
+    pub fn changelog_failure(&self) -> Option<&StoreError> {
+        self.store_cause()
+            .filter(|s| matches!(s, StoreError::Changelog { .. }))
+    }
+
+    /// The store error behind this error, if any (itself, or along a processor error's
+    /// sources).
+    fn store_cause(&self) -> Option<&StoreError> {
+        match self {
             Self::Store(s) => Some(s),
             Self::Processing { source, .. } => {
                 let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(source.as_ref());
@@ -252,8 +268,7 @@ impl StreamsError {
                 found
             }
             _ => None,
-        }?;
-        found.is_corruption().then_some(found)
+        }
     }
 
     /// Whether retrying the operation may succeed (a transient Kafka error).

@@ -53,7 +53,17 @@ impl TaskManager {
             return Ok(false);
         }
         let mut since = Instant::now();
-        if !self.flush_tasks(consumer)? {
+        let flushed = self.flush_tasks(consumer);
+        if self.transaction_failed() {
+            // A record of the transaction failed (or the flush's changelog writes found it
+            // failed): it cannot commit.
+            if let Err(e) = &flushed {
+                tracing::debug!(error = %e, "flushing after the transaction failed");
+            }
+            self.recover_failed_transaction(consumer)?;
+            return Ok(false);
+        }
+        if !flushed? {
             // Exactly-once, a store found corrupt: the transaction was aborted and the
             // tasks are being created again.
             return Ok(false);
@@ -107,6 +117,7 @@ impl TaskManager {
             }
             self.metrics.lap(CommitPhase::CommitTransaction, &mut since);
             self.in_transaction = false;
+            self.tracker.skips.committed();
             self.check_deliveries()?;
             // Committed: the stores apply what they held, with their checkpoints.
             self.commit_writes()?;

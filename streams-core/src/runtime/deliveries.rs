@@ -31,18 +31,7 @@ impl TaskManager {
             )
         };
         if let Some((topic, code)) = denied {
-            let app = self.settings.factory.app_id();
-            let grant = if topic.starts_with(app.as_ref()) {
-                format!("WRITE on topics prefixed `{app}` (the application's internal topics)")
-            } else {
-                "WRITE on it".to_owned()
-            };
-            return Err(super::connect::denied(
-                format!("topic `{topic}`"),
-                "writing to it",
-                code,
-                &grant,
-            ));
+            return Err(self.write_denied(&topic, code));
         }
         if let Some(e) = changelog_error {
             return Err(StreamsError::Kafka {
@@ -69,6 +58,17 @@ impl TaskManager {
             }
             None => Ok(()),
         }
+    }
+
+    /// The error of a write to `topic` the cluster refused with `code`, naming the ACL.
+    pub(super) fn write_denied(&self, topic: &str, code: rdkafka::types::RDKafkaErrorCode) -> StreamsError {
+        let app = self.settings.factory.app_id();
+        let grant = if topic.starts_with(app.as_ref()) {
+            format!("WRITE on topics prefixed `{app}` (the application's internal topics)")
+        } else {
+            "WRITE on it".to_owned()
+        };
+        super::connect::denied(format!("topic `{topic}`"), "writing to it", code, &grant)
     }
 
     /// Writes output records the producer failed to deliver to the dead-letter topic, with

@@ -8,7 +8,7 @@
 //! path.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -39,6 +39,9 @@ pub(crate) struct Deliveries {
     /// The first record the principal was not authorized to write: its topic and the
     /// error. Always fatal, whatever the production handler says (retrying cannot help).
     pub denied: Option<(String, RDKafkaErrorCode)>,
+    /// Exactly-once: the first record that failed for a passing reason (a broker down, a
+    /// timeout). Its transaction is aborted and processed again; no handler is asked.
+    pub transient: Option<String>,
 }
 
 impl Deliveries {
@@ -58,10 +61,62 @@ impl Deliveries {
 #[derive(Clone, Default)]
 pub(crate) struct DeliveryTracker {
     pub state: Arc<Mutex<Deliveries>>,
-    /// Keep failed output records (the production handler is `dead_letter_queue`).
+    /// Keep failed output records (the production handler is `dead_letter_queue`, or the
+    /// producer is transactional: see `skips.rs`).
     pub keep_failed: bool,
     /// Nanoseconds sends waited for room in the producer's full queue, in all.
     pub queue_full_nanos: Arc<AtomicU64>,
+    /// The producer is transactional (exactly-once).
+    pub transactional: bool,
+    /// Exactly-once: the open transaction can no longer commit (a record of it failed, or
+    /// a send found the transaction in its error state). Read after each batch of
+    /// processing; set on the producer's thread or by a send.
+    pub txn_failed: Arc<AtomicBool>,
+    /// Exactly-once: failed records to skip or dead-letter when they are sent again.
+    pub skips: Arc<super::skips::Skips>,
+}
+
+impl DeliveryTracker {
+    /// Notes a send that failed with `e`: under exactly-once, an "Erroneous state" means
+    /// the transaction has failed (the cause comes with a delivery report).
+    fn note_send_error(&self, e: &KafkaError) {
+        if self.transactional && e.rdkafka_error_code() == Some(RDKafkaErrorCode::State) {
+            self.txn_failed.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// Whether a delivery error is the record's own fault or the topic's, so that sending it
+/// again cannot succeed: the production handler decides. Any other error (a timeout, a
+/// broker going away, a leader moving) passes: under exactly-once the transaction is
+/// aborted and its input processed again, and no record is skipped for it.
+pub(crate) fn is_permanent(e: &KafkaError) -> bool {
+    use RDKafkaErrorCode as C;
+    e.rdkafka_error_code().is_some_and(|c| {
+        matches!(
+            c,
+            C::MessageSizeTooLarge
+                | C::MessageBatchTooLarge
+                | C::InvalidMessageSize
+                | C::InvalidMessage
+                | C::InvalidRecord
+                | C::UnknownTopicOrPartition
+                | C::UnknownTopic
+                | C::UnknownPartition
+                | C::PolicyViolation
+                | C::InvalidTimestamp
+                | C::InvalidRequiredAcks
+        ) || super::connect::is_authorization(c)
+    })
+}
+
+/// Whether a delivery error only says that an abort purged the record (it was never
+/// refused: the transaction it belonged to is gone).
+fn is_purge(e: &KafkaError) -> bool {
+    matches!(
+        e.rdkafka_error_code(),
+        Some(RDKafkaErrorCode::PurgeQueue | RDKafkaErrorCode::PurgeInflight)
+    )
 }
 
 impl ClientContext for DeliveryTracker {
@@ -114,7 +169,19 @@ impl ProducerContext for DeliveryTracker {
                 *e = (*e).max(m.offset());
             }
             Ok(_) => {}
+            // An aborted transaction's records, purged: nothing to report or retry (the
+            // tasks process their input again), and no cause for a dead-letter record.
+            Err((e, _)) if self.transactional && is_purge(e) => {}
+            Err((e, m)) if self.transactional && !is_permanent(e) => {
+                self.txn_failed.store(true, Ordering::Release);
+                d.failed += 1;
+                d.transient
+                    .get_or_insert_with(|| format!("{}-{}: {e}", m.topic(), m.partition()));
+            }
             Err((e, m)) => {
+                if self.transactional {
+                    self.txn_failed.store(true, Ordering::Release);
+                }
                 d.failed += 1;
                 d.note_denied(m.topic(), e);
                 let message = format!("{}-{}: {e}", m.topic(), m.partition());
@@ -231,6 +298,9 @@ pub(crate) fn send(
             .queue_full_nanos
             .fetch_add(waited, Ordering::Relaxed);
     }
+    if let Err(e) = &result {
+        producer.context().note_send_error(e);
+    }
     result
 }
 
@@ -311,6 +381,9 @@ pub(crate) struct KafkaCollector {
 
 impl RecordCollector for KafkaCollector {
     fn send(&mut self, r: OutputRef<'_>) -> Result<(), SendError> {
+        if let Some((instead, error)) = self.producer.context().skips.take(&r) {
+            return self.send_instead(&r, instead, &error);
+        }
         send(
             &self.producer,
             Written::Output,
@@ -335,6 +408,32 @@ impl RecordCollector for KafkaCollector {
 
     fn partitions(&mut self, topic: &str) -> Option<i32> {
         self.partitions.get(topic)
+    }
+}
+
+impl KafkaCollector {
+    /// Exactly-once: `r` failed for good in an aborted transaction (see `skips.rs`); it is
+    /// dropped or its dead-letter record sent, as the production handler chose.
+    fn send_instead(
+        &mut self,
+        r: &OutputRef<'_>,
+        instead: super::skips::Instead,
+        error: &str,
+    ) -> Result<(), SendError> {
+        match instead {
+            super::skips::Instead::Drop => {
+                tracing::warn!(
+                    topic = r.topic,
+                    error,
+                    "skipping a record that cannot be produced (production handler)"
+                );
+                Ok(())
+            }
+            super::skips::Instead::DeadLetter(d) => {
+                tracing::warn!(topic = r.topic, error, dlq = %d.topic, "dead-lettering a record that cannot be produced");
+                self.send(d.as_output_ref())
+            }
+        }
     }
 }
 

@@ -4,8 +4,14 @@
 //! is aborted: its output, changelog writes and offsets vanish. The thread's tasks hold
 //! state ahead of that, so they are closed dirty; the consumer is rewound to the committed
 //! offsets; and the tasks are created again, their stores wiped and restored from the
-//! (committed) changelog, as after a crash. Fatal errors (a fenced producer: another
-//! instance took over) still fail the thread.
+//! (committed) changelog, as after a crash.
+//!
+//! The thread outlives the cluster's faults: an abort that cannot reach the coordinator,
+//! or a producer fenced because the broker aborted its transaction on timeout (a broker
+//! paused longer than `transaction.timeout.ms`), makes a new producer instead
+//! (`producer_recipe.rs`); a new producer and a rewind wait for the cluster for up to
+//! [`RECOVERY_LIMIT`]. What the failed transaction's records ask for is decided in
+//! `txn_failure.rs` (the production handler, for records refused for good).
 
 use std::time::{Duration, Instant};
 
@@ -19,8 +25,16 @@ use super::restore::kafka_err;
 use super::tasks::TaskManager;
 use crate::model::error::StreamsError;
 
-/// How long aborting may be retried while the cluster is unreachable.
-const ABORT_RETRY: Duration = Duration::from_secs(60);
+/// How long one abort may wait for the transaction coordinator.
+const ABORT_ATTEMPT: Duration = Duration::from_secs(10);
+
+/// How long aborting is tried before the producer is made again instead.
+const ABORT_RETRY: Duration = Duration::from_secs(30);
+
+/// How long recovery may wait for the cluster (a new producer's `init_transactions`, the
+/// committed offsets of a rewind) before the thread fails: Kafka Streams' `task.timeout.ms`
+/// default.
+pub(super) const RECOVERY_LIMIT: Duration = Duration::from_secs(300);
 
 /// Whether `e` means the producer can no longer be used.
 pub(crate) fn is_fatal(e: &KafkaError) -> bool {
@@ -49,17 +63,13 @@ impl TaskManager {
         error: KafkaError,
         consumer: &BaseConsumer<C>,
     ) -> Result<bool, StreamsError> {
-        if is_fatal(&error) {
-            return Err(StreamsError::Kafka {
-                message: format!("{what}: {error}"),
-                retriable: false,
-            });
-        }
-        self.recover_after(what, &error.to_string(), false, consumer)
+        let fatal = is_fatal(&error);
+        self.recover_after(what, &error.to_string(), fatal, consumer)
     }
 
     /// [`recover_transaction`](Self::recover_transaction) for an error already classified:
-    /// `fatal` when the producer can no longer be used.
+    /// `fatal` when the producer can no longer be used (fenced after the broker aborted
+    /// its transaction on timeout): it is then made again (see `producer_recipe.rs`).
     pub(crate) fn recover_after<C: ConsumerContext>(
         &mut self,
         what: &str,
@@ -67,15 +77,22 @@ impl TaskManager {
         fatal: bool,
         consumer: &BaseConsumer<C>,
     ) -> Result<bool, StreamsError> {
-        if fatal {
-            return Err(StreamsError::Kafka {
-                message: format!("{what}: {error}"),
-                retriable: false,
-            });
-        }
-        tracing::warn!(error = %error, "{what} failed; aborting the transaction and recreating the tasks from their changelogs");
-        self.abort_and_recreate(consumer, None)?;
+        tracing::warn!(error = %error, producer_unusable = fatal, "{what} failed; aborting the transaction and recreating the tasks from their changelogs");
+        self.restart_from_commit(consumer, None, fatal)?;
         Ok(false)
+    }
+
+    /// Exactly-once: a record of the open transaction failed, or a send found the
+    /// transaction failed. The transaction is aborted and the tasks restart from the last
+    /// commit; the failed records go to the production handler (`txn_failure.rs`).
+    pub(super) fn recover_failed_transaction<C: ConsumerContext>(
+        &mut self,
+        consumer: &BaseConsumer<C>,
+    ) -> Result<(), StreamsError> {
+        tracing::warn!(
+            "a record of the open transaction failed; aborting it and recreating the tasks from their changelogs"
+        );
+        self.restart_from_commit(consumer, None, false)
     }
 
     /// The thread's group membership was lost (streams protocol: fenced, or its session
@@ -86,15 +103,13 @@ impl TaskManager {
         &mut self,
         _consumer: &BaseConsumer<C>,
     ) -> Result<(), StreamsError> {
-        if self.in_transaction {
-            if let Err(e) = self.producer.abort_transaction(Duration::from_secs(10))
-                && is_fatal(&e)
-            {
-                return Err(kafka_err("abort transaction", e));
-            }
-            self.in_transaction = false;
-        }
+        let aborted = !self.in_transaction || self.abort_bounded();
+        self.in_transaction = false;
         self.close_all_dirty();
+        if !aborted {
+            self.reset_producer()?;
+        }
+        self.forget_failed_records();
         for id in std::mem::take(&mut self.restoring).into_keys() {
             self.updater.remove(id);
         }
@@ -110,25 +125,88 @@ impl TaskManager {
         consumer: &BaseConsumer<C>,
         wipe: Option<crate::engine::TaskId>,
     ) -> Result<(), StreamsError> {
-        let started = Instant::now();
-        loop {
-            match self.producer.abort_transaction(Duration::from_secs(10)) {
-                Ok(()) => break,
-                Err(e) if is_fatal(&e) || started.elapsed() > ABORT_RETRY => {
-                    return Err(kafka_err("abort transaction", e));
-                }
-                Err(e) => tracing::warn!(error = %e, "abort transaction failed; retrying"),
-            }
-        }
+        self.restart_from_commit(consumer, wipe, false)
+    }
+
+    /// The heart of recovery: aborts the open transaction (or, when the producer is
+    /// unusable or the abort cannot reach the coordinator, makes a new producer, which
+    /// fences the old one), closes every task dirty, acts on the failed records, wipes
+    /// `wipe`'s state directory, rewinds the consumer to the committed offsets and queues
+    /// the assignment for re-creation.
+    fn restart_from_commit<C: ConsumerContext>(
+        &mut self,
+        consumer: &BaseConsumer<C>,
+        wipe: Option<crate::engine::TaskId>,
+        producer_unusable: bool,
+    ) -> Result<(), StreamsError> {
+        let aborted = !producer_unusable && self.abort_bounded();
         self.in_transaction = false;
         self.close_all_dirty();
+        if aborted {
+            // The abort purged the transaction's records: their reports (and that of the
+            // record that failed it) reach the tracker before it is read.
+            if let Err(e) = super::producer::flush(&self.producer, ABORT_ATTEMPT) {
+                tracing::warn!(error = %e, "waiting for the aborted transaction's delivery reports");
+            }
+        } else {
+            self.reset_producer()?;
+        }
+        self.settle_failed_records()?;
         if let Some(id) = wipe {
             self.wipe_dir(id)?;
         }
         let assignment = consumer.assignment().map_err(|e| kafka_err("assignment", e))?;
-        self.rewind_to_committed(consumer, &assignment)?;
+        let started = Instant::now();
+        loop {
+            match self.rewind_to_committed(consumer, &assignment) {
+                Ok(()) => break,
+                Err(e) if started.elapsed() < RECOVERY_LIMIT && e.is_retriable() => {
+                    tracing::warn!(error = %e, "rewinding to the committed offsets failed; retrying");
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                Err(e) => return Err(e),
+            }
+        }
         // Queued for creation at the next loop, as after a rebalance.
         self.set_pending(&assignment);
+        // The next records go into a new transaction (a send outside one fails).
+        self.begin_transaction()
+    }
+
+    /// Aborts the open transaction, trying for up to [`ABORT_RETRY`]; `false` when it
+    /// could not (the producer is fenced, or the coordinator did not answer).
+    fn abort_bounded(&mut self) -> bool {
+        let started = Instant::now();
+        loop {
+            match self.producer.abort_transaction(ABORT_ATTEMPT) {
+                Ok(()) => return true,
+                Err(e) if is_fatal(&e) || started.elapsed() >= ABORT_RETRY => {
+                    tracing::warn!(error = %e, "abort transaction failed; making a new producer instead");
+                    return false;
+                }
+                Err(e) => tracing::warn!(error = %e, "abort transaction failed; retrying"),
+            }
+        }
+    }
+
+    /// Replaces the thread's producer by a new one with the same `transactional.id`, which
+    /// fences the old one (see `producer_recipe.rs`). The tasks, which share the old
+    /// producer, must be closed first.
+    pub(super) fn reset_producer(&mut self) -> Result<(), StreamsError> {
+        let started = Instant::now();
+        let fresh = self.recipe.create_retrying(RECOVERY_LIMIT)?;
+        // The old producer goes now: its last delivery reports (purged records) reach the
+        // tracker as it closes.
+        let old = std::mem::replace(&mut self.producer, std::sync::Arc::new(fresh));
+        if std::sync::Arc::strong_count(&old) > 1 {
+            tracing::warn!("the old producer is still shared; it closes when its last user does");
+        }
+        drop(old);
+        self.metrics.producer_resets.inc();
+        tracing::info!(
+            took_ms = started.elapsed().as_millis() as u64,
+            "made a new transactional producer"
+        );
         Ok(())
     }
 

@@ -59,6 +59,8 @@ pub(crate) struct TaskManager {
     pub(super) queue_full_published: u64,
     pub producer: Arc<StreamProducer>,
     pub(super) tracker: DeliveryTracker,
+    /// Makes the producer again when it can no longer be used (see `producer_recipe.rs`).
+    pub(super) recipe: super::producer_recipe::ProducerRecipe,
     /// Restores the stores of new tasks on its own thread.
     pub(super) updater: StateUpdater,
     /// Hand-overs to the updater so far (each one's sequence number).
@@ -110,6 +112,7 @@ pub(crate) struct TaskManagerParts {
     pub thread_name: String,
     pub producer: Arc<StreamProducer>,
     pub tracker: DeliveryTracker,
+    pub recipe: super::producer_recipe::ProducerRecipe,
     pub restore_consumer: AssignedConsumer,
     /// Under `group.protocol=streams`: the thread's group member.
     pub member: Option<Arc<StreamsMember>>,
@@ -124,6 +127,7 @@ impl TaskManager {
             thread_name,
             producer,
             tracker,
+            recipe,
             restore_consumer,
             member,
         } = parts;
@@ -137,6 +141,7 @@ impl TaskManager {
             queue_full_published: 0,
             producer,
             tracker,
+            recipe,
             updater,
             handovers: 0,
             restoring: BTreeMap::new(),
@@ -287,12 +292,44 @@ impl TaskManager {
         }
     }
 
-    /// Processes every queued record; returns how many.
+    /// Processes every queued record; returns how many. Under exactly-once, a failed
+    /// transaction (see `txn_failure.rs`) stops processing and is recovered from.
     pub fn process<C: ConsumerContext>(&mut self, consumer: &BaseConsumer<C>) -> Result<usize, StreamsError> {
+        let result = self.process_tasks(consumer);
+        self.after_failed_transaction(consumer, result, 0)
+    }
+
+    /// Under exactly-once, when the open transaction failed: aborts it and restarts the
+    /// tasks from the last commit, whatever `result` says (an error of a send the failed
+    /// transaction refused is a consequence, not the cause); then `none`.
+    fn after_failed_transaction<C: ConsumerContext, T>(
+        &mut self,
+        consumer: &BaseConsumer<C>,
+        result: Result<T, StreamsError>,
+        none: T,
+    ) -> Result<T, StreamsError> {
+        if !self.transaction_failed() {
+            return result;
+        }
+        if let Err(e) = &result {
+            tracing::debug!(error = %e, "an error after the transaction failed");
+        }
+        self.recover_failed_transaction(consumer)?;
+        Ok(none)
+    }
+
+    fn process_tasks<C: ConsumerContext>(
+        &mut self,
+        consumer: &BaseConsumer<C>,
+    ) -> Result<usize, StreamsError> {
         let mut n = 0;
         let mut corrupt = None;
-        for (id, task) in &mut self.tasks {
+        let txn_failed = self.settings.eos.then_some(&self.tracker.txn_failed);
+        'tasks: for (id, task) in &mut self.tasks {
             loop {
+                if txn_failed.is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed)) {
+                    break 'tasks;
+                }
                 match task.process_one() {
                     Ok(true) => n += 1,
                     Ok(false) => break,
@@ -320,6 +357,14 @@ impl TaskManager {
     }
 
     pub fn punctuate_wall_clock<C: ConsumerContext>(
+        &mut self,
+        consumer: &BaseConsumer<C>,
+    ) -> Result<usize, StreamsError> {
+        let result = self.punctuate_tasks(consumer);
+        self.after_failed_transaction(consumer, result, 0)
+    }
+
+    fn punctuate_tasks<C: ConsumerContext>(
         &mut self,
         consumer: &BaseConsumer<C>,
     ) -> Result<usize, StreamsError> {

@@ -8,17 +8,17 @@ use std::time::Duration;
 
 use rdkafka::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::producer::Producer;
 
 use super::assignment::TaskPartitions;
-use super::producer::{self, DeliveryTracker};
+use super::producer::DeliveryTracker;
+use super::producer_recipe::ProducerRecipe;
 use super::protocol::GroupProtocol;
 use super::resets::{self, AssignedConsumer, QuietContext};
 use super::status::Status;
 use super::streams_group::{MemberSettings, StreamsMember};
 use super::tasks::{TaskManagerParts, TaskSettings};
 use super::thread::{LoopSettings, ThreadContext};
-use super::{connect, defaults, restore, start_offsets};
+use super::{defaults, restore, start_offsets};
 use crate::config::StreamsConfig;
 use crate::engine::TaskFactory;
 use crate::metrics::Metrics;
@@ -197,36 +197,18 @@ impl ThreadFactory {
             pc.set("enable.idempotence", "true");
         }
         let tracker = DeliveryTracker {
-            keep_failed: cfg.error_policy().production
-                == crate::model::handlers::ErrorHandling::DeadLetterQueue,
+            keep_failed: eos
+                || cfg.error_policy().production == crate::model::handlers::ErrorHandling::DeadLetterQueue,
+            transactional: eos,
             ..DeliveryTracker::default()
         };
-        let producer: producer::StreamProducer = pc
-            .create_with_context(tracker.clone())
-            .map_err(|e| restore::kafka_err("producer", e))?;
-        if eos {
-            producer.init_transactions(Duration::from_secs(60)).map_err(|e| {
-                match e.rdkafka_error_code() {
-                    Some(code @ rdkafka::types::RDKafkaErrorCode::TransactionalIdAuthorizationFailed) => {
-                        connect::denied(
-                            format!("transactional id `{transactional_id}`"),
-                            "initializing the transactional producer",
-                            code,
-                            &format!("WRITE and DESCRIBE on transactional ids prefixed `{app_id}`"),
-                        )
-                    }
-                    Some(code @ rdkafka::types::RDKafkaErrorCode::ClusterAuthorizationFailed) => {
-                        connect::denied(
-                            "the cluster".into(),
-                            "initializing the transactional producer",
-                            code,
-                            "IDEMPOTENT_WRITE on the cluster (brokers before Apache Kafka 2.8 ask for it)",
-                        )
-                    }
-                    _ => restore::kafka_err("init transactions", e),
-                }
-            })?;
-        }
+        let recipe = ProducerRecipe {
+            config: pc,
+            tracker: tracker.clone(),
+            application_id: app_id.to_owned(),
+        };
+        let producer = recipe.create()?;
+        recipe.init(&producer, Duration::from_secs(60))?;
         let settings = TaskSettings {
             factory: TaskFactory::new(
                 self.topology.clone(),
@@ -256,6 +238,7 @@ impl ThreadFactory {
             thread_name: name.to_owned(),
             producer: Arc::new(producer),
             tracker,
+            recipe,
             restore_consumer,
             member: member.clone(),
         };

@@ -1,0 +1,104 @@
+//! How a stream thread's producer is made, kept so it can be made again.
+//!
+//! Under exactly-once a producer can become unusable while the thread is fine: the broker
+//! aborted its transaction after `transaction.timeout.ms` (a broker paused, a network
+//! partition) and bumped its epoch, so it is fenced; or an abort cannot reach the
+//! transaction coordinator for longer than the thread waits. The thread then closes its
+//! tasks dirty, drops the producer and makes a new one with the same `transactional.id`:
+//! its `init_transactions` fences the old epoch and completes or aborts whatever the old
+//! one left open, and the tasks restart from the last commit (as Kafka Streams does when
+//! a producer is fenced: the tasks are "migrated" and the producer is reset).
+
+use std::time::{Duration, Instant};
+
+use rdkafka::ClientConfig;
+use rdkafka::error::KafkaError;
+use rdkafka::producer::Producer;
+use rdkafka::types::RDKafkaErrorCode;
+
+use super::producer::{DeliveryTracker, StreamProducer};
+use super::{connect, restore};
+use crate::model::error::StreamsError;
+
+/// How long one `init_transactions` may take before it is tried again.
+const INIT_ATTEMPT: Duration = Duration::from_secs(30);
+
+/// Everything a thread's producer is made from.
+pub(crate) struct ProducerRecipe {
+    /// The producer's client properties (with `transactional.id` under exactly-once).
+    pub config: ClientConfig,
+    /// The delivery tracker every producer of the thread shares.
+    pub tracker: DeliveryTracker,
+    /// The application's id, for the ACLs an authorization error names.
+    pub application_id: String,
+}
+
+impl ProducerRecipe {
+    /// The transactional id, under exactly-once.
+    fn transactional_id(&self) -> Option<&str> {
+        self.config.get("transactional.id")
+    }
+
+    /// A new producer (not yet initialized for transactions).
+    pub fn create(&self) -> Result<StreamProducer, StreamsError> {
+        self.config
+            .create_with_context(self.tracker.clone())
+            .map_err(|e| restore::kafka_err("producer", e))
+    }
+
+    /// Initializes `producer` for transactions (exactly-once), waiting at most `timeout`.
+    pub fn init(&self, producer: &StreamProducer, timeout: Duration) -> Result<(), StreamsError> {
+        if self.transactional_id().is_none() {
+            return Ok(());
+        }
+        producer
+            .init_transactions(timeout)
+            .map_err(|e| self.init_error(e))
+    }
+
+    /// A new producer, initialized, trying again for up to `limit` while the cluster does
+    /// not answer (a broker down, the coordinator moving). Authorization errors and fatal
+    /// errors are returned at once.
+    pub fn create_retrying(&self, limit: Duration) -> Result<StreamProducer, StreamsError> {
+        let started = Instant::now();
+        let producer = self.create()?;
+        loop {
+            match self.init(&producer, INIT_ATTEMPT.min(limit)) {
+                Ok(()) => return Ok(producer),
+                Err(e) if !e.is_retriable() || started.elapsed() >= limit => return Err(e),
+                Err(e) => {
+                    tracing::warn!(error = %e, waited_s = started.elapsed().as_secs(), "initializing a new transactional producer failed; retrying");
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+            }
+        }
+    }
+
+    fn init_error(&self, e: KafkaError) -> StreamsError {
+        let app_id = &self.application_id;
+        match e.rdkafka_error_code() {
+            Some(code @ RDKafkaErrorCode::TransactionalIdAuthorizationFailed) => connect::denied(
+                format!(
+                    "transactional id `{}`",
+                    self.transactional_id().unwrap_or_default()
+                ),
+                "initializing the transactional producer",
+                code,
+                &format!("WRITE and DESCRIBE on transactional ids prefixed `{app_id}`"),
+            ),
+            Some(code @ RDKafkaErrorCode::ClusterAuthorizationFailed) => connect::denied(
+                "the cluster".into(),
+                "initializing the transactional producer",
+                code,
+                "IDEMPOTENT_WRITE on the cluster (brokers before Apache Kafka 2.8 ask for it)",
+            ),
+            _ => {
+                let fatal = super::recover::is_fatal(&e);
+                StreamsError::Kafka {
+                    message: super::redact::redact(&format!("init transactions: {e}")).into_owned(),
+                    retriable: !fatal,
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! Exactly-once: what a failed transaction's records ask for once it is aborted.
+//!
+//! A transaction fails when one of its records fails (the delivery report says why) or
+//! when it cannot reach its coordinator. Either way the thread aborts it and processes the
+//! input again from the last commit (`recover.rs`). Before that, the records that failed
+//! are read here, after every delivery report of the aborted transaction has arrived:
+//! - a record refused for good (too large for its topic, a deleted topic) goes to the
+//!   production handler: `log_and_fail` fails the thread with an error naming the topic
+//!   and the broker's reason; `log_and_continue` and `dead_letter_queue` have it dropped
+//!   or dead-lettered when it is sent again, in the next transaction (`skips.rs`);
+//! - a changelog write refused for good fails the thread (the store cannot be kept in
+//!   step with its changelog), naming the changelog and the reason;
+//! - a write the cluster did not authorize fails the thread, naming the ACL;
+//! - anything else (a timeout, a broker down) only aborts: nothing is skipped for it.
+
+use std::sync::atomic::Ordering;
+
+use super::restore::kafka_err;
+use super::skips::Instead;
+use super::tasks::TaskManager;
+use crate::model::error::StreamsError;
+use crate::model::handlers::{ErrorHandling, dead_letter};
+
+impl TaskManager {
+    /// Whether the producer reported that the open transaction can no longer commit.
+    pub(super) fn transaction_failed(&self) -> bool {
+        self.settings.eos && self.tracker.txn_failed.load(Ordering::Acquire)
+    }
+
+    /// Reads (and clears) what the aborted transaction's delivery reports said, and acts
+    /// on it as the module doc says. Called once the transaction is aborted and its
+    /// reports have arrived.
+    pub(super) fn settle_failed_records(&mut self) -> Result<(), StreamsError> {
+        let (changelog_error, failed, denied, transient) = {
+            let mut d = self
+                .tracker
+                .state
+                .lock()
+                .map_err(|_| kafka_err("deliveries", "lock poisoned"))?;
+            // Offsets of an aborted transaction: the restored stores start from the
+            // committed changelog again.
+            d.changelog_offsets.clear();
+            d.error = None;
+            (
+                d.changelog_error.take(),
+                std::mem::take(&mut d.failed_records),
+                d.denied.take(),
+                d.transient.take(),
+            )
+        };
+        self.tracker.txn_failed.store(false, Ordering::Release);
+        self.tracker.skips.aborted();
+        if let Some((topic, code)) = denied {
+            return Err(self.write_denied(&topic, code));
+        }
+        if let Some(e) = changelog_error {
+            return Err(StreamsError::Kafka {
+                message: format!("changelog write failed: {e}"),
+                retriable: false,
+            });
+        }
+        if let Some(e) = transient {
+            tracing::info!(error = %e, "a record of the aborted transaction failed for a passing reason; its input is processed again");
+        }
+        let policy = self.settings.factory.policy();
+        for (raw, error) in failed {
+            let instead = match policy.production {
+                ErrorHandling::LogAndFail => {
+                    return Err(StreamsError::Kafka {
+                        message: format!(
+                            "cannot produce to `{}` (partition {}): {error} (production.exception.handler \
+                             is log_and_fail; log_and_continue skips such a record, dead_letter_queue \
+                             writes it to the dead-letter topic)",
+                            raw.topic, raw.partition
+                        ),
+                        retriable: false,
+                    });
+                }
+                ErrorHandling::LogAndContinue => Instead::Drop,
+                ErrorHandling::DeadLetterQueue => {
+                    let Some(dlq) = policy.dead_letter_topic.as_deref() else {
+                        return Err(kafka_err("dead letter", "no dead-letter topic"));
+                    };
+                    self.metrics.dead_letters[2].inc();
+                    Instead::DeadLetter(dead_letter(dlq, &raw, "production", &raw.topic, &error))
+                }
+            };
+            tracing::warn!(topic = %raw.topic, partition = raw.partition, error = %error,
+                "a record cannot be produced; its transaction is aborted and the record {} when its input is processed again",
+                if instead == Instead::Drop { "skipped" } else { "dead-lettered" });
+            self.tracker
+                .skips
+                .add(&raw.topic, raw.key.clone(), raw.value.clone(), error, instead);
+        }
+        Ok(())
+    }
+
+    /// Forgets what the delivery reports of a transaction said (its tasks were lost: their
+    /// next owner processes the input and meets any failure itself).
+    pub(super) fn forget_failed_records(&mut self) {
+        if let Ok(mut d) = self.tracker.state.lock() {
+            d.changelog_offsets.clear();
+            d.error = None;
+            d.changelog_error = None;
+            d.failed_records.clear();
+            d.transient = None;
+        }
+        self.tracker.txn_failed.store(false, Ordering::Release);
+        self.tracker.skips.aborted();
+    }
+}
