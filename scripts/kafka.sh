@@ -8,6 +8,8 @@
 #   bash scripts/kafka.sh ensure    running and answering: prints its `kafka listening on` line and exits 0;
 #                                   otherwise starts it keeping the data (storage formatted only when new,
 #                                   jars resolved on first use as by start). What the examples run by default.
+#   bash scripts/kafka.sh resolve   only resolves the jars (as start does on first use) and ends with the
+#                                   line `kafka jars in DIR`; starts nothing (used by scripts/kafka-cluster.sh)
 #
 # start, restart and ensure end with the line `kafka listening on 127.0.0.1:PORT` on stdout,
 # after the line `kafka secure listener on 127.0.0.1:SECURE_PORT ca CA_PEM`; status prints both.
@@ -120,15 +122,28 @@ need_java() {
 }
 
 # Resolves the broker's jars with Maven once; a marker records a complete resolve of this POM.
+# Serialized per jar cache with a lock of its own (fd 8): kafka.sh and kafka-cluster.sh of
+# different run dirs may resolve at the same time.
 resolve_kafka() {
     local stamp
     stamp="$KAFKA_VERSION $(sha256sum "$POM" | cut -d' ' -f1)"
-    if [[ -f $KAFKA_MARKER && "$(cat "$KAFKA_MARKER")" == "$stamp" && -f $KAFKA_LIBS/kafka_2.13-$KAFKA_VERSION.jar ]]; then
+    jars_resolved() {
+        [[ -f $KAFKA_MARKER && "$(cat "$KAFKA_MARKER")" == "$stamp" && -f $KAFKA_LIBS/kafka_2.13-$KAFKA_VERSION.jar ]]
+    }
+    if jars_resolved; then
         return 0
+    fi
+    mkdir -p "$KAFKA_DIST_DIR"
+    if command -v flock >/dev/null 2>&1; then
+        exec 8>"$KAFKA_DIST_DIR/.resolve.lock"
+        flock -w 600 8 || die "another kafka script holds $KAFKA_DIST_DIR/.resolve.lock for more than 600 s"
+        if jars_resolved; then
+            exec 8>&-
+            return 0
+        fi
     fi
     command -v mvn >/dev/null 2>&1 ||
         die "mvn not found on PATH: it resolves Kafka $KAFKA_VERSION from Maven Central (Debian: apt-get install maven, or run scripts/install-deps.sh)"
-    mkdir -p "$KAFKA_DIST_DIR"
     local t0 tmp attempt
     t0=$(now_ms)
     tmp=$KAFKA_DIST_DIR/libs.partial
@@ -136,7 +151,7 @@ resolve_kafka() {
     for attempt in 1 2 3; do
         rm -rf "$tmp"
         if mvn -q -B -Dstyle.color=never -f "$POM" dependency:copy-dependencies \
-            -DoutputDirectory="$tmp" -DincludeScope=runtime </dev/null >"$KAFKA_DIST_DIR/mvn.log" 2>&1 9>&-; then
+            -DoutputDirectory="$tmp" -DincludeScope=runtime </dev/null >"$KAFKA_DIST_DIR/mvn.log" 2>&1 8>&- 9>&-; then
             break
         fi
         sed 's/\x1b\[[0-9;]*m//g' "$KAFKA_DIST_DIR/mvn.log" >&2
@@ -149,6 +164,7 @@ resolve_kafka() {
     rm -rf "$KAFKA_LIBS"
     mv "$tmp" "$KAFKA_LIBS"
     echo "$stamp" >"$KAFKA_MARKER"
+    exec 8>&-
     say "resolved $(find "$KAFKA_LIBS" -name '*.jar' | wc -l) jars in $(elapsed "$t0")"
 }
 
@@ -747,8 +763,13 @@ restart)
     do_start keep
     ;;
 ensure) do_ensure ;;
+resolve)
+    need_java
+    resolve_kafka
+    echo "kafka jars in $KAFKA_LIBS"
+    ;;
 *)
-    echo "usage: $0 start|stop|status|restart|ensure" >&2
+    echo "usage: $0 start|stop|status|restart|ensure|resolve" >&2
     exit 2
     ;;
 esac
