@@ -86,7 +86,10 @@ pub(crate) fn apply_pending(
     };
     match event {
         MemberEvent::Assigned(target) => assign(consumer, member, tasks, &target)?,
-        MemberEvent::Lost => lose(consumer)?,
+        MemberEvent::Lost => {
+            lose(consumer)?;
+            member.loss_handled();
+        }
     }
     Ok(true)
 }

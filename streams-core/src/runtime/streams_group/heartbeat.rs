@@ -213,6 +213,12 @@ impl Heartbeat {
                 let mut st = shared.lock();
                 while st.stop.is_none() && !(st.owned_changed && st.epoch > 0) {
                     let left = next.saturating_duration_since(Instant::now());
+                    if st.loss_pending {
+                        // No rejoin before the stream thread has dropped the lost tasks.
+                        st = shared.wake.wait(st).unwrap_or_else(|p| p.into_inner());
+                        next = Instant::now();
+                        continue;
+                    }
                     if left.is_zero() {
                         break;
                     }

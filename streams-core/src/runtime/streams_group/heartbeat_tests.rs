@@ -160,3 +160,64 @@ fn the_heartbeat_thread_survives_an_undecodable_response() {
     // Two heartbeats at least: the hostile answer, then the good one.
     assert!(seen.try_iter().count() >= 2);
 }
+
+/// A heartbeat response: FENCED_MEMBER_EPOCH (110), no assignment.
+#[rustfmt::skip]
+const FENCED: &[u8] = &[
+    0, 0, 0, 0, 0, 110, 0x00, 0x02, b'm', // ThrottleTimeMs, ErrorCode 110, ErrorMessage, MemberId
+    0, 0, 0, 0, 0, 0, 0, 50,              // MemberEpoch 0, HeartbeatIntervalMs 50
+    0, 0, 0, 0, 0, 0, 0, 0,               // AcceptableRecoveryLag, TaskOffsetIntervalMs
+    0x00, 0x00, 0x00, 0x00,               // Status, Active, Standby, Warmup tasks null
+    0, 0, 0, 0,                           // EndpointInformationEpoch
+    0x00, 0x00,                           // PartitionsByUserEndpoint null; no tags
+];
+
+/// A fenced member that owned tasks does not rejoin until its stream thread has dropped
+/// them: a rejoin would give it a fresh epoch, under which the thread could still commit
+/// the lost tasks' offsets.
+#[test]
+fn a_fenced_member_rejoins_only_after_its_thread_dropped_the_lost_tasks() {
+    let (addr, seen) = broker(vec![FENCED, GOOD]);
+    let hb = Heartbeat::new(settings(&addr), "member".into());
+    let shared = Arc::new(Shared::default());
+    {
+        let mut st = shared.lock();
+        st.epoch = 3;
+        st.owned.active.insert(TaskId {
+            subtopology: 0,
+            partition: 1,
+        });
+    }
+    let thread_shared = shared.clone();
+    let thread = std::thread::spawn(move || hb.run(&thread_shared));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !shared.lock().loss_pending {
+        assert!(Instant::now() < deadline, "not fenced");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(shared.lock().events.front(), Some(&MemberEvent::Lost));
+    let fenced_at = seen.try_iter().count();
+    assert_eq!(fenced_at, 1, "one heartbeat: the fenced one");
+    // Many heartbeat intervals (50 ms) pass: no rejoin while the loss is not handled.
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(
+        seen.try_iter().count(),
+        0,
+        "rejoined before the thread dropped its tasks"
+    );
+    assert_eq!(shared.lock().epoch, 0);
+    // The thread drops its tasks: the member rejoins at once.
+    {
+        let mut st = shared.lock();
+        st.events.clear();
+        st.loss_pending = false;
+        shared.wake.notify_all();
+    }
+    while shared.lock().epoch != 1 {
+        assert!(Instant::now() < deadline, "no rejoin after the loss was handled");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    shared.lock().stop = Some(Stop::Abandon);
+    shared.wake.notify_all();
+    thread.join().expect("no panic");
+}

@@ -15,7 +15,10 @@
 //!   last one the coordinator sent (0 while joining, -1 is sent to leave);
 //! - `FENCED_MEMBER_EPOCH` / `UNKNOWN_MEMBER_ID` (the member missed its session timeout or
 //!   its rebalance timeout) queue [`MemberEvent::Lost`]: the thread drops every task
-//!   without committing, and the member rejoins with epoch 0 and no owned tasks;
+//!   without committing and says so ([`StreamsMember::loss_handled`]); only then does the
+//!   member rejoin, with epoch 0 and no owned tasks. A member that rejoined first would
+//!   get a new epoch while its thread still ran the lost tasks, and the thread's next
+//!   commit, carrying that epoch, would be accepted for tasks another member now owns;
 //! - a fatal error (authorization, invalid topology, a group of another type, ...) stops
 //!   the heartbeat thread and is kept for [`StreamsMember::failure`]; connection losses and
 //!   coordinator moves are retried (re-finding the coordinator) until the coordinator
@@ -102,6 +105,9 @@ pub(crate) struct State {
     pub owned_changed: bool,
     /// Events not yet polled.
     pub events: VecDeque<MemberEvent>,
+    /// The tasks were lost and the stream thread has not yet dropped them: the member
+    /// does not rejoin meanwhile.
+    pub loss_pending: bool,
     /// The fatal error that stopped the heartbeat thread.
     pub failure: Option<StreamsError>,
     /// Set by the handle to stop the heartbeat thread.
@@ -118,6 +124,7 @@ impl State {
         self.owned_changed = false;
         self.events.clear();
         self.events.push_back(MemberEvent::Lost);
+        self.loss_pending = true;
     }
 }
 
@@ -241,6 +248,16 @@ impl StreamsMember {
                 .wait_timeout(st, left)
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
+        }
+    }
+
+    /// The stream thread has dropped the tasks of a [`MemberEvent::Lost`]: the member may
+    /// rejoin.
+    pub(crate) fn loss_handled(&self) {
+        let mut st = self.shared.lock();
+        if st.loss_pending {
+            st.loss_pending = false;
+            self.shared.wake.notify_all();
         }
     }
 
