@@ -228,6 +228,18 @@ pub enum StreamsGroupFailure {
     /// an undecodable response).
     #[error("protocol error")]
     Protocol,
+    /// The group's status says a source topic of the topology does not exist (deleted while
+    /// the application ran): no task of it can be assigned.
+    #[error("source topics missing")]
+    MissingSourceTopics,
+    /// The group's status says co-partitioned topics (sources of one subtopology) have
+    /// different partition counts, e.g. partitions were added to one input topic.
+    #[error("topics incorrectly partitioned")]
+    IncorrectlyPartitioned,
+    /// A member of the group asked the whole application to shut down
+    /// (`ThreadFailureResponse::ShutdownApplication` on another instance).
+    #[error("application shutdown requested")]
+    ShutdownRequested,
 }
 
 impl StreamsError {

@@ -43,6 +43,8 @@ pub(crate) struct Heartbeat {
     delivered: Option<TaskAssignment>,
     /// The group status last logged.
     status: Option<Vec<GroupStatus>>,
+    /// Since when the group's status reports a fatal condition (see [`status_failure`]).
+    failing_status_since: Option<Instant>,
     /// The endpoint information epoch the coordinator last sent.
     endpoint_epoch: i32,
 }
@@ -58,6 +60,7 @@ impl Heartbeat {
             target: TaskAssignment::default(),
             delivered: None,
             status: None,
+            failing_status_since: None,
             endpoint_epoch: 0,
         }
     }
@@ -176,6 +179,24 @@ impl Heartbeat {
                 tracing::warn!(group = %group, code = s.code, "streams group status: {}", s.detail);
             }
             self.status = resp.status.clone();
+        }
+        match status_failure(group, resp.status.iter().flatten()) {
+            // A topic just created or repartitioned may reach the coordinator's metadata a
+            // moment late: only a condition that lasts fails the member.
+            Some(e) => {
+                let since = *self.failing_status_since.get_or_insert_with(Instant::now);
+                let shutdown = matches!(
+                    e,
+                    StreamsError::StreamsGroup {
+                        kind: StreamsGroupFailure::ShutdownRequested,
+                        ..
+                    }
+                );
+                if shutdown || since.elapsed() >= STATUS_GRACE {
+                    return Err(e);
+                }
+            }
+            None => self.failing_status_since = None,
         }
         let mut changed = false;
         for (list, set) in [
@@ -359,6 +380,33 @@ pub(crate) fn fatal(group: &str, code: i16, message: Option<&str>) -> Option<Str
         group: group.to_owned(),
         kind,
         message,
+    })
+}
+
+/// How long a fatal group status may last before the member fails.
+const STATUS_GRACE: Duration = Duration::from_secs(10);
+
+/// The fatal condition a group status reports, as Kafka Streams treats them: missing
+/// source topics and incorrectly partitioned topics fail the thread (nothing of the
+/// topology can be assigned until someone fixes the topics), and so does a shutdown
+/// another instance requested. Stale topology, missing internal topics and a delayed
+/// assignment only wait.
+pub(crate) fn status_failure<'a>(
+    group: &str,
+    status: impl IntoIterator<Item = &'a GroupStatus>,
+) -> Option<StreamsError> {
+    status.into_iter().find_map(|s| {
+        let kind = match s.code {
+            1 => StreamsGroupFailure::MissingSourceTopics,
+            2 => StreamsGroupFailure::IncorrectlyPartitioned,
+            4 => StreamsGroupFailure::ShutdownRequested,
+            _ => return None,
+        };
+        Some(StreamsError::StreamsGroup {
+            group: group.to_owned(),
+            kind,
+            message: s.detail.clone(),
+        })
     })
 }
 

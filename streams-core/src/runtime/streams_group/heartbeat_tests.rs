@@ -221,3 +221,30 @@ fn a_fenced_member_rejoins_only_after_its_thread_dropped_the_lost_tasks() {
     shared.wake.notify_all();
     thread.join().expect("no panic");
 }
+
+#[test]
+fn group_statuses_that_no_rebalance_fixes_fail_the_member() {
+    let status = |code: i8| GroupStatus {
+        code,
+        detail: format!("status {code}"),
+    };
+    for (code, kind) in [
+        (1, StreamsGroupFailure::MissingSourceTopics),
+        (2, StreamsGroupFailure::IncorrectlyPartitioned),
+        (4, StreamsGroupFailure::ShutdownRequested),
+    ] {
+        match status_failure("g", [&status(0), &status(code)]) {
+            Some(StreamsError::StreamsGroup { kind: k, message, .. }) => {
+                assert_eq!(k, kind);
+                assert_eq!(message, format!("status {code}"));
+            }
+            other => panic!("status {code}: {other:?}"),
+        }
+    }
+    for code in [0, 3, 5] {
+        assert!(
+            status_failure("g", [&status(code)]).is_none(),
+            "status {code} only waits"
+        );
+    }
+}

@@ -201,6 +201,17 @@ impl StreamsMember {
                     if shared.lock().epoch > 0 {
                         break;
                     }
+                    // NOT_COORDINATOR and the like answer, but not with a membership.
+                    if Instant::now() >= deadline {
+                        return Err(wire::kafka(
+                            format!(
+                                "joining streams group `{}`: no membership within {:?}",
+                                settings.group_id,
+                                settings.rebalance_timeout.max(IO_TIMEOUT)
+                            ),
+                            true,
+                        ));
+                    }
                 }
                 Err(e) if e.is_retriable() && Instant::now() < deadline => {
                     tracing::debug!(group = %settings.group_id, "join heartbeat failed, retrying: {e}");
