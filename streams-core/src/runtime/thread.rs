@@ -157,6 +157,7 @@ fn run_loop(
     let mut topics = TopicNames::default();
     while !shutdown.load(Ordering::Relaxed) {
         if let Some((member, tasks)) = &settings.member {
+            member.polled();
             if let Some(e) = member.failure() {
                 return Err(e);
             }

@@ -260,6 +260,28 @@ impl Heartbeat {
                     shared.wake.notify_all();
                     return;
                 }
+                if st.epoch > 0
+                    && st
+                        .last_poll
+                        .is_some_and(|t| t.elapsed() > self.settings.rebalance_timeout)
+                {
+                    tracing::warn!(
+                        group = %self.settings.group_id,
+                        member = %self.member_id,
+                        "the stream thread has not polled for longer than max.poll.interval.ms ({:?}): \
+                         leaving the group, its tasks are lost",
+                        self.settings.rebalance_timeout
+                    );
+                    st.lose();
+                    st.epoch = 0;
+                    self.target = TaskAssignment::default();
+                    self.delivered = None;
+                    shared.wake.notify_all();
+                    drop(st);
+                    self.leave();
+                    next = Instant::now() + self.interval;
+                    continue;
+                }
                 st.owned_changed = false;
                 self.request(&st)
             };

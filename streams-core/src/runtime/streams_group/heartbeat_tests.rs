@@ -248,3 +248,38 @@ fn group_statuses_that_no_rebalance_fixes_fail_the_member() {
         );
     }
 }
+
+/// A stream thread stuck (in user code) for longer than the rebalance timeout loses its
+/// tasks: the member leaves the group rather than heartbeating on for them.
+#[test]
+fn a_member_whose_thread_does_not_poll_leaves_and_loses_its_tasks() {
+    let (addr, seen) = broker(vec![GOOD]);
+    let mut s = (*settings(&addr)).clone();
+    s.rebalance_timeout = Duration::from_millis(300);
+    let hb = Heartbeat::new(Arc::new(s), "member".into());
+    let shared = Arc::new(Shared::default());
+    let thread_shared = shared.clone();
+    let thread = std::thread::spawn(move || hb.run(&thread_shared));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while shared.lock().epoch != 1 {
+        assert!(Instant::now() < deadline, "not joined");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The thread polls for a while: the member stays.
+    for _ in 0..10 {
+        shared.lock().last_poll = Some(Instant::now());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!shared.lock().loss_pending, "left while the thread polled");
+    // Then it stops polling.
+    while !shared.lock().loss_pending {
+        assert!(Instant::now() < deadline, "a stuck thread kept its tasks");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(shared.lock().events.front(), Some(&MemberEvent::Lost));
+    let sent = seen.try_iter().count();
+    assert!(sent >= 2, "joined, then left: {sent} requests");
+    shared.lock().stop = Some(Stop::Abandon);
+    shared.wake.notify_all();
+    thread.join().expect("no panic");
+}

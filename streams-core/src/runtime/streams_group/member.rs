@@ -19,6 +19,10 @@
 //!   member rejoin, with epoch 0 and no owned tasks. A member that rejoined first would
 //!   get a new epoch while its thread still ran the lost tasks, and the thread's next
 //!   commit, carrying that epoch, would be accepted for tasks another member now owns;
+//! - a stream thread that does not go round its loop for longer than the rebalance timeout
+//!   (`max.poll.interval.ms`; stuck in user code) loses its tasks as a consumer would: the
+//!   member leaves the group, so the coordinator moves them at once, and queues
+//!   [`MemberEvent::Lost`]; it rejoins once the thread is back and has dropped them;
 //! - a fatal error (authorization, invalid topology, a group of another type, ...) stops
 //!   the heartbeat thread and is kept for [`StreamsMember::failure`]; connection losses and
 //!   coordinator moves are retried (re-finding the coordinator) until the coordinator
@@ -108,6 +112,8 @@ pub(crate) struct State {
     /// The tasks were lost and the stream thread has not yet dropped them: the member
     /// does not rejoin meanwhile.
     pub loss_pending: bool,
+    /// When the stream thread last went round its loop (`None` before the first time).
+    pub last_poll: Option<Instant>,
     /// The fatal error that stopped the heartbeat thread.
     pub failure: Option<StreamsError>,
     /// Set by the handle to stop the heartbeat thread.
@@ -260,6 +266,11 @@ impl StreamsMember {
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
+    }
+
+    /// The stream thread goes round its loop: it is not stuck (see the module doc).
+    pub(crate) fn polled(&self) {
+        self.shared.lock().last_poll = Some(Instant::now());
     }
 
     /// The stream thread has dropped the tasks of a [`MemberEvent::Lost`]: the member may
