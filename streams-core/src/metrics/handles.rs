@@ -67,10 +67,22 @@ impl ThreadMetrics {
     /// Adds the time since `*since` to `phase` and restarts `*since`.
     pub(crate) fn lap(&self, phase: CommitPhase, since: &mut std::time::Instant) {
         let now = std::time::Instant::now();
-        self.commit_phases[phase as usize].inc_by((now - *since).as_secs_f64());
+        let took = now - *since;
+        self.commit_phases[phase as usize].inc_by(took.as_secs_f64());
+        if took >= SLOW_COMMIT_PHASE {
+            // A broker paused or unreachable shows here first: the log says which step waited.
+            tracing::warn!(
+                phase = phase.label(),
+                took_ms = took.as_millis() as u64,
+                "slow commit step"
+            );
+        }
         *since = now;
     }
 }
+
+/// A commit step that takes this long is logged (a WARN naming the step).
+const SLOW_COMMIT_PHASE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The metrics of one stream thread, made by [`Metrics::thread`].
 ///

@@ -73,6 +73,37 @@ impl Restoring {
 }
 
 impl TaskManager {
+    /// Closes, without committing, the running and restoring tasks that `wanted` does not
+    /// name.
+    fn drop_unassigned(&mut self, wanted: &BTreeSet<TaskId>) {
+        let stale: Vec<TaskId> = self
+            .tasks
+            .keys()
+            .filter(|id| !wanted.contains(id))
+            .copied()
+            .collect();
+        for id in stale {
+            if let Some(mut task) = self.tasks.remove(&id) {
+                tracing::warn!(task = %id, "closing a task the assignment no longer names, without committing");
+                if let Err(e) = task.close(false) {
+                    tracing::warn!(task = %id, error = %e, "closing task dirty");
+                }
+                self.metrics.tasks_closed.inc();
+            }
+        }
+        let stale: Vec<TaskId> = self
+            .restoring
+            .keys()
+            .filter(|id| !wanted.contains(id))
+            .copied()
+            .collect();
+        for id in stale {
+            tracing::warn!(task = %id, "dropping the restoration of a task the assignment no longer names");
+            self.restoring.remove(&id);
+            self.updater.remove(id);
+        }
+    }
+
     /// Whether some task's stores are being restored.
     pub fn is_restoring(&self) -> bool {
         !self.restoring.is_empty()
@@ -126,6 +157,11 @@ impl TaskManager {
                     self.updater.remove(id);
                 }
             }
+            // Any other task of this thread that the assignment no longer names was
+            // created from a stale one (never suspended, so never committed as revoked):
+            // it is closed without committing, and a later assignment creates it afresh
+            // from the changelog rather than reusing state another member moved past.
+            self.drop_unassigned(&wanted);
             if positions_kept {
                 let mut kept = TopicPartitionList::new();
                 for id in wanted.iter().filter(|id| self.tasks.contains_key(id)) {

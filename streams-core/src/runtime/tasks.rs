@@ -430,6 +430,11 @@ impl TaskManager {
         self.dirty = true;
         self.commit(consumer)?;
         self.begin_transaction()?;
+        // A creation queued before the revocation (after a rewind, say) must not bring the
+        // revoked partitions' tasks back: another member owns them from now on.
+        if let Some(pending) = &mut self.pending {
+            pending.retain(|(t, p)| tpl.find_partition(t, *p).is_none());
+        }
         for e in tpl.elements() {
             if let Some(sub) = self.settings.factory.topology().subtopology_of_topic(e.topic()) {
                 self.suspended.insert(TaskId {
