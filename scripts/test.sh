@@ -13,8 +13,13 @@
 #                                                 fails without java or mvn, never skips
 # and runs `cargo test --workspace --lib --bins --tests --examples --no-fail-fast` (every
 # target but the criterion benches, whose harness takes no test flags), then
-# `cargo test --workspace --doc`.
-# Exits with cargo's status. See docs/kafka-for-tests.md.
+# `cargo test --workspace --doc`. Then the short fault suite: a fresh three-broker cluster
+# (scripts/kafka-cluster.sh, stopped again on exit), and with
+#   STREAMS_TEST_CLUSTER_BOOTSTRAP, STREAMS_REQUIRE_CLUSTER=1
+# `cargo test -p streams-examples --test cluster_faults` one test at a time (the tests named
+# `three_brokers_*`, skipped in the first run so the cluster's JVMs never compete with it
+# for the cores). STREAMS_SKIP_CLUSTER=1 leaves the fault suite out.
+# Exits with the first failure's status. See docs/kafka-for-tests.md.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -27,10 +32,20 @@ TEST_THREADS=${STREAMS_TEST_THREADS:-4}
 
 bash scripts/install-deps.sh
 
+kafka_started=0
+cluster_started=0
 # shellcheck disable=SC2317 # called by the EXIT trap
-stop_kafka() {
-    bash scripts/kafka.sh stop || echo "test.sh: warning: stopping Kafka failed" >&2
+cleanup() {
+    if [[ $cluster_started == 1 ]]; then
+        bash scripts/kafka-cluster.sh stop || echo "test.sh: warning: stopping the three-broker cluster failed" >&2
+    fi
+    if [[ $kafka_started == 1 ]]; then
+        bash scripts/kafka.sh stop || echo "test.sh: warning: stopping Kafka failed" >&2
+    fi
 }
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 # A broker of the same run dir that is already up and answering (someone's `kafka.sh start`)
 # is reused and left running; otherwise a fresh one is started and stopped on exit.
 kafka_status=0
@@ -48,9 +63,7 @@ else
         echo "test.sh: a broker is running but not answering: restarting it fresh" >&2
         bash scripts/kafka.sh stop
     fi
-    trap stop_kafka EXIT
-    trap 'exit 130' INT
-    trap 'exit 143' TERM
+    kafka_started=1
     kafka_out=$(bash scripts/kafka.sh start | tee /dev/stderr)
 fi
 # `kafka secure listener on ADDRESS ca FILE` (kafka.sh start, restart, status).
@@ -67,13 +80,33 @@ export STREAMS_REQUIRE_JAVA=1
 
 # Both runs happen even when the first fails; the exit status is the first failure's.
 status=0
-cargo test --workspace --lib --bins --tests --examples --no-fail-fast "$@" -- --test-threads="$TEST_THREADS" || status=$?
+cargo test --workspace --lib --bins --tests --examples --no-fail-fast "$@" -- --test-threads="$TEST_THREADS" \
+    --skip three_brokers_ || status=$?
 doc_status=0
 cargo test --workspace --doc "$@" -- --test-threads="$TEST_THREADS" || doc_status=$?
+
+# The short fault suite on a fresh three-broker cluster (the full matrix: docs/kafka-for-tests.md).
+cluster_status=0
+if [[ ${STREAMS_SKIP_CLUSTER:-0} != 1 ]]; then
+    cluster_started=1
+    cluster_out=$(bash scripts/kafka-cluster.sh start | tee /dev/stderr) || cluster_status=$?
+    if [[ $cluster_status -eq 0 && $cluster_out =~ kafka\ cluster\ listening\ on\ ([^$'\n']+) ]]; then
+        STREAMS_TEST_CLUSTER_BOOTSTRAP=${BASH_REMATCH[1]} STREAMS_REQUIRE_CLUSTER=1 \
+            cargo test -p streams-examples --test cluster_faults "$@" -- --test-threads=1 three_brokers_ ||
+            cluster_status=$?
+    else
+        echo "test.sh: the three-broker cluster did not start" >&2
+        cluster_status=1
+    fi
+fi
+
 if [[ $status -ne 0 ]]; then
     echo "test.sh: cargo test --workspace (lib, bins, tests, examples) failed (exit $status)" >&2
 elif [[ $doc_status -ne 0 ]]; then
     echo "test.sh: cargo test --workspace --doc failed (exit $doc_status)" >&2
     status=$doc_status
+elif [[ $cluster_status -ne 0 ]]; then
+    echo "test.sh: the fault suite on the three-broker cluster failed (exit $cluster_status)" >&2
+    status=$cluster_status
 fi
 exit "$status"

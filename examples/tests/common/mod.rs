@@ -1,8 +1,15 @@
 //! What the integration tests of `count-app` share: its topics, the command that starts it as
 //! a child process, stopping it with a signal, and reading back what it wrote, by identity.
+//! The multi-instance tests (membership churn, broker faults) also share the instances
+//! ([`instance`]), the feeder of their input ([`feed`]) and the check of what was committed
+//! ([`verify`]).
 
 // Each test crate uses a part of this module.
 #![allow(dead_code)]
+
+pub mod feed;
+pub mod instance;
+pub mod verify;
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -17,19 +17,13 @@ impl TaskManager {
     /// `dead_letter_queue`, then the producer is flushed again), are skipped
     /// (`log_and_continue`), or fail the thread (`log_and_fail`).
     pub(super) fn check_deliveries(&mut self) -> Result<(), StreamsError> {
-        let (error, changelog_error, failed, denied) = {
-            let mut d = self
-                .tracker
-                .state
-                .lock()
-                .map_err(|_| kafka_err("deliveries", "lock poisoned"))?;
-            (
-                d.error.take(),
-                d.changelog_error.take(),
-                std::mem::take(&mut d.failed_records),
-                d.denied.take(),
-            )
-        };
+        let super::producer::Failures {
+            error,
+            changelog_error,
+            failed_records: failed,
+            denied,
+            ..
+        } = self.take_failures(false)?;
         if let Some((topic, code)) = denied {
             return Err(self.write_denied(&topic, code));
         }
@@ -58,6 +52,21 @@ impl TaskManager {
             }
             None => Ok(()),
         }
+    }
+
+    /// Takes what the delivery reports said since the last take; with `aborted` (the
+    /// transaction they belonged to was aborted) also forgets the changelog offsets they
+    /// reached, since the restored stores start from the committed changelog again.
+    pub(super) fn take_failures(&self, aborted: bool) -> Result<super::producer::Failures, StreamsError> {
+        let mut d = self
+            .tracker
+            .state
+            .lock()
+            .map_err(|_| kafka_err("deliveries", "lock poisoned"))?;
+        if aborted {
+            d.changelog_offsets.clear();
+        }
+        Ok(d.take_failures())
     }
 
     /// The error of a write to `topic` the cluster refused with `code`, naming the ACL.

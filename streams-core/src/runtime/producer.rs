@@ -44,7 +44,27 @@ pub(crate) struct Deliveries {
     pub transient: Option<String>,
 }
 
+/// The failures [`Deliveries`] gathered since they were last taken.
+pub(crate) struct Failures {
+    pub error: Option<String>,
+    pub changelog_error: Option<String>,
+    pub failed_records: Vec<(RawRecord, String)>,
+    pub denied: Option<(String, RDKafkaErrorCode)>,
+    pub transient: Option<String>,
+}
+
 impl Deliveries {
+    /// Takes the failures gathered so far; the next ones start afresh.
+    pub fn take_failures(&mut self) -> Failures {
+        Failures {
+            error: self.error.take(),
+            changelog_error: self.changelog_error.take(),
+            failed_records: std::mem::take(&mut self.failed_records),
+            denied: self.denied.take(),
+            transient: self.transient.take(),
+        }
+    }
+
     /// Notes a refusal of `topic` when `e` is an authorization error; returns whether it was.
     pub fn note_denied(&mut self, topic: &str, e: &KafkaError) -> bool {
         match e.rdkafka_error_code() {

@@ -31,23 +31,13 @@ impl TaskManager {
     /// on it as the module doc says. Called once the transaction is aborted and its
     /// reports have arrived.
     pub(super) fn settle_failed_records(&mut self) -> Result<(), StreamsError> {
-        let (changelog_error, failed, denied, transient) = {
-            let mut d = self
-                .tracker
-                .state
-                .lock()
-                .map_err(|_| kafka_err("deliveries", "lock poisoned"))?;
-            // Offsets of an aborted transaction: the restored stores start from the
-            // committed changelog again.
-            d.changelog_offsets.clear();
-            d.error = None;
-            (
-                d.changelog_error.take(),
-                std::mem::take(&mut d.failed_records),
-                d.denied.take(),
-                d.transient.take(),
-            )
-        };
+        let super::producer::Failures {
+            changelog_error,
+            failed_records: failed,
+            denied,
+            transient,
+            ..
+        } = self.take_failures(true)?;
         self.tracker.txn_failed.store(false, Ordering::Release);
         self.tracker.skips.aborted();
         if let Some((topic, code)) = denied {
@@ -100,10 +90,7 @@ impl TaskManager {
     pub(super) fn forget_failed_records(&mut self) {
         if let Ok(mut d) = self.tracker.state.lock() {
             d.changelog_offsets.clear();
-            d.error = None;
-            d.changelog_error = None;
-            d.failed_records.clear();
-            d.transient = None;
+            let _ = d.take_failures();
         }
         self.tracker.txn_failed.store(false, Ordering::Release);
         self.tracker.skips.aborted();
