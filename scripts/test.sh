@@ -17,8 +17,8 @@
 # (scripts/kafka-cluster.sh, stopped again on exit), and with
 #   STREAMS_TEST_CLUSTER_BOOTSTRAP, STREAMS_REQUIRE_CLUSTER=1
 # `cargo test -p streams-examples --test cluster_faults` one test at a time (the tests named
-# `three_brokers_*`, skipped in the first run so the cluster's JVMs never compete with it
-# for the cores). STREAMS_SKIP_CLUSTER=1 leaves the fault suite out.
+# `three_brokers_*` but not `three_brokers_long_*`, skipped in the first run so the
+# cluster's JVMs never compete with it for the cores). STREAMS_SKIP_CLUSTER=1 leaves the fault suite out.
 # Exits with the first failure's status. See docs/kafka-for-tests.md.
 set -euo pipefail
 
@@ -92,7 +92,8 @@ if [[ ${STREAMS_SKIP_CLUSTER:-0} != 1 ]]; then
     cluster_out=$(bash scripts/kafka-cluster.sh start | tee /dev/stderr) || cluster_status=$?
     if [[ $cluster_status -eq 0 && $cluster_out =~ kafka\ cluster\ listening\ on\ ([^$'\n']+) ]]; then
         STREAMS_TEST_CLUSTER_BOOTSTRAP=${BASH_REMATCH[1]} STREAMS_REQUIRE_CLUSTER=1 \
-            cargo test -p streams-examples --test cluster_faults "$@" -- --test-threads=1 three_brokers_ ||
+            cargo test -p streams-examples --test cluster_faults "$@" -- --test-threads=1 three_brokers_ \
+            --skip three_brokers_long_ ||
             cluster_status=$?
     else
         echo "test.sh: the three-broker cluster did not start" >&2

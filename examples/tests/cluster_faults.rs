@@ -9,7 +9,11 @@
 //! - `three_brokers_eos_survives_a_paused_broker`: the leader of input partition 0 is paused (SIGSTOP, a
 //!   hung broker whose sockets stay open) for `CLUSTER_PAUSE_S` seconds (30 by default; 90
 //!   outlasts `transaction.timeout.ms` and the request timeouts), then resumed;
-//! - `three_brokers_alos_survives_partition_leader_kills`: the bounces under `at_least_once`.
+//! - `three_brokers_alos_survives_partition_leader_kills`: the bounces under `at_least_once`;
+//! - `three_brokers_long_eos_survives_controller_kills` (full run only): the active KRaft
+//!   controller bounced, `CLUSTER_FAULT_ROUNDS` times;
+//! - `three_brokers_long_eos_survives_the_whole_cluster_paused` (full run only): every node
+//!   paused for `CLUSTER_ALL_DOWN_S` seconds (60 by default), then resumed.
 //!
 //! After the faults the feeder runs 5 s more and stops; once the group has committed every
 //! input offset, the instances stop cleanly (SIGTERM, exit 0) and what was committed is read
@@ -63,6 +67,10 @@ enum Faults {
     Bounces(usize),
     /// `pause` the leader of input partition 0 this long, then `resume` it.
     Pause(Duration),
+    /// This many rounds of: `bounce` the active KRaft controller.
+    ControllerBounces(usize),
+    /// `pause` every node this long (the whole cluster unreachable), then `resume` them.
+    PauseAll(Duration),
 }
 
 impl Faults {
@@ -74,6 +82,16 @@ impl Faults {
     /// A pause of `CLUSTER_PAUSE_S` seconds (30 by default).
     fn pause() -> Self {
         Self::Pause(Duration::from_secs(env_number("CLUSTER_PAUSE_S", 30)))
+    }
+
+    /// `CLUSTER_FAULT_ROUNDS` controller bounces (2 by default).
+    fn controller_bounces() -> Self {
+        Self::ControllerBounces(env_number("CLUSTER_FAULT_ROUNDS", 2) as usize)
+    }
+
+    /// Every node paused for `CLUSTER_ALL_DOWN_S` seconds (60 by default).
+    fn pause_all() -> Self {
+        Self::PauseAll(Duration::from_secs(env_number("CLUSTER_ALL_DOWN_S", 60)))
     }
 }
 
@@ -90,6 +108,21 @@ fn three_brokers_eos_survives_a_paused_broker() {
         Guarantee::ExactlyOnce,
         Faults::pause(),
     );
+}
+
+/// In the full run only (`scripts/test.sh` skips `three_brokers_long_*`).
+#[test]
+fn three_brokers_long_eos_survives_controller_kills() {
+    let test = "three_brokers_long_eos_survives_controller_kills";
+    scenario(test, Guarantee::ExactlyOnce, Faults::controller_bounces());
+}
+
+/// In the full run only: the whole cluster unreachable for a minute, then back; the
+/// application must resume by itself.
+#[test]
+fn three_brokers_long_eos_survives_the_whole_cluster_paused() {
+    let test = "three_brokers_long_eos_survives_the_whole_cluster_paused";
+    scenario(test, Guarantee::ExactlyOnce, Faults::pause_all());
 }
 
 #[test]
@@ -337,6 +370,29 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
             sleep_alive(pause, &mut instances);
             cluster.on("resume", node);
             let what = format!("a pause of {pause:?}: node {node} (leader of input partition 0)");
+            fault(what, Instant::now(), &mut instances);
+        }
+        Faults::ControllerBounces(rounds) => {
+            for round in 0..rounds {
+                let node: u32 = cluster
+                    .run(&["controller"], false)
+                    .trim()
+                    .parse()
+                    .expect("the active controller's node id");
+                cluster.on("bounce", node);
+                let what = format!("controller bounce {} of {rounds}: node {node}", round + 1);
+                fault(what, Instant::now(), &mut instances);
+            }
+        }
+        Faults::PauseAll(pause) => {
+            for node in 1..=3 {
+                cluster.on("pause", node);
+            }
+            sleep_alive(pause, &mut instances);
+            for node in 1..=3 {
+                cluster.on("resume", node);
+            }
+            let what = format!("every node paused for {pause:?}");
             fault(what, Instant::now(), &mut instances);
         }
     }

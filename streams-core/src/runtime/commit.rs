@@ -76,7 +76,14 @@ impl TaskManager {
                     .map_err(|e| kafka_err("offsets", e))?;
             }
         }
-        let timeout = Duration::from_secs(60);
+        // Under exactly-once no step waits longer than the transaction may stay open: past
+        // `transaction.timeout.ms` the coordinator aborts it anyway, and the thread
+        // recovers at once rather than after minutes of silent waiting (rust-rdkafka's
+        // commit flushes before it commits, doubling any timeout given to it).
+        let timeout = match self.settings.eos {
+            true => self.recipe.transaction_timeout(),
+            false => Duration::from_secs(60),
+        };
         tracing::debug!(offsets = %super::start_offsets::describe(&tpl), "committing");
         if self.settings.eos {
             if tpl.count() > 0 {

@@ -39,6 +39,15 @@ impl ProducerRecipe {
         self.config.get("transactional.id")
     }
 
+    /// The producer's `transaction.timeout.ms` (Kafka's default, 60 s, where unset; the
+    /// runtime sets 10 s under exactly-once unless configured).
+    pub fn transaction_timeout(&self) -> Duration {
+        self.config
+            .get("transaction.timeout.ms")
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map_or(Duration::from_secs(60), Duration::from_millis)
+    }
+
     /// A new producer (not yet initialized for transactions).
     pub fn create(&self) -> Result<StreamProducer, StreamsError> {
         self.config
@@ -100,5 +109,35 @@ impl ProducerRecipe {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recipe(timeout: Option<&str>) -> ProducerRecipe {
+        let mut config = ClientConfig::new();
+        if let Some(t) = timeout {
+            config.set("transaction.timeout.ms", t);
+        }
+        ProducerRecipe {
+            config,
+            tracker: DeliveryTracker::default(),
+            application_id: "app".into(),
+        }
+    }
+
+    #[test]
+    fn a_commit_waits_no_longer_than_the_transaction_may_stay_open() {
+        assert_eq!(
+            recipe(Some("10000")).transaction_timeout(),
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            recipe(Some(" 2500 ")).transaction_timeout(),
+            Duration::from_millis(2500)
+        );
+        assert_eq!(recipe(None).transaction_timeout(), Duration::from_secs(60));
     }
 }

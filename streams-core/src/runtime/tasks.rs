@@ -437,10 +437,22 @@ impl TaskManager {
         }
         for e in tpl.elements() {
             if let Some(sub) = self.settings.factory.topology().subtopology_of_topic(e.topic()) {
-                self.suspended.insert(TaskId {
+                let id = TaskId {
                     subtopology: sub.id,
                     partition: e.partition(),
-                });
+                };
+                self.suspended.insert(id);
+                // Records fetched for a task still restoring (or waiting for its state
+                // directory) belong to the revoked partition: its next owner reads them
+                // again from the committed offset. Kept, they would run through the task
+                // once restored, before the next assignment closes it, and their output
+                // would commit without their offsets: twice in the output.
+                if let Some(r) = self.restoring.get_mut(&id) {
+                    r.held.clear();
+                }
+                if let Some(held) = self.waiting.get_mut(&id) {
+                    held.clear();
+                }
             }
         }
         Ok(())
