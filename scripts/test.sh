@@ -56,7 +56,7 @@ if [[ $kafka_status -eq 0 && $kafka_out =~ listening\ on\ 127\.0\.0\.1:([0-9]+) 
     if [[ ! $kafka_out =~ kafka\ secure\ listener\ on ]]; then
         # Started by an older kafka.sh: restarted (keeping its data) with the secure listener.
         echo "test.sh: it has no secure listener: restarting it with the current settings"
-        kafka_out=$(bash scripts/kafka.sh restart | tee /dev/stderr)
+        kafka_out=$(bash scripts/kafka.sh restart | tee >(cat >&2))
     fi
 else
     if [[ $kafka_status -eq 1 ]]; then
@@ -64,7 +64,7 @@ else
         bash scripts/kafka.sh stop
     fi
     kafka_started=1
-    kafka_out=$(bash scripts/kafka.sh start | tee /dev/stderr)
+    kafka_out=$(bash scripts/kafka.sh start | tee >(cat >&2))
 fi
 # `kafka secure listener on ADDRESS ca FILE` (kafka.sh start, restart, status).
 if [[ $kafka_out =~ kafka\ secure\ listener\ on\ ([^ ]+)\ ca\ ([^$'\n']+) ]]; then
@@ -89,7 +89,7 @@ cargo test --workspace --doc "$@" -- --test-threads="$TEST_THREADS" || doc_statu
 cluster_status=0
 if [[ ${STREAMS_SKIP_CLUSTER:-0} != 1 ]]; then
     cluster_started=1
-    cluster_out=$(bash scripts/kafka-cluster.sh start | tee /dev/stderr) || cluster_status=$?
+    cluster_out=$(bash scripts/kafka-cluster.sh start | tee >(cat >&2)) || cluster_status=$?
     if [[ $cluster_status -eq 0 && $cluster_out =~ kafka\ cluster\ listening\ on\ ([^$'\n']+) ]]; then
         STREAMS_TEST_CLUSTER_BOOTSTRAP=${BASH_REMATCH[1]} STREAMS_REQUIRE_CLUSTER=1 \
             cargo test -p streams-examples --test cluster_faults "$@" -- --test-threads=1 three_brokers_ \
