@@ -22,9 +22,11 @@ use streams_core::handlers::headers::{EXCEPTION, MESSAGE, TOPIC};
 use streams_core::serdes::{BytesSerde, StringSerde, U64Serde};
 use streams_core::{
     KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, State, Stores, StreamsConfig,
-    ThreadFailureResponse, Topology,
+    Topology,
 };
 use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
+
+mod common;
 
 const RECORDS: u32 = 2_000;
 /// Every 200th record (from the 8th) is 5,000 bytes: too large for the output topic.
@@ -166,12 +168,7 @@ fn start(config: StreamsConfig, run: &Run) -> (KafkaStreams, Arc<Mutex<Option<St
         .with_test_writer()
         .try_init();
     let mut app = KafkaStreams::new(topology(&run.input, &run.output), config).unwrap();
-    let failure: Arc<Mutex<Option<String>>> = Arc::default();
-    let seen = failure.clone();
-    app.set_uncaught_error_handler(move |e| {
-        seen.lock().unwrap().get_or_insert(e.to_string());
-        ThreadFailureResponse::ShutdownApplication
-    });
+    let failure = common::first_failure(&mut app);
     app.start().unwrap();
     (app, failure)
 }

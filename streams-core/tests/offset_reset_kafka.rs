@@ -15,7 +15,6 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rdkafka::ClientConfig;
@@ -26,7 +25,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, DefaultProducerContext, Produc
 use rdkafka::{Offset, TopicPartitionList};
 use streams_core::runtime::changelog_topic;
 use streams_core::serdes::StringSerde;
-use streams_core::{EmbeddedKafka, KafkaStreams, State, StreamsConfig, ThreadFailureResponse, Topology};
+use streams_core::{EmbeddedKafka, KafkaStreams, State, StreamsConfig, Topology};
 use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
 
 mod common;
@@ -304,12 +303,7 @@ fn mock_cluster_retention_stops_the_application() {
         &cluster,
     )
     .unwrap();
-    let failure: Arc<Mutex<Option<String>>> = Arc::default();
-    let seen = failure.clone();
-    app.set_uncaught_error_handler(move |e| {
-        seen.lock().unwrap().get_or_insert(e.to_string());
-        ThreadFailureResponse::ShutdownApplication
-    });
+    let failure = common::first_failure(&mut app);
     app.start().unwrap();
     assert!(
         app.wait_for_state(State::Error, Duration::from_secs(60)),

@@ -37,9 +37,7 @@ impl TaskManager {
             denied,
             transient,
             ..
-        } = self.take_failures(true)?;
-        self.tracker.txn_failed.store(false, Ordering::Release);
-        self.tracker.skips.aborted();
+        } = self.take_aborted()?;
         if let Some((topic, code)) = denied {
             return Err(self.write_denied(&topic, code));
         }
@@ -88,11 +86,17 @@ impl TaskManager {
     /// Forgets what the delivery reports of a transaction said (its tasks were lost: their
     /// next owner processes the input and meets any failure itself).
     pub(super) fn forget_failed_records(&mut self) {
-        if let Ok(mut d) = self.tracker.state.lock() {
-            d.changelog_offsets.clear();
-            let _ = d.take_failures();
+        if let Err(e) = self.take_aborted() {
+            tracing::warn!(error = %e, "forgetting the lost transaction's delivery reports");
         }
+    }
+
+    /// Takes what the aborted transaction's delivery reports said and starts the next
+    /// transaction afresh: not failed, and every remembered record to be skipped again.
+    fn take_aborted(&mut self) -> Result<super::producer::Failures, StreamsError> {
+        let failures = self.take_failures(true);
         self.tracker.txn_failed.store(false, Ordering::Release);
         self.tracker.skips.aborted();
+        failures
     }
 }
