@@ -119,8 +119,8 @@ impl TaskManager {
                 return self.recover_transaction("flush producer", e, consumer);
             }
             self.metrics.lap(CommitPhase::FlushProducer, &mut since);
-            if let Err(e) = self.producer.commit_transaction(timeout) {
-                return self.recover_transaction("commit transaction", e, consumer);
+            if let Err(e) = self.commit_transaction_resuming(timeout) {
+                return self.recover_after("commit transaction", &e.message, e.fatal, consumer);
             }
             self.metrics.lap(CommitPhase::CommitTransaction, &mut since);
             self.in_transaction = false;

@@ -23,6 +23,7 @@ use rdkafka::{Offset, TopicPartitionList};
 
 use super::restore::kafka_err;
 use super::tasks::TaskManager;
+use super::txn_offsets::TxnOffsetsError;
 use crate::model::error::StreamsError;
 
 /// How long one abort may wait for the transaction coordinator.
@@ -30,6 +31,9 @@ const ABORT_ATTEMPT: Duration = Duration::from_secs(10);
 
 /// How long aborting is tried before the producer is made again instead.
 const ABORT_RETRY: Duration = Duration::from_secs(30);
+
+/// The pause between two tries of an abort.
+const ABORT_PAUSE: Duration = Duration::from_millis(200);
 
 /// How long recovery may wait for the cluster (a new producer's `init_transactions`, the
 /// committed offsets of a rewind) before the thread fails: Kafka Streams' `task.timeout.ms`
@@ -51,6 +55,17 @@ pub(crate) fn is_fatal(e: &KafkaError) -> bool {
                 | RDKafkaErrorCode::Fenced
         )
     })
+}
+
+/// Whether the call that failed with `e` may be made again (librdkafka: "retry call to
+/// resume", a timed-out transaction call still under way).
+fn is_retriable(e: &KafkaError) -> bool {
+    matches!(e, KafkaError::Transaction(t) if t.is_retriable() && !t.is_fatal())
+}
+
+/// Whether `e` says another transaction call (a timed-out commit) is still under way.
+fn is_conflict(e: &KafkaError) -> bool {
+    e.rdkafka_error_code() == Some(RDKafkaErrorCode::Conflict)
 }
 
 impl TaskManager {
@@ -173,18 +188,55 @@ impl TaskManager {
         self.begin_transaction()
     }
 
-    /// Aborts the open transaction, trying for up to [`ABORT_RETRY`]; `false` when it
-    /// could not (the producer is fenced, or the coordinator did not answer).
+    /// Commits the open transaction. A commit that timed out is still under way in
+    /// librdkafka, which then refuses an abort ("conflicting commit_transaction API call
+    /// already in progress") until it ends: it is resumed (called again) for up to
+    /// `timeout` more, and where it still has not ended the error is classified as
+    /// fatal, so that recovery makes a new producer, whose `init_transactions` lets the
+    /// coordinator finish the old transaction either way before the tasks read the
+    /// committed offsets again.
+    pub(super) fn commit_transaction_resuming(&mut self, timeout: Duration) -> Result<(), TxnOffsetsError> {
+        let mut resume_until = None;
+        loop {
+            match self.producer.commit_transaction(timeout) {
+                Ok(()) => return Ok(()),
+                Err(e) if is_retriable(&e) => {
+                    let until = *resume_until.get_or_insert_with(|| Instant::now() + timeout);
+                    if Instant::now() >= until {
+                        return Err(TxnOffsetsError {
+                            message: format!("{e} (resumed for {timeout:?} more)"),
+                            fatal: true,
+                        });
+                    }
+                    tracing::warn!(error = %e, "commit transaction timed out; resuming it");
+                }
+                Err(e) => {
+                    return Err(TxnOffsetsError {
+                        message: e.to_string(),
+                        fatal: is_fatal(&e),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Aborts the open transaction, trying for up to [`ABORT_RETRY`] with a pause between
+    /// tries; `false` when it could not (the producer is fenced, a commit of it is still
+    /// under way, or the coordinator did not answer).
     fn abort_bounded(&mut self) -> bool {
         let started = Instant::now();
         loop {
             match self.producer.abort_transaction(ABORT_ATTEMPT) {
                 Ok(()) => return true,
-                Err(e) if is_fatal(&e) || started.elapsed() >= ABORT_RETRY => {
+                Err(e) if is_fatal(&e) || is_conflict(&e) || started.elapsed() >= ABORT_RETRY => {
                     tracing::warn!(error = %e, "abort transaction failed; making a new producer instead");
                     return false;
                 }
-                Err(e) => tracing::warn!(error = %e, "abort transaction failed; retrying"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "abort transaction failed; retrying");
+                    // An abort that fails at once must not spin.
+                    std::thread::sleep(ABORT_PAUSE);
+                }
             }
         }
     }

@@ -17,11 +17,11 @@ use rdkafka::producer::Producer;
 
 use super::producer::StreamProducer;
 
-/// Why the offsets could not be added to the transaction.
+/// Why a call on the open transaction failed (adding the offsets, committing it).
 #[derive(Debug)]
 pub(crate) struct TxnOffsetsError {
     pub message: String,
-    /// The producer can no longer be used (fenced).
+    /// The producer can no longer be used (fenced, or its commit did not end).
     pub fatal: bool,
 }
 
