@@ -25,6 +25,9 @@ use crate::metrics::Metrics;
 use crate::model::error::StreamsError;
 use crate::topology::Topology;
 
+/// `connections.max.idle.ms` of a transactional producer where the user sets none.
+const EOS_PRODUCER_IDLE_MS: &str = "5000";
+
 /// What a stream thread is built from; shared so a failed thread can be replaced.
 pub(super) struct ThreadFactory {
     pub(super) metrics: Metrics,
@@ -192,6 +195,15 @@ impl ThreadFactory {
             pc.set("transactional.id", &transactional_id);
             if pc.get("transaction.timeout.ms").is_none() {
                 pc.set("transaction.timeout.ms", "10000");
+            }
+            if pc.get("connections.max.idle.ms").is_none() {
+                // librdkafka 2.12 re-runs a coordinator request that waits for a broker only
+                // when some broker connection changes state; a group coordinator that left
+                // the cluster's metadata (a broker paused or killed) then leaves
+                // `send_offsets_to_transaction` blocked past its timeout until one does
+                // (librdkafka issues 5456, 5511), minutes later. Closing connections idle
+                // for 5 s makes that change while the blocked thread sends nothing.
+                pc.set("connections.max.idle.ms", EOS_PRODUCER_IDLE_MS);
             }
         } else if pc.get("enable.idempotence").is_none() {
             pc.set("enable.idempotence", "true");
