@@ -337,10 +337,11 @@ impl Restoration {
 
 /// The watermarks of `topic`-`partition`. A partition just created may have no leader
 /// for a moment (`NotLeaderForPartition`, `LeaderNotAvailable`, `UnknownTopicOrPartition`),
-/// and a broker may be restarting: errors are retried for up to 30 s, except refused
-/// authorization.
+/// and a broker may be restarting or paused: errors are retried for up to
+/// [`RECOVERY_LIMIT`](super::recover::RECOVERY_LIMIT) (Kafka Streams' `task.timeout.ms`
+/// default), except refused authorization.
 fn watermarks(consumer: &AssignedConsumer, topic: &str, partition: i32) -> Result<(i64, i64), StreamsError> {
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + super::recover::RECOVERY_LIMIT;
     loop {
         match consumer.fetch_watermarks(topic, partition, Duration::from_secs(10)) {
             Ok(w) => return Ok(w),
