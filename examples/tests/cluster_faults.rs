@@ -71,6 +71,8 @@ enum Faults {
     ControllerBounces(usize),
     /// `pause` every node this long (the whole cluster unreachable), then `resume` them.
     PauseAll(Duration),
+    /// `pause` the node of the application's group coordinator this long, then `resume` it.
+    PauseGroupCoordinator(Duration),
 }
 
 impl Faults {
@@ -92,6 +94,11 @@ impl Faults {
     /// Every node paused for `CLUSTER_ALL_DOWN_S` seconds (60 by default).
     fn pause_all() -> Self {
         Self::PauseAll(Duration::from_secs(env_number("CLUSTER_ALL_DOWN_S", 60)))
+    }
+
+    /// The group coordinator's node paused for `CLUSTER_PAUSE_S` seconds (30 by default).
+    fn pause_group_coordinator() -> Self {
+        Self::PauseGroupCoordinator(Duration::from_secs(env_number("CLUSTER_PAUSE_S", 30)))
     }
 }
 
@@ -130,10 +137,25 @@ fn three_brokers_long_eos_survives_the_whole_cluster_paused() {
     scenario(test, Guarantee::ExactlyOnce, Faults::pause_all());
 }
 
+/// The broker that holds the group's offsets paused: every commit of the application needs
+/// it (`TxnOffsetCommit` under exactly-once), and the group coordinator must move.
+#[test]
+fn three_brokers_eos_survives_a_paused_group_coordinator() {
+    let test = "three_brokers_eos_survives_a_paused_group_coordinator";
+    scenario(test, Guarantee::ExactlyOnce, Faults::pause_group_coordinator());
+}
+
 #[test]
 fn three_brokers_alos_survives_partition_leader_kills() {
     let test = "three_brokers_alos_survives_partition_leader_kills";
     scenario(test, Guarantee::AtLeastOnce, Faults::bounces());
+}
+
+/// `String.hashCode` of the JVM, which the broker uses to place a group on a partition of
+/// `__consumer_offsets`.
+fn java_string_hash(s: &str) -> i32 {
+    s.encode_utf16()
+        .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(i32::from(unit)))
 }
 
 /// The number in environment variable `name`, or `default` where it is not set.
@@ -218,6 +240,26 @@ impl Cluster {
             );
         }
         stdout
+    }
+
+    /// The node of `group`'s coordinator: the leader of the partition of `__consumer_offsets`
+    /// that the broker maps the group id to (the absolute Java hash of the id, modulo the topic's
+    /// partitions), whatever the group's protocol.
+    fn group_coordinator(&self, group: &str) -> u32 {
+        let partitions = self
+            .run(&["describe", "__consumer_offsets"], false)
+            .lines()
+            .filter(|l| l.starts_with("__consumer_offsets partition "))
+            .count();
+        assert!(
+            partitions > 0,
+            "{}: __consumer_offsets has no partitions",
+            self.test
+        );
+        // Kafka's `Utils.abs`: `Math.abs`, with 0 for `Integer.MIN_VALUE`.
+        let hash = java_string_hash(group).checked_abs().unwrap_or(0);
+        let partition = hash % partitions as i32;
+        self.leader("__consumer_offsets", partition)
     }
 
     /// `verb` on node `node`.
@@ -388,6 +430,14 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
                 let what = format!("controller bounce {} of {rounds}: node {node}", round + 1);
                 fault(what, Instant::now(), &mut instances);
             }
+        }
+        Faults::PauseGroupCoordinator(pause) => {
+            let node = cluster.group_coordinator(&run.app);
+            cluster.on("pause", node);
+            sleep_alive(pause, &mut instances);
+            cluster.on("resume", node);
+            let what = format!("a pause of {pause:?}: node {node} (the group coordinator)");
+            fault(what, Instant::now(), &mut instances);
         }
         Faults::PauseAll(pause) => {
             for node in 1..=3 {
