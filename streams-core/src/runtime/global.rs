@@ -129,8 +129,7 @@ impl GlobalTasks {
                     ));
                 }
                 for p in 0..partitions {
-                    let (low, high) = consumer
-                        .fetch_watermarks(topic, p, Duration::from_secs(30))
+                    let (low, high) = super::watermarks::fetch(&consumer, topic, p, Duration::from_secs(30))
                         .map_err(|e| kafka_err(&format!("watermarks of {topic}-{p}"), e))?;
                     // The log start as a concrete offset: librdkafka's lookup of a logical
                     // one can fire again later and move the position (see `start_offsets.rs`).

@@ -40,6 +40,7 @@ mod topics;
 mod txn_failure;
 mod txn_offsets;
 mod updater;
+mod watermarks;
 
 use std::path::PathBuf;
 use std::sync::Arc;

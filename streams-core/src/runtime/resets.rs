@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use rdkafka::ClientContext;
 use rdkafka::config::RDKafkaLogLevel;
-use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::consumer::{BaseConsumer, ConsumerContext};
 use rdkafka::error::KafkaError;
 
 use crate::model::error::StreamsError;
@@ -181,7 +181,7 @@ impl SourceResets {
         resets: Vec<OffsetReset>,
     ) -> Result<(), StreamsError> {
         for r in resets {
-            let marks = consumer.fetch_watermarks(&r.topic, r.partition, Duration::from_secs(10));
+            let marks = super::watermarks::fetch(consumer, &r.topic, r.partition, Duration::from_secs(10));
             let skipped = match (&marks, r.at) {
                 (Ok((_, high)), Some(at)) if r.to.contains("END") => (high - at).max(0),
                 (Ok((low, _)), Some(at)) => (low - at).max(0),

@@ -343,7 +343,7 @@ impl Restoration {
 fn watermarks(consumer: &AssignedConsumer, topic: &str, partition: i32) -> Result<(i64, i64), StreamsError> {
     let deadline = Instant::now() + super::recover::RECOVERY_LIMIT;
     loop {
-        match consumer.fetch_watermarks(topic, partition, Duration::from_secs(10)) {
+        match super::watermarks::fetch(consumer, topic, partition, Duration::from_secs(10)) {
             Ok(w) => return Ok(w),
             Err(e) => {
                 if let Some(denied) = consumer

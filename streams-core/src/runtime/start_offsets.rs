@@ -95,8 +95,7 @@ impl ResetTo {
         if self == Self::Logical {
             return Ok(None);
         }
-        let (low, high) = consumer
-            .fetch_watermarks(topic, partition, LOOKUP_TIMEOUT)
+        let (low, high) = super::watermarks::fetch(consumer, topic, partition, LOOKUP_TIMEOUT)
             .map_err(|e| kafka_err(&format!("watermarks of {topic}-{partition}"), e))?;
         Ok(Some(if self == Self::Earliest { low } else { high }))
     }

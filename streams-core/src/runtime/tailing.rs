@@ -122,7 +122,7 @@ impl Tailing {
         for p in &mut self.parts {
             if p.position.is_none()
                 && let Ok((low, _)) =
-                    consumer.fetch_watermarks(&p.topic, self.partition, Duration::from_secs(5))
+                    super::watermarks::fetch(consumer, &p.topic, self.partition, Duration::from_secs(5))
             {
                 p.position = Some(low);
             }
@@ -161,9 +161,8 @@ impl Tailing {
     /// (records deleted before the standby saw them).
     fn gap(&self, consumer: &AssignedConsumer) -> Option<String> {
         self.parts.iter().find_map(|p| {
-            let (low, _) = consumer
-                .fetch_watermarks(&p.topic, self.partition, Duration::from_secs(5))
-                .ok()?;
+            let (low, _) =
+                super::watermarks::fetch(consumer, &p.topic, self.partition, Duration::from_secs(5)).ok()?;
             p.position.filter(|&pos| pos < low).map(|pos| {
                 format!(
                     "a standby position ({pos}) is no longer in the changelog ({} partition {}, which starts \
@@ -215,9 +214,8 @@ impl Tailing {
         {
             self.watermarks_at = Some(Instant::now());
             for p in &mut self.parts {
-                p.watermarks = consumer
-                    .fetch_watermarks(&p.topic, self.partition, Duration::from_secs(1))
-                    .ok();
+                p.watermarks =
+                    super::watermarks::fetch(consumer, &p.topic, self.partition, Duration::from_secs(1)).ok();
             }
         }
         let mut sum = 0;
