@@ -160,22 +160,41 @@ impl TaskShared {
     pub fn due(&self, kind: PunctuationType, now: i64) -> Vec<(usize, ScheduleId)> {
         let mut schedules = self.schedules.borrow_mut();
         schedules.retain(|s| !s.cancelled.get());
-        let mut due = Vec::new();
-        for s in schedules.iter_mut().filter(|s| s.kind == kind) {
-            match s.next {
-                None => s.next = Some(now.saturating_add(s.interval)),
-                Some(next) if now >= next => {
-                    due.push((s.node, s.id));
-                    let mut following = next.saturating_add(s.interval);
-                    if following <= now {
-                        following = now.saturating_add(s.interval);
-                    }
-                    s.next = Some(following);
-                }
-                Some(_) => {}
+        schedules
+            .iter_mut()
+            .filter_map(|s| (s.kind == kind && s.fire(now)).then_some((s.node, s.id)))
+            .collect()
+    }
+}
+
+impl Schedule {
+    /// Whether it is due at `now`; if so it moves to its next time (missed intervals are
+    /// skipped, not replayed). A wall clock set back (its next time more than one interval
+    /// ahead of `now`) moves it to one interval from `now`: a clock jump delays a
+    /// punctuation by at most one interval, instead of stopping it until the clock has
+    /// caught up again.
+    fn fire(&mut self, now: i64) -> bool {
+        match self.next {
+            None => {
+                self.next = Some(now.saturating_add(self.interval));
+                false
             }
+            Some(next) if now >= next => {
+                let mut following = next.saturating_add(self.interval);
+                if following <= now {
+                    following = now.saturating_add(self.interval);
+                }
+                self.next = Some(following);
+                true
+            }
+            Some(next)
+                if self.kind == PunctuationType::WallClock && next.saturating_sub(now) > self.interval =>
+            {
+                self.next = Some(now.saturating_add(self.interval));
+                false
+            }
+            Some(_) => false,
         }
-        due
     }
 }
 
@@ -217,5 +236,53 @@ impl StoreSlot {
     /// [`WindowStore`](streams_state::WindowStore)), if it is an `H`.
     pub fn handle<H: 'static>(&self) -> Result<H, StoreError> {
         self.connected().handle()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schedule(kind: PunctuationType, interval: i64, next: i64) -> Schedule {
+        Schedule {
+            id: ScheduleId(0),
+            node: 0,
+            interval,
+            kind,
+            next: Some(next),
+            cancelled: Rc::new(Cell::new(false)),
+        }
+    }
+
+    #[test]
+    fn a_wall_clock_set_back_delays_a_punctuation_by_at_most_one_interval() {
+        let mut s = schedule(PunctuationType::WallClock, 1_000, 10_000);
+        assert!(s.fire(10_000));
+        assert_eq!(s.next, Some(11_000));
+        // The clock goes back an hour: the schedule follows it rather than waiting an hour.
+        let back = 10_500 - 3_600_000;
+        assert!(!s.fire(back));
+        assert_eq!(s.next, Some(back + 1_000));
+        assert!(s.fire(back + 1_000));
+        // A small step back within the interval changes nothing.
+        assert!(!s.fire(back + 1_900));
+        assert_eq!(s.next, Some(back + 2_000));
+    }
+
+    #[test]
+    fn a_wall_clock_set_forward_fires_once_and_skips_the_missed_intervals() {
+        let mut s = schedule(PunctuationType::WallClock, 1_000, 11_000);
+        assert!(s.fire(3_611_000));
+        assert_eq!(s.next, Some(3_612_000));
+        assert!(!s.fire(3_611_500));
+    }
+
+    #[test]
+    fn stream_time_schedules_wait_for_stream_time() {
+        // Stream time does not go back; a schedule far ahead is left where it is.
+        let mut s = schedule(PunctuationType::StreamTime, 1_000, 100_000);
+        assert!(!s.fire(5_000));
+        assert_eq!(s.next, Some(100_000));
+        assert!(s.fire(100_000));
     }
 }
