@@ -31,11 +31,14 @@
 #   bash scripts/kafka-cluster.sh create-topic TOPIC PARTITIONS [RF [KEY=VALUE...]]
 #                                                 creates a topic (RF default 3) and waits until every
 #                                                 partition has a leader
+#   bash scripts/kafka-cluster.sh transactions PREFIX   one line `ID STATE` per transactional id that
+#                                                 starts with PREFIX (ListTransactions)
+#   bash scripts/kafka-cluster.sh delete-topic TOPIC   deletes a topic and waits until it is no longer listed
 #
 # start and ensure end with the line
 #   kafka cluster listening on 127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3
-# on stdout; status prints it when all three nodes run and answer. pid, leader, controller and
-# describe print only their answer on stdout. Every other line starts with `kafka-cluster.sh:`; errors
+# on stdout; status prints it when all three nodes run and answer. pid, leader, controller,
+# describe and transactions print only their answer on stdout. Every other line starts with `kafka-cluster.sh:`; errors
 # go to stderr as `kafka-cluster.sh: error: ...` with exit status 1 (2 for a usage error).
 #
 # Ports: node N listens for clients on CLUSTER_BASE_PORT + 10*N and for the KRaft quorum
@@ -95,6 +98,7 @@ die() {
 usage() {
     local verbs="start|stop|status|ensure|kill N|start-node N|restart N|bounce N|pause N|resume N|pid N"
     verbs+="|leader TOPIC PARTITION|controller|describe TOPIC|create-topic TOPIC PARTITIONS [RF [KEY=VALUE...]]"
+    verbs+="|transactions PREFIX|delete-topic TOPIC"
     echo "usage: $0 $verbs" >&2
     exit 2
 }
@@ -794,6 +798,15 @@ controller)
 describe)
     [[ $# -eq 1 ]] || usage
     tool describe "$(bootstrap_live)" "$1" || die "could not describe topic $1 (above)"
+    ;;
+transactions)
+    [[ $# -eq 1 ]] || usage
+    tool transactions "$(bootstrap_live)" "$1" || die "could not list the transactions (above)"
+    ;;
+delete-topic)
+    [[ $# -eq 1 ]] || usage
+    tool delete-topic "$(bootstrap_live)" "$1" || die "could not delete topic $1 (above)"
+    say "topic $1 deleted"
     ;;
 create-topic)
     [[ $# -ge 2 && $2 =~ ^[0-9]+$ ]] || usage

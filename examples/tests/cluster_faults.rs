@@ -1,25 +1,40 @@
 //! Processing guarantees through broker faults, on the three-broker KRaft cluster of
-//! `scripts/kafka-cluster.sh` (replication factor 3, `min.insync.replicas=2`): two
-//! `count-app` instances (A and B) of 2 stream threads each share an input of 6 partitions,
-//! while a feeder writes ~1,000 records/s with a sequence number per key, and brokers fail:
+//! `scripts/kafka-cluster.sh` (replication factor 3, `min.insync.replicas=2`): three
+//! `count-app` instances (A, B and C) of 2 stream threads each share an input of 6
+//! partitions, while a feeder writes ~1,000 records/s with a sequence number per key, and
+//! brokers fail. `scripts/test.sh` (so CI) runs the short ones; `three_brokers_long_*` are
+//! the full run's (docs/kafka-for-tests.md, "The fault suite"):
 //!
-//! - `three_brokers_long_eos_survives_partition_leader_kills` (full run only): the leader of input partition 0 is killed
-//!   (SIGKILL) and started again (`bounce`), then ~10 s later the leader of partition 1, ...:
-//!   `CLUSTER_FAULT_ROUNDS` bounces (2 by default);
-//! - `three_brokers_long_eos_survives_a_paused_broker` (full run only): the leader of input partition 0 is paused (SIGSTOP, a
-//!   hung broker whose sockets stay open) for `CLUSTER_PAUSE_S` seconds (30 by default; 90
-//!   outlasts `transaction.timeout.ms` and the request timeouts), then resumed;
-//! - `three_brokers_alos_survives_partition_leader_kills`: the bounces under `at_least_once`;
-//! - `three_brokers_long_eos_survives_controller_kills` (full run only): the active KRaft
-//!   controller bounced, `CLUSTER_FAULT_ROUNDS` times;
-//! - `three_brokers_long_eos_survives_the_whole_cluster_paused` (full run only): every node
-//!   paused for `CLUSTER_ALL_DOWN_S` seconds (60 by default), then resumed.
+//! - `three_brokers_eos_survives_partition_leader_kills`: the leader of input partition 0 is
+//!   killed (SIGKILL) and started again (`bounce`), then ~10 s later the leader of partition
+//!   1, ...: `CLUSTER_FAULT_ROUNDS` bounces (2 by default);
+//! - `three_brokers_alos_survives_partition_leader_kills`: the same under `at_least_once`;
+//! - `three_brokers_eos_survives_a_paused_group_coordinator`: the node of the group's
+//!   coordinator paused (SIGSTOP, a hung broker whose sockets stay open) for
+//!   `CLUSTER_PAUSE_S` seconds (30 by default), then resumed;
+//! - `three_brokers_long_eos_survives_a_paused_broker`: the leader of input partition 0
+//!   paused for `CLUSTER_PAUSE_S` seconds (90 outlasts `transaction.timeout.ms` and the
+//!   request timeouts);
+//! - `three_brokers_long_eos_survives_an_instance_killed_during_a_pause`: the leader of input
+//!   partition 0 paused for `CLUSTER_PAUSE_S` seconds; 5 s into the pause instance A is
+//!   killed (SIGKILL) and 5 s later started again, restoring its tasks while the broker is
+//!   still paused;
+//! - `three_brokers_long_eos_survives_a_rolling_restart`: each node in turn stopped cleanly
+//!   and started again (`restart`);
+//! - `three_brokers_long_eos_survives_controller_kills`: the active KRaft controller
+//!   bounced, `CLUSTER_FAULT_ROUNDS` times;
+//! - `three_brokers_long_eos_survives_the_whole_cluster_paused`: every node paused for
+//!   `CLUSTER_ALL_DOWN_S` seconds (60 by default), then resumed.
+//!
+//! The instances join with the classic group protocol unless `CLUSTER_GROUP_PROTOCOL` names
+//! another (`consumer`, `streams`).
 //!
 //! After the faults the feeder runs 5 s more and stops; once the group has committed every
 //! input offset, the instances stop cleanly (SIGTERM, exit 0) and what was committed is read
 //! with `read_committed` and checked by identity (`common/verify.rs`): under exactly-once
 //! every input in the audit topic exactly once and each key's counts 1..n exactly once;
-//! under at-least-once nothing missing. An instance that exits by itself or loses a stream
+//! under at-least-once nothing missing; and no transaction of the application is left open
+//! (`ListTransactions`). An instance that exits by itself or loses a stream
 //! thread, or a group that commits nothing for 120 s, fails the test. Each fault prints how
 //! long after the broker was back (`start-node` or `resume` returned) the group's committed
 //! offsets moved again, first on one input partition and then on all of them.
@@ -34,24 +49,21 @@
 //! removed after a pass (`KEEP_TEST_LOGS=1` keeps them).
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod common;
 
+use common::cluster::{Cluster, cluster_bootstrap, env_number};
 use common::feed::{FeedPlan, Feeder, IDLE_LIMIT, committed, wait_processed};
 use common::instance::{Instance, Run, check_all_alive, logs_dir, logs_of, remove_logs, stalled};
 use common::verify::{Guarantee, verify};
 
-/// The cluster's bootstrap servers, comma-separated.
-const CLUSTER_ENV: &str = "STREAMS_TEST_CLUSTER_BOOTSTRAP";
-/// `1`: a test fails rather than skips without a cluster.
-const REQUIRE_CLUSTER_ENV: &str = "STREAMS_REQUIRE_CLUSTER";
-
 const PARTITIONS: i32 = 6;
 const THREADS: &str = "2";
+/// The instances, each of [`THREADS`] stream threads.
+const INSTANCES: [&str; 3] = ["A", "B", "C"];
+/// How long into a pause instance A is killed, and how long after that it starts again.
+const CRASH_AFTER: Duration = Duration::from_secs(5);
 /// ~1,000 records/s over 60 keys. Each record is retried by the idempotent producer for up to
 /// 5 minutes, longer than any fault here: a failed delivery report then means the record
 /// was not written, and it is written again.
@@ -73,6 +85,11 @@ enum Faults {
     PauseAll(Duration),
     /// `pause` the node of the application's group coordinator this long, then `resume` it.
     PauseGroupCoordinator(Duration),
+    /// `pause` the leader of input partition 0 this long; during it kill instance A
+    /// (SIGKILL) and start it again.
+    PauseAndKillInstance(Duration),
+    /// `restart` (a clean stop and start) each node in turn.
+    RollingRestart,
 }
 
 impl Faults {
@@ -100,19 +117,22 @@ impl Faults {
     fn pause_group_coordinator() -> Self {
         Self::PauseGroupCoordinator(Duration::from_secs(env_number("CLUSTER_PAUSE_S", 30)))
     }
+
+    /// A pause of `CLUSTER_PAUSE_S` seconds (30 by default, at least 15) with an instance
+    /// killed during it.
+    fn pause_and_kill_instance() -> Self {
+        let pause = Duration::from_secs(env_number("CLUSTER_PAUSE_S", 30));
+        Self::PauseAndKillInstance(pause.max(CRASH_AFTER * 3))
+    }
 }
 
-/// In the full run only, for the same librdkafka stall as the pause (seen after the fourth
-/// of five bounces).
 #[test]
-fn three_brokers_long_eos_survives_partition_leader_kills() {
-    let test = "three_brokers_long_eos_survives_partition_leader_kills";
+fn three_brokers_eos_survives_partition_leader_kills() {
+    let test = "three_brokers_eos_survives_partition_leader_kills";
     scenario(test, Guarantee::ExactlyOnce, Faults::bounces());
 }
 
-/// In the full run only: a paused transaction coordinator can leave librdkafka 2.12's
-/// `send_offsets_to_transaction` blocked for minutes, far past its timeout (see
-/// docs/kafka-for-tests.md, "The fault suite"), and the group then stalls.
+/// In the full run only (90 s there).
 #[test]
 fn three_brokers_long_eos_survives_a_paused_broker() {
     scenario(
@@ -120,6 +140,20 @@ fn three_brokers_long_eos_survives_a_paused_broker() {
         Guarantee::ExactlyOnce,
         Faults::pause(),
     );
+}
+
+/// In the full run only: the killed instance restores its state while a broker is down.
+#[test]
+fn three_brokers_long_eos_survives_an_instance_killed_during_a_pause() {
+    let test = "three_brokers_long_eos_survives_an_instance_killed_during_a_pause";
+    scenario(test, Guarantee::ExactlyOnce, Faults::pause_and_kill_instance());
+}
+
+/// In the full run only.
+#[test]
+fn three_brokers_long_eos_survives_a_rolling_restart() {
+    let test = "three_brokers_long_eos_survives_a_rolling_restart";
+    scenario(test, Guarantee::ExactlyOnce, Faults::RollingRestart);
 }
 
 /// In the full run only (`scripts/test.sh` skips `three_brokers_long_*`).
@@ -151,150 +185,15 @@ fn three_brokers_alos_survives_partition_leader_kills() {
     scenario(test, Guarantee::AtLeastOnce, Faults::bounces());
 }
 
-/// `String.hashCode` of the JVM, which the broker uses to place a group on a partition of
-/// `__consumer_offsets`.
-fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16()
-        .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(i32::from(unit)))
-}
-
-/// The number in environment variable `name`, or `default` where it is not set.
-fn env_number(name: &str, default: u64) -> u64 {
-    std::env::var(name).map_or(default, |v| {
-        v.trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={v} is not a number"))
-    })
-}
-
-/// The cluster's bootstrap servers; `None` (after saying SKIPPED) without one, unless
-/// [`REQUIRE_CLUSTER_ENV`] asks for a failure.
-fn cluster_bootstrap(test: &str) -> Option<String> {
-    let bootstrap = std::env::var(CLUSTER_ENV)
-        .ok()
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty());
-    if bootstrap.is_none() {
-        let required = std::env::var(REQUIRE_CLUSTER_ENV).is_ok_and(|v| {
-            let v = v.trim();
-            v == "1" || v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("yes")
-        });
-        assert!(
-            !required,
-            "{test}: {REQUIRE_CLUSTER_ENV}=1 but {CLUSTER_ENV} is not set (run `bash \
-             scripts/kafka-cluster.sh start` and set it to the addresses of its last line)"
-        );
-        // Past the harness's output capture: a skip shows in every run.
-        let _ = writeln!(
-            std::io::stderr().lock(),
-            "SKIPPED {test}: no three-broker cluster ({CLUSTER_ENV})"
-        );
-    }
-    bootstrap
-}
-
-/// `scripts/kafka-cluster.sh`, run for one test. If the test fails, its drop leaves every node
-/// running again (`ensure`: resumes a paused node, starts a stopped one), for the next test.
-struct Cluster {
-    test: &'static str,
-    script: PathBuf,
-    started: Instant,
-}
-
-impl Cluster {
-    fn new(test: &'static str, started: Instant) -> Self {
-        let script = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("scripts/kafka-cluster.sh");
-        Self {
-            test,
-            script,
-            started,
-        }
-    }
-
-    /// Runs `kafka-cluster.sh args` and returns its standard output; panics unless it
-    /// succeeded. With `say`, prints what it did and how long it took.
-    fn run(&self, args: &[&str], say: bool) -> String {
-        let began = Instant::now();
-        let out = Command::new("bash")
-            .arg(&self.script)
-            .args(args)
-            .output()
-            .expect("run bash");
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "{}: kafka-cluster.sh {}: {}; stdout {stdout}, stderr {}",
-            self.test,
-            args.join(" "),
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        if say {
-            eprintln!(
-                "{}: {:5.1} s: kafka-cluster.sh {} took {:.1} s: {}",
-                self.test,
-                self.started.elapsed().as_secs_f64(),
-                args.join(" "),
-                began.elapsed().as_secs_f64(),
-                stdout.lines().last().unwrap_or_default()
-            );
-        }
-        stdout
-    }
-
-    /// The node of `group`'s coordinator: the leader of the partition of `__consumer_offsets`
-    /// that the broker maps the group id to (the absolute Java hash of the id, modulo the topic's
-    /// partitions), whatever the group's protocol.
-    fn group_coordinator(&self, group: &str) -> u32 {
-        let partitions = self
-            .run(&["describe", "__consumer_offsets"], false)
-            .lines()
-            .filter(|l| l.starts_with("__consumer_offsets partition "))
-            .count();
-        assert!(
-            partitions > 0,
-            "{}: __consumer_offsets has no partitions",
-            self.test
-        );
-        // Kafka's `Utils.abs`: `Math.abs`, with 0 for `Integer.MIN_VALUE`.
-        let hash = java_string_hash(group).checked_abs().unwrap_or(0);
-        let partition = hash % partitions as i32;
-        self.leader("__consumer_offsets", partition)
-    }
-
-    /// `verb` on node `node`.
-    fn on(&self, verb: &str, node: u32) {
-        self.run(&[verb, &node.to_string()], true);
-    }
-
-    /// The node that leads `topic`-`partition` (waits up to 30 s while it has none).
-    fn leader(&self, topic: &str, partition: i32) -> u32 {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let out = self.run(&["leader", topic, &partition.to_string()], false);
-            if let Ok(node) = out.trim().parse() {
-                return node;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{}: {topic}-{partition} has no leader for 30 s: {out}",
-                self.test
-            );
-            std::thread::sleep(Duration::from_millis(500));
-        }
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            let out = Command::new("bash").arg(&self.script).arg("ensure").output();
-            eprintln!(
-                "{}: after the failure, kafka-cluster.sh ensure: {out:?}",
-                self.test
-            );
-        }
-    }
+/// The group protocol `CLUSTER_GROUP_PROTOCOL` names, if any (`classic`, `consumer`,
+/// `streams`).
+fn group_protocol() -> Option<String> {
+    let protocol = std::env::var("CLUSTER_GROUP_PROTOCOL").ok()?.trim().to_owned();
+    assert!(
+        ["classic", "consumer", "streams"].contains(&protocol.as_str()),
+        "CLUSTER_GROUP_PROTOCOL={protocol}: not classic, consumer or streams"
+    );
+    Some(protocol)
 }
 
 /// How long the group took to commit again after a fault ended: until the committed offset
@@ -359,10 +258,12 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
     let cluster = Cluster::new(test, started);
     let run = Run::create(bootstrap, "cluster-faults", PARTITIONS);
     let logs = logs_dir("cluster-faults", &run.app);
+    let protocol = group_protocol();
     eprintln!(
-        "{test}: application {} ({}), faults {faults:?}, logs in {}",
+        "{test}: application {} ({}, {} group protocol), faults {faults:?}, logs in {}",
         run.app,
         guarantee.config(),
+        protocol.as_deref().unwrap_or("classic"),
         logs.display()
     );
     let input = run.topics.input.clone();
@@ -373,14 +274,17 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
     if guarantee == Guarantee::AtLeastOnce {
         args.extend(["--property", "commit.interval.ms=1000"]);
     }
-    let mut instances = Instance::pair(&logs, guarantee.config(), &args);
+    if let Some(protocol) = &protocol {
+        args.extend(["--group-protocol", protocol]);
+    }
+    let mut instances = Instance::named(INSTANCES, &logs, guarantee.config(), &args);
     for instance in &mut instances {
         instance.start(&run);
     }
     // Every input partition processed and committed before the first fault.
     let warm_up = recovery(&run, Some(BTreeMap::new()), &mut instances);
     eprintln!(
-        "{test}: {:5.1} s: both instances started; every input partition committed after {:.1} s",
+        "{test}: {:5.1} s: the instances started; every input partition committed after {:.1} s",
         started.elapsed().as_secs_f64(),
         warm_up.all.as_secs_f64()
     );
@@ -439,6 +343,43 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
             let what = format!("a pause of {pause:?}: node {node} (the group coordinator)");
             fault(what, Instant::now(), &mut instances);
         }
+        Faults::PauseAndKillInstance(pause) => {
+            let node = cluster.leader(&input, 0);
+            cluster.on("pause", node);
+            let resume_at = Instant::now() + pause;
+            sleep_alive(CRASH_AFTER, &mut instances);
+            instances[0].crash();
+            eprintln!(
+                "{test}: {:5.1} s: instance A killed",
+                started.elapsed().as_secs_f64()
+            );
+            sleep_alive(CRASH_AFTER, &mut instances);
+            instances[0].start(&run);
+            eprintln!(
+                "{test}: {:5.1} s: instance A started again",
+                started.elapsed().as_secs_f64()
+            );
+            sleep_alive(
+                resume_at.saturating_duration_since(Instant::now()),
+                &mut instances,
+            );
+            cluster.on("resume", node);
+            let what = format!(
+                "a pause of {pause:?} of node {node} (leader of input partition 0), instance A \
+                 killed and started again during it"
+            );
+            fault(what, Instant::now(), &mut instances);
+        }
+        Faults::RollingRestart => {
+            for node in 1..=3 {
+                cluster.on("restart", node);
+                fault(
+                    format!("a clean restart of node {node}"),
+                    Instant::now(),
+                    &mut instances,
+                );
+            }
+        }
         Faults::PauseAll(pause) => {
             for node in 1..=3 {
                 cluster.on("pause", node);
@@ -470,6 +411,16 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
     for instance in &mut instances {
         instance.leave();
     }
+    // A transaction of a killed instance stays open until the coordinator aborts it
+    // (`transaction.timeout.ms`, 10 s); one of a clean stop never does.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let open = loop {
+        let open = cluster.open_transactions(&format!("{}-", run.app));
+        if open.is_empty() || Instant::now() >= deadline {
+            break open;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    };
 
     let report = verify(&run.bootstrap, &run.topics, &fed, guarantee);
     let dead: usize = instances.iter().map(Instance::threads_failed).sum();
@@ -481,11 +432,12 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
             .join(", ")
     };
     eprintln!(
-        "{test}: {faults:?} under {} with 2 instances x {THREADS} threads; {} input records \
+        "{test}: {faults:?} under {} with {} instances x {THREADS} threads; {} input records \
          ({} written again), {} committed audit records ({} missing, {} duplicated), {} committed \
          counts ({} duplicated); {dead} stream threads dead; recovery per fault [{}] s (first \
          partition), [{}] s (every partition); {:.1} s",
         guarantee.config(),
+        INSTANCES.len(),
         fed.records(),
         fed.rewritten,
         report.audit_records,
@@ -499,5 +451,10 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
     );
     report.assert_ok(&logs_of(&instances));
     assert_eq!(dead, 0, "stream threads dead; see {}", logs_of(&instances));
+    assert!(
+        open.is_empty(),
+        "transactions of the application still open 60 s after it stopped: {open:?}; see {}",
+        logs_of(&instances)
+    );
     remove_logs(&logs);
 }

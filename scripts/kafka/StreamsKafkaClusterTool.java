@@ -18,6 +18,7 @@ import org.apache.kafka.clients.admin.ListTopicsOptions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.QuorumInfo;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.admin.TransactionListing;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.Node;
@@ -35,6 +36,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *   controller CONTROLLERS               the active controller (quorum leader) id, or none
  *   describe BOOTSTRAP TOPIC             one line per partition
  *   create-topic BOOTSTRAP TOPIC PARTITIONS RF [KEY=VALUE...]
+ *   transactions BOOTSTRAP PREFIX        one line "ID STATE" per transactional id starting with PREFIX
+ *   delete-topic BOOTSTRAP TOPIC         deletes the topic and waits until the cluster no longer lists it
  */
 public final class StreamsKafkaClusterTool {
     static final class Fail extends Exception {
@@ -103,6 +106,8 @@ public final class StreamsKafkaClusterTool {
                 case "controller": controller(args[1]); break;
                 case "describe": describe(args[1], args[2]); break;
                 case "create-topic": createTopic(args); break;
+                case "transactions": transactions(args[1], args[2]); break;
+                case "delete-topic": deleteTopic(args[1], args[2]); break;
                 default: throw new Fail(1, "unknown command " + args[0]);
             }
         } catch (Fail f) {
@@ -322,6 +327,30 @@ public final class StreamsKafkaClusterTool {
                 }
                 if (System.nanoTime() > deadline) {
                     throw new Fail(1, "topic " + name + " created, but not every partition has a leader after 30 s: " + last);
+                }
+                Thread.sleep(200);
+            }
+        }
+    }
+
+    /** Every transactional id of the cluster that starts with PREFIX, and the state of its transaction. */
+    static void transactions(String bootstrap, String prefix) throws Exception {
+        Collection<TransactionListing> all = retrying(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
+            a -> a.listTransactions().all().get(30, TimeUnit.SECONDS));
+        for (TransactionListing t : all) {
+            if (t.transactionalId().startsWith(prefix)) {
+                System.out.println(t.transactionalId() + " " + t.state());
+            }
+        }
+    }
+
+    static void deleteTopic(String bootstrap, String name) throws Exception {
+        try (Admin admin = admin(bootstrap, 15000)) {
+            admin.deleteTopics(List.of(name)).all().get(20, TimeUnit.SECONDS);
+            long deadline = System.nanoTime() + 30_000_000_000L;
+            while (admin.listTopics().names().get(10, TimeUnit.SECONDS).contains(name)) {
+                if (System.nanoTime() > deadline) {
+                    throw new Fail(1, "topic " + name + " deleted, but still listed after 30 s");
                 }
                 Thread.sleep(200);
             }

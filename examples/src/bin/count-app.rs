@@ -64,6 +64,11 @@ struct Args {
     /// the instances join a streams group (KIP-1071), where the broker places them.
     #[arg(long, default_value_t = 0)]
     standbys: usize,
+    /// `group.protocol`: `classic` (the default here: its session of 6 s notices a
+    /// killed instance quickly), `consumer` (KIP-848, the broker's session settings) or
+    /// `streams` (KIP-1071).
+    #[arg(long, default_value = "classic")]
+    group_protocol: String,
     /// Any further property, `KEY=VALUE` (repeatable), e.g. a client setting.
     #[arg(long = "property", value_name = "KEY=VALUE")]
     properties: Vec<String>,
@@ -91,9 +96,13 @@ fn main() -> Result<(), MainError> {
         ("state.dir", state_dir.display().to_string()),
         ("processing.guarantee", a.guarantee.clone()),
         ("num.stream.threads", a.threads.to_string()),
-        ("consumer.session.timeout.ms", "6000".into()),
-        ("consumer.heartbeat.interval.ms", "500".into()),
     ];
+    if a.group_protocol == "classic" {
+        props.push(("consumer.session.timeout.ms", "6000".into()));
+        props.push(("consumer.heartbeat.interval.ms", "500".into()));
+    } else {
+        props.push(("group.protocol", a.group_protocol.clone()));
+    }
     if let Some(address) = &a.metrics_address {
         props.push(("metrics.address", address.clone()));
     }

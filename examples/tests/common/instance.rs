@@ -107,7 +107,17 @@ impl Instance {
 
     /// Instances A and B, alike.
     pub fn pair(logs: &Path, guarantee: &str, args: &[&str]) -> [Self; 2] {
-        ["A", "B"].map(|name| Self::new(name, logs, guarantee, args))
+        Self::named(["A", "B"], logs, guarantee, args)
+    }
+
+    /// One instance per name of `names`, alike.
+    pub fn named<const N: usize>(
+        names: [&'static str; N],
+        logs: &Path,
+        guarantee: &str,
+        args: &[&str],
+    ) -> [Self; N] {
+        names.map(|name| Self::new(name, logs, guarantee, args))
     }
 
     pub fn is_running(&self) -> bool {

@@ -7,6 +7,7 @@
 // Each test crate uses a part of this module.
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod feed;
 pub mod instance;
 pub mod verify;
