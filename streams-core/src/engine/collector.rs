@@ -23,4 +23,9 @@ pub struct SendError {
     /// Whether trying again later may succeed (a full queue), or not (a record too large,
     /// an unknown topic).
     pub retriable: bool,
+    /// Exactly-once: the producer's open transaction has already failed (an earlier record
+    /// was refused), so every send fails; this record is not at fault, and the transaction
+    /// is aborted and its input processed again rather than the record handed to the
+    /// production handler.
+    pub transaction_failed: bool,
 }

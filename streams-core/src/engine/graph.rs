@@ -157,6 +157,19 @@ impl NodeContext for NodeCx<'_> {
             Ok(()) => return Ok(()),
             Err(e) => e,
         };
+        // `log_and_continue` drops this output record alone, as Kafka Streams' collector
+        // does: the input's other outputs (other sinks, changelogs) still go out. Failing
+        // the input instead would skip them too, and commit its offset without them.
+        if self.task.drop_refused_outputs.get() && !refused.retriable && !refused.transaction_failed {
+            tracing::warn!(
+                task = %self.task.task_id,
+                topic = %refused.topic,
+                error = %refused.message,
+                "dropping an output record the producer refused (production.exception.handler=log_and_continue)"
+            );
+            self.task.dropped_outputs.set(self.task.dropped_outputs.get() + 1);
+            return Ok(());
+        }
         let error: ProcessorError = refused.to_string().into();
         self.record(Fault::Produce {
             node: self.node,

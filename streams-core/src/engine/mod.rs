@@ -210,16 +210,20 @@ impl Task {
                 global: def.global,
             });
         }
+        let shared = TaskShared::new(
+            app_id,
+            id,
+            stores,
+            collector,
+            wall_clock,
+            timestamp,
+            topology.renamed_topics().clone(),
+        );
+        shared
+            .drop_refused_outputs
+            .set(policy.production == crate::model::handlers::ErrorHandling::LogAndContinue);
         Ok(Self {
-            shared: TaskShared::new(
-                app_id,
-                id,
-                stores,
-                collector,
-                wall_clock,
-                timestamp,
-                topology.renamed_topics().clone(),
-            ),
+            shared,
             graph: Graph { nodes, meta },
             sources,
             queues: RecordQueues::default(),
@@ -334,6 +338,7 @@ impl Task {
         let mut slot = Some(raw);
         self.shared.reset_failure();
         let result = self.graph.process(&self.shared, node, &mut slot);
+        self.counters.dropped += self.shared.dropped_outputs.replace(0);
         match result {
             Ok(()) if self.shared.fault.borrow().is_none() => self.counters.processed += 1,
             result => {

@@ -90,6 +90,11 @@ pub(crate) struct TaskShared {
     pub backpressure: Cell<bool>,
     /// The task runs under exactly-once.
     pub exactly_once: Cell<bool>,
+    /// The production handler says `log_and_continue`: a sink drops an output record the
+    /// producer refuses for good, and the input's processing goes on.
+    pub drop_refused_outputs: Cell<bool>,
+    /// Output records dropped so (counted into the task's dropped records).
+    pub dropped_outputs: Cell<u64>,
 }
 
 impl TaskShared {
@@ -121,6 +126,8 @@ impl TaskShared {
             holds: Rc::default(),
             backpressure: Cell::new(false),
             exactly_once: Cell::new(false),
+            drop_refused_outputs: Cell::new(false),
+            dropped_outputs: Cell::new(0),
         }
     }
 

@@ -44,6 +44,7 @@ impl RecordCollector for NoOutput {
             topic: r.topic.to_owned(),
             message: "a global store's processor cannot write to a topic".into(),
             retriable: false,
+            transaction_failed: false,
         })
     }
     fn partitions(&mut self, _: &str) -> Option<i32> {

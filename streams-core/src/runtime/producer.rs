@@ -421,6 +421,7 @@ impl RecordCollector for KafkaCollector {
         })
         .map_err(|e| SendError {
             retriable: matches!(e, KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)),
+            transaction_failed: matches!(e, KafkaError::MessageProduction(RDKafkaErrorCode::State)),
             message: e.to_string(),
             topic: r.topic.to_owned(),
         })
