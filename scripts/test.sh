@@ -16,7 +16,8 @@
 # `cargo test --workspace --doc`. Then the short fault suite: a fresh three-broker cluster
 # (scripts/kafka-cluster.sh, stopped again on exit), and with
 #   STREAMS_TEST_CLUSTER_BOOTSTRAP, STREAMS_REQUIRE_CLUSTER=1
-# `cargo test -p streams-examples --test cluster_faults` one test at a time (the tests named
+# `cargo test -p streams-examples --test cluster_faults --test cluster_permanent_errors` one
+# test at a time (the tests named
 # `three_brokers_*` but not `three_brokers_long_*`, skipped in the first run so the
 # cluster's JVMs never compete with it for the cores). STREAMS_SKIP_CLUSTER=1 leaves the fault suite out.
 # Exits with the first failure's status. See docs/kafka-for-tests.md.
@@ -92,7 +93,8 @@ if [[ ${STREAMS_SKIP_CLUSTER:-0} != 1 ]]; then
     cluster_out=$(bash scripts/kafka-cluster.sh start | tee >(cat >&2)) || cluster_status=$?
     if [[ $cluster_status -eq 0 && $cluster_out =~ kafka\ cluster\ listening\ on\ ([^$'\n']+) ]]; then
         STREAMS_TEST_CLUSTER_BOOTSTRAP=${BASH_REMATCH[1]} STREAMS_REQUIRE_CLUSTER=1 \
-            cargo test -p streams-examples --test cluster_faults "$@" -- --test-threads=1 three_brokers_ \
+            cargo test -p streams-examples --test cluster_faults --test cluster_permanent_errors "$@" -- \
+            --test-threads=1 three_brokers_ \
             --skip three_brokers_long_ ||
             cluster_status=$?
     else
