@@ -285,6 +285,7 @@ impl ThreadFactory {
         });
         StreamsMember::join(MemberSettings {
             bootstrap: self.bootstrap.clone(),
+            known: Default::default(),
             group_id: cfg.application_id().to_owned(),
             client_id: name.to_owned(),
             process_id: self.process_id.clone(),

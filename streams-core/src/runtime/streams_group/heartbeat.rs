@@ -95,6 +95,7 @@ impl Heartbeat {
         let conn = match &mut self.conn {
             Some(c) => c,
             None => self.conn.insert(wire::find_coordinator(
+                &s.known,
                 &s.bootstrap,
                 &s.group_id,
                 &s.client_id,

@@ -100,6 +100,7 @@ fn broker(script: Vec<&'static [u8]>) -> (String, mpsc::Receiver<Vec<u8>>) {
 fn settings(bootstrap: &str) -> Arc<MemberSettings> {
     Arc::new(MemberSettings {
         bootstrap: bootstrap.to_owned(),
+        known: Default::default(),
         group_id: "g".into(),
         client_id: "c".into(),
         process_id: "p".into(),

@@ -52,6 +52,7 @@ fn topology(group: &str, topic: &str) -> GroupTopology {
 fn settings(bootstrap: &str, group: &str, topic: &str, process: &str, standbys: usize) -> MemberSettings {
     MemberSettings {
         bootstrap: bootstrap.to_owned(),
+        known: Default::default(),
         group_id: group.to_owned(),
         client_id: format!("{group}-{process}"),
         process_id: process.to_owned(),
@@ -205,8 +206,15 @@ fn commits_need_the_current_epoch() {
     );
 
     let (id, epoch) = a.member.member_id_and_epoch();
-    let mut conn = wire::find_coordinator(&bootstrap, &group, "sg-commit-test", Duration::from_secs(10))
-        .expect("coordinator");
+    let known = wire::KnownBrokers::default();
+    let mut conn = wire::find_coordinator(
+        &known,
+        &bootstrap,
+        &group,
+        "sg-commit-test",
+        Duration::from_secs(10),
+    )
+    .expect("coordinator");
     // Any other epoch is stale for the streams group coordinator: retriable (after the next
     // heartbeat), not a loss.
     for wrong in [epoch + 5, epoch - 1] {

@@ -52,6 +52,8 @@ pub(super) const RETRY_BACKOFF: Duration = Duration::from_millis(500);
 pub(crate) struct MemberSettings {
     /// `bootstrap.servers`.
     pub bootstrap: String,
+    /// The brokers learned since (shared by the member's connections).
+    pub known: Arc<wire::KnownBrokers>,
     /// The group: the `application.id`.
     pub group_id: String,
     /// The client id sent with every request.
@@ -180,7 +182,9 @@ impl StreamsMember {
     /// Applies the group configs, joins the group (the first heartbeat answers before this
     /// returns, so a refused member fails here) and starts the heartbeat thread.
     pub(crate) fn join(settings: MemberSettings) -> Result<StreamsMember, StreamsError> {
-        let mut any = wire::bootstrap(&settings.bootstrap, &settings.client_id, IO_TIMEOUT)?;
+        let mut any = settings
+            .known
+            .connect(&settings.bootstrap, &settings.client_id, IO_TIMEOUT)?;
         if any.version(codec::API_KEY, (0, codec::MAX_VERSION)).is_none() {
             return Err(StreamsError::StreamsGroup {
                 group: settings.group_id.clone(),
@@ -305,6 +309,7 @@ impl StreamsMember {
         if conn.is_none() {
             let s = &self.settings;
             *conn = Some(wire::find_coordinator(
+                &s.known,
                 &s.bootstrap,
                 &s.group_id,
                 &s.client_id,

@@ -11,14 +11,15 @@
 //! (their known fields are unused here), and refuses other versions.
 
 use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
 use kafka_protocol::messages::{
-    ApiVersionsResponse, BrokerId, FindCoordinatorResponse, IncrementalAlterConfigsResponse,
-    OffsetCommitResponse, TopicName,
+    ApiVersionsResponse, BrokerId, DescribeClusterResponse, FindCoordinatorResponse,
+    IncrementalAlterConfigsResponse, OffsetCommitResponse, TopicName,
 };
 use kafka_protocol::protocol::{HeaderVersion, StrBytes};
 
@@ -75,6 +76,38 @@ impl Response for ApiVersionsResponse {
             r.throttle_time_ms = get_i32(b)?;
         }
         // SupportedFeatures, FinalizedFeaturesEpoch, FinalizedFeatures, ZkMigrationReady.
+        skip_tags_if(b, flexible)?;
+        Ok(r)
+    }
+}
+
+impl Response for DescribeClusterResponse {
+    const VERSIONS: (i16, i16) = (0, 2);
+    const FLEXIBLE: i16 = 0;
+
+    fn read(b: &mut &[u8], version: i16, flexible: bool) -> Result<Self, DecodeError> {
+        let mut r = DescribeClusterResponse::default();
+        r.throttle_time_ms = get_i32(b)?;
+        r.error_code = get_i16(b)?;
+        r.error_message = nullable(b, flexible)?;
+        if version >= 1 {
+            r.endpoint_type = get_i8(b)?;
+        }
+        r.cluster_id = string(b, flexible)?;
+        r.controller_id = BrokerId(get_i32(b)?);
+        r.brokers = get_list(b, flexible, |b| {
+            let mut broker = DescribeClusterBroker::default();
+            broker.broker_id = BrokerId(get_i32(b)?);
+            broker.host = string(b, flexible)?;
+            broker.port = get_i32(b)?;
+            broker.rack = nullable(b, flexible)?;
+            if version >= 2 {
+                broker.is_fenced = get_i8(b)? != 0;
+            }
+            skip_tags_if(b, flexible)?;
+            Ok(broker)
+        })?;
+        r.cluster_authorized_operations = get_i32(b)?;
         skip_tags_if(b, flexible)?;
         Ok(r)
     }

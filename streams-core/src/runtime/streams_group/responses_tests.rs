@@ -99,6 +99,50 @@ fn find_coordinator_decodes_as_the_schema_says() {
 }
 
 #[test]
+fn describe_cluster_decodes_as_the_schema_says() {
+    // v2 (flexible from v0): ThrottleTimeMs, ErrorCode, ErrorMessage, EndpointType (v1+),
+    // ClusterId, ControllerId, Brokers [BrokerId, Host, Port, Rack, IsFenced (v2)],
+    // ClusterAuthorizedOperations.
+    #[rustfmt::skip]
+    let v2 = [
+        0, 0, 0, 0,                 // ThrottleTimeMs
+        0, 0,                       // ErrorCode
+        0x00,                       // ErrorMessage: null
+        1,                          // EndpointType: brokers
+        0x02, b'c',                 // ClusterId
+        0, 0, 0, 1,                 // ControllerId
+        0x03,                       // Brokers: two
+        0, 0, 0, 1, 0x02, b'a', 0, 0, 0x23, 0x84, 0x00, 0, NO_TAGS,
+        0, 0, 0, 2, 0x02, b'b', 0, 0, 0x23, 0x85, 0x02, b'r', 1, NO_TAGS,
+        0x80, 0, 0, 0,              // ClusterAuthorizedOperations: none asked
+        NO_TAGS,
+    ];
+    let r: DescribeClusterResponse = agrees(&v2, 2);
+    let brokers: Vec<_> = r
+        .brokers
+        .iter()
+        .map(|b| (b.broker_id.0, b.host.to_string(), b.port, b.is_fenced))
+        .collect();
+    assert_eq!(
+        brokers,
+        [(1, "a".into(), 9092, false), (2, "b".into(), 9093, true)]
+    );
+    assert_eq!(
+        r.brokers[1].rack.as_ref().map(|r| r.to_string()),
+        Some("r".into())
+    );
+    // v0: no EndpointType, no IsFenced.
+    #[rustfmt::skip]
+    let v0 = [
+        0, 0, 0, 0, 0, 0, 0x00, 0x02, b'c', 0, 0, 0, 1,
+        0x02, 0, 0, 0, 1, 0x02, b'a', 0, 0, 0x23, 0x84, 0x00, NO_TAGS,
+        0x80, 0, 0, 0, NO_TAGS,
+    ];
+    let r: DescribeClusterResponse = agrees(&v0, 0);
+    assert_eq!((r.brokers.len(), r.brokers[0].port), (1, 9092));
+}
+
+#[test]
 fn offset_commit_decodes_as_the_schema_says() {
     // v2: Topics [Name, Partitions [PartitionIndex, ErrorCode]] (classic, no throttle).
     #[rustfmt::skip]
@@ -186,6 +230,11 @@ fn huge_and_negative_counts_are_errors_in_every_response() {
     assert!(matches!(r, Err(DecodeError::Oversized { .. })), "{r:?}");
     let r = decode::<IncrementalAlterConfigsResponse>(&[0, 0, 0, 0, 0xff, 0xff, 0xff, 0xfe], 0);
     assert_eq!(r, Err(DecodeError::NegativeLength(-2)));
+    // DescribeCluster v2: ThrottleTimeMs, ErrorCode, ErrorMessage (null), EndpointType,
+    // ClusterId "c", ControllerId, then Brokers.
+    let head = [0, 0, 0, 0, 0, 0, 0x00, 1, 0x02, b'c', 0, 0, 0, 1];
+    let r = decode::<DescribeClusterResponse>(&[&head[..], &huge, &pad].concat(), 2);
+    assert!(matches!(r, Err(DecodeError::Oversized { .. })), "{r:?}");
     // A top-level tagged section claiming 0x7fffffff fields.
     let r = decode::<IncrementalAlterConfigsResponse>(&[&[0, 0, 0, 0, 0x01][..], &huge, &pad].concat(), 1);
     assert!(matches!(r, Err(DecodeError::Oversized { .. })), "{r:?}");

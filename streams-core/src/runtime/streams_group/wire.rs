@@ -16,9 +16,10 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use kafka_protocol::messages::{
-    ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest, FindCoordinatorResponse, GroupId,
-    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, OffsetCommitRequest,
-    OffsetCommitResponse, RequestHeader, ResponseHeader,
+    ApiVersionsRequest, ApiVersionsResponse, DescribeClusterRequest, DescribeClusterResponse,
+    FindCoordinatorRequest, FindCoordinatorResponse, GroupId, IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse, OffsetCommitRequest, OffsetCommitResponse, RequestHeader,
+    ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 
@@ -72,6 +73,7 @@ macro_rules! api {
 }
 
 api! {
+    DescribeClusterRequest => DescribeClusterResponse, 60;
     OffsetCommitRequest => OffsetCommitResponse, 8;
     FindCoordinatorRequest => FindCoordinatorResponse, 10;
     ApiVersionsRequest => ApiVersionsResponse, 18;
@@ -225,17 +227,107 @@ impl Conn {
     }
 }
 
-/// Connects to the first broker of `bootstrap` (comma-separated `host:port`s) that answers.
-pub(crate) fn bootstrap(bootstrap: &str, client_id: &str, timeout: Duration) -> Result<Conn, StreamsError> {
-    let mut last = kafka(format!("no broker in bootstrap list `{bootstrap}`"), false);
-    for addr in bootstrap.split(',').map(str::trim).filter(|a| !a.is_empty()) {
-        let addr = addr.strip_prefix("PLAINTEXT://").unwrap_or(addr);
+/// The addresses of a `bootstrap.servers` list (comma-separated `host:port`s).
+fn bootstrap_list(bootstrap: &str) -> Vec<String> {
+    bootstrap
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(|a| a.strip_prefix("PLAINTEXT://").unwrap_or(a).to_owned())
+        .collect()
+}
+
+/// Connects to the first address of `addrs` that answers; `failed` hears of each that did
+/// not.
+fn connect_first(
+    addrs: Vec<String>,
+    client_id: &str,
+    timeout: Duration,
+    mut failed: impl FnMut(&str),
+) -> Result<Conn, StreamsError> {
+    let mut last = kafka(
+        format!("no broker to connect to (tried {})", addrs.join(", ")),
+        false,
+    );
+    for addr in &addrs {
         match Conn::connect(addr, client_id, timeout) {
             Ok(c) => return Ok(c),
-            Err(e) => last = e,
+            Err(e) => {
+                failed(addr);
+                last = e;
+            }
         }
     }
     Err(last)
+}
+
+/// The brokers a streams-group client reaches the cluster through: the ones the cluster
+/// listed at the last connection (`DescribeCluster`), then the bootstrap list. So a
+/// coordinator lookup still works while every bootstrap broker is down or hung, as
+/// librdkafka's clients do with the brokers of their metadata. A broker that did not
+/// answer moves to the back of the list.
+#[derive(Debug, Default)]
+pub(crate) struct KnownBrokers {
+    learned: std::sync::Mutex<Vec<String>>,
+}
+
+impl KnownBrokers {
+    /// Connects to the first broker that answers: a learned one, else one of `bootstrap`;
+    /// then learns the cluster's brokers through it (a failure to is only logged).
+    pub(crate) fn connect(
+        &self,
+        bootstrap: &str,
+        client_id: &str,
+        timeout: Duration,
+    ) -> Result<Conn, StreamsError> {
+        let mut addrs = self.learned().clone();
+        for a in bootstrap_list(bootstrap) {
+            if !addrs.contains(&a) {
+                addrs.push(a);
+            }
+        }
+        let mut conn = connect_first(addrs, client_id, timeout, |addr| {
+            let mut learned = self.learned();
+            if let Some(i) = learned.iter().position(|a| a == addr) {
+                let a = learned.remove(i);
+                learned.push(a);
+            }
+        })?;
+        match describe_brokers(&mut conn) {
+            Ok(brokers) if !brokers.is_empty() => *self.learned() = brokers,
+            Ok(_) => {}
+            Err(e) => {
+                tracing::debug!(broker = conn.addr(), error = %e, "could not list the cluster's brokers")
+            }
+        }
+        Ok(conn)
+    }
+
+    fn learned(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+        self.learned.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The `host:port` of every unfenced broker of the cluster, as `conn`'s broker lists them.
+fn describe_brokers(conn: &mut Conn) -> Result<Vec<String>, StreamsError> {
+    let version = conn.version(60, (0, 2)).ok_or_else(|| {
+        kafka(
+            format!("{} offers no DescribeCluster version we speak", conn.addr),
+            false,
+        )
+    })?;
+    let mut req = DescribeClusterRequest::default();
+    req.endpoint_type = 1; // brokers, not controllers
+    let resp = conn.send(&req, version)?;
+    if resp.error_code != 0 {
+        return Err(kafka(format!("DescribeCluster: error {}", resp.error_code), true));
+    }
+    Ok(resp
+        .brokers
+        .iter()
+        .filter(|b| !b.is_fenced)
+        .map(|b| format!("{}:{}", b.host.as_str(), b.port))
+        .collect())
 }
 
 /// Error codes that mean "ask again for the coordinator".
@@ -244,14 +336,16 @@ pub(crate) fn coordinator_moved(code: i16) -> bool {
     matches!(code, 14..=16)
 }
 
-/// A connection to the coordinator of `group`, found through `bootstrap`.
+/// A connection to the coordinator of `group`, found through a broker of `known` (or of
+/// `bootstrap_servers`).
 pub(crate) fn find_coordinator(
+    known: &KnownBrokers,
     bootstrap_servers: &str,
     group: &str,
     client_id: &str,
     timeout: Duration,
 ) -> Result<Conn, StreamsError> {
-    let mut conn = bootstrap(bootstrap_servers, client_id, timeout)?;
+    let mut conn = known.connect(bootstrap_servers, client_id, timeout)?;
     let version = conn.version(10, (0, 6)).ok_or_else(|| {
         kafka(
             format!("{} offers no FindCoordinator version we speak", conn.addr),
