@@ -21,6 +21,10 @@
 //!   still paused;
 //! - `three_brokers_long_eos_survives_a_rolling_restart`: each node in turn stopped cleanly
 //!   and started again (`restart`);
+//! - `three_brokers_long_eos_goes_on_while_its_only_bootstrap_broker_is_paused`: the
+//!   instances are given one node as their bootstrap list, the group coordinator's; it is
+//!   paused, and the group must commit again on every input partition while it still is
+//!   (under the streams protocol unless `CLUSTER_GROUP_PROTOCOL` names another);
 //! - `three_brokers_long_eos_survives_controller_kills`: the active KRaft controller
 //!   bounced, `CLUSTER_FAULT_ROUNDS` times;
 //! - `three_brokers_long_eos_survives_the_whole_cluster_paused`: every node paused for
@@ -90,6 +94,10 @@ enum Faults {
     PauseAndKillInstance(Duration),
     /// `restart` (a clean stop and start) each node in turn.
     RollingRestart,
+    /// The instances know the cluster through one node only, the group coordinator's:
+    /// `pause` it and wait, while it is paused, until the group commits again on every
+    /// input partition; then `resume` it.
+    PauseOnlyBootstrap,
 }
 
 impl Faults {
@@ -154,6 +162,15 @@ fn three_brokers_long_eos_survives_an_instance_killed_during_a_pause() {
 fn three_brokers_long_eos_survives_a_rolling_restart() {
     let test = "three_brokers_long_eos_survives_a_rolling_restart";
     scenario(test, Guarantee::ExactlyOnce, Faults::RollingRestart);
+}
+
+/// In the full run only: with the streams protocol (unless `CLUSTER_GROUP_PROTOCOL` names
+/// another) the group's own client must find the new coordinator through the brokers it has
+/// learned, not through its bootstrap list.
+#[test]
+fn three_brokers_long_eos_goes_on_while_its_only_bootstrap_broker_is_paused() {
+    let test = "three_brokers_long_eos_goes_on_while_its_only_bootstrap_broker_is_paused";
+    scenario(test, Guarantee::ExactlyOnce, Faults::PauseOnlyBootstrap);
 }
 
 /// In the full run only (`scripts/test.sh` skips `three_brokers_long_*`).
@@ -256,9 +273,23 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
     };
     let started = Instant::now();
     let cluster = Cluster::new(test, started);
-    let run = Run::create(bootstrap, "cluster-faults", PARTITIONS);
+    let mut run = Run::create(bootstrap, "cluster-faults", PARTITIONS);
     let logs = logs_dir("cluster-faults", &run.app);
-    let protocol = group_protocol();
+    let mut protocol = group_protocol();
+    // The node the instances know the cluster by, for `PauseOnlyBootstrap`.
+    let mut only_bootstrap = None;
+    if matches!(faults, Faults::PauseOnlyBootstrap) {
+        let node = cluster.group_coordinator(&run.app);
+        let address = run
+            .bootstrap
+            .split(',')
+            .nth(node as usize - 1)
+            .expect("node's address");
+        run.instance_bootstrap = Some(address.to_owned());
+        only_bootstrap = Some(node);
+        protocol.get_or_insert_with(|| "streams".to_owned());
+    }
+    let run = run;
     eprintln!(
         "{test}: application {} ({}, {} group protocol), faults {faults:?}, logs in {}",
         run.app,
@@ -370,6 +401,23 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
             );
             fault(what, Instant::now(), &mut instances);
         }
+        Faults::PauseOnlyBootstrap => {
+            let node = only_bootstrap.expect("chosen at the start");
+            cluster.on("pause", node);
+            let paused = Instant::now();
+            let r = recovery(&run, None, &mut instances);
+            eprintln!(
+                "{test}: {:5.1} s: with node {node}, the only bootstrap broker and the group \
+                 coordinator, paused: committed offsets moved again {:.1} s after the pause, \
+                 on every input partition after {:.1} s",
+                started.elapsed().as_secs_f64(),
+                r.first.as_secs_f64(),
+                r.all.as_secs_f64()
+            );
+            sleep_alive(BETWEEN_FAULTS.saturating_sub(paused.elapsed()), &mut instances);
+            cluster.on("resume", node);
+            fault(format!("node {node} resumed"), Instant::now(), &mut instances);
+        }
         Faults::RollingRestart => {
             for node in 1..=3 {
                 cluster.on("restart", node);
@@ -413,14 +461,7 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
     }
     // A transaction of a killed instance stays open until the coordinator aborts it
     // (`transaction.timeout.ms`, 10 s); one of a clean stop never does.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let open = loop {
-        let open = cluster.open_transactions(&format!("{}-", run.app));
-        if open.is_empty() || Instant::now() >= deadline {
-            break open;
-        }
-        std::thread::sleep(Duration::from_secs(1));
-    };
+    let open = cluster.open_transactions_after(&format!("{}-", run.app), Duration::from_secs(60));
 
     let report = verify(&run.bootstrap, &run.topics, &fed, guarantee);
     let dead: usize = instances.iter().map(Instance::threads_failed).sum();

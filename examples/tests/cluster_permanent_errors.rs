@@ -78,19 +78,11 @@ fn delete_output_while_running(test: &'static str, handler: &str) -> Option<Dele
 #[test]
 fn three_brokers_eos_fails_naming_an_output_topic_deleted_while_it_runs() {
     let test = "three_brokers_eos_fails_naming_an_output_topic_deleted_while_it_runs";
-    let Some(Deleted {
-        cluster,
-        run,
-        logs,
-        feeder,
-        mut instances,
-        output,
-        deleted,
-    }) = delete_output_while_running(test, "log_and_fail")
-    else {
+    let Some(mut d) = delete_output_while_running(test, "log_and_fail") else {
         return;
     };
-    let a = &mut instances[0];
+    let (deleted, output) = (d.deleted, d.output.clone());
+    let a = &mut d.instances[0];
 
     let failure = loop {
         let log = std::fs::read_to_string(&a.log).unwrap_or_default();
@@ -116,34 +108,32 @@ fn three_brokers_eos_fails_naming_an_output_topic_deleted_while_it_runs() {
         failure.contains(&output),
         "{test}: the failure does not name the deleted topic {output}: {failure}"
     );
-    drop(feeder.stop());
     a.crash();
+    drop(d.feeder.stop());
     assert!(
         aborts <= 5,
         "{test}: {aborts} transactions aborted before the thread failed (a retry loop); see {}",
-        logs_of(&instances)
+        logs_of(&d.instances)
     );
     // The failed thread's transaction is aborted by the coordinator after
     // `transaction.timeout.ms` at the latest.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let open = loop {
-        let open = cluster.open_transactions(&format!("{}-", run.app));
-        if open.is_empty() || Instant::now() >= deadline {
-            break open;
-        }
-        std::thread::sleep(Duration::from_secs(1));
-    };
+    let open = d
+        .cluster
+        .open_transactions_after(&format!("{}-", d.run.app), Duration::from_secs(60));
     assert!(
         open.is_empty(),
         "{test}: transactions still open 60 s later: {open:?}"
     );
-    remove_logs(&logs);
+    remove_logs(&d.logs);
 }
 
 #[test]
 fn three_brokers_eos_skips_records_for_an_output_topic_deleted_while_it_runs() {
     let test = "three_brokers_eos_skips_records_for_an_output_topic_deleted_while_it_runs";
-    let Some(Deleted {
+    let Some(d) = delete_output_while_running(test, "log_and_continue") else {
+        return;
+    };
+    let Deleted {
         cluster,
         run,
         logs,
@@ -151,10 +141,7 @@ fn three_brokers_eos_skips_records_for_an_output_topic_deleted_while_it_runs() {
         mut instances,
         deleted,
         ..
-    }) = delete_output_while_running(test, "log_and_continue")
-    else {
-        return;
-    };
+    } = d;
     // Past librdkafka's `topic.metadata.propagation.max.ms`: the topic is known gone.
     while deleted.elapsed() < Duration::from_secs(45) {
         instances[0].check_alive();

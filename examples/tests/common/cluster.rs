@@ -133,6 +133,20 @@ impl Cluster {
             .collect()
     }
 
+    /// [`open_transactions`](Self::open_transactions) once none is open, or after `wait`
+    /// (a killed producer's transaction stays open until the coordinator aborts it, after
+    /// `transaction.timeout.ms`).
+    pub fn open_transactions_after(&self, prefix: &str, wait: Duration) -> Vec<String> {
+        let deadline = Instant::now() + wait;
+        loop {
+            let open = self.open_transactions(prefix);
+            if open.is_empty() || Instant::now() >= deadline {
+                return open;
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+
     /// `verb` on node `node`.
     pub fn on(&self, verb: &str, node: u32) {
         self.run(&[verb, &node.to_string()], true);

@@ -22,6 +22,8 @@ const THREAD_FAILED: &str = "stream thread failed";
 /// What the instances run on.
 pub struct Run {
     pub bootstrap: String,
+    /// The bootstrap servers the instances are given, where not [`bootstrap`](Self::bootstrap).
+    pub instance_bootstrap: Option<String>,
     pub app: String,
     pub topics: CountTopics,
 }
@@ -33,6 +35,7 @@ impl Run {
         let topics = CountTopics::create(&bootstrap, prefix, partitions, true);
         Self {
             bootstrap,
+            instance_bootstrap: None,
             app: streams_test_utils::kafka::unique_name(prefix),
             topics,
         }
@@ -148,7 +151,8 @@ impl Instance {
             .open(&self.log)
             .unwrap();
         writeln!(log, "==== {} start {}", self.name, self.starts).unwrap();
-        let mut child = super::count_app(&run.bootstrap, &run.app, &run.topics, self.state.path())
+        let bootstrap = run.instance_bootstrap.as_deref().unwrap_or(&run.bootstrap);
+        let mut child = super::count_app(bootstrap, &run.app, &run.topics, self.state.path())
             .args(&self.args)
             // Rebalances, start offsets and commits in the log: a failure is diagnosable.
             .env(
