@@ -352,6 +352,21 @@ fn watermarks(consumer: &AssignedConsumer, topic: &str, partition: i32) -> Resul
                 {
                     return Err(denied);
                 }
+                if let Some(count) = partition_count(consumer, topic)
+                    && partition >= count
+                {
+                    return Err(StreamsError::Kafka {
+                        message: format!(
+                            "changelog `{topic}` has {count} partitions, but a task needs its partition \
+                             {partition}: partitions were added to a source topic after the \
+                             application created its changelogs, and the keys of that topic no \
+                             longer go to the tasks that hold their state. Kafka Streams stops \
+                             here too; to go on, reset the application (its state and changelogs \
+                             made again from the input) or run a new application id"
+                        ),
+                        retriable: false,
+                    });
+                }
                 if Instant::now() >= deadline {
                     return Err(kafka_err(&format!("watermarks of {topic}-{partition}"), e));
                 }
@@ -360,6 +375,14 @@ fn watermarks(consumer: &AssignedConsumer, topic: &str, partition: i32) -> Resul
             }
         }
     }
+}
+
+/// The partition count of `topic` as the cluster lists it now; `None` when that is not known
+/// (no answer, the topic missing or in error).
+fn partition_count(consumer: &AssignedConsumer, topic: &str) -> Option<i32> {
+    let md = consumer.fetch_metadata(Some(topic), Duration::from_secs(5)).ok()?;
+    let t = md.topics().first()?;
+    (t.error().is_none() && !t.partitions().is_empty()).then(|| t.partitions().len() as i32)
 }
 
 /// Applies the records read so far to the store being restored; returns how many.

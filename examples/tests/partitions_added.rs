@@ -1,0 +1,95 @@
+//! Partitions added to the input topic of a running stateful application.
+//!
+//! The count's store is partitioned like its input: the changelog has as many partitions as
+//! the input had when the application created it, and a key's count lives in the task of
+//! the partition the key hashed to. Once partitions are added, keys move to other
+//! partitions (the count of a key would restart from 0 there) and the new partitions' tasks
+//! have no changelog partition. Kafka Streams stops with an error; so must this runtime,
+//! naming the cause, rather than retry for minutes or count wrongly.
+
+use std::time::{Duration, Instant};
+
+use rdkafka::ClientConfig;
+use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions};
+use rdkafka::client::DefaultClientContext;
+
+mod common;
+
+use common::feed::{FeedPlan, Feeder, committed};
+use common::instance::{Instance, Run, logs_dir, remove_logs};
+use streams_test_utils::kafka;
+
+/// ~200 records/s over 20 keys.
+const FEED: FeedPlan = FeedPlan::new(20, 20);
+
+/// Adds partitions to `topic` until it has `total`.
+fn add_partitions(bootstrap: &str, topic: &str, total: usize) {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .expect("admin client");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(20)));
+    let results = rt
+        .block_on(admin.create_partitions(&[NewPartitions::new(topic, total)], &opts))
+        .expect("create partitions");
+    for r in results {
+        r.expect("partitions added");
+    }
+}
+
+#[test]
+fn partitions_added_to_the_input_of_a_count_stop_it_with_an_error_naming_the_cause() {
+    let test = "partitions_added_to_the_input_of_a_count_stop_it_with_an_error_naming_the_cause";
+    let Some(bootstrap) = kafka::require_kafka(test) else {
+        return;
+    };
+    let run = Run::create(bootstrap, "partitions-added", 2);
+    let logs = logs_dir("partitions-added", &run.app);
+    let feeder = Feeder::start(&run.bootstrap, &run.topics.input, FEED);
+    // A metadata refresh every 2 s instead of 5 minutes: the consumer sees the new
+    // partitions soon.
+    let args = [
+        "--threads",
+        "1",
+        "--property",
+        "consumer.topic.metadata.refresh.interval.ms=2000",
+    ];
+    let mut instances = Instance::named(["A"], &logs, "exactly_once_v2", &args);
+    let a = &mut instances[0];
+    a.start(&run);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while committed(&run).map_or(true, |c| c.values().sum::<i64>() < 200) {
+        assert!(Instant::now() < deadline, "{test}: nothing committed in 60 s; see {}", a.log.display());
+        a.check_alive();
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    add_partitions(&run.bootstrap, &run.topics.input, 4);
+    let added = Instant::now();
+    let failure = loop {
+        let log = std::fs::read_to_string(&a.log).unwrap_or_default();
+        if let Some(line) = log.lines().find(|l| l.contains("stream thread failed")) {
+            break line.to_owned();
+        }
+        assert!(
+            added.elapsed() < Duration::from_secs(120),
+            "{test}: no stream thread failed 120 s after partitions were added; see {}",
+            a.log.display()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    eprintln!(
+        "{test}: the thread failed {:.1} s after partitions were added: {failure}",
+        added.elapsed().as_secs_f64()
+    );
+    assert!(
+        failure.contains("partitions were added to a source topic"),
+        "{test}: the failure does not name the cause: {failure}"
+    );
+    drop(feeder.stop());
+    a.crash();
+    remove_logs(&logs);
+}
