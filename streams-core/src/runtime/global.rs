@@ -130,8 +130,13 @@ impl GlobalTasks {
                     ));
                 }
                 for p in 0..partitions {
-                    let (low, high) = super::watermarks::fetch(&consumer, topic, p, Duration::from_secs(30))
-                        .map_err(|e| kafka_err(&format!("watermarks of {topic}-{p}"), e))?;
+                    let (low, high) = super::watermarks::fetch_retrying(
+                        &consumer,
+                        topic,
+                        p,
+                        super::recover::RECOVERY_LIMIT,
+                        super::watermarks::stop_if_denied(topic),
+                    )?;
                     // The log start as a concrete offset: librdkafka's lookup of a logical
                     // one can fire again later and move the position (see `start_offsets.rs`).
                     assignment

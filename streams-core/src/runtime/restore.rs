@@ -341,46 +341,34 @@ impl Restoration {
 /// [`RECOVERY_LIMIT`](super::recover::RECOVERY_LIMIT) (Kafka Streams' `task.timeout.ms`
 /// default), except refused authorization.
 fn watermarks(consumer: &AssignedConsumer, topic: &str, partition: i32) -> Result<(i64, i64), StreamsError> {
-    let deadline = Instant::now() + super::recover::RECOVERY_LIMIT;
-    loop {
-        match super::watermarks::fetch(consumer, topic, partition, Duration::from_secs(10)) {
-            Ok(w) => return Ok(w),
-            Err(e) => {
-                if let Some(denied) = consumer
-                    .context()
-                    .denied(&e, &format!("`{topic}`"), "DESCRIBE on it")
-                {
-                    return Err(denied);
-                }
-                if let Some(count) = partition_count(consumer, topic)
-                    && partition >= count
-                {
-                    return Err(StreamsError::Kafka {
-                        message: format!(
-                            "changelog `{topic}` has {count} partitions, but a task needs its partition \
-                             {partition}: partitions were added to a source topic after the \
-                             application created its changelogs, and the keys of that topic no \
-                             longer go to the tasks that hold their state. Kafka Streams stops \
-                             here too; to go on, reset the application (its state and changelogs \
-                             made again from the input) or run a new application id"
-                        ),
-                        retriable: false,
-                    });
-                }
-                if Instant::now() >= deadline {
-                    return Err(kafka_err(&format!("watermarks of {topic}-{partition}"), e));
-                }
-                tracing::debug!(topic, partition, error = %e, "watermarks of a changelog; retrying");
-                std::thread::sleep(Duration::from_millis(200));
-            }
+    super::watermarks::fetch_retrying(consumer, topic, partition, super::recover::RECOVERY_LIMIT, |e| {
+        if let Some(denied) = consumer
+            .context()
+            .denied(e, &format!("`{topic}`"), "DESCRIBE on it")
+        {
+            return Some(denied);
         }
-    }
+        let count = partition_count(consumer, topic)?;
+        (partition >= count).then(|| StreamsError::Kafka {
+            message: format!(
+                "changelog `{topic}` has {count} partitions, but a task needs its partition \
+                     {partition}: partitions were added to a source topic after the \
+                     application created its changelogs, and the keys of that topic no \
+                     longer go to the tasks that hold their state. Kafka Streams stops \
+                     here too; to go on, reset the application (its state and changelogs \
+                     made again from the input) or run a new application id"
+            ),
+            retriable: false,
+        })
+    })
 }
 
 /// The partition count of `topic` as the cluster lists it now; `None` when that is not known
 /// (no answer, the topic missing or in error).
 fn partition_count(consumer: &AssignedConsumer, topic: &str) -> Option<i32> {
-    let md = consumer.fetch_metadata(Some(topic), Duration::from_secs(5)).ok()?;
+    let md = consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(5))
+        .ok()?;
     let t = md.topics().first()?;
     (t.error().is_none() && !t.partitions().is_empty()).then(|| t.partitions().len() as i32)
 }

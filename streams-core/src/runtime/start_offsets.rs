@@ -85,7 +85,9 @@ impl ResetTo {
     }
 
     /// The concrete offset `topic`-`partition` starts at under this policy, or `None` for
-    /// [`ResetTo::Logical`].
+    /// [`ResetTo::Logical`]. The lookup is retried for up to [`LOOKUP_TIMEOUT`]: right after
+    /// a broker went down, the cached leader of a partition the group never committed (a
+    /// repartition topic's partition no key went to, say) answers `NotLeaderForPartition`.
     pub(crate) fn resolve<C: ConsumerContext>(
         self,
         consumer: &BaseConsumer<C>,
@@ -95,8 +97,13 @@ impl ResetTo {
         if self == Self::Logical {
             return Ok(None);
         }
-        let (low, high) = super::watermarks::fetch(consumer, topic, partition, LOOKUP_TIMEOUT)
-            .map_err(|e| kafka_err(&format!("watermarks of {topic}-{partition}"), e))?;
+        let (low, high) = super::watermarks::fetch_retrying(
+            consumer,
+            topic,
+            partition,
+            LOOKUP_TIMEOUT,
+            super::watermarks::stop_if_denied(topic),
+        )?;
         Ok(Some(if self == Self::Earliest { low } else { high }))
     }
 }

@@ -8,11 +8,26 @@
 //! it only every `topic.metadata.refresh.interval.ms` (5 minutes), and every retry in
 //! between fails the same way. A failed lookup here asks for the topic's metadata before
 //! it returns, so the next try sees the new leader.
+//!
+//! A lookup the runtime cannot go on without ([`fetch_retrying`]: where a changelog
+//! restores to, where a partition without a committed offset starts) retries for as long
+//! as a broker may take to come back, as Kafka Streams' `task.timeout.ms` does: one failure
+//! right after a broker moved its leaderships is not a reason to stop a stream thread.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
-use rdkafka::error::KafkaResult;
+use rdkafka::error::{KafkaError, KafkaResult};
+
+use super::connect::is_authorization;
+use super::restore::kafka_err;
+use crate::model::error::StreamsError;
+
+/// How long one try of [`fetch_retrying`] may wait for the broker.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The pause between two tries of [`fetch_retrying`].
+const RETRY_PAUSE: Duration = Duration::from_millis(200);
 
 /// How long the refresh after a failed lookup may take.
 const REFRESH_TIMEOUT: Duration = Duration::from_secs(5);
@@ -31,4 +46,50 @@ pub(crate) fn fetch<C: ConsumerContext>(
             tracing::debug!(topic, partition, error = %e, refresh = %refresh, "watermarks failed, and so did refreshing the topic's metadata");
         }
     })
+}
+
+/// [`fetch`], tried again every 200 ms for up to `limit` while the lookup fails (a leader
+/// moving, a broker restarting or paused, a partition just created and not yet led):
+/// `stop(error)` ends the tries early with its own error (refused authorization, or a
+/// failure no wait can mend). After `limit` the last error, as `watermarks of
+/// <topic>-<partition>`.
+pub(crate) fn fetch_retrying<C: ConsumerContext>(
+    consumer: &BaseConsumer<C>,
+    topic: &str,
+    partition: i32,
+    limit: Duration,
+    mut stop: impl FnMut(&KafkaError) -> Option<StreamsError>,
+) -> Result<(i64, i64), StreamsError> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let attempt = deadline
+            .saturating_duration_since(Instant::now())
+            .clamp(Duration::from_millis(100), ATTEMPT_TIMEOUT);
+        let e = match fetch(consumer, topic, partition, attempt) {
+            Ok(w) => return Ok(w),
+            Err(e) => e,
+        };
+        if let Some(stopped) = stop(&e) {
+            return Err(stopped);
+        }
+        if Instant::now() >= deadline {
+            return Err(kafka_err(&format!("watermarks of {topic}-{partition}"), e));
+        }
+        tracing::debug!(topic, partition, error = %e, "watermarks; retrying");
+        std::thread::sleep(RETRY_PAUSE);
+    }
+}
+
+/// For [`fetch_retrying`]'s `stop`: an authorization error ends the tries with its
+/// [`StreamsError::Authorization`], naming `topic`.
+pub(crate) fn stop_if_denied(topic: &str) -> impl FnMut(&KafkaError) -> Option<StreamsError> + '_ {
+    move |e| {
+        let code = e.rdkafka_error_code().filter(|c| is_authorization(*c))?;
+        Some(super::connect::denied(
+            format!("topic `{topic}`"),
+            "looking up its offsets",
+            code,
+            "DESCRIBE on it",
+        ))
+    }
 }
