@@ -5,7 +5,8 @@
 //! - [`clicks`]: clicks per user and per region in event-time windows, written with the
 //!   DSL: a global-table join, a windowed aggregation and a table re-grouped with an adder
 //!   and a subtractor (`click-analytics`).
-//! - [`count`]: a keyed count over a RocksDB store, used by the crash tests (`count-app`).
+//! - [`count`]: a keyed count over a RocksDB store, used by the crash tests (`count-app`);
+//!   [`smoke`]: the fault suite's DSL topology around the same count (`count-app --smoke`).
 //! - [`webhooks`]: a range join of events with each user's web hooks (prefix scan over a
 //!   RocksDB store), delivered over HTTP under the framework's retry ladder
 //!   (`webhook-join`).
@@ -24,6 +25,7 @@ pub mod file_aggregation;
 pub mod local_kafka;
 pub mod retry;
 pub mod shutdown;
+pub mod smoke;
 pub mod splitter;
 pub mod webhooks;
 

@@ -1,8 +1,11 @@
 //! Processing guarantees through broker faults, on the three-broker KRaft cluster of
 //! `scripts/kafka-cluster.sh` (replication factor 3, `min.insync.replicas=2`): three
-//! `count-app` instances (A, B and C) of 2 stream threads each share an input of 6
+//! `count-app --smoke` instances (A, B and C) of 2 stream threads each share an input of 6
 //! partitions, while a feeder writes ~1,000 records/s with a sequence number per key, and
-//! brokers fail. `scripts/test.sh` (so CI) runs the short ones; `three_brokers_long_*` are
+//! brokers fail. The smoke topology (`streams_examples::smoke`) writes every input to an
+//! audit topic, counts per key, joins each input with its key's count, aggregates
+//! count/sum/min/max per group of keys through a repartition topic, and counts per key in
+//! 10 s windows (`CLUSTER_TOPOLOGY=count` runs the count and the audit alone). `scripts/test.sh` (so CI) runs the short ones; `three_brokers_long_*` are
 //! the full run's (docs/kafka-for-tests.md, "The fault suite"):
 //!
 //! - `three_brokers_eos_survives_partition_leader_kills`: the leader of input partition 0 is
@@ -36,9 +39,11 @@
 //! After the faults the feeder runs 5 s more and stops; once the group has committed every
 //! input offset, the instances stop cleanly (SIGTERM, exit 0) and what was committed is read
 //! with `read_committed` and checked by identity (`common/verify.rs`): under exactly-once
-//! every input in the audit topic exactly once and each key's counts 1..n exactly once;
-//! under at-least-once nothing missing; and no transaction of the application is left open
-//! (`ListTransactions`). An instance that exits by itself or loses a stream
+//! every input in the audit topic exactly once, each key's counts 1..n exactly once, every
+//! input joined exactly once with the count it made, each group's stats counts 1..N exactly
+//! once with the exact sum, minimum and maximum at N, and each key's windowed counts 1..m
+//! exactly once per window summing to its inputs; under at-least-once nothing missing; and
+//! no transaction of the application is left open (`ListTransactions`). An instance that exits by itself or loses a stream
 //! thread, or a group that commits nothing for 120 s, fails the test. Each fault prints how
 //! long after the broker was back (`start-node` or `resume` returned) the group's committed
 //! offsets moved again, first on one input partition and then on all of them.
@@ -60,7 +65,9 @@ mod common;
 use common::cluster::{Cluster, cluster_bootstrap, env_number};
 use common::feed::{FeedPlan, Feeder, IDLE_LIMIT, committed, wait_processed};
 use common::instance::{Instance, Run, check_all_alive, logs_dir, logs_of, remove_logs, stalled};
-use common::verify::{Guarantee, verify};
+use common::verify::{Guarantee, verify, verify_smoke};
+use streams_examples::smoke::SmokeTopics;
+use streams_test_utils::kafka;
 
 const PARTITIONS: i32 = 6;
 const THREADS: &str = "2";
@@ -202,6 +209,17 @@ fn three_brokers_alos_survives_partition_leader_kills() {
     scenario(test, Guarantee::AtLeastOnce, Faults::bounces());
 }
 
+/// Whether the instances run the smoke topology (`count-app --smoke`: the count, a join, a
+/// repartitioned aggregate and a windowed count), as they do unless `CLUSTER_TOPOLOGY=count`
+/// asks for the count alone.
+fn smoke() -> bool {
+    match std::env::var("CLUSTER_TOPOLOGY").as_deref().map(str::trim) {
+        Err(_) | Ok("smoke") => true,
+        Ok("count") => false,
+        Ok(other) => panic!("CLUSTER_TOPOLOGY={other}: not smoke or count"),
+    }
+}
+
 /// The group protocol `CLUSTER_GROUP_PROTOCOL` names, if any (`classic`, `consumer`,
 /// `streams`).
 fn group_protocol() -> Option<String> {
@@ -291,17 +309,28 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
     }
     let run = run;
     eprintln!(
-        "{test}: application {} ({}, {} group protocol), faults {faults:?}, logs in {}",
+        "{test}: application {} ({}, {} group protocol, {} topology), faults {faults:?}, logs \
+         in {}",
         run.app,
         guarantee.config(),
         protocol.as_deref().unwrap_or("classic"),
+        if smoke() { "smoke" } else { "count" },
         logs.display()
     );
+    let smoke = smoke();
+    if smoke {
+        for topic in SmokeTopics::of(&run.topics.output).all() {
+            kafka::create_topic(&run.bootstrap, topic, PARTITIONS, &[]).unwrap();
+        }
+    }
     let input = run.topics.input.clone();
     let feeder = Feeder::start(&run.bootstrap, &input, FEED);
     // At least once, a commit every second rather than every 30 s: the recovery is measured
     // by the committed offsets.
     let mut args = vec!["--threads", THREADS];
+    if smoke {
+        args.push("--smoke");
+    }
     if guarantee == Guarantee::AtLeastOnce {
         args.extend(["--property", "commit.interval.ms=1000"]);
     }
@@ -463,7 +492,16 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
     // (`transaction.timeout.ms`, 10 s); one of a clean stop never does.
     let open = cluster.open_transactions_after(&format!("{}-", run.app), Duration::from_secs(60));
 
-    let report = verify(&run.bootstrap, &run.topics, &fed, guarantee);
+    let mut report = verify(&run.bootstrap, &run.topics, &fed, guarantee);
+    let smoke_outputs = if smoke {
+        let s = verify_smoke(&run.bootstrap, &run.topics.output, &fed, &mut report);
+        format!(
+            "; smoke outputs: {} joined, {} stats, {} windowed counts",
+            s.joined, s.stats, s.windowed
+        )
+    } else {
+        String::new()
+    };
     let dead: usize = instances.iter().map(Instance::threads_failed).sum();
     let seconds = |f: fn(&Recovery) -> Duration| {
         recoveries
@@ -476,7 +514,7 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
         "{test}: {faults:?} under {} with {} instances x {THREADS} threads; {} input records \
          ({} written again), {} committed audit records ({} missing, {} duplicated), {} committed \
          counts ({} duplicated); {dead} stream threads dead; recovery per fault [{}] s (first \
-         partition), [{}] s (every partition); {:.1} s",
+         partition), [{}] s (every partition){smoke_outputs}; {:.1} s",
         guarantee.config(),
         INSTANCES.len(),
         fed.records(),

@@ -63,7 +63,11 @@ fn partitions_added_to_the_input_of_a_count_stop_it_with_an_error_naming_the_cau
     a.start(&run);
     let deadline = Instant::now() + Duration::from_secs(60);
     while committed(&run).map_or(true, |c| c.values().sum::<i64>() < 200) {
-        assert!(Instant::now() < deadline, "{test}: nothing committed in 60 s; see {}", a.log.display());
+        assert!(
+            Instant::now() < deadline,
+            "{test}: nothing committed in 60 s; see {}",
+            a.log.display()
+        );
         a.check_alive();
         std::thread::sleep(Duration::from_millis(200));
     }

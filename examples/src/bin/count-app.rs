@@ -3,7 +3,7 @@
 //!
 //! `count-app [--bootstrap-servers HOST:PORT] [--application-id ID] [--input T] [--output T]
 //!  [--state-dir DIR] [--guarantee at_least_once|exactly_once_v2] [--threads N] [--partitions N]
-//!  [--metrics-address HOST:PORT] [--metrics-recording-level INFO|DEBUG] [--standbys N]`
+//!  [--metrics-address HOST:PORT] [--metrics-recording-level INFO|DEBUG] [--standbys N] [--smoke]`
 //!
 //! Every flag has a default: the local broker of `scripts/kafka.sh` (started if it is not
 //! running), application id `count-app`, topics `count-app-input` and `count-app-output`
@@ -20,6 +20,7 @@ use streams_examples::admin::create_topics;
 use streams_examples::count::count_topology_with_audit;
 use streams_examples::local_kafka::bootstrap_or_local;
 use streams_examples::shutdown::StopSignals;
+use streams_examples::smoke::{SmokeTopics, smoke_topology};
 
 #[derive(Parser, Debug)]
 #[command(about = "A keyed count over a RocksDB store, until stdin closes")]
@@ -53,6 +54,11 @@ struct Args {
     /// tests check every input's identity there).
     #[arg(long)]
     audit: Option<String>,
+    /// Run the fault suite's smoke topology (`streams_examples::smoke`): the same count and
+    /// audit written with the DSL, and a join, a repartitioned aggregate and a windowed
+    /// count writing to `<output>-joined`, `<output>-stats` and `<output>-windowed`.
+    #[arg(long)]
+    smoke: bool,
     /// Serve Prometheus metrics at this address (`/metrics`, `/health/live`, `/health/ready`).
     #[arg(long)]
     metrics_address: Option<String>,
@@ -89,6 +95,9 @@ fn main() -> Result<(), MainError> {
         .unwrap_or_else(|| std::env::temp_dir().join(format!("count-app-{}", std::process::id())));
     let mut topics = vec![a.input.clone(), a.output.clone()];
     topics.extend(a.audit.clone());
+    if a.smoke {
+        topics.extend(SmokeTopics::of(&a.output).all().map(str::to_owned));
+    }
     create_topics(&bootstrap, &topics, a.partitions)?;
     let mut props = vec![
         ("application.id", a.application_id.clone()),
@@ -122,7 +131,12 @@ fn main() -> Result<(), MainError> {
     let config =
         StreamsConfig::from_properties(props.into_iter().map(|(k, v)| (k.to_owned(), v)).chain(extra))?;
     let signals = StopSignals::install()?;
-    let topology = count_topology_with_audit(&a.input, &a.output, a.audit.as_deref())?;
+    let topology = if a.smoke {
+        smoke_topology(&a.input, &a.output, a.audit.as_deref())
+            .map_err(|e| streams_examples::ExampleError::Other(format!("the smoke topology: {e}")))?
+    } else {
+        count_topology_with_audit(&a.input, &a.output, a.audit.as_deref())?
+    };
     let mut app = KafkaStreams::new(topology, config)?;
     app.start()?;
     println!(

@@ -125,7 +125,8 @@ pub fn counts(
     seen
 }
 
-fn read(bootstrap: &str, topic: &str, read_committed: bool) -> Vec<kafka::ConsumedRecord> {
+/// `topic` read from the beginning (committed records only with `read_committed`).
+pub fn read(bootstrap: &str, topic: &str, read_committed: bool) -> Vec<kafka::ConsumedRecord> {
     kafka::consume_all(
         bootstrap,
         topic,

@@ -11,6 +11,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
+use streams_core::serdes::StringSerde;
+use streams_dsl::WindowedSerde;
+use streams_examples::smoke::{SmokeTopics, Stats, StatsSerde, WINDOW, group_of};
+use streams_state::Serde;
+
 use super::feed::{Fed, key};
 use super::{CountTopics, Position};
 
@@ -216,5 +221,158 @@ fn check_counts(fed: &Fed, counts: &HashMap<String, HashMap<u64, Vec<Position>>>
                 Some(_) => {}
             }
         }
+    }
+}
+
+/// What the smoke branches wrote (`count-app --smoke`), read with `read_committed`.
+pub struct SmokeReport {
+    /// Committed records of the join, the stats and the windowed count.
+    pub joined: usize,
+    pub stats: usize,
+    pub windowed: usize,
+}
+
+/// Reads the smoke branches' outputs of `output` and adds to `report.problems` what breaks
+/// the guarantee's rules (see `streams_examples::smoke`):
+///
+/// - the join: every input identity exactly once (at least once) with `count == seq + 1`
+///   (at least once: `count > seq`);
+/// - the stats: each group's counts `1..=N` exactly once (at least once), `N` its inputs; the
+///   record of count `N` with the group's exact sum, minimum and maximum (at least once: a
+///   count of at least `N`);
+/// - the windowed count: per key and window, counts `1..=m` exactly once (at least once),
+///   the windows' `m` summing to the key's inputs (at least once: at least them).
+pub fn verify_smoke(bootstrap: &str, output: &str, fed: &Fed, report: &mut Report) -> SmokeReport {
+    let topics = SmokeTopics::of(output);
+    let exactly_once = report.guarantee == Guarantee::ExactlyOnce;
+    let times = report.guarantee.times();
+    let mut problems = Vec::new();
+
+    // The join: key/seq -> the counts it was joined with.
+    let mut joined: HashMap<String, Vec<u64>> = HashMap::new();
+    let joined_records = super::read(bootstrap, &topics.joined, true);
+    for r in &joined_records {
+        let (key, value) = (r.key_str().unwrap(), r.value_str().unwrap());
+        let Some((seq, count)) = value
+            .split_once(':')
+            .and_then(|(s, c)| Some((s.to_owned(), c.parse().ok()?)))
+        else {
+            problems.push(format!("joined: {key} -> {value:?} is not seq:count"));
+            continue;
+        };
+        joined.entry(format!("{key}/{seq}")).or_default().push(count);
+    }
+    let mut ids: Vec<&String> = fed.at.keys().collect();
+    ids.sort_by_key(|id| fed.at[*id]);
+    for id in ids {
+        let seq: u64 = id.split_once('/').unwrap().1.parse().unwrap();
+        match joined.get(id).map(Vec::as_slice) {
+            None | Some([]) => problems.push(format!("joined: {id} missing")),
+            Some([count]) if *count == seq + 1 || (!exactly_once && *count > seq) => {}
+            Some(counts) if !exactly_once && counts.iter().all(|c| *c > seq) => {}
+            Some(counts) => problems.push(format!(
+                "joined: {id} joined with counts {counts:?}, not {} {times}",
+                seq + 1
+            )),
+        }
+    }
+    for id in joined.keys().filter(|id| !fed.at.contains_key(*id)) {
+        problems.push(format!("joined: {id} was never written"));
+    }
+
+    // The stats: per group, where each count appears and the stats of each.
+    let mut stats: HashMap<String, HashMap<u64, Vec<Stats>>> = HashMap::new();
+    let stats_records = super::read(bootstrap, &topics.stats, true);
+    for r in &stats_records {
+        let s = StatsSerde
+            .deserialize(r.value.as_deref().unwrap_or_default())
+            .unwrap();
+        stats
+            .entry(r.key_str().unwrap())
+            .or_default()
+            .entry(s.count)
+            .or_default()
+            .push(s);
+    }
+    let mut expected: BTreeMap<String, Stats> = BTreeMap::new();
+    for (k, n) in fed.per_key.iter().enumerate() {
+        let group = expected.entry(group_of(&key(k))).or_default();
+        for seq in 0..*n {
+            *group = group.add(seq);
+        }
+    }
+    for (group, want) in &expected {
+        let seen = stats.get(group).cloned().unwrap_or_default();
+        let top = seen.keys().max().copied().unwrap_or(0);
+        if exactly_once {
+            if top != want.count {
+                problems.push(format!("stats: {group}: last count {top}, {} inputs", want.count));
+            }
+            match seen.get(&want.count).map(Vec::as_slice) {
+                Some([got]) if got == want => {}
+                got => problems.push(format!("stats: {group}: final {got:?}, expected {want:?}")),
+            }
+        } else if top < want.count {
+            problems.push(format!(
+                "stats: {group}: last count {top}, below its {} inputs",
+                want.count
+            ));
+        }
+        for count in 1..=want.count {
+            match seen.get(&count).map(Vec::len) {
+                None => problems.push(format!("stats: {group}: count {count} missing")),
+                Some(n) if n > 1 && exactly_once => {
+                    problems.push(format!("stats: {group}: count {count} {n} times"))
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    // The windowed count: per key, per window start, where each count appears.
+    let mut windowed: HashMap<String, BTreeMap<i64, HashMap<u64, usize>>> = HashMap::new();
+    let windowed_records = super::read(bootstrap, &topics.windowed, true);
+    let windowed_key = WindowedSerde::new(StringSerde, WINDOW);
+    for r in &windowed_records {
+        let w = windowed_key
+            .deserialize(r.key.as_deref().unwrap_or_default())
+            .unwrap();
+        let count = u64::from_be_bytes(r.value.as_deref().unwrap().try_into().unwrap());
+        *windowed
+            .entry(w.key)
+            .or_default()
+            .entry(w.start)
+            .or_default()
+            .entry(count)
+            .or_default() += 1;
+    }
+    for (k, n) in fed.per_key.iter().enumerate() {
+        let key = key(k);
+        let windows = windowed.get(&key).cloned().unwrap_or_default();
+        let mut total = 0;
+        for (start, counts) in &windows {
+            let top = counts.keys().max().copied().unwrap_or(0);
+            total += top;
+            for count in 1..=top {
+                match counts.get(&count) {
+                    None => problems.push(format!("windowed: {key}@{start}: count {count} missing")),
+                    Some(n) if *n > 1 && exactly_once => {
+                        problems.push(format!("windowed: {key}@{start}: count {count} {n} times"))
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        if total != *n && (exactly_once || total < *n) {
+            problems.push(format!(
+                "windowed: {key}: its windows' last counts sum to {total}, {n} inputs"
+            ));
+        }
+    }
+    report.problems.extend(problems);
+    SmokeReport {
+        joined: joined_records.len(),
+        stats: stats_records.len(),
+        windowed: windowed_records.len(),
     }
 }
