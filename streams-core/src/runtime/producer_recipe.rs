@@ -8,13 +8,20 @@
 //! its `init_transactions` fences the old epoch and completes or aborts whatever the old
 //! one left open, and the tasks restart from the last commit (as Kafka Streams does when
 //! a producer is fenced: the tasks are "migrated" and the producer is reset).
+//!
+//! A new client knows the cluster only through its bootstrap list, and a producer is reset
+//! exactly when brokers misbehave: where the configured brokers are the ones down (a
+//! single bootstrap broker paused), the new producer could reach none of them and the
+//! thread would stall until they came back. So a reset producer's bootstrap list also
+//! names the brokers the cluster lists at that moment, as the old producer's metadata
+//! shows them ([`listed_brokers`]).
 
 use std::time::{Duration, Instant};
 
-use rdkafka::ClientConfig;
 use rdkafka::error::KafkaError;
 use rdkafka::producer::Producer;
 use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::{ClientConfig, ClientContext};
 
 use super::producer::{DeliveryTracker, StreamProducer};
 use super::{connect, restore};
@@ -50,7 +57,17 @@ impl ProducerRecipe {
 
     /// A new producer (not yet initialized for transactions).
     pub fn create(&self) -> Result<StreamProducer, StreamsError> {
-        self.config
+        self.create_knowing(&[])
+    }
+
+    /// A new producer as [`create`](Self::create) makes it, whose bootstrap list also names
+    /// `brokers` (`host:port`).
+    fn create_knowing(&self, brokers: &[String]) -> Result<StreamProducer, StreamsError> {
+        let mut config = self.config.clone();
+        if let Some(list) = with_brokers(self.config.get("bootstrap.servers"), brokers) {
+            config.set("bootstrap.servers", list);
+        }
+        config
             .create_with_context(self.tracker.clone())
             .map_err(|e| restore::kafka_err("producer", e))
     }
@@ -67,10 +84,14 @@ impl ProducerRecipe {
 
     /// A new producer, initialized, trying again for up to `limit` while the cluster does
     /// not answer (a broker down, the coordinator moving). Authorization errors and fatal
-    /// errors are returned at once.
-    pub fn create_retrying(&self, limit: Duration) -> Result<StreamProducer, StreamsError> {
+    /// errors are returned at once. Its bootstrap list also names `brokers`.
+    pub fn create_retrying(
+        &self,
+        limit: Duration,
+        brokers: &[String],
+    ) -> Result<StreamProducer, StreamsError> {
         let started = Instant::now();
-        let producer = self.create()?;
+        let producer = self.create_knowing(brokers)?;
         loop {
             match self.init(&producer, INIT_ATTEMPT.min(limit)) {
                 Ok(()) => return Ok(producer),
@@ -112,6 +133,40 @@ impl ProducerRecipe {
     }
 }
 
+/// The brokers the cluster lists, as `host:port`, from a metadata request of `client`
+/// (waiting up to 5 s); none when it fails.
+pub(crate) fn listed_brokers<C: ClientContext>(client: &rdkafka::client::Client<C>) -> Vec<String> {
+    match client.fetch_metadata(None, Duration::from_secs(5)) {
+        Ok(md) => md
+            .brokers()
+            .iter()
+            .map(|b| format!("{}:{}", b.host(), b.port()))
+            .collect(),
+        Err(e) => {
+            tracing::debug!(error = %e, "listing the cluster's brokers failed");
+            Vec::new()
+        }
+    }
+}
+
+/// `configured` (a `bootstrap.servers` list) with each of `brokers` it does not name yet
+/// appended; `None` where nothing is added.
+fn with_brokers(configured: Option<&str>, brokers: &[String]) -> Option<String> {
+    let mut list: Vec<&str> = configured
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|b| !b.is_empty())
+        .collect();
+    let before = list.len();
+    for b in brokers {
+        if !list.contains(&b.as_str()) {
+            list.push(b);
+        }
+    }
+    (list.len() > before).then(|| list.join(","))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,6 +181,18 @@ mod tests {
             tracker: DeliveryTracker::default(),
             application_id: "app".into(),
         }
+    }
+
+    #[test]
+    fn a_reset_producer_also_bootstraps_from_the_listed_brokers() {
+        let listed = ["b:9092".to_owned(), "c:9092".to_owned(), "a:9092".to_owned()];
+        assert_eq!(
+            with_brokers(Some("a:9092, b:9092"), &listed).as_deref(),
+            Some("a:9092,b:9092,c:9092")
+        );
+        assert_eq!(with_brokers(Some("a:9092,b:9092,c:9092"), &listed), None);
+        assert_eq!(with_brokers(Some("a:9092"), &[]), None);
+        assert_eq!(with_brokers(None, &listed[..1]).as_deref(), Some("b:9092"));
     }
 
     #[test]

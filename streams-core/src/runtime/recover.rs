@@ -242,11 +242,13 @@ impl TaskManager {
     }
 
     /// Replaces the thread's producer by a new one with the same `transactional.id`, which
-    /// fences the old one (see `producer_recipe.rs`). The tasks, which share the old
+    /// fences the old one (see `producer_recipe.rs`), bootstrapped from the brokers the old
+    /// one's metadata lists as well as the configured ones. The tasks, which share the old
     /// producer, must be closed first.
     pub(super) fn reset_producer(&mut self) -> Result<(), StreamsError> {
         let started = Instant::now();
-        let fresh = self.recipe.create_retrying(RECOVERY_LIMIT)?;
+        let brokers = super::producer_recipe::listed_brokers(self.producer.client());
+        let fresh = self.recipe.create_retrying(RECOVERY_LIMIT, &brokers)?;
         // The old producer goes now: its last delivery reports (purged records) reach the
         // tracker as it closes.
         let old = std::mem::replace(&mut self.producer, std::sync::Arc::new(fresh));
