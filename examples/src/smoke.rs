@@ -97,8 +97,8 @@ impl Default for Stats {
 }
 
 impl Stats {
-    /// With one more input `seq`.
-    pub fn add(self, seq: u64) -> Self {
+    /// These stats with one more input `seq`.
+    pub fn with(self, seq: u64) -> Self {
         Self {
             count: self.count + 1,
             sum: self.sum + seq,
@@ -169,7 +169,7 @@ pub fn smoke_topology(input: &str, output: &str, audit: Option<&str>) -> Result<
         .group_by(|key, _| group_of(key), Grouped::as_("by-group"))
         .aggregate(
             Stats::default,
-            |_, value, stats| stats.add(seq(&value)),
+            |_, value, stats| stats.with(seq(&value)),
             Materialized::as_("stats")
                 .with_value_serde(StatsSerde)
                 .without_caching(),
@@ -200,7 +200,7 @@ mod tests {
 
     #[test]
     fn stats_round_trip_and_add() {
-        let s = Stats::default().add(3).add(1).add(7);
+        let s = Stats::default().with(3).with(1).with(7);
         assert_eq!(
             s,
             Stats {

@@ -298,7 +298,7 @@ pub fn verify_smoke(bootstrap: &str, output: &str, fed: &Fed, report: &mut Repor
     for (k, n) in fed.per_key.iter().enumerate() {
         let group = expected.entry(group_of(&key(k))).or_default();
         for seq in 0..*n {
-            *group = group.add(seq);
+            *group = group.with(seq);
         }
     }
     for (group, want) in &expected {
