@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 mod common;
 
 use common::cluster::{Cluster, cluster_bootstrap};
-use common::feed::{FeedPlan, Feeder, committed, wait_processed};
+use common::feed::{FeedPlan, Feeder, wait_committed, wait_processed};
 use common::instance::{Instance, Run, logs_dir, logs_of, remove_logs};
 use common::verify::{Guarantee, verify_audit};
 
@@ -52,16 +52,7 @@ fn delete_output_while_running(test: &'static str, handler: &str) -> Option<Dele
     let a = &mut instances[0];
     a.start(&run);
     // Processing and committing before the deletion.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while committed(&run).map_or(true, |c| c.values().sum::<i64>() < 500) {
-        assert!(
-            Instant::now() < deadline,
-            "{test}: nothing committed in 60 s; see {}",
-            a.log.display()
-        );
-        a.check_alive();
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_committed(test, &run, 500, a);
     let output = run.topics.output.clone();
     cluster.run(&["delete-topic", &output], true);
     Some(Deleted {

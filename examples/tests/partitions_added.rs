@@ -15,7 +15,7 @@ use rdkafka::client::DefaultClientContext;
 
 mod common;
 
-use common::feed::{FeedPlan, Feeder, committed};
+use common::feed::{FeedPlan, Feeder, wait_committed};
 use common::instance::{Instance, Run, logs_dir, remove_logs};
 use streams_test_utils::kafka;
 
@@ -61,16 +61,7 @@ fn partitions_added_to_the_input_of_a_count_stop_it_with_an_error_naming_the_cau
     let mut instances = Instance::named(["A"], &logs, "exactly_once_v2", &args);
     let a = &mut instances[0];
     a.start(&run);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while committed(&run).map_or(true, |c| c.values().sum::<i64>() < 200) {
-        assert!(
-            Instant::now() < deadline,
-            "{test}: nothing committed in 60 s; see {}",
-            a.log.display()
-        );
-        a.check_alive();
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_committed(test, &run, 200, a);
     add_partitions(&run.bootstrap, &run.topics.input, 4);
     let added = Instant::now();
     let failure = loop {

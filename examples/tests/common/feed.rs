@@ -263,6 +263,21 @@ pub fn behind(run: &Run, ends: &BTreeMap<i32, i64>) -> (BTreeMap<i32, i64>, i64)
     (behind, total)
 }
 
+/// Waits until the group has committed at least `records` input offsets in all, checking
+/// every 200 ms that `instance` is alive; fails after 60 s, naming `test` and the log.
+pub fn wait_committed(test: &str, run: &Run, records: i64, instance: &mut Instance) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while committed(run).map_or(true, |c| c.values().sum::<i64>() < records) {
+        assert!(
+            Instant::now() < deadline,
+            "{test}: nothing committed in 60 s; see {}",
+            instance.log.display()
+        );
+        instance.check_alive();
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// Waits until the group has committed the offset of every input record; fails when the
 /// number of records left has not changed for [`IDLE_LIMIT`], or an instance exits by
 /// itself or loses a stream thread.
