@@ -308,16 +308,16 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
         protocol.get_or_insert_with(|| "streams".to_owned());
     }
     let run = run;
+    let smoke = smoke();
     eprintln!(
         "{test}: application {} ({}, {} group protocol, {} topology), faults {faults:?}, logs \
          in {}",
         run.app,
         guarantee.config(),
         protocol.as_deref().unwrap_or("classic"),
-        if smoke() { "smoke" } else { "count" },
+        if smoke { "smoke" } else { "count" },
         logs.display()
     );
-    let smoke = smoke();
     if smoke {
         for topic in SmokeTopics::of(&run.topics.output).all() {
             kafka::create_topic(&run.bootstrap, topic, PARTITIONS, &[]).unwrap();
