@@ -7,6 +7,17 @@
 //! `KeyValueStore::restore_batch` (RocksDB: one write batch each, WAL off). After the last
 //! batch the store's checkpoint is the end offset.
 //!
+//! Under exactly-once the end offset is the changelog's *high watermark*, looked up by a
+//! `read_uncommitted` client ([`RestoreConsumers::ends`]), while the records are read
+//! `read_committed`: the restoration then ends only once every transaction that wrote below
+//! that offset has ended. The last stable offset would not do: a transaction's commit
+//! markers reach its partitions one by one, so right after the previous owner's last
+//! transaction committed, the group's offsets (whose marker came first) can already include
+//! it while the changelog's last stable offset still stops before it; a store restored to
+//! that offset misses the transaction's writes, and the task, starting at the committed
+//! offsets, never processes them again (counts emitted twice, one short at the end, seen
+//! with a group coordinator paused on a three-broker cluster).
+//!
 //! A [`Restoration`] does at most a time budget of work per [`Restoration::step`], so the
 //! updater answers its stream thread (a task revoked while restoring) and takes turns
 //! between the tasks it restores between steps. A
@@ -38,10 +49,28 @@ use super::resets::AssignedConsumer;
 use crate::engine::TaskStore;
 use crate::model::error::StreamsError;
 
+/// The clients of a restoration: `reader` reads the changelogs (`read_committed` under
+/// exactly-once); `ends`, under exactly-once only, looks up where they end with
+/// `read_uncommitted`, so that the end includes transactions not yet marked (see the module
+/// docs).
+pub(crate) struct RestoreConsumers {
+    pub reader: AssignedConsumer,
+    pub ends: Option<AssignedConsumer>,
+}
+
+impl RestoreConsumers {
+    /// The client whose watermarks give the end of a restoration.
+    fn ends(&self) -> &AssignedConsumer {
+        self.ends.as_ref().unwrap_or(&self.reader)
+    }
+}
+
 /// How many records one restore batch holds.
 const BATCH: usize = 10_000;
-/// How long restoration may go without progress before it fails.
-const STALL: Duration = Duration::from_secs(60);
+/// How long restoration may go without progress before it fails: a broker down, or under
+/// exactly-once an open transaction below the end offset (a previous owner's, which its
+/// coordinator aborts after `transaction.timeout.ms`), as Kafka Streams' `task.timeout.ms`.
+const STALL: Duration = super::recover::RECOVERY_LIMIT;
 
 pub(crate) fn kafka_err(context: &str, e: impl std::fmt::Display) -> StreamsError {
     StreamsError::Kafka {
@@ -121,10 +150,11 @@ impl Restoration {
     /// changelog partition being read, and nothing once the task is done.
     pub fn step(
         &mut self,
-        consumer: &AssignedConsumer,
+        consumers: &RestoreConsumers,
         stores: &mut [TaskStore],
         budget: Duration,
     ) -> Result<Step, StreamsError> {
+        let consumer = &consumers.reader;
         let deadline = Instant::now() + budget;
         loop {
             if self.active.is_none() {
@@ -134,7 +164,7 @@ impl Restoration {
                         .map_err(|e| kafka_err("restore unassign", e))?;
                     return Ok(Step::Done(self.restored));
                 };
-                match self.start(consumer, stores, index)? {
+                match self.start(consumers, stores, index)? {
                     Ok(Some(active)) => self.active = Some(active),
                     Ok(None) => continue,
                     Err(corrupted) => return Ok(corrupted),
@@ -250,16 +280,17 @@ impl Restoration {
     /// is up to date; `Err(step)` when its changelog has a gap.
     fn start(
         &self,
-        consumer: &AssignedConsumer,
+        consumers: &RestoreConsumers,
         stores: &[TaskStore],
         index: usize,
     ) -> Result<Result<Option<Active>, Step>, StreamsError> {
+        let consumer = &consumers.reader;
         let partition = self.partition;
         let s = &stores[index];
         let Some(topic) = s.changelog.clone() else {
             return Ok(Ok(None));
         };
-        let (low, high) = watermarks(consumer, &topic, partition)?;
+        let (low, high) = watermarks(consumers.ends(), &topic, partition)?;
         // A source topic used as changelog is restored up to the committed offset only: the
         // task processes what follows.
         let high = s.restore_until.map_or(high, |until| high.min(until));
@@ -383,4 +414,101 @@ fn apply(stores: &mut [TaskStore], a: &mut Active) -> Result<u64, StreamsError> 
     a.restored += n;
     a.batch.clear();
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use rdkafka::ClientConfig;
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    use streams_state::{InMemoryKeyValueStore, KeyValueStore};
+    use streams_test_utils::kafka;
+
+    use super::{AssignedConsumer, Restoration, RestoreConsumers, Step};
+    use crate::engine::TaskStore;
+    use crate::runtime::resets::QuietContext;
+
+    fn assigned(bootstrap: &str, isolation: &str) -> AssignedConsumer {
+        let mut c = ClientConfig::new();
+        c.set("bootstrap.servers", bootstrap)
+            .set("group.id", kafka::unique_name("restore-test"))
+            .set("enable.auto.commit", "false")
+            .set("auto.offset.reset", "error")
+            .set("isolation.level", isolation);
+        c.create_with_context(QuietContext {
+            name: "restore-test".into(),
+            group: String::new(),
+            application_id: String::new(),
+        })
+        .unwrap()
+    }
+
+    fn send(producer: &BaseProducer, topic: &str, keys: std::ops::Range<u32>, prefix: &str) {
+        for i in keys {
+            let key = format!("{prefix}{i}");
+            producer
+                .send(BaseRecord::to(topic).partition(0).key(&key).payload("v"))
+                .unwrap();
+        }
+        producer.flush(Duration::from_secs(30)).unwrap();
+    }
+
+    /// Under exactly-once a restoration ends at the changelog's high watermark: a
+    /// transaction still open below it (the previous owner's last one, whose commit marker
+    /// has not reached the changelog yet) is waited for and then restored, never cut off at
+    /// the last stable offset.
+    #[test]
+    fn an_open_transaction_below_the_end_is_waited_for_and_restored() {
+        let Some(bootstrap) = kafka::require_kafka("restore") else {
+            return;
+        };
+        let topic = kafka::unique_name("restore-open-txn");
+        kafka::create_topic(&bootstrap, &topic, 1, &[]).unwrap();
+        let producer: BaseProducer = kafka::producer_config(&bootstrap)
+            .set("transactional.id", kafka::unique_name("restore-txn"))
+            .create()
+            .unwrap();
+        producer.init_transactions(Duration::from_secs(30)).unwrap();
+        producer.begin_transaction().unwrap();
+        send(&producer, &topic, 0..100, "a");
+        producer.commit_transaction(Duration::from_secs(30)).unwrap();
+        producer.begin_transaction().unwrap();
+        send(&producer, &topic, 0..50, "b");
+
+        let consumers = RestoreConsumers {
+            reader: assigned(&bootstrap, "read_committed"),
+            ends: Some(assigned(&bootstrap, "read_uncommitted")),
+        };
+        let mut stores = vec![TaskStore {
+            name: "counts".into(),
+            changelog: Some(topic.clone()),
+            from_source: None,
+            restore_until: None,
+            store: Box::new(InMemoryKeyValueStore::new("counts")),
+        }];
+        let mut restoration = Restoration::new(0, &stores);
+        let first = restoration
+            .step(&consumers, &mut stores, Duration::from_secs(3))
+            .unwrap();
+        assert_eq!(first, Step::Pending, "the open transaction is waited for");
+
+        producer.commit_transaction(Duration::from_secs(30)).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let restored = loop {
+            match restoration
+                .step(&consumers, &mut stores, Duration::from_secs(1))
+                .unwrap()
+            {
+                Step::Done(n) => break n,
+                Step::Pending => assert!(Instant::now() < deadline, "restoration did not end"),
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(restored, 150);
+        let store = &stores[0].store;
+        assert!(store.get(b"a99").unwrap().is_some());
+        assert!(store.get(b"b49").unwrap().is_some());
+        assert_eq!(store.approximate_num_entries().unwrap(), 150);
+    }
 }

@@ -113,7 +113,9 @@ pub(crate) struct TaskManagerParts {
     pub producer: Arc<StreamProducer>,
     pub tracker: DeliveryTracker,
     pub recipe: super::producer_recipe::ProducerRecipe,
-    pub restore_consumer: AssignedConsumer,
+    /// The restore consumer, and under exactly-once the client that looks up where
+    /// changelogs end (see `restore.rs`).
+    pub restore_consumers: super::restore::RestoreConsumers,
     /// Under `group.protocol=streams`: the thread's group member.
     pub member: Option<Arc<StreamsMember>>,
 }
@@ -128,10 +130,10 @@ impl TaskManager {
             producer,
             tracker,
             recipe,
-            restore_consumer,
+            restore_consumers,
             member,
         } = parts;
-        let updater = StateUpdater::start(format!("{thread_name}-restorer"), restore_consumer)?;
+        let updater = StateUpdater::start(format!("{thread_name}-restorer"), restore_consumers)?;
         Ok(Self {
             settings,
             global_consumer,

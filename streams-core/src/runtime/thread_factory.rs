@@ -179,6 +179,19 @@ impl ThreadFactory {
         rc.set("client.id", format!("{name}-restore"))
             .set("auto.offset.reset", "error");
         let restore_consumer = self.assigned_consumer(&rc, format!("{name}-restore"))?;
+        // Under exactly-once the end of a restoration is the high watermark, not the last
+        // stable offset: see `restore.rs`.
+        let ends = if eos {
+            rc.set("client.id", format!("{name}-restore-ends"))
+                .set("isolation.level", "read_uncommitted");
+            Some(self.assigned_consumer(&rc, format!("{name}-restore-ends"))?)
+        } else {
+            None
+        };
+        let restore_consumers = restore::RestoreConsumers {
+            reader: restore_consumer,
+            ends,
+        };
 
         let mut pc = self.client_config(cfg.producer_properties());
         pc.set("client.id", format!("{name}-producer"));
@@ -251,7 +264,7 @@ impl ThreadFactory {
             producer: Arc::new(producer),
             tracker,
             recipe,
-            restore_consumer,
+            restore_consumers,
             member: member.clone(),
         };
         let loop_settings = LoopSettings {

@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use prometheus::{IntCounter, IntGauge};
 
-use super::resets::AssignedConsumer;
+use super::restore::RestoreConsumers;
 use super::restore::{Restoration, Step};
 use super::tailing::{self, TailStep, Tailing};
 use crate::engine::TaskStore;
@@ -114,8 +114,8 @@ pub(crate) struct StateUpdater {
 }
 
 impl StateUpdater {
-    /// Starts the updater thread `name`, which restores with `consumer`.
-    pub fn start(name: String, consumer: AssignedConsumer) -> Result<Self, StreamsError> {
+    /// Starts the updater thread `name`, which restores with `consumers`.
+    pub fn start(name: String, consumers: RestoreConsumers) -> Result<Self, StreamsError> {
         let (commands, inbox) = mpsc::channel();
         let (outbox, events) = mpsc::channel();
         let span = tracing::info_span!("state_updater", thread = %name);
@@ -124,7 +124,7 @@ impl StateUpdater {
             .spawn(move || {
                 let _entered = span.enter();
                 Worker {
-                    consumer,
+                    consumers,
                     jobs: VecDeque::new(),
                     standbys: VecDeque::new(),
                     assigned: None,
@@ -213,7 +213,7 @@ struct Standby {
 }
 
 struct Worker {
-    consumer: AssignedConsumer,
+    consumers: RestoreConsumers,
     /// The tasks being restored; the first one takes the next step.
     jobs: VecDeque<Job>,
     /// The standby tasks; the first one takes the next standby step.
@@ -314,7 +314,7 @@ impl Worker {
             .map(|s| (&mut s.tail, &mut s.job.stores))
             .collect();
         if self.assigned != Some(ALL_STANDBYS) {
-            match tailing::assign_all(&self.consumer, &mut tails) {
+            match tailing::assign_all(&self.consumers.reader, &mut tails) {
                 Ok(()) => self.assigned = Some(ALL_STANDBYS),
                 Err((at, error)) => {
                     drop(tails);
@@ -329,14 +329,14 @@ impl Worker {
             }
         }
         let before: Vec<u64> = tails.iter().map(|(t, _)| t.applied).collect();
-        let outcomes = tailing::step_all(&self.consumer, &mut tails, budget);
+        let outcomes = tailing::step_all(&self.consumers.reader, &mut tails, budget);
         drop(tails);
         for (s, before) in self.standbys.iter_mut().zip(before) {
             s.job
                 .metrics
                 .records
                 .inc_by(s.tail.applied.saturating_sub(before));
-            if let Some(lag) = s.tail.lag(&self.consumer) {
+            if let Some(lag) = s.tail.lag(&self.consumers.reader) {
                 s.job.metrics.lag.set(lag);
             }
         }
@@ -360,7 +360,7 @@ impl Worker {
                     return;
                 };
                 self.assigned = None;
-                let _ = rdkafka::consumer::Consumer::unassign(&self.consumer);
+                let _ = rdkafka::consumer::Consumer::unassign(&self.consumers.reader);
                 close_stores(s.job.id, &mut s.job.stores, "standby failed");
                 let _ = self.outbox.send(Event::Failed {
                     id: s.job.id,
@@ -374,7 +374,7 @@ impl Worker {
             return;
         };
         self.assigned = None;
-        let _ = rdkafka::consumer::Consumer::unassign(&self.consumer);
+        let _ = rdkafka::consumer::Consumer::unassign(&self.consumers.reader);
         let _ = self.outbox.send(Event::StandbyCorrupted { job: s.job, reason });
     }
 
@@ -384,7 +384,7 @@ impl Worker {
         let mut s = self.standbys.remove(i)?;
         if self.assigned == Some(ALL_STANDBYS) {
             self.assigned = None;
-            let _ = rdkafka::consumer::Consumer::unassign(&self.consumer);
+            let _ = rdkafka::consumer::Consumer::unassign(&self.consumers.reader);
         }
         if let Err(e) = s.tail.checkpoint(&mut s.job.stores) {
             tracing::warn!(task = %id, error = %e, "checkpointing a standby");
@@ -422,13 +422,13 @@ impl Worker {
         let before = current.restoration.restored;
         let mut step = Ok(());
         if self.assigned != Some(current.job.seq) {
-            step = current.restoration.resume(&self.consumer);
+            step = current.restoration.resume(&self.consumers.reader);
         }
         self.assigned = Some(current.job.seq);
         let step = step.and_then(|()| {
             current
                 .restoration
-                .step(&self.consumer, &mut current.job.stores, STEP)
+                .step(&self.consumers, &mut current.job.stores, STEP)
         });
         if let Some((records, remaining)) = &current.job.gauges {
             records.inc_by(current.restoration.restored.saturating_sub(before));
@@ -462,7 +462,7 @@ impl Worker {
                 let Some(Job { job, .. }) = self.jobs.pop_front() else {
                     return;
                 };
-                let _ = rdkafka::consumer::Consumer::unassign(&self.consumer);
+                let _ = rdkafka::consumer::Consumer::unassign(&self.consumers.reader);
                 Event::Corrupted {
                     job,
                     store: String::new(),
@@ -474,7 +474,7 @@ impl Worker {
                 let Some(Job { job, .. }) = self.jobs.pop_front() else {
                     return;
                 };
-                let _ = rdkafka::consumer::Consumer::unassign(&self.consumer);
+                let _ = rdkafka::consumer::Consumer::unassign(&self.consumers.reader);
                 Event::Failed {
                     id: job.id,
                     seq: job.seq,
@@ -503,7 +503,7 @@ impl Worker {
         };
         // Abandoning may unassign the consumer: the next step assigns it again.
         self.assigned = None;
-        if let Err(e) = j.restoration.abandon(&self.consumer, &mut j.job.stores) {
+        if let Err(e) = j.restoration.abandon(&self.consumers.reader, &mut j.job.stores) {
             tracing::warn!(task = %id, error = %e, "checkpointing a restoration given up");
         }
         close_stores(id, &mut j.job.stores, "restoration given up");
