@@ -42,7 +42,16 @@ pub(crate) struct Deliveries {
     /// Exactly-once: the first record that failed for a passing reason (a broker down, a
     /// timeout). Its transaction is aborted and processed again; no handler is asked.
     pub transient: Option<String>,
+    /// Exactly-once: output records an abort purged (never refused), up to
+    /// [`PURGED_KEPT`]. A transaction can fail for a record before its delivery does (the
+    /// coordinator refuses to add a deleted topic's partition to it): the recovery then
+    /// looks for the cause among these (`txn_failure.rs`).
+    pub purged: Vec<RawRecord>,
 }
+
+/// How many purged output records [`Deliveries::purged`] keeps; the records of a still
+/// missing topic beyond it fail the next transaction and are found then.
+const PURGED_KEPT: usize = 10_000;
 
 /// The failures [`Deliveries`] gathered since they were last taken.
 pub(crate) struct Failures {
@@ -51,6 +60,7 @@ pub(crate) struct Failures {
     pub failed_records: Vec<(RawRecord, String)>,
     pub denied: Option<(String, RDKafkaErrorCode)>,
     pub transient: Option<String>,
+    pub purged: Vec<RawRecord>,
 }
 
 impl Deliveries {
@@ -62,6 +72,7 @@ impl Deliveries {
             failed_records: std::mem::take(&mut self.failed_records),
             denied: self.denied.take(),
             transient: self.transient.take(),
+            purged: std::mem::take(&mut self.purged),
         }
     }
 
@@ -190,8 +201,13 @@ impl ProducerContext for DeliveryTracker {
             }
             Ok(_) => {}
             // An aborted transaction's records, purged: nothing to report or retry (the
-            // tasks process their input again), and no cause for a dead-letter record.
-            Err((e, _)) if self.transactional && is_purge(e) => {}
+            // tasks process their input again), and no cause for a dead-letter record; the
+            // output ones are kept in case the abort's cause was their topic.
+            Err((e, m)) if self.transactional && is_purge(e) => {
+                if !changelog && self.keep_failed && d.purged.len() < PURGED_KEPT {
+                    d.purged.push(failed_record(m));
+                }
+            }
             Err((e, m)) if self.transactional && !is_permanent(e) => {
                 self.txn_failed.store(true, Ordering::Release);
                 d.failed += 1;

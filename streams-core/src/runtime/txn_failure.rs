@@ -12,8 +12,18 @@
 //!   step with its changelog), naming the changelog and the reason;
 //! - a write the cluster did not authorize fails the thread, naming the ACL;
 //! - anything else (a timeout, a broker down) only aborts: nothing is skipped for it.
+//!
+//! A deleted output topic can fail the transaction before any of its records fails: the
+//! coordinator refuses to add the topic's partition to the transaction, and the abort
+//! purges the records, which then report nothing. So when no record failed, the topics of
+//! the purged output records are looked up: the records of a topic the cluster no longer
+//! has go to the production handler as refused ones. Without that, the thread would abort
+//! and process the same input again until librdkafka itself gave up on the topic (dozens
+//! of transactions in half a minute).
 
 use std::sync::atomic::Ordering;
+
+use rdkafka::producer::Producer;
 
 use super::restore::kafka_err;
 use super::skips::Instead;
@@ -33,9 +43,10 @@ impl TaskManager {
     pub(super) fn settle_failed_records(&mut self) -> Result<(), StreamsError> {
         let super::producer::Failures {
             changelog_error,
-            failed_records: failed,
+            failed_records: mut failed,
             denied,
             transient,
+            purged,
             ..
         } = self.take_aborted()?;
         if let Some((topic, code)) = denied {
@@ -49,6 +60,9 @@ impl TaskManager {
         }
         if let Some(e) = transient {
             tracing::info!(error = %e, "a record of the aborted transaction failed for a passing reason; its input is processed again");
+        }
+        if failed.is_empty() && !purged.is_empty() {
+            failed = self.of_missing_topics(purged);
         }
         let policy = self.settings.factory.policy();
         for (raw, error) in failed {
@@ -83,6 +97,29 @@ impl TaskManager {
         Ok(())
     }
 
+    /// The records of `purged` whose topic the cluster no longer has, each with that error.
+    fn of_missing_topics(
+        &self,
+        purged: Vec<crate::model::record::RawRecord>,
+    ) -> Vec<(crate::model::record::RawRecord, String)> {
+        let mut missing = std::collections::HashMap::new();
+        let mut out = Vec::new();
+        for raw in purged {
+            let gone = *missing
+                .entry(raw.topic.clone())
+                .or_insert_with(|| topic_missing(self.producer.client(), &raw.topic));
+            if gone {
+                out.push((
+                    raw,
+                    "Broker: Unknown topic or partition (the topic no longer exists: its partition \
+                     could not be added to the transaction)"
+                        .to_owned(),
+                ));
+            }
+        }
+        out
+    }
+
     /// Forgets what the delivery reports of a transaction said (its tasks were lost: their
     /// next owner processes the input and meets any failure itself).
     pub(super) fn forget_failed_records(&mut self) {
@@ -98,5 +135,20 @@ impl TaskManager {
         self.tracker.txn_failed.store(false, Ordering::Release);
         self.tracker.skips.aborted();
         failures
+    }
+}
+
+/// Whether the cluster says `topic` does not exist. A lookup that fails says nothing: the
+/// topic is then taken to exist (the transaction is only processed again).
+fn topic_missing<C: rdkafka::ClientContext>(client: &rdkafka::client::Client<C>, topic: &str) -> bool {
+    match client.fetch_metadata(Some(topic), std::time::Duration::from_secs(5)) {
+        Ok(md) => md.topics().iter().any(|t| {
+            t.name() == topic
+                && t.error() == Some(rdkafka::types::RDKafkaRespErr::RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+        }),
+        Err(e) => {
+            tracing::debug!(topic, error = %e, "looking up a purged record's topic");
+            false
+        }
     }
 }
