@@ -137,8 +137,11 @@ impl TaskManager {
                 // unpaused): records held for waiting tasks would be seen twice.
                 self.waiting.clear();
             }
+            let moved = std::mem::take(&mut self.moved);
             for id in std::mem::take(&mut self.suspended) {
-                if wanted.contains(&id) {
+                // A suspended task handed back resumes, unless its input moved on
+                // elsewhere meanwhile (see `resume.rs`).
+                if wanted.contains(&id) && !moved.contains(&id) {
                     continue;
                 }
                 if let Some(mut task) = self.tasks.remove(&id) {

@@ -27,6 +27,7 @@ mod recover;
 mod redact;
 mod resets;
 mod restore;
+mod resume;
 mod skips;
 mod standby;
 mod start_offsets;

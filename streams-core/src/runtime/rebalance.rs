@@ -141,6 +141,7 @@ impl ConsumerContext for ThreadContext {
                     tpl.clone()
                 })
             };
+            with_tasks(|tm| tm.note_start_offsets(&start, !cooperative));
             if cooperative {
                 consumer.incremental_assign(&start)
             } else {

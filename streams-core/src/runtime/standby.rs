@@ -302,4 +302,4 @@ impl TaskManager {
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

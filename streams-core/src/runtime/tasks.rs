@@ -69,6 +69,11 @@ pub(crate) struct TaskManager {
     pub(super) restoring: BTreeMap<TaskId, Restoring>,
     pub(super) tasks: BTreeMap<TaskId, Task>,
     pub(super) suspended: BTreeSet<TaskId>,
+    /// Suspended tasks whose input another member committed since (see `resume.rs`):
+    /// built again rather than resumed.
+    pub(super) moved: BTreeSet<TaskId>,
+    /// The start offset of each input partition as the assignments gave it.
+    pub(super) assigned_at: std::collections::HashMap<(String, i32), i64>,
     /// Partitions assigned by the last rebalance, not yet turned into tasks.
     pub(super) pending: Option<Vec<(String, i32)>>,
     /// The pending assignment kept the positions of the partitions it kept (cooperative).
@@ -149,6 +154,8 @@ impl TaskManager {
             restoring: BTreeMap::new(),
             tasks: BTreeMap::new(),
             suspended: BTreeSet::new(),
+            moved: BTreeSet::new(),
+            assigned_at: std::collections::HashMap::new(),
             pending: None,
             pending_keeps_positions: false,
             waiting: BTreeMap::new(),
@@ -418,6 +425,7 @@ impl TaskManager {
             self.metrics.tasks_closed.inc();
         }
         self.suspended.clear();
+        self.moved.clear();
         self.waiting.clear();
         self.dirty = false;
     }

@@ -27,7 +27,7 @@ use crate::runtime::thread_factory::ThreadFactory;
 use crate::serdes::{StringSerde, U64Serde};
 use crate::{KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, StreamsConfig, Topology};
 
-const TASK: TaskId = TaskId {
+pub(crate) const TASK: TaskId = TaskId {
     subtopology: 0,
     partition: 0,
 };
@@ -56,14 +56,14 @@ impl Processor<String, String, String, u64> for Hold {
 
 /// A fresh application: its input topic and the changelog of its store `counts`, one
 /// partition each, and a thread's task manager with its (never polled) main consumer.
-struct Setup {
+pub(crate) struct Setup {
     bootstrap: String,
     app_id: String,
-    input: String,
+    pub(crate) input: String,
     changelog: String,
     factory: Arc<ThreadFactory>,
-    tm: TaskManager,
-    consumer: BaseConsumer<ThreadContext>,
+    pub(crate) tm: TaskManager,
+    pub(crate) consumer: BaseConsumer<ThreadContext>,
     state: tempfile::TempDir,
     /// The changelog as written so far: key -> value (`None` once deleted).
     model: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
@@ -73,7 +73,7 @@ struct Setup {
 }
 
 impl Setup {
-    fn new(test: &str, eos: bool) -> Option<Self> {
+    pub(crate) fn new(test: &str, eos: bool) -> Option<Self> {
         let bootstrap = kafka::require_kafka(test)?;
         let app_id = kafka::unique_name("standby");
         let input = kafka::unique_name("standby-in");
@@ -145,7 +145,7 @@ impl Setup {
 
     /// Writes `n` changelog records as [`write`](Self::write) does, in one transaction,
     /// which commits or aborts.
-    fn write_transaction(&mut self, n: u64, commit: bool) {
+    pub(crate) fn write_transaction(&mut self, n: u64, commit: bool) {
         let producer: BaseProducer = kafka::producer_config(&self.bootstrap)
             .set("transactional.id", kafka::unique_name("standby-txn"))
             .create()
@@ -206,7 +206,7 @@ impl Setup {
     }
 
     /// The task's input partition.
-    fn assignment(&self) -> TopicPartitionList {
+    pub(crate) fn assignment(&self) -> TopicPartitionList {
         let mut assignment = TopicPartitionList::new();
         assignment.add_partition(&self.input, 0);
         assignment
@@ -254,7 +254,7 @@ impl Setup {
     }
 
     /// The task's restored-records counter.
-    fn restored_records(&self) -> u64 {
+    pub(crate) fn restored_records(&self) -> u64 {
         let l = self.labels();
         let f = self.factory.metrics.families();
         f.task_restore_records
