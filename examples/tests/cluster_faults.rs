@@ -245,10 +245,23 @@ fn recovery(run: &Run, from: Option<BTreeMap<i32, i64>>, instances: &mut [Instan
     let began = Instant::now();
     let mut from = from;
     let mut first = None;
+    let mut last_error: Option<Instant> = None;
     loop {
         check_all_alive(instances);
-        // The committed offsets may not be readable for a while after a fault.
-        if let Ok(now) = committed(run) {
+        // The committed offsets may not be readable for a while after a fault; a failed
+        // read is said (at most every 10 s), since it delays what the wait measures.
+        let read = committed(run);
+        if let Err(e) = &read
+            && last_error.is_none_or(|at| at.elapsed() >= Duration::from_secs(10))
+        {
+            eprintln!(
+                "{}: {:.1} s into the wait: reading the group's committed offsets failed: {e}",
+                run.app,
+                began.elapsed().as_secs_f64()
+            );
+            last_error = Some(Instant::now());
+        }
+        if let Ok(now) = read {
             let from = from.get_or_insert_with(|| now.clone());
             let moved = |p: &i32| now.get(p).copied().unwrap_or(0) > from.get(p).copied().unwrap_or(0);
             if first.is_none() && (0..PARTITIONS).any(|p| moved(&p)) {
