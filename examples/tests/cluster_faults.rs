@@ -261,6 +261,14 @@ fn recovery(run: &Run, from: Option<BTreeMap<i32, i64>>, instances: &mut [Instan
             );
             last_error = Some(Instant::now());
         }
+        if let Err(e) = &read
+            && began.elapsed() >= IDLE_LIMIT
+        {
+            stalled(
+                instances,
+                &format!("the group's committed offsets could not be read for {IDLE_LIMIT:?}: {e}"),
+            );
+        }
         if let Ok(now) = read {
             let from = from.get_or_insert_with(|| now.clone());
             let moved = |p: &i32| now.get(p).copied().unwrap_or(0) > from.get(p).copied().unwrap_or(0);
