@@ -27,7 +27,7 @@ use crate::runtime::thread_factory::ThreadFactory;
 use crate::serdes::{StringSerde, U64Serde};
 use crate::{KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, StreamsConfig, Topology};
 
-pub(crate) const TASK: TaskId = TaskId {
+const TASK: TaskId = TaskId {
     subtopology: 0,
     partition: 0,
 };
@@ -228,16 +228,21 @@ impl Setup {
         self.tm.create_pending(&self.consumer).unwrap();
         assert!(self.tm.standby_ids().is_empty(), "an active task is no standby");
         assert!(self.tm.is_restoring());
+        self.run_restored();
+        (standby.get(), self.restored_records())
+    }
+
+    /// Waits until no task restores, then checks that the task runs and opens its
+    /// transaction, as the stream thread does before it processes.
+    pub(crate) fn run_restored(&mut self) {
         let deadline = Instant::now() + WAIT;
         while self.tm.is_restoring() {
             assert!(Instant::now() < deadline, "still restoring after {WAIT:?}");
             self.tm.take_restored(&self.consumer).unwrap();
             std::thread::sleep(Duration::from_millis(10));
         }
-        assert!(self.tm.tasks.contains_key(&TASK), "the promoted task runs");
-        // As the stream thread does before it processes.
+        assert!(self.tm.tasks.contains_key(&TASK), "the task runs");
         self.tm.begin_transaction().unwrap();
-        (standby.get(), self.restored_records())
     }
 
     fn labels(&self) -> [String; 3] {
