@@ -15,11 +15,11 @@
 //!
 //! A deleted output topic can fail the transaction before any of its records fails: the
 //! coordinator refuses to add the topic's partition to the transaction, and the abort
-//! purges the records, which then report nothing. So when no record failed, the topics of
-//! the purged output records are looked up: the records of a topic the cluster no longer
-//! has go to the production handler as refused ones. Without that, the thread would abort
-//! and process the same input again until librdkafka itself gave up on the topic (dozens
-//! of transactions in half a minute).
+//! purges the records, which then report nothing. So when no record failed (not even for a
+//! passing reason), the topics of the purged output records are looked up: the records of
+//! a topic the cluster no longer has go to the production handler as refused ones. Without
+//! that, the thread would abort and process the same input again until librdkafka itself
+//! gave up on the topic (dozens of transactions in half a minute).
 
 use std::sync::atomic::Ordering;
 
@@ -58,10 +58,11 @@ impl TaskManager {
                 retriable: false,
             });
         }
-        if let Some(e) = transient {
+        if let Some(e) = &transient {
             tracing::info!(error = %e, "a record of the aborted transaction failed for a passing reason; its input is processed again");
-        }
-        if failed.is_empty() && !purged.is_empty() {
+        } else if failed.is_empty() && !purged.is_empty() {
+            // Nothing explains the abort: a topic may be gone (see the module docs). A
+            // broker outage, which aborts with records timed out, asks nothing.
             failed = self.of_missing_topics(purged);
         }
         let policy = self.settings.factory.policy();
@@ -141,7 +142,7 @@ impl TaskManager {
 /// Whether the cluster says `topic` does not exist. A lookup that fails says nothing: the
 /// topic is then taken to exist (the transaction is only processed again).
 fn topic_missing<C: rdkafka::ClientContext>(client: &rdkafka::client::Client<C>, topic: &str) -> bool {
-    match client.fetch_metadata(Some(topic), std::time::Duration::from_secs(5)) {
+    match client.fetch_metadata(Some(topic), std::time::Duration::from_secs(2)) {
         Ok(md) => md.topics().iter().any(|t| {
             t.name() == topic
                 && t.error() == Some(rdkafka::types::RDKafkaRespErr::RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
