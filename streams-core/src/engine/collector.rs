@@ -23,9 +23,10 @@ pub struct SendError {
     /// Whether trying again later may succeed (a full queue), or not (a record too large,
     /// an unknown topic).
     pub retriable: bool,
-    /// Exactly-once: the producer's open transaction has already failed (an earlier record
-    /// was refused), so every send fails; this record is not at fault, and the transaction
-    /// is aborted and its input processed again rather than the record handed to the
-    /// production handler.
+    /// The producer refuses every send, this record is not at fault: under exactly-once its
+    /// open transaction has already failed (an earlier record was refused, or the producer
+    /// raised a fatal error), and the transaction is aborted and its input processed again
+    /// rather than the record handed to the production handler. Never skipped by
+    /// `log_and_continue`.
     pub transaction_failed: bool,
 }

@@ -108,13 +108,26 @@ pub(crate) struct DeliveryTracker {
 }
 
 impl DeliveryTracker {
-    /// Notes a send that failed with `e`: under exactly-once, an "Erroneous state" means
-    /// the transaction has failed (the cause comes with a delivery report).
+    /// Notes a send that failed with `e`: under exactly-once, a send that
+    /// [fails the transaction](fails_transaction) is noted as such.
     fn note_send_error(&self, e: &KafkaError) {
-        if self.transactional && e.rdkafka_error_code() == Some(RDKafkaErrorCode::State) {
+        if self.transactional && fails_transaction(e) {
             self.txn_failed.store(true, Ordering::Release);
         }
     }
+}
+
+/// Whether a refused send says the open transaction has failed rather than the record:
+/// "Erroneous state" (an earlier record failed it; the cause comes with a delivery report)
+/// or "Fatal" (the producer raised a fatal error, such as an out-of-order sequence number
+/// after a broker dropped a connection mid-batch, and can no longer be used). Either way
+/// the transaction is aborted, or the producer made again, and its input processed again;
+/// the record goes to no handler.
+pub(crate) fn fails_transaction(e: &KafkaError) -> bool {
+    matches!(
+        e.rdkafka_error_code(),
+        Some(RDKafkaErrorCode::State | RDKafkaErrorCode::Fatal)
+    )
 }
 
 /// Whether a delivery error is the record's own fault or the topic's, so that sending it
@@ -437,7 +450,9 @@ impl RecordCollector for KafkaCollector {
         })
         .map_err(|e| SendError {
             retriable: matches!(e, KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)),
-            transaction_failed: matches!(e, KafkaError::MessageProduction(RDKafkaErrorCode::State)),
+            // Never dropped by `log_and_continue`: the record is not at fault, and under
+            // at-least-once a fatal producer would otherwise drop every later output too.
+            transaction_failed: fails_transaction(&e),
             message: e.to_string(),
             topic: r.topic.to_owned(),
         })

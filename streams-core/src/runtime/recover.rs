@@ -118,7 +118,7 @@ impl TaskManager {
         &mut self,
         _consumer: &BaseConsumer<C>,
     ) -> Result<(), StreamsError> {
-        let aborted = !self.in_transaction || self.abort_bounded();
+        let aborted = !self.in_transaction || (!self.producer_failed() && self.abort_bounded());
         self.in_transaction = false;
         self.close_all_dirty();
         if !aborted {
@@ -154,7 +154,7 @@ impl TaskManager {
         wipe: Option<crate::engine::TaskId>,
         producer_unusable: bool,
     ) -> Result<(), StreamsError> {
-        let aborted = !producer_unusable && self.abort_bounded();
+        let aborted = !producer_unusable && !self.producer_failed() && self.abort_bounded();
         self.in_transaction = false;
         self.close_all_dirty();
         if aborted {
@@ -217,6 +217,20 @@ impl TaskManager {
                     });
                 }
             }
+        }
+    }
+
+    /// Whether the producer raised a fatal error: it refuses every send from then on, and
+    /// librdkafka may still accept an abort of its transaction, so only a new producer
+    /// helps. Seen when a broker drops a connection mid-batch and the retried batch meets
+    /// an out-of-order sequence number.
+    fn producer_failed(&self) -> bool {
+        match self.producer.client().fatal_error() {
+            Some((code, reason)) => {
+                tracing::warn!(error = %code, reason = %reason, "the producer raised a fatal error; making a new one");
+                true
+            }
+            None => false,
         }
     }
 
@@ -289,5 +303,95 @@ impl TaskManager {
                 .map_err(|err| kafka_err(&format!("rewind {}-{}", e.topic(), e.partition()), err))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use rdkafka::bindings as rdsys;
+    use rdkafka::consumer::Consumer;
+    use rdkafka::producer::Producer;
+    use streams_test_utils::kafka::{self, ConsumeUntil};
+
+    use crate::engine::RecordCollector;
+    use crate::model::record::{Headers, OutputRef};
+    use crate::runtime::producer::{KafkaCollector, PartitionCache};
+    use crate::runtime::standby::tests::Setup;
+
+    /// Sends `value` to the input topic through a collector of the task manager's producer.
+    fn send(s: &Setup, value: &str) -> Result<(), crate::engine::SendError> {
+        let mut collector = KafkaCollector {
+            producer: s.tm.producer.clone(),
+            partitions: PartitionCache::new(s.tm.producer.clone()),
+        };
+        collector.send(OutputRef {
+            topic: &s.input,
+            partition: Some(0),
+            key: Some(b"k"),
+            value: Some(value.as_bytes()),
+            timestamp: 0,
+            headers: &Headers::default(),
+        })
+    }
+
+    /// A producer that raises a fatal error (as librdkafka does for an out-of-order
+    /// sequence number after a broker dropped a connection mid-batch) fails its open
+    /// transaction: the next send is refused as the transaction's failure, not the
+    /// record's, and processing makes a new producer rather than failing the thread. The
+    /// failed transaction's record is never read; the next transaction commits.
+    #[test]
+    #[allow(unsafe_code)]
+    fn a_fatal_producer_error_on_send_makes_a_new_producer() {
+        let Some(mut s) = Setup::new("fatal producer error", true) else {
+            return;
+        };
+        s.consumer.assign(&s.assignment()).unwrap();
+        s.tm.set_pending(&s.assignment());
+        s.tm.create_pending(&s.consumer).unwrap();
+        s.run_restored();
+
+        send(&s, "lost").unwrap();
+        let reason = c"injected by a test";
+        // SAFETY: the client pointer is valid while the producer lives; the reason is a
+        // NUL-terminated string librdkafka copies.
+        let raised = unsafe {
+            rdsys::rd_kafka_test_fatal_error(
+                s.tm.producer.client().native_ptr(),
+                rdsys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
+                reason.as_ptr(),
+            )
+        };
+        assert_eq!(raised, rdsys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR);
+
+        let refused = send(&s, "refused").unwrap_err();
+        assert!(
+            refused.transaction_failed,
+            "the transaction's failure, not the record's: {refused}"
+        );
+        assert!(s.tm.transaction_failed());
+
+        assert_eq!(s.tm.process(&s.consumer).unwrap(), 0, "recovered, not failed");
+        assert_eq!(s.tm.metrics.producer_resets.get(), 1, "a new producer");
+        assert!(!s.tm.transaction_failed());
+        s.tm.create_pending(&s.consumer).unwrap();
+        s.run_restored();
+
+        send(&s, "committed").unwrap();
+        s.tm.dirty = true;
+        assert!(s.tm.commit(&s.consumer).unwrap(), "the new producer commits");
+        let read = kafka::consume_all(
+            &s.bootstrap,
+            &s.input,
+            ConsumeUntil::Idle(Duration::ZERO),
+            Duration::from_secs(60),
+            true,
+        )
+        .unwrap();
+        let values: Vec<_> = read.iter().map(|r| r.value.clone().unwrap_or_default()).collect();
+        assert_eq!(values, vec![b"committed".to_vec()]);
+        // A consumer closed while assigned but never polled waits a minute for its rebalance.
+        s.consumer.unassign().unwrap();
     }
 }

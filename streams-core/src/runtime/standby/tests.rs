@@ -57,7 +57,7 @@ impl Processor<String, String, String, u64> for Hold {
 /// A fresh application: its input topic and the changelog of its store `counts`, one
 /// partition each, and a thread's task manager with its (never polled) main consumer.
 pub(crate) struct Setup {
-    bootstrap: String,
+    pub(crate) bootstrap: String,
     app_id: String,
     pub(crate) input: String,
     changelog: String,
