@@ -63,7 +63,7 @@ use std::time::{Duration, Instant};
 mod common;
 
 use common::cluster::{Cluster, cluster_bootstrap, env_number};
-use common::feed::{FeedPlan, Feeder, IDLE_LIMIT, committed, wait_processed};
+use common::feed::{FeedPlan, Feeder, IDLE_LIMIT, committed_reader, read_committed, wait_processed};
 use common::instance::{Instance, Run, check_all_alive, logs_dir, logs_of, remove_logs, stalled};
 use common::verify::{Guarantee, verify, verify_smoke};
 use streams_examples::smoke::SmokeTopics;
@@ -231,6 +231,9 @@ fn group_protocol() -> Option<String> {
     Some(protocol)
 }
 
+/// How long one read of the group's committed offsets may take during a recovery wait.
+const READ_LIMIT: Duration = Duration::from_secs(5);
+
 /// How long the group took to commit again after a fault ended: until the committed offset
 /// of one input partition moved, and of every one.
 struct Recovery {
@@ -246,11 +249,13 @@ fn recovery(run: &Run, from: Option<BTreeMap<i32, i64>>, instances: &mut [Instan
     let mut from = from;
     let mut first = None;
     let mut last_error: Option<Instant> = None;
+    let mut reader = committed_reader(run);
     loop {
         check_all_alive(instances);
         // The committed offsets may not be readable for a while after a fault; a failed
-        // read is said (at most every 10 s), since it delays what the wait measures.
-        let read = committed(run);
+        // read is said (at most every 10 s), since it delays what the wait measures. A read
+        // waits at most READ_LIMIT, so one stuck read delays the measurement by no more.
+        let read = read_committed(&mut reader, READ_LIMIT);
         if let Err(e) = &read
             && last_error.is_none_or(|at| at.elapsed() >= Duration::from_secs(10))
         {

@@ -239,15 +239,25 @@ fn outcome_unknown(e: &KafkaError) -> bool {
 
 /// The offsets the group has committed on the input, per partition (0 where none).
 pub fn committed(run: &Run) -> kafka::TestResult<BTreeMap<i32, i64>> {
-    Ok(kafka::committed_offsets(
-        &run.bootstrap,
-        &run.app,
-        &run.topics.input,
-        Duration::from_secs(30),
-    )?
-    .into_iter()
-    .map(|(p, o)| (p, o.unwrap_or(0)))
-    .collect())
+    read_committed(&mut committed_reader(run), Duration::from_secs(30))
+}
+
+/// A reader of the group's committed input offsets, for waits that read them again and
+/// again (see [`kafka::CommittedReader`]).
+pub fn committed_reader(run: &Run) -> kafka::CommittedReader {
+    kafka::CommittedReader::new(&run.bootstrap, &run.app, &run.topics.input)
+}
+
+/// One read of `reader`: the committed input offsets per partition (0 where none).
+pub fn read_committed(
+    reader: &mut kafka::CommittedReader,
+    timeout: Duration,
+) -> kafka::TestResult<BTreeMap<i32, i64>> {
+    Ok(reader
+        .read(timeout)?
+        .into_iter()
+        .map(|(p, o)| (p, o.unwrap_or(0)))
+        .collect())
 }
 
 /// Input records whose offsets the group has not committed yet, per partition (only those
@@ -267,7 +277,10 @@ pub fn behind(run: &Run, ends: &BTreeMap<i32, i64>) -> (BTreeMap<i32, i64>, i64)
 /// every 200 ms that `instance` is alive; fails after 60 s, naming `test` and the log.
 pub fn wait_committed(test: &str, run: &Run, records: i64, instance: &mut Instance) {
     let deadline = Instant::now() + Duration::from_secs(60);
-    while committed(run).map_or(true, |c| c.values().sum::<i64>() < records) {
+    let mut reader = committed_reader(run);
+    while read_committed(&mut reader, Duration::from_secs(10))
+        .map_or(true, |c| c.values().sum::<i64>() < records)
+    {
         assert!(
             Instant::now() < deadline,
             "{test}: nothing committed in 60 s; see {}",
