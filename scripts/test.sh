@@ -11,6 +11,11 @@
 #   STREAMS_REQUIRE_KAFKA=1                       a Kafka test without a broker fails, never skips
 #   STREAMS_REQUIRE_JAVA=1                        a test comparing with Kafka Streams (Java)
 #                                                 fails without java or mvn, never skips
+# and starts a schema registry with scripts/schema-registry.sh (stopped again after the main
+# run when started here), exporting
+#   STREAMS_TEST_SCHEMA_REGISTRY, STREAMS_REQUIRE_SCHEMA_REGISTRY=1
+#                                                 its Confluent-compatible URL; a registry test
+#                                                 without it fails, never skips
 # and runs `cargo test --workspace --lib --bins --tests --examples --no-fail-fast` (every
 # target but the criterion benches, whose harness takes no test flags), then
 # `cargo test --workspace --doc`. Then the short fault suite: a fresh three-broker cluster
@@ -35,8 +40,12 @@ bash scripts/install-deps.sh
 
 kafka_started=0
 cluster_started=0
+registry_started=0
 # shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() {
+    if [[ $registry_started == 1 ]]; then
+        bash scripts/schema-registry.sh stop || echo "test.sh: warning: stopping the schema registry failed" >&2
+    fi
     if [[ $cluster_started == 1 ]]; then
         bash scripts/kafka-cluster.sh stop || echo "test.sh: warning: stopping the three-broker cluster failed" >&2
     fi
@@ -79,12 +88,35 @@ export STREAMS_TEST_BOOTSTRAP=127.0.0.1:$KAFKA_PORT
 export STREAMS_REQUIRE_KAFKA=1
 export STREAMS_REQUIRE_JAVA=1
 
+# The schema registry of streams-serde-registry's tests: one already running and answering
+# is reused (and left running); otherwise one is started here and stopped after the main run.
+registry_status=0
+registry_out=$(bash scripts/schema-registry.sh status 2>/dev/null) || registry_status=$?
+if [[ $registry_status -ne 0 ]]; then
+    if [[ $registry_status -eq 1 ]]; then
+        bash scripts/schema-registry.sh stop
+    fi
+    registry_started=1
+    registry_out=$(bash scripts/schema-registry.sh start | tee >(cat >&2))
+fi
+if [[ $registry_out =~ schema\ registry\ listening\ on\ ([^$'\n']+) ]]; then
+    export STREAMS_TEST_SCHEMA_REGISTRY=${BASH_REMATCH[1]}
+else
+    echo "test.sh: warning: schema-registry.sh reported no URL; the registry tests will fail" >&2
+fi
+export STREAMS_REQUIRE_SCHEMA_REGISTRY=1
+
 # Both runs happen even when the first fails; the exit status is the first failure's.
 status=0
 cargo test --workspace --lib --bins --tests --examples --no-fail-fast "$@" -- --test-threads="$TEST_THREADS" \
     --skip three_brokers_ || status=$?
 doc_status=0
 cargo test --workspace --doc "$@" -- --test-threads="$TEST_THREADS" || doc_status=$?
+# The fault suite needs the cores: the registry's JVM goes first.
+if [[ $registry_started == 1 ]]; then
+    bash scripts/schema-registry.sh stop || echo "test.sh: warning: stopping the schema registry failed" >&2
+    registry_started=0
+fi
 
 # The short fault suite on a fresh three-broker cluster (the full matrix: docs/kafka-for-tests.md).
 cluster_status=0

@@ -1,0 +1,168 @@
+//! A JSON Schema serde: `serde` types as JSON text, framed with the id of a registered JSON
+//! schema.
+//!
+//! The payload is the value's JSON (`serde_json`). The schema is registered (or looked up)
+//! as the record's contract, and a record's schema id is checked to name a JSON schema known
+//! to the registry when it is read; the value itself is not validated against the schema.
+
+use std::marker::PhantomData;
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use streams_state::{Serde, SerdeError};
+
+use crate::client::{SchemaRegistryClient, SchemaType};
+use crate::config::{RecordPart, SerdeConfig};
+use crate::error::RegistrySerdeError;
+use crate::wire;
+
+/// A JSON Schema serde of a `serde` type `T`, for one topic's keys or values.
+///
+/// The schema must be a JSON object; the registry needs its `$schema` keyword to tell it
+/// from other formats (Apicurio does). With the record name strategies its `title` is the
+/// record name.
+pub struct JsonSchemaSerde<T> {
+    client: SchemaRegistryClient,
+    config: SerdeConfig,
+    topic: String,
+    part: RecordPart,
+    schema: String,
+    title: Option<String>,
+    own_id: OnceLock<u32>,
+    /// Schema ids already checked to be JSON schemas.
+    known: Mutex<Vec<u32>>,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T> std::fmt::Debug for JsonSchemaSerde<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsonSchemaSerde")
+            .field("topic", &self.topic)
+            .field("part", &self.part)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Serialize + DeserializeOwned> JsonSchemaSerde<T> {
+    /// A serde for the keys or values (`part`) of `topic`, with the JSON schema `schema`.
+    /// Makes no request.
+    pub fn new(
+        client: SchemaRegistryClient,
+        config: SerdeConfig,
+        topic: impl Into<String>,
+        part: RecordPart,
+        schema: &str,
+    ) -> Result<Self, RegistrySerdeError> {
+        let parsed: serde_json::Value =
+            serde_json::from_str(schema).map_err(|e| RegistrySerdeError::Schema {
+                format: "JSON",
+                id: None,
+                message: e.to_string(),
+            })?;
+        let Some(object) = parsed.as_object() else {
+            return Err(RegistrySerdeError::Schema {
+                format: "JSON",
+                id: None,
+                message: "a JSON schema here must be an object".into(),
+            });
+        };
+        let title = object.get("title").and_then(|t| t.as_str()).map(str::to_owned);
+        Ok(Self {
+            client,
+            config,
+            topic: topic.into(),
+            part,
+            schema: schema.to_owned(),
+            title,
+            own_id: OnceLock::new(),
+            known: Mutex::default(),
+            _type: PhantomData,
+        })
+    }
+
+    /// The subject this serde registers or looks up its schema under.
+    pub fn subject(&self) -> Result<String, RegistrySerdeError> {
+        self.config
+            .subject_name_strategy
+            .subject(&self.topic, self.part, self.title.as_deref())
+            .map_err(RegistrySerdeError::Subject)
+    }
+
+    fn writer_id(&self) -> Result<u32, RegistrySerdeError> {
+        if let Some(&id) = self.own_id.get() {
+            return Ok(id);
+        }
+        let subject = self.subject()?;
+        let id = if self.config.use_latest_version {
+            // Written as the latest version; the value is not checked against it.
+            return Ok(self.client.latest_version(&subject)?.schema.id);
+        } else if self.config.auto_register_schemas {
+            self.client.register(&subject, SchemaType::Json, &self.schema)?
+        } else {
+            self.client
+                .lookup(&subject, SchemaType::Json, &self.schema)?
+                .schema
+                .id
+        };
+        let _ = self.own_id.set(id);
+        Ok(id)
+    }
+
+    fn check_id(&self, id: u32) -> Result<(), RegistrySerdeError> {
+        if self
+            .known
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&id)
+        {
+            return Ok(());
+        }
+        let registered = self.client.schema_by_id(id)?;
+        if registered.schema_type != SchemaType::Json {
+            return Err(RegistrySerdeError::SchemaType {
+                id,
+                expected: "JSON",
+                actual: registered.schema_type.as_str().to_owned(),
+            });
+        }
+        self.known.lock().unwrap_or_else(PoisonError::into_inner).push(id);
+        Ok(())
+    }
+
+    /// Serializes `value` into `out` (header and JSON text), with the typed error.
+    pub fn try_serialize_into(&self, value: &T, out: &mut Vec<u8>) -> Result<(), RegistrySerdeError> {
+        let id = self.writer_id()?;
+        let start = out.len();
+        wire::write_header(id, out);
+        serde_json::to_writer(&mut *out, value).map_err(|e| {
+            out.truncate(start);
+            RegistrySerdeError::Encode(e.to_string())
+        })
+    }
+
+    /// Deserializes a framed record, with the typed error.
+    pub fn try_deserialize(&self, bytes: &[u8]) -> Result<T, RegistrySerdeError> {
+        let (id, payload) = wire::split(bytes)?;
+        self.check_id(id)?;
+        serde_json::from_slice(payload).map_err(|e| RegistrySerdeError::Decode {
+            id,
+            message: e.to_string(),
+        })
+    }
+}
+
+impl<T: Serialize + DeserializeOwned + 'static> Serde for JsonSchemaSerde<T> {
+    type Target = T;
+
+    fn serialize_into(&self, value: &T, out: &mut Vec<u8>) -> Result<(), SerdeError> {
+        self.try_serialize_into(value, out)
+            .map_err(|e| e.into_serde_error("JsonSchemaSerde"))
+    }
+
+    fn deserialize(&self, bytes: &[u8]) -> Result<T, SerdeError> {
+        self.try_deserialize(bytes)
+            .map_err(|e| e.into_serde_error("JsonSchemaSerde"))
+    }
+}
