@@ -130,7 +130,14 @@ impl TaskManager {
             self.commit_writes()?;
             self.metrics.lap(CommitPhase::CommitStores, &mut since);
         } else {
-            if let Err(e) = super::producer::flush(&self.producer, timeout) {
+            let flushed = super::producer::flush(&self.producer, timeout);
+            if self.transaction_failed() {
+                // The producer raised a fatal error: records since the last commit may be
+                // lost, so nothing is committed; a new producer processes them again.
+                self.recover_failed_transaction(consumer)?;
+                return Ok(false);
+            }
+            if let Err(e) = flushed {
                 return self.commit_failed("flush producer", e);
             }
             self.metrics.lap(CommitPhase::FlushProducer, &mut since);

@@ -100,8 +100,10 @@ pub(crate) struct DeliveryTracker {
     /// The producer is transactional (exactly-once).
     pub transactional: bool,
     /// Exactly-once: the open transaction can no longer commit (a record of it failed, or
-    /// a send found the transaction in its error state). Read after each batch of
-    /// processing; set on the producer's thread or by a send.
+    /// a send found the transaction in its error state). Either guarantee: the producer
+    /// raised a fatal error and sends nothing more. The tasks then restart from the last
+    /// commit (`recover.rs`). Read after each record processed; set on the producer's
+    /// thread or by a send.
     pub txn_failed: Arc<AtomicBool>,
     /// Exactly-once: failed records to skip or dead-letter when they are sent again.
     pub skips: Arc<super::skips::Skips>,
@@ -109,9 +111,15 @@ pub(crate) struct DeliveryTracker {
 
 impl DeliveryTracker {
     /// Notes a send that failed with `e`: under exactly-once, a send that
-    /// [fails the transaction](fails_transaction) is noted as such.
+    /// [fails the transaction](fails_transaction); under at-least-once, a producer that
+    /// raised a fatal error.
     fn note_send_error(&self, e: &KafkaError) {
-        if self.transactional && fails_transaction(e) {
+        let failed = if self.transactional {
+            fails_transaction(e)
+        } else {
+            is_fatal_send(e)
+        };
+        if failed {
             self.txn_failed.store(true, Ordering::Release);
         }
     }
@@ -128,6 +136,12 @@ pub(crate) fn fails_transaction(e: &KafkaError) -> bool {
         e.rdkafka_error_code(),
         Some(RDKafkaErrorCode::State | RDKafkaErrorCode::Fatal)
     )
+}
+
+/// Whether a send or delivery failed because the producer raised a fatal error (it refuses
+/// every send from then on), or because that error purged the record from its queue.
+fn is_fatal_send(e: &KafkaError) -> bool {
+    e.rdkafka_error_code() == Some(RDKafkaErrorCode::Fatal)
 }
 
 /// Whether a delivery error is the record's own fault or the topic's, so that sending it
@@ -220,6 +234,15 @@ impl ProducerContext for DeliveryTracker {
                 if !changelog && self.keep_failed && d.purged.len() < PURGED_KEPT {
                     d.purged.push(failed_record(m));
                 }
+            }
+            // At-least-once: a producer that raised a fatal error failed or purged its
+            // queued records; they are not at fault, and their inputs, never committed,
+            // are processed again once a new producer is made.
+            Err((e, m)) if !self.transactional && (is_fatal_send(e) || is_purge(e)) => {
+                self.txn_failed.store(true, Ordering::Release);
+                d.failed += 1;
+                d.transient
+                    .get_or_insert_with(|| format!("{}-{}: {e}", m.topic(), m.partition()));
             }
             Err((e, m)) if self.transactional && !is_permanent(e) => {
                 self.txn_failed.store(true, Ordering::Release);

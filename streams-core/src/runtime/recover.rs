@@ -100,13 +100,21 @@ impl TaskManager {
     /// Exactly-once: a record of the open transaction failed, or a send found the
     /// transaction failed. The transaction is aborted and the tasks restart from the last
     /// commit; the failed records go to the production handler (`txn_failure.rs`).
+    /// At-least-once: the producer raised a fatal error; a new one is made and the tasks
+    /// restart from the last commit (their inputs since are processed again).
     pub(super) fn recover_failed_transaction<C: ConsumerContext>(
         &mut self,
         consumer: &BaseConsumer<C>,
     ) -> Result<(), StreamsError> {
-        tracing::warn!(
-            "a record of the open transaction failed; aborting it and recreating the tasks from their changelogs"
-        );
+        if self.settings.eos {
+            tracing::warn!(
+                "a record of the open transaction failed; aborting it and recreating the tasks from their changelogs"
+            );
+        } else {
+            tracing::warn!(
+                "the producer failed; making a new one and recreating the tasks from the last commit"
+            );
+        }
         self.restart_from_commit(consumer, None, false)
     }
 
@@ -154,7 +162,9 @@ impl TaskManager {
         wipe: Option<crate::engine::TaskId>,
         producer_unusable: bool,
     ) -> Result<(), StreamsError> {
-        let aborted = !producer_unusable && !self.producer_failed() && self.abort_bounded();
+        // At-least-once there is no transaction to abort: only a failed producer is made again.
+        let unusable = producer_unusable || self.producer_failed();
+        let aborted = !unusable && (!self.settings.eos || self.abort_bounded());
         self.in_transaction = false;
         self.close_all_dirty();
         if aborted {
@@ -342,9 +352,20 @@ mod tests {
     /// record's, and processing makes a new producer rather than failing the thread. The
     /// failed transaction's record is never read; the next transaction commits.
     #[test]
-    #[allow(unsafe_code)]
     fn a_fatal_producer_error_on_send_makes_a_new_producer() {
-        let Some(mut s) = Setup::new("fatal producer error", true) else {
+        fatal_producer_error("fatal producer error", true);
+    }
+
+    /// At-least-once, the idempotent producer's fatal error likewise makes a new producer
+    /// (the inputs since the last commit are processed again), and the next commit delivers.
+    #[test]
+    fn a_fatal_producer_error_at_least_once_makes_a_new_producer() {
+        fatal_producer_error("fatal producer error, at-least-once", false);
+    }
+
+    #[allow(unsafe_code)]
+    fn fatal_producer_error(test: &str, eos: bool) {
+        let Some(mut s) = Setup::new(test, eos) else {
             return;
         };
         s.consumer.assign(&s.assignment()).unwrap();
@@ -368,7 +389,7 @@ mod tests {
         let refused = send(&s, "refused").unwrap_err();
         assert!(
             refused.transaction_failed,
-            "the transaction's failure, not the record's: {refused}"
+            "the producer's failure, not the record's: {refused}"
         );
         assert!(s.tm.transaction_failed());
 
@@ -390,7 +411,13 @@ mod tests {
         )
         .unwrap();
         let values: Vec<_> = read.iter().map(|r| r.value.clone().unwrap_or_default()).collect();
-        assert_eq!(values, vec![b"committed".to_vec()]);
+        if eos {
+            assert_eq!(values, vec![b"committed".to_vec()]);
+        } else {
+            // The record sent before the fatal error may have been written or purged.
+            assert_eq!(values.last(), Some(&b"committed".to_vec()));
+            assert!(!values.contains(&b"refused".to_vec()));
+        }
         // A consumer closed while assigned but never polled waits a minute for its rebalance.
         s.consumer.unassign().unwrap();
     }

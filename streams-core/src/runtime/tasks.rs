@@ -333,10 +333,10 @@ impl TaskManager {
     ) -> Result<usize, StreamsError> {
         let mut n = 0;
         let mut corrupt = None;
-        let txn_failed = self.settings.eos.then_some(&self.tracker.txn_failed);
+        let txn_failed = &self.tracker.txn_failed;
         'tasks: for (id, task) in &mut self.tasks {
             loop {
-                if txn_failed.is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed)) {
+                if txn_failed.load(std::sync::atomic::Ordering::Relaxed) {
                     break 'tasks;
                 }
                 match task.process_one() {

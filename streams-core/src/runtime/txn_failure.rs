@@ -32,9 +32,11 @@ use crate::model::error::StreamsError;
 use crate::model::handlers::{ErrorHandling, dead_letter};
 
 impl TaskManager {
-    /// Whether the producer reported that the open transaction can no longer commit.
+    /// Whether the producer reported that the open transaction can no longer commit
+    /// (exactly-once), or that it can no longer send at all (a fatal error, either
+    /// guarantee).
     pub(super) fn transaction_failed(&self) -> bool {
-        self.settings.eos && self.tracker.txn_failed.load(Ordering::Acquire)
+        self.tracker.txn_failed.load(Ordering::Acquire)
     }
 
     /// Reads (and clears) what the aborted transaction's delivery reports said, and acts
