@@ -15,7 +15,6 @@ use apache_avro::Schema;
 use apache_avro::types::Value;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use streams_state::{Serde, SerdeError};
 
 use crate::client::{SchemaRegistryClient, SchemaType};
 use crate::config::{RecordPart, SerdeConfig};
@@ -257,19 +256,7 @@ impl<T: Serialize + DeserializeOwned> AvroSerde<T> {
     }
 }
 
-impl<T: Serialize + DeserializeOwned + 'static> Serde for AvroSerde<T> {
-    type Target = T;
-
-    fn serialize_into(&self, value: &T, out: &mut Vec<u8>) -> Result<(), SerdeError> {
-        self.try_serialize_into(value, out)
-            .map_err(|e| e.into_serde_error("AvroSerde"))
-    }
-
-    fn deserialize(&self, bytes: &[u8]) -> Result<T, SerdeError> {
-        self.try_deserialize(bytes)
-            .map_err(|e| e.into_serde_error("AvroSerde"))
-    }
-}
+serde_through_try!("AvroSerde", [T: Serialize + DeserializeOwned + 'static] AvroSerde<T> => T);
 
 /// An Avro serde of apache-avro's generic [`Value`], for one topic's keys or values.
 ///
@@ -330,23 +317,13 @@ impl GenericAvroSerde {
     }
 }
 
-impl Serde for GenericAvroSerde {
-    type Target = Value;
-
-    fn serialize_into(&self, value: &Value, out: &mut Vec<u8>) -> Result<(), SerdeError> {
-        self.try_serialize_into(value, out)
-            .map_err(|e| e.into_serde_error("GenericAvroSerde"))
-    }
-
-    fn deserialize(&self, bytes: &[u8]) -> Result<Value, SerdeError> {
-        self.try_deserialize(bytes)
-            .map_err(|e| e.into_serde_error("GenericAvroSerde"))
-    }
-}
+serde_through_try!("GenericAvroSerde", [] GenericAvroSerde => Value);
 
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
+
+    use streams_state::Serde;
 
     use super::*;
     use crate::config::RegistryConfig;

@@ -10,7 +10,6 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use streams_state::{Serde, SerdeError};
 
 use crate::client::{SchemaRegistryClient, SchemaType};
 use crate::config::{RecordPart, SerdeConfig};
@@ -153,16 +152,4 @@ impl<T: Serialize + DeserializeOwned> JsonSchemaSerde<T> {
     }
 }
 
-impl<T: Serialize + DeserializeOwned + 'static> Serde for JsonSchemaSerde<T> {
-    type Target = T;
-
-    fn serialize_into(&self, value: &T, out: &mut Vec<u8>) -> Result<(), SerdeError> {
-        self.try_serialize_into(value, out)
-            .map_err(|e| e.into_serde_error("JsonSchemaSerde"))
-    }
-
-    fn deserialize(&self, bytes: &[u8]) -> Result<T, SerdeError> {
-        self.try_deserialize(bytes)
-            .map_err(|e| e.into_serde_error("JsonSchemaSerde"))
-    }
-}
+serde_through_try!("JsonSchemaSerde", [T: Serialize + DeserializeOwned + 'static] JsonSchemaSerde<T> => T);

@@ -32,6 +32,24 @@
 //! Through the `Serde` trait the same error arrives as a
 //! [`SerdeError`](streams_state::SerdeError) carrying its text.
 
+/// Implements [`Serde`](streams_state::Serde) for a registry serde through its typed
+/// `try_serialize_into` / `try_deserialize`, the error becoming the serde's text.
+macro_rules! serde_through_try {
+    ($name:literal, [$($generics:tt)*] $serde:ty => $target:ty) => {
+        impl<$($generics)*> streams_state::Serde for $serde {
+            type Target = $target;
+
+            fn serialize_into(&self, value: &$target, out: &mut Vec<u8>) -> Result<(), streams_state::SerdeError> {
+                self.try_serialize_into(value, out).map_err(|e| e.into_serde_error($name))
+            }
+
+            fn deserialize(&self, bytes: &[u8]) -> Result<$target, streams_state::SerdeError> {
+                self.try_deserialize(bytes).map_err(|e| e.into_serde_error($name))
+            }
+        }
+    };
+}
+
 pub mod avro;
 pub mod client;
 pub mod config;
