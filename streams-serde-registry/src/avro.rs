@@ -84,6 +84,34 @@ struct AvroCore {
 }
 
 impl AvroCore {
+    /// A core for `topic`'s `part`, with the Avro schema `schema` (JSON text) if any.
+    fn new(
+        client: SchemaRegistryClient,
+        config: SerdeConfig,
+        topic: String,
+        part: RecordPart,
+        schema: Option<&str>,
+    ) -> Result<Self, RegistrySerdeError> {
+        Ok(Self {
+            client,
+            config,
+            topic,
+            part,
+            schema: schema.map(AvroSchema::parse).transpose()?.map(Arc::new),
+            own_id: OnceLock::new(),
+            writers: Mutex::default(),
+        })
+    }
+
+    /// The `Debug` output of the serde `name` around this core.
+    fn debug(&self, name: &str, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct(name)
+            .field("topic", &self.topic)
+            .field("part", &self.part)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+
     fn subject(&self, schema: Option<&AvroSchema>) -> Result<String, RegistrySerdeError> {
         self.config
             .subject_name_strategy
@@ -203,11 +231,7 @@ pub struct AvroSerde<T> {
 
 impl<T> std::fmt::Debug for AvroSerde<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AvroSerde")
-            .field("topic", &self.core.topic)
-            .field("part", &self.core.part)
-            .field("config", &self.core.config)
-            .finish_non_exhaustive()
+        self.core.debug("AvroSerde", f)
     }
 }
 
@@ -222,15 +246,7 @@ impl<T: Serialize + DeserializeOwned> AvroSerde<T> {
         schema: &str,
     ) -> Result<Self, RegistrySerdeError> {
         Ok(Self {
-            core: AvroCore {
-                client,
-                config,
-                topic: topic.into(),
-                part,
-                schema: Some(Arc::new(AvroSchema::parse(schema)?)),
-                own_id: OnceLock::new(),
-                writers: Mutex::default(),
-            },
+            core: AvroCore::new(client, config, topic.into(), part, Some(schema))?,
             _type: PhantomData,
         })
     }
@@ -269,11 +285,7 @@ pub struct GenericAvroSerde {
 
 impl std::fmt::Debug for GenericAvroSerde {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GenericAvroSerde")
-            .field("topic", &self.core.topic)
-            .field("part", &self.core.part)
-            .field("config", &self.core.config)
-            .finish_non_exhaustive()
+        self.core.debug("GenericAvroSerde", f)
     }
 }
 
@@ -288,15 +300,7 @@ impl GenericAvroSerde {
         schema: Option<&str>,
     ) -> Result<Self, RegistrySerdeError> {
         Ok(Self {
-            core: AvroCore {
-                client,
-                config,
-                topic: topic.into(),
-                part,
-                schema: schema.map(AvroSchema::parse).transpose()?.map(Arc::new),
-                own_id: OnceLock::new(),
-                writers: Mutex::default(),
-            },
+            core: AvroCore::new(client, config, topic.into(), part, schema)?,
         })
     }
 

@@ -113,6 +113,16 @@ struct SchemaRequest<'a> {
     schema_type: Option<&'a str>,
 }
 
+impl SchemaRequest<'_> {
+    /// The JSON body registering or looking up `schema` (Avro, the default type, unnamed).
+    fn body(schema_type: SchemaType, schema: &str) -> Result<String, RegistryError> {
+        json_body(&SchemaRequest {
+            schema,
+            schema_type: (schema_type != SchemaType::Avro).then_some(schema_type.as_str()),
+        })
+    }
+}
+
 #[derive(Deserialize)]
 struct IdResponse {
     id: u32,
@@ -308,10 +318,7 @@ impl SchemaRegistryClient {
     ) -> Result<u32, RegistryError> {
         let key = (subject.to_owned(), schema_type, schema.to_owned());
         once(&self.inner.ids, key, || {
-            let body = json_body(&SchemaRequest {
-                schema,
-                schema_type: (schema_type != SchemaType::Avro).then_some(schema_type.as_str()),
-            })?;
+            let body = SchemaRequest::body(schema_type, schema)?;
             let path = format!("/subjects/{}/versions", encode_segment(subject));
             match self.request("POST", &path, Some(&body)) {
                 Ok(body) => Ok(parse::<IdResponse>(&body)?.id),
@@ -343,10 +350,7 @@ impl SchemaRegistryClient {
     ) -> Result<SubjectVersion, RegistryError> {
         let key = (subject.to_owned(), schema_type, schema.to_owned());
         once(&self.inner.lookups, key, || {
-            let body = json_body(&SchemaRequest {
-                schema,
-                schema_type: (schema_type != SchemaType::Avro).then_some(schema_type.as_str()),
-            })?;
+            let body = SchemaRequest::body(schema_type, schema)?;
             let path = format!("/subjects/{}", encode_segment(subject));
             match self.request("POST", &path, Some(&body)) {
                 Ok(body) => {
