@@ -8,7 +8,7 @@
 #   bash scripts/schema-registry.sh status   exit 0 when running and answering, 3 when not running, 1 when stuck
 #   bash scripts/schema-registry.sh resolve  only fetches the registry (as start does on first use)
 #   bash scripts/schema-registry.sh python   makes the Python environment of the cross-check tests
-#                                            (confluent-kafka with Avro and JSON Schema support) and
+#                                            (confluent-kafka with Avro, Protobuf and JSON Schema) and
 #                                            ends with the line `python at PATH`
 #
 # start and status end with the line `schema registry listening on URL` on stdout; URL is what
@@ -41,7 +41,7 @@ PID_FILE=$RUN_DIR/registry.pid
 PORT_FILE=$RUN_DIR/registry.port
 LOG_FILE=$RUN_DIR/registry.log
 PY_ENV=$STREAMS_CACHE/schema-registry-py
-PY_REQUIREMENTS="confluent-kafka[avro,json,schemaregistry]==2.16.1"
+PY_REQUIREMENTS="confluent-kafka[avro,json,protobuf,schemaregistry]==2.16.1"
 SCHEMA_REGISTRY_PORT=${SCHEMA_REGISTRY_PORT:-8081}
 SCHEMA_REGISTRY_HEAP_OPTS=${SCHEMA_REGISTRY_HEAP_OPTS:--Xms128m -Xmx512m}
 SCHEMA_REGISTRY_START_TIMEOUT=${SCHEMA_REGISTRY_START_TIMEOUT:-180}
@@ -260,7 +260,7 @@ do_status() {
 # A virtualenv with Confluent's Python client, for the cross-check tests.
 do_python() {
     local py=$PY_ENV/bin/python
-    if [[ -x $py ]] && "$py" -c 'import confluent_kafka.schema_registry.avro, confluent_kafka.schema_registry.json_schema, fastavro, jsonschema' 2>/dev/null; then
+    if [[ -x $py ]] && "$py" -c 'import confluent_kafka.schema_registry.avro, confluent_kafka.schema_registry.json_schema, confluent_kafka.schema_registry.protobuf, fastavro, jsonschema' 2>/dev/null; then
         echo "python at $py"
         return 0
     fi
@@ -271,7 +271,7 @@ do_python() {
     say "making $PY_ENV with $PY_REQUIREMENTS ..."
     python3 -m venv "$PY_ENV" >&2 || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
     "$py" -m pip install -q "$PY_REQUIREMENTS" >&2 || die "pip install $PY_REQUIREMENTS failed"
-    "$py" -c 'import confluent_kafka.schema_registry.avro, confluent_kafka.schema_registry.json_schema' ||
+    "$py" -c 'import confluent_kafka.schema_registry.avro, confluent_kafka.schema_registry.json_schema, confluent_kafka.schema_registry.protobuf' ||
         die "the Python environment $PY_ENV lacks confluent_kafka's schema registry serdes"
     say "Python environment ready in $(elapsed "$t0")"
     echo "python at $py"

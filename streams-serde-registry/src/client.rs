@@ -63,6 +63,21 @@ pub struct RegisteredSchema {
     pub schema_type: SchemaType,
     /// The schema's text.
     pub schema: String,
+    /// The schemas this one refers to (a Protobuf schema's imports), in the registry's
+    /// order; empty for most Avro and JSON schemas.
+    pub references: Vec<SchemaReference>,
+}
+
+/// A reference from one schema to another registered schema: a Protobuf `import`, an Avro
+/// named type or a JSON `$ref` defined under another subject.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SchemaReference {
+    /// The name the referring schema uses (for Protobuf the import path, `common.proto`).
+    pub name: String,
+    /// The subject the referred schema is registered under.
+    pub subject: String,
+    /// The version of that subject.
+    pub version: i32,
 }
 
 /// A version of a subject.
@@ -101,24 +116,34 @@ struct Inner {
     next_url: AtomicUsize,
     requests: AtomicU64,
     by_id: Mutex<HashMap<u32, Slot<Arc<RegisteredSchema>>>>,
-    ids: Mutex<HashMap<(String, SchemaType, String), Slot<u32>>>,
-    lookups: Mutex<HashMap<(String, SchemaType, String), Slot<SubjectVersion>>>,
+    ids: Mutex<HashMap<SchemaKey, Slot<u32>>>,
+    lookups: Mutex<HashMap<SchemaKey, Slot<SubjectVersion>>>,
     latest: Mutex<HashMap<String, (Instant, SubjectVersion)>>,
 }
+
+/// A schema under a subject, as the caches of registrations and lookups key it.
+type SchemaKey = (String, SchemaType, String, Vec<SchemaReference>);
 
 #[derive(Serialize)]
 struct SchemaRequest<'a> {
     schema: &'a str,
     #[serde(rename = "schemaType", skip_serializing_if = "Option::is_none")]
     schema_type: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    references: &'a [SchemaReference],
 }
 
 impl SchemaRequest<'_> {
     /// The JSON body registering or looking up `schema` (Avro, the default type, unnamed).
-    fn body(schema_type: SchemaType, schema: &str) -> Result<String, RegistryError> {
+    fn body(
+        schema_type: SchemaType,
+        schema: &str,
+        references: &[SchemaReference],
+    ) -> Result<String, RegistryError> {
         json_body(&SchemaRequest {
             schema,
             schema_type: (schema_type != SchemaType::Avro).then_some(schema_type.as_str()),
+            references,
         })
     }
 }
@@ -133,6 +158,8 @@ struct SchemaResponse {
     schema: String,
     #[serde(rename = "schemaType")]
     schema_type: Option<String>,
+    #[serde(default)]
+    references: Vec<SchemaReference>,
 }
 
 #[derive(Deserialize)]
@@ -143,6 +170,8 @@ struct VersionResponse {
     schema: String,
     #[serde(rename = "schemaType")]
     schema_type: Option<String>,
+    #[serde(default)]
+    references: Vec<SchemaReference>,
 }
 
 impl VersionResponse {
@@ -154,6 +183,7 @@ impl VersionResponse {
                 id: self.id,
                 schema_type: SchemaType::parse(self.schema_type.as_deref())?,
                 schema: self.schema,
+                references: self.references,
             },
         })
     }
@@ -316,9 +346,26 @@ impl SchemaRegistryClient {
         schema_type: SchemaType,
         schema: &str,
     ) -> Result<u32, RegistryError> {
-        let key = (subject.to_owned(), schema_type, schema.to_owned());
+        self.register_with_references(subject, schema_type, schema, &[])
+    }
+
+    /// [`register`](Self::register) for a schema that refers to other registered schemas
+    /// (a Protobuf schema's imports), each named by subject and version.
+    pub fn register_with_references(
+        &self,
+        subject: &str,
+        schema_type: SchemaType,
+        schema: &str,
+        references: &[SchemaReference],
+    ) -> Result<u32, RegistryError> {
+        let key = (
+            subject.to_owned(),
+            schema_type,
+            schema.to_owned(),
+            references.to_vec(),
+        );
         once(&self.inner.ids, key, || {
-            let body = SchemaRequest::body(schema_type, schema)?;
+            let body = SchemaRequest::body(schema_type, schema, references)?;
             let path = format!("/subjects/{}/versions", encode_segment(subject));
             match self.request("POST", &path, Some(&body)) {
                 Ok(body) => Ok(parse::<IdResponse>(&body)?.id),
@@ -348,9 +395,25 @@ impl SchemaRegistryClient {
         schema_type: SchemaType,
         schema: &str,
     ) -> Result<SubjectVersion, RegistryError> {
-        let key = (subject.to_owned(), schema_type, schema.to_owned());
+        self.lookup_with_references(subject, schema_type, schema, &[])
+    }
+
+    /// [`lookup`](Self::lookup) for a schema that refers to other registered schemas.
+    pub fn lookup_with_references(
+        &self,
+        subject: &str,
+        schema_type: SchemaType,
+        schema: &str,
+        references: &[SchemaReference],
+    ) -> Result<SubjectVersion, RegistryError> {
+        let key = (
+            subject.to_owned(),
+            schema_type,
+            schema.to_owned(),
+            references.to_vec(),
+        );
         once(&self.inner.lookups, key, || {
-            let body = SchemaRequest::body(schema_type, schema)?;
+            let body = SchemaRequest::body(schema_type, schema, references)?;
             let path = format!("/subjects/{}", encode_segment(subject));
             match self.request("POST", &path, Some(&body)) {
                 Ok(body) => {
@@ -385,6 +448,7 @@ impl SchemaRegistryClient {
                         id,
                         schema_type: SchemaType::parse(r.schema_type.as_deref())?,
                         schema: r.schema,
+                        references: r.references,
                     }))
                 }
                 Err(Failure::Fatal(e)) => Err(e),

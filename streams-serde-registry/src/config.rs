@@ -211,6 +211,10 @@ pub struct SerdeConfig {
     pub use_latest_version: bool,
     /// How the subject is named.
     pub subject_name_strategy: SubjectNameStrategy,
+    /// JSON Schema serdes validate each value against its schema, when writing (the
+    /// serde's schema) and when reading (the record's writer schema), and refuse one that
+    /// does not conform (`json.fail.invalid.schema`). Other serdes ignore it.
+    pub json_fail_invalid_schema: bool,
 }
 
 impl Default for SerdeConfig {
@@ -219,6 +223,7 @@ impl Default for SerdeConfig {
             auto_register_schemas: true,
             use_latest_version: false,
             subject_name_strategy: SubjectNameStrategy::Topic,
+            json_fail_invalid_schema: false,
         }
     }
 }
@@ -241,6 +246,9 @@ impl SerdeConfig {
         }
         if let Some(v) = props.boolean("use.latest.version")? {
             config.use_latest_version = v;
+        }
+        if let Some(v) = props.boolean("json.fail.invalid.schema")? {
+            config.json_fail_invalid_schema = v;
         }
         let property = match part {
             RecordPart::Key => "key.subject.name.strategy",
@@ -381,10 +389,16 @@ mod tests {
             ),
         ];
         let v = SerdeConfig::from_properties(props, RecordPart::Value).unwrap();
-        assert!(!v.auto_register_schemas && v.use_latest_version);
+        assert!(!v.auto_register_schemas && v.use_latest_version && !v.json_fail_invalid_schema);
         assert_eq!(v.subject_name_strategy, SubjectNameStrategy::TopicRecord);
         let k = SerdeConfig::from_properties(props, RecordPart::Key).unwrap();
         assert_eq!(k.subject_name_strategy, SubjectNameStrategy::Topic);
+        let j =
+            SerdeConfig::from_properties([("json.fail.invalid.schema", "true")], RecordPart::Value).unwrap();
+        assert!(j.json_fail_invalid_schema);
+        let e = SerdeConfig::from_properties([("json.fail.invalid.schema", "yes please")], RecordPart::Value)
+            .unwrap_err();
+        assert!(e.to_string().contains("json.fail.invalid.schema"), "{e}");
     }
 
     #[test]

@@ -19,6 +19,12 @@ pub enum WireError {
         /// The first byte of the record.
         byte: u8,
     },
+    /// A Protobuf payload's message indexes cannot be read.
+    #[error("invalid Protobuf message indexes: {reason}")]
+    MessageIndexes {
+        /// What is wrong with them.
+        reason: String,
+    },
 }
 
 /// A failure of the schema registry client or of its configuration.
@@ -115,7 +121,7 @@ pub enum RegistrySerdeError {
     /// A schema (given to the serde or read from the registry) could not be parsed.
     #[error("schema id {id:?}: cannot parse {format} schema: {message}")]
     Schema {
-        /// The schema's format, "AVRO" or "JSON".
+        /// The schema's format: "AVRO", "PROTOBUF" or "JSON".
         format: &'static str,
         /// The schema's id when it came from the registry.
         id: Option<u32>,
@@ -147,6 +153,29 @@ pub enum RegistrySerdeError {
     /// The subject name strategy cannot name a subject for this value.
     #[error("subject name strategy: {0}")]
     Subject(String),
+    /// A Protobuf record names another message type than the serde reads (its message
+    /// indexes point elsewhere in the writer schema, or nowhere).
+    #[error(
+        "schema id {id}: the record is a `{actual}` message (indexes {indexes:?}), this serde reads `{expected}`"
+    )]
+    WrongMessage {
+        /// The writer schema's id.
+        id: u32,
+        /// The record's message indexes.
+        indexes: Vec<i32>,
+        /// The message this serde reads.
+        expected: String,
+        /// The message the indexes name, or a description of why they name none.
+        actual: String,
+    },
+    /// A JSON value does not conform to its schema (`json.fail.invalid.schema`).
+    #[error("JSON value does not conform to schema id {id:?}: {message}")]
+    Invalid {
+        /// The schema's id, when known (the writer schema on reading).
+        id: Option<u32>,
+        /// The validator's first error, with its location in the value.
+        message: String,
+    },
 }
 
 impl RegistrySerdeError {

@@ -3,10 +3,15 @@
 //!
 //! The payload is the value's JSON (`serde_json`). The schema is registered (or looked up)
 //! as the record's contract, and a record's schema id is checked to name a JSON schema known
-//! to the registry when it is read; the value itself is not validated against the schema.
+//! to the registry when it is read. With `json.fail.invalid.schema` each value is also
+//! validated: against the serde's schema when written, against the record's writer schema
+//! when read (compiled once per id; `$ref`s to other documents are not fetched).
 
+use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use jsonschema::Validator;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -28,9 +33,12 @@ pub struct JsonSchemaSerde<T> {
     part: RecordPart,
     schema: String,
     title: Option<String>,
+    /// The serde's schema compiled, with `json.fail.invalid.schema`.
+    own_validator: Option<Validator>,
     own_id: OnceLock<u32>,
-    /// Schema ids already checked to be JSON schemas.
-    known: Mutex<Vec<u32>>,
+    /// Schema ids already checked to be JSON schemas, with their compiled schema when
+    /// values are validated.
+    known: Mutex<HashMap<u32, Option<Arc<Validator>>>>,
     _type: PhantomData<fn() -> T>,
 }
 
@@ -68,6 +76,10 @@ impl<T: Serialize + DeserializeOwned> JsonSchemaSerde<T> {
             });
         };
         let title = object.get("title").and_then(|t| t.as_str()).map(str::to_owned);
+        let own_validator = config
+            .json_fail_invalid_schema
+            .then(|| compile(&parsed, None))
+            .transpose()?;
         Ok(Self {
             client,
             config,
@@ -75,6 +87,7 @@ impl<T: Serialize + DeserializeOwned> JsonSchemaSerde<T> {
             part,
             schema: schema.to_owned(),
             title,
+            own_validator,
             own_id: OnceLock::new(),
             known: Mutex::default(),
             _type: PhantomData,
@@ -109,14 +122,10 @@ impl<T: Serialize + DeserializeOwned> JsonSchemaSerde<T> {
         Ok(id)
     }
 
-    fn check_id(&self, id: u32) -> Result<(), RegistrySerdeError> {
-        if self
-            .known
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(&id)
-        {
-            return Ok(());
+    /// Checks that `id` names a JSON schema; returns it compiled when values are validated.
+    fn check_id(&self, id: u32) -> Result<Option<Arc<Validator>>, RegistrySerdeError> {
+        if let Some(known) = self.known.lock().unwrap_or_else(PoisonError::into_inner).get(&id) {
+            return Ok(known.clone());
         }
         let registered = self.client.schema_by_id(id)?;
         if registered.schema_type != SchemaType::Json {
@@ -126,8 +135,22 @@ impl<T: Serialize + DeserializeOwned> JsonSchemaSerde<T> {
                 actual: registered.schema_type.as_str().to_owned(),
             });
         }
-        self.known.lock().unwrap_or_else(PoisonError::into_inner).push(id);
-        Ok(())
+        let validator = if self.config.json_fail_invalid_schema {
+            let schema =
+                serde_json::from_str(&registered.schema).map_err(|e| RegistrySerdeError::Schema {
+                    format: "JSON",
+                    id: Some(id),
+                    message: e.to_string(),
+                })?;
+            Some(Arc::new(compile(&schema, Some(id))?))
+        } else {
+            None
+        };
+        self.known
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, validator.clone());
+        Ok(validator)
     }
 
     /// Serializes `value` into `out` (header and JSON text), with the typed error.
@@ -135,21 +158,61 @@ impl<T: Serialize + DeserializeOwned> JsonSchemaSerde<T> {
         let id = self.writer_id()?;
         let start = out.len();
         wire::write_header(id, out);
-        serde_json::to_writer(&mut *out, value).map_err(|e| {
-            out.truncate(start);
-            RegistrySerdeError::Encode(e.to_string())
-        })
+        let written = match &self.own_validator {
+            None => {
+                serde_json::to_writer(&mut *out, value).map_err(|e| RegistrySerdeError::Encode(e.to_string()))
+            }
+            Some(validator) => serde_json::to_value(value)
+                .map_err(|e| RegistrySerdeError::Encode(e.to_string()))
+                .and_then(|json| {
+                    validate(validator, &json, None)?;
+                    serde_json::to_writer(&mut *out, &json)
+                        .map_err(|e| RegistrySerdeError::Encode(e.to_string()))
+                }),
+        };
+        written.inspect_err(|_| out.truncate(start))
     }
 
     /// Deserializes a framed record, with the typed error.
     pub fn try_deserialize(&self, bytes: &[u8]) -> Result<T, RegistrySerdeError> {
         let (id, payload) = wire::split(bytes)?;
-        self.check_id(id)?;
-        serde_json::from_slice(payload).map_err(|e| RegistrySerdeError::Decode {
+        let decode = |e: serde_json::Error| RegistrySerdeError::Decode {
             id,
             message: e.to_string(),
-        })
+        };
+        match self.check_id(id)? {
+            None => serde_json::from_slice(payload).map_err(decode),
+            Some(validator) => {
+                let json: serde_json::Value = serde_json::from_slice(payload).map_err(decode)?;
+                validate(&validator, &json, Some(id))?;
+                serde_json::from_value(json).map_err(decode)
+            }
+        }
     }
+}
+
+/// Compiles a JSON schema for validation (its draft from `$schema`, draft 2020-12 without).
+fn compile(schema: &serde_json::Value, id: Option<u32>) -> Result<Validator, RegistrySerdeError> {
+    jsonschema::validator_for(schema).map_err(|e| RegistrySerdeError::Schema {
+        format: "JSON",
+        id,
+        message: e.to_string(),
+    })
+}
+
+/// Validates `json`, naming the first violation and where in the value it is.
+fn validate(
+    validator: &Validator,
+    json: &serde_json::Value,
+    id: Option<u32>,
+) -> Result<(), RegistrySerdeError> {
+    validator.validate(json).map_err(|e| RegistrySerdeError::Invalid {
+        id,
+        message: match e.instance_path().as_str() {
+            "" => e.to_string(),
+            path => format!("at {path}: {e}"),
+        },
+    })
 }
 
 serde_through_try!("JsonSchemaSerde", [T: Serialize + DeserializeOwned + 'static] JsonSchemaSerde<T> => T);

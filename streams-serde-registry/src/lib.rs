@@ -10,7 +10,9 @@
 //!
 //! - [`AvroSerde`]: Avro binary for `serde` types, with reader/writer schema resolution;
 //! - [`GenericAvroSerde`]: Avro binary for apache-avro's generic [`apache_avro::types::Value`];
-//! - [`JsonSchemaSerde`]: JSON text for `serde` types, framed with a JSON schema's id.
+//! - [`ProtobufSerde`]: Protobuf binary for `prost` messages, with the message indexes;
+//! - [`JsonSchemaSerde`]: JSON text for `serde` types, framed with a JSON schema's id, and
+//!   validated against the schema with `json.fail.invalid.schema`.
 //!
 //! All serdes share a [`SchemaRegistryClient`], a blocking HTTP client with caches (one
 //! request per schema id per process), basic authentication, timeouts and bounded retries.
@@ -55,12 +57,16 @@ pub mod client;
 pub mod config;
 pub mod error;
 pub mod json;
+pub mod protobuf;
 pub mod wire;
 
 /// The Avro library the Avro serdes use (its `Value`, `Schema`).
 pub use apache_avro;
 pub use avro::{AvroSchema, AvroSerde, GenericAvroSerde};
-pub use client::{RegisteredSchema, SchemaRegistryClient, SchemaType, SubjectVersion};
+pub use client::{RegisteredSchema, SchemaReference, SchemaRegistryClient, SchemaType, SubjectVersion};
 pub use config::{RecordPart, RegistryConfig, SerdeConfig, SubjectNameStrategy};
 pub use error::{RegistryError, RegistrySerdeError, WireError};
 pub use json::JsonSchemaSerde;
+/// The Protobuf library the Protobuf serde's messages implement (`prost::Message`).
+pub use prost;
+pub use protobuf::{ProtobufSchema, ProtobufSerde};

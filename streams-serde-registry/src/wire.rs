@@ -7,6 +7,11 @@
 //! +------+----------------+--------------------------+
 //!   1 B       4 B              rest
 //! ```
+//!
+//! A Protobuf payload starts with the *message indexes*: the path from the schema file to
+//! the record's message type (`[1]` is the file's second top-level message, `[1, 0]` the
+//! first message nested in it). They are written as zigzag varints, first their count, then
+//! each index; the common path `[0]` is written as the single byte `0`.
 
 use crate::error::WireError;
 
@@ -47,9 +52,115 @@ pub fn split(bytes: &[u8]) -> Result<(u32, &[u8]), WireError> {
     }
 }
 
+/// Appends the Protobuf message indexes `indexes` (see the module doc) to `out`.
+pub fn write_message_indexes(indexes: &[i32], out: &mut Vec<u8>) {
+    if indexes == [0] {
+        out.push(0);
+        return;
+    }
+    write_zigzag(i32::try_from(indexes.len()).unwrap_or(i32::MAX), out);
+    for &index in indexes {
+        write_zigzag(index, out);
+    }
+}
+
+/// Splits a Protobuf payload into its message indexes and the message's bytes.
+///
+/// Fails with [`WireError::MessageIndexes`] when the varints are truncated, too long,
+/// negative, or more than the payload could hold.
+pub fn read_message_indexes(payload: &[u8]) -> Result<(Vec<i32>, &[u8]), WireError> {
+    let (count, mut rest) = read_zigzag(payload)?;
+    if count == 0 {
+        return Ok((vec![0], rest));
+    }
+    let count = usize::try_from(count)
+        .ok()
+        .filter(|&n| n <= rest.len())
+        .ok_or_else(|| WireError::MessageIndexes {
+            reason: format!("count {count} does not fit a payload of {} bytes", payload.len()),
+        })?;
+    let mut indexes = Vec::with_capacity(count);
+    for _ in 0..count {
+        let (index, tail) = read_zigzag(rest)?;
+        if index < 0 {
+            return Err(WireError::MessageIndexes {
+                reason: format!("negative index {index}"),
+            });
+        }
+        indexes.push(index);
+        rest = tail;
+    }
+    Ok((indexes, rest))
+}
+
+fn write_zigzag(n: i32, out: &mut Vec<u8>) {
+    let mut v = ((n << 1) ^ (n >> 31)) as u32;
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn read_zigzag(bytes: &[u8]) -> Result<(i32, &[u8]), WireError> {
+    let mut v: u32 = 0;
+    for (i, &b) in bytes.iter().enumerate().take(5) {
+        v |= u32::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            let n = ((v >> 1) as i32) ^ -((v & 1) as i32);
+            return Ok((n, &bytes[i + 1..]));
+        }
+    }
+    Err(WireError::MessageIndexes {
+        reason: if bytes.len() < 5 {
+            "truncated varint".to_owned()
+        } else {
+            "varint longer than 5 bytes".to_owned()
+        },
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn indexes(i: &[i32]) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_message_indexes(i, &mut out);
+        out
+    }
+
+    #[test]
+    fn message_indexes_as_confluent_writes_them() {
+        // Bytes as Confluent's serializers write them (zigzag varints, `[0]` as one byte).
+        assert_eq!(indexes(&[0]), [0]);
+        assert_eq!(indexes(&[1]), [2, 2]);
+        assert_eq!(indexes(&[1, 0]), [4, 2, 0]);
+        assert_eq!(indexes(&[64]), [2, 0x80, 0x01]);
+        for case in [vec![0], vec![1], vec![3, 1, 4], vec![0, 0], vec![1000, 70_000]] {
+            let mut framed = indexes(&case);
+            framed.extend_from_slice(b"msg");
+            assert_eq!(read_message_indexes(&framed), Ok((case, &b"msg"[..])));
+        }
+    }
+
+    #[test]
+    fn bad_message_indexes_are_errors() {
+        for bad in [
+            &[][..],
+            &[0x80][..],
+            &[2][..],
+            &[0xff, 0xff, 0xff, 0xff, 0xff, 0x01][..],
+            &[2, 1][..],
+        ] {
+            assert!(
+                matches!(read_message_indexes(bad), Err(WireError::MessageIndexes { .. })),
+                "{bad:?}"
+            );
+        }
+        // A count larger than the payload could hold is refused before any allocation.
+        assert!(read_message_indexes(&[0xfe, 0xff, 0xff, 0xff, 0x07]).is_err());
+    }
 
     #[test]
     fn frames_and_splits() {

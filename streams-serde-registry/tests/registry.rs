@@ -6,28 +6,24 @@
 //! unless `STREAMS_REQUIRE_SCHEMA_REGISTRY=1`, which makes them fail. The cross-checks get
 //! their Python environment from `scripts/schema-registry.sh python`.
 
-use std::io::Write as _;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+mod common;
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use streams_serde_registry::apache_avro::types::Value;
 use streams_serde_registry::{
-    AvroSerde, GenericAvroSerde, JsonSchemaSerde, RecordPart, RegistryConfig, RegistryError,
-    RegistrySerdeError, SchemaRegistryClient, SerdeConfig, SubjectNameStrategy, WireError, wire,
+    AvroSerde, GenericAvroSerde, RecordPart, RegistryConfig, RegistryError, RegistrySerdeError,
+    SchemaRegistryClient, SerdeConfig, SubjectNameStrategy, WireError, wire,
 };
 use streams_state::Serde;
+
+use common::{client, frames, hex, python, registry, run_python, unique};
 
 const V1: &str = r#"{"type":"record","name":"User","namespace":"streams.test","fields":[{"name":"name","type":"string"},{"name":"favorite","type":["null","long"],"default":null}]}"#;
 /// V1 plus a field with a default: a backward-compatible evolution.
 const V2: &str = r#"{"type":"record","name":"User","namespace":"streams.test","fields":[{"name":"name","type":"string"},{"name":"favorite","type":["null","long"],"default":null},{"name":"age","type":"int","default":42}]}"#;
 /// V1 plus a field without a default: not backward compatible.
 const V3_INCOMPATIBLE: &str = r#"{"type":"record","name":"User","namespace":"streams.test","fields":[{"name":"name","type":"string"},{"name":"favorite","type":["null","long"],"default":null},{"name":"email","type":"string"}]}"#;
-const JSON_SCHEMA: &str = r#"{"$schema":"http://json-schema.org/draft-07/schema#","title":"Order","type":"object","properties":{"id":{"type":"integer"},"item":{"type":"string"},"qty":{"type":"integer"}},"required":["id","item"]}"#;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct UserV1 {
@@ -40,54 +36,6 @@ struct UserV2 {
     name: String,
     favorite: Option<i64>,
     age: i32,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Order {
-    id: i64,
-    item: String,
-    qty: i64,
-}
-
-fn required() -> bool {
-    std::env::var("STREAMS_REQUIRE_SCHEMA_REGISTRY").is_ok_and(|v| v == "1")
-}
-
-/// The registry's URL, or `None` (after a message) when the test is to be skipped.
-fn registry(test: &str) -> Option<String> {
-    match std::env::var("STREAMS_TEST_SCHEMA_REGISTRY") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                !required(),
-                "{test}: STREAMS_REQUIRE_SCHEMA_REGISTRY=1 but STREAMS_TEST_SCHEMA_REGISTRY is not set \
-                 (start one with: bash scripts/schema-registry.sh start)"
-            );
-            eprintln!(
-                "{test}: skipped: STREAMS_TEST_SCHEMA_REGISTRY is not set (bash scripts/schema-registry.sh start, \
-                 then STREAMS_TEST_SCHEMA_REGISTRY=<the URL it prints>)"
-            );
-            None
-        }
-    }
-}
-
-fn client(url: &str) -> SchemaRegistryClient {
-    SchemaRegistryClient::from_properties([("schema.registry.url", url)]).expect("client")
-}
-
-/// A topic name no other test (or earlier run against the same registry) uses.
-fn unique(prefix: &str) -> String {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!(
-        "{prefix}-{}-{nanos}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
 }
 
 fn user(name: &str, favorite: Option<i64>) -> UserV1 {
@@ -381,54 +329,6 @@ fn use_latest_version_and_record_name_strategies() {
 }
 
 #[test]
-fn json_schema_round_trip() {
-    let Some(url) = registry("json_schema_round_trip") else {
-        return;
-    };
-    let topic = unique("json");
-    let c = client(&url);
-    let serde = JsonSchemaSerde::<Order>::new(
-        c.clone(),
-        SerdeConfig::default(),
-        &topic,
-        RecordPart::Value,
-        JSON_SCHEMA,
-    )
-    .unwrap();
-    let order = Order {
-        id: 1,
-        item: "book".into(),
-        qty: 2,
-    };
-    let framed = serde.serialize(&order).unwrap();
-    assert_eq!(&framed[5..], br#"{"id":1,"item":"book","qty":2}"#);
-    assert_eq!(serde.deserialize(&framed).unwrap(), order);
-    let (id, _) = wire::split(&framed).unwrap();
-    assert_eq!(
-        c.schema_by_id(id).unwrap().schema_type,
-        streams_serde_registry::SchemaType::Json
-    );
-    // An Avro schema's id is refused by the JSON serde, and the other way round.
-    let avro = AvroSerde::<UserV1>::new(
-        c.clone(),
-        SerdeConfig::default(),
-        unique("json-avro"),
-        RecordPart::Value,
-        V1,
-    )
-    .unwrap();
-    let avro_frame = avro.serialize(&user("a", None)).unwrap();
-    assert!(matches!(
-        serde.try_deserialize(&avro_frame).unwrap_err(),
-        RegistrySerdeError::SchemaType { expected: "JSON", .. }
-    ));
-    assert!(matches!(
-        avro.try_deserialize(&framed).unwrap_err(),
-        RegistrySerdeError::SchemaType { expected: "AVRO", .. }
-    ));
-}
-
-#[test]
 fn basic_auth_credentials_are_accepted() {
     let Some(url) = registry("basic_auth_credentials_are_accepted") else {
         return;
@@ -462,88 +362,6 @@ fn registry_errors_on_a_wrong_path_are_not_retried() {
 }
 
 // ---- Cross-checks with Confluent's Python client ----
-
-fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// The interpreter of the Python environment `scripts/schema-registry.sh python` makes, or
-/// `None` (after a message) when it cannot be had and the registry is not required.
-fn python(test: &str) -> Option<PathBuf> {
-    static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let found = PYTHON.get_or_init(|| {
-        let out = Command::new("bash")
-            .arg(workspace_root().join("scripts/schema-registry.sh"))
-            .arg("python")
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run scripts/schema-registry.sh: {e}"))?;
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        match stdout.lines().rev().find_map(|l| l.strip_prefix("python at ")) {
-            Some(p) if out.status.success() => Ok(PathBuf::from(p.trim())),
-            _ => Err(format!(
-                "scripts/schema-registry.sh python failed: {}{}",
-                stdout,
-                String::from_utf8_lossy(&out.stderr)
-            )),
-        }
-    });
-    match found {
-        Ok(p) => Some(p.clone()),
-        Err(e) => {
-            assert!(
-                !required(),
-                "{test}: STREAMS_REQUIRE_SCHEMA_REGISTRY=1 but no Python client: {e}"
-            );
-            eprintln!("{test}: skipped: {e}");
-            None
-        }
-    }
-}
-
-fn run_python(python: &PathBuf, request: serde_json::Value) -> serde_json::Value {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/confluent_crosscheck.py");
-    let mut child = Command::new(python)
-        .arg(script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start python");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(request.to_string().as_bytes())
-        .expect("write request");
-    let out = child.wait_with_output().expect("python");
-    assert!(
-        out.status.success(),
-        "confluent_crosscheck.py failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("python answer")
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
-        .collect()
-}
-
-fn frames(answer: &serde_json::Value) -> Vec<Vec<u8>> {
-    answer["frames"]
-        .as_array()
-        .expect("frames")
-        .iter()
-        .map(|f| unhex(f.as_str().expect("hex string")))
-        .collect()
-}
 
 #[test]
 fn avro_matches_confluent_python_byte_for_byte_with_evolution() {
@@ -619,47 +437,4 @@ fn avro_matches_confluent_python_byte_for_byte_with_evolution() {
         assert_eq!(&hex(frame), ours);
         assert_eq!(v1.deserialize(frame).unwrap(), user(&u.name, u.favorite));
     }
-}
-
-#[test]
-fn json_schema_matches_confluent_python() {
-    let test = "json_schema_matches_confluent_python";
-    let Some(url) = registry(test) else { return };
-    let Some(py) = python(test) else { return };
-    let topic = unique("py-json");
-    let c = client(&url);
-    let orders = [
-        Order {
-            id: 1,
-            item: "book".into(),
-            qty: 2,
-        },
-        Order {
-            id: -7,
-            item: "ünïcode \"quoted\"".into(),
-            qty: 0,
-        },
-    ];
-    let from_python = frames(&run_python(
-        &py,
-        json!({"op": "serialize", "format": "json", "url": url, "topic": topic, "schema": JSON_SCHEMA,
-               "records": orders}),
-    ));
-    let serde =
-        JsonSchemaSerde::<Order>::new(c, SerdeConfig::default(), &topic, RecordPart::Value, JSON_SCHEMA)
-            .unwrap();
-    for (frame, o) in from_python.iter().zip(&orders) {
-        assert_eq!(&serde.deserialize(frame).unwrap(), o);
-        assert_eq!(
-            hex(&serde.serialize(o).unwrap()),
-            hex(frame),
-            "same bytes as Python's"
-        );
-    }
-    let ours: Vec<String> = orders.iter().map(|o| hex(&serde.serialize(o).unwrap())).collect();
-    let back = run_python(
-        &py,
-        json!({"op": "deserialize", "format": "json", "url": url, "topic": topic, "schema": null, "frames": ours}),
-    );
-    assert_eq!(back["records"], serde_json::to_value(&orders).unwrap());
 }
