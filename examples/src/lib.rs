@@ -10,12 +10,16 @@
 //! - [`webhooks`]: a range join of events with each user's web hooks (prefix scan over a
 //!   RocksDB store), delivered over HTTP under the framework's retry ladder
 //!   (`webhook-join`).
+//! - [`orders`]: Avro orders through a Schema Registry, totals per customer in an Avro
+//!   store, and unreadable records in a dead-letter topic with their original bytes
+//!   (`avro-orders`).
 //! - [`retry`]: around the framework's retry ladder (`streams_dsl::retry`): delays as text,
 //!   counts of outcomes, and the dead-letter tool's functions (`dlq-tool`).
 //!
 //! Every binary runs on the broker given with `--bootstrap-servers`, and without it on a
 //! local single-node Apache Kafka that it starts (or finds running) through
-//! `scripts/kafka.sh` ([`local_kafka`]). [`admin`] creates and deletes their topics; the
+//! `scripts/kafka.sh` ([`local_kafka`]); `avro-orders` likewise finds or starts a local
+//! schema registry ([`local_registry`]). [`admin`] creates and deletes their topics; the
 //! long-running ones stop cleanly on SIGINT or SIGTERM ([`shutdown`]).
 
 pub mod admin;
@@ -23,6 +27,8 @@ pub mod clicks;
 pub mod count;
 pub mod file_aggregation;
 pub mod local_kafka;
+pub mod local_registry;
+pub mod orders;
 pub mod retry;
 pub mod shutdown;
 pub mod smoke;

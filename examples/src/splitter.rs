@@ -46,7 +46,7 @@ pub fn producer(bootstrap: &str) -> Result<ThreadedProducer<DefaultProducerConte
         .create()?)
 }
 
-fn send(
+pub(crate) fn send(
     p: &ThreadedProducer<DefaultProducerContext>,
     topic: &str,
     key: Option<&str>,
