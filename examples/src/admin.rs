@@ -212,6 +212,30 @@ pub fn delete_run(bootstrap: &str, run: &str) -> String {
     }
 }
 
+/// A consumer of every partition (`0..partitions`) of `topics` from the beginning, in
+/// group `group` without committing: how the binaries read their outputs back.
+pub fn output_reader(
+    bootstrap: &str,
+    group: &str,
+    topics: &[&str],
+    partitions: i32,
+) -> Result<BaseConsumer, ExampleError> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .set("fetch.wait.max.ms", "100")
+        .create()?;
+    let mut assignment = rdkafka::TopicPartitionList::new();
+    for topic in topics {
+        for p in 0..partitions {
+            assignment.add_partition_offset(topic, p, rdkafka::Offset::Beginning)?;
+        }
+    }
+    consumer.assign(&assignment)?;
+    Ok(consumer)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

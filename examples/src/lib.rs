@@ -23,6 +23,7 @@
 //! long-running ones stop cleanly on SIGINT or SIGTERM ([`shutdown`]).
 
 pub mod admin;
+pub mod cli;
 pub mod clicks;
 pub mod count;
 pub mod file_aggregation;

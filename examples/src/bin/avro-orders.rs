@@ -13,10 +13,9 @@
 //! started if it is not running). Every run creates its own topics and application id and
 //! deletes them once the result is verified.
 
-use std::time::Duration;
-
 use clap::Parser;
-use streams_examples::admin::{delete_run, run_id};
+use streams_examples::admin::run_id;
+use streams_examples::cli::RunArgs;
 use streams_examples::local_kafka::bootstrap_or_local;
 use streams_examples::local_registry::registry_or_local;
 use streams_examples::orders::{OrderPlan, RunOptions, run};
@@ -25,10 +24,6 @@ use streams_examples::{ExampleError, MainError};
 #[derive(Parser, Debug)]
 #[command(about = "Avro orders through a Schema Registry, with a dead-letter topic")]
 struct Args {
-    /// Kafka to run on; without it the local broker of `scripts/kafka.sh` (started if it is
-    /// not running).
-    #[arg(long)]
-    bootstrap_servers: Option<String>,
     /// The schema registry (`schema.registry.url`); without it the local registry of
     /// `scripts/schema-registry.sh` (started if it is not running).
     #[arg(long)]
@@ -39,18 +34,8 @@ struct Args {
     /// Orders generated.
     #[arg(long, default_value_t = 100_000)]
     orders: u64,
-    /// Partitions of the topics the run creates.
-    #[arg(long, default_value_t = 4)]
-    partitions: i32,
-    /// Stream threads.
-    #[arg(long, default_value_t = 2)]
-    threads: usize,
-    /// Fail when no output came for this long.
-    #[arg(long, default_value_t = 120)]
-    stall_timeout_secs: u64,
-    /// Keep the run's topics and consumer groups instead of deleting them at the end.
-    #[arg(long)]
-    keep_topics: bool,
+    #[command(flatten)]
+    run: RunArgs,
 }
 
 fn main() -> Result<(), MainError> {
@@ -61,7 +46,7 @@ fn main() -> Result<(), MainError> {
     if args.orders == 0 || args.customers == 0 {
         return Err(ExampleError::Other("--orders and --customers must be at least 1".into()).into());
     }
-    let bootstrap = bootstrap_or_local(args.bootstrap_servers.clone())?;
+    let bootstrap = bootstrap_or_local(args.run.bootstrap_servers.clone())?;
     let registry = registry_or_local(args.schema_registry_url.clone())?;
     let run_id = run_id("avro-orders");
     let state = std::env::temp_dir().join(format!("{run_id}-state"));
@@ -71,14 +56,14 @@ fn main() -> Result<(), MainError> {
         registry,
         run_id: run_id.clone(),
         plan: OrderPlan::new(args.customers, args.orders),
-        partitions: args.partitions,
-        threads: args.threads,
+        partitions: args.run.partitions,
+        threads: args.run.threads,
         state_dir: state.clone(),
-        stall_timeout: Duration::from_secs(args.stall_timeout_secs),
+        stall_timeout: args.run.stall_timeout(),
     };
     println!(
         "run {run_id}: {} Avro orders of {} customers and 4 unreadable records, topics {run_id}-* ({} partitions)",
-        args.orders, args.customers, args.partitions
+        args.orders, args.customers, args.run.partitions
     );
     let outcome = run(&options);
     let _ = std::fs::remove_dir_all(&state);
@@ -116,10 +101,6 @@ fn main() -> Result<(), MainError> {
         }
         Err(e) => eprintln!("avro orders failed: {e}"),
     }
-    if !args.keep_topics {
-        println!("{}", delete_run(&bootstrap, &run_id));
-    } else {
-        println!("kept this run's topics and consumer groups ({run_id}-*)");
-    }
+    args.run.clean_up(&bootstrap, &run_id);
     Ok(outcome.map(|_| ())?)
 }

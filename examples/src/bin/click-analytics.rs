@@ -12,7 +12,8 @@
 use std::time::Duration;
 
 use clap::Parser;
-use streams_examples::admin::{delete_run, run_id};
+use streams_examples::admin::run_id;
+use streams_examples::cli::RunArgs;
 use streams_examples::clicks::{ClickPlan, RunOptions, run};
 use streams_examples::local_kafka::bootstrap_or_local;
 use streams_examples::{ExampleError, MainError};
@@ -20,10 +21,6 @@ use streams_examples::{ExampleError, MainError};
 #[derive(Parser, Debug)]
 #[command(about = "Windowed clicks per user and region, written with the DSL")]
 struct Args {
-    /// Kafka to run on; without it the local broker of `scripts/kafka.sh` (started if it is
-    /// not running).
-    #[arg(long)]
-    bootstrap_servers: Option<String>,
     /// Users in the users table (every 20th has no region: its clicks count as `unknown`).
     #[arg(long, default_value_t = 1_000)]
     users: u32,
@@ -36,18 +33,8 @@ struct Args {
     /// How long after its end a window still takes clicks, in seconds.
     #[arg(long, default_value_t = 60)]
     grace_secs: u64,
-    /// Partitions of the topics the run creates.
-    #[arg(long, default_value_t = 4)]
-    partitions: i32,
-    /// Stream threads.
-    #[arg(long, default_value_t = 2)]
-    threads: usize,
-    /// Fail when no output came for this long.
-    #[arg(long, default_value_t = 120)]
-    stall_timeout_secs: u64,
-    /// Keep the run's topics and consumer groups instead of deleting them at the end.
-    #[arg(long)]
-    keep_topics: bool,
+    #[command(flatten)]
+    run: RunArgs,
 }
 
 fn main() -> Result<(), MainError> {
@@ -60,7 +47,7 @@ fn main() -> Result<(), MainError> {
             ExampleError::Other("--clicks, --users and --window-secs must be at least 1".into()).into(),
         );
     }
-    let bootstrap = bootstrap_or_local(args.bootstrap_servers.clone())?;
+    let bootstrap = bootstrap_or_local(args.run.bootstrap_servers.clone())?;
     let run_id = run_id("click-analytics");
     let state = tempfile_dir(&run_id)?;
     let options = RunOptions {
@@ -68,14 +55,14 @@ fn main() -> Result<(), MainError> {
         run_id: run_id.clone(),
         plan: ClickPlan::new(args.users, args.clicks, Duration::from_secs(args.window_secs)),
         grace: Duration::from_secs(args.grace_secs),
-        partitions: args.partitions,
-        threads: args.threads,
+        partitions: args.run.partitions,
+        threads: args.run.threads,
         state_dir: state.clone(),
-        stall_timeout: Duration::from_secs(args.stall_timeout_secs),
+        stall_timeout: args.run.stall_timeout(),
     };
     println!(
         "run {run_id}: {} clicks of {} users in {} s windows (grace {} s), topics {run_id}-* ({} partitions)",
-        args.clicks, args.users, args.window_secs, args.grace_secs, args.partitions
+        args.clicks, args.users, args.window_secs, args.grace_secs, args.run.partitions
     );
     let outcome = run(&options);
     let _ = std::fs::remove_dir_all(&state);
@@ -104,11 +91,7 @@ fn main() -> Result<(), MainError> {
         }
         Err(e) => eprintln!("click analytics failed: {e}"),
     }
-    if !args.keep_topics {
-        println!("{}", delete_run(&bootstrap, &run_id));
-    } else {
-        println!("kept this run's topics and consumer groups ({run_id}-*)");
-    }
+    args.run.clean_up(&bootstrap, &run_id);
     Ok(outcome.map(|_| ())?)
 }
 

@@ -9,18 +9,15 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use rdkafka::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, Producer};
-use rdkafka::{Offset, TopicPartitionList};
 use streams_core::serdes::{NullableSerde, Serde, StringSerde, U64Serde};
 use streams_core::{KafkaStreams, StreamsConfig};
 use streams_dsl::WindowedSerde;
 
 use super::{ClickPlan, ClickTopics, click_topology, per_user_value_serde};
 use crate::ExampleError;
-use crate::admin::create_topics;
+use crate::admin::{create_topics, output_reader};
 use crate::splitter::producer;
 
 /// How one run goes.
@@ -136,19 +133,12 @@ type Results = (u64, u64, usize, BTreeMap<(String, i64), u64>);
 fn read_until_exact(options: &RunOptions, topics: &ClickTopics) -> Result<Results, ExampleError> {
     let expected_user = options.plan.expected_per_user();
     let expected_region = options.plan.expected_per_region();
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", &options.bootstrap)
-        .set("group.id", format!("{}-reader", options.run_id))
-        .set("enable.auto.commit", "false")
-        .set("fetch.wait.max.ms", "100")
-        .create()?;
-    let mut assignment = TopicPartitionList::new();
-    for topic in [&topics.per_user, &topics.per_region] {
-        for p in 0..options.partitions {
-            assignment.add_partition_offset(topic, p, Offset::Beginning)?;
-        }
-    }
-    consumer.assign(&assignment)?;
+    let consumer = output_reader(
+        &options.bootstrap,
+        &format!("{}-reader", options.run_id),
+        &[&topics.per_user, &topics.per_region],
+        options.partitions,
+    )?;
     let windowed = WindowedSerde::new(StringSerde, options.plan.window);
     let user_value = NullableSerde(per_user_value_serde());
     let region_value = NullableSerde(U64Serde);

@@ -193,7 +193,10 @@ impl OrderPlan {
     pub fn expected(&self) -> BTreeMap<String, CustomerTotal> {
         let mut totals: BTreeMap<String, CustomerTotal> = BTreeMap::new();
         for order in self.generate() {
-            let total = totals.remove(&order.customer).unwrap_or_default().with_order(&order);
+            let total = totals
+                .remove(&order.customer)
+                .unwrap_or_default()
+                .with_order(&order);
             totals.insert(order.customer.clone(), total);
         }
         totals

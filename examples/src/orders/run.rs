@@ -6,11 +6,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use rdkafka::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers as _, Message};
 use rdkafka::producer::Producer;
-use rdkafka::{Offset, TopicPartitionList};
 use streams_core::serdes::Serde;
 use streams_core::{KafkaStreams, StreamsConfig};
 use streams_serde_registry::{SchemaRegistryClient, wire};
@@ -19,7 +16,7 @@ use super::{
     CustomerTotal, ORDER_SCHEMA, Order, OrderPlan, OrderTopics, TOTAL_SCHEMA, avro_values, orders_topology,
 };
 use crate::ExampleError;
-use crate::admin::create_topics;
+use crate::admin::{create_topics, output_reader};
 use crate::splitter::{producer, send};
 
 /// The header that carries a dead letter's reason.
@@ -211,19 +208,12 @@ fn read_until_exact(
     bad: &[BadRecord],
 ) -> Result<Results, ExampleError> {
     let expected = options.plan.expected();
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", &options.bootstrap)
-        .set("group.id", format!("{}-reader", options.run_id))
-        .set("enable.auto.commit", "false")
-        .set("fetch.wait.max.ms", "100")
-        .create()?;
-    let mut assignment = TopicPartitionList::new();
-    for topic in [&topics.totals, &topics.dead_letters] {
-        for p in 0..options.partitions {
-            assignment.add_partition_offset(topic, p, Offset::Beginning)?;
-        }
-    }
-    consumer.assign(&assignment)?;
+    let consumer = output_reader(
+        &options.bootstrap,
+        &format!("{}-reader", options.run_id),
+        &[&topics.totals, &topics.dead_letters],
+        options.partitions,
+    )?;
     let serde = avro_values::<CustomerTotal>(client, &topics.totals, TOTAL_SCHEMA)?;
     let mut totals: BTreeMap<String, CustomerTotal> = BTreeMap::new();
     let mut dead_letters = Vec::new();
