@@ -10,6 +10,8 @@
 //! | `max.retries` | retries after a transport error or a 5xx answer | 3 |
 //! | `retries.wait.ms` | first back-off; doubles per retry | 100 |
 //! | `retries.max.wait.ms` | back-off ceiling | 2000 |
+//! | `schema.registry.ssl.ca.location` | PEM file of the CA certificates to trust for `https://` URLs, instead of the public roots | public roots |
+//! | `schema.registry.ssl.certificate.location`, `schema.registry.ssl.key.location` | PEM files of the client certificate (chain) and its private key, for registries that require TLS client authentication | none |
 //! | `latest.cache.ttl.sec` | how long `use.latest.version` trusts a fetched latest version; `-1` forever | -1 |
 //! | `auto.register.schemas` | register the serde's schema on first use | true |
 //! | `use.latest.version` | write with the subject's latest schema instead | false |
@@ -17,14 +19,18 @@
 //!
 //! Every property may also carry the `schema.registry.` prefix the Java client accepts for
 //! some of them (`schema.registry.basic.auth.user.info`). Properties this crate does not know
-//! are ignored, so one map can hold the Kafka client's properties too.
+//! are ignored, so one map can hold the Kafka client's properties too. For that reason the
+//! TLS files are read only under their `schema.registry.` names: a bare `ssl.ca.location`
+//! is the broker connection's.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::RegistryError;
 
-/// The settings of a [`SchemaRegistryClient`](crate::SchemaRegistryClient).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The settings of a [`SchemaRegistryClient`](crate::SchemaRegistryClient). Its `Debug`
+/// output shows the basic-auth user but never the password.
+#[derive(Clone, PartialEq, Eq)]
 pub struct RegistryConfig {
     /// Base URLs of the registry; a request that fails in transport moves on to the next.
     pub urls: Vec<String>,
@@ -43,6 +49,32 @@ pub struct RegistryConfig {
     pub retry_max_wait: Duration,
     /// How long a fetched latest version of a subject is reused; `None` forever.
     pub latest_cache_ttl: Option<Duration>,
+    /// PEM file of the CA certificates trusted for `https://` URLs; `None`: the public
+    /// roots (Mozilla's list).
+    pub ssl_ca_location: Option<PathBuf>,
+    /// PEM files of a client certificate chain and its private key (TLS client
+    /// authentication); both or neither.
+    pub ssl_client_cert: Option<(PathBuf, PathBuf)>,
+}
+
+impl std::fmt::Debug for RegistryConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistryConfig")
+            .field("urls", &self.urls)
+            .field(
+                "basic_auth",
+                &self.basic_auth.as_ref().map(|(user, _)| (user, "<redacted>")),
+            )
+            .field("request_timeout", &self.request_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("max_retries", &self.max_retries)
+            .field("retry_wait", &self.retry_wait)
+            .field("retry_max_wait", &self.retry_max_wait)
+            .field("latest_cache_ttl", &self.latest_cache_ttl)
+            .field("ssl_ca_location", &self.ssl_ca_location)
+            .field("ssl_client_cert", &self.ssl_client_cert)
+            .finish()
+    }
 }
 
 impl RegistryConfig {
@@ -58,6 +90,8 @@ impl RegistryConfig {
             retry_wait: Duration::from_millis(100),
             retry_max_wait: Duration::from_secs(2),
             latest_cache_ttl: None,
+            ssl_ca_location: None,
+            ssl_client_cert: None,
         }
     }
 
@@ -136,9 +170,27 @@ impl RegistryConfig {
                 .map_err(|_| config_error("latest.cache.ttl.sec", "not an integer"))?;
             config.latest_cache_ttl = u64::try_from(ttl).ok().map(Duration::from_secs);
         }
+        config.ssl_ca_location = props.get(SSL_CA).map(PathBuf::from);
+        config.ssl_client_cert = match (props.get(SSL_CERTIFICATE), props.get(SSL_KEY)) {
+            (None, None) => None,
+            (Some(cert), Some(key)) => Some((PathBuf::from(cert), PathBuf::from(key))),
+            (Some(_), None) => {
+                return Err(config_error(SSL_KEY, &format!("required with {SSL_CERTIFICATE}")));
+            }
+            (None, Some(_)) => {
+                return Err(config_error(SSL_CERTIFICATE, &format!("required with {SSL_KEY}")));
+            }
+        };
         Ok(config)
     }
 }
+
+/// The trusted CAs' property.
+pub(crate) const SSL_CA: &str = "schema.registry.ssl.ca.location";
+/// The client certificate's property.
+pub(crate) const SSL_CERTIFICATE: &str = "schema.registry.ssl.certificate.location";
+/// The client key's property.
+pub(crate) const SSL_KEY: &str = "schema.registry.ssl.key.location";
 
 /// Whether a serde writes a record's key or its value (the topic name strategy's subject
 /// suffix, and which `*.subject.name.strategy` property applies).
@@ -357,12 +409,17 @@ mod tests {
     #[test]
     fn url_credentials() {
         let c = RegistryConfig::from_properties([
-            ("schema.registry.url", "https://u:p@host:8081/apis/ccompat/v7"),
+            (
+                "schema.registry.url",
+                "https://u:s3cret-pw@host:8081/apis/ccompat/v7",
+            ),
             ("basic.auth.credentials.source", "URL"),
         ])
         .unwrap();
         assert_eq!(c.urls, ["https://host:8081/apis/ccompat/v7"]);
-        assert_eq!(c.basic_auth, Some(("u".into(), "p".into())));
+        assert_eq!(c.basic_auth, Some(("u".into(), "s3cret-pw".into())));
+        let shown = format!("{c:?}");
+        assert!(shown.contains("\"u\"") && !shown.contains("s3cret"), "{shown}");
     }
 
     #[test]

@@ -1,0 +1,200 @@
+//! The registry client over `https://`: a CA of the application's own
+//! (`schema.registry.ssl.ca.location`) and TLS client authentication
+//! (`schema.registry.ssl.certificate.location` / `.key.location`), against a local TLS
+//! server that answers like a registry. Certificates are made for each test (`rcgen`).
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::Arc;
+
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use streams_serde_registry::{RegistryError, SchemaRegistryClient, SchemaType};
+
+/// A test CA with a server certificate for 127.0.0.1 and a client certificate, as PEM files.
+struct Pki {
+    dir: tempfile::TempDir,
+    ca: CertificateDer<'static>,
+    server: (CertificateDer<'static>, PrivateKeyDer<'static>),
+}
+
+impl Pki {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+        let leaf = |name: &str| {
+            let key = KeyPair::generate().unwrap();
+            let cert = CertificateParams::new(vec![name.to_owned()])
+                .unwrap()
+                .signed_by(&key, &ca)
+                .unwrap();
+            (cert, key)
+        };
+        let (server_cert, server_key) = leaf("127.0.0.1");
+        let (client_cert, client_key) = leaf("client");
+        let write = |name: &str, pem: String| std::fs::write(dir.path().join(name), pem).unwrap();
+        write("ca.pem", ca.pem());
+        write("client.pem", client_cert.pem());
+        write("client.key", client_key.serialize_pem());
+        // A CA that signed nothing here.
+        let other = CertifiedIssuer::self_signed(
+            CertificateParams::new(Vec::<String>::new()).unwrap(),
+            KeyPair::generate().unwrap(),
+        )
+        .unwrap();
+        write("other-ca.pem", other.pem());
+        let server_key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(server_key.serialize_der()));
+        Self {
+            ca: ca.der().clone(),
+            server: (server_cert.der().clone(), server_key),
+            dir,
+        }
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
+    }
+}
+
+/// Serves `/schemas/ids/<n>` (the Avro schema `"long"`) over TLS on 127.0.0.1 until the
+/// test ends, requiring a client certificate signed by the CA when `client_auth`. Returns
+/// the registry URL.
+fn serve(pki: &Pki, client_auth: bool) -> String {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
+        .with_safe_default_protocol_versions()
+        .unwrap();
+    let builder = if client_auth {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(pki.ca.clone()).unwrap();
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+            .build()
+            .unwrap();
+        builder.with_client_cert_verifier(verifier)
+    } else {
+        builder.with_no_client_auth()
+    };
+    let config = Arc::new(
+        builder
+            .with_single_cert(vec![pki.server.0.clone()], pki.server.1.clone_key())
+            .unwrap(),
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("https://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    std::thread::spawn(move || {
+        for tcp in listener.incoming().flatten() {
+            let conn = rustls::ServerConnection::new(Arc::clone(&config)).unwrap();
+            let mut tls = rustls::StreamOwned::new(conn, tcp);
+            // A refused handshake or a closed connection ends this exchange only.
+            let mut request = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match tls.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            if request.starts_with(b"GET /schemas/ids/") {
+                let body = r#"{"schema":"\"long\"","schemaType":"AVRO"}"#;
+                let _ = write!(
+                    tls,
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/vnd.schemaregistry.v1+json\r\n\
+                     content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = tls.flush();
+                tls.conn.send_close_notify();
+                let _ = tls.flush();
+            }
+        }
+    });
+    url
+}
+
+fn client(url: &str, extra: &[(&str, String)]) -> Result<SchemaRegistryClient, RegistryError> {
+    let mut props = vec![
+        ("schema.registry.url", url.to_owned()),
+        ("max.retries", "0".to_owned()),
+    ];
+    props.extend(extra.iter().map(|(k, v)| (*k, v.clone())));
+    SchemaRegistryClient::from_properties(props)
+}
+
+fn unreachable(result: Result<impl std::fmt::Debug, RegistryError>) -> String {
+    match result {
+        Err(RegistryError::Unreachable { message, .. }) => message,
+        other => panic!("expected the registry to be unreachable, got {other:?}"),
+    }
+}
+
+#[test]
+fn https_with_the_applications_own_ca() {
+    let pki = Pki::new();
+    let url = serve(&pki, false);
+    let trusted = client(&url, &[("schema.registry.ssl.ca.location", pki.path("ca.pem"))]).unwrap();
+    let schema = trusted.schema_by_id(1).unwrap();
+    assert_eq!(
+        (schema.schema_type, schema.schema.as_str()),
+        (SchemaType::Avro, r#""long""#)
+    );
+
+    // The public roots do not know the test CA, nor does another CA: the server is refused.
+    let message = unreachable(client(&url, &[]).unwrap().schema_by_id(1));
+    assert!(message.to_lowercase().contains("certificate"), "{message}");
+    let other = client(
+        &url,
+        &[("schema.registry.ssl.ca.location", pki.path("other-ca.pem"))],
+    )
+    .unwrap();
+    let message = unreachable(other.schema_by_id(1));
+    assert!(message.to_lowercase().contains("certificate"), "{message}");
+    // A bare `ssl.ca.location` is the broker connection's, not the registry's.
+    let bare = client(&url, &[("ssl.ca.location", pki.path("ca.pem"))]).unwrap();
+    unreachable(bare.schema_by_id(1));
+}
+
+#[test]
+fn client_certificate_when_the_registry_requires_one() {
+    let pki = Pki::new();
+    let url = serve(&pki, true);
+    let ca = ("schema.registry.ssl.ca.location", pki.path("ca.pem"));
+    let with_cert = client(
+        &url,
+        &[
+            ca.clone(),
+            ("schema.registry.ssl.certificate.location", pki.path("client.pem")),
+            ("schema.registry.ssl.key.location", pki.path("client.key")),
+        ],
+    )
+    .unwrap();
+    assert_eq!(with_cert.schema_by_id(7).unwrap().id, 7);
+    // Without a client certificate the server ends the handshake.
+    unreachable(client(&url, &[ca]).unwrap().schema_by_id(7));
+}
+
+#[test]
+fn tls_files_are_checked_when_the_client_is_made() {
+    let pki = Pki::new();
+    let config_error = |extra: &[(&str, String)]| match client("https://127.0.0.1:1", extra) {
+        Err(RegistryError::Config { property, message }) => (property, message),
+        other => panic!("expected a config error, got {other:?}"),
+    };
+    let (property, message) = config_error(&[("schema.registry.ssl.ca.location", pki.path("missing.pem"))]);
+    assert_eq!(property, "schema.registry.ssl.ca.location");
+    assert!(message.contains("missing.pem"), "{message}");
+    let (property, message) = config_error(&[("schema.registry.ssl.ca.location", pki.path("client.key"))]);
+    assert_eq!(property, "schema.registry.ssl.ca.location");
+    assert!(message.contains("no PEM certificate"), "{message}");
+    let (property, _) = config_error(&[("schema.registry.ssl.certificate.location", pki.path("client.pem"))]);
+    assert_eq!(property, "schema.registry.ssl.key.location");
+    let (property, message) = config_error(&[
+        ("schema.registry.ssl.certificate.location", pki.path("client.pem")),
+        ("schema.registry.ssl.key.location", pki.path("ca.pem")),
+    ]);
+    assert_eq!(property, "schema.registry.ssl.key.location");
+    assert!(message.contains("no PEM private key"), "{message}");
+    assert!(Path::new(&pki.path("ca.pem")).is_file());
+}
