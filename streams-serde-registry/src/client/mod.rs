@@ -12,84 +12,22 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use base64::Engine as _;
-use serde::{Deserialize, Serialize};
 
 use crate::config::RegistryConfig;
 use crate::error::RegistryError;
 
+mod body;
+mod tls;
+mod types;
+
+use body::{
+    ErrorResponse, Failure, IdResponse, Refusal, SchemaRequest, SchemaResponse, VersionResponse,
+    encode_segment, json_body, parse, truncate,
+};
+pub use types::{RegisteredSchema, SchemaReference, SchemaType, SubjectVersion};
+
 /// The content type of the registry's API.
 const CONTENT_TYPE: &str = "application/vnd.schemaregistry.v1+json";
-
-/// The format of a registered schema.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum SchemaType {
-    /// Apache Avro (the registry's default when a response names no type).
-    Avro,
-    /// JSON Schema.
-    Json,
-    /// Protocol Buffers.
-    Protobuf,
-}
-
-impl SchemaType {
-    /// The registry's name of the type: `AVRO`, `JSON` or `PROTOBUF`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Avro => "AVRO",
-            Self::Json => "JSON",
-            Self::Protobuf => "PROTOBUF",
-        }
-    }
-
-    fn parse(name: Option<&str>) -> Result<Self, RegistryError> {
-        match name.map(str::to_ascii_uppercase).as_deref() {
-            None | Some("AVRO") | Some("") => Ok(Self::Avro),
-            Some("JSON") => Ok(Self::Json),
-            Some("PROTOBUF") => Ok(Self::Protobuf),
-            Some(other) => Err(RegistryError::InvalidResponse {
-                message: format!("unknown schema type `{other}`"),
-            }),
-        }
-    }
-}
-
-/// A schema as the registry stores it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RegisteredSchema {
-    /// The schema's id (what the wire format carries).
-    pub id: u32,
-    /// The schema's format.
-    pub schema_type: SchemaType,
-    /// The schema's text.
-    pub schema: String,
-    /// The schemas this one refers to (a Protobuf schema's imports), in the registry's
-    /// order; empty for most Avro and JSON schemas.
-    pub references: Vec<SchemaReference>,
-}
-
-/// A reference from one schema to another registered schema: a Protobuf `import`, an Avro
-/// named type or a JSON `$ref` defined under another subject.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct SchemaReference {
-    /// The name the referring schema uses (for Protobuf the import path, `common.proto`).
-    pub name: String,
-    /// The subject the referred schema is registered under.
-    pub subject: String,
-    /// The version of that subject.
-    pub version: i32,
-}
-
-/// A version of a subject.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SubjectVersion {
-    /// The subject.
-    pub subject: String,
-    /// The version number within the subject.
-    pub version: i32,
-    /// The schema.
-    pub schema: RegisteredSchema,
-}
 
 /// A client of a Confluent-compatible schema registry. Cheap to clone; clones share the
 /// connection pool and the caches.
@@ -124,183 +62,8 @@ struct Inner {
 /// A schema under a subject, as the caches of registrations and lookups key it.
 type SchemaKey = (String, SchemaType, String, Vec<SchemaReference>);
 
-#[derive(Serialize)]
-struct SchemaRequest<'a> {
-    schema: &'a str,
-    #[serde(rename = "schemaType", skip_serializing_if = "Option::is_none")]
-    schema_type: Option<&'a str>,
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    references: &'a [SchemaReference],
-}
-
-impl SchemaRequest<'_> {
-    /// The JSON body registering or looking up `schema` (Avro, the default type, unnamed).
-    fn body(
-        schema_type: SchemaType,
-        schema: &str,
-        references: &[SchemaReference],
-    ) -> Result<String, RegistryError> {
-        json_body(&SchemaRequest {
-            schema,
-            schema_type: (schema_type != SchemaType::Avro).then_some(schema_type.as_str()),
-            references,
-        })
-    }
-}
-
-#[derive(Deserialize)]
-struct IdResponse {
-    id: u32,
-}
-
-#[derive(Deserialize)]
-struct SchemaResponse {
-    schema: String,
-    #[serde(rename = "schemaType")]
-    schema_type: Option<String>,
-    #[serde(default)]
-    references: Vec<SchemaReference>,
-}
-
-#[derive(Deserialize)]
-struct VersionResponse {
-    subject: String,
-    version: i32,
-    id: u32,
-    schema: String,
-    #[serde(rename = "schemaType")]
-    schema_type: Option<String>,
-    #[serde(default)]
-    references: Vec<SchemaReference>,
-}
-
-impl VersionResponse {
-    fn into_version(self) -> Result<SubjectVersion, RegistryError> {
-        Ok(SubjectVersion {
-            subject: self.subject,
-            version: self.version,
-            schema: RegisteredSchema {
-                id: self.id,
-                schema_type: SchemaType::parse(self.schema_type.as_deref())?,
-                schema: self.schema,
-                references: self.references,
-            },
-        })
-    }
-}
-
-#[derive(Deserialize)]
-struct ErrorResponse {
-    error_code: Option<i64>,
-    message: Option<String>,
-}
-
-/// An answer that is neither a success nor retried.
-struct Refusal {
-    status: u16,
-    error_code: i64,
-    message: String,
-}
-
-impl Refusal {
-    fn into_http(self) -> RegistryError {
-        RegistryError::Http {
-            status: self.status,
-            error_code: self.error_code,
-            message: self.message,
-        }
-    }
-}
-
-enum Failure {
-    Refused(Refusal),
-    Fatal(RegistryError),
-}
-
-impl From<RegistryError> for Failure {
-    fn from(e: RegistryError) -> Self {
-        Self::Fatal(e)
-    }
-}
-
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The TLS settings of `config`: its trusted CAs and client certificate, read now so that a
-/// missing or unreadable file fails the client's construction, naming the property.
-fn tls_config(config: &RegistryConfig) -> Result<ureq::tls::TlsConfig, RegistryError> {
-    use crate::config::{SSL_CA, SSL_CERTIFICATE, SSL_KEY};
-    use ureq::tls::{Certificate, ClientCert, PemItem, PrivateKey, RootCerts, TlsConfig};
-
-    let read = |path: &std::path::Path, property: &str| {
-        std::fs::read(path).map_err(|e| RegistryError::Config {
-            property: property.to_owned(),
-            message: format!("cannot read {}: {e}", path.display()),
-        })
-    };
-    let certificates =
-        |path: &std::path::Path, property: &str| -> Result<Vec<Certificate<'static>>, RegistryError> {
-            let pem = read(path, property)?;
-            let certs: Vec<Certificate<'static>> = ureq::tls::parse_pem(&pem)
-                .filter_map(|item| match item {
-                    Ok(PemItem::Certificate(c)) => Some(c),
-                    _ => None,
-                })
-                .collect();
-            if certs.is_empty() {
-                return Err(RegistryError::Config {
-                    property: property.to_owned(),
-                    message: format!("no PEM certificate in {}", path.display()),
-                });
-            }
-            Ok(certs)
-        };
-    let mut tls = TlsConfig::builder();
-    if let Some(path) = &config.ssl_ca_location {
-        tls = tls.root_certs(RootCerts::new_with_certs(&certificates(path, SSL_CA)?));
-    }
-    if let Some((cert, key)) = &config.ssl_client_cert {
-        let chain = certificates(cert, SSL_CERTIFICATE)?;
-        let key = PrivateKey::from_pem(&read(key, SSL_KEY)?).map_err(|e| RegistryError::Config {
-            property: SSL_KEY.to_owned(),
-            message: format!("no PEM private key in {}: {e}", key.display()),
-        })?;
-        tls = tls.client_cert(Some(ClientCert::new_with_certs(&chain, key)));
-    }
-    Ok(tls.build())
-}
-
-/// Percent-encodes a path segment (subjects may hold any character).
-fn encode_segment(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-fn json_body<T: Serialize>(value: &T) -> Result<String, RegistryError> {
-    serde_json::to_string(value).map_err(|e| RegistryError::InvalidResponse {
-        message: format!("cannot encode request: {e}"),
-    })
-}
-
-fn parse<T: for<'de> Deserialize<'de>>(body: &str) -> Result<T, RegistryError> {
-    serde_json::from_str(body).map_err(|e| RegistryError::InvalidResponse {
-        message: format!("{e}: {}", truncate(body)),
-    })
-}
-
-fn truncate(s: &str) -> &str {
-    match s.char_indices().nth(300) {
-        Some((i, _)) => &s[..i],
-        None => s,
-    }
 }
 
 /// Runs `fetch` once per key: concurrent callers for the same key wait for the first;
@@ -337,7 +100,7 @@ impl SchemaRegistryClient {
             .timeout_global(Some(config.request_timeout))
             .timeout_connect(Some(config.connect_timeout))
             .http_status_as_error(false)
-            .tls_config(tls_config(&config)?)
+            .tls_config(tls::tls_config(&config)?)
             .build()
             .into();
         let auth_header = config.basic_auth.as_ref().map(|(user, password)| {
