@@ -27,6 +27,10 @@
 #   BENCH_OURS_PROPS  extra properties of our application, key=value,key=value (experiments)
 #   PIN          1 pins the broker to CPU 0 and the driver with the applications to CPU 1
 #                (taskset); default: shared, every process on every core
+#   VALUE_FORMAT avro: the Avro comparison instead (cells ours:avro and java:avro by default):
+#                every input value one ~110-byte record of a 10-field schema in the Confluent
+#                wire format, decoded and encoded again by both applications through a schema
+#                registry that scripts/schema-registry.sh starts (input topic bench-input-avro)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -36,16 +40,22 @@ KEYS=${KEYS:-10000}
 VALUE_BYTES=${VALUE_BYTES:-100}
 PARTITIONS=${PARTITIONS:-4}
 RUNS=${RUNS:-3}
+VALUE_FORMAT=${VALUE_FORMAT:-string}
 # The join workloads' applications read KEYS and PARTITIONS to fill their stores.
 export KEYS PARTITIONS
 ALOS=at_least_once
 EOS=exactly_once_v2
+if [[ $VALUE_FORMAT == avro ]]; then
+    CELLS=${CELLS:-ours:avro:$ALOS,java:avro:$ALOS}
+fi
 CELLS=${CELLS:-ours:map:$ALOS,java:map:$ALOS,raw:map:$ALOS,ours:map:$EOS,java:map:$EOS,raw:map:$EOS,ours:filtermap:$ALOS,java:filtermap:$ALOS,raw:filtermap:$ALOS,ours:count:$ALOS,java:count:$ALOS,ours:count:$EOS,java:count:$EOS,ours:restore:$ALOS,java:restore:$ALOS,ours:join10:$ALOS,java:join10:$ALOS,ours:join100:$ALOS,java:join100:$ALOS}
 OUT_DIR=${OUT_DIR:-$ROOT/benches/results/$(date -u +%Y-%m-%d)}
 export KAFKA_PORT=39092
 export KAFKA_RUN_DIR=/tmp/kafka-bench
 BOOTSTRAP=127.0.0.1:$KAFKA_PORT
 INPUT=bench-input
+[[ $VALUE_FORMAT == avro ]] && INPUT=bench-input-avro
+[[ $VALUE_FORMAT == avro || $VALUE_FORMAT == string ]] || die "VALUE_FORMAT is string (the default) or avro, not '$VALUE_FORMAT'"
 # The driver reads PIN to name the mode in table.md.
 export PIN=${PIN:-0}
 
@@ -113,10 +123,22 @@ fi
     echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "mode: $MODE"
     echo "broker pid: $BENCH_BROKER_PID, CPUs $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/"$BENCH_BROKER_PID"/status)"
-    echo "records: $RECORDS, keys: $KEYS, value bytes: $VALUE_BYTES, partitions: $PARTITIONS, runs: $RUNS"
+    echo "records: $RECORDS, keys: $KEYS, value bytes: $VALUE_BYTES, value format: $VALUE_FORMAT, partitions: $PARTITIONS, runs: $RUNS"
 } >"$OUT_DIR/machine.txt"
 
-"${APP_ON[@]}" "$BIN" preload "$BOOTSTRAP" "$INPUT" "$RECORDS" "$PARTITIONS" "$KEYS" "$VALUE_BYTES" | tee "$OUT_DIR/preload.txt"
+if [[ $VALUE_FORMAT == avro ]]; then
+    # The registry runs beside the broker, on the broker's CPU when pinned.
+    SCHEMA_REGISTRY_URL=$("${BROKER_ON[@]}" bash scripts/schema-registry.sh start | sed -n 's/^schema registry listening on //p')
+    [[ -n $SCHEMA_REGISTRY_URL ]] || die "scripts/schema-registry.sh start reported no URL"
+    export SCHEMA_REGISTRY_URL
+    if [[ ${KEEP_BROKER:-0} != 1 ]]; then
+        trap 'bash scripts/schema-registry.sh stop; bash scripts/kafka.sh stop' EXIT
+    fi
+    "${APP_ON[@]}" "$BIN" preload-avro "$BOOTSTRAP" "$INPUT" "$RECORDS" "$PARTITIONS" "$KEYS" "$SCHEMA_REGISTRY_URL" |
+        tee "$OUT_DIR/preload.txt"
+else
+    "${APP_ON[@]}" "$BIN" preload "$BOOTSTRAP" "$INPUT" "$RECORDS" "$PARTITIONS" "$KEYS" "$VALUE_BYTES" | tee "$OUT_DIR/preload.txt"
+fi
 if [[ $CELLS == *:restore:* ]]; then
     "${APP_ON[@]}" "$BIN" preload "$BOOTSTRAP" "$INPUT-restore" "${RESTORE_RECORDS:-1000000}" "$PARTITIONS" \
         "${RESTORE_KEYS:-1000000}" "$VALUE_BYTES" | tee -a "$OUT_DIR/preload.txt"

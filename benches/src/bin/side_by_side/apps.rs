@@ -29,6 +29,83 @@ impl Processor<String, String, String, String> for PassThrough {
     }
 }
 
+/// The `avro` workload's map: forwards every record unchanged, so its value is decoded
+/// into [`AvroEvent`] by the source and encoded again by the sink.
+pub(crate) struct AvroPassThrough;
+
+impl Processor<String, AvroEvent, String, AvroEvent> for AvroPassThrough {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, AvroEvent>,
+        r: Record<String, AvroEvent>,
+    ) -> ProcessResult {
+        ctx.forward(r)
+    }
+}
+
+/// The `avro` workload's value: a 10-field record, as a `serde` type of [`AVRO_SCHEMA`].
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct AvroEvent {
+    id: i64,
+    user: String,
+    item: String,
+    category: String,
+    price: f64,
+    quantity: i32,
+    ts: i64,
+    country: String,
+    gift: bool,
+    note: String,
+}
+
+/// The `avro` workload's schema; also `benches/java`'s.
+pub(crate) const AVRO_SCHEMA: &str = r#"{"type":"record","name":"Event","namespace":"bench","fields":[
+  {"name":"id","type":"long"},{"name":"user","type":"string"},{"name":"item","type":"string"},
+  {"name":"category","type":"string"},{"name":"price","type":"double"},{"name":"quantity","type":"int"},
+  {"name":"ts","type":"long"},{"name":"country","type":"string"},{"name":"gift","type":"boolean"},
+  {"name":"note","type":"string"}]}"#;
+
+/// The Avro serde of the `avro` workload for `topic`, on the registry at `url`. The subject
+/// is the record's name (`bench.Event`), so input and output share one schema id and a
+/// pass-through writes the bytes it read.
+pub(crate) fn avro_serde(url: &str, topic: &str) -> Res<streams_serde_registry::AvroSerde<AvroEvent>> {
+    use streams_serde_registry::{
+        AvroSerde, RecordPart, SchemaRegistryClient, SerdeConfig, SubjectNameStrategy,
+    };
+    let client = SchemaRegistryClient::from_properties([("schema.registry.url", url)])?;
+    let config = SerdeConfig {
+        subject_name_strategy: SubjectNameStrategy::Record,
+        ..SerdeConfig::default()
+    };
+    Ok(AvroSerde::new(
+        client,
+        config,
+        topic,
+        RecordPart::Value,
+        AVRO_SCHEMA,
+    )?)
+}
+
+/// The one value every record of the `avro` workload's input carries (about 110 bytes).
+pub(crate) fn avro_value(url: &str) -> Res<Vec<u8>> {
+    let event = AvroEvent {
+        id: 1_234_567_890,
+        user: "user-00042".into(),
+        item: "item-31337".into(),
+        category: "books".into(),
+        price: 19.99,
+        quantity: 3,
+        ts: 1_764_000_000_000,
+        country: "DE".into(),
+        gift: true,
+        note: "leave at the door, ring twice".into(),
+    };
+    Ok(streams_state::Serde::serialize(
+        &avro_serde(url, "preload")?,
+        &event,
+    )?)
+}
+
 /// Keeps the records whose key ends in an even digit (about half) and upper-cases their value.
 pub(crate) struct FilterMap;
 
@@ -132,7 +209,26 @@ impl Processor<String, String, String, String> for PrefixJoin {
 /// The keyed count (store `counts`, forwarding each new count) is the example's.
 pub(crate) use streams_examples::count::Count;
 
+/// The `avro` workload: a map whose serdes decode every value into [`AvroEvent`] and encode
+/// it again, through the registry at `SCHEMA_REGISTRY_URL`.
+fn avro_topology(input: &str, output: &str) -> Res<Topology> {
+    let url =
+        std::env::var("SCHEMA_REGISTRY_URL").map_err(|_| "the avro workload needs SCHEMA_REGISTRY_URL")?;
+    let values = Arc::new(avro_serde(&url, input)?);
+    let mut b = Topology::builder();
+    let source = b.source(
+        "source",
+        SourceConfig::new([input], StringSerde, Arc::clone(&values)),
+    );
+    let map = b.processor("map", [&source], |_| Ok(AvroPassThrough));
+    b.sink("sink", SinkConfig::topic(output, StringSerde, values), [&map]);
+    Ok(b.build()?)
+}
+
 pub(crate) fn topology(workload: &str, input: &str, output: &str) -> Res<Topology> {
+    if workload == "avro" {
+        return avro_topology(input, output);
+    }
     let mut b = Topology::builder();
     let source = b.source("source", SourceConfig::new([input], StringSerde, StringSerde));
     match workload {

@@ -28,7 +28,7 @@ pub(crate) enum Expect {
 impl Expect {
     pub(crate) fn of(workload: &str) -> Res<Self> {
         Ok(match workload {
-            "map" => Self::Map,
+            "map" | "avro" => Self::Map,
             "filtermap" => Self::FilterMap,
             "count" | "restore" => Self::Count,
             "join10" => Self::Join(10),

@@ -4,8 +4,12 @@
 //! Subcommands (`benches/side-by-side/run.sh` calls them; see `docs/benchmarks.md`):
 //!
 //! - `preload BOOTSTRAP TOPIC RECORDS PARTITIONS KEYS VALUE_BYTES`: creates `TOPIC` and fills it.
+//! - `preload-avro BOOTSTRAP TOPIC RECORDS PARTITIONS KEYS REGISTRY_URL`: the same with one
+//!   Avro record of a 10-field schema ([`apps::AvroEvent`]) in the Confluent wire format as
+//!   every value, its schema registered in the registry at `REGISTRY_URL`.
 //! - `app IMPL WORKLOAD GUARANTEE BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR COMMIT_MS CACHE_BYTES`:
-//!   one application (`IMPL` = `ours` | `raw`, `WORKLOAD` = `map` | `filtermap` | `count`, `GUARANTEE` =
+//!   one application (`IMPL` = `ours` | `raw`, `WORKLOAD` = `map` | `filtermap` | `count` | `avro`
+//!   (a map through Avro serdes; the registry's URL in `SCHEMA_REGISTRY_URL`), `GUARANTEE` =
 //!   `at_least_once` | `exactly_once_v2`), running until standard input closes.
 //! - `run BOOTSTRAP INPUT OUT_DIR RUNS JAVA_CP CELLS`: the driver. For each cell
 //!   (`impl:workload:guarantee`, comma-separated) and each of `RUNS` runs it starts the
@@ -57,14 +61,35 @@ type Res<T> = Result<T, BoxError>;
 fn main() -> Res<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("preload") if args.len() == 7 => preload(
-            &args[1],
-            &args[2],
-            args[3].parse()?,
-            args[4].parse()?,
-            args[5].parse()?,
-            args[6].parse()?,
-        ),
+        Some("preload") if args.len() == 7 => {
+            let value_bytes: usize = args[6].parse()?;
+            let value: String = (0..value_bytes)
+                .map(|i| (b'a' + (i % 26) as u8) as char)
+                .collect();
+            let what = format!("{value_bytes} B values");
+            preload(
+                &args[1],
+                &args[2],
+                args[3].parse()?,
+                args[4].parse()?,
+                args[5].parse()?,
+                value.as_bytes(),
+                &what,
+            )
+        }
+        Some("preload-avro") if args.len() == 7 => {
+            let value = avro_value(&args[6])?;
+            let what = format!("{} B Avro values", value.len());
+            preload(
+                &args[1],
+                &args[2],
+                args[3].parse()?,
+                args[4].parse()?,
+                args[5].parse()?,
+                &value,
+                &what,
+            )
+        }
         Some("app") if args.len() == 11 => {
             let a = AppArgs {
                 workload: args[2].clone(),
@@ -99,14 +124,15 @@ fn main() -> Res<()> {
 // Input data
 
 /// Fills `topic` with `records` records: keys `key-00000`..`key-{keys-1}` in a fixed
-/// pseudo-random order, values of `value_bytes` ASCII bytes.
+/// pseudo-random order, each with `value` (described as `what`).
 fn preload(
     bootstrap: &str,
     topic: &str,
     records: u64,
     partitions: i32,
     keys: u64,
-    value_bytes: usize,
+    value: &[u8],
+    what: &str,
 ) -> Res<()> {
     create_topic(bootstrap, topic, partitions, &[])?;
     let producer: BaseProducer = ClientConfig::new()
@@ -116,9 +142,6 @@ fn preload(
         .set("queue.buffering.max.messages", "500000")
         .set("message.timeout.ms", "120000")
         .create()?;
-    let value: String = (0..value_bytes)
-        .map(|i| (b'a' + (i % 26) as u8) as char)
-        .collect();
     let started = Instant::now();
     // A fixed linear congruential sequence: every run of the harness sees the same keys.
     let mut state: u64 = 0x2545_f491_4f6c_dd1d;
@@ -127,12 +150,12 @@ fn preload(
             .wrapping_mul(6_364_136_223_846_793_005)
             .wrapping_add(1_442_695_040_888_963_407);
         let key = format!("key-{:05}", (state >> 33) % keys);
-        let rec = BaseRecord::to(topic).key(&key).payload(&value);
+        let rec = BaseRecord::to(topic).key(&key).payload(value);
         streams_benches::send_waiting(&producer, rec)?;
     }
     producer.flush(Duration::from_secs(300))?;
     println!(
-        "preloaded {records} records ({keys} keys, {value_bytes} B values) into {topic} ({partitions} partitions) in {:.1} s",
+        "preloaded {records} records ({keys} keys, {what}) into {topic} ({partitions} partitions) in {:.1} s",
         started.elapsed().as_secs_f64()
     );
     Ok(())

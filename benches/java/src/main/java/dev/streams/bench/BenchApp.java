@@ -26,8 +26,9 @@ import org.apache.kafka.streams.state.Stores;
  * benches/src/bin/side_by_side.rs, run until standard input closes.
  *
  * <p>Usage: BenchApp BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR WORKLOAD GUARANTEE COMMIT_MS
- * CACHE_BYTES THREADS, WORKLOAD being {@code map}, {@code filtermap}, {@code count}, {@code join10} or
- * {@code join100}.
+ * CACHE_BYTES THREADS, WORKLOAD being {@code map}, {@code filtermap}, {@code count}, {@code join10},
+ * {@code join100} or {@code avro} (a map through Avro serdes, the registry's URL in the
+ * environment variable SCHEMA_REGISTRY_URL).
  */
 public final class BenchApp {
     private BenchApp() {}
@@ -152,8 +153,39 @@ public final class BenchApp {
         }
     }
 
+    /** The avro workload's schema: the same as benches/src/bin/side_by_side/apps.rs. */
+    static final String AVRO_SCHEMA = "{\"type\":\"record\",\"name\":\"Event\",\"namespace\":\"bench\",\"fields\":["
+            + "{\"name\":\"id\",\"type\":\"long\"},{\"name\":\"user\",\"type\":\"string\"},"
+            + "{\"name\":\"item\",\"type\":\"string\"},{\"name\":\"category\",\"type\":\"string\"},"
+            + "{\"name\":\"price\",\"type\":\"double\"},{\"name\":\"quantity\",\"type\":\"int\"},"
+            + "{\"name\":\"ts\",\"type\":\"long\"},{\"name\":\"country\",\"type\":\"string\"},"
+            + "{\"name\":\"gift\",\"type\":\"boolean\"},{\"name\":\"note\",\"type\":\"string\"}]}";
+
+    /** Forwards every Avro record unchanged: decoded by the source, encoded again by the sink. */
+    static final class AvroPassThrough
+            implements Processor<String, org.apache.avro.generic.GenericRecord, String, org.apache.avro.generic.GenericRecord> {
+        private ProcessorContext<String, org.apache.avro.generic.GenericRecord> ctx;
+
+        @Override
+        public void init(ProcessorContext<String, org.apache.avro.generic.GenericRecord> context) {
+            this.ctx = context;
+        }
+
+        @Override
+        public void process(Record<String, org.apache.avro.generic.GenericRecord> r) {
+            ctx.forward(r);
+        }
+    }
+
     static Topology topology(String workload, String input, String output) {
         Topology t = new Topology();
+        if (workload.equals("avro")) {
+            AvroSerde avro = new AvroSerde(System.getenv("SCHEMA_REGISTRY_URL"), AVRO_SCHEMA);
+            t.addSource("source", Serdes.String().deserializer(), avro.deserializer(), input);
+            t.addProcessor("map", AvroPassThrough::new, "source");
+            t.addSink("sink", output, Serdes.String().serializer(), avro.serializer(), "map");
+            return t;
+        }
         t.addSource("source", Serdes.String().deserializer(), Serdes.String().deserializer(), input);
         switch (workload) {
             case "map":
