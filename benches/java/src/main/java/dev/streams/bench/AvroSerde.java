@@ -38,6 +38,8 @@ final class AvroSerde {
 
     private final String url;
     private final Schema schema;
+    /** The schema's text as given: what is registered, so the id is the one other writers of the same text get. */
+    private final String text;
     private final HttpClient http = HttpClient.newHttpClient();
     private final Map<Integer, GenericDatumReader<GenericRecord>> readers = new ConcurrentHashMap<>();
     private volatile int writerId = -1;
@@ -45,6 +47,7 @@ final class AvroSerde {
     AvroSerde(String url, String schema) {
         this.url = url;
         this.schema = new Schema.Parser().parse(schema);
+        this.text = schema;
     }
 
     private JsonNode call(HttpRequest.Builder request) {
@@ -68,7 +71,7 @@ final class AvroSerde {
         if (id < 0) {
             String body;
             try {
-                body = JSON.writeValueAsString(Map.of("schema", schema.toString()));
+                body = JSON.writeValueAsString(Map.of("schema", text));
             } catch (IOException e) {
                 throw new SerializationException(e);
             }
