@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::message::{Headers as _, Message};
 use rdkafka::producer::Producer;
+use streams_core::handlers::headers;
 use streams_core::serdes::Serde;
 use streams_core::{KafkaStreams, StreamsConfig};
 use streams_serde_registry::{SchemaRegistryClient, wire};
@@ -18,9 +19,6 @@ use super::{
 use crate::ExampleError;
 use crate::admin::{create_topics, output_reader};
 use crate::splitter::{producer, send};
-
-/// The header that carries a dead letter's reason.
-const REASON_HEADER: &str = "__streams.errors.message";
 
 /// How one run goes.
 #[derive(Debug, Clone)]
@@ -235,7 +233,7 @@ fn read_until_exact(
                 } else {
                     let reason = m
                         .headers()
-                        .and_then(|h| h.iter().find(|h| h.key == REASON_HEADER))
+                        .and_then(|h| h.iter().find(|h| h.key == headers::MESSAGE))
                         .and_then(|h| h.value)
                         .map(|v| String::from_utf8_lossy(v).into_owned())
                         .unwrap_or_default();

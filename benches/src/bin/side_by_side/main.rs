@@ -61,25 +61,16 @@ type Res<T> = Result<T, BoxError>;
 fn main() -> Res<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("preload") if args.len() == 7 => {
-            let value_bytes: usize = args[6].parse()?;
-            let value: String = (0..value_bytes)
-                .map(|i| (b'a' + (i % 26) as u8) as char)
-                .collect();
-            let what = format!("{value_bytes} B values");
-            preload(
-                &args[1],
-                &args[2],
-                args[3].parse()?,
-                args[4].parse()?,
-                args[5].parse()?,
-                value.as_bytes(),
-                &what,
-            )
-        }
-        Some("preload-avro") if args.len() == 7 => {
-            let value = avro_value(&args[6])?;
-            let what = format!("{} B Avro values", value.len());
+        Some(kind @ ("preload" | "preload-avro")) if args.len() == 7 => {
+            let (value, what) = if kind == "preload" {
+                let value_bytes: usize = args[6].parse()?;
+                let value: Vec<u8> = (0..value_bytes).map(|i| b'a' + (i % 26) as u8).collect();
+                (value, format!("{value_bytes} B values"))
+            } else {
+                let value = avro_value(&args[6])?;
+                let what = format!("{} B Avro values", value.len());
+                (value, what)
+            };
             preload(
                 &args[1],
                 &args[2],
