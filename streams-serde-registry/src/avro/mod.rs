@@ -6,8 +6,20 @@
 //! fetches the writer schema by the record's id (once per id) and resolves the record into
 //! the serde's reader schema with Avro's schema resolution: a field the writer lacked takes
 //! its default, a field the reader lacks is skipped.
+//!
+//! # Two paths
+//!
+//! The typed serde encodes a `serde` value straight to Avro binary and decodes Avro binary
+//! straight into the type (`serde_avro_fast`), without building a [`Value`] tree, whenever
+//! no schema resolution is involved: when writing, and when reading a record whose writer
+//! schema is the serde's own (the same JSON). Everything else takes apache-avro's path
+//! through a [`Value`]: reading a record written with another schema (resolution, defaults),
+//! and any value the direct path refuses, so that the direct path never changes what is
+//! accepted: a struct lacking a field that has a default is written with the default, and
+//! an error names the mismatch as apache-avro words it.
 
 use std::collections::HashMap;
+use std::io::BufRead;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
@@ -22,11 +34,23 @@ use crate::error::RegistrySerdeError;
 use crate::wire;
 
 /// A parsed Avro schema with the text it was parsed from (what is registered).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct AvroSchema {
     schema: Schema,
+    /// The same schema for the direct path; `None` if `serde_avro_fast` does not take it.
+    direct: Option<Arc<serde_avro_fast::Schema>>,
     text: String,
     record_name: Option<String>,
+}
+
+impl std::fmt::Debug for AvroSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AvroSchema")
+            .field("schema", &self.schema)
+            .field("direct", &self.direct.is_some())
+            .field("text", &self.text)
+            .finish()
+    }
 }
 
 impl AvroSchema {
@@ -47,9 +71,57 @@ impl AvroSchema {
         };
         Ok(Self {
             schema,
+            direct: text.parse().ok().map(Arc::new),
             text: text.to_owned(),
             record_name,
         })
+    }
+
+    /// Whether `other` is this schema: the same JSON, whatever its spacing and key order.
+    /// Reading a record of the same schema needs no resolution.
+    fn same_json(&self, other: &AvroSchema) -> bool {
+        self.text == other.text
+            || matches!(
+                (
+                    serde_json::from_str::<serde_json::Value>(&self.text),
+                    serde_json::from_str::<serde_json::Value>(&other.text),
+                ),
+                (Ok(a), Ok(b)) if a == b
+            )
+    }
+
+    /// Appends `value`'s Avro binary by the direct path. `false`, with `out` as it was,
+    /// where the direct path does not take this schema or refuses the value.
+    fn encode_direct<T: Serialize + ?Sized>(&self, value: &T, out: &mut Vec<u8>) -> bool {
+        let Some(direct) = self.direct.as_deref() else {
+            return false;
+        };
+        let start = out.len();
+        let config = &mut serde_avro_fast::ser::SerializerConfig::new(direct);
+        if serde_avro_fast::to_datum(value, &mut *out, config).is_err() {
+            out.truncate(start);
+            return false;
+        }
+        true
+    }
+
+    /// Decodes a record of this schema by the direct path: the value, and how many bytes
+    /// of `payload` follow it. `None` where the direct path does not take this schema or
+    /// refuses the bytes.
+    fn decode_direct<T: DeserializeOwned>(&self, payload: &[u8]) -> Option<(T, usize)> {
+        let mut state = serde_avro_fast::de::DeserializerState::from_slice(payload, self.direct.as_deref()?);
+        let value = T::deserialize(state.deserializer()).ok()?;
+        let rest = state.into_reader().fill_buf().map_or(0, <[u8]>::len);
+        Some((value, rest))
+    }
+
+    /// Appends `value`'s Avro binary by apache-avro's path: resolved against this schema
+    /// (defaults filled in, promotions applied), then encoded.
+    fn encode_value(&self, value: Value, out: &mut Vec<u8>) -> Result<(), String> {
+        let resolved = value.resolve(&self.schema).map_err(|e| e.to_string())?;
+        let payload = apache_avro::to_avro_datum(&self.schema, resolved).map_err(|e| e.to_string())?;
+        out.extend_from_slice(&payload);
+        Ok(())
     }
 
     /// The parsed schema.
@@ -80,7 +152,14 @@ struct AvroCore {
     /// The id of `schema` under its subject, once known (not with `use.latest.version`).
     own_id: OnceLock<u32>,
     /// Writer schemas by id, parsed.
-    writers: Mutex<HashMap<u32, Arc<AvroSchema>>>,
+    writers: Mutex<HashMap<u32, Writer>>,
+}
+
+/// A writer schema, and whether it is the core's own schema (no resolution to read it).
+#[derive(Clone)]
+struct Writer {
+    schema: Arc<AvroSchema>,
+    is_reader: bool,
 }
 
 impl AvroCore {
@@ -119,14 +198,14 @@ impl AvroCore {
             .map_err(RegistrySerdeError::Subject)
     }
 
-    fn writer_by_id(&self, id: u32) -> Result<Arc<AvroSchema>, RegistrySerdeError> {
-        if let Some(s) = self
+    fn writer_by_id(&self, id: u32) -> Result<Writer, RegistrySerdeError> {
+        if let Some(w) = self
             .writers
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(&id)
         {
-            return Ok(Arc::clone(s));
+            return Ok(w.clone());
         }
         let registered = self.client.schema_by_id(id)?;
         if registered.schema_type != SchemaType::Avro {
@@ -137,11 +216,15 @@ impl AvroCore {
             });
         }
         let parsed = Arc::new(AvroSchema::parse_with_id(&registered.schema, Some(id))?);
+        let writer = Writer {
+            is_reader: self.schema.as_deref().is_some_and(|own| own.same_json(&parsed)),
+            schema: parsed,
+        };
         self.writers
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(id, Arc::clone(&parsed));
-        Ok(parsed)
+            .insert(id, writer.clone());
+        Ok(writer)
     }
 
     /// The id and schema to write with.
@@ -150,7 +233,7 @@ impl AvroCore {
         if self.config.use_latest_version {
             let subject = self.subject(own.map(Arc::as_ref))?;
             let latest = self.client.latest_version(&subject)?;
-            return Ok((latest.schema.id, self.writer_by_id(latest.schema.id)?));
+            return Ok((latest.schema.id, self.writer_by_id(latest.schema.id)?.schema));
         }
         let Some(own) = own else {
             return Err(RegistrySerdeError::Encode(
@@ -173,35 +256,46 @@ impl AvroCore {
         Ok((id, Arc::clone(own)))
     }
 
-    fn write(&self, value: Value, out: &mut Vec<u8>) -> Result<(), RegistrySerdeError> {
+    /// Writes `value` framed, by apache-avro's path.
+    fn write_value(&self, value: Value, out: &mut Vec<u8>) -> Result<(), RegistrySerdeError> {
         let (id, writer) = self.writer()?;
-        let resolved = value.resolve(writer.schema()).map_err(|e| {
-            RegistrySerdeError::Encode(format!("value does not match writer schema id {id}: {e}"))
-        })?;
-        let payload = apache_avro::to_avro_datum(writer.schema(), resolved)
-            .map_err(|e| RegistrySerdeError::Encode(e.to_string()))?;
+        let start = out.len();
         wire::write_header(id, out);
-        out.extend_from_slice(&payload);
-        Ok(())
+        writer.encode_value(value, out).map_err(|e| {
+            out.truncate(start);
+            RegistrySerdeError::Encode(format!("value does not match writer schema id {id}: {e}"))
+        })
     }
 
-    fn read(&self, bytes: &[u8]) -> Result<Value, RegistrySerdeError> {
+    /// Reads a framed record through apache-avro into a [`Value`] of the reader schema.
+    fn read_value(&self, bytes: &[u8]) -> Result<Value, RegistrySerdeError> {
         let (id, mut payload) = wire::split(bytes)?;
         let writer = self.writer_by_id(id)?;
-        let reader = self.schema.as_deref().map(AvroSchema::schema);
-        let value = apache_avro::from_avro_datum(writer.schema(), &mut payload, reader).map_err(|e| {
-            RegistrySerdeError::Decode {
-                id,
-                message: e.to_string(),
-            }
-        })?;
-        if !payload.is_empty() {
-            return Err(RegistrySerdeError::Decode {
-                id,
-                message: format!("{} bytes left over after the record", payload.len()),
-            });
-        }
+        // The same schema needs no resolution, which apache-avro would do all the same.
+        let reader = match writer.is_reader {
+            true => None,
+            false => self.schema.as_deref().map(AvroSchema::schema),
+        };
+        let value =
+            apache_avro::from_avro_datum(writer.schema.schema(), &mut payload, reader).map_err(|e| {
+                RegistrySerdeError::Decode {
+                    id,
+                    message: e.to_string(),
+                }
+            })?;
+        left_over(id, payload.len())?;
         Ok(value)
+    }
+}
+
+/// Fails if a record's payload has `rest` bytes after its value.
+fn left_over(id: u32, rest: usize) -> Result<(), RegistrySerdeError> {
+    match rest {
+        0 => Ok(()),
+        n => Err(RegistrySerdeError::Decode {
+            id,
+            message: format!("{n} bytes left over after the record"),
+        }),
     }
 }
 
@@ -258,15 +352,33 @@ impl<T: Serialize + DeserializeOwned> AvroSerde<T> {
 
     /// Serializes `value` into `out` (header and Avro binary), with the typed error.
     pub fn try_serialize_into(&self, value: &T, out: &mut Vec<u8>) -> Result<(), RegistrySerdeError> {
+        let (id, writer) = self.core.writer()?;
+        let start = out.len();
+        wire::write_header(id, out);
+        if writer.encode_direct(value, out) {
+            return Ok(());
+        }
+        // apache-avro's path decides: it fills in defaults, or names the mismatch.
+        out.truncate(start);
         let value = apache_avro::to_value(value).map_err(|e| RegistrySerdeError::Encode(e.to_string()))?;
-        self.core.write(value, out)
+        self.core.write_value(value, out)
     }
 
     /// Deserializes a framed record, with the typed error.
     pub fn try_deserialize(&self, bytes: &[u8]) -> Result<T, RegistrySerdeError> {
-        let value = self.core.read(bytes)?;
+        let (id, payload) = wire::split(bytes)?;
+        let writer = self.core.writer_by_id(id)?;
+        if writer.is_reader
+            && let Some((value, rest)) = writer.schema.decode_direct(payload)
+        {
+            left_over(id, rest)?;
+            return Ok(value);
+        }
+        // Another schema (resolution), or bytes the direct path refuses: apache-avro's
+        // path decides, and words any error.
+        let value = self.core.read_value(bytes)?;
         apache_avro::from_value(&value).map_err(|e| RegistrySerdeError::Decode {
-            id: wire::split(bytes).map(|(id, _)| id).unwrap_or_default(),
+            id,
             message: format!("cannot convert to the target type: {e}"),
         })
     }
@@ -307,112 +419,21 @@ impl GenericAvroSerde {
     /// The writer schema of a framed record, fetched by its id (once per id).
     pub fn writer_schema(&self, bytes: &[u8]) -> Result<Arc<AvroSchema>, RegistrySerdeError> {
         let (id, _) = wire::split(bytes)?;
-        self.core.writer_by_id(id)
+        Ok(self.core.writer_by_id(id)?.schema)
     }
 
     /// Serializes `value` into `out`, with the typed error.
     pub fn try_serialize_into(&self, value: &Value, out: &mut Vec<u8>) -> Result<(), RegistrySerdeError> {
-        self.core.write(value.clone(), out)
+        self.core.write_value(value.clone(), out)
     }
 
     /// Deserializes a framed record, with the typed error.
     pub fn try_deserialize(&self, bytes: &[u8]) -> Result<Value, RegistrySerdeError> {
-        self.core.read(bytes)
+        self.core.read_value(bytes)
     }
 }
 
 serde_through_try!("GenericAvroSerde", [] GenericAvroSerde => Value);
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use streams_state::Serde;
-
-    use super::*;
-    use crate::config::RegistryConfig;
-    use crate::error::{RegistryError, WireError};
-
-    const SCHEMA: &str = r#"{"type":"record","name":"P","fields":[{"name":"x","type":"long"}]}"#;
-
-    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-    struct P {
-        x: i64,
-    }
-
-    /// A client of a registry that is not there, failing fast.
-    fn nowhere() -> SchemaRegistryClient {
-        let mut config = RegistryConfig::new("http://127.0.0.1:9");
-        config.max_retries = 1;
-        config.retry_wait = Duration::from_millis(1);
-        SchemaRegistryClient::new(config).unwrap()
-    }
-
-    #[test]
-    fn bad_frames_fail_before_any_request() {
-        let client = nowhere();
-        let serde = AvroSerde::<P>::new(
-            client.clone(),
-            SerdeConfig::default(),
-            "t",
-            RecordPart::Value,
-            SCHEMA,
-        )
-        .unwrap();
-        assert_eq!(
-            serde.try_deserialize(b"\x07\x00\x00\x00\x01\x02").unwrap_err(),
-            RegistrySerdeError::Wire(WireError::UnknownMagicByte { byte: 7 })
-        );
-        assert_eq!(
-            serde.try_deserialize(b"").unwrap_err(),
-            RegistrySerdeError::Wire(WireError::TooShort { len: 0 })
-        );
-        let e = Serde::deserialize(&serde, b"\x00\x01").unwrap_err();
-        assert_eq!(e.serde, "AvroSerde");
-        assert!(e.message.contains("too short"), "{}", e.message);
-        assert_eq!(client.http_requests(), 0);
-    }
-
-    #[test]
-    fn unreachable_registry_is_named() {
-        let serde =
-            AvroSerde::<P>::new(nowhere(), SerdeConfig::default(), "t", RecordPart::Value, SCHEMA).unwrap();
-        let e = serde
-            .try_serialize_into(&P { x: 1 }, &mut Vec::new())
-            .unwrap_err();
-        assert!(
-            matches!(
-                e,
-                RegistrySerdeError::Registry(RegistryError::Unreachable { attempts: 2, .. })
-            ),
-            "{e:?}"
-        );
-        let e = serde.try_deserialize(&wire::frame(1, b"\x02")).unwrap_err();
-        assert!(
-            matches!(e, RegistrySerdeError::Registry(RegistryError::Unreachable { .. })),
-            "{e:?}"
-        );
-    }
-
-    #[test]
-    fn invalid_schemas_and_subjects() {
-        let e = AvroSerde::<P>::new(nowhere(), SerdeConfig::default(), "t", RecordPart::Value, "{nope")
-            .unwrap_err();
-        assert!(
-            matches!(e, RegistrySerdeError::Schema { format: "AVRO", .. }),
-            "{e:?}"
-        );
-        let record = SerdeConfig {
-            subject_name_strategy: crate::SubjectNameStrategy::Record,
-            ..SerdeConfig::default()
-        };
-        let serde = AvroSerde::<i64>::new(nowhere(), record, "t", RecordPart::Key, r#""long""#).unwrap();
-        assert!(matches!(serde.subject(), Err(RegistrySerdeError::Subject(_))));
-        let generic =
-            GenericAvroSerde::new(nowhere(), SerdeConfig::default(), "t", RecordPart::Value, None).unwrap();
-        assert!(matches!(
-            generic.try_serialize_into(&Value::Long(1), &mut Vec::new()),
-            Err(RegistrySerdeError::Encode(_))
-        ));
-    }
-}
+mod tests;
