@@ -127,14 +127,7 @@ impl<T: Serialize + DeserializeOwned> JsonSchemaSerde<T> {
         if let Some(known) = self.known.lock().unwrap_or_else(PoisonError::into_inner).get(&id) {
             return Ok(known.clone());
         }
-        let registered = self.client.schema_by_id(id)?;
-        if registered.schema_type != SchemaType::Json {
-            return Err(RegistrySerdeError::SchemaType {
-                id,
-                expected: "JSON",
-                actual: registered.schema_type.as_str().to_owned(),
-            });
-        }
+        let registered = self.client.schema_of_type(id, SchemaType::Json)?;
         let validator = if self.config.json_fail_invalid_schema {
             let schema =
                 serde_json::from_str(&registered.schema).map_err(|e| RegistrySerdeError::Schema {

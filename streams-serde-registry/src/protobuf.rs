@@ -293,14 +293,7 @@ impl<M: prost::Message + Default> ProtobufSerde<M> {
         if known(&self.checked.lock().unwrap_or_else(PoisonError::into_inner)) {
             return Ok(());
         }
-        let registered = self.client.schema_by_id(id)?;
-        if registered.schema_type != SchemaType::Protobuf {
-            return Err(RegistrySerdeError::SchemaType {
-                id,
-                expected: "PROTOBUF",
-                actual: registered.schema_type.as_str().to_owned(),
-            });
-        }
+        let registered = self.client.schema_of_type(id, SchemaType::Protobuf)?;
         let writer = ProtobufSchema {
             name: format!("schema-{id}.proto"),
             file: parse_file(&format!("schema-{id}.proto"), &registered.schema, Some(id))?,

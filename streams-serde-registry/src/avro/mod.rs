@@ -207,14 +207,7 @@ impl AvroCore {
         {
             return Ok(w.clone());
         }
-        let registered = self.client.schema_by_id(id)?;
-        if registered.schema_type != SchemaType::Avro {
-            return Err(RegistrySerdeError::SchemaType {
-                id,
-                expected: "AVRO",
-                actual: registered.schema_type.as_str().to_owned(),
-            });
-        }
+        let registered = self.client.schema_of_type(id, SchemaType::Avro)?;
         let parsed = Arc::new(AvroSchema::parse_with_id(&registered.schema, Some(id))?);
         let writer = Writer {
             is_reader: self.schema.as_deref().is_some_and(|own| own.same_json(&parsed)),

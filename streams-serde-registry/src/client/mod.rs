@@ -244,6 +244,24 @@ impl SchemaRegistryClient {
         })
     }
 
+    /// The schema with this id, which must be of type `expected` (what a serde of that
+    /// format can read); as [`schema_by_id`](Self::schema_by_id) otherwise.
+    pub(crate) fn schema_of_type(
+        &self,
+        id: u32,
+        expected: SchemaType,
+    ) -> Result<Arc<RegisteredSchema>, crate::error::RegistrySerdeError> {
+        let registered = self.schema_by_id(id)?;
+        if registered.schema_type != expected {
+            return Err(crate::error::RegistrySerdeError::SchemaType {
+                id,
+                expected: expected.as_str(),
+                actual: registered.schema_type.as_str().to_owned(),
+            });
+        }
+        Ok(registered)
+    }
+
     /// The schema with this id. One request per id and process; cached for good.
     ///
     /// Fails with [`RegistryError::UnknownSchemaId`] when the registry has no such schema.
