@@ -9,30 +9,11 @@
 //! Run: `cargo bench -p streams-benches --bench avro_serde`.
 
 use std::hint::black_box;
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use streams_benches::avro::{Event, SCHEMA};
 use streams_serde_registry::{AvroSerde, RecordPart, SchemaRegistryClient, SerdeConfig};
-
-const SCHEMA: &str = r#"{"type":"record","name":"Event","namespace":"bench","fields":[
-  {"name":"id","type":"long"},{"name":"user","type":"string"},{"name":"item","type":"string"},
-  {"name":"category","type":"string"},{"name":"price","type":"double"},{"name":"quantity","type":"int"},
-  {"name":"ts","type":"long"},{"name":"country","type":"string"},{"name":"gift","type":"boolean"},
-  {"name":"note","type":"string"}]}"#;
-
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-struct Event {
-    id: i64,
-    user: String,
-    item: String,
-    category: String,
-    price: f64,
-    quantity: i32,
-    ts: i64,
-    country: String,
-    gift: bool,
-    note: String,
-}
 
 /// A loopback registry: every POST is answered `{"id":1}`, every GET with `SCHEMA`.
 fn stand_in_registry() -> String {
@@ -41,60 +22,39 @@ fn stand_in_registry() -> String {
     let schema = serde_json::json!({ "schema": SCHEMA }).to_string();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut request = Vec::new();
-            let mut buf = [0u8; 4096];
-            // The head, then as many body bytes as it announces.
-            while let Ok(n) = stream.read(&mut buf) {
-                request.extend_from_slice(&buf[..n]);
-                let text = String::from_utf8_lossy(&request);
-                let Some(head_end) = text.find("\r\n\r\n") else {
-                    if n == 0 {
-                        break;
-                    }
-                    continue;
-                };
-                let length = text[..head_end]
-                    .lines()
-                    .find_map(|l| {
-                        l.to_ascii_lowercase()
-                            .strip_prefix("content-length:")
-                            .map(|v| v.trim().to_owned())
-                    })
-                    .and_then(|v| v.parse::<usize>().ok())
-                    .unwrap_or(0);
-                if n == 0 || request.len() >= head_end + 4 + length {
-                    break;
-                }
-            }
-            let body = if request.starts_with(b"POST") {
-                r#"{"id":1}"#
-            } else {
-                schema.as_str()
-            };
-            let response = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(response.as_bytes());
+            let Ok(stream) = stream else { continue };
+            let _ = answer(stream, &schema);
         }
     });
     url
 }
 
-fn event() -> Event {
-    Event {
-        id: 1_234_567_890,
-        user: "user-00042".into(),
-        item: "item-31337".into(),
-        category: "books".into(),
-        price: 19.99,
-        quantity: 3,
-        ts: 1_764_000_000_000,
-        country: "DE".into(),
-        gift: true,
-        note: "leave at the door, ring twice".into(),
+/// Reads one request (its head line by line, then the body it announces) and answers it.
+fn answer(stream: std::net::TcpStream, schema: &str) -> std::io::Result<()> {
+    let mut reader = BufReader::new(&stream);
+    let (mut line, mut first, mut length) = (String::new(), String::new(), 0usize);
+    while reader.read_line(&mut line)? > 2 {
+        if first.is_empty() {
+            first = line.clone();
+        }
+        if let Some((name, value)) = line.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().unwrap_or(0);
+        }
+        line.clear();
     }
+    reader.read_exact(&mut vec![0; length])?;
+    let body = if first.starts_with("POST") {
+        r#"{"id":1}"#
+    } else {
+        schema
+    };
+    write!(
+        &stream,
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
 }
 
 fn avro(c: &mut Criterion) {
@@ -109,7 +69,7 @@ fn avro(c: &mut Criterion) {
         SCHEMA,
     )
     .expect("serde");
-    let value = event();
+    let value = Event::sample();
     let mut out = Vec::new();
     serde.try_serialize_into(&value, &mut out).expect("serialize");
     let bytes = out.clone();

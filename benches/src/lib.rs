@@ -1,5 +1,7 @@
 //! Benchmark support code shared by the criterion benches and harness binaries.
 
+pub mod avro;
+
 use std::time::Duration;
 
 use rdkafka::error::{KafkaError, KafkaResult, RDKafkaErrorCode};

@@ -44,30 +44,9 @@ impl Processor<String, AvroEvent, String, AvroEvent> for AvroPassThrough {
 }
 
 /// The `avro` workload's value: a 10-field record, as a `serde` type of [`AVRO_SCHEMA`].
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct AvroEvent {
-    id: i64,
-    user: String,
-    item: String,
-    category: String,
-    price: f64,
-    quantity: i32,
-    ts: i64,
-    country: String,
-    gift: bool,
-    note: String,
-}
-
-/// The `avro` workload's schema; also `benches/java`'s, the same text character for character
-/// (the registry gives a different text another id, and the output check compares bytes).
-pub(crate) const AVRO_SCHEMA: &str = concat!(
-    r#"{"type":"record","name":"Event","namespace":"bench","fields":["#,
-    r#"{"name":"id","type":"long"},{"name":"user","type":"string"},"#,
-    r#"{"name":"item","type":"string"},{"name":"category","type":"string"},"#,
-    r#"{"name":"price","type":"double"},{"name":"quantity","type":"int"},"#,
-    r#"{"name":"ts","type":"long"},{"name":"country","type":"string"},"#,
-    r#"{"name":"gift","type":"boolean"},{"name":"note","type":"string"}]}"#
-);
+pub(crate) use streams_benches::avro::Event as AvroEvent;
+/// The `avro` workload's schema; also `benches/java`'s.
+pub(crate) use streams_benches::avro::SCHEMA as AVRO_SCHEMA;
 
 /// The Avro serde of the `avro` workload for `topic`, on the registry at `url`. The subject
 /// is the record's name (`bench.Event`), so input and output share one schema id and a
@@ -92,18 +71,7 @@ pub(crate) fn avro_serde(url: &str, topic: &str) -> Res<streams_serde_registry::
 
 /// The one value every record of the `avro` workload's input carries (about 110 bytes).
 pub(crate) fn avro_value(url: &str) -> Res<Vec<u8>> {
-    let event = AvroEvent {
-        id: 1_234_567_890,
-        user: "user-00042".into(),
-        item: "item-31337".into(),
-        category: "books".into(),
-        price: 19.99,
-        quantity: 3,
-        ts: 1_764_000_000_000,
-        country: "DE".into(),
-        gift: true,
-        note: "leave at the door, ring twice".into(),
-    };
+    let event = AvroEvent::sample();
     Ok(streams_state::Serde::serialize(
         &avro_serde(url, "preload")?,
         &event,
