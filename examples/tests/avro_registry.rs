@@ -1,6 +1,8 @@
-//! The Avro orders (`streams_examples::orders`) against the real broker and a real schema
-//! registry (each skipped without its address; see `streams_test_utils::kafka::require_kafka`
-//! and `STREAMS_TEST_SCHEMA_REGISTRY`): 20,000 orders of 200 customers over 3 partitions and
+//! Avro through a real schema registry on the real broker (each skipped without its address;
+//! see `streams_test_utils::kafka::require_kafka` and `STREAMS_TEST_SCHEMA_REGISTRY`): the
+//! Avro orders example here, and Avro keys of a windowed store in [`windowed`].
+//!
+//! The orders (`streams_examples::orders`): 20,000 orders of 200 customers over 3 partitions and
 //! 2 stream threads, with four unreadable records among them. The totals topic must end
 //! holding exactly the totals computed from the orders, and the dead-letter topic exactly
 //! the four bad records, byte for byte, each with the reason it was refused.
@@ -10,6 +12,11 @@ use std::time::Duration;
 use streams_examples::orders::{OrderPlan, RunOptions, run};
 use streams_test_utils::kafka;
 
+#[path = "avro_registry/windowed.rs"]
+mod windowed;
+
+/// The registry's URL from `STREAMS_TEST_SCHEMA_REGISTRY`; `None` (the test skips) without
+/// it, unless `STREAMS_REQUIRE_SCHEMA_REGISTRY=1`.
 fn registry(test: &str) -> Option<String> {
     match std::env::var("STREAMS_TEST_SCHEMA_REGISTRY") {
         Ok(url) if !url.is_empty() => Some(url),

@@ -1,6 +1,4 @@
-//! Registry serdes as the keys of a windowed store, against the real broker and a real schema
-//! registry (each skipped without its address; see `streams_test_utils::kafka::require_kafka`
-//! and `STREAMS_TEST_SCHEMA_REGISTRY`).
+//! Registry serdes as the keys of a windowed store.
 //!
 //! Sales keyed by an Avro record (`Till`) are summed per key in 10-second windows. The
 //! window store's changelog keys embed the Avro-framed key; the output's keys are
@@ -46,20 +44,6 @@ struct Sale {
 struct Total {
     sales: i64,
     cents: i64,
-}
-
-fn registry(test: &str) -> Option<String> {
-    match std::env::var("STREAMS_TEST_SCHEMA_REGISTRY") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("STREAMS_REQUIRE_SCHEMA_REGISTRY").as_deref() != Ok("1"),
-                "{test}: STREAMS_REQUIRE_SCHEMA_REGISTRY=1 but STREAMS_TEST_SCHEMA_REGISTRY is not set"
-            );
-            eprintln!("{test}: skipped: STREAMS_TEST_SCHEMA_REGISTRY is not set");
-            None
-        }
-    }
 }
 
 /// The topics and the registry of one run.
@@ -219,7 +203,9 @@ fn avro_keys_of_a_windowed_store_survive_its_changelog() {
     let Some(bootstrap) = kafka::require_kafka(test) else {
         return;
     };
-    let Some(url) = registry(test) else { return };
+    let Some(url) = super::registry(test) else {
+        return;
+    };
     let run = Run {
         client: SchemaRegistryClient::from_properties([("schema.registry.url", url.as_str())]).unwrap(),
         app_id: kafka::unique_name("avro-windowed"),
