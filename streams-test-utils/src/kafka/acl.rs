@@ -16,22 +16,20 @@
 //! # Ok::<(), streams_test_utils::kafka::TestKafkaError>(())
 //! ```
 
+#[cfg(test)]
+mod tests;
+mod wire;
+
 use std::fmt;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{TestKafkaError, TestResult, timeout_error};
+use wire::{Connection, Reader, put_compact_string, put_uvarint};
 
 /// The API key of `DescribeAcls`.
 const DESCRIBE_ACLS: i16 = 29;
 /// The API key of `CreateAcls`.
 const CREATE_ACLS: i16 = 30;
-/// The version of both requests: the first flexible one.
-const VERSION: i16 = 2;
-/// The largest response accepted.
-const MAX_RESPONSE: usize = 16 * 1024 * 1024;
 
 /// The kind of resource an ACL is about (Kafka's `ResourceType` codes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -385,230 +383,4 @@ fn describe_on(conn: &mut Connection) -> TestResult<Vec<AclBinding>> {
         r.skip_tagged()?;
     }
     Ok(out)
-}
-
-/// One connection to a broker, sending requests one at a time.
-struct Connection {
-    stream: TcpStream,
-    address: SocketAddr,
-}
-
-impl Connection {
-    fn open(bootstrap: &str, timeout: Duration) -> TestResult<Self> {
-        let first = bootstrap.split(',').next().unwrap_or_default().trim();
-        let address = first
-            .to_socket_addrs()
-            .ok()
-            .and_then(|mut a| a.next())
-            .ok_or_else(|| TestKafkaError::Failed {
-                what: "ACL request".into(),
-                detail: format!("`{first}` is not a host:port address"),
-            })?;
-        let io = |e: std::io::Error| TestKafkaError::Failed {
-            what: format!("ACL request to {address}"),
-            detail: e.to_string(),
-        };
-        let stream = TcpStream::connect_timeout(&address, timeout).map_err(io)?;
-        stream.set_read_timeout(Some(timeout)).map_err(io)?;
-        stream.set_write_timeout(Some(timeout)).map_err(io)?;
-        Ok(Self { stream, address })
-    }
-
-    /// Sends a request (flexible header, version [`VERSION`]) and returns the response body.
-    fn call(&mut self, api_key: i16, body: &[u8]) -> TestResult<Vec<u8>> {
-        static CORRELATION: AtomicI32 = AtomicI32::new(1);
-        let correlation = CORRELATION.fetch_add(1, Ordering::Relaxed);
-        let client_id = b"streams-test-acl";
-        let mut request = Vec::with_capacity(body.len() + 40);
-        request.extend(api_key.to_be_bytes());
-        request.extend(VERSION.to_be_bytes());
-        request.extend(correlation.to_be_bytes());
-        request.extend((client_id.len() as i16).to_be_bytes());
-        request.extend(client_id);
-        request.push(0); // header tagged fields
-        request.extend(body);
-        let io = |e: std::io::Error| TestKafkaError::Failed {
-            what: format!("ACL request (API key {api_key}) to {}", self.address),
-            detail: e.to_string(),
-        };
-        let size = i32::try_from(request.len()).unwrap_or(i32::MAX);
-        self.stream.write_all(&size.to_be_bytes()).map_err(io)?;
-        self.stream.write_all(&request).map_err(io)?;
-        let mut size = [0u8; 4];
-        self.stream.read_exact(&mut size).map_err(io)?;
-        let size = usize::try_from(i32::from_be_bytes(size)).unwrap_or(0);
-        if !(5..=MAX_RESPONSE).contains(&size) {
-            return Err(TestKafkaError::Failed {
-                what: format!("ACL request (API key {api_key}) to {}", self.address),
-                detail: format!("response of {size} bytes"),
-            });
-        }
-        let mut response = vec![0u8; size];
-        self.stream.read_exact(&mut response).map_err(io)?;
-        let mut r = Reader::new(&response);
-        let answered = r.i32()?;
-        if answered != correlation {
-            return Err(TestKafkaError::Failed {
-                what: format!("ACL request (API key {api_key}) to {}", self.address),
-                detail: format!("answer to request {answered}, expected {correlation}"),
-            });
-        }
-        r.skip_tagged()?;
-        Ok(response[r.at..].to_vec())
-    }
-}
-
-fn put_uvarint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn put_compact_string(out: &mut Vec<u8>, s: Option<&str>) {
-    match s {
-        Some(s) => {
-            put_uvarint(out, s.len() as u64 + 1);
-            out.extend(s.as_bytes());
-        }
-        None => put_uvarint(out, 0),
-    }
-}
-
-/// Reads a response body.
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn new(bytes: &'a [u8]) -> Self {
-        Self { bytes, at: 0 }
-    }
-
-    fn take(&mut self, n: usize) -> TestResult<&'a [u8]> {
-        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
-        let Some(end) = end else {
-            return Err(TestKafkaError::Failed {
-                what: "ACL response".into(),
-                detail: format!("truncated at byte {} of {}", self.at, self.bytes.len()),
-            });
-        };
-        let slice = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(slice)
-    }
-
-    fn i8(&mut self) -> TestResult<i8> {
-        Ok(self.take(1)?[0] as i8)
-    }
-
-    fn i16(&mut self) -> TestResult<i16> {
-        let b = self.take(2)?;
-        Ok(i16::from_be_bytes([b[0], b[1]]))
-    }
-
-    fn i32(&mut self) -> TestResult<i32> {
-        let b = self.take(4)?;
-        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    }
-
-    fn uvarint(&mut self) -> TestResult<u64> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = self.take(1)?[0];
-            v |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err(TestKafkaError::Failed {
-            what: "ACL response".into(),
-            detail: "malformed varint".into(),
-        })
-    }
-
-    /// A compact array's length (a null array reads as empty).
-    fn compact_len(&mut self) -> TestResult<usize> {
-        Ok(usize::try_from(self.uvarint()?.saturating_sub(1)).unwrap_or(0))
-    }
-
-    fn compact_string(&mut self) -> TestResult<Option<String>> {
-        match self.uvarint()? {
-            0 => Ok(None),
-            n => {
-                let len = usize::try_from(n - 1).unwrap_or(usize::MAX);
-                Ok(Some(String::from_utf8_lossy(self.take(len)?).into_owned()))
-            }
-        }
-    }
-
-    fn skip_tagged(&mut self) -> TestResult<()> {
-        for _ in 0..self.uvarint()? {
-            let _tag = self.uvarint()?;
-            let size = usize::try_from(self.uvarint()?).unwrap_or(usize::MAX);
-            self.take(size)?;
-        }
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn varints_and_compact_strings_round_trip() {
-        let mut out = Vec::new();
-        put_uvarint(&mut out, 300);
-        put_compact_string(&mut out, Some("topic"));
-        put_compact_string(&mut out, None);
-        let mut r = Reader::new(&out);
-        assert_eq!(r.uvarint().unwrap(), 300);
-        assert_eq!(r.compact_string().unwrap().as_deref(), Some("topic"));
-        assert_eq!(r.compact_string().unwrap(), None);
-        assert!(r.i8().is_err(), "nothing left");
-    }
-
-    #[test]
-    fn the_documented_set_covers_internal_topics_group_transactions_input_and_output() {
-        let acls = streams_application("User:s", "app", &["in"], &["out"], true);
-        let has = |t, name: &str, p, op| acls.contains(&AclBinding::new(t, name, p, "User:s", op));
-        assert!(has(
-            ResourceType::Topic,
-            "app",
-            PatternType::Prefixed,
-            Operation::Create
-        ));
-        assert!(has(
-            ResourceType::Group,
-            "app",
-            PatternType::Prefixed,
-            Operation::Read
-        ));
-        assert!(has(
-            ResourceType::TransactionalId,
-            "app",
-            PatternType::Prefixed,
-            Operation::Write
-        ));
-        assert!(has(
-            ResourceType::Topic,
-            "in",
-            PatternType::Literal,
-            Operation::Read
-        ));
-        assert!(has(
-            ResourceType::Topic,
-            "out",
-            PatternType::Literal,
-            Operation::Write
-        ));
-        assert_eq!(acls.len(), 6 + 2 + 2 + 1 + 1);
-        assert_eq!(
-            streams_application("User:s", "app", &["in"], &["out"], false).len(),
-            10
-        );
-    }
 }
