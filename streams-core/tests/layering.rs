@@ -2,6 +2,9 @@
 //! before it. This test reads every `crate::` path in `src/` (outside comments and test
 //! modules) and fails on any against the grain, naming the file and line.
 //!
+//! It also holds every Rust file of the workspace to at most 600 lines: a file past that is
+//! two concerns and becomes two files.
+//!
 //! Run it alone with `cargo test -p streams-core --test layering`.
 
 use std::path::{Path, PathBuf};
@@ -153,6 +156,9 @@ fn violation(from: &str, to: &str) -> Option<String> {
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("read src/") {
         let path = entry.expect("dir entry").path();
+        if path.is_dir() && path.file_name().is_some_and(|n| n == "target") {
+            continue;
+        }
         if path.is_dir() {
             rust_files(&path, out);
         } else if path.extension().is_some_and(|e| e == "rs") {
@@ -253,4 +259,41 @@ fn the_rules_reject_what_they_should() {
     assert!(violation("runtime", "engine").is_none());
     assert!(violation("metrics", "engine").is_none());
     assert!(violation("topology", "model").is_none());
+}
+
+/// The most lines a Rust file of the workspace may have.
+const MAX_LINES: usize = 600;
+
+#[test]
+fn no_rust_file_is_over_600_lines() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for member in [
+        "streams-core",
+        "streams-state",
+        "streams-dsl",
+        "streams-test-utils",
+        "streams-serde-registry",
+        "examples",
+        "benches",
+    ] {
+        rust_files(&workspace.join(member), &mut files);
+    }
+    assert!(files.len() > 100, "found only {} Rust files", files.len());
+    let mut long: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let lines = std::fs::read_to_string(f)
+                .expect("read a Rust file")
+                .lines()
+                .count();
+            (lines > MAX_LINES).then(|| format!("{} ({lines} lines)", f.display()))
+        })
+        .collect();
+    long.sort();
+    assert!(
+        long.is_empty(),
+        "files over {MAX_LINES} lines, split them by concern:\n{}",
+        long.join("\n")
+    );
 }
