@@ -260,10 +260,10 @@ impl AvroCore {
         })
     }
 
-    /// Reads a framed record through apache-avro into a [`Value`] of the reader schema.
-    fn read_value(&self, bytes: &[u8]) -> Result<Value, RegistrySerdeError> {
-        let (id, mut payload) = wire::split(bytes)?;
-        let writer = self.writer_by_id(id)?;
+    /// Reads a record through apache-avro into a [`Value`] of the reader schema.
+    /// `id` and `writer` are the record's schema id and writer schema, `payload` what
+    /// follows the header.
+    fn read_value(&self, id: u32, writer: &Writer, mut payload: &[u8]) -> Result<Value, RegistrySerdeError> {
         // The same schema needs no resolution, which apache-avro would do all the same.
         let reader = match writer.is_reader {
             true => None,
@@ -369,7 +369,7 @@ impl<T: Serialize + DeserializeOwned> AvroSerde<T> {
         }
         // Another schema (resolution), or bytes the direct path refuses: apache-avro's
         // path decides, and words any error.
-        let value = self.core.read_value(bytes)?;
+        let value = self.core.read_value(id, &writer, payload)?;
         apache_avro::from_value(&value).map_err(|e| RegistrySerdeError::Decode {
             id,
             message: format!("cannot convert to the target type: {e}"),
@@ -422,7 +422,9 @@ impl GenericAvroSerde {
 
     /// Deserializes a framed record, with the typed error.
     pub fn try_deserialize(&self, bytes: &[u8]) -> Result<Value, RegistrySerdeError> {
-        self.core.read_value(bytes)
+        let (id, payload) = wire::split(bytes)?;
+        let writer = self.core.writer_by_id(id)?;
+        self.core.read_value(id, &writer, payload)
     }
 }
 
