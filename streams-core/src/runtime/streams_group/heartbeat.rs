@@ -45,6 +45,10 @@ pub(crate) struct Heartbeat {
     status: Option<Vec<GroupStatus>>,
     /// Since when the group's status reports a fatal condition (see [`status_failure`]).
     failing_status_since: Option<Instant>,
+    /// Since when every heartbeat has been answered UNKNOWN_SERVER_ERROR.
+    server_error_since: Option<Instant>,
+    /// How long UNKNOWN_SERVER_ERROR answers may last before the member fails.
+    pub(crate) server_error_grace: Duration,
     /// The endpoint information epoch the coordinator last sent.
     endpoint_epoch: i32,
 }
@@ -61,6 +65,8 @@ impl Heartbeat {
             delivered: None,
             status: None,
             failing_status_since: None,
+            server_error_since: None,
+            server_error_grace: SERVER_ERROR_GRACE,
             endpoint_epoch: 0,
         }
     }
@@ -138,7 +144,17 @@ impl Heartbeat {
     ) -> Result<Duration, StreamsError> {
         let group = &self.settings.group_id;
         match resp.error_code {
-            0 => {}
+            0 => self.server_error_since = None,
+            // UNKNOWN_SERVER_ERROR: an exception in the coordinator. Apache Kafka 4.3 throws
+            // one for a new group's first heartbeats while the group is being set up (a
+            // member's endpoint not yet in the group's endpoint map): only one that lasts
+            // fails the member.
+            -1 if self.server_error_since.get_or_insert_with(Instant::now).elapsed()
+                < self.server_error_grace =>
+            {
+                tracing::warn!(group = %group, member = %self.member_id, "heartbeat: {}; retrying", codec_error(&resp));
+                return Ok(RETRY_BACKOFF);
+            }
             // FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID: rejoin with nothing.
             110 | 25 => {
                 tracing::warn!(
@@ -408,6 +424,9 @@ pub(crate) fn fatal(group: &str, code: i16, message: Option<&str>) -> Option<Str
 
 /// How long a fatal group status may last before the member fails.
 const STATUS_GRACE: Duration = Duration::from_secs(10);
+
+/// How long heartbeats may be answered UNKNOWN_SERVER_ERROR before the member fails.
+const SERVER_ERROR_GRACE: Duration = Duration::from_secs(10);
 
 /// The fatal condition a group status reports, as Kafka Streams treats them: missing
 /// source topics and incorrectly partitioned topics fail the thread (nothing of the

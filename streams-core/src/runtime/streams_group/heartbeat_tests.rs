@@ -284,3 +284,56 @@ fn a_member_whose_thread_does_not_poll_leaves_and_loses_its_tasks() {
     shared.wake.notify_all();
     thread.join().expect("no panic");
 }
+
+/// A heartbeat response: UNKNOWN_SERVER_ERROR (-1), no assignment.
+#[rustfmt::skip]
+const SERVER_ERROR: &[u8] = &[
+    0, 0, 0, 0, 0xff, 0xff, 0x00, 0x02, b'm', // ThrottleTimeMs, ErrorCode -1, ErrorMessage, MemberId
+    0, 0, 0, 0, 0, 0, 0, 50,                  // MemberEpoch 0, HeartbeatIntervalMs 50
+    0, 0, 0, 0, 0, 0, 0, 0,                   // AcceptableRecoveryLag, TaskOffsetIntervalMs
+    0x00, 0x00, 0x00, 0x00,                   // Status, Active, Standby, Warmup tasks null
+    0, 0, 0, 0,                               // EndpointInformationEpoch
+    0x00, 0x00,                               // PartitionsByUserEndpoint null; no tags
+];
+
+/// A coordinator that throws on a new group's first heartbeats answers
+/// UNKNOWN_SERVER_ERROR: the member joins once it answers, and fails only when the errors
+/// last past the grace period.
+#[test]
+fn unknown_server_errors_fail_the_member_only_when_they_last() {
+    let (addr, _seen) = broker(vec![SERVER_ERROR, SERVER_ERROR, GOOD]);
+    let mut hb = Heartbeat::new(settings(&addr), "member".into());
+    let mut st = State::default();
+    for _ in 0..2 {
+        let resp = hb.exchange(&hb.request(&st)).expect("answered");
+        assert_eq!(hb.handle(resp, &mut st).expect("retried"), RETRY_BACKOFF);
+        assert_eq!(st.epoch, 0);
+    }
+    let resp = hb.exchange(&hb.request(&st)).expect("answered");
+    hb.handle(resp, &mut st).expect("joined");
+    assert_eq!(st.epoch, 1);
+
+    // Errors that outlast the grace fail it, naming the error.
+    let (addr, _seen) = broker(vec![SERVER_ERROR]);
+    let mut hb = Heartbeat::new(settings(&addr), "member".into());
+    hb.server_error_grace = Duration::from_millis(100);
+    let mut st = State::default();
+    let resp = hb.exchange(&hb.request(&st)).expect("answered");
+    hb.handle(resp, &mut st).expect("retried at first");
+    std::thread::sleep(Duration::from_millis(150));
+    let resp = hb.exchange(&hb.request(&st)).expect("answered");
+    let e = hb
+        .handle(resp, &mut st)
+        .expect_err("fails once the grace is over");
+    assert!(
+        matches!(
+            e,
+            StreamsError::StreamsGroup {
+                kind: StreamsGroupFailure::Protocol,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("UnknownServerError (-1)"), "{e}");
+}
