@@ -197,13 +197,37 @@ impl Instance {
     pub fn leave(&mut self) {
         let mut running = self.running.take().expect("running");
         super::send_signal(&running.child, "TERM");
-        let exit = super::wait_exit(&mut running.child, Duration::from_secs(60)).unwrap_or_else(|| {
+        // A close that takes this long is stuck: its stacks, taken while it still runs
+        // (the application gives up after its 30 s close timeout), name the call.
+        let mut exit = super::wait_exit(&mut running.child, Duration::from_secs(20));
+        if exit.is_none() {
+            self.append_stacks(&running.child);
+            exit = super::wait_exit(&mut running.child, Duration::from_secs(40));
+        }
+        let exit = exit.unwrap_or_else(|| {
             let _ = running.child.kill();
             self.fail(format_args!("still running 60 s after SIGTERM"))
         });
         let lines = running.join();
         if !(exit.success() && lines.iter().any(|l| l == "SIGTERM: closed cleanly")) {
             self.fail(format_args!("after SIGTERM: {exit}, output {lines:?}"));
+        }
+    }
+
+    /// Appends the thread stacks of its running process to its log (`gdb`, where
+    /// installed: they name the call a stream thread is blocked in).
+    fn append_stacks(&self, child: &Child) {
+        let pid = child.id().to_string();
+        let stacks = Command::new("timeout")
+            .args(["120", "gdb", "-batch", "-p", &pid, "-ex", "thread apply all bt"])
+            .stdin(Stdio::null())
+            .output();
+        let text = match stacks {
+            Ok(out) => String::from_utf8_lossy(&out.stdout).into_owned(),
+            Err(e) => format!("gdb: {e}"),
+        };
+        if let Ok(mut log) = OpenOptions::new().append(true).open(&self.log) {
+            let _ = write!(log, "==== {} (pid {pid}): thread stacks\n{text}", self.name);
         }
     }
 
@@ -291,18 +315,7 @@ pub fn logs_of(instances: &[Instance]) -> String {
 pub fn stalled(instances: &[Instance], what: &str) -> ! {
     for instance in instances {
         if let Some(running) = &instance.running {
-            let pid = running.child.id().to_string();
-            let stacks = Command::new("timeout")
-                .args(["120", "gdb", "-batch", "-p", &pid, "-ex", "thread apply all bt"])
-                .stdin(Stdio::null())
-                .output();
-            let text = match stacks {
-                Ok(out) => String::from_utf8_lossy(&out.stdout).into_owned(),
-                Err(e) => format!("gdb: {e}"),
-            };
-            if let Ok(mut log) = OpenOptions::new().append(true).open(&instance.log) {
-                let _ = write!(log, "==== {} (pid {pid}): thread stacks\n{text}", instance.name);
-            }
+            instance.append_stacks(&running.child);
         }
     }
     panic!(

@@ -111,6 +111,12 @@ impl ClientContext for ThreadContext {
 /// Whether `consumer`'s assignment changes come partition by partition: cooperative
 /// rebalances (`group.protocol=consumer`), and the runtime's own assignments under the
 /// streams protocol (the consumer joins no group, so librdkafka knows no protocol).
+///
+/// It asks librdkafka's group thread and waits for the answer, without a timeout: a
+/// rebalance callback asks once, before it applies the assignment (the group waits for it
+/// then). After the assignment is applied, a closing consumer's group may already be gone,
+/// and librdkafka drops a question put to it at that moment unanswered: the thread would
+/// wait for ever (librdkafka issue 4041).
 fn incremental<C: ConsumerContext>(consumer: &BaseConsumer<C>) -> bool {
     !matches!(consumer.rebalance_protocol(), RebalanceProtocol::Eager)
 }
@@ -126,7 +132,7 @@ impl ConsumerContext for ThreadContext {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => Rebalance::Revoke(tpl),
             other => Rebalance::Error(KafkaError::Rebalance(other.into())),
         };
-        self.pre_rebalance(consumer, &rebalance);
+        self.before(consumer, &rebalance);
         let applied = if assign {
             let start = if self.closing.load(Ordering::Relaxed) {
                 tpl.clone()
@@ -159,10 +165,13 @@ impl ConsumerContext for ThreadContext {
                     .get_or_insert(super::restore::kafka_err("applying a rebalance", e));
             });
         }
-        self.post_rebalance(consumer, &rebalance);
+        self.after(consumer, &rebalance, cooperative);
     }
+}
 
-    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+impl ThreadContext {
+    /// Before the assignment changes: revoked tasks commit and suspend.
+    fn before(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         self.generation.fetch_add(1, Ordering::Relaxed);
         if !self.in_rebalance.swap(true, Ordering::Relaxed) {
             self.status.enter_rebalance();
@@ -185,13 +194,19 @@ impl ConsumerContext for ThreadContext {
         }
     }
 
+    /// After the assignment changed (`cooperative` as the callback found it before).
     /// Eager (classic protocol): every revocation is followed by the whole new assignment.
     /// Cooperative (`group.protocol=consumer`): callbacks carry only the partitions added
     /// or revoked, so the task manager is given the whole assignment after each of them;
     /// tasks whose partitions stay keep running.
-    fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+    ///
+    /// A closing consumer's callbacks stop here: its tasks are gone, and the group it
+    /// would ask for the whole assignment may be gone too (see [`incremental`]).
+    fn after(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>, cooperative: bool) {
         self.generation.fetch_add(1, Ordering::Relaxed);
-        let cooperative = incremental(consumer);
+        if self.closing.load(Ordering::Relaxed) {
+            return;
+        }
         let whole = || match consumer.assignment() {
             Ok(a) => Some(a),
             Err(e) => {
@@ -275,8 +290,8 @@ mod tests {
             .create_with_context(context(&status, "b"))
             .unwrap();
         let tpl = TopicPartitionList::new();
-        b.context().pre_rebalance(&b, &Rebalance::Assign(&tpl));
-        b.context().post_rebalance(&b, &Rebalance::Assign(&tpl));
+        b.context().before(&b, &Rebalance::Assign(&tpl));
+        b.context().after(&b, &Rebalance::Assign(&tpl), false);
         assert_eq!(b.context().generation.load(Ordering::Relaxed), 2);
         assert_eq!(a.generation.load(Ordering::Relaxed), 0);
     }
