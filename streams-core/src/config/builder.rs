@@ -7,8 +7,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::display::mask;
-use super::{ProcessingGuarantee, RocksDbConfigSetter, StreamsConfig, keys, parse};
+use super::{ProcessingGuarantee, RocksDbConfigSetter, StreamsConfig, keys, mask, parse};
 use crate::model::error::StreamsError;
 use crate::model::handlers::{ErrorHandling, ErrorPolicy};
 
@@ -201,14 +200,6 @@ impl StreamsConfigBuilder {
     /// Sets `poll.ms`.
     pub fn poll_interval(self, interval: Duration) -> Self {
         self.set(keys::POLL_MS, interval.as_millis().to_string())
-    }
-
-    /// Sets `repartition.purge.interval.ms`.
-    pub fn repartition_purge_interval(self, interval: Duration) -> Self {
-        self.set(
-            keys::REPARTITION_PURGE_INTERVAL_MS,
-            interval.as_millis().to_string(),
-        )
     }
 
     /// Sets `replication.factor` of internal topics (-1 for the broker's default).
