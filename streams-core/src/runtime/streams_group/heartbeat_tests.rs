@@ -162,23 +162,30 @@ fn the_heartbeat_thread_survives_an_undecodable_response() {
     assert!(seen.try_iter().count() >= 2);
 }
 
-/// A heartbeat response: FENCED_MEMBER_EPOCH (110), no assignment.
-#[rustfmt::skip]
-const FENCED: &[u8] = &[
-    0, 0, 0, 0, 0, 110, 0x00, 0x02, b'm', // ThrottleTimeMs, ErrorCode 110, ErrorMessage, MemberId
-    0, 0, 0, 0, 0, 0, 0, 50,              // MemberEpoch 0, HeartbeatIntervalMs 50
-    0, 0, 0, 0, 0, 0, 0, 0,               // AcceptableRecoveryLag, TaskOffsetIntervalMs
-    0x00, 0x00, 0x00, 0x00,               // Status, Active, Standby, Warmup tasks null
-    0, 0, 0, 0,                           // EndpointInformationEpoch
-    0x00, 0x00,                           // PartitionsByUserEndpoint null; no tags
-];
+/// A heartbeat response with error `code`, member epoch 0 and no assignment.
+fn error_response(code: i16) -> &'static [u8] {
+    let [hi, lo] = code.to_be_bytes();
+    #[rustfmt::skip]
+    let bytes = vec![
+        0, 0, 0, 0, hi, lo, 0x00, 0x02, b'm', // ThrottleTimeMs, ErrorCode, ErrorMessage, MemberId
+        0, 0, 0, 0, 0, 0, 0, 50,              // MemberEpoch 0, HeartbeatIntervalMs 50
+        0, 0, 0, 0, 0, 0, 0, 0,               // AcceptableRecoveryLag, TaskOffsetIntervalMs
+        0x00, 0x00, 0x00, 0x00,               // Status, Active, Standby, Warmup tasks null
+        0, 0, 0, 0,                           // EndpointInformationEpoch
+        0x00, 0x00,                           // PartitionsByUserEndpoint null; no tags
+    ];
+    Box::leak(bytes.into_boxed_slice())
+}
+
+/// FENCED_MEMBER_EPOCH.
+const FENCED: i16 = 110;
 
 /// A fenced member that owned tasks does not rejoin until its stream thread has dropped
 /// them: a rejoin would give it a fresh epoch, under which the thread could still commit
 /// the lost tasks' offsets.
 #[test]
 fn a_fenced_member_rejoins_only_after_its_thread_dropped_the_lost_tasks() {
-    let (addr, seen) = broker(vec![FENCED, GOOD]);
+    let (addr, seen) = broker(vec![error_response(FENCED), GOOD]);
     let hb = Heartbeat::new(settings(&addr), "member".into());
     let shared = Arc::new(Shared::default());
     {
@@ -285,23 +292,19 @@ fn a_member_whose_thread_does_not_poll_leaves_and_loses_its_tasks() {
     thread.join().expect("no panic");
 }
 
-/// A heartbeat response: UNKNOWN_SERVER_ERROR (-1), no assignment.
-#[rustfmt::skip]
-const SERVER_ERROR: &[u8] = &[
-    0, 0, 0, 0, 0xff, 0xff, 0x00, 0x02, b'm', // ThrottleTimeMs, ErrorCode -1, ErrorMessage, MemberId
-    0, 0, 0, 0, 0, 0, 0, 50,                  // MemberEpoch 0, HeartbeatIntervalMs 50
-    0, 0, 0, 0, 0, 0, 0, 0,                   // AcceptableRecoveryLag, TaskOffsetIntervalMs
-    0x00, 0x00, 0x00, 0x00,                   // Status, Active, Standby, Warmup tasks null
-    0, 0, 0, 0,                               // EndpointInformationEpoch
-    0x00, 0x00,                               // PartitionsByUserEndpoint null; no tags
-];
+/// UNKNOWN_SERVER_ERROR.
+const SERVER_ERROR: i16 = -1;
 
 /// A coordinator that throws on a new group's first heartbeats answers
 /// UNKNOWN_SERVER_ERROR: the member joins once it answers, and fails only when the errors
 /// last past the grace period.
 #[test]
 fn unknown_server_errors_fail_the_member_only_when_they_last() {
-    let (addr, _seen) = broker(vec![SERVER_ERROR, SERVER_ERROR, GOOD]);
+    let (addr, _seen) = broker(vec![
+        error_response(SERVER_ERROR),
+        error_response(SERVER_ERROR),
+        GOOD,
+    ]);
     let mut hb = Heartbeat::new(settings(&addr), "member".into());
     let mut st = State::default();
     for _ in 0..2 {
@@ -314,7 +317,7 @@ fn unknown_server_errors_fail_the_member_only_when_they_last() {
     assert_eq!(st.epoch, 1);
 
     // Errors that outlast the grace fail it, naming the error.
-    let (addr, _seen) = broker(vec![SERVER_ERROR]);
+    let (addr, _seen) = broker(vec![error_response(SERVER_ERROR)]);
     let mut hb = Heartbeat::new(settings(&addr), "member".into());
     hb.server_error_grace = Duration::from_millis(100);
     let mut st = State::default();
