@@ -225,13 +225,16 @@ fn avro_keys_of_a_windowed_store_survive_its_changelog() {
             })
         })
         .collect();
-    // 120 sales of six tills over three windows; each half touches every window.
+    // 120 sales of six tills over three windows; each half touches every window. The
+    // times are recent (see `recent_minute`): the changelog's segments with records from
+    // 1970 would be deleted by the broker's log cleaner at any moment of the test.
+    let base = kafka::recent_minute(10);
     let sales: Vec<(Till, i64, i64)> = (0..120i64)
         .map(|i| {
             (
                 tills[(i % 6) as usize].clone(),
                 100 + i,
-                1_000 + ((i / 6) % 3) * 10_000 + i,
+                base + 1_000 + ((i / 6) % 3) * 10_000 + i,
             )
         })
         .collect();
