@@ -91,6 +91,15 @@ fn windowed(k: &Windowed<String>) -> String {
     format!("{}@{}/{}", k.key, k.start, k.end)
 }
 
+/// A windowed key as `serde` writes it to a topic, in hex (as the Java program prints it).
+fn key_bytes<S2>(serde: &S2, k: &Windowed<String>) -> String
+where
+    S2: streams_core::state::Serde<Target = Windowed<String>>,
+{
+    let bytes = serde.serialize(k).expect("a windowed key serializes");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Writing a windowed table's updates with keys as [`windowed`] prints them.
 trait ToWindowed<V> {
     /// Writes every update to `topic` with `produced`.

@@ -1,24 +1,25 @@
 //! Windowed keys ([`Windowed`], the window stores' own type) and [`WindowedSerde`], their
 //! serde in topics.
 //!
-//! [`WindowedSerde`] writes the window start first (8 bytes, big-endian with the sign bit
-//! flipped) and then the key's bytes, so byte order is window-start order, then key-byte
-//! order.
+//! [`WindowedSerde`] writes Kafka Streams' time-windowed layout (`TimeWindowedSerializer`):
+//! the key's bytes, then the window start (8 bytes, big-endian), so a Kafka Streams
+//! application reads the windowed keys this one writes, and the reverse.
 
 use std::time::Duration;
 
 pub use streams_state::Windowed;
-use streams_state::{OrderedSerde, Serde, SerdeError};
+use streams_state::{Serde, SerdeError};
 
 use crate::options::{DynSerde, dyn_serde};
 use crate::windowed::windows::millis;
 
-/// Serializes a [`Windowed`] key as the window start (8 bytes, big-endian with the sign bit
-/// flipped, so byte order is time order) followed by the key's bytes. The window size is
-/// needed to read the end back (for sliding windows: the time difference).
+/// Serializes a [`Windowed`] key as Kafka Streams' `TimeWindowedSerde` does: the key's
+/// bytes followed by the window start (8 bytes, big-endian). The window size is needed to
+/// read the end back (for sliding windows: the time difference), as in Kafka Streams.
 ///
-/// Its byte order, and so the order of range queries on a store keyed by it, is window
-/// start, then key bytes.
+/// The key's bytes come first, so its byte order is not the order of (key, start) for every
+/// key serde: a store keyed by it is read in key-byte order, not window order (the window
+/// stores keep their own layout, ordered by key and then start).
 pub struct WindowedSerde<K> {
     inner: DynSerde<K>,
     size_ms: i64,
@@ -44,23 +45,20 @@ impl<K: 'static> WindowedSerde<K> {
     }
 }
 
-fn start_bytes(start: i64) -> [u8; 8] {
-    ((start as u64) ^ (1 << 63)).to_be_bytes()
-}
-
 impl<K: 'static> Serde for WindowedSerde<K> {
     type Target = Windowed<K>;
 
     fn serialize_into(&self, value: &Windowed<K>, out: &mut Vec<u8>) -> Result<(), SerdeError> {
-        out.extend_from_slice(&start_bytes(value.start));
-        self.inner.serialize_into(&value.key, out)
+        self.inner.serialize_into(&value.key, out)?;
+        out.extend_from_slice(&value.start.to_be_bytes());
+        Ok(())
     }
 
     fn deserialize(&self, bytes: &[u8]) -> Result<Windowed<K>, SerdeError> {
-        let (start, key) = bytes
-            .split_first_chunk::<8>()
+        let (key, start) = bytes
+            .split_last_chunk::<8>()
             .ok_or_else(|| SerdeError::new("WindowedSerde", "fewer than 8 bytes"))?;
-        let start = (u64::from_be_bytes(*start) ^ (1 << 63)) as i64;
+        let start = i64::from_be_bytes(*start);
         Ok(Windowed {
             key: self.inner.deserialize(key)?,
             start,
@@ -69,36 +67,26 @@ impl<K: 'static> Serde for WindowedSerde<K> {
     }
 }
 
-/// Byte order is window start, then key bytes.
-impl<K: 'static> OrderedSerde for WindowedSerde<K> {}
-
 #[cfg(test)]
 mod tests {
     use streams_core::serdes::StringSerde;
 
     use super::*;
 
+    /// The bytes of Kafka Streams' `TimeWindowedSerializer` (its `WindowKeySchema.toBinary`
+    /// without a sequence number): the key, then the start as a big-endian long.
     #[test]
-    fn windowed_keys_round_trip_and_sort_by_window_start() {
+    fn windowed_keys_are_kafka_streams_bytes_and_round_trip() {
         let serde = WindowedSerde::new(StringSerde, Duration::from_millis(10));
         let key = |start: i64, k: &str| Windowed {
             key: k.to_owned(),
             start,
             end: start + 10,
         };
-        let keys = [
-            key(-20, "z"),
-            key(-10, "a"),
-            key(0, "b"),
-            key(10, "a"),
-            key(1 << 40, "a"),
-        ];
-        let bytes: Vec<Vec<u8>> = keys.iter().map(|k| serde.serialize(k).unwrap()).collect();
-        let mut sorted = bytes.clone();
-        sorted.sort();
-        assert_eq!(sorted, bytes, "byte order is window-start order");
-        for (k, b) in keys.iter().zip(&bytes) {
-            assert_eq!(&serde.deserialize(b).unwrap(), k);
+        let bytes = serde.serialize(&key(0x0102, "ab")).unwrap();
+        assert_eq!(bytes, [b'a', b'b', 0, 0, 0, 0, 0, 0, 0x01, 0x02]);
+        for k in [key(-20, "z"), key(0, ""), key(10, "a"), key(1 << 40, "ab")] {
+            assert_eq!(serde.deserialize(&serde.serialize(&k).unwrap()).unwrap(), k);
         }
         assert!(serde.deserialize(b"short").is_err());
     }

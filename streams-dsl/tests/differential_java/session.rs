@@ -6,11 +6,13 @@
 use std::time::Duration;
 
 use streams_core::serdes::StringSerde;
-use streams_dsl::{BufferConfig, EmitStrategy, Materialized, SessionWindows, Suppressed};
+use streams_dsl::{
+    BufferConfig, EmitStrategy, Materialized, SessionWindowedSerde, SessionWindows, Suppressed,
+};
 
 use crate::diff::Values::{Long, Str};
 use crate::diff::check;
-use crate::{ToWindowed, counts, grouped_input, nullable_strings};
+use crate::{ToWindowed, counts, grouped_input, key_bytes, nullable_strings};
 
 fn sessions() -> SessionWindows {
     SessionWindows::of_inactivity_gap_with_grace(Duration::from_millis(10), Duration::from_millis(20))
@@ -23,6 +25,20 @@ fn session_count() {
             .windowed_by_session(sessions())
             .count(Materialized::new())
             .to_windowed("counts", counts());
+    });
+}
+
+/// Our `SessionWindowedSerde` writes the bytes of Kafka Streams' `SessionWindowedSerde`.
+#[test]
+fn session_key_bytes() {
+    check("session-key-bytes", &[], &[("counts", Long)], |b| {
+        let keys = SessionWindowedSerde::new(StringSerde);
+        grouped_input(b)
+            .windowed_by_session(sessions())
+            .count(Materialized::new())
+            .to_stream()
+            .map(move |k, v| (key_bytes(&keys, &k), v))
+            .to("counts", counts());
     });
 }
 

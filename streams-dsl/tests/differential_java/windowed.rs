@@ -8,7 +8,7 @@ use streams_dsl::{Grouped, Materialized, StreamsBuilder, TimeWindows, Windowed, 
 
 use crate::diff::Values::{Long, Str};
 use crate::diff::check;
-use crate::{ToWindowed, counts, grouped_input, nullable_strings};
+use crate::{ToWindowed, counts, grouped_input, key_bytes, nullable_strings};
 
 // ---- windows: 10 ms windows, 5 ms grace ----
 
@@ -42,6 +42,20 @@ fn windowed_concat(b: &StreamsBuilder, windows: TimeWindows) {
 fn tumbling_count() {
     check("tumbling-count", &[], &[("counts", Long)], |b| {
         windowed_count(b, tumbling())
+    });
+}
+
+/// Our `WindowedSerde` writes the bytes of Kafka Streams' `TimeWindowedSerde`.
+#[test]
+fn windowed_key_bytes() {
+    check("windowed-key-bytes", &[], &[("counts", Long)], |b| {
+        let keys = WindowedSerde::new(StringSerde, Duration::from_millis(10));
+        grouped_input(b)
+            .windowed_by(tumbling())
+            .count(Materialized::new())
+            .to_stream()
+            .map(move |k, v| (key_bytes(&keys, &k), v))
+            .to("counts", counts());
     });
 }
 

@@ -7,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Comparator;
+import java.util.HexFormat;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -124,6 +125,11 @@ public final class DiffCases {
 
     private static String windowed(final Windowed<String> k) {
         return k.key() + "@" + k.window().start() + "/" + k.window().end();
+    }
+
+    /** A windowed key as `serde` writes it to a topic, in hex. */
+    private static String bytes(final Serde<Windowed<String>> serde, final Windowed<String> k) {
+        return HexFormat.of().formatHex(serde.serializer().serialize("counts", k));
     }
 
     static {
@@ -252,6 +258,11 @@ public final class DiffCases {
         add("tumbling-count", b -> in(b, "in").groupByKey()
             .windowedBy(TimeWindows.ofSizeAndGrace(size, grace)).count()
             .toStream((k, v) -> windowed(k)).to("counts", Produced.with(S, L)), lng("counts"));
+        final Serde<Windowed<String>> timeKeys =
+            org.apache.kafka.streams.kstream.WindowedSerdes.timeWindowedSerdeFrom(String.class, 10L);
+        add("windowed-key-bytes", b -> in(b, "in").groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(size, grace)).count()
+            .toStream((k, v) -> bytes(timeKeys, k)).to("counts", Produced.with(S, L)), lng("counts"));
         add("tumbling-aggregate", b -> in(b, "in").groupByKey()
             .windowedBy(TimeWindows.ofSizeAndGrace(size, grace))
             .aggregate(() -> "", (k, v, a) -> a + v, Materialized.with(S, S))
@@ -323,6 +334,10 @@ public final class DiffCases {
         final SessionWindows sessions = SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(10), Duration.ofMillis(20));
         add("session-count", b -> in(b, "in").groupByKey().windowedBy(sessions).count()
             .toStream((k, v) -> windowed(k)).to("counts", Produced.with(S, L)), lng("counts"));
+        final Serde<Windowed<String>> sessionKeys =
+            new org.apache.kafka.streams.kstream.WindowedSerdes.SessionWindowedSerde<>(S);
+        add("session-key-bytes", b -> in(b, "in").groupByKey().windowedBy(sessions).count()
+            .toStream((k, v) -> bytes(sessionKeys, k)).to("counts", Produced.with(S, L)), lng("counts"));
         add("session-aggregate", b -> in(b, "in").groupByKey().windowedBy(sessions)
             .aggregate(() -> "", (k, v, a) -> a + v, (k, a1, a2) -> a1 + "|" + a2, Materialized.with(S, S))
             .toStream((k, v) -> windowed(k)).to("aggregates", Produced.with(S, S)), str("aggregates"));
