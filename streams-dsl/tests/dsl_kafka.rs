@@ -1,7 +1,8 @@
 //! DSL topologies on the Kafka runtime against the real broker: word count through a
 //! repartition topic created at start with the input's partition count, and a stream-table
-//! join whose repartition topic takes the table topic's partition count, and a stream joined
-//! with a global table on two stream threads. Skipped without a broker (`STREAMS_TEST_BOOTSTRAP`), failed then if `STREAMS_REQUIRE_KAFKA=1`.
+//! join whose repartition topic takes the table topic's partition count, a stream joined
+//! with a global table on two stream threads, and the purge of a repartition topic's
+//! committed records. Skipped without a broker (`STREAMS_TEST_BOOTSTRAP`), failed then if `STREAMS_REQUIRE_KAFKA=1`.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -94,6 +95,65 @@ fn word_count_on_the_broker_through_a_repartition_topic() {
     });
     let latest = latest(&pairs);
     assert_eq!(latest["w0"], 30);
+    assert!(app.close(Duration::from_secs(60)));
+}
+
+/// Records of a repartition topic are deleted once their offsets are committed
+/// (`repartition.purge.interval.ms`), as Kafka Streams does: once every line is counted and
+/// committed, each partition of the repartition topic starts where it ends.
+#[test]
+fn committed_records_of_repartition_topics_are_purged() {
+    let Some(bootstrap) = kafka::require_kafka("committed_records_of_repartition_topics_are_purged") else {
+        return;
+    };
+    let app_id = kafka::unique_name("dsl-purge");
+    let input = kafka::unique_name("lines");
+    let output = kafka::unique_name("word-counts");
+    kafka::create_topic(&bootstrap, &input, 3, &[]).unwrap();
+    kafka::create_topic(&bootstrap, &output, 3, &[]).unwrap();
+
+    let b = StreamsBuilder::new();
+    b.stream([input.as_str()], Consumed::with(StringSerde, StringSerde))
+        .group_by(|_, word| word.clone(), Grouped::as_("words"))
+        .count(Materialized::as_("counts"))
+        .to_stream()
+        .to(&output, Produced::with(StringSerde, NullableSerde(U64Serde)));
+    let topology = b.build().unwrap();
+    let words: Vec<ProduceRecord> = (0..200)
+        .map(|i| ProduceRecord::new(format!("line-{i}"), format!("w{}", i % 20)))
+        .collect();
+    kafka::produce(&bootstrap, &input, &words, Duration::from_secs(60)).unwrap();
+
+    let state = tempfile::tempdir().unwrap();
+    let config = broker::config(&bootstrap, &app_id, state.path())
+        .to_builder()
+        .repartition_purge_interval(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let mut app = broker::start(topology, config);
+    wait_for(&bootstrap, &output, |p| {
+        p.iter()
+            .filter(|(_, v)| v.as_slice() == 10u64.to_be_bytes())
+            .count()
+            == 20
+    });
+    let repartition = format!("{app_id}-words-repartition");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let marks: Vec<(i64, i64)> = (0..3)
+            .map(|p| kafka::watermarks(&bootstrap, &repartition, p).unwrap())
+            .collect();
+        let written: i64 = marks.iter().map(|(_, high)| high).sum();
+        assert_eq!(written, 200, "every line went through the repartition topic once");
+        if marks.iter().all(|(low, high)| low == high) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the repartition topic was not purged: (low, high) per partition {marks:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     assert!(app.close(Duration::from_secs(60)));
 }
 

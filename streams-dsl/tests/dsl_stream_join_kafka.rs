@@ -88,7 +88,10 @@ fn left_join_on_the_broker_through_two_partitions() {
     kafka::produce(&bootstrap, &orders, &order_records, Duration::from_secs(60)).unwrap();
 
     let state = tempfile::tempdir().unwrap();
-    let mut app = broker::start(topology, broker::config(&bootstrap, &app_id, state.path()));
+    let mut app = broker::start(
+        topology,
+        broker::config_unpurged(&bootstrap, &app_id, state.path()),
+    );
     let repartition = format!("{app_id}-paid-left-repartition");
     kafka::wait_for_topic(&bootstrap, &repartition, 2, Duration::from_secs(10)).unwrap();
     let repartitioned = kafka::consume_all(

@@ -90,7 +90,10 @@ fn regrouped_counts_and_sums_on_the_broker_through_two_partitions() {
     kafka::produce(&bootstrap, &users, &records, Duration::from_secs(60)).unwrap();
 
     let state = tempfile::tempdir().unwrap();
-    let mut app = broker::start(topology, broker::config(&bootstrap, &app_id, state.path()));
+    let mut app = broker::start(
+        topology,
+        broker::config_unpurged(&bootstrap, &app_id, state.path()),
+    );
     let repartition = format!("{app_id}-by-region-repartition");
     kafka::wait_for_topic(&bootstrap, &repartition, 2, Duration::from_secs(10)).unwrap();
 

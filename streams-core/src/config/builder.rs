@@ -202,6 +202,14 @@ impl StreamsConfigBuilder {
         self.set(keys::POLL_MS, interval.as_millis().to_string())
     }
 
+    /// Sets `repartition.purge.interval.ms`.
+    pub fn repartition_purge_interval(self, interval: Duration) -> Self {
+        self.set(
+            keys::REPARTITION_PURGE_INTERVAL_MS,
+            interval.as_millis().to_string(),
+        )
+    }
+
     /// Sets `replication.factor` of internal topics (-1 for the broker's default).
     pub fn replication_factor(self, factor: i32) -> Self {
         self.set(keys::REPLICATION_FACTOR, factor.to_string())

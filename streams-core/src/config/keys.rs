@@ -40,6 +40,9 @@ pub const APPLICATION_SERVER: &str = "application.server";
 pub const METRICS_RECORDING_LEVEL: &str = "metrics.recording.level";
 /// The longest a stream thread blocks in a poll, in milliseconds.
 pub const POLL_MS: &str = "poll.ms";
+/// How often a stream thread deletes the committed records of repartition topics, in
+/// milliseconds.
+pub const REPARTITION_PURGE_INTERVAL_MS: &str = "repartition.purge.interval.ms";
 /// The most records a stream thread takes from its consumer per loop iteration (a Java
 /// consumer property that librdkafka lacks: the runtime's loop honours it). Also read as
 /// `consumer.max.poll.records` and `main.consumer.max.poll.records`, which win.
@@ -94,6 +97,7 @@ pub(super) const STREAMS: &[&str] = &[
     APPLICATION_SERVER,
     METRICS_RECORDING_LEVEL,
     POLL_MS,
+    REPARTITION_PURGE_INTERVAL_MS,
     MAX_POLL_RECORDS,
     REPLICATION_FACTOR,
     ROCKSDB_BLOCK_CACHE_BYTES,
@@ -132,7 +136,6 @@ pub(super) const UNSUPPORTED: &[&str] = &[
     "rack.aware.assignment.strategy",
     "rack.aware.assignment.tags",
     "rack.aware.assignment.traffic_cost",
-    "repartition.purge.interval.ms",
     "rocksdb.config.setter",
     "state.cleanup.delay.ms",
     "task.assignor.class",

@@ -118,6 +118,7 @@ pub struct StreamsConfig {
     application_server: Option<String>,
     recording_level: RecordingLevel,
     poll_interval: Duration,
+    repartition_purge_interval: Duration,
     max_poll_records: usize,
     replication_factor: i32,
     num_standby_replicas: usize,
@@ -147,6 +148,8 @@ impl StreamsConfig {
     pub const DEFAULT_CACHE_MAX_BYTES: usize = 10_485_760;
     /// The default `poll.ms`.
     pub const DEFAULT_POLL_MS: u64 = 100;
+    /// The default `repartition.purge.interval.ms` (Kafka Streams' own default).
+    pub const DEFAULT_REPARTITION_PURGE_INTERVAL_MS: u64 = 30_000;
     /// The default `max.poll.records` (Kafka Streams' own default).
     pub const DEFAULT_MAX_POLL_RECORDS: usize = 1000;
     /// The default `replication.factor`: -1, the broker's `default.replication.factor`.
@@ -332,6 +335,12 @@ impl StreamsConfig {
         self.poll_interval
     }
 
+    /// `repartition.purge.interval.ms`: how often a stream thread, after a commit, deletes
+    /// the records of repartition topics below the committed offsets (30 s by default).
+    pub fn repartition_purge_interval(&self) -> Duration {
+        self.repartition_purge_interval
+    }
+
     /// `max.poll.records`: the most records a stream thread takes per loop iteration.
     pub fn max_poll_records(&self) -> usize {
         self.max_poll_records
@@ -489,6 +498,10 @@ impl StreamsConfig {
                 format!("{:?}", self.recording_level).to_ascii_uppercase(),
             ),
             (keys::POLL_MS, self.poll_interval.as_millis().to_string()),
+            (
+                keys::REPARTITION_PURGE_INTERVAL_MS,
+                self.repartition_purge_interval.as_millis().to_string(),
+            ),
             (keys::MAX_POLL_RECORDS, self.max_poll_records.to_string()),
             (keys::REPLICATION_FACTOR, self.replication_factor.to_string()),
             (keys::NUM_STANDBY_REPLICAS, self.num_standby_replicas.to_string()),

@@ -159,6 +159,10 @@ pub(super) fn validate(
         Some(v) => millis(keys::POLL_MS, v)?,
         None => Duration::from_millis(StreamsConfig::DEFAULT_POLL_MS),
     };
+    let repartition_purge_interval = match get(keys::REPARTITION_PURGE_INTERVAL_MS) {
+        Some(v) => millis(keys::REPARTITION_PURGE_INTERVAL_MS, v)?,
+        None => Duration::from_millis(StreamsConfig::DEFAULT_REPARTITION_PURGE_INTERVAL_MS),
+    };
     let max_poll_records = max_poll_records(get(keys::MAX_POLL_RECORDS), &mut client)?;
     let num_standby_replicas = match get(keys::NUM_STANDBY_REPLICAS) {
         Some(v) => to_usize(
@@ -240,6 +244,7 @@ pub(super) fn validate(
         application_server,
         recording_level,
         poll_interval,
+        repartition_purge_interval,
         max_poll_records,
         replication_factor,
         num_standby_replicas,

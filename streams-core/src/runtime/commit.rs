@@ -166,6 +166,9 @@ impl TaskManager {
                 self.recover_corrupted(id, &what, consumer)?;
             }
         }
+        if let Some(purge) = &mut self.settings.purge {
+            purge.committed(&tpl);
+        }
         self.commit_failing_since = None;
         self.dirty = false;
         Ok(true)

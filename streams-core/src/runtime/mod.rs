@@ -21,6 +21,7 @@ mod producer;
 mod producer_recipe;
 mod protocol;
 mod publish;
+mod purge;
 pub mod query;
 mod rebalance;
 mod recover;
@@ -101,6 +102,9 @@ pub struct KafkaStreams {
     queries: query::Queries,
     /// Announces this instance to the others, with `application.server` set.
     discovery: Option<query::discovery::Discovery>,
+    /// Deletes the committed records of repartition topics (not on the embedded cluster);
+    /// the stream threads hold clones.
+    purger: Option<purge::Purger>,
     /// Sized by `rocksdb.block.cache.bytes` and `rocksdb.write.buffer.bytes`.
     rocksdb: streams_state::RocksDbResources,
     /// The secret values of the configuration, masked in what the runtime logs and reports
@@ -180,6 +184,7 @@ impl KafkaStreams {
             rocksdb: config.rocksdb_resources(),
             queries,
             discovery: None,
+            purger: None,
             status,
             metrics,
             server: None,
@@ -255,6 +260,8 @@ impl KafkaStreams {
             group_topology: self.group_topology.clone(),
             rocksdb: self.rocksdb.clone(),
             hosting: self.queries.directory.hosting().clone(),
+            purger: self.purger.clone(),
+            repartition_topics: Arc::new(topics::repartition_topic_names(&self.topology)),
         })
     }
 
@@ -349,6 +356,9 @@ impl KafkaStreams {
             self.embedded.as_ref(),
             self.config.replication_factor(),
         )?;
+        if self.embedded.is_none() {
+            self.purger = Some(purge::Purger::start(&app_id, &admin)?);
+        }
         if self.config.application_server().is_some() {
             let mut consumer = factory.client_config(self.config.consumer_properties());
             // Assigned, never subscribed: the group only names the consumer (it never joins
@@ -465,6 +475,8 @@ impl KafkaStreams {
         if let Some(mut d) = self.discovery.take() {
             d.stop();
         }
+        // The purger thread ends once the stream threads' clones are gone too.
+        self.purger = None;
         if self.status.state() != State::Error {
             self.status.transition(State::NotRunning);
         }

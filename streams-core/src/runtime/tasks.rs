@@ -45,6 +45,8 @@ pub(crate) struct TaskSettings {
     pub reset: super::start_offsets::ResetTo,
     /// The application runs on the embedded mock cluster: a changelog gap is then fatal.
     pub on_mock: bool,
+    /// Deletes the committed records of repartition topics after commits.
+    pub purge: Option<super::purge::PurgeSchedule>,
 }
 
 pub(crate) struct TaskManager {

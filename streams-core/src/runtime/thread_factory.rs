@@ -46,6 +46,10 @@ pub(super) struct ThreadFactory {
     pub(super) rocksdb: streams_state::RocksDbResources,
     /// Where the threads report the tasks they host (for interactive queries).
     pub(super) hosting: Arc<super::query::discovery::Hosting>,
+    /// Deletes the committed records of repartition topics (none on the embedded cluster).
+    pub(super) purger: Option<super::purge::Purger>,
+    /// The topology's repartition topics.
+    pub(super) repartition_topics: Arc<std::collections::BTreeSet<String>>,
 }
 
 impl ThreadFactory {
@@ -247,6 +251,13 @@ impl ThreadFactory {
             eos,
             reset: start_offsets::ResetTo::of(cc.get("auto.offset.reset")),
             on_mock: self.on_mock,
+            purge: self.purger.clone().map(|p| {
+                super::purge::PurgeSchedule::new(
+                    p,
+                    self.repartition_topics.clone(),
+                    cfg.repartition_purge_interval(),
+                )
+            }),
         };
         let global_consumer = if self.topology.subtopologies().iter().any(|s| s.global) {
             let mut gc = self.assigned_consumer_config(&format!("{app_id}-global"), eos);

@@ -67,6 +67,22 @@ fn partitions_of<C: ConsumerContext>(
         .filter(|&n| n > 0))
 }
 
+/// The repartition topics of `topology`: those a sink of it writes and a source of it reads.
+pub(super) fn repartition_topic_names(topology: &Topology) -> BTreeSet<String> {
+    let subs: Vec<&SubTopology> = topology.subtopologies().iter().filter(|s| !s.global).collect();
+    repartition_topics(&subs)
+}
+
+/// The configs of a repartition topic, as Kafka Streams creates them: records are deleted
+/// once committed (see `purge.rs`), not by age.
+pub(super) fn repartition_topic_config() -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("cleanup.policy".to_owned(), "delete".to_owned()),
+        ("retention.ms".to_owned(), "-1".to_owned()),
+        ("segment.bytes".to_owned(), "52428800".to_owned()),
+    ])
+}
+
 /// The topics a sink of `subs` writes and a source of `subs` reads.
 fn repartition_topics(subs: &[&SubTopology]) -> BTreeSet<String> {
     let read: BTreeSet<&String> = subs.iter().flat_map(|s| &s.source_topics).collect();
@@ -154,7 +170,7 @@ pub(crate) fn plan<C: ConsumerContext>(
             all.get(t).map(|&n| InternalTopic {
                 name: t.clone(),
                 partitions: n,
-                config: BTreeMap::from([("cleanup.policy".to_owned(), "delete".to_owned())]),
+                config: repartition_topic_config(),
             })
         })
         .collect();

@@ -1,6 +1,6 @@
 //! Setup shared by the tests that run DSL topologies on the real broker. A test binary
 //! includes it with `#[path = "common/kafka.rs"] mod broker;`; each item here is used by
-//! every such binary.
+//! every such binary but [`config_unpurged`], for the few that read a repartition topic.
 //!
 //! Applications commit every 200 ms and leave a consumer group within 6 s, so that tests
 //! see output and rebalances quickly; reads take a topic's whole content at the moment.
@@ -26,6 +26,17 @@ pub fn config(bootstrap: &str, app_id: &str, state_dir: &Path) -> StreamsConfig 
 }
 
 /// Starts `topology` with `config`; fails unless the application runs within a minute.
+/// [`config`], with repartition topics never purged while the test runs: for tests that
+/// read a repartition topic from its start.
+#[allow(dead_code)]
+pub fn config_unpurged(bootstrap: &str, app_id: &str, state_dir: &Path) -> StreamsConfig {
+    config(bootstrap, app_id, state_dir)
+        .to_builder()
+        .repartition_purge_interval(Duration::from_secs(3600))
+        .build()
+        .unwrap()
+}
+
 pub fn start(topology: Topology, config: StreamsConfig) -> KafkaStreams {
     let mut app = KafkaStreams::new(topology, config).unwrap();
     app.start().unwrap();

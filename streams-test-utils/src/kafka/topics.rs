@@ -121,3 +121,16 @@ pub fn wait_for_topic(bootstrap: &str, topic: &str, partitions: usize, timeout: 
     let consumer: BaseConsumer = base_config(bootstrap).create()?;
     topic_partitions(&consumer, topic, partitions, Instant::now() + timeout, timeout).map(|_| ())
 }
+
+/// The low and high watermarks of `topic`-`partition`: the log start offset (where the
+/// records deleted by retention or `DeleteRecords` end) and the offset the next record gets.
+/// Bounded by [`DEFAULT_TIMEOUT`].
+pub fn watermarks(bootstrap: &str, topic: &str, partition: i32) -> TestResult<(i64, i64)> {
+    let consumer: BaseConsumer = base_config(bootstrap).create()?;
+    consumer
+        .fetch_watermarks(topic, partition, DEFAULT_TIMEOUT)
+        .map_err(|e| TestKafkaError::Failed {
+            what: format!("reading the watermarks of {topic}-{partition}"),
+            detail: e.to_string(),
+        })
+}

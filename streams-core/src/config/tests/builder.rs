@@ -21,6 +21,7 @@ fn builder_sets_typed_values_and_client_properties() {
         .dead_letter_queue_topic("orders-dlq")
         .metrics_address("0.0.0.0:9464".parse().unwrap())
         .poll_interval(Duration::from_millis(20))
+        .repartition_purge_interval(Duration::from_millis(250))
         .replication_factor(3)
         .set("session.timeout.ms", "6000")
         .consumer_property("fetch.wait.max.ms", "10")
@@ -34,6 +35,7 @@ fn builder_sets_typed_values_and_client_properties() {
     assert_eq!(c.production_exception_handler(), ErrorHandling::LogAndContinue);
     assert_eq!(c.processing_exception_handler(), ErrorHandling::DeadLetterQueue);
     assert_eq!(c.poll_interval(), Duration::from_millis(20));
+    assert_eq!(c.repartition_purge_interval(), Duration::from_millis(250));
     assert_eq!(c.consumer_properties()["fetch.wait.max.ms"], "10");
     assert_eq!(c.consumer_properties()["session.timeout.ms"], "6000");
     assert_eq!(c.producer_properties()["linger.ms"], "1");

@@ -33,6 +33,7 @@ fn defaults() {
     assert_eq!(c.dead_letter_queue_topic(), None);
     assert_eq!(c.metrics_address(), None);
     assert_eq!(c.poll_interval(), Duration::from_millis(100));
+    assert_eq!(c.repartition_purge_interval(), Duration::from_secs(30));
     assert_eq!(c.replication_factor(), -1);
     assert_eq!(c.ignored_properties().count(), 0);
     assert!(c.consumer_properties().is_empty());

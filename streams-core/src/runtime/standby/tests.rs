@@ -110,6 +110,8 @@ impl Setup {
             group_topology: None,
             rocksdb: streams_state::RocksDbResources::default(),
             hosting: Arc::default(),
+            purger: None,
+            repartition_topics: Arc::default(),
         });
         let (consumer, parts, _) = factory.parts(THREAD, 0).unwrap();
         let tm = TaskManager::new(parts).unwrap();
