@@ -82,6 +82,13 @@ fn run(admin: &AdminClient<ConnectContext>, rx: &Receiver<Purge>) {
                         Ok(()) => {
                             tracing::trace!(topic = e.topic(), partition = e.partition(), offset = ?e.offset(), "purged")
                         }
+                        // A leader moving: the next purge goes to the new one.
+                        Err(err) if moving(&err) => tracing::debug!(
+                            topic = e.topic(),
+                            partition = e.partition(),
+                            error = %err,
+                            "repartition purge failed; the next commit tries again"
+                        ),
                         Err(err) => tracing::warn!(
                             topic = e.topic(),
                             partition = e.partition(),
@@ -95,6 +102,15 @@ fn run(admin: &AdminClient<ConnectContext>, rx: &Receiver<Purge>) {
             Err(_) => tracing::warn!("repartition purge timed out; the next commit tries again"),
         }
     }
+}
+
+/// Whether `e` says the partition's leader is moving (a broker restarting).
+fn moving(e: &rdkafka::error::KafkaError) -> bool {
+    use rdkafka::types::RDKafkaErrorCode::{LeaderNotAvailable, NotLeaderForPartition, RequestTimedOut};
+    matches!(
+        e.rdkafka_error_code(),
+        Some(NotLeaderForPartition | LeaderNotAvailable | RequestTimedOut)
+    )
 }
 
 /// Adds `more` to `purge`, keeping the highest offset of each partition.
