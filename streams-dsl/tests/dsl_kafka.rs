@@ -40,16 +40,23 @@ fn wait_for(
     }
 }
 
+/// A fresh application id (prefixed `app`), and fresh input and output topics of 3
+/// partitions each.
+fn word_topics(bootstrap: &str, app: &str) -> (String, String, String) {
+    let app_id = kafka::unique_name(app);
+    let input = kafka::unique_name("lines");
+    let output = kafka::unique_name("word-counts");
+    kafka::create_topic(bootstrap, &input, 3, &[]).unwrap();
+    kafka::create_topic(bootstrap, &output, 3, &[]).unwrap();
+    (app_id, input, output)
+}
+
 #[test]
 fn word_count_on_the_broker_through_a_repartition_topic() {
     let Some(bootstrap) = kafka::require_kafka("word_count_on_the_broker_through_a_repartition_topic") else {
         return;
     };
-    let app_id = kafka::unique_name("dsl-wc");
-    let input = kafka::unique_name("lines");
-    let output = kafka::unique_name("word-counts");
-    kafka::create_topic(&bootstrap, &input, 3, &[]).unwrap();
-    kafka::create_topic(&bootstrap, &output, 3, &[]).unwrap();
+    let (app_id, input, output) = word_topics(&bootstrap, "dsl-wc");
 
     let b = StreamsBuilder::new();
     b.stream([input.as_str()], Consumed::with(StringSerde, StringSerde))
@@ -106,11 +113,7 @@ fn committed_records_of_repartition_topics_are_purged() {
     let Some(bootstrap) = kafka::require_kafka("committed_records_of_repartition_topics_are_purged") else {
         return;
     };
-    let app_id = kafka::unique_name("dsl-purge");
-    let input = kafka::unique_name("lines");
-    let output = kafka::unique_name("word-counts");
-    kafka::create_topic(&bootstrap, &input, 3, &[]).unwrap();
-    kafka::create_topic(&bootstrap, &output, 3, &[]).unwrap();
+    let (app_id, input, output) = word_topics(&bootstrap, "dsl-purge");
 
     let b = StreamsBuilder::new();
     b.stream([input.as_str()], Consumed::with(StringSerde, StringSerde))
