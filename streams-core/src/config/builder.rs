@@ -7,7 +7,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{ProcessingGuarantee, RocksDbConfigSetter, StreamsConfig, keys, mask, parse};
+use super::display::mask;
+use super::{ProcessingGuarantee, RocksDbConfigSetter, StreamsConfig, keys, parse};
 use crate::model::error::StreamsError;
 use crate::model::handlers::{ErrorHandling, ErrorPolicy};
 
