@@ -84,6 +84,38 @@ fn word_count_end_to_end() {
     assert!(!changelog.is_empty());
 }
 
+/// A DSL aggregate's store is timestamped, and its changelog is written as Kafka Streams'
+/// `ChangeLoggingTimestampedKeyValueBytesStore` writes it: the plain value, with the
+/// aggregate's timestamp (the largest of the key's records) as the record's timestamp.
+#[test]
+fn a_count_changelog_holds_plain_values_stamped_with_the_aggregate_time() {
+    let b = StreamsBuilder::new();
+    b.stream(["clicks"], strings())
+        .group_by_key(Grouped::new())
+        .count(Materialized::as_("counts"))
+        .to_stream()
+        .to(
+            "click-counts",
+            Produced::with(StringSerde, NullableSerde(U64Serde)),
+        );
+    let config = DriverConfig::default().application_id("cl");
+    let driver = TopologyTestDriver::new(b.build().unwrap(), config).unwrap();
+    let input = driver.input_topic("clicks", StringSerde, StringSerde);
+    for (key, at) in [("a", 10), ("b", 20), ("a", 30), ("a", 25)] {
+        input.pipe_at(key.into(), "x".into(), at).unwrap();
+    }
+    let changelog: Vec<(String, u64, i64)> = driver
+        .output_topic("cl-counts-changelog", StringSerde, U64Serde)
+        .read_records()
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.key, r.value, r.timestamp))
+        .collect();
+    let expected = [("a", 1, 10), ("b", 1, 20), ("a", 2, 30), ("a", 3, 30)];
+    let expected: Vec<(String, u64, i64)> = expected.iter().map(|&(k, n, t)| (k.to_owned(), n, t)).collect();
+    assert_eq!(changelog, expected);
+}
+
 fn sum_topology(b: &StreamsBuilder) {
     let grouped = b
         .stream(["nums"], Consumed::with(StringSerde, U64Serde))

@@ -34,15 +34,21 @@ pub struct TaskStore {
     /// Set when [`changelog`](Self::changelog) is a source topic of the task: how the store
     /// holds that topic's values.
     pub(crate) from_source: Option<crate::topology::SourceValues>,
+    /// How the store holds the values of its [`changelog`](Self::changelog) topic: for a
+    /// timestamped store, the record's timestamp goes in front of each value restored.
+    pub(crate) values: crate::topology::SourceValues,
     /// The offset restoration stops before, when not the changelog's end: for a store
     /// restored from a source topic, the group's committed offset of that topic.
     pub(crate) restore_until: Option<i64>,
     pub(crate) store: Box<dyn KeyValueStore>,
 }
 
-/// Makes the changelog sink of a logged store: called with the changelog topic and the
-/// task's partition.
-pub type SinkMaker<'a> = dyn FnMut(&str, i32) -> Box<dyn ChangelogSink> + 'a;
+/// Makes the changelog sink of a logged store: called with the changelog topic, the task's
+/// partition and how the store holds the topic's values. A sink of a
+/// [`Timestamped`](crate::topology::SourceValues::Timestamped) store writes each value
+/// without its leading timestamp, which becomes the record's timestamp (Kafka Streams'
+/// changelog format).
+pub type SinkMaker<'a> = dyn FnMut(&str, i32, crate::topology::SourceValues) -> Box<dyn ChangelogSink> + 'a;
 
 /// Builds the tasks of one topology, with their stores.
 ///
@@ -137,8 +143,13 @@ impl TaskFactory {
                 .logging_config()
                 .filter(|_| !def.global)
                 .map(|_| changelog_topic(&self.app_id, name));
+            let values = if def.builder.layout().timestamped() {
+                crate::topology::SourceValues::Timestamped
+            } else {
+                crate::topology::SourceValues::Plain
+            };
             if let (Some(topic), Some(sink)) = (&changelog, sink.as_mut()) {
-                ctx.changelog = Some(sink(topic, id.partition));
+                ctx.changelog = Some(sink(topic, id.partition, values));
             }
             // A store restored from its source topic writes no changelog: the topic is it.
             let source = self
@@ -146,13 +157,15 @@ impl TaskFactory {
                 .source_changelog(name)
                 .filter(|_| !def.global)
                 .map(str::to_owned);
+            let from_source = if changelog.is_none() && source.is_some() {
+                self.topology.source_values(name)
+            } else {
+                None
+            };
             stores.push(TaskStore {
                 name: name.to_owned(),
-                from_source: if changelog.is_none() && source.is_some() {
-                    self.topology.source_values(name)
-                } else {
-                    None
-                },
+                from_source,
+                values: from_source.unwrap_or(values),
                 changelog: changelog.or(source),
                 restore_until: None,
                 store: def.builder.build(ctx)?,

@@ -404,12 +404,13 @@ impl TaskManager {
         self.settings.factory.stores(
             id,
             &self.task_dir(id),
-            Some(&mut |topic, partition| {
+            Some(&mut |topic, partition, values| {
                 Box::new(KafkaChangelogSink {
                     producer: producer.clone(),
                     topic: topic.to_owned(),
                     partition,
                     timestamp: timestamp.clone(),
+                    values,
                 })
             }),
         )

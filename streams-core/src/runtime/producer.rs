@@ -513,17 +513,24 @@ impl KafkaCollector {
 }
 
 /// The changelog sink of one store of one task: writes to the store's changelog partition
-/// with the timestamp of the record being processed.
+/// with the timestamp of the record being processed, or, for a timestamped store, each
+/// value without its leading timestamp, which becomes the record's timestamp (Kafka
+/// Streams' `ChangeLoggingTimestampedKeyValueBytesStore` format; a tombstone carries the
+/// processed record's).
 pub(crate) struct KafkaChangelogSink {
     pub producer: Arc<StreamProducer>,
     pub topic: String,
     pub partition: i32,
     pub timestamp: Arc<AtomicI64>,
+    pub values: crate::topology::SourceValues,
 }
 
 impl ChangelogSink for KafkaChangelogSink {
     fn send(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), ChangelogError> {
-        let ts = self.timestamp.load(Ordering::Relaxed);
+        let (value, ts) = self
+            .values
+            .changelog_value(value, self.timestamp.load(Ordering::Relaxed))
+            .map_err(|e| ChangelogError::new(format!("changelog `{}`: {e}", self.topic)))?;
         send(
             &self.producer,
             Written::Changelog,

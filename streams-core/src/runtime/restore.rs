@@ -43,7 +43,7 @@ use rdkafka::consumer::Consumer;
 use rdkafka::error::KafkaError;
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Message, Offset, TopicPartitionList};
-use streams_state::{ChangelogRecord, KeyValueStore};
+use streams_state::{ChangelogRecord, KeyValueStore, ValueAndTimestamp};
 
 use super::resets::AssignedConsumer;
 use crate::engine::TaskStore;
@@ -95,6 +95,24 @@ pub(crate) enum Step {
     },
 }
 
+/// The record to restore from changelog record `m`: for a `timestamped` store, the value
+/// behind the record's timestamp (how Kafka Streams restores a timestamped store from the
+/// plain values of its changelog, or of a source topic).
+pub(crate) fn changelog_record<M: Message>(m: &M, timestamped: bool) -> ChangelogRecord {
+    let value = match m.payload() {
+        Some(v) if timestamped => {
+            let ts = m.timestamp().to_millis().unwrap_or(-1);
+            Some(Bytes::from(ValueAndTimestamp::new(v, ts).to_bytes()))
+        }
+        v => v.map(Bytes::copy_from_slice),
+    };
+    ChangelogRecord {
+        key: Bytes::copy_from_slice(m.key().unwrap_or_default()),
+        value,
+        offset: m.offset(),
+    }
+}
+
 /// The store being read: its index, its changelog partition and where it stands.
 struct Active {
     index: usize,
@@ -102,8 +120,8 @@ struct Active {
     high: i64,
     position: i64,
     restored: u64,
-    /// The store holds values behind their record's timestamp (a timestamped store
-    /// restored from a source topic): restored values get it prepended.
+    /// The store holds values behind their record's timestamp (a timestamped store, restored
+    /// from its changelog or a source topic): restored values get it prepended.
     timestamped: bool,
     /// The changelog is a source topic: its records without a key are skipped, as the
     /// store's processor dropped them.
@@ -195,21 +213,7 @@ impl Restoration {
                     }
                     Some(Ok(m)) => {
                         a.position = m.offset() + 1;
-                        let value = match m.payload() {
-                            Some(v) if a.timestamped => {
-                                let ts = m.timestamp().to_millis().unwrap_or(-1);
-                                let mut b = Vec::with_capacity(8 + v.len());
-                                b.extend_from_slice(&ts.to_be_bytes());
-                                b.extend_from_slice(v);
-                                Some(Bytes::from(b))
-                            }
-                            v => v.map(Bytes::copy_from_slice),
-                        };
-                        a.batch.push(ChangelogRecord {
-                            key: Bytes::copy_from_slice(m.key().unwrap_or_default()),
-                            value,
-                            offset: m.offset(),
-                        });
+                        a.batch.push(changelog_record(&m, a.timestamped));
                         a.last_progress = Instant::now();
                     }
                     Some(Err(KafkaError::MessageConsumption(RDKafkaErrorCode::AutoOffsetReset))) => {
@@ -325,7 +329,7 @@ impl Restoration {
             high,
             position: start,
             restored: 0,
-            timestamped: s.from_source == Some(crate::topology::SourceValues::Timestamped),
+            timestamped: s.values == crate::topology::SourceValues::Timestamped,
             from_source: s.from_source.is_some(),
             started: Instant::now(),
             last_progress: Instant::now(),
@@ -484,6 +488,7 @@ mod tests {
             name: "counts".into(),
             changelog: Some(topic.clone()),
             from_source: None,
+            values: crate::topology::SourceValues::Plain,
             restore_until: None,
             store: Box::new(InMemoryKeyValueStore::new("counts")),
         }];

@@ -23,7 +23,6 @@
 
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use rdkafka::consumer::Consumer;
 use rdkafka::error::KafkaError;
 use rdkafka::message::BorrowedMessage;
@@ -32,7 +31,7 @@ use rdkafka::{Message, Offset, TopicPartitionList};
 use streams_state::{ChangelogRecord, KeyValueStore};
 
 use super::resets::AssignedConsumer;
-use super::restore::kafka_err;
+use super::restore::{changelog_record, kafka_err};
 use crate::engine::TaskStore;
 use crate::model::error::StreamsError;
 
@@ -59,6 +58,8 @@ struct Part {
     position: Option<i64>,
     /// The offset the store's checkpoint says it contains.
     checkpointed: Option<i64>,
+    /// The store holds values behind their record's timestamp (see `changelog_record`).
+    timestamped: bool,
     batch: Vec<ChangelogRecord>,
     /// The partition's (log start, end) offsets when last asked.
     watermarks: Option<(i64, i64)>,
@@ -99,6 +100,7 @@ impl Tailing {
                 topic,
                 position: checkpoint.map(|c| c + 1),
                 checkpointed: checkpoint,
+                timestamped: s.values == crate::topology::SourceValues::Timestamped,
                 batch: Vec::new(),
                 watermarks: None,
             });
@@ -146,11 +148,7 @@ impl Tailing {
             return Ok(true);
         }
         p.position = Some(m.offset() + 1);
-        p.batch.push(ChangelogRecord {
-            key: Bytes::copy_from_slice(m.key().unwrap_or_default()),
-            value: m.payload().map(Bytes::copy_from_slice),
-            offset: m.offset(),
-        });
+        p.batch.push(changelog_record(m, p.timestamped));
         if p.batch.len() >= BATCH {
             self.applied += apply(stores, p)?;
         }

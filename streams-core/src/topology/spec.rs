@@ -52,8 +52,13 @@ pub enum OffsetReset {
     Latest,
 }
 
-/// How a store restored from a source topic holds the topic's values (see
+/// How a store holds the values of the topic it is restored from: its changelog, or a
+/// source topic (see
 /// [`TopologyBuilder::use_source_topic_as_changelog`](crate::TopologyBuilder::use_source_topic_as_changelog)).
+///
+/// A timestamped store's changelog is written as Kafka Streams writes it: the plain value,
+/// with the stored timestamp as the record's timestamp. So a topic holds plain values in
+/// both cases, and the variant says what the store makes of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SourceValues {
     /// The value bytes as they are in the topic.
@@ -63,6 +68,31 @@ pub enum SourceValues {
     /// [`ValueAndTimestampSerde`](streams_state::ValueAndTimestampSerde) writes them (Kafka
     /// Streams' timestamped key-value stores).
     Timestamped,
+}
+
+impl SourceValues {
+    /// The value and timestamp of the changelog record that logs `value`, a stored value
+    /// (`None`: a delete) written while processing a record at `timestamp`: a timestamped
+    /// value goes out without its timestamp, which becomes the record's; anything else as
+    /// it is, at `timestamp`. An error names a timestamped value shorter than 8 bytes.
+    pub fn changelog_value(
+        self,
+        value: Option<&[u8]>,
+        timestamp: i64,
+    ) -> Result<(Option<&[u8]>, i64), streams_state::ChangelogError> {
+        match (self, value) {
+            (Self::Timestamped, Some(v)) => {
+                let raw = streams_state::ValueAndTimestamp::from_bytes(v).ok_or_else(|| {
+                    streams_state::ChangelogError::new(format!(
+                        "a timestamped store's value has {} bytes, fewer than its 8-byte timestamp",
+                        v.len()
+                    ))
+                })?;
+                Ok((Some(raw.value), raw.timestamp))
+            }
+            (_, value) => Ok((value, timestamp)),
+        }
+    }
 }
 
 /// What kind of node a definition is, with what `describe()` shows of it.

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use streams_state::{ChangelogError, ChangelogSink};
 
 use streams_core::engine::{RecordCollector, SendError};
-use streams_core::{Headers, OutputRecord, OutputRef, RawRecord};
+use streams_core::{Headers, OutputRecord, OutputRef, RawRecord, SourceValues};
 
 /// All topics of a driver.
 #[derive(Default)]
@@ -111,16 +111,23 @@ pub(crate) struct DriverChangelog {
     pub topic: String,
     pub partition: i32,
     pub timestamp: Arc<AtomicI64>,
+    /// How the store holds the changelog's values: a timestamped store's value goes out
+    /// without its timestamp, which becomes the record's, as the runtime writes it.
+    pub values: SourceValues,
 }
 
 impl ChangelogSink for DriverChangelog {
     fn send(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), ChangelogError> {
+        let (value, timestamp) = self
+            .values
+            .changelog_value(value, self.timestamp.load(Ordering::Relaxed))
+            .map_err(|e| ChangelogError::new(format!("changelog `{}`: {e}", self.topic)))?;
         let record = OutputRecord {
             topic: self.topic.clone(),
             partition: Some(self.partition),
             key: Some(Bytes::copy_from_slice(key)),
             value: value.map(Bytes::copy_from_slice),
-            timestamp: self.timestamp.load(Ordering::Relaxed),
+            timestamp,
             headers: Headers::new(),
         };
         self.log.lock().append(&self.topic, self.partition, record);

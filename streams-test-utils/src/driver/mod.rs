@@ -234,12 +234,13 @@ impl TopologyTestDriver {
                     subtopology: sub.id,
                     partition,
                 };
-                let sink = &mut |topic: &str, partition: i32| -> Box<dyn ChangelogSink> {
+                let sink = &mut |topic: &str, partition: i32, values| -> Box<dyn ChangelogSink> {
                     Box::new(DriverChangelog {
                         log: log.clone(),
                         topic: topic.to_owned(),
                         partition,
                         timestamp: timestamp.clone(),
+                        values,
                     })
                 };
                 let stores = factory.stores(id, &state_dir.path().join(id.to_string()), Some(sink))?;
