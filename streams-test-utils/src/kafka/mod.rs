@@ -62,6 +62,6 @@ pub use environment::{BOOTSTRAP_ENV, REQUIRE_KAFKA_ENV, kafka_bootstrap, kafka_r
 pub use error::{TestKafkaError, TestResult};
 pub use naming::{recent_minute, unique_name};
 pub use produce::{ProduceRecord, produce};
-pub use topics::{create_topic, delete_records, wait_for_topic, watermarks};
+pub use topics::{create_topic, delete_records, topics_with_prefix, wait_for_topic, watermarks};
 
 use error::timeout_error;

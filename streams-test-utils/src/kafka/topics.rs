@@ -134,3 +134,23 @@ pub fn watermarks(bootstrap: &str, topic: &str, partition: i32) -> TestResult<(i
             detail: e.to_string(),
         })
 }
+
+/// The names of the topics on the cluster that start with `prefix` (an application's
+/// internal topics, for `<application.id>-`), sorted. Bounded by [`DEFAULT_TIMEOUT`].
+pub fn topics_with_prefix(bootstrap: &str, prefix: &str) -> TestResult<Vec<String>> {
+    let consumer: BaseConsumer = base_config(bootstrap).create()?;
+    let metadata = consumer
+        .fetch_metadata(None, DEFAULT_TIMEOUT)
+        .map_err(|e| TestKafkaError::Failed {
+            what: "reading the cluster's topics".to_owned(),
+            detail: e.to_string(),
+        })?;
+    let mut topics: Vec<String> = metadata
+        .topics()
+        .iter()
+        .map(|t| t.name().to_owned())
+        .filter(|t| t.starts_with(prefix))
+        .collect();
+    topics.sort();
+    Ok(topics)
+}

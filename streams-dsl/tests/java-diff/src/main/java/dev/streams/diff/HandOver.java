@@ -1,0 +1,98 @@
+package dev.streams.diff;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Map;
+import java.util.Properties;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.state.KeyValueStore;
+
+/**
+ * One half of a hand-over test: a Kafka Streams application on a real broker that runs
+ * until its group has committed {@code COMMITTED} input records of {@code INPUT}, then
+ * closes and leaves the group, so that another implementation can take over the same
+ * {@code application.id}.
+ *
+ * <p>Usage: HandOver BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR TOPOLOGY COMMITTED, TOPOLOGY
+ * being {@code count}: the per-key count of String records in the store {@code counts}, as
+ * Long values to OUTPUT. Prints {@code committed N} when done.
+ */
+public final class HandOver {
+    private HandOver() {}
+
+    public static void main(String[] args) throws Exception {
+        if (args.length != 7) {
+            throw new IllegalArgumentException(
+                    "usage: HandOver BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR TOPOLOGY COMMITTED");
+        }
+        String bootstrap = args[0];
+        String appId = args[1];
+        String input = args[2];
+        String output = args[3];
+        String stateDir = args[4];
+        String topology = args[5];
+        long committed = Long.parseLong(args[6]);
+
+        StreamsBuilder b = new StreamsBuilder();
+        switch (topology) {
+            case "count" -> b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                    .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+                    .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts")
+                            .withKeySerde(Serdes.String())
+                            .withValueSerde(Serdes.Long()))
+                    .toStream()
+                    .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+            default -> throw new IllegalArgumentException("unknown topology " + topology);
+        }
+
+        Properties props = new Properties();
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
+        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
+        props.put(StreamsConfig.consumerPrefix("session.timeout.ms"), 6000);
+        props.put(StreamsConfig.consumerPrefix("heartbeat.interval.ms"), 500);
+
+        try (KafkaStreams streams = new KafkaStreams(b.build(), props);
+                Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            streams.start();
+            Instant deadline = Instant.now().plus(Duration.ofSeconds(90));
+            long done = 0;
+            while (done < committed) {
+                if (streams.state() == KafkaStreams.State.ERROR) {
+                    throw new IllegalStateException("Kafka Streams failed after " + done + " of " + committed + " inputs");
+                }
+                if (Instant.now().isAfter(deadline)) {
+                    throw new IllegalStateException(
+                            "committed " + done + " of " + committed + " inputs in 90 s; state " + streams.state());
+                }
+                Thread.sleep(200);
+                done = 0;
+                Map<TopicPartition, OffsetAndMetadata> offsets =
+                        admin.listConsumerGroupOffsets(appId).partitionsToOffsetAndMetadata().get();
+                for (Map.Entry<TopicPartition, OffsetAndMetadata> e : offsets.entrySet()) {
+                    if (e.getKey().topic().equals(input) && e.getValue() != null) {
+                        done += e.getValue().offset();
+                    }
+                }
+            }
+            if (!streams.close(new KafkaStreams.CloseOptions().leaveGroup(true).timeout(Duration.ofSeconds(30)))) {
+                throw new IllegalStateException("Kafka Streams did not close within 30 s");
+            }
+            System.out.println("committed " + done);
+        }
+    }
+}
