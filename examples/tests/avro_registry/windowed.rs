@@ -1,7 +1,7 @@
 //! Registry serdes as the keys of a windowed store.
 //!
 //! Sales keyed by an Avro record (`Till`) are summed per key in 10-second windows. The
-//! window store's changelog keys embed the Avro-framed key; the output's keys are
+//! window store's changelog keys embed the Avro-framed key (Kafka Streams' layout); the output's keys are
 //! `WindowedSerde` around an Avro serde. A first instance sums half the sales and stops; a
 //! second one, on an empty state directory, restores the store from its changelog and sums
 //! the other half into the same windows. Every window's last total must be the sum of both
@@ -246,8 +246,8 @@ fn avro_keys_of_a_windowed_store_survive_its_changelog() {
     run.wait_for_totals(&sums(first));
     assert!(app.close(Duration::from_secs(60)));
 
-    // The changelog's keys are the store's: `[segment 8][Avro-framed key][window start 8]
-    // [seq 4]`, the key written with the changelog's own subject.
+    // The changelog's keys are Kafka Streams' (`WindowKeySchema`): `[Avro-framed key]
+    // [window start 8][seq 4]`, the key written with the changelog's own subject.
     let changelog = run.read(&run.changelog());
     assert!(!changelog.is_empty());
     let keys = run.avro::<Till>(&run.changelog(), RecordPart::Key, TILL);
@@ -259,7 +259,9 @@ fn avro_keys_of_a_windowed_store_survive_its_changelog() {
         .id;
     for record in &changelog {
         let key = record.key.as_deref().unwrap();
-        let framed = &key[8..key.len() - 12];
+        let framed = &key[..key.len() - 12];
+        let start = i64::from_be_bytes(key[key.len() - 12..key.len() - 4].try_into().unwrap());
+        assert_eq!(start % 10_000, 0, "a window start in plain big-endian");
         assert_eq!(wire::split(framed).unwrap().0, registered);
         assert!(tills.contains(&keys.deserialize(framed).unwrap()));
     }

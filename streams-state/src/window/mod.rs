@@ -74,6 +74,7 @@
 //! ```
 
 mod builder;
+mod changelog_keys;
 pub(crate) mod retention;
 pub(crate) mod scan;
 pub(crate) mod schema;

@@ -22,7 +22,9 @@
 //!
 //! Invariant: an entry is visible iff its retained time `t` satisfies
 //! `t > stream_time - retention`; a segment is physically removed only when all its times
-//! are invisible. The changelog is not told about segment drops (as in Kafka Streams): its
+//! are invisible. The changelog's keys are Kafka Streams' (no segment, plain times: see
+//! `changelog_keys`), turned back into store keys by [`RetentionFront`] on restore. The
+//! changelog is not told about segment drops (as in Kafka Streams): its
 //! `cleanup.policy=compact,delete` with `retention.ms` beyond the store's retention ages
 //! them out, and a restore of expired records ends with the same drop.
 
@@ -35,10 +37,11 @@ use bytes::Bytes;
 use crate::builder::{StoreBuildContext, inner_store};
 use crate::caching::CachingKeyValueStore;
 use crate::changelog::ChangelogRecord;
-use crate::error::Result;
+use crate::error::{Result, SerdeError, StoreError};
 use crate::iter::KeyValueIter;
 use crate::logging::ChangeLoggingKeyValueStore;
 use crate::store::{KeyValueStore, StateStore, StoreStats};
+use crate::window::changelog_keys::{ChangelogKeys, store_records};
 use crate::window::schema::{SEGMENT_LEN, SEQ_LEN, Schema, Segments, encode_i64, segment_of};
 
 /// The observed stream time both layers share; `i64::MIN` means none observed.
@@ -82,7 +85,11 @@ pub(crate) fn build_segmented(
     let time = StreamTime::new();
     let mut store: Box<dyn KeyValueStore> = Box::new(SegmentDropper::new(inner, spec, time.clone()));
     if let (true, Some(sink)) = (logged, ctx.changelog) {
-        store = Box::new(ChangeLoggingKeyValueStore::new(store, sink));
+        let keys = ChangelogKeys {
+            sink,
+            schema: spec.schema,
+        };
+        store = Box::new(ChangeLoggingKeyValueStore::new(store, Box::new(keys)));
     }
     if caching && ctx.thread_cache.max_bytes() > 0 {
         store = Box::new(CachingKeyValueStore::with_thread_cache(store, ctx.thread_cache));
@@ -211,11 +218,25 @@ impl KeyValueStore for RetentionFront {
         self.inner.delete_range(from, to)
     }
 
+    /// `batch` holds changelog keys (Kafka Streams' layout, see `changelog_keys`): they
+    /// become store keys before anything else reads them.
     fn restore_batch(&mut self, batch: &[ChangelogRecord]) -> Result<()> {
-        for t in batch.iter().filter_map(|r| self.spec.schema.time_of(&r.key)) {
+        let (schema, segments) = (self.spec.schema, self.spec.segments);
+        let batch = store_records(schema, segments, batch).map_err(|key| StoreError::Serde {
+            store: self.inner.name().to_owned(),
+            source: SerdeError::new(
+                "SegmentedKeySchema",
+                format!(
+                    "a changelog key of a {schema:?} store needs at least {} bytes, got {}",
+                    schema.suffix_len(),
+                    key.len()
+                ),
+            ),
+        })?;
+        for t in batch.iter().filter_map(|r| schema.time_of(&r.key)) {
             self.time.advance(t);
         }
-        self.inner.restore_batch(batch)
+        self.inner.restore_batch(&batch)
     }
 
     fn checkpoint(&self) -> Result<Option<i64>> {
