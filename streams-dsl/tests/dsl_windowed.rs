@@ -140,3 +140,47 @@ fn a_longer_retention_keeps_windows_readable_and_a_shorter_one_is_a_build_error(
         other => panic!("expected a retention error, got {:?}", other.map(|_| ())),
     }
 }
+
+/// A windowed key goes to its base key's partition whatever the window, as Kafka Streams'
+/// `WindowedStreamPartitioner` places it, so every window of a key is in one partition.
+#[test]
+fn windowed_keys_are_partitioned_by_their_base_key() {
+    let b = StreamsBuilder::new();
+    b.stream(["clicks"], Consumed::with(StringSerde, StringSerde))
+        .group_by_key(Grouped::new())
+        .windowed_by(TimeWindows::of_size_no_grace(SIZE))
+        .count(Materialized::as_("clicks-per-10s"))
+        .to_stream()
+        .to(
+            "counts",
+            Produced::with(WindowedSerde::new(StringSerde, SIZE), NullableSerde(U64Serde)),
+        );
+    let config = DriverConfig::default().partitions("counts", 8);
+    let driver = TopologyTestDriver::new(b.build().unwrap(), config).unwrap();
+    let clicks = driver.input_topic("clicks", StringSerde, StringSerde);
+    let keys = ["a", "b", "c", "user-7", "user-42"];
+    for window in 0..6i64 {
+        for (i, key) in keys.iter().enumerate() {
+            clicks
+                .pipe_at((*key).into(), "x".into(), window * 10_000 + i as i64)
+                .unwrap();
+        }
+    }
+    let out = driver
+        .output_topic(
+            "counts",
+            WindowedSerde::new(StringSerde, SIZE),
+            NullableSerde(U64Serde),
+        )
+        .read_records()
+        .unwrap();
+    assert_eq!(out.len(), keys.len() * 6);
+    for r in &out {
+        assert_eq!(
+            r.partition,
+            streams_core::default_partition(r.key.key.as_bytes(), 8),
+            "{:?}",
+            r.key
+        );
+    }
+}

@@ -62,6 +62,14 @@ pub trait Serde: Send + Sync + 'static {
     fn is_value_and_timestamp(&self) -> bool {
         false
     }
+
+    /// The part of a serialized key that chooses its partition when a sink has no
+    /// partitioner: all of it by default. A windowed key serde returns its base key's
+    /// bytes, so that every window of a key goes to the key's partition (Kafka Streams'
+    /// `WindowedStreamPartitioner`).
+    fn partition_bytes<'a>(&self, serialized: &'a [u8]) -> &'a [u8] {
+        serialized
+    }
 }
 
 /// `Option<T>` over another serde, with `None` as Kafka's null (a tombstone value or a
@@ -89,6 +97,9 @@ impl<S: Serde> Serde for NullableSerde<S> {
     fn deserialize_nullable(&self, bytes: Option<&[u8]>) -> Result<Self::Target, SerdeError> {
         bytes.map(|b| self.0.deserialize(b)).transpose()
     }
+    fn partition_bytes<'a>(&self, serialized: &'a [u8]) -> &'a [u8] {
+        self.0.partition_bytes(serialized)
+    }
 }
 
 /// Marker: the byte order of this serde's output is the logical order of its type, and a
@@ -112,6 +123,9 @@ impl<S: Serde + ?Sized> Serde for std::sync::Arc<S> {
     }
     fn is_value_and_timestamp(&self) -> bool {
         (**self).is_value_and_timestamp()
+    }
+    fn partition_bytes<'a>(&self, serialized: &'a [u8]) -> &'a [u8] {
+        (**self).partition_bytes(serialized)
     }
 }
 

@@ -266,7 +266,10 @@ where
             _ => None,
         }
         .or_else(|| match (has_key, partitions) {
-            (true, Some(n)) => Some(default_partition(&self.key_buf, n)),
+            (true, Some(n)) => Some(default_partition(
+                self.key_serde.partition_bytes(&self.key_buf),
+                n,
+            )),
             _ => None,
         });
         cx.send(OutputRef {

@@ -65,6 +65,11 @@ impl<K: 'static> Serde for WindowedSerde<K> {
             end: start.saturating_add(self.size_ms),
         })
     }
+
+    /// The base key: every window of a key goes to the key's partition.
+    fn partition_bytes<'a>(&self, serialized: &'a [u8]) -> &'a [u8] {
+        &serialized[..serialized.len().saturating_sub(8)]
+    }
 }
 
 #[cfg(test)]

@@ -117,6 +117,11 @@ impl<K: 'static> Serde for SessionWindowedSerde<K> {
             end: time(end)?,
         })
     }
+
+    /// The base key: every session of a key goes to the key's partition.
+    fn partition_bytes<'a>(&self, serialized: &'a [u8]) -> &'a [u8] {
+        &serialized[..serialized.len().saturating_sub(TIMES_LEN)]
+    }
 }
 
 #[cfg(test)]
