@@ -8,8 +8,10 @@
 //! offsets and closes; Kafka Streams, again on an empty state directory, restores from the
 //! changelog this runtime wrote and processes the last third. Each count out must be the
 //! count over everything so far, which only holds if each side read the other's changelog
-//! (values and timestamps) and offsets; and no internal topic may appear that Kafka Streams
-//! does not create.
+//! (keys, values and timestamps) and offsets; and no internal topic may appear that Kafka
+//! Streams does not create. Three topologies: a count (a timestamped key-value store), a
+//! windowed count (a timestamped window store, time-windowed keys on the output topic) and
+//! a session count (a session store, session-windowed keys).
 //!
 //! Needs the broker (`STREAMS_TEST_BOOTSTRAP`) and Java with Maven (see `common/java.rs`).
 
@@ -21,20 +23,58 @@ use std::time::{Duration, Instant};
 
 use common::java::{self, JavaProgram, Outcome};
 use streams_core::serdes::{StringSerde, U64Serde};
+use streams_core::state::Serde as _;
 use streams_core::state::serde::NullableSerde;
 use streams_core::{KafkaStreams, State, StreamsConfig};
-use streams_dsl::{Consumed, Grouped, Materialized, Produced, StreamsBuilder};
+use streams_dsl::{
+    Consumed, Grouped, Materialized, Produced, SessionWindowedSerde, SessionWindows, StreamsBuilder,
+    TimeWindows, WindowedSerde,
+};
 use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
 
 const KEYS: usize = 8;
 const PER_THIRD: usize = 80;
+const WINDOW: Duration = Duration::from_secs(10);
+
+/// The topology both sides run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Topo {
+    /// A count per key, in the store `counts`.
+    Count,
+    /// A count per key and 10-second window (an hour of grace), in the store `wcounts`.
+    WindowedCount,
+    /// A count per key and session of 5 s inactivity (an hour of grace), in the store
+    /// `scounts`.
+    SessionCount,
+}
+
+impl Topo {
+    fn java_name(self) -> &'static str {
+        match self {
+            Self::Count => "count",
+            Self::WindowedCount => "windowed-count",
+            Self::SessionCount => "session-count",
+        }
+    }
+
+    fn store(self) -> &'static str {
+        match self {
+            Self::Count => "counts",
+            Self::WindowedCount => "wcounts",
+            Self::SessionCount => "scounts",
+        }
+    }
+}
 
 /// One application and its topics.
 struct Run {
+    topo: Topo,
     bootstrap: String,
     app_id: String,
     input: String,
     output: String,
+    /// The time of the first input (minute-aligned, recent).
+    base: i64,
 }
 
 impl Run {
@@ -48,7 +88,7 @@ impl Run {
             &self.input,
             &self.output,
             &state.path().display().to_string(),
-            "count",
+            self.topo.java_name(),
             &committed.to_string(),
         ]
         .into_iter()
@@ -57,14 +97,38 @@ impl Run {
         program.build_and_run()
     }
 
-    /// This runtime's count application: the same DSL topology and store name.
+    /// This runtime's application: the same DSL topology and store name.
     fn rust(&self, state: &std::path::Path) -> KafkaStreams {
         let b = StreamsBuilder::new();
-        b.stream([self.input.as_str()], Consumed::with(StringSerde, StringSerde))
-            .group_by_key(Grouped::new())
-            .count(Materialized::as_("counts"))
-            .to_stream()
-            .to(&self.output, Produced::with(StringSerde, NullableSerde(U64Serde)));
+        let grouped = b
+            .stream([self.input.as_str()], Consumed::with(StringSerde, StringSerde))
+            .group_by_key(Grouped::new());
+        let counts = Materialized::as_(self.topo.store());
+        match self.topo {
+            Topo::Count => grouped
+                .count(counts)
+                .to_stream()
+                .to(&self.output, Produced::with(StringSerde, NullableSerde(U64Serde))),
+            Topo::WindowedCount => grouped
+                .windowed_by(TimeWindows::of_size_with_grace(WINDOW, Duration::from_secs(3600)))
+                .count(counts)
+                .to_stream()
+                .to(
+                    &self.output,
+                    Produced::with(WindowedSerde::new(StringSerde, WINDOW), NullableSerde(U64Serde)),
+                ),
+            Topo::SessionCount => grouped
+                .windowed_by_session(SessionWindows::of_inactivity_gap_with_grace(
+                    Duration::from_secs(5),
+                    Duration::from_secs(3600),
+                ))
+                .count(counts)
+                .to_stream()
+                .to(
+                    &self.output,
+                    Produced::with(SessionWindowedSerde::new(StringSerde), NullableSerde(U64Serde)),
+                ),
+        }
         let dir = state.display().to_string();
         let config = StreamsConfig::from_properties([
             ("application.id", self.app_id.as_str()),
@@ -85,11 +149,13 @@ impl Run {
         app
     }
 
-    /// Produces inputs `range` (key `k<i % KEYS>`), at recent times.
+    /// Produces inputs `range` (see [`input`]).
     fn produce(&self, range: std::ops::Range<usize>) {
-        let base = kafka::recent_minute(5);
         let records: Vec<ProduceRecord> = range
-            .map(|i| ProduceRecord::new(format!("k{}", i % KEYS), "x").with_timestamp(base + i as i64))
+            .map(|i| {
+                let (key, at) = input(self.base, i);
+                ProduceRecord::new(key, "x").with_timestamp(at)
+            })
             .collect();
         kafka::produce(&self.bootstrap, &self.input, &records, Duration::from_secs(60)).unwrap();
     }
@@ -108,23 +174,44 @@ impl Run {
         .sum()
     }
 
-    /// The last count out per key.
+    /// The last count out per key (`key@window start` for the windowed counts); a key whose
+    /// last record is a tombstone (a session merged into another) has none.
     fn last_counts(&self) -> BTreeMap<String, u64> {
-        kafka::consume_all(
+        let windowed = WindowedSerde::new(StringSerde, WINDOW);
+        let sessions = SessionWindowedSerde::new(StringSerde);
+        let mut counts = BTreeMap::new();
+        let records = kafka::consume_all(
             &self.bootstrap,
             &self.output,
             ConsumeUntil::Idle(Duration::ZERO),
             Duration::from_secs(60),
             false,
         )
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let key = r.key_str().expect("a String key");
-            let value: [u8; 8] = r.value.as_deref().expect("a count").try_into().expect("a Long");
-            (key, u64::from_be_bytes(value))
-        })
-        .collect()
+        .unwrap();
+        for r in &records {
+            let bytes = r.key.as_deref().expect("a key");
+            let key = match self.topo {
+                Topo::Count => r.key_str().expect("a String key"),
+                Topo::WindowedCount => {
+                    let w = windowed.deserialize(bytes).unwrap();
+                    format!("{}@{}", w.key, w.start - self.base)
+                }
+                Topo::SessionCount => {
+                    let w = sessions.deserialize(bytes).unwrap();
+                    format!("{}@{}", w.key, w.start - self.base)
+                }
+            };
+            match r.value.as_deref() {
+                Some(value) => {
+                    let value: [u8; 8] = value.try_into().expect("a Long");
+                    counts.insert(key, u64::from_be_bytes(value));
+                }
+                None => {
+                    counts.remove(&key);
+                }
+            }
+        }
+        counts
     }
 
     /// The topics whose name starts with the application id.
@@ -133,24 +220,66 @@ impl Run {
     }
 }
 
-/// Every key's count after `n` inputs.
-fn counts_after(n: usize) -> BTreeMap<String, u64> {
-    (0..KEYS)
-        .map(|k| (format!("k{k}"), (n / KEYS + usize::from(k < n % KEYS)) as u64))
-        .collect()
+/// Input `i`: key `k<i % KEYS>`, in one of three windows after `base`, in turn.
+fn input(base: i64, i: usize) -> (String, i64) {
+    let window = ((i / KEYS) % 3) as i64;
+    (
+        format!("k{}", i % KEYS),
+        base + window * 10_000 + (i % KEYS) as i64,
+    )
+}
+
+/// The counts after the first `n` inputs, keyed as [`Run::last_counts`] keys them.
+fn counts_after(topo: Topo, n: usize) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for i in 0..n {
+        let (key, at) = input(0, i);
+        // Every input of a key in a window has the same time: one session per window.
+        let key = match topo {
+            Topo::Count => key,
+            Topo::WindowedCount => format!("{key}@{}", at - at % 10_000),
+            Topo::SessionCount => format!("{key}@{at}"),
+        };
+        *counts.entry(key).or_default() += 1;
+    }
+    counts
 }
 
 #[test]
 fn a_count_moves_from_kafka_streams_to_this_runtime_and_back() {
-    let test = "a_count_moves_from_kafka_streams_to_this_runtime_and_back";
+    hand_over(
+        "a_count_moves_from_kafka_streams_to_this_runtime_and_back",
+        Topo::Count,
+    );
+}
+
+#[test]
+fn a_session_count_moves_from_kafka_streams_to_this_runtime_and_back() {
+    hand_over(
+        "a_session_count_moves_from_kafka_streams_to_this_runtime_and_back",
+        Topo::SessionCount,
+    );
+}
+
+#[test]
+fn a_windowed_count_moves_from_kafka_streams_to_this_runtime_and_back() {
+    hand_over(
+        "a_windowed_count_moves_from_kafka_streams_to_this_runtime_and_back",
+        Topo::WindowedCount,
+    );
+}
+
+fn hand_over(test: &str, topo: Topo) {
     let Some(bootstrap) = kafka::require_kafka(test) else {
         return;
     };
     let run = Run {
+        topo,
         bootstrap,
-        app_id: kafka::unique_name("handover-count"),
+        app_id: kafka::unique_name("handover"),
         input: kafka::unique_name("handover-in"),
         output: kafka::unique_name("handover-out"),
+        base: kafka::recent_minute(5),
     };
     kafka::create_topic(&run.bootstrap, &run.input, 2, &[]).unwrap();
     kafka::create_topic(&run.bootstrap, &run.output, 2, &[]).unwrap();
@@ -161,8 +290,8 @@ fn a_count_moves_from_kafka_streams_to_this_runtime_and_back() {
     if java::available(test, &first).is_none() {
         return;
     }
-    assert_eq!(run.last_counts(), counts_after(PER_THIRD));
-    let changelog = format!("{}-counts-changelog", run.app_id);
+    assert_eq!(run.last_counts(), counts_after(topo, PER_THIRD));
+    let changelog = format!("{}-{}-changelog", run.app_id, topo.store());
     assert_eq!(run.internal_topics(), [changelog.clone()]);
 
     // This runtime takes over on an empty state directory and processes the second third.
@@ -170,14 +299,14 @@ fn a_count_moves_from_kafka_streams_to_this_runtime_and_back() {
     let mut app = run.rust(state.path());
     run.produce(PER_THIRD..2 * PER_THIRD);
     let deadline = Instant::now() + Duration::from_secs(60);
-    while run.committed() < (2 * PER_THIRD) as i64 || run.last_counts() != counts_after(2 * PER_THIRD) {
+    while run.committed() < (2 * PER_THIRD) as i64 || run.last_counts() != counts_after(topo, 2 * PER_THIRD) {
         assert!(
             Instant::now() < deadline,
             "committed {} of {} inputs; last counts {:?}, expected {:?}",
             run.committed(),
             2 * PER_THIRD,
             run.last_counts(),
-            counts_after(2 * PER_THIRD)
+            counts_after(topo, 2 * PER_THIRD)
         );
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -188,6 +317,6 @@ fn a_count_moves_from_kafka_streams_to_this_runtime_and_back() {
     run.produce(2 * PER_THIRD..3 * PER_THIRD);
     let last = run.java(3 * PER_THIRD);
     java::available(test, &last).expect("Java ran the first time");
-    assert_eq!(run.last_counts(), counts_after(3 * PER_THIRD));
+    assert_eq!(run.last_counts(), counts_after(topo, 3 * PER_THIRD));
     assert_eq!(run.internal_topics(), [changelog]);
 }

@@ -18,7 +18,12 @@ import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.WindowStore;
 
 /**
  * One half of a hand-over test: a Kafka Streams application on a real broker that runs
@@ -27,8 +32,12 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * {@code application.id}.
  *
  * <p>Usage: HandOver BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR TOPOLOGY COMMITTED, TOPOLOGY
- * being {@code count}: the per-key count of String records in the store {@code counts}, as
- * Long values to OUTPUT. Prints {@code committed N} when done.
+ * being {@code count} (the per-key count of String records in the store {@code counts}, as
+ * Long values to OUTPUT) or {@code windowed-count} (the same per 10-second window with an
+ * hour of grace, in the window store {@code wcounts}, keyed by time-windowed String keys)
+ * or {@code session-count} (the same per session of 5 s inactivity, in the session store
+ * {@code scounts}, keyed by session-windowed String keys).
+ * Prints {@code committed N} when done.
  */
 public final class HandOver {
     private HandOver() {}
@@ -55,6 +64,23 @@ public final class HandOver {
                             .withValueSerde(Serdes.Long()))
                     .toStream()
                     .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+            case "windowed-count" -> b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                    .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+                    .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofHours(1)))
+                    .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("wcounts")
+                            .withKeySerde(Serdes.String())
+                            .withValueSerde(Serdes.Long()))
+                    .toStream()
+                    .to(output, Produced.with(
+                            WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000L), Serdes.Long()));
+            case "session-count" -> b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                    .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+                    .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(5), Duration.ofHours(1)))
+                    .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("scounts")
+                            .withKeySerde(Serdes.String())
+                            .withValueSerde(Serdes.Long()))
+                    .toStream()
+                    .to(output, Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
             default -> throw new IllegalArgumentException("unknown topology " + topology);
         }
 
