@@ -46,6 +46,9 @@ enum Topo {
     /// A count per key and session of 5 s inactivity (an hour of grace), in the store
     /// `scounts`.
     SessionCount,
+    /// The input read as a table (`latest`), re-grouped by value through the repartition
+    /// topic `by-group`, and the keys per group counted in the store `gcounts`.
+    TableRegroup,
 }
 
 impl Topo {
@@ -54,6 +57,7 @@ impl Topo {
             Self::Count => "count",
             Self::WindowedCount => "windowed-count",
             Self::SessionCount => "session-count",
+            Self::TableRegroup => "table-regroup-count",
         }
     }
 
@@ -62,6 +66,7 @@ impl Topo {
             Self::Count => "counts",
             Self::WindowedCount => "wcounts",
             Self::SessionCount => "scounts",
+            Self::TableRegroup => "gcounts",
         }
     }
 }
@@ -100,16 +105,17 @@ impl Run {
     /// This runtime's application: the same DSL topology and store name.
     fn rust(&self, state: &std::path::Path) -> KafkaStreams {
         let b = StreamsBuilder::new();
-        let grouped = b
-            .stream([self.input.as_str()], Consumed::with(StringSerde, StringSerde))
-            .group_by_key(Grouped::new());
+        let grouped = || {
+            b.stream([self.input.as_str()], Consumed::with(StringSerde, StringSerde))
+                .group_by_key(Grouped::new())
+        };
         let counts = Materialized::as_(self.topo.store());
         match self.topo {
-            Topo::Count => grouped
+            Topo::Count => grouped()
                 .count(counts)
                 .to_stream()
                 .to(&self.output, Produced::with(StringSerde, NullableSerde(U64Serde))),
-            Topo::WindowedCount => grouped
+            Topo::WindowedCount => grouped()
                 .windowed_by(TimeWindows::of_size_with_grace(WINDOW, Duration::from_secs(3600)))
                 .count(counts)
                 .to_stream()
@@ -117,7 +123,7 @@ impl Run {
                     &self.output,
                     Produced::with(WindowedSerde::new(StringSerde, WINDOW), NullableSerde(U64Serde)),
                 ),
-            Topo::SessionCount => grouped
+            Topo::SessionCount => grouped()
                 .windowed_by_session(SessionWindows::of_inactivity_gap_with_grace(
                     Duration::from_secs(5),
                     Duration::from_secs(3600),
@@ -128,6 +134,20 @@ impl Run {
                     &self.output,
                     Produced::with(SessionWindowedSerde::new(StringSerde), NullableSerde(U64Serde)),
                 ),
+            Topo::TableRegroup => b
+                .table(
+                    &self.input,
+                    Materialized::as_("latest")
+                        .with_key_serde(StringSerde)
+                        .with_value_serde(StringSerde),
+                )
+                .group_by(
+                    |k: &String, v: &String| (v.clone(), k.clone()),
+                    Grouped::with(StringSerde, StringSerde).named("by-group"),
+                )
+                .count(counts)
+                .to_stream()
+                .to(&self.output, Produced::with(StringSerde, NullableSerde(U64Serde))),
         }
         let dir = state.display().to_string();
         let config = StreamsConfig::from_properties([
@@ -154,7 +174,7 @@ impl Run {
         let records: Vec<ProduceRecord> = range
             .map(|i| {
                 let (key, at) = input(self.base, i);
-                ProduceRecord::new(key, "x").with_timestamp(at)
+                ProduceRecord::new(key, group(i)).with_timestamp(at)
             })
             .collect();
         kafka::produce(&self.bootstrap, &self.input, &records, Duration::from_secs(60)).unwrap();
@@ -191,7 +211,7 @@ impl Run {
         for r in &records {
             let bytes = r.key.as_deref().expect("a key");
             let key = match self.topo {
-                Topo::Count => r.key_str().expect("a String key"),
+                Topo::Count | Topo::TableRegroup => r.key_str().expect("a String key"),
                 Topo::WindowedCount => {
                     let w = windowed.deserialize(bytes).unwrap();
                     format!("{}@{}", w.key, w.start - self.base)
@@ -229,9 +249,26 @@ fn input(base: i64, i: usize) -> (String, i64) {
     )
 }
 
+/// The value of input `i`: a group, another one at each update of the key.
+fn group(i: usize) -> String {
+    format!("g{}", (i / KEYS + i % KEYS) % 3)
+}
+
 /// The counts after the first `n` inputs, keyed as [`Run::last_counts`] keys them.
 fn counts_after(topo: Topo, n: usize) -> BTreeMap<String, u64> {
     let mut counts = BTreeMap::new();
+    if topo == Topo::TableRegroup {
+        // The keys of the table per group, as they are after each update.
+        let mut latest = BTreeMap::new();
+        for i in 0..n {
+            let (key, _) = input(0, i);
+            if let Some(old) = latest.insert(key, group(i)) {
+                *counts.get_mut(&old).expect("a counted group") -= 1;
+            }
+            *counts.entry(group(i)).or_default() += 1;
+        }
+        return counts;
+    }
     for i in 0..n {
         let (key, at) = input(0, i);
         // Every input of a key in a window has the same time: one session per window.
@@ -239,6 +276,7 @@ fn counts_after(topo: Topo, n: usize) -> BTreeMap<String, u64> {
             Topo::Count => key,
             Topo::WindowedCount => format!("{key}@{}", at - at % 10_000),
             Topo::SessionCount => format!("{key}@{at}"),
+            Topo::TableRegroup => unreachable!("counted above"),
         };
         *counts.entry(key).or_default() += 1;
     }
@@ -250,6 +288,14 @@ fn a_count_moves_from_kafka_streams_to_this_runtime_and_back() {
     hand_over(
         "a_count_moves_from_kafka_streams_to_this_runtime_and_back",
         Topo::Count,
+    );
+}
+
+#[test]
+fn a_regrouped_table_count_moves_from_kafka_streams_to_this_runtime_and_back() {
+    hand_over(
+        "a_regrouped_table_count_moves_from_kafka_streams_to_this_runtime_and_back",
+        Topo::TableRegroup,
     );
 }
 
@@ -270,6 +316,11 @@ fn a_windowed_count_moves_from_kafka_streams_to_this_runtime_and_back() {
 }
 
 fn hand_over(test: &str, topo: Topo) {
+    // This runtime's log, with RUST_LOG (e.g. `streams_core=info`), in the test's output.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
     let Some(bootstrap) = kafka::require_kafka(test) else {
         return;
     };
@@ -292,7 +343,8 @@ fn hand_over(test: &str, topo: Topo) {
     }
     assert_eq!(run.last_counts(), counts_after(topo, PER_THIRD));
     let changelog = format!("{}-{}-changelog", run.app_id, topo.store());
-    assert_eq!(run.internal_topics(), [changelog.clone()]);
+    let internal = run.internal_topics();
+    assert!(internal.contains(&changelog), "{internal:?}");
 
     // This runtime takes over on an empty state directory and processes the second third.
     let state = tempfile::tempdir().unwrap();
@@ -311,12 +363,16 @@ fn hand_over(test: &str, topo: Topo) {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert!(app.close(Duration::from_secs(60)));
-    assert_eq!(run.internal_topics(), [changelog.clone()]);
+    assert_eq!(
+        run.internal_topics(),
+        internal,
+        "the internal topics Kafka Streams made, and no other"
+    );
 
     // Kafka Streams takes the application back and processes the last third.
     run.produce(2 * PER_THIRD..3 * PER_THIRD);
     let last = run.java(3 * PER_THIRD);
     java::available(test, &last).expect("Java ran the first time");
     assert_eq!(run.last_counts(), counts_after(topo, 3 * PER_THIRD));
-    assert_eq!(run.internal_topics(), [changelog]);
+    assert_eq!(run.internal_topics(), internal);
 }

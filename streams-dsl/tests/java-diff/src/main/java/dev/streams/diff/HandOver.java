@@ -12,6 +12,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.kstream.Consumed;
@@ -36,7 +37,9 @@ import org.apache.kafka.streams.state.WindowStore;
  * Long values to OUTPUT) or {@code windowed-count} (the same per 10-second window with an
  * hour of grace, in the window store {@code wcounts}, keyed by time-windowed String keys)
  * or {@code session-count} (the same per session of 5 s inactivity, in the session store
- * {@code scounts}, keyed by session-windowed String keys).
+ * {@code scounts}, keyed by session-windowed String keys) or {@code table-regroup-count} (INPUT
+ * read as a table in the store {@code latest}, re-grouped by value through the repartition
+ * topic {@code by-group}, the keys per group counted in the store {@code gcounts}).
  * Prints {@code committed N} when done.
  */
 public final class HandOver {
@@ -81,6 +84,16 @@ public final class HandOver {
                             .withValueSerde(Serdes.Long()))
                     .toStream()
                     .to(output, Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
+            case "table-regroup-count" -> b.table(input, Consumed.with(Serdes.String(), Serdes.String()),
+                            Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("latest")
+                                    .withKeySerde(Serdes.String())
+                                    .withValueSerde(Serdes.String()))
+                    .groupBy((k, v) -> KeyValue.pair(v, k), Grouped.with("by-group", Serdes.String(), Serdes.String()))
+                    .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("gcounts")
+                            .withKeySerde(Serdes.String())
+                            .withValueSerde(Serdes.Long()))
+                    .toStream()
+                    .to(output, Produced.with(Serdes.String(), Serdes.Long()));
             default -> throw new IllegalArgumentException("unknown topology " + topology);
         }
 
