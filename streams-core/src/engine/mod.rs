@@ -398,6 +398,21 @@ impl Task {
         Ok(())
     }
 
+    /// The task's stream time: the largest timestamp of the records it processed, or the
+    /// one it resumed from; `None` before either.
+    pub(crate) fn stream_time(&self) -> Option<i64> {
+        let t = self.shared.stream_time.get();
+        (t != i64::MIN).then_some(t)
+    }
+
+    /// Starts the stream time at `time` (committed with the task's input offsets), unless
+    /// it is past it already.
+    pub(crate) fn resume_stream_time(&self, time: i64) {
+        if time > self.shared.stream_time.get() {
+            self.shared.stream_time.set(time);
+        }
+    }
+
     /// The offsets to commit: for each input partition, the offset after the last record
     /// processed (or dropped), or the offset of the oldest record still held (worked on off
     /// the task thread) when that is smaller.

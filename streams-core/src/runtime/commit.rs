@@ -71,9 +71,14 @@ impl TaskManager {
         self.metrics.lap(CommitPhase::FlushStores, &mut since);
         let mut tpl = TopicPartitionList::new();
         for task in self.tasks.values() {
+            // Each offset carries the task's stream time, as Kafka Streams commits it.
+            let metadata = task.stream_time().map(super::offset_metadata::encode);
             for (t, p, o) in task.committable_offsets() {
                 tpl.add_partition_offset(&t, p, Offset::Offset(o))
                     .map_err(|e| kafka_err("offsets", e))?;
+                if let (Some(m), Some(mut e)) = (&metadata, tpl.find_partition(&t, p)) {
+                    e.set_metadata(m);
+                }
             }
         }
         // Under exactly-once no step waits longer than the transaction may stay open: past

@@ -363,13 +363,20 @@ impl TaskManager {
         if let Some(g) = &self.globals {
             task.with_globals(g.slots());
         }
+        let partitions = self.task_partitions(id);
+        let committed_time = partitions
+            .elements()
+            .iter()
+            .filter_map(|e| self.committed_times.get(&(e.topic().to_owned(), e.partition())))
+            .max();
+        if let Some(&time) = committed_time {
+            task.resume_stream_time(time);
+        }
         task.initialize()?;
         self.metrics.tasks_created.inc();
-        tracing::info!(task = %id, restored = records, "task created");
+        tracing::info!(task = %id, restored = records, stream_time = ?committed_time, "task created");
         task.add_records(r.held);
-        consumer
-            .resume(&self.task_partitions(id))
-            .map_err(|e| kafka_err("resume", e))?;
+        consumer.resume(&partitions).map_err(|e| kafka_err("resume", e))?;
         self.tasks.insert(id, task);
         Ok(())
     }

@@ -30,6 +30,7 @@ impl TaskManager {
     pub(crate) fn note_start_offsets(&mut self, start: &TopicPartitionList, whole: bool) {
         let topology = self.settings.factory.topology().clone();
         let mut now = Vec::new();
+        let mut times = Vec::new();
         for e in start.elements() {
             let Offset::Offset(offset) = e.offset() else {
                 continue;
@@ -47,12 +48,17 @@ impl TaskManager {
                     self.moved.insert(id);
                 }
             }
+            if let Some(time) = super::offset_metadata::decode(e.metadata()) {
+                times.push(((topic.clone(), partition), time));
+            }
             now.push(((topic, partition), offset));
         }
         if whole {
             self.assigned_at.clear();
+            self.committed_times.clear();
         }
         self.assigned_at.extend(now);
+        self.committed_times.extend(times);
     }
 
     /// Where this thread expects `topic`-`partition` of task `id` to start: the offset the

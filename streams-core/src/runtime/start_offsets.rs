@@ -108,8 +108,8 @@ impl ResetTo {
     }
 }
 
-/// `assigned` with each partition's committed offset where it has one, else where
-/// `reset(topic)` puts it.
+/// `assigned` with each partition's committed offset (and its metadata) where it has one,
+/// else where `reset(topic)` puts it.
 pub(crate) fn explicit<C: ConsumerContext>(
     consumer: &BaseConsumer<C>,
     assigned: &TopicPartitionList,
@@ -121,10 +121,8 @@ pub(crate) fn explicit<C: ConsumerContext>(
     let committed = committed(consumer, assigned, LOOKUP_TIMEOUT)?;
     let mut out = TopicPartitionList::new();
     for e in assigned.elements() {
-        let offset = match committed
-            .find_partition(e.topic(), e.partition())
-            .map(|c| c.offset())
-        {
+        let found = committed.find_partition(e.topic(), e.partition());
+        let offset = match found.as_ref().map(|c| c.offset()) {
             Some(Offset::Offset(o)) => Offset::Offset(o),
             _ => match reset(e.topic()).resolve(consumer, e.topic(), e.partition())? {
                 Some(o) => Offset::Offset(o),
@@ -133,6 +131,12 @@ pub(crate) fn explicit<C: ConsumerContext>(
         };
         out.add_partition_offset(e.topic(), e.partition(), offset)
             .map_err(|err| kafka_err("start offsets", err))?;
+        // The commit's metadata (the stream time, see `offset_metadata.rs`) goes along.
+        if let (Some(c), Some(mut o)) = (found, out.find_partition(e.topic(), e.partition()))
+            && !c.metadata().is_empty()
+        {
+            o.set_metadata(c.metadata());
+        }
     }
     tracing::info!(start = %describe(&out), "start offsets of the assigned partitions");
     Ok(out)
