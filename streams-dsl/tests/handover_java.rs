@@ -35,6 +35,8 @@ use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
 const KEYS: usize = 8;
 const PER_THIRD: usize = 80;
 const WINDOW: Duration = Duration::from_secs(10);
+const AT_LEAST_ONCE: &str = "at_least_once";
+const EXACTLY_ONCE: &str = "exactly_once_v2";
 
 /// The topology both sides run.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -80,6 +82,8 @@ struct Run {
     output: String,
     /// The time of the first input (minute-aligned, recent).
     base: i64,
+    /// `processing.guarantee` on both sides.
+    guarantee: &'static str,
 }
 
 impl Run {
@@ -95,6 +99,7 @@ impl Run {
             &state.path().display().to_string(),
             self.topo.java_name(),
             &committed.to_string(),
+            self.guarantee,
         ]
         .into_iter()
         .map(OsString::from)
@@ -155,6 +160,7 @@ impl Run {
             ("bootstrap.servers", self.bootstrap.as_str()),
             ("state.dir", dir.as_str()),
             ("commit.interval.ms", "200"),
+            ("processing.guarantee", self.guarantee),
             ("consumer.session.timeout.ms", "6000"),
             ("consumer.heartbeat.interval.ms", "500"),
         ])
@@ -195,8 +201,11 @@ impl Run {
     }
 
     /// The last count out per key (`key@window start` for the windowed counts); a key whose
-    /// last record is a tombstone (a session merged into another) has none.
+    /// last record is a tombstone (a session merged into another) has none. Under
+    /// exactly-once, read committed, and no count may be written twice: each key's counts
+    /// rise.
     fn last_counts(&self) -> BTreeMap<String, u64> {
+        let exactly_once = self.guarantee != AT_LEAST_ONCE;
         let windowed = WindowedSerde::new(StringSerde, WINDOW);
         let sessions = SessionWindowedSerde::new(StringSerde);
         let mut counts = BTreeMap::new();
@@ -205,7 +214,7 @@ impl Run {
             &self.output,
             ConsumeUntil::Idle(Duration::ZERO),
             Duration::from_secs(60),
-            false,
+            exactly_once,
         )
         .unwrap();
         for r in &records {
@@ -223,8 +232,12 @@ impl Run {
             };
             match r.value.as_deref() {
                 Some(value) => {
-                    let value: [u8; 8] = value.try_into().expect("a Long");
-                    counts.insert(key, u64::from_be_bytes(value));
+                    let value = u64::from_be_bytes(value.try_into().expect("a Long"));
+                    let before = counts.insert(key.clone(), value);
+                    assert!(
+                        !exactly_once || before.is_none_or(|b| b < value),
+                        "{key}: count {value} after {before:?} under exactly-once"
+                    );
                 }
                 None => {
                     counts.remove(&key);
@@ -315,7 +328,20 @@ fn a_windowed_count_moves_from_kafka_streams_to_this_runtime_and_back() {
     );
 }
 
+#[test]
+fn a_count_moves_under_exactly_once_with_no_count_written_twice() {
+    hand_over_with(
+        "a_count_moves_under_exactly_once_with_no_count_written_twice",
+        Topo::Count,
+        EXACTLY_ONCE,
+    );
+}
+
 fn hand_over(test: &str, topo: Topo) {
+    hand_over_with(test, topo, AT_LEAST_ONCE);
+}
+
+fn hand_over_with(test: &str, topo: Topo, guarantee: &'static str) {
     // This runtime's log, with RUST_LOG (e.g. `streams_core=info`), in the test's output.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -331,6 +357,7 @@ fn hand_over(test: &str, topo: Topo) {
         input: kafka::unique_name("handover-in"),
         output: kafka::unique_name("handover-out"),
         base: kafka::recent_minute(5),
+        guarantee,
     };
     kafka::create_topic(&run.bootstrap, &run.input, 2, &[]).unwrap();
     kafka::create_topic(&run.bootstrap, &run.output, 2, &[]).unwrap();

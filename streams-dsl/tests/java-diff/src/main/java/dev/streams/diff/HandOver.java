@@ -32,7 +32,8 @@ import org.apache.kafka.streams.state.WindowStore;
  * closes and leaves the group, so that another implementation can take over the same
  * {@code application.id}.
  *
- * <p>Usage: HandOver BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR TOPOLOGY COMMITTED, TOPOLOGY
+ * <p>Usage: HandOver BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR TOPOLOGY COMMITTED [GUARANTEE]
+ * (GUARANTEE: {@code processing.guarantee}, at_least_once by default), TOPOLOGY
  * being {@code count} (the per-key count of String records in the store {@code counts}, as
  * Long values to OUTPUT) or {@code windowed-count} (the same per 10-second window with an
  * hour of grace, in the window store {@code wcounts}, keyed by time-windowed String keys)
@@ -46,10 +47,11 @@ public final class HandOver {
     private HandOver() {}
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 7) {
+        if (args.length != 7 && args.length != 8) {
             throw new IllegalArgumentException(
-                    "usage: HandOver BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR TOPOLOGY COMMITTED");
+                    "usage: HandOver BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR TOPOLOGY COMMITTED [GUARANTEE]");
         }
+        String guarantee = args.length == 8 ? args[7] : StreamsConfig.AT_LEAST_ONCE;
         String bootstrap = args[0];
         String appId = args[1];
         String input = args[2];
@@ -102,6 +104,7 @@ public final class HandOver {
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
+        props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, guarantee);
         props.put(StreamsConfig.consumerPrefix("session.timeout.ms"), 6000);
         props.put(StreamsConfig.consumerPrefix("heartbeat.interval.ms"), 500);
 
