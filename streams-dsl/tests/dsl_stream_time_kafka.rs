@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use streams_core::serdes::StringSerde;
-use streams_core::{ProcessResult, Processor, ProcessorContext, Record};
+use streams_core::{ProcessResult, Processor, ProcessorContext, Record, StreamsConfig};
 use streams_dsl::{Consumed, Produced, StreamsBuilder};
 use streams_test_utils::kafka::{self, ProduceRecord};
 
@@ -57,10 +57,38 @@ fn wait_for(bootstrap: &str, output: &str, base: i64, n: usize) {
     }
 }
 
+/// The test's configuration: the classic group protocol (`broker::config`), or the
+/// streams protocol, whose at-least-once commits go through this project's own client.
+fn config(bootstrap: &str, app_id: &str, state: &std::path::Path, streams_protocol: bool) -> StreamsConfig {
+    if !streams_protocol {
+        return broker::config(bootstrap, app_id, state);
+    }
+    let dir = state.display().to_string();
+    StreamsConfig::from_properties([
+        ("application.id", app_id),
+        ("bootstrap.servers", bootstrap),
+        ("state.dir", dir.as_str()),
+        ("commit.interval.ms", "200"),
+        ("group.protocol", "streams"),
+    ])
+    .unwrap()
+}
+
 #[test]
 fn a_task_resumes_the_stream_time_committed_with_its_offsets() {
-    let Some(bootstrap) = kafka::require_kafka("a_task_resumes_the_stream_time_committed_with_its_offsets")
-    else {
+    resumes_stream_time("a_task_resumes_the_stream_time_committed_with_its_offsets", false);
+}
+
+#[test]
+fn a_streams_group_task_resumes_the_stream_time_committed_with_its_offsets() {
+    resumes_stream_time(
+        "a_streams_group_task_resumes_the_stream_time_committed_with_its_offsets",
+        true,
+    );
+}
+
+fn resumes_stream_time(test: &str, streams_protocol: bool) {
+    let Some(bootstrap) = kafka::require_kafka(test) else {
         return;
     };
     let app_id = kafka::unique_name("dsl-stream-time");
@@ -75,7 +103,7 @@ fn a_task_resumes_the_stream_time_committed_with_its_offsets() {
     let first_state = tempfile::tempdir().unwrap();
     let mut app = broker::start(
         topology(&input, &output),
-        broker::config(&bootstrap, &app_id, first_state.path()),
+        config(&bootstrap, &app_id, first_state.path(), streams_protocol),
     );
     kafka::produce(
         &bootstrap,
@@ -94,7 +122,7 @@ fn a_task_resumes_the_stream_time_committed_with_its_offsets() {
     let second_state = tempfile::tempdir().unwrap();
     let mut app = broker::start(
         topology(&input, &output),
-        broker::config(&bootstrap, &app_id, second_state.path()),
+        config(&bootstrap, &app_id, second_state.path(), streams_protocol),
     );
     kafka::produce(
         &bootstrap,

@@ -21,12 +21,12 @@ use super::tasks::TaskManager;
 use crate::metrics::handles::CommitPhase;
 use crate::model::error::StreamsError;
 
-/// The offsets of `tpl` as (topic, partition, offset) triples.
-fn offsets_of(tpl: &TopicPartitionList) -> Vec<(String, i32, i64)> {
+/// The offsets of `tpl` as (topic, partition, offset, metadata).
+fn offsets_of(tpl: &TopicPartitionList) -> Vec<(String, i32, i64, String)> {
     tpl.elements()
         .iter()
         .filter_map(|e| match e.offset() {
-            Offset::Offset(o) => Some((e.topic().to_owned(), e.partition(), o)),
+            Offset::Offset(o) => Some((e.topic().to_owned(), e.partition(), o, e.metadata().to_owned())),
             _ => None,
         })
         .collect()

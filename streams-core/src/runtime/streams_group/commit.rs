@@ -63,13 +63,13 @@ pub(crate) fn error_name(code: i16) -> String {
     }
 }
 
-/// Commits `offsets` (topic, partition, next offset) for `member_id` at `epoch`.
+/// Commits `offsets` (topic, partition, next offset, metadata) for `member_id` at `epoch`.
 pub(crate) fn commit(
     conn: &mut Conn,
     group: &str,
     member_id: &str,
     epoch: i32,
-    offsets: &[(String, i32, i64)],
+    offsets: &[(String, i32, i64, String)],
 ) -> Result<(), CommitError> {
     let version = conn.version(8, (9, 9)).ok_or_else(|| {
         CommitError::Failed(StreamsError::Kafka {
@@ -78,12 +78,12 @@ pub(crate) fn commit(
         })
     })?;
     let mut by_topic: BTreeMap<&str, Vec<OffsetCommitRequestPartition>> = BTreeMap::new();
-    for (topic, partition, offset) in offsets {
+    for (topic, partition, offset, metadata) in offsets {
         let mut p = OffsetCommitRequestPartition::default();
         p.partition_index = *partition;
         p.committed_offset = *offset;
         p.committed_leader_epoch = -1;
-        p.committed_metadata = Some(StrBytes::from_static_str(""));
+        p.committed_metadata = Some(StrBytes::from_string(metadata.clone()));
         by_topic.entry(topic).or_default().push(p);
     }
     let mut req = OffsetCommitRequest::default();

@@ -194,7 +194,9 @@ fn commits_need_the_current_epoch() {
     };
     let mut a = Player::join(settings(&bootstrap, &group, &topic, "process-a", 0));
     until(&mut [&mut a], SETTLE, |p| p[0].owns.active == tasks(0..4));
-    let offsets: Vec<(String, i32, i64)> = (0..4).map(|p| (topic.clone(), p, 10 + i64::from(p))).collect();
+    let offsets: Vec<(String, i32, i64, String)> = (0..4)
+        .map(|p| (topic.clone(), p, 10 + i64::from(p), String::new()))
+        .collect();
     a.member
         .commit_offsets(&offsets, Duration::from_secs(10))
         .expect("commit at the current epoch");

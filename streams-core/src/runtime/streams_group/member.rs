@@ -297,11 +297,11 @@ impl StreamsMember {
         }
     }
 
-    /// Commits `offsets` (topic, partition, next offset) as this member at its current
-    /// epoch. `timeout` bounds connecting to the coordinator and the request.
+    /// Commits `offsets` (topic, partition, next offset, metadata) as this member at its
+    /// current epoch. `timeout` bounds connecting to the coordinator and the request.
     pub(crate) fn commit_offsets(
         &self,
-        offsets: &[(String, i32, i64)],
+        offsets: &[(String, i32, i64, String)],
         timeout: Duration,
     ) -> Result<(), CommitError> {
         let (member_id, epoch) = self.member_id_and_epoch();
