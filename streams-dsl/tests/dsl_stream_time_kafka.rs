@@ -99,40 +99,26 @@ fn resumes_stream_time(test: &str, streams_protocol: bool) {
     let base = kafka::recent_minute(10);
     let at = |k: &str, t: i64| ProduceRecord::new(k, "x").with_timestamp(base + t);
 
+    // An instance on an empty state directory processes `records`, until `outputs` in all.
+    let instance = |records: &[ProduceRecord], outputs: usize| {
+        let state = tempfile::tempdir().unwrap();
+        let mut app = broker::start(
+            topology(&input, &output),
+            config(&bootstrap, &app_id, state.path(), streams_protocol),
+        );
+        kafka::produce(&bootstrap, &input, records, Duration::from_secs(60)).unwrap();
+        wait_for(&bootstrap, &output, base, outputs);
+        assert!(app.close(Duration::from_secs(60)));
+    };
+
     // The first instance's stream time reaches 25 s.
-    let first_state = tempfile::tempdir().unwrap();
-    let mut app = broker::start(
-        topology(&input, &output),
-        config(&bootstrap, &app_id, first_state.path(), streams_protocol),
-    );
-    kafka::produce(
-        &bootstrap,
-        &input,
-        &[at("a", 1_000), at("b", 25_000)],
-        Duration::from_secs(60),
-    )
-    .unwrap();
-    wait_for(&bootstrap, &output, base, 2);
-    assert!(app.close(Duration::from_secs(60)));
+    instance(&[at("a", 1_000), at("b", 25_000)], 2);
     let committed = kafka::committed_offsets(&bootstrap, &app_id, &input, Duration::from_secs(30)).unwrap();
     assert_eq!(committed, [(0, Some(2))]);
 
     // A new instance with nothing on disk: its first record, older, finds the stream time
     // at 25 s; a newer one moves it on.
-    let second_state = tempfile::tempdir().unwrap();
-    let mut app = broker::start(
-        topology(&input, &output),
-        config(&bootstrap, &app_id, second_state.path(), streams_protocol),
-    );
-    kafka::produce(
-        &bootstrap,
-        &input,
-        &[at("c", 5_000), at("d", 26_000)],
-        Duration::from_secs(60),
-    )
-    .unwrap();
-    wait_for(&bootstrap, &output, base, 4);
-    assert!(app.close(Duration::from_secs(60)));
+    instance(&[at("c", 5_000), at("d", 26_000)], 4);
     let expected = [("a", 1_000), ("b", 25_000), ("c", 25_000), ("d", 26_000)];
     let expected: Vec<(String, i64)> = expected.iter().map(|&(k, t)| (k.to_owned(), t)).collect();
     assert_eq!(read(&bootstrap, &output, base), expected);

@@ -16,16 +16,20 @@
 //! Needs the broker (`STREAMS_TEST_BOOTSTRAP`) and Java with Maven (see `common/java.rs`).
 
 mod common;
+// Only `config` and `start` are used here.
+#[path = "common/kafka.rs"]
+#[allow(dead_code)]
+mod broker;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use common::java::{self, JavaProgram, Outcome};
+use streams_core::KafkaStreams;
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::Serde as _;
 use streams_core::state::serde::NullableSerde;
-use streams_core::{KafkaStreams, State, StreamsConfig};
 use streams_dsl::{
     Consumed, Grouped, Materialized, Produced, SessionWindowedSerde, SessionWindows, StreamsBuilder,
     TimeWindows, WindowedSerde,
@@ -154,25 +158,13 @@ impl Run {
                 .to_stream()
                 .to(&self.output, Produced::with(StringSerde, NullableSerde(U64Serde))),
         }
-        let dir = state.display().to_string();
-        let config = StreamsConfig::from_properties([
-            ("application.id", self.app_id.as_str()),
-            ("bootstrap.servers", self.bootstrap.as_str()),
-            ("state.dir", dir.as_str()),
-            ("commit.interval.ms", "200"),
-            ("processing.guarantee", self.guarantee),
-            ("consumer.session.timeout.ms", "6000"),
-            ("consumer.heartbeat.interval.ms", "500"),
-        ])
-        .unwrap();
-        let mut app = KafkaStreams::new(b.build().unwrap(), config).unwrap();
-        app.start().unwrap();
-        assert!(
-            app.wait_for_state(State::Running, Duration::from_secs(60)),
-            "{:?}",
-            app.state()
-        );
-        app
+        let guarantee = self.guarantee.parse().expect("a processing guarantee");
+        let config = broker::config(&self.bootstrap, &self.app_id, state)
+            .to_builder()
+            .processing_guarantee(guarantee)
+            .build()
+            .unwrap();
+        broker::start(b.build().unwrap(), config)
     }
 
     /// Produces inputs `range` (see [`input`]).
