@@ -9,9 +9,11 @@
 //! changelog this runtime wrote and processes the last third. Each count out must be the
 //! count over everything so far, which only holds if each side read the other's changelog
 //! (keys, values and timestamps) and offsets; and no internal topic may appear that Kafka
-//! Streams does not create. Three topologies: a count (a timestamped key-value store), a
-//! windowed count (a timestamped window store, time-windowed keys on the output topic) and
-//! a session count (a session store, session-windowed keys).
+//! Streams does not create. The topologies: a count (a timestamped key-value store), a
+//! windowed count (a timestamped window store, time-windowed keys on the output topic), a
+//! session count (a session store, session-windowed keys), a re-grouped table count (a
+//! repartition topic of table changes) and a table-table join (two table stores); and the
+//! count again under exactly-once.
 //!
 //! Needs the broker (`STREAMS_TEST_BOOTSTRAP`) and Java with Maven (see `common/java.rs`).
 
@@ -55,6 +57,9 @@ enum Topo {
     /// The input read as a table (`latest`), re-grouped by value through the repartition
     /// topic `by-group`, and the keys per group counted in the store `gcounts`.
     TableRegroup,
+    /// The input and `<input>-right` read as tables (`left`, `right`) and joined: String
+    /// values `left+right`.
+    TableJoin,
 }
 
 impl Topo {
@@ -64,6 +69,7 @@ impl Topo {
             Self::WindowedCount => "windowed-count",
             Self::SessionCount => "session-count",
             Self::TableRegroup => "table-regroup-count",
+            Self::TableJoin => "table-join",
         }
     }
 
@@ -73,7 +79,13 @@ impl Topo {
             Self::WindowedCount => "wcounts",
             Self::SessionCount => "scounts",
             Self::TableRegroup => "gcounts",
+            Self::TableJoin => "left",
         }
+    }
+
+    /// How many input topics it reads: every input `i` is one record on each.
+    fn inputs(self) -> usize {
+        if self == Self::TableJoin { 2 } else { 1 }
     }
 }
 
@@ -157,6 +169,25 @@ impl Run {
                 .count(counts)
                 .to_stream()
                 .to(&self.output, Produced::with(StringSerde, NullableSerde(U64Serde))),
+            Topo::TableJoin => {
+                let table = |topic: &str, store: &str| {
+                    b.table(
+                        topic,
+                        Materialized::as_(store)
+                            .with_key_serde(StringSerde)
+                            .with_value_serde(StringSerde),
+                    )
+                };
+                table(&self.input, "left")
+                    .join(&table(&self.right(), "right"), |_, l: String, r: String| {
+                        format!("{l}+{r}")
+                    })
+                    .to_stream()
+                    .to(
+                        &self.output,
+                        Produced::with(StringSerde, NullableSerde(StringSerde)),
+                    );
+            }
         }
         let guarantee = self.guarantee.parse().expect("a processing guarantee");
         let config = broker::config(&self.bootstrap, &self.app_id, state)
@@ -167,36 +198,52 @@ impl Run {
         broker::start(b.build().unwrap(), config)
     }
 
-    /// Produces inputs `range` (see [`input`]).
+    /// The second input topic (the right table of the join).
+    fn right(&self) -> String {
+        format!("{}-right", self.input)
+    }
+
+    /// The input topics.
+    fn inputs(&self) -> Vec<String> {
+        let mut topics = vec![self.input.clone()];
+        if self.topo.inputs() == 2 {
+            topics.push(self.right());
+        }
+        topics
+    }
+
+    /// Produces inputs `range` (see [`input`]): on the input, and on the right table's
+    /// topic for the join.
     fn produce(&self, range: std::ops::Range<usize>) {
-        let records: Vec<ProduceRecord> = range
-            .map(|i| {
-                let (key, at) = input(self.base, i);
-                ProduceRecord::new(key, group(i)).with_timestamp(at)
-            })
-            .collect();
-        kafka::produce(&self.bootstrap, &self.input, &records, Duration::from_secs(60)).unwrap();
+        for (t, topic) in self.inputs().iter().enumerate() {
+            let records: Vec<ProduceRecord> = range
+                .clone()
+                .map(|i| {
+                    let (key, at) = input(self.base, i);
+                    ProduceRecord::new(key, value(t, i)).with_timestamp(at)
+                })
+                .collect();
+            kafka::produce(&self.bootstrap, topic, &records, Duration::from_secs(60)).unwrap();
+        }
     }
 
-    /// The inputs the group has committed, over every partition.
+    /// The inputs the group has committed, over every partition of every input topic.
     fn committed(&self) -> i64 {
-        kafka::committed_offsets(
-            &self.bootstrap,
-            &self.app_id,
-            &self.input,
-            Duration::from_secs(30),
-        )
-        .unwrap()
-        .iter()
-        .filter_map(|(_, offset)| *offset)
-        .sum()
+        self.inputs()
+            .iter()
+            .flat_map(|topic| {
+                kafka::committed_offsets(&self.bootstrap, &self.app_id, topic, Duration::from_secs(30))
+                    .unwrap()
+            })
+            .filter_map(|(_, offset)| offset)
+            .sum()
     }
 
-    /// The last count out per key (`key@window start` for the windowed counts); a key whose
-    /// last record is a tombstone (a session merged into another) has none. Under
-    /// exactly-once, read committed, and no count may be written twice: each key's counts
-    /// rise.
-    fn last_counts(&self) -> BTreeMap<String, u64> {
+    /// The last value out per key (`key@window start` for the windowed counts), counts in
+    /// decimal; a key whose last record is a tombstone (a session merged into another) has
+    /// none. Under exactly-once, read committed, and no count may be written twice: each
+    /// key's counts rise.
+    fn last_values(&self) -> BTreeMap<String, String> {
         let exactly_once = self.guarantee != AT_LEAST_ONCE;
         let windowed = WindowedSerde::new(StringSerde, WINDOW);
         let sessions = SessionWindowedSerde::new(StringSerde);
@@ -212,7 +259,7 @@ impl Run {
         for r in &records {
             let bytes = r.key.as_deref().expect("a key");
             let key = match self.topo {
-                Topo::Count | Topo::TableRegroup => r.key_str().expect("a String key"),
+                Topo::Count | Topo::TableRegroup | Topo::TableJoin => r.key_str().expect("a String key"),
                 Topo::WindowedCount => {
                     let w = windowed.deserialize(bytes).unwrap();
                     format!("{}@{}", w.key, w.start - self.base)
@@ -223,9 +270,13 @@ impl Run {
                 }
             };
             match r.value.as_deref() {
+                Some(_) if self.topo == Topo::TableJoin => {
+                    counts.insert(key, r.value_str().expect("a String value"));
+                }
                 Some(value) => {
                     let value = u64::from_be_bytes(value.try_into().expect("a Long"));
-                    let before = counts.insert(key.clone(), value);
+                    let before = counts.insert(key.clone(), value.to_string());
+                    let before: Option<u64> = before.map(|b| b.parse().expect("a count"));
                     assert!(
                         !exactly_once || before.is_none_or(|b| b < value),
                         "{key}: count {value} after {before:?} under exactly-once"
@@ -254,12 +305,30 @@ fn input(base: i64, i: usize) -> (String, i64) {
     )
 }
 
-/// The value of input `i`: a group, another one at each update of the key.
-fn group(i: usize) -> String {
-    format!("g{}", (i / KEYS + i % KEYS) % 3)
+/// The value of input `i` on input topic `t`: on the first a group, another one at each
+/// update of the key; on the right table's topic, the update's number.
+fn value(t: usize, i: usize) -> String {
+    match t {
+        0 => format!("g{}", (i / KEYS + i % KEYS) % 3),
+        _ => format!("r{}", i / KEYS),
+    }
 }
 
-/// The counts after the first `n` inputs, keyed as [`Run::last_counts`] keys them.
+/// The last values out after the first `n` inputs, keyed as [`Run::last_values`] keys them.
+fn values_after(topo: Topo, n: usize) -> BTreeMap<String, String> {
+    if topo == Topo::TableJoin {
+        // Both tables have every key updated by every input: the latest of each, joined.
+        return (0..n)
+            .map(|i| (input(0, i).0, format!("{}+{}", value(0, i), value(1, i))))
+            .collect();
+    }
+    counts_after(topo, n)
+        .into_iter()
+        .map(|(k, n)| (k, n.to_string()))
+        .collect()
+}
+
+/// The counts after the first `n` inputs, keyed as [`Run::last_values`] keys them.
 fn counts_after(topo: Topo, n: usize) -> BTreeMap<String, u64> {
     let mut counts = BTreeMap::new();
     if topo == Topo::TableRegroup {
@@ -267,10 +336,10 @@ fn counts_after(topo: Topo, n: usize) -> BTreeMap<String, u64> {
         let mut latest = BTreeMap::new();
         for i in 0..n {
             let (key, _) = input(0, i);
-            if let Some(old) = latest.insert(key, group(i)) {
+            if let Some(old) = latest.insert(key, value(0, i)) {
                 *counts.get_mut(&old).expect("a counted group") -= 1;
             }
-            *counts.entry(group(i)).or_default() += 1;
+            *counts.entry(value(0, i)).or_default() += 1;
         }
         return counts;
     }
@@ -281,7 +350,7 @@ fn counts_after(topo: Topo, n: usize) -> BTreeMap<String, u64> {
             Topo::Count => key,
             Topo::WindowedCount => format!("{key}@{}", at - at % 10_000),
             Topo::SessionCount => format!("{key}@{at}"),
-            Topo::TableRegroup => unreachable!("counted above"),
+            Topo::TableRegroup | Topo::TableJoin => unreachable!("counted above"),
         };
         *counts.entry(key).or_default() += 1;
     }
@@ -293,6 +362,14 @@ fn a_count_moves_from_kafka_streams_to_this_runtime_and_back() {
     hand_over(
         "a_count_moves_from_kafka_streams_to_this_runtime_and_back",
         Topo::Count,
+    );
+}
+
+#[test]
+fn a_table_join_moves_from_kafka_streams_to_this_runtime_and_back() {
+    hand_over(
+        "a_table_join_moves_from_kafka_streams_to_this_runtime_and_back",
+        Topo::TableJoin,
     );
 }
 
@@ -351,16 +428,18 @@ fn hand_over_with(test: &str, topo: Topo, guarantee: &'static str) {
         base: kafka::recent_minute(5),
         guarantee,
     };
-    kafka::create_topic(&run.bootstrap, &run.input, 2, &[]).unwrap();
-    kafka::create_topic(&run.bootstrap, &run.output, 2, &[]).unwrap();
+    for topic in run.inputs().iter().chain([&run.output]) {
+        kafka::create_topic(&run.bootstrap, topic, 2, &[]).unwrap();
+    }
+    let inputs = topo.inputs();
 
     // Kafka Streams processes the first third.
     run.produce(0..PER_THIRD);
-    let first = run.java(PER_THIRD);
+    let first = run.java(inputs * PER_THIRD);
     if java::available(test, &first).is_none() {
         return;
     }
-    assert_eq!(run.last_counts(), counts_after(topo, PER_THIRD));
+    assert_eq!(run.last_values(), values_after(topo, PER_THIRD));
     let changelog = format!("{}-{}-changelog", run.app_id, topo.store());
     let internal = run.internal_topics();
     assert!(internal.contains(&changelog), "{internal:?}");
@@ -370,14 +449,16 @@ fn hand_over_with(test: &str, topo: Topo, guarantee: &'static str) {
     let mut app = run.rust(state.path());
     run.produce(PER_THIRD..2 * PER_THIRD);
     let deadline = Instant::now() + Duration::from_secs(60);
-    while run.committed() < (2 * PER_THIRD) as i64 || run.last_counts() != counts_after(topo, 2 * PER_THIRD) {
+    while run.committed() < (inputs * 2 * PER_THIRD) as i64
+        || run.last_values() != values_after(topo, 2 * PER_THIRD)
+    {
         assert!(
             Instant::now() < deadline,
-            "committed {} of {} inputs; last counts {:?}, expected {:?}",
+            "committed {} of {} inputs; last values {:?}, expected {:?}",
             run.committed(),
-            2 * PER_THIRD,
-            run.last_counts(),
-            counts_after(topo, 2 * PER_THIRD)
+            inputs * 2 * PER_THIRD,
+            run.last_values(),
+            values_after(topo, 2 * PER_THIRD)
         );
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -390,8 +471,8 @@ fn hand_over_with(test: &str, topo: Topo, guarantee: &'static str) {
 
     // Kafka Streams takes the application back and processes the last third.
     run.produce(2 * PER_THIRD..3 * PER_THIRD);
-    let last = run.java(3 * PER_THIRD);
+    let last = run.java(inputs * 3 * PER_THIRD);
     java::available(test, &last).expect("Java ran the first time");
-    assert_eq!(run.last_counts(), counts_after(topo, 3 * PER_THIRD));
+    assert_eq!(run.last_values(), values_after(topo, 3 * PER_THIRD));
     assert_eq!(run.internal_topics(), internal);
 }

@@ -17,6 +17,7 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.SessionWindows;
@@ -40,8 +41,10 @@ import org.apache.kafka.streams.state.WindowStore;
  * or {@code session-count} (the same per session of 5 s inactivity, in the session store
  * {@code scounts}, keyed by session-windowed String keys) or {@code table-regroup-count} (INPUT
  * read as a table in the store {@code latest}, re-grouped by value through the repartition
- * topic {@code by-group}, the keys per group counted in the store {@code gcounts}).
- * Prints {@code committed N} when done.
+ * topic {@code by-group}, the keys per group counted in the store {@code gcounts}) or
+ * {@code table-join} (INPUT and INPUT-right read as tables in the stores {@code left} and
+ * {@code right}, joined, {@code left+right} String values to OUTPUT). COMMITTED counts the
+ * committed inputs of every input topic. Prints {@code committed N} when done.
  */
 public final class HandOver {
     private HandOver() {}
@@ -96,6 +99,19 @@ public final class HandOver {
                             .withValueSerde(Serdes.Long()))
                     .toStream()
                     .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+            case "table-join" -> {
+                KTable<String, String> left = b.table(input, Consumed.with(Serdes.String(), Serdes.String()),
+                        Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("left")
+                                .withKeySerde(Serdes.String())
+                                .withValueSerde(Serdes.String()));
+                KTable<String, String> right = b.table(input + "-right", Consumed.with(Serdes.String(), Serdes.String()),
+                        Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("right")
+                                .withKeySerde(Serdes.String())
+                                .withValueSerde(Serdes.String()));
+                left.join(right, (l, r) -> l + "+" + r)
+                        .toStream()
+                        .to(output, Produced.with(Serdes.String(), Serdes.String()));
+            }
             default -> throw new IllegalArgumentException("unknown topology " + topology);
         }
 
@@ -126,7 +142,7 @@ public final class HandOver {
                 Map<TopicPartition, OffsetAndMetadata> offsets =
                         admin.listConsumerGroupOffsets(appId).partitionsToOffsetAndMetadata().get();
                 for (Map.Entry<TopicPartition, OffsetAndMetadata> e : offsets.entrySet()) {
-                    if (e.getKey().topic().equals(input) && e.getValue() != null) {
+                    if (e.getKey().topic().startsWith(input) && e.getValue() != null) {
                         done += e.getValue().offset();
                     }
                 }
