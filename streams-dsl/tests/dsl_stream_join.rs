@@ -265,10 +265,11 @@ fn stores_and_nodes_are_named_after_the_join() {
     let w = JoinWindows::of_time_difference_no_grace(ms(100));
     let b = topology(Kind::Left, w, StreamJoined::new());
     let described = b.build().unwrap().describe().to_string();
+    // Kafka Streams' names: the left join's right side may go out unmatched.
     let stores = [
-        "left_join-this-store",
-        "left_join-other-store",
-        "left_join-outer-shared-store",
+        "left_join-this-join-store",
+        "left_join-outer-other-join-store",
+        "left_join-left-shared-join-store",
     ];
     for node in ["left-source-left_join-this", "left-source-left_join-other"] {
         let line = described
@@ -291,8 +292,24 @@ fn stores_and_nodes_are_named_after_the_join() {
         .unwrap()
         .describe()
         .to_string();
-    assert!(described.contains("orders-other-store") && described.contains("orders-this-store"));
-    assert!(!described.contains("outer-shared-store"), "{described}");
+    assert!(described.contains("orders-other-join-store") && described.contains("orders-this-join-store"));
+    assert!(!described.contains("shared-join-store"), "{described}");
+    let outer = topology(
+        Kind::Outer,
+        w,
+        StreamJoined::with(StringSerde, StringSerde, StringSerde).with_store_name("both"),
+    )
+    .build()
+    .unwrap()
+    .describe()
+    .to_string();
+    for store in [
+        "both-outer-this-join-store",
+        "both-outer-other-join-store",
+        "both-outer-shared-join-store",
+    ] {
+        assert!(outer.contains(store), "{store} not in {outer}");
+    }
     let exact = StreamJoined::new()
         .with_this_store("mine")
         .with_other_store("theirs");

@@ -8,9 +8,12 @@
 //! A join `<join>` (the left stream's `named` name, else `<left node>-join`, `-left_join`,
 //! `-outer_join`) adds three nodes: `<join>-this` processes the left stream, `<join>-other`
 //! the right one, and `<join>` merges what both forward. Each side keeps its records in a
-//! window store that retains duplicates (`<base>-this-store`, `<base>-other-store`, see
-//! [`StreamJoined`]) and reads the other side's; left and outer joins share a third store,
-//! `<base>-outer-shared-store`, keyed by time, where records without a partner wait.
+//! window store that retains duplicates and reads the other side's; left and outer joins
+//! share a third store, keyed by time, where records without a partner wait. The stores
+//! have Kafka Streams' names (see [`StreamJoined`]): `<base>-this-join-store` and
+//! `<base>-other-join-store`, with `-outer` before `-this` or `-other` for a side whose
+//! records may go out unmatched, and `<base>-left-shared-join-store` (left join) or
+//! `<base>-outer-shared-join-store` (outer join).
 //! Reading each other's stores puts both streams in one sub-topology: they must be
 //! co-partitioned. A stream whose key changed upstream is repartitioned first, through
 //! `<join>-left-repartition` or `<join>-right-repartition`.
@@ -203,7 +206,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             &node,
             &joined,
             &windows,
-            joiners.unmatched.is_some(),
+            (joiners.unmatched.is_some(), joiners.right_outer),
             (&ks, &v1s, &v2s),
         );
         let this_side = shared.name(Some(&format!("{node}-this")), "", "");
@@ -341,7 +344,7 @@ fn add_stores<K, V1, V2, X>(
     node: &str,
     joined: &StreamJoined<K, V1, V2>,
     windows: &JoinWindows,
-    outer: bool,
+    (left_outer, right_outer): (bool, bool),
     (ks, v1s, v2s): (&DynSerde<K>, &DynSerde<V1>, &DynSerde<V2>),
 ) -> JoinStores<K, V1, V2>
 where
@@ -349,21 +352,24 @@ where
     V1: 'static,
     V2: 'static,
 {
+    // Kafka Streams' names: a side whose records can go out unmatched is an "outer" store.
     let base = joined.store_name.clone().unwrap_or_else(|| node.to_owned());
+    let outer_prefix = |outer: bool| if outer { "-outer" } else { "" };
     let this = joined
         .this_store
         .clone()
-        .unwrap_or_else(|| format!("{base}-this-store"));
+        .unwrap_or_else(|| format!("{base}{}-this-join-store", outer_prefix(right_outer)));
     let other = joined
         .other_store
         .clone()
-        .unwrap_or_else(|| format!("{base}-other-store"));
+        .unwrap_or_else(|| format!("{base}{}-other-join-store", outer_prefix(left_outer)));
     let retention = Duration::from_millis(windows.retention_ms().unsigned_abs());
     let size = Duration::from_millis(windows.size_ms().unsigned_abs());
     let (persistent, logging) = (joined.persistent, joined.logging);
     let this_builder = window_store(this, (retention, size), (persistent, logging), ks, v1s);
     let other_builder = window_store(other, (retention, size), (persistent, logging), ks, v2s);
-    let outer = outer.then(|| format!("{base}-outer-shared-store"));
+    let shared_kind = if right_outer { "outer" } else { "left" };
+    let outer = left_outer.then(|| format!("{base}-{shared_kind}-shared-join-store"));
     stream.shared.with(|t| {
         let this = t.window_store(this_builder);
         let other = t.window_store(other_builder);

@@ -106,8 +106,11 @@ impl JoinWindows {
 ///
 /// Serdes not given are taken from the joined streams; a join whose serdes are found
 /// nowhere is a build error ([`DslIssue::MissingSerde`](crate::DslIssue)). Stores are named
-/// `<base>-this-store`, `<base>-other-store` and (left and outer joins)
-/// `<base>-outer-shared-store`, where `<base>` is [`with_store_name`](Self::with_store_name)
+/// as Kafka Streams names them: `<base>-this-join-store` and `<base>-other-join-store` for an
+/// inner join; `<base>-this-join-store`, `<base>-outer-other-join-store` and
+/// `<base>-left-shared-join-store` for a left join; `<base>-outer-this-join-store`,
+/// `<base>-outer-other-join-store` and `<base>-outer-shared-join-store` for an outer join,
+/// where `<base>` is [`with_store_name`](Self::with_store_name)
 /// else the join's node name; [`with_this_store`](Self::with_this_store) and
 /// [`with_other_store`](Self::with_other_store) name the two window stores exactly. Stores
 /// are persistent (RocksDB) and change-logged unless changed.
@@ -158,8 +161,8 @@ impl<K: 'static, V1: 'static, V2: 'static> StreamJoined<K, V1, V2> {
         }
     }
 
-    /// Names the stores `<name>-this-store`, `<name>-other-store` and
-    /// `<name>-outer-shared-store` (changelogs `<application.id>-<store>-changelog`).
+    /// Names the stores after `<name>` (`<name>-this-join-store` and so on, see
+    /// [`StreamJoined`]; changelogs `<application.id>-<store>-changelog`).
     pub fn with_store_name(mut self, name: impl Into<String>) -> Self {
         self.store_name = Some(name.into());
         self
