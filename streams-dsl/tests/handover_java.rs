@@ -33,8 +33,8 @@ use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::Serde as _;
 use streams_core::state::serde::NullableSerde;
 use streams_dsl::{
-    Consumed, Grouped, Materialized, Produced, SessionWindowedSerde, SessionWindows, StreamsBuilder,
-    TimeWindows, WindowedSerde,
+    Consumed, Grouped, JoinWindows, Materialized, Produced, SessionWindowedSerde, SessionWindows,
+    StreamJoined, StreamsBuilder, TimeWindows, WindowedSerde,
 };
 use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
 
@@ -60,6 +60,9 @@ enum Topo {
     /// The input and `<input>-right` read as tables (`left`, `right`) and joined: String
     /// values `left+right`.
     TableJoin,
+    /// The input and `<input>-right` joined as streams within 10 s (an hour of grace), in
+    /// the window stores `sj-this-join-store` and `sj-other-join-store`.
+    StreamJoin,
 }
 
 impl Topo {
@@ -70,6 +73,7 @@ impl Topo {
             Self::SessionCount => "session-count",
             Self::TableRegroup => "table-regroup-count",
             Self::TableJoin => "table-join",
+            Self::StreamJoin => "stream-join",
         }
     }
 
@@ -80,12 +84,17 @@ impl Topo {
             Self::SessionCount => "scounts",
             Self::TableRegroup => "gcounts",
             Self::TableJoin => "left",
+            Self::StreamJoin => "sj-this-join-store",
         }
     }
 
     /// How many input topics it reads: every input `i` is one record on each.
     fn inputs(self) -> usize {
-        if self == Self::TableJoin { 2 } else { 1 }
+        if matches!(self, Self::TableJoin | Self::StreamJoin) {
+            2
+        } else {
+            1
+        }
     }
 }
 
@@ -188,6 +197,17 @@ impl Run {
                         Produced::with(StringSerde, NullableSerde(StringSerde)),
                     );
             }
+            Topo::StreamJoin => {
+                let stream = |topic: &str| b.stream([topic], Consumed::with(StringSerde, StringSerde));
+                stream(&self.input)
+                    .join_stream(
+                        &stream(&self.right()),
+                        |_, l: &String, r: &String| format!("{l}+{r}"),
+                        JoinWindows::of_time_difference_with_grace(WINDOW, Duration::from_secs(3600)),
+                        StreamJoined::with(StringSerde, StringSerde, StringSerde).with_store_name("sj"),
+                    )
+                    .to(&self.output, Produced::with(StringSerde, StringSerde));
+            }
         }
         let guarantee = self.guarantee.parse().expect("a processing guarantee");
         let config = broker::config(&self.bootstrap, &self.app_id, state)
@@ -259,7 +279,9 @@ impl Run {
         for r in &records {
             let bytes = r.key.as_deref().expect("a key");
             let key = match self.topo {
-                Topo::Count | Topo::TableRegroup | Topo::TableJoin => r.key_str().expect("a String key"),
+                Topo::Count | Topo::TableRegroup | Topo::TableJoin | Topo::StreamJoin => {
+                    r.key_str().expect("a String key")
+                }
                 Topo::WindowedCount => {
                     let w = windowed.deserialize(bytes).unwrap();
                     format!("{}@{}", w.key, w.start - self.base)
@@ -270,6 +292,13 @@ impl Run {
                 }
             };
             match r.value.as_deref() {
+                // Every pair joined is one record: their number per key.
+                Some(_) if self.topo == Topo::StreamJoin => {
+                    let n: u64 = counts
+                        .get(&key)
+                        .map_or(0, |n: &String| n.parse().expect("a number"));
+                    counts.insert(key, (n + 1).to_string());
+                }
                 Some(_) if self.topo == Topo::TableJoin => {
                     counts.insert(key, r.value_str().expect("a String value"));
                 }
@@ -322,6 +351,20 @@ fn values_after(topo: Topo, n: usize) -> BTreeMap<String, String> {
             .map(|i| (input(0, i).0, format!("{}+{}", value(0, i), value(1, i))))
             .collect();
     }
+    if topo == Topo::StreamJoin {
+        // Every input is a record on both sides, at the same time: a key's pairs are those
+        // of its inputs within 10 s of each other.
+        let mut pairs: BTreeMap<String, u64> = BTreeMap::new();
+        for i in 0..n {
+            for j in 0..n {
+                let ((ki, ti), (kj, tj)) = (input(0, i), input(0, j));
+                if ki == kj && (ti - tj).abs() <= 10_000 {
+                    *pairs.entry(ki).or_default() += 1;
+                }
+            }
+        }
+        return pairs.into_iter().map(|(k, n)| (k, n.to_string())).collect();
+    }
     counts_after(topo, n)
         .into_iter()
         .map(|(k, n)| (k, n.to_string()))
@@ -350,7 +393,7 @@ fn counts_after(topo: Topo, n: usize) -> BTreeMap<String, u64> {
             Topo::Count => key,
             Topo::WindowedCount => format!("{key}@{}", at - at % 10_000),
             Topo::SessionCount => format!("{key}@{at}"),
-            Topo::TableRegroup | Topo::TableJoin => unreachable!("counted above"),
+            Topo::TableRegroup | Topo::TableJoin | Topo::StreamJoin => unreachable!("counted above"),
         };
         *counts.entry(key).or_default() += 1;
     }
@@ -362,6 +405,14 @@ fn a_count_moves_from_kafka_streams_to_this_runtime_and_back() {
     hand_over(
         "a_count_moves_from_kafka_streams_to_this_runtime_and_back",
         Topo::Count,
+    );
+}
+
+#[test]
+fn a_stream_join_moves_from_kafka_streams_to_this_runtime_and_back() {
+    hand_over(
+        "a_stream_join_moves_from_kafka_streams_to_this_runtime_and_back",
+        Topo::StreamJoin,
     );
 }
 

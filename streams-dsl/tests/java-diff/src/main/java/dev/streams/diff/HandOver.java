@@ -17,10 +17,13 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.state.KeyValueStore;
@@ -43,7 +46,9 @@ import org.apache.kafka.streams.state.WindowStore;
  * read as a table in the store {@code latest}, re-grouped by value through the repartition
  * topic {@code by-group}, the keys per group counted in the store {@code gcounts}) or
  * {@code table-join} (INPUT and INPUT-right read as tables in the stores {@code left} and
- * {@code right}, joined, {@code left+right} String values to OUTPUT). COMMITTED counts the
+ * {@code right}, joined, {@code left+right} String values to OUTPUT) or {@code stream-join}
+ * (INPUT and INPUT-right joined as streams within 10 s, an hour of grace, in the stores
+ * {@code sj-this-join-store} and {@code sj-other-join-store}). COMMITTED counts the
  * committed inputs of every input topic. Prints {@code committed N} when done.
  */
 public final class HandOver {
@@ -110,6 +115,14 @@ public final class HandOver {
                                 .withValueSerde(Serdes.String()));
                 left.join(right, (l, r) -> l + "+" + r)
                         .toStream()
+                        .to(output, Produced.with(Serdes.String(), Serdes.String()));
+            }
+            case "stream-join" -> {
+                KStream<String, String> left = b.stream(input, Consumed.with(Serdes.String(), Serdes.String()));
+                KStream<String, String> right = b.stream(input + "-right", Consumed.with(Serdes.String(), Serdes.String()));
+                left.join(right, (l, r) -> l + "+" + r,
+                                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(10), Duration.ofHours(1)),
+                                StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String()).withStoreName("sj"))
                         .to(output, Produced.with(Serdes.String(), Serdes.String()));
             }
             default -> throw new IllegalArgumentException("unknown topology " + topology);
