@@ -68,7 +68,9 @@
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-KAFKA_VERSION=4.3.1
+# The release comes from kafka.sh's default (or KAFKA_VERSION, passed on to kafka.sh).
+KAFKA_VERSION=${KAFKA_VERSION:-4.4.0}
+export KAFKA_VERSION
 STREAMS_CACHE=${STREAMS_CACHE:-$HOME/.cache/streams-rs}
 export STREAMS_CACHE
 KAFKA_CLUSTER_DIR=${KAFKA_CLUSTER_DIR:-$STREAMS_CACHE/kafka-cluster}

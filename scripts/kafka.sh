@@ -27,6 +27,7 @@
 # See docs/kafka-for-tests.md.
 #
 # Environment (all optional):
+#   KAFKA_VERSION          Apache Kafka release to run (default 4.4.0; 4.2.x and 4.3.x work too)
 #   KAFKA_PORT             client listener port (default 9092)
 #   KAFKA_CONTROLLER_PORT  KRaft controller port (default KAFKA_PORT + 1)
 #   KAFKA_SECURE_PORT      SASL_SSL listener port (default KAFKA_PORT + 2)
@@ -38,7 +39,11 @@
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-KAFKA_VERSION=4.3.1
+KAFKA_VERSION=${KAFKA_VERSION:-4.4.0}
+if [[ ! $KAFKA_VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
+    echo "kafka.sh: error: KAFKA_VERSION must be a release such as 4.4.0, not '$KAFKA_VERSION'" >&2
+    exit 1
+fi
 STREAMS_CACHE=${STREAMS_CACHE:-$HOME/.cache/streams-rs}
 KAFKA_DIST_DIR=$STREAMS_CACHE/kafka-$KAFKA_VERSION
 KAFKA_LIBS=$KAFKA_DIST_DIR/libs
@@ -150,7 +155,7 @@ resolve_kafka() {
     say "resolving Kafka $KAFKA_VERSION jars from Maven Central into $KAFKA_LIBS ..."
     for attempt in 1 2 3; do
         rm -rf "$tmp"
-        if mvn -q -B -Dstyle.color=never -f "$POM" dependency:copy-dependencies \
+        if mvn -q -B -Dstyle.color=never -f "$POM" -Dkafka.version="$KAFKA_VERSION" dependency:copy-dependencies \
             -DoutputDirectory="$tmp" -DincludeScope=runtime </dev/null >"$KAFKA_DIST_DIR/mvn.log" 2>&1 8>&- 9>&-; then
             break
         fi

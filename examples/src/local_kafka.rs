@@ -1,4 +1,4 @@
-//! The examples' zero-setup broker: a local single-node Apache Kafka (4.3, KRaft) that
+//! The examples' zero-setup broker: a local single-node Apache Kafka (4.4, KRaft) that
 //! `scripts/kafka.sh` runs on 127.0.0.1.
 //!
 //! Every example binary takes `--bootstrap-servers HOST:PORT`. Without it,
@@ -15,7 +15,7 @@
 //! happens; then one line says where the broker is, e.g.
 //!
 //! ```text
-//! Kafka 4.3.1: local broker on 127.0.0.1:9092 (started now); stop it with: bash scripts/kafka.sh stop
+//! Kafka 4.4.0: local broker on 127.0.0.1:9092 (started now); stop it with: bash scripts/kafka.sh stop
 //! ```
 //!
 //! The broker keeps running after the example exits, so the next run starts at once.
