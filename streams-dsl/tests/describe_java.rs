@@ -1,4 +1,4 @@
-//! `describe()` against Kafka Streams 4.1.1, byte for byte.
+//! `describe()` against Kafka Streams 4.4.0, byte for byte.
 //!
 //! `tests/java-describe/` is a Java program that builds a set of topologies with Kafka
 //! Streams 4.1.1 (Processor API and DSL) and prints each one's `describe()`. Every case
@@ -438,7 +438,7 @@ fn check(name: &str) {
     let ours = (case.build)().describe().to_string();
     if let Some(diff) = first_difference(&expected, &ours) {
         panic!(
-            "{name}: describe() differs from Kafka Streams 4.1.1{}\n{diff}",
+            "{name}: describe() differs from Kafka Streams 4.4.0{}\n{diff}",
             if case.renames.is_empty() {
                 ""
             } else {
@@ -481,7 +481,7 @@ fn first_difference(expected: &str, actual: &str) -> Option<String> {
     const SHOWN: usize = 8;
     let e_end = (first + SHOWN).min(e.len());
     let a_end = (first + SHOWN).min(a.len());
-    let mut out = String::from("--- Kafka Streams 4.1.1\n+++ streams-rs\n");
+    let mut out = String::from("--- Kafka Streams 4.4.0\n+++ streams-rs\n");
     out.push_str(&format!(
         "@@ -{},{} +{},{} @@ (first difference at line {}; lines quoted, so spaces show)\n",
         start + 1,

@@ -1,4 +1,4 @@
-//! Differential tests: every DSL operator against Kafka Streams 4.1.1, record by record.
+//! Differential tests: every DSL operator against Kafka Streams 4.4.0, record by record.
 //!
 //! Each case is one topology written twice, once with Kafka Streams' DSL in
 //! `tests/java-diff/` and once with ours here, fed the same input

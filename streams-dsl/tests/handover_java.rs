@@ -1,7 +1,7 @@
 //! Taking over a running Kafka Streams application, and handing it back: the same
 //! `application.id`, the same topics, the state carried in the changelogs.
 //!
-//! Kafka Streams 4.1.1 (`tests/java-diff/`, main class `HandOver`) processes the first third
+//! Kafka Streams 4.4.0 (`tests/java-diff/`, main class `HandOver`) processes the first third
 //! of the input on the real broker, then closes and leaves the group. This crate's runtime
 //! starts with the same application id and an empty state directory, restores the store
 //! from the changelog Kafka Streams wrote, processes the second third from its committed

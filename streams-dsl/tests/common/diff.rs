@@ -320,11 +320,11 @@ pub fn check(case: &str, known: &[Known], outputs: &[Output], build: impl FnOnce
         return;
     };
     if known.is_empty() {
-        panic!("{case}: the output differs from Kafka Streams 4.1.1\n{diff}");
+        panic!("{case}: the output differs from Kafka Streams 4.4.0\n{diff}");
     }
     if let Some(rest) = first_difference(&comparable(expected, known), &comparable(&ours, known)) {
         panic!(
-            "{case}: the output differs from Kafka Streams 4.1.1 beyond the known differences \
+            "{case}: the output differs from Kafka Streams 4.4.0 beyond the known differences \
              ({known:?})\n{rest}\nin full:\n{diff}"
         );
     }
@@ -358,7 +358,7 @@ fn first_difference(expected: &[OutRecord], actual: &[OutRecord]) -> Option<Stri
     let first = expected.iter().zip(actual).take_while(|(e, a)| e == a).count();
     let mut out = format!(
         "first difference at output record {} ({} records from Kafka Streams, {} from ours)\n\
-         --- Kafka Streams 4.1.1\n+++ streams-rs\n",
+         --- Kafka Streams 4.4.0\n+++ streams-rs\n",
         first + 1,
         expected.len(),
         actual.len()
