@@ -236,6 +236,10 @@ pub enum StreamsGroupFailure {
     /// different partition counts, e.g. partitions were added to one input topic.
     #[error("topics incorrectly partitioned")]
     IncorrectlyPartitioned,
+    /// Another member joined with this member's `group.instance.id`
+    /// (`FENCED_INSTANCE_ID`): two instances were configured with the same id.
+    #[error("another member took this group.instance.id")]
+    InstanceIdInUse,
     /// A member of the group asked the whole application to shut down
     /// (`ThreadFailureResponse::ShutdownApplication` on another instance).
     #[error("application shutdown requested")]

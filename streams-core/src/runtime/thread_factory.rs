@@ -67,8 +67,10 @@ impl ThreadFactory {
     /// never commits, reads only committed records under exactly-once.
     fn assigned_consumer_config(&self, group: &str, eos: bool) -> ClientConfig {
         let mut c = self.client_config(self.config.restore_consumer_properties());
-        // They never join the group: its protocol is not theirs.
-        c.remove("group.protocol").remove("group.remote.assignor");
+        // They never join the group: its protocol and membership are not theirs.
+        c.remove("group.protocol")
+            .remove("group.remote.assignor")
+            .remove("group.instance.id");
         defaults::consumer(&mut c);
         c.set("group.id", group).set("enable.auto.commit", "false").set(
             "isolation.level",
@@ -122,6 +124,16 @@ impl ThreadFactory {
                 cc.set("partition.assignment.strategy", "range");
             }
         }
+        // Static membership: each thread is its own member, `<group.instance.id>-<n>` as in
+        // Kafka Streams (n counts threads from 1). Under the streams protocol the thread's
+        // streams-group member carries it, not the consumer.
+        let instance_id = cc
+            .get("group.instance.id")
+            .map(|id| format!("{id}-{}", index + 1));
+        cc.remove("group.instance.id");
+        if let (Some(id), false) = (&instance_id, self.group_protocol == GroupProtocol::Streams) {
+            cc.set("group.instance.id", id);
+        }
         cc.set("group.id", app_id)
             .set("client.id", name)
             .set("enable.auto.commit", "false")
@@ -164,9 +176,9 @@ impl ThreadFactory {
             .create_with_context(context)
             .map_err(|e| restore::kafka_err("consumer", e))?;
         let member = match &self.group_topology {
-            Some(topology) if self.group_protocol == GroupProtocol::Streams => {
-                Some(Arc::new(self.join_streams_group(name, topology, &cc)?))
-            }
+            Some(topology) if self.group_protocol == GroupProtocol::Streams => Some(Arc::new(
+                self.join_streams_group(name, topology, &cc, instance_id)?,
+            )),
             _ => {
                 let topics: Vec<String> = self.topology.source_topics().into_iter().collect();
                 let topic_refs: Vec<&str> = topics.iter().map(String::as_str).collect();
@@ -291,12 +303,14 @@ impl ThreadFactory {
     }
 
     /// Joins the streams group (`group.protocol=streams`) with a member for thread `name`,
-    /// whose main consumer has the properties `consumer`.
+    /// whose main consumer has the properties `consumer`; `instance_id` makes it a static
+    /// member.
     fn join_streams_group(
         &self,
         name: &str,
         topology: &super::streams_group::GroupTopology,
         consumer: &ClientConfig,
+        instance_id: Option<String>,
     ) -> Result<StreamsMember, StreamsError> {
         let cfg = &self.config;
         let rebalance_timeout = consumer
@@ -313,6 +327,7 @@ impl ThreadFactory {
             group_id: cfg.application_id().to_owned(),
             client_id: name.to_owned(),
             process_id: self.process_id.clone(),
+            instance_id,
             rebalance_timeout,
             user_endpoint,
             topology: topology.clone(),

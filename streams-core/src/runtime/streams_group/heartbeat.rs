@@ -79,6 +79,7 @@ impl Heartbeat {
             member_id: self.member_id.clone(),
             member_epoch: st.epoch,
             endpoint_information_epoch: self.endpoint_epoch,
+            instance_id: s.instance_id.clone(),
             rebalance_timeout_ms: -1,
             active_tasks: Some(task_lists(&st.owned.active)),
             standby_tasks: Some(task_lists(&st.owned.standby)),
@@ -154,6 +155,18 @@ impl Heartbeat {
             {
                 tracing::warn!(group = %group, member = %self.member_id, "heartbeat: {}; retrying", codec_error(&resp));
                 return Ok(RETRY_BACKOFF);
+            }
+            // UNRELEASED_INSTANCE_ID: a static member joins while the member that held its
+            // `group.instance.id` before (a crashed run of it) is still in the group; the
+            // coordinator releases the id when that member's session times out.
+            111 if st.epoch == 0 => {
+                tracing::warn!(
+                    group = %group,
+                    instance = self.settings.instance_id.as_deref().unwrap_or(""),
+                    "{}; waiting for the earlier member's session to time out",
+                    codec_error(&resp)
+                );
+                return Ok(UNRELEASED_BACKOFF);
             }
             // FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID: rejoin with nothing.
             110 | 25 => {
@@ -328,18 +341,26 @@ impl Heartbeat {
         }
     }
 
-    /// Sends the leave heartbeat (epoch -1); errors are logged only.
+    /// Sends the leave heartbeat: epoch -1, or -2 for a static member (the coordinator
+    /// keeps its tasks for it until its session times out); errors are logged only.
     fn leave(&mut self) {
+        let instance_id = self.settings.instance_id.clone();
         let req = HeartbeatRequest {
             group_id: self.settings.group_id.clone(),
             member_id: self.member_id.clone(),
-            member_epoch: -1,
+            member_epoch: if instance_id.is_some() { -2 } else { -1 },
+            instance_id,
             rebalance_timeout_ms: -1,
             ..Default::default()
         };
         match self.exchange(&req) {
             Ok(r) if r.error_code == 0 => {
-                tracing::info!(group = %self.settings.group_id, member = %self.member_id, "left the streams group");
+                tracing::info!(
+                    group = %self.settings.group_id,
+                    member = %self.member_id,
+                    instance = self.settings.instance_id.as_deref().unwrap_or(""),
+                    "left the streams group"
+                );
             }
             Ok(r) => {
                 tracing::warn!(group = %self.settings.group_id, "leaving the group: {}", codec_error(&r))
@@ -393,8 +414,17 @@ pub(crate) fn task_lists(set: &BTreeSet<TaskId>) -> Vec<TaskIds> {
 
 /// A fatal error for heartbeat error `code`, or `None` when the member retries.
 pub(crate) fn fatal(group: &str, code: i16, message: Option<&str>) -> Option<StreamsError> {
-    let message = format!("{}: {}", error_name(code), message.unwrap_or(""));
+    let static_refused = code == 42 && message.is_some_and(|m| m.contains("Static member"));
+    let mut message = format!("{}: {}", error_name(code), message.unwrap_or(""));
+    if static_refused {
+        message.push_str(
+            " (static membership, group.instance.id, needs Apache Kafka 4.4 or later under \
+             group.protocol=streams)",
+        );
+    }
     let kind = match code {
+        // INVALID_REQUEST from a broker before 4.4 to a member with `group.instance.id`.
+        42 if static_refused => StreamsGroupFailure::Unsupported,
         // GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED
         29..=31 => {
             return Some(StreamsError::Authorization {
@@ -410,6 +440,8 @@ pub(crate) fn fatal(group: &str, code: i16, message: Option<&str>) -> Option<Str
         // INCONSISTENT_GROUP_PROTOCOL, GROUP_ID_NOT_FOUND (a group of another type)
         23 | 69 => StreamsGroupFailure::OtherGroupType,
         81 => StreamsGroupFailure::GroupFull,
+        // FENCED_INSTANCE_ID: another member joined with this member's `group.instance.id`.
+        82 => StreamsGroupFailure::InstanceIdInUse,
         35 => StreamsGroupFailure::Unsupported,
         // INVALID_REQUEST, UNRELEASED_INSTANCE_ID and anything unexpected
         _ if wire::coordinator_moved(code) => return None,
@@ -424,6 +456,10 @@ pub(crate) fn fatal(group: &str, code: i16, message: Option<&str>) -> Option<Str
 
 /// How long a fatal group status may last before the member fails.
 const STATUS_GRACE: Duration = Duration::from_secs(10);
+
+/// The wait before a static member asks again to join while its `group.instance.id` is
+/// still held by an earlier member.
+const UNRELEASED_BACKOFF: Duration = Duration::from_secs(1);
 
 /// How long heartbeats may be answered UNKNOWN_SERVER_ERROR before the member fails.
 const SERVER_ERROR_GRACE: Duration = Duration::from_secs(10);

@@ -104,6 +104,7 @@ fn settings(bootstrap: &str) -> Arc<MemberSettings> {
         group_id: "g".into(),
         client_id: "c".into(),
         process_id: "p".into(),
+        instance_id: None,
         rebalance_timeout: Duration::from_secs(10),
         user_endpoint: None,
         topology: GroupTopology {

@@ -56,6 +56,7 @@ fn settings(bootstrap: &str, group: &str, topic: &str, process: &str, standbys: 
         group_id: group.to_owned(),
         client_id: format!("{group}-{process}"),
         process_id: process.to_owned(),
+        instance_id: None,
         rebalance_timeout: Duration::from_secs(30),
         user_endpoint: Some(("localhost".into(), 7000)),
         topology: topology(group, topic),
@@ -312,4 +313,56 @@ fn a_crashed_members_tasks_go_to_their_standbys() {
     assert!(a.owns.active.len() == 3 && c.owns.active.len() == 3);
     a.member.leave(Duration::from_secs(10));
     c.member.leave(Duration::from_secs(10));
+}
+
+/// `settings` of a static member: `group.instance.id` = `instance`.
+fn static_settings(
+    bootstrap: &str,
+    group: &str,
+    topic: &str,
+    process: &str,
+    instance: &str,
+) -> MemberSettings {
+    MemberSettings {
+        instance_id: Some(instance.to_owned()),
+        ..settings(bootstrap, group, topic, process, 0)
+    }
+}
+
+/// Static membership (Apache Kafka 4.4+): a member with `group.instance.id` leaves with
+/// epoch -2, the coordinator keeps its tasks for it, and a new member with the same id
+/// takes them over within the session timeout; the other member's tasks never move. A
+/// dynamic member's clean leave hands its tasks over at once instead
+/// (`two_members_split_hold_standbys_and_fail_over`).
+#[test]
+fn a_static_member_that_leaves_and_comes_back_keeps_its_tasks() {
+    let Some((bootstrap, group, topic)) = fresh("sg_static") else {
+        return;
+    };
+    let mut a = Player::join(static_settings(&bootstrap, &group, &topic, "process-a", "a-1"));
+    let mut b = Player::join(static_settings(&bootstrap, &group, &topic, "process-b", "b-1"));
+    until(&mut [&mut a, &mut b], SETTLE, |p| {
+        p[0].owns.active.len() == 2 && p[1].owns.active.len() == 2
+    });
+    let (a_tasks, b_tasks) = (a.owns.active.clone(), b.owns.active.clone());
+    let a_id = a.member.member_id_and_epoch().0;
+    a.member.leave(Duration::from_secs(10));
+
+    // The test broker's session timeout is 10 s: for 4 s nothing may move to B.
+    let away = Instant::now();
+    while away.elapsed() < Duration::from_secs(4) {
+        b.step(Duration::from_millis(100));
+        assert_eq!(b.owns.active, b_tasks, "B's tasks changed while A was away");
+        assert!(b.member.failure().is_none());
+    }
+
+    // A restarted process: a new member id, the same instance id.
+    let mut a2 = Player::join(static_settings(&bootstrap, &group, &topic, "process-a2", "a-1"));
+    let back = until(&mut [&mut a2, &mut b], SETTLE, |p| p[0].owns.active == a_tasks);
+    eprintln!("the static member took its tasks {a_tasks:?} back {back:?} after joining");
+    assert_eq!(b.owns.active, b_tasks);
+    assert_eq!((a2.lost, b.lost), (0, 0));
+    assert_ne!(a2.member.member_id_and_epoch().0, a_id);
+    a2.member.leave(Duration::from_secs(10));
+    b.member.leave(Duration::from_secs(10));
 }

@@ -60,6 +60,10 @@ pub(crate) struct MemberSettings {
     pub client_id: String,
     /// The instance's process id (a UUID text, one per `KafkaStreams`).
     pub process_id: String,
+    /// `group.instance.id` of this member (static membership, Apache Kafka 4.4+): it leaves
+    /// with epoch -2, so the coordinator keeps its tasks for it until its session times out,
+    /// and a member joining with the same id within that time takes them over unchanged.
+    pub instance_id: Option<String>,
     /// How long the coordinator waits for the member to revoke tasks
     /// (`max.poll.interval.ms`).
     pub rebalance_timeout: Duration,
@@ -93,7 +97,7 @@ pub(crate) enum MemberEvent {
 /// How the heartbeat thread is to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Stop {
-    /// Send a leave heartbeat (epoch -1), then exit.
+    /// Send a leave heartbeat (epoch -1; -2 for a static member), then exit.
     Leave,
     /// Exit without a word (a crash, for tests).
     #[cfg_attr(not(test), allow(dead_code))]
@@ -342,8 +346,9 @@ impl StreamsMember {
         self.shared.lock().failure.as_ref().map(clone_error)
     }
 
-    /// Leaves the group (a heartbeat with epoch -1) and stops the heartbeat thread, waiting
-    /// at most `timeout` for it.
+    /// Leaves the group (a heartbeat with epoch -1; a static member's with epoch -2, which
+    /// keeps its tasks for it until its session times out) and stops the heartbeat thread,
+    /// waiting at most `timeout` for it.
     pub(crate) fn leave(self, timeout: Duration) {
         self.stop(Stop::Leave, timeout);
     }
