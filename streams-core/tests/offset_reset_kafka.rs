@@ -24,8 +24,7 @@ use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::producer::{BaseProducer, BaseRecord, DefaultProducerContext, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 use streams_core::runtime::changelog_topic;
-use streams_core::serdes::StringSerde;
-use streams_core::{EmbeddedKafka, KafkaStreams, State, StreamsConfig, Topology};
+use streams_core::{EmbeddedKafka, KafkaStreams, State, StreamsConfig};
 use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
 
 mod common;
@@ -49,19 +48,6 @@ fn init_logs() {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-}
-
-/// `input` -> `output`, strings through.
-fn pass_through(input: &str, output: &str) -> Topology {
-    let mut b = Topology::builder();
-    b.add_source("src", [input], StringSerde, StringSerde).add_sink(
-        "out",
-        output,
-        StringSerde,
-        StringSerde,
-        ["src"],
-    );
-    b.build().unwrap()
 }
 
 /// Commits `offset` for `group` on partition 0 of `topic`, outside any group membership.
@@ -129,7 +115,7 @@ fn source_offset_out_of_range_is_reset_logged_and_counted() {
 
     let state = tempfile::tempdir().unwrap();
     let mut app = KafkaStreams::new(
-        pass_through(&input, &output),
+        common::pass_through(&input, &output),
         config(&bootstrap, &app_id, state.path()),
     )
     .unwrap();
@@ -298,7 +284,7 @@ fn mock_cluster_retention_stops_the_application() {
 
     let state = tempfile::tempdir().unwrap();
     let mut app = KafkaStreams::on_embedded(
-        pass_through(input, "mock-reset-out"),
+        common::pass_through(input, "mock-reset-out"),
         config(&bootstrap, &app_id, state.path()),
         &cluster,
     )

@@ -18,21 +18,10 @@ use std::time::{Duration, Instant};
 
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use streams_core::error::StreamsGroupFailure;
-use streams_core::serdes::StringSerde;
 use streams_core::{GroupProtocol, KafkaStreams, State, StreamsConfig, StreamsError, Topology};
 use streams_test_utils::kafka::{self, ConsumeUntil};
 
-fn topology(input: &str, output: &str) -> Topology {
-    let mut b = Topology::builder();
-    b.add_source("src", [input], StringSerde, StringSerde).add_sink(
-        "out",
-        output,
-        StringSerde,
-        StringSerde,
-        ["src"],
-    );
-    b.build().unwrap()
-}
+mod common;
 
 fn config(bootstrap: &str, app: &str, state: &std::path::Path, protocol: GroupProtocol) -> StreamsConfig {
     let mut props = vec![
@@ -93,17 +82,6 @@ fn wait_output(bootstrap: &str, output: &str, n: u64) {
     }
 }
 
-/// The value of the alive-threads gauge.
-fn alive_threads(app: &KafkaStreams) -> String {
-    app.metrics()
-        .encode()
-        .lines()
-        .find(|l| l.starts_with("streams_client_alive_stream_threads"))
-        .and_then(|l| l.rsplit(' ').next())
-        .unwrap_or("none")
-        .to_owned()
-}
-
 fn start(topology: Topology, config: StreamsConfig) -> Result<KafkaStreams, StreamsError> {
     let mut app = KafkaStreams::new(topology, config)?;
     app.start()?;
@@ -123,7 +101,7 @@ fn run(test: &str, protocol: GroupProtocol) {
 
     for (round, total) in [(1, 200), (2, 400)] {
         let app = start(
-            topology(&input, &output),
+            common::pass_through(&input, &output),
             config(&bootstrap, &app_id, state.path(), protocol),
         );
         let mut app = match app {
@@ -153,7 +131,11 @@ fn run(test: &str, protocol: GroupProtocol) {
             "round {round}: state {:?}",
             app.state()
         );
-        assert_eq!(alive_threads(&app), "2", "round {round}: a stream thread died");
+        assert_eq!(
+            common::metric(&app, "streams_client_alive_stream_threads", ""),
+            2.0,
+            "round {round}: a stream thread died"
+        );
         assert!(app.close(Duration::from_secs(60)), "round {round}: close");
     }
 }

@@ -165,6 +165,19 @@ pub fn enrich_topology(users: &str, orders: &str, output: &str, persistent: bool
     b.build().expect("enrich topology")
 }
 
+/// `input` -> `output`, strings through.
+pub fn pass_through(input: &str, output: &str) -> Topology {
+    let mut b = Topology::builder();
+    b.add_source("src", [input], StringSerde, StringSerde).add_sink(
+        "out",
+        output,
+        StringSerde,
+        StringSerde,
+        ["src"],
+    );
+    b.build().unwrap()
+}
+
 /// The sum of the series of metric `name` in the application's registry whose line
 /// contains `label` (`""`: every series).
 pub fn metric(app: &KafkaStreams, name: &str, label: &str) -> f64 {
