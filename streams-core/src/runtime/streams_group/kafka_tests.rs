@@ -336,10 +336,28 @@ fn static_settings(
 /// (`two_members_split_hold_standbys_and_fail_over`).
 #[test]
 fn a_static_member_that_leaves_and_comes_back_keeps_its_tasks() {
+    use crate::model::error::{StreamsError, StreamsGroupFailure};
+
     let Some((bootstrap, group, topic)) = fresh("sg_static") else {
         return;
     };
-    let mut a = Player::join(static_settings(&bootstrap, &group, &topic, "process-a", "a-1"));
+    let mut a = match StreamsMember::join(static_settings(&bootstrap, &group, &topic, "process-a", "a-1")) {
+        Ok(member) => Player {
+            member,
+            owns: TaskAssignment::default(),
+            lost: 0,
+        },
+        // A broker before 4.4 (`KAFKA_VERSION=4.3.1 bash scripts/test.sh`).
+        Err(StreamsError::StreamsGroup {
+            kind: StreamsGroupFailure::Unsupported,
+            message,
+            ..
+        }) if message.contains("4.4 or later") => {
+            eprintln!("SKIPPED sg_static: {message}");
+            return;
+        }
+        Err(e) => panic!("join: {e}"),
+    };
     let mut b = Player::join(static_settings(&bootstrap, &group, &topic, "process-b", "b-1"));
     until(&mut [&mut a, &mut b], SETTLE, |p| {
         p[0].owns.active.len() == 2 && p[1].owns.active.len() == 2
