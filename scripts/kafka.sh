@@ -27,7 +27,7 @@
 # See docs/kafka-for-tests.md.
 #
 # Environment (all optional):
-#   KAFKA_VERSION          Apache Kafka release to run (default 4.4.0; 4.2.x and 4.3.x work too)
+#   KAFKA_VERSION          Apache Kafka release to run (default 4.4.0; earlier ones: docs/kafka-for-tests.md)
 #   KAFKA_PORT             client listener port (default 9092)
 #   KAFKA_CONTROLLER_PORT  KRaft controller port (default KAFKA_PORT + 1)
 #   KAFKA_SECURE_PORT      SASL_SSL listener port (default KAFKA_PORT + 2)

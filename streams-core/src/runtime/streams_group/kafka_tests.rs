@@ -88,11 +88,15 @@ struct Player {
 
 impl Player {
     fn join(s: MemberSettings) -> Player {
-        Player {
-            member: StreamsMember::join(s).expect("join"),
+        Player::try_join(s).expect("join")
+    }
+
+    fn try_join(s: MemberSettings) -> Result<Player, crate::model::error::StreamsError> {
+        Ok(Player {
+            member: StreamsMember::join(s)?,
             owns: TaskAssignment::default(),
             lost: 0,
-        }
+        })
     }
 
     /// Takes the events of up to `wait`; true when one arrived.
@@ -341,12 +345,8 @@ fn a_static_member_that_leaves_and_comes_back_keeps_its_tasks() {
     let Some((bootstrap, group, topic)) = fresh("sg_static") else {
         return;
     };
-    let mut a = match StreamsMember::join(static_settings(&bootstrap, &group, &topic, "process-a", "a-1")) {
-        Ok(member) => Player {
-            member,
-            owns: TaskAssignment::default(),
-            lost: 0,
-        },
+    let mut a = match Player::try_join(static_settings(&bootstrap, &group, &topic, "process-a", "a-1")) {
+        Ok(player) => player,
         // A broker before 4.4 (`KAFKA_VERSION=4.3.1 bash scripts/test.sh`).
         Err(StreamsError::StreamsGroup {
             kind: StreamsGroupFailure::Unsupported,
