@@ -2,11 +2,13 @@ package dev.streams.diff;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
@@ -32,8 +34,8 @@ import org.apache.kafka.streams.state.WindowStore;
 
 /**
  * One half of a hand-over test: a Kafka Streams application on a real broker that runs
- * until its group has committed {@code COMMITTED} input records of {@code INPUT}, then
- * closes and leaves the group, so that another implementation can take over the same
+ * until its group has committed {@code COMMITTED} input records of {@code INPUT} and every
+ * record of its repartition topics, then closes and leaves the group, so that another implementation can take over the same
  * {@code application.id}.
  *
  * <p>Usage: HandOver BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR TOPOLOGY COMMITTED [GUARANTEE]
@@ -142,7 +144,8 @@ public final class HandOver {
             streams.start();
             Instant deadline = Instant.now().plus(Duration.ofSeconds(90));
             long done = 0;
-            while (done < committed) {
+            boolean repartitionsDrained = false;
+            while (done < committed || !repartitionsDrained) {
                 if (streams.state() == KafkaStreams.State.ERROR) {
                     throw new IllegalStateException("Kafka Streams failed after " + done + " of " + committed + " inputs");
                 }
@@ -154,9 +157,28 @@ public final class HandOver {
                 done = 0;
                 Map<TopicPartition, OffsetAndMetadata> offsets =
                         admin.listConsumerGroupOffsets(appId).partitionsToOffsetAndMetadata().get();
+                // The inputs' offsets say nothing of the records still in a repartition
+                // topic: the application stops only once those are consumed too.
+                Map<TopicPartition, OffsetSpec> repartitions = new HashMap<>();
                 for (Map.Entry<TopicPartition, OffsetAndMetadata> e : offsets.entrySet()) {
                     if (e.getKey().topic().startsWith(input) && e.getValue() != null) {
                         done += e.getValue().offset();
+                    }
+                    if (e.getKey().topic().startsWith(appId) && e.getKey().topic().endsWith("-repartition")) {
+                        repartitions.put(e.getKey(), OffsetSpec.latest());
+                    }
+                }
+                repartitionsDrained = true;
+                if (!repartitions.isEmpty()) {
+                    var ends = admin.listOffsets(repartitions).all().get();
+                    // Under exactly-once the log ends with the last transaction's marker,
+                    // one offset past the last record consumed.
+                    long marker = StreamsConfig.AT_LEAST_ONCE.equals(guarantee) ? 0 : 1;
+                    for (TopicPartition tp : repartitions.keySet()) {
+                        OffsetAndMetadata at = offsets.get(tp);
+                        if (at == null || at.offset() < ends.get(tp).offset() - marker) {
+                            repartitionsDrained = false;
+                        }
                     }
                 }
             }
