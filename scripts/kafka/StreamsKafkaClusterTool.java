@@ -32,6 +32,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *       the group coordinator answers and a transactional producer initializes; prints the cluster id
  *   node OWN_BOOTSTRAP BOOTSTRAP TIMEOUT_S ID PID  until node ID lists itself through its own listener, then until it
  *       is in the ISR of every partition it replicates that has a leader; prints "REGISTERED_MS IN_SYNC LEADERLESS"
+ *   fenced BOOTSTRAP TIMEOUT_S ID        until describeCluster no longer lists broker ID (the controller has
+ *       fenced it: its partitions have other leaders); prints the milliseconds waited
  *   leader BOOTSTRAP TOPIC PARTITION     the leader id, or none
  *   controller CONTROLLERS               the active controller (quorum leader) id, or none
  *   describe BOOTSTRAP TOPIC             one line per partition
@@ -102,6 +104,7 @@ public final class StreamsKafkaClusterTool {
             switch (args[0]) {
                 case "cluster": cluster(args[1], args[2], args[3], args.length > 4 ? args[4] : ""); break;
                 case "node": node(args[1], args[2], args[3], Integer.parseInt(args[4]), args[5]); break;
+                case "fenced": fenced(args[1], args[2], Integer.parseInt(args[3])); break;
                 case "leader": leader(args[1], args[2], Integer.parseInt(args[3])); break;
                 case "controller": controller(args[1]); break;
                 case "describe": describe(args[1], args[2]); break;
@@ -155,6 +158,31 @@ public final class StreamsKafkaClusterTool {
                 }
                 if (System.nanoTime() > deadline) {
                     throw new Fail(1, "no complete answer from " + bootstrap + " within " + timeout + " s: " + last);
+                }
+                Thread.sleep(250);
+            }
+        }
+    }
+
+    static void fenced(String bootstrap, String timeout, int id) throws Exception {
+        long deadline = deadline(timeout);
+        long t0 = System.nanoTime();
+        String last = "no answer yet";
+        try (Admin admin = admin(bootstrap, 5000)) {
+            while (true) {
+                try {
+                    Collection<Node> nodes = admin.describeCluster(new DescribeClusterOptions().timeoutMs(3000))
+                        .nodes().get(5, TimeUnit.SECONDS);
+                    if (nodes.stream().noneMatch(n -> n.id() == id)) {
+                        System.out.println((System.nanoTime() - t0) / 1_000_000);
+                        return;
+                    }
+                    last = "the cluster still lists brokers [" + ids(nodes) + "]";
+                } catch (Exception e) {
+                    last = cause(e);
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new Fail(1, "node " + id + " was not fenced within " + timeout + " s: " + last);
                 }
                 Thread.sleep(250);
             }
