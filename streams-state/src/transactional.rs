@@ -11,6 +11,11 @@
 //! - Writes (`put`, `delete`, range deletes) go to an ordered overlay of pending changes,
 //!   never to the inner store; reads see the overlay over the inner store, so a task reads
 //!   its own writes.
+//! - A range delete is pending as the range itself, not as a delete per key: it drops the
+//!   pending changes inside it and hides the inner store's keys inside it, so deleting a
+//!   prefix of millions of keys holds one range, not millions of keys (the memory of a
+//!   transaction is that of its writes, whatever the size of the ranges it deletes).
+//!   Pending changes are always newer than the pending ranges they fall into.
 //! - [`commit_writes`](crate::StateStore::commit_writes), called once the transaction has
 //!   committed, applies the overlay and the new checkpoint to the inner store in one write
 //!   (RocksDB: one write batch, so a memtable flush persists both or neither). The inner
@@ -24,6 +29,7 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 
+use crate::bounds::KeyRange;
 use crate::changelog::ChangelogRecord;
 use crate::error::Result;
 use crate::iter::KeyValueIter;
@@ -36,6 +42,8 @@ pub struct TransactionalKeyValueStore {
     inner: Box<dyn KeyValueStore>,
     /// Uncommitted changes: a value, or `None` for a delete.
     pending: BTreeMap<Bytes, Option<Bytes>>,
+    /// Uncommitted range deletes, applied to the inner store before `pending`.
+    deleted: Vec<KeyRange>,
 }
 
 impl std::fmt::Debug for TransactionalKeyValueStore {
@@ -43,6 +51,7 @@ impl std::fmt::Debug for TransactionalKeyValueStore {
         f.debug_struct("TransactionalKeyValueStore")
             .field("name", &self.inner.name())
             .field("pending", &self.pending.len())
+            .field("deleted_ranges", &self.deleted.len())
             .finish_non_exhaustive()
     }
 }
@@ -53,12 +62,18 @@ impl TransactionalKeyValueStore {
         Self {
             inner,
             pending: BTreeMap::new(),
+            deleted: Vec::new(),
         }
     }
 
     /// How many changes wait for the commit.
     pub fn pending(&self) -> usize {
-        self.pending.len()
+        self.pending.len() + self.deleted.len()
+    }
+
+    /// Whether a pending range delete covers `key` (a pending change of it is newer).
+    fn deleted(&self, key: &[u8]) -> bool {
+        self.deleted.iter().any(|r| r.contains(key))
     }
 
     fn overlaid<'a>(
@@ -67,11 +82,18 @@ impl TransactionalKeyValueStore {
         to: Bound<&[u8]>,
         reverse: bool,
     ) -> Result<KeyValueIter<'a>> {
-        let inner = if reverse {
+        let mut inner = if reverse {
             self.inner.reverse_range(from, to)?
         } else {
             self.inner.range(from, to)?
         };
+        if !self.deleted.is_empty() {
+            let deleted = &self.deleted;
+            inner = KeyValueIter::new(inner.filter(move |e| match e {
+                Ok((k, _)) => !deleted.iter().any(|r| r.contains(k)),
+                Err(_) => true,
+            }));
+        }
         let pending = self
             .pending
             .range::<[u8], _>((from, to))
@@ -97,6 +119,7 @@ impl StateStore for TransactionalKeyValueStore {
     /// Discards the pending changes (they were never committed) and closes the inner store.
     fn close(&mut self) -> Result<()> {
         self.pending.clear();
+        self.deleted.clear();
         self.inner.close()
     }
     fn stats(&self) -> StoreStats {
@@ -108,6 +131,7 @@ impl KeyValueStore for TransactionalKeyValueStore {
     fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
         match self.pending.get(key) {
             Some(v) => Ok(v.clone()),
+            None if self.deleted(key) => Ok(None),
             None => self.inner.get(key),
         }
     }
@@ -139,6 +163,8 @@ impl KeyValueStore for TransactionalKeyValueStore {
         self.overlaid(from, to, true)
     }
 
+    /// The inner store's count with the pending changes applied; the keys of pending range
+    /// deletes count until they are committed.
     fn approximate_num_entries(&self) -> Result<u64> {
         count_over(
             self.inner.as_ref(),
@@ -146,15 +172,23 @@ impl KeyValueStore for TransactionalKeyValueStore {
         )
     }
 
-    /// A delete of every key in the range, pending like any other write.
+    /// A delete of every key in the range, pending as the range: the pending changes inside
+    /// it are dropped, and the inner store's keys inside it are hidden until the commit
+    /// deletes them.
     fn delete_range(&mut self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<()> {
-        let keys: Vec<Bytes> = self
-            .overlaid(from, to, false)?
-            .map(|e| e.map(|(k, _)| k))
-            .collect::<Result<_>>()?;
-        for k in keys {
-            self.pending.insert(k, None);
+        let range = KeyRange::new(from, to);
+        if range.is_empty() {
+            return Ok(());
         }
+        let dropped: Vec<Bytes> = self
+            .pending
+            .range::<[u8], _>(range.as_bounds())
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in dropped {
+            self.pending.remove(&k);
+        }
+        self.deleted.push(range);
         Ok(())
     }
 
@@ -172,6 +206,14 @@ impl KeyValueStore for TransactionalKeyValueStore {
     }
 
     fn commit_writes(&mut self, checkpoint: Option<i64>) -> Result<()> {
+        // The ranges first: every pending change is newer than them. A crash before the
+        // changes and the checkpoint below are written leaves the inner store at its last
+        // checkpoint with some committed deletes applied, which restoring the changelog
+        // from that checkpoint (it holds the deletes' tombstones) applies again.
+        for range in std::mem::take(&mut self.deleted) {
+            let (from, to) = range.as_bounds();
+            self.inner.delete_range(from, to)?;
+        }
         if self.pending.is_empty() {
             return match checkpoint {
                 Some(c) => self.inner.write_checkpoint(Some(c)),
@@ -230,6 +272,43 @@ mod tests {
         assert_eq!(all(s.inner.as_ref()), vec![(b(b"a"), b(b"1"))]);
         s.commit_writes(Some(11)).unwrap();
         assert_eq!(all(s.inner.as_ref()), vec![(b(b"b"), b(b"2"))]);
+        assert_eq!(s.pending(), 0);
+    }
+
+    /// Deleting a prefix of many keys holds the range, not a delete per key; the keys stay
+    /// hidden until the commit deletes them from the inner store (RocksDB: `DeleteRange`).
+    #[test]
+    fn a_range_delete_is_pending_as_one_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let inner =
+            RocksDbKeyValueStore::open("t".to_owned(), dir.path(), &RocksDbResources::default()).unwrap();
+        let mut s = TransactionalKeyValueStore::new(Box::new(inner));
+        for i in 0..1000u32 {
+            s.put(format!("p-{i:04}").as_bytes(), b"v").unwrap();
+        }
+        s.put(b"q", b"kept").unwrap();
+        s.commit_writes(Some(1)).unwrap();
+        s.put(b"p-0001", b"pending, then deleted").unwrap();
+        s.delete_prefix(b"p-").unwrap();
+        s.put(b"p-0002", b"after the delete").unwrap();
+        assert_eq!(s.pending(), 2, "the range and the one later put");
+        assert_eq!(s.get(b"p-0001").unwrap(), None);
+        assert_eq!(s.get(b"p-0002").unwrap(), Some(b(b"after the delete")));
+        assert_eq!(
+            all(&s),
+            vec![(b(b"p-0002"), b(b"after the delete")), (b(b"q"), b(b"kept"))]
+        );
+        assert_eq!(
+            all(s.inner.as_ref()).len(),
+            1001,
+            "nothing reaches the inner store before the commit"
+        );
+        s.commit_writes(Some(2)).unwrap();
+        assert_eq!(
+            all(s.inner.as_ref()),
+            vec![(b(b"p-0002"), b(b"after the delete")), (b(b"q"), b(b"kept"))]
+        );
+        assert_eq!(s.checkpoint().unwrap(), Some(2));
         assert_eq!(s.pending(), 0);
     }
 
