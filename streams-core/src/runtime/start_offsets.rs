@@ -28,9 +28,11 @@
 //! ... in state active"). With a concrete start offset no query is made. Only
 //! `auto.offset.reset=none` keeps the logical offset (librdkafka then reports the error).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::error::KafkaError;
+use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::restore::kafka_err;
@@ -41,17 +43,31 @@ use crate::model::error::StreamsError;
 /// abort-check interval (10 s), or when its successor starts.
 pub(crate) const LOOKUP_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The pause before the lookup asks again after the group's coordinator moved.
+const COORDINATOR_BACKOFF: Duration = Duration::from_millis(200);
+
 /// The committed offsets of `partitions`; a partition-level error (still unstable when
 /// the time ran out, not authorized) fails the whole lookup rather than reading as "no
-/// commit".
+/// commit". An answer that the group's coordinator moved or is loading its state (a
+/// coordinator's broker paused and back: the group moved to another one and maybe back)
+/// is asked again until `timeout`; librdkafka looks the coordinator up again meanwhile.
 pub(crate) fn committed<C: ConsumerContext>(
     consumer: &BaseConsumer<C>,
     partitions: &TopicPartitionList,
     timeout: Duration,
 ) -> Result<TopicPartitionList, StreamsError> {
-    let committed = consumer
-        .committed_offsets(partitions.clone(), timeout)
-        .map_err(|e| kafka_err("committed offsets", e))?;
+    let deadline = Instant::now() + timeout;
+    let committed = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match consumer.committed_offsets(partitions.clone(), left) {
+            Ok(committed) => break committed,
+            Err(e) if coordinator_moved(&e) && Instant::now() + COORDINATOR_BACKOFF < deadline => {
+                tracing::debug!(error = %e, "committed offsets: the group coordinator moved; asking again");
+                std::thread::sleep(COORDINATOR_BACKOFF);
+            }
+            Err(e) => return Err(kafka_err("committed offsets", e)),
+        }
+    };
     for e in committed.elements() {
         if let Err(err) = e.error() {
             return Err(kafka_err(
@@ -61,6 +77,18 @@ pub(crate) fn committed<C: ConsumerContext>(
         }
     }
     Ok(committed)
+}
+
+/// Whether `e` says the group's coordinator is elsewhere or not ready yet.
+fn coordinator_moved(e: &KafkaError) -> bool {
+    matches!(
+        e.rdkafka_error_code(),
+        Some(
+            RDKafkaErrorCode::NotCoordinator
+                | RDKafkaErrorCode::CoordinatorNotAvailable
+                | RDKafkaErrorCode::CoordinatorLoadInProgress
+        )
+    )
 }
 
 /// Where a partition without a committed offset starts: `auto.offset.reset`.
@@ -165,12 +193,33 @@ mod tests {
     use rdkafka::producer::{BaseProducer, Producer};
     use rdkafka::{Offset, TopicPartitionList};
 
-    use super::{ResetTo, committed, explicit};
+    use super::{ResetTo, committed, coordinator_moved, explicit};
     use streams_test_utils::kafka::{self, ProduceRecord};
 
     /// A crashed exactly-once producer's transaction holds an offset commit open: the
     /// lookup waits until the broker settles it, and never reads it as "no commit" (which
     /// would restart the partition from the beginning).
+    /// The coordinator answers that the lookup asks again; anything else fails it at once.
+    #[test]
+    fn only_a_moved_or_loading_coordinator_is_asked_again() {
+        use rdkafka::error::KafkaError;
+        use rdkafka::types::RDKafkaErrorCode as C;
+        for code in [
+            C::NotCoordinator,
+            C::CoordinatorNotAvailable,
+            C::CoordinatorLoadInProgress,
+        ] {
+            assert!(coordinator_moved(&KafkaError::MetadataFetch(code)), "{code:?}");
+        }
+        for code in [
+            C::GroupAuthorizationFailed,
+            C::UnknownTopicOrPartition,
+            C::InvalidGroupId,
+        ] {
+            assert!(!coordinator_moved(&KafkaError::MetadataFetch(code)), "{code:?}");
+        }
+    }
+
     #[test]
     fn unstable_offsets_are_waited_for_never_read_as_missing() {
         let Some(bootstrap) = kafka::require_kafka("start_offsets") else {
