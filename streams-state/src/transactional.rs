@@ -66,7 +66,7 @@ impl TransactionalKeyValueStore {
         }
     }
 
-    /// How many changes wait for the commit.
+    /// How many changes (writes, and range deletes) wait for the commit.
     pub fn pending(&self) -> usize {
         self.pending.len() + self.deleted.len()
     }
@@ -88,9 +88,8 @@ impl TransactionalKeyValueStore {
             self.inner.range(from, to)?
         };
         if !self.deleted.is_empty() {
-            let deleted = &self.deleted;
             inner = KeyValueIter::new(inner.filter(move |e| match e {
-                Ok((k, _)) => !deleted.iter().any(|r| r.contains(k)),
+                Ok((k, _)) => !self.deleted(k),
                 Err(_) => true,
             }));
         }

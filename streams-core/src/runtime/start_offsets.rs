@@ -196,9 +196,6 @@ mod tests {
     use super::{ResetTo, committed, coordinator_moved, explicit};
     use streams_test_utils::kafka::{self, ProduceRecord};
 
-    /// A crashed exactly-once producer's transaction holds an offset commit open: the
-    /// lookup waits until the broker settles it, and never reads it as "no commit" (which
-    /// would restart the partition from the beginning).
     /// The coordinator answers that the lookup asks again; anything else fails it at once.
     #[test]
     fn only_a_moved_or_loading_coordinator_is_asked_again() {
@@ -220,6 +217,9 @@ mod tests {
         }
     }
 
+    /// A crashed exactly-once producer's transaction holds an offset commit open: the
+    /// lookup waits until the broker settles it, and never reads it as "no commit" (which
+    /// would restart the partition from the beginning).
     #[test]
     fn unstable_offsets_are_waited_for_never_read_as_missing() {
         let Some(bootstrap) = kafka::require_kafka("start_offsets") else {
