@@ -27,7 +27,9 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::rebalance::{ThreadContext, with_tasks};
+use super::lend::lend;
+use super::rebalance::ThreadContext;
+use super::tasks::TaskManager;
 use super::restore::kafka_err;
 use super::streams_group::{MemberEvent, StreamsMember, TaskAssignment};
 use crate::model::TaskId;
@@ -75,9 +77,10 @@ fn list(partitions: &BTreeSet<(String, i32)>) -> Result<TopicPartitionList, Stre
 }
 
 /// Takes the member's pending event, if any, and applies it to the thread's consumer and
-/// tasks. Returns whether there was one.
+/// tasks `tm`. Returns whether there was one.
 pub(crate) fn apply_pending(
     consumer: &BaseConsumer<ThreadContext>,
+    tm: &mut TaskManager,
     member: &StreamsMember,
     tasks: &TaskPartitions,
 ) -> Result<bool, StreamsError> {
@@ -85,9 +88,9 @@ pub(crate) fn apply_pending(
         return Ok(false);
     };
     match event {
-        MemberEvent::Assigned(target) => assign(consumer, member, tasks, &target)?,
+        MemberEvent::Assigned(target) => assign(consumer, tm, member, tasks, &target)?,
         MemberEvent::Lost => {
-            lose(consumer)?;
+            lose(consumer, tm)?;
             member.loss_handled();
         }
     }
@@ -96,6 +99,7 @@ pub(crate) fn apply_pending(
 
 fn assign(
     consumer: &BaseConsumer<ThreadContext>,
+    tm: &mut TaskManager,
     member: &StreamsMember,
     tasks: &TaskPartitions,
     target: &TaskAssignment,
@@ -112,24 +116,28 @@ fn assign(
     let revoked: BTreeSet<_> = have.difference(&want).cloned().collect();
     if !revoked.is_empty() {
         let mut tpl = list(&revoked)?;
-        context.rebalance(
-            consumer,
-            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS,
-            &mut tpl,
-        );
+        lend(tm, || {
+            context.rebalance(
+                consumer,
+                RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS,
+                &mut tpl,
+            );
+        });
     }
     let added: BTreeSet<_> = want.difference(&have).cloned().collect();
     if !added.is_empty() {
         let mut tpl = list(&added)?;
-        context.rebalance(
-            consumer,
-            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS,
-            &mut tpl,
-        );
+        lend(tm, || {
+            context.rebalance(
+                consumer,
+                RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS,
+                &mut tpl,
+            );
+        });
     }
     let mut standbys: BTreeSet<TaskId> = target.standby.union(&target.warmup).copied().collect();
     standbys.retain(|t| !target.active.contains(t));
-    with_tasks(|tm| tm.set_standbys(&standbys)).unwrap_or(Ok(()))?;
+    tm.set_standbys(&standbys)?;
     tracing::info!(
         thread = %context.name,
         active = target.active.len(),
@@ -145,9 +153,9 @@ fn assign(
 
 /// The membership was lost: every task is closed without committing and every partition
 /// unassigned. Standby tasks stay: they only read committed changelog records.
-fn lose<C: ConsumerContext>(consumer: &BaseConsumer<C>) -> Result<(), StreamsError> {
+fn lose<C: ConsumerContext>(consumer: &BaseConsumer<C>, tm: &mut TaskManager) -> Result<(), StreamsError> {
     tracing::warn!("group membership lost (fenced or session expired): closing the tasks without committing");
-    with_tasks(|tm| tm.lose_all(consumer)).unwrap_or(Ok(()))?;
+    tm.lose_all(consumer)?;
     consumer
         .unassign()
         .map_err(|e| kafka_err("unassigning after a lost membership", e))

@@ -16,6 +16,7 @@ mod defaults;
 mod deliveries;
 mod embedded;
 mod global;
+mod lend;
 mod offset_metadata;
 mod payloads;
 mod producer;

@@ -1,14 +1,14 @@
 //! A stream thread's consumer context: rebalance callbacks of librdkafka (classic and
 //! consumer protocols) and the runtime's own task assignments (streams protocol, see
-//! `assignment.rs`) reach the thread's task manager through a thread-local slot, on the
-//! thread itself, so revocation can commit (and suspend) the revoked tasks before the
-//! partitions move, without sharing tasks across threads or taking locks.
+//! `assignment.rs`) reach the thread's task manager, which the loop lends them for the
+//! calls that run them (`lend.rs`), on the thread itself, so revocation can commit (and
+//! suspend) the revoked tasks before the partitions move, without sharing tasks across
+//! threads or taking locks.
 //!
 //! Invariants: the generation counter moves at every callback of this thread's consumer
 //! only, so the loop drops exactly the polled records of partitions revoked meanwhile;
 //! a failure inside a callback is kept for the loop to report (callbacks cannot return it).
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,20 +21,11 @@ use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{ClientContext, TopicPartitionList};
 
 use super::publish::FetchPosition;
+use super::lend::with_lent;
 use super::resets::{ResetWatch, forward_log};
 use super::start_offsets;
 use super::status::Status;
-use super::tasks::TaskManager;
 use crate::model::record::RawRecord;
-
-thread_local! {
-    pub(super) static TASKS: RefCell<Option<TaskManager>> = const { RefCell::new(None) };
-}
-
-/// Runs `f` on this thread's task manager.
-pub(super) fn with_tasks<R>(f: impl FnOnce(&mut TaskManager) -> R) -> Option<R> {
-    TASKS.with(|t| t.try_borrow_mut().ok().and_then(|mut t| t.as_mut().map(f)))
-}
 
 /// The consumer context of a stream thread: forwards rebalances to the task manager.
 pub(crate) struct ThreadContext {
@@ -141,13 +132,13 @@ impl ConsumerContext for ThreadContext {
                 start_offsets::explicit(consumer, tpl, reset).unwrap_or_else(|e| {
                     // Never guess: without the committed offsets the thread fails (and is
                     // replaced, or the application stops, as the error handler says).
-                    with_tasks(|tm| {
+                    with_lent(|tm| {
                         tm.failure.get_or_insert(e);
                     });
                     tpl.clone()
                 })
             };
-            with_tasks(|tm| tm.note_start_offsets(&start, !cooperative));
+            with_lent(|tm| tm.note_start_offsets(&start, !cooperative));
             if cooperative {
                 consumer.incremental_assign(&start)
             } else {
@@ -160,7 +151,7 @@ impl ConsumerContext for ThreadContext {
         };
         if let Err(e) = applied {
             tracing::error!(thread = %self.name, error = %e, "applying a rebalance");
-            with_tasks(|tm| {
+            with_lent(|tm| {
                 tm.failure
                     .get_or_insert(super::restore::kafka_err("applying a rebalance", e));
             });
@@ -185,7 +176,7 @@ impl ThreadContext {
                         .map(|e| (e.topic().to_owned(), e.partition())),
                 );
             }
-            with_tasks(|tm| {
+            with_lent(|tm| {
                 if let Err(e) = tm.revoke(consumer, tpl) {
                     tracing::error!(thread = %self.name, error = %e, "commit on revocation failed");
                     tm.failure.get_or_insert(e);
@@ -210,7 +201,7 @@ impl ThreadContext {
         let whole = || match consumer.assignment() {
             Ok(a) => Some(a),
             Err(e) => {
-                with_tasks(|tm| {
+                with_lent(|tm| {
                     tm.failure
                         .get_or_insert(super::restore::kafka_err("assignment after a rebalance", e));
                 });
@@ -221,14 +212,14 @@ impl ThreadContext {
             Rebalance::Assign(tpl) => {
                 tracing::info!(thread = %self.name, partitions = tpl.count(), cooperative, "partitions assigned");
                 if !cooperative {
-                    with_tasks(|tm| tm.set_pending(tpl));
+                    with_lent(|tm| tm.set_pending(tpl));
                 } else if let Some(all) = whole() {
-                    with_tasks(|tm| tm.set_pending_cooperative(&all));
+                    with_lent(|tm| tm.set_pending_cooperative(&all));
                 }
             }
             Rebalance::Revoke(_) => {
                 if cooperative && let Some(all) = whole() {
-                    with_tasks(|tm| tm.set_pending_cooperative(&all));
+                    with_lent(|tm| tm.set_pending_cooperative(&all));
                 }
             }
             Rebalance::Error(e) => tracing::warn!(thread = %self.name, error = %e, "rebalance error"),

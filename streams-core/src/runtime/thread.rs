@@ -1,8 +1,9 @@
 //! A stream thread: an OS thread with its own consumer (in the group `application.id`)
 //! and producer, running the synchronous loop poll -> process -> punctuate -> commit.
 //!
-//! Rebalance callbacks run inside `poll`, on this thread, through the consumer context of
-//! `rebalance.rs`, which reaches the thread's task manager in a thread-local slot.
+//! The loop owns the thread's task manager and passes it on by `&mut`. Rebalance callbacks
+//! run inside `poll`, on this thread, through the consumer context of `rebalance.rs`: the
+//! loop lends them the task manager for each poll (`lend.rs`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,7 +19,8 @@ use super::assignment::TaskPartitions;
 use super::query::Inbox;
 use super::query::serve::serve;
 pub(crate) use super::rebalance::ThreadContext;
-use super::rebalance::{TASKS, drop_revoked, with_tasks};
+use super::lend::lend;
+use super::rebalance::drop_revoked;
 use super::resets::SourceResets;
 use super::status::Status;
 use super::streams_group::StreamsMember;
@@ -104,13 +106,22 @@ pub(crate) fn run(
     // Async processors' completions wake the loop through it.
     let waker = ThreadWaker::default();
     ThreadWaker::install(&waker);
-    let manager = TaskManager::new(tasks)?;
-    TASKS.with(|t| *t.borrow_mut() = Some(manager));
-    let result = run_loop(name, &consumer, &settings, &shutdown, &status, inbox, &waker);
+    let mut tasks = TaskManager::new(tasks)?;
+    let result = run_loop(
+        name,
+        &consumer,
+        &mut tasks,
+        &settings,
+        &shutdown,
+        &status,
+        inbox,
+        &waker,
+    );
     consumer.context().closing.store(true, Ordering::Relaxed);
     let clean = result.is_ok();
-    let closed = with_tasks(|tm| tm.close(&consumer, clean)).unwrap_or(Ok(()));
-    TASKS.with(|t| t.borrow_mut().take());
+    let closed = tasks.close(&consumer, clean);
+    // Dropped before the consumer leaves its group: its stores and producer are closed.
+    drop(tasks);
     settings.hosting.remove(name);
     consumer.unsubscribe();
     // Leave the streams group now that the tasks are closed (their offsets committed), so
@@ -123,35 +134,31 @@ pub(crate) fn run(
     result.and(closed)
 }
 
+/// A failure a rebalance callback recorded (callbacks cannot return it), as an error.
+fn callback_failure(tm: &mut TaskManager) -> Result<(), StreamsError> {
+    tm.failure.take().map_or(Ok(()), Err)
+}
+
+#[allow(clippy::too_many_arguments)]
 fn run_loop(
     name: &str,
     consumer: &BaseConsumer<ThreadContext>,
+    tm: &mut TaskManager,
     settings: &LoopSettings,
     shutdown: &AtomicBool,
     status: &Status,
     inbox: &Inbox,
     waker: &ThreadWaker,
 ) -> Result<(), StreamsError> {
-    let step = |f: &mut dyn FnMut(&mut TaskManager) -> Result<(), StreamsError>| -> Result<(), StreamsError> {
-        with_tasks(|tm| {
-            if let Some(e) = tm.failure.take() {
-                return Err(e);
-            }
-            f(tm)
-        })
-        .unwrap_or_else(|| Err(StreamsError::Usage("task manager missing".into())))
-    };
-    step(&mut |tm| tm.start_globals(name))?;
-    step(&mut |tm| tm.begin_transaction())?;
+    tm.start_globals(name)?;
+    tm.begin_transaction()?;
     // The loop's own metric handles (the task manager owns the thread's series).
-    let m = with_tasks(|tm| LoopMetrics::of(&tm.metrics))
-        .ok_or_else(|| StreamsError::Usage("task manager missing".into()))?;
-    let resets = with_tasks(|tm| SourceResets {
+    let m = LoopMetrics::of(&tm.metrics);
+    let resets = SourceResets {
         on_mock: settings.on_mock,
         resets: tm.metrics.offset_resets.clone(),
         skipped: tm.metrics.skipped_offsets.clone(),
-    })
-    .ok_or_else(|| StreamsError::Usage("task manager missing".into()))?;
+    };
     let mut last_commit = Instant::now();
     let mut last_publish = Instant::now();
     let mut topics = TopicNames::default();
@@ -161,14 +168,14 @@ fn run_loop(
             if let Some(e) = member.failure() {
                 return Err(e);
             }
-            super::assignment::apply_pending(consumer, member, tasks)?;
+            super::assignment::apply_pending(consumer, tm, member, tasks)?;
         }
         let mut batch = Vec::new();
         let mut timeout = settings.poll;
         let poll_started = Instant::now();
         while batch.len() < settings.max_poll_records {
             let generation = consumer.context().generation.load(Ordering::Relaxed);
-            let polled = poll_sliced(consumer, timeout, inbox, waker);
+            let polled = poll_sliced(consumer, tm, timeout, inbox, waker);
             if consumer.context().generation.load(Ordering::Relaxed) != generation {
                 drop_revoked(consumer, &mut batch);
             }
@@ -195,74 +202,64 @@ fn run_loop(
         if !reset.is_empty() {
             // The partitions start a new sequence of offsets: their tasks must not take
             // the new records for re-deliveries.
-            with_tasks(|tm| {
-                for r in &reset {
-                    tm.forget_position(&r.topic, r.partition);
-                }
-            });
+            for r in &reset {
+                tm.forget_position(&r.topic, r.partition);
+            }
             resets.handle(consumer, reset)?;
         }
-        let restoring = with_tasks(|tm| {
-            let created = if tm.has_pending() {
-                tm.create_pending(consumer)
-            } else {
-                Ok(())
-            };
-            created
-                .and_then(|()| tm.take_restored(consumer))
-                .map(|()| tm.is_restoring())
-        })
-        .unwrap_or(Ok(false))?;
+        if tm.has_pending() {
+            tm.create_pending(consumer)?;
+        }
+        tm.take_restored(consumer)?;
+        let restoring = tm.is_restoring();
         // The thread's rebalance ends once its new tasks are restored and running.
         if !restoring && consumer.context().in_rebalance.swap(false, Ordering::Relaxed) {
-            with_tasks(|tm| settings.hosting.set(name, tm.hosted()));
+            settings.hosting.set(name, tm.hosted());
             status.leave_rebalance();
         }
-        step(&mut |tm| {
-            tm.poll_globals()?;
+        callback_failure(tm)?;
+        tm.poll_globals()?;
+        let started = Instant::now();
+        for r in batch.drain(..) {
+            tm.add_record(r);
+        }
+        if tm.process(consumer)? > 0 {
+            m.process_latency.observe(started.elapsed().as_secs_f64());
+        }
+        let started = Instant::now();
+        if tm.punctuate_wall_clock(consumer)? > 0 {
+            m.punctuate_latency.observe(started.elapsed().as_secs_f64());
+            // A punctuation may have let a task take records again (an async
+            // processor's completions): its queued records go on now, not after the
+            // next wait for records.
+            tm.process(consumer)?;
+        }
+        tm.apply_backpressure(consumer)?;
+        if tm.commit_requested() || last_commit.elapsed() >= settings.commit_interval {
             let started = Instant::now();
-            for r in batch.drain(..) {
-                tm.add_record(r);
+            if tm.commit(consumer)? {
+                let took = started.elapsed().as_secs_f64();
+                m.commit_latency.observe(took);
+                m.blocked_seconds.inc_by(took);
+                m.commits.inc();
+                tracing::debug!(thread = name, took_ms = took * 1e3, "committed");
             }
-            if tm.process(consumer)? > 0 {
-                m.process_latency.observe(started.elapsed().as_secs_f64());
-            }
-            let started = Instant::now();
-            if tm.punctuate_wall_clock(consumer)? > 0 {
-                m.punctuate_latency.observe(started.elapsed().as_secs_f64());
-                // A punctuation may have let a task take records again (an async
-                // processor's completions): its queued records go on now, not after the
-                // next wait for records.
-                tm.process(consumer)?;
-            }
-            tm.apply_backpressure(consumer)?;
-            if tm.commit_requested() || last_commit.elapsed() >= settings.commit_interval {
-                let started = Instant::now();
-                if tm.commit(consumer)? {
-                    let took = started.elapsed().as_secs_f64();
-                    m.commit_latency.observe(took);
-                    m.blocked_seconds.inc_by(took);
-                    m.commits.inc();
-                    tracing::debug!(thread = name, took_ms = took * 1e3, "committed");
-                }
-                tm.begin_transaction()?;
-                last_commit = Instant::now();
-            }
-            if last_publish.elapsed() >= PUBLISH_EVERY {
-                let fetch = consumer
-                    .context()
-                    .fetch_positions
-                    .lock()
-                    .map(|h| h.clone())
-                    .unwrap_or_default();
-                tm.publish_metrics(&fetch);
-                settings.hosting.set(name, tm.hosted());
-                last_publish = Instant::now();
-            }
-            status.set_processed(name, tm.processed_total);
-            serve(inbox, tm, consumer.context().in_rebalance.load(Ordering::Relaxed));
-            Ok(())
-        })?;
+            tm.begin_transaction()?;
+            last_commit = Instant::now();
+        }
+        if last_publish.elapsed() >= PUBLISH_EVERY {
+            let fetch = consumer
+                .context()
+                .fetch_positions
+                .lock()
+                .map(|h| h.clone())
+                .unwrap_or_default();
+            tm.publish_metrics(&fetch);
+            settings.hosting.set(name, tm.hosted());
+            last_publish = Instant::now();
+        }
+        status.set_processed(name, tm.processed_total);
+        serve(inbox, tm, consumer.context().in_rebalance.load(Ordering::Relaxed));
     }
     Ok(())
 }
@@ -270,7 +267,8 @@ fn run_loop(
 /// How long an idle thread waits for records before it looks at its query inbox.
 const QUERY_SLICE: Duration = Duration::from_millis(5);
 
-/// Polls one message, waiting at most `timeout`, in slices of [`QUERY_SLICE`]: returns
+/// Polls one message, waiting at most `timeout`, in slices of [`QUERY_SLICE`], with `tm`
+/// lent to the rebalance callbacks the poll may run: returns
 /// early (with nothing) when a query arrives, async work completed or a rebalance
 /// callback ran.
 ///
@@ -279,18 +277,19 @@ const QUERY_SLICE: Duration = Duration::from_millis(5);
 /// had two of them here (a fifth of the stream thread's time went to clock reads).
 fn poll_sliced<'c>(
     consumer: &'c BaseConsumer<ThreadContext>,
+    tm: &mut TaskManager,
     timeout: Duration,
     inbox: &Inbox,
     waker: &ThreadWaker,
 ) -> Option<rdkafka::error::KafkaResult<rdkafka::message::BorrowedMessage<'c>>> {
     if timeout.is_zero() {
-        return consumer.poll(Duration::ZERO);
+        return lend(tm, || consumer.poll(Duration::ZERO));
     }
     let deadline = Instant::now() + timeout;
     let generation = consumer.context().generation.load(Ordering::Relaxed);
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let polled = consumer.poll(left.min(QUERY_SLICE));
+        let polled = lend(tm, || consumer.poll(left.min(QUERY_SLICE)));
         if polled.is_some()
             || left <= QUERY_SLICE
             || inbox.has_pending()
