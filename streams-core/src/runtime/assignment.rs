@@ -27,11 +27,11 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{Offset, TopicPartitionList};
 
+use super::errors::kafka_err;
 use super::lend::lend;
 use super::rebalance::ThreadContext;
-use super::tasks::TaskManager;
-use super::restore::kafka_err;
 use super::streams_group::{MemberEvent, StreamsMember, TaskAssignment};
+use super::tasks::TaskManager;
 use crate::model::TaskId;
 use crate::model::error::StreamsError;
 use crate::topology::Topology;

@@ -12,7 +12,7 @@
 
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 
-use super::restore::kafka_err;
+use super::errors::kafka_err;
 use super::tasks::TaskManager;
 use crate::model::error::StreamsError;
 

@@ -16,7 +16,7 @@ use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
 use rdkafka::producer::Producer;
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::restore::kafka_err;
+use super::errors::kafka_err;
 use super::tasks::TaskManager;
 use crate::metrics::handles::CommitPhase;
 use crate::model::error::StreamsError;

@@ -21,8 +21,8 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
 use rdkafka::types::RDKafkaErrorCode;
 
+use super::client_log::forward_log;
 use super::redact::redact;
-use super::resets::forward_log;
 use crate::config::{MASK, StreamsConfig, is_secret};
 use crate::model::error::StreamsError;
 

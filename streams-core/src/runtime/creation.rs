@@ -20,9 +20,9 @@ use rdkafka::TopicPartitionList;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use streams_state::StoreError;
 
+use super::errors::kafka_err;
 use super::producer::{KafkaChangelogSink, KafkaCollector, PartitionCache};
 use super::resets::mock_retention_error;
-use super::restore::kafka_err;
 use super::tasks::TaskManager;
 use super::updater::{Event, RestoreJob};
 use crate::engine::TaskId;

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::restore::kafka_err;
+use super::errors::kafka_err;
 use super::tasks::TaskManager;
 use crate::engine::{Task, TaskId};
 use crate::model::error::StreamsError;

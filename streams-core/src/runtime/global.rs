@@ -20,10 +20,10 @@ use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 use streams_state::StoreError;
 
+use super::consumed::{TopicNames, to_raw};
+use super::errors::kafka_err;
 use super::resets::AssignedConsumer;
-use super::restore::kafka_err;
 use super::tasks::TaskSettings;
-use super::thread::{TopicNames, to_raw};
 use crate::engine::StoreSlot;
 use crate::engine::{RecordCollector, SendError};
 use crate::engine::{Task, TaskId};
@@ -134,7 +134,7 @@ impl GlobalTasks {
                         &consumer,
                         topic,
                         p,
-                        super::recover::RECOVERY_LIMIT,
+                        super::errors::RECOVERY_LIMIT,
                         super::watermarks::stop_if_denied(topic),
                     )?;
                     // The log start as a concrete offset: librdkafka's lookup of a logical

@@ -77,7 +77,11 @@ mod tests {
                 (std::ptr::eq(tm, owned), nested)
             })
         });
-        assert_eq!(seen, Some((true, false)), "the lent manager, and no second borrow");
+        assert_eq!(
+            seen,
+            Some((true, false)),
+            "the lent manager, and no second borrow"
+        );
         assert!(with_lent(|_| ()).is_none(), "the loan ends with the lend");
         let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             lend(&mut setup.tm, || with_lent(|_| panic!("a callback panics")))

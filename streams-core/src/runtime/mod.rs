@@ -8,13 +8,16 @@
 
 mod assignment;
 mod backpressure;
+mod client_log;
 mod commit;
 mod connect;
+mod consumed;
 mod corrupted;
 mod creation;
 mod defaults;
 mod deliveries;
 mod embedded;
+mod errors;
 mod global;
 mod lend;
 mod offset_metadata;
@@ -302,7 +305,7 @@ impl KafkaStreams {
         let md: connect::StartupConsumer = factory
             .client_config(self.config.consumer_properties())
             .create_with_context(connect::ConnectContext::default())
-            .map_err(|e| restore::kafka_err("metadata client", e))?;
+            .map_err(|e| errors::kafka_err("metadata client", e))?;
         connect::connect(
             &md,
             &self.bootstrap,

@@ -180,7 +180,7 @@ fn is_purge(e: &KafkaError) -> bool {
 impl ClientContext for DeliveryTracker {
     /// librdkafka's log lines go to `tracing`, as the consumers' do.
     fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
-        super::resets::forward_log("producer", level, fac, message);
+        super::client_log::forward_log("producer", level, fac, message);
     }
 
     /// Client-level errors are transient (librdkafka retries); failed deliveries are
@@ -272,7 +272,7 @@ impl ProducerContext for DeliveryTracker {
 /// A record the producer failed to deliver, as the dead-letter topic gets it: its bytes,
 /// headers and destination (offset -1: it was never written).
 fn failed_record(m: &rdkafka::message::BorrowedMessage<'_>) -> RawRecord {
-    let mut r = super::thread::to_raw(m, &mut super::thread::TopicNames::default());
+    let mut r = super::consumed::to_raw(m, &mut super::consumed::TopicNames::default());
     r.offset = -1;
     r
 }

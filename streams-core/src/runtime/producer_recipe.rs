@@ -24,7 +24,7 @@ use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{ClientConfig, ClientContext};
 
 use super::producer::{DeliveryTracker, StreamProducer};
-use super::{connect, restore};
+use super::{connect, errors};
 use crate::model::error::StreamsError;
 
 /// How long one `init_transactions` may take before it is tried again.
@@ -69,7 +69,7 @@ impl ProducerRecipe {
         }
         config
             .create_with_context(self.tracker.clone())
-            .map_err(|e| restore::kafka_err("producer", e))
+            .map_err(|e| errors::kafka_err("producer", e))
     }
 
     /// Initializes `producer` for transactions (exactly-once), waiting at most `timeout`.
@@ -123,7 +123,7 @@ impl ProducerRecipe {
                 "IDEMPOTENT_WRITE on the cluster (brokers before Apache Kafka 2.8 ask for it)",
             ),
             _ => {
-                let fatal = super::recover::is_fatal(&e);
+                let fatal = super::errors::is_fatal(&e);
                 StreamsError::Kafka {
                     message: super::redact::redact(&format!("init transactions: {e}")).into_owned(),
                     retriable: !fatal,

@@ -20,7 +20,7 @@ use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
 use super::connect::ConnectContext;
-use super::restore::kafka_err;
+use super::errors::kafka_err;
 use crate::model::error::StreamsError;
 
 /// Offsets below which records may be deleted: (topic, partition) → offset.

@@ -20,9 +20,10 @@ use rdkafka::statistics::Statistics;
 use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{ClientContext, TopicPartitionList};
 
-use super::publish::FetchPosition;
+use super::client_log::forward_log;
 use super::lend::with_lent;
-use super::resets::{ResetWatch, forward_log};
+use super::publish::FetchPosition;
+use super::resets::ResetWatch;
 use super::start_offsets;
 use super::status::Status;
 use crate::model::record::RawRecord;
@@ -153,7 +154,7 @@ impl ConsumerContext for ThreadContext {
             tracing::error!(thread = %self.name, error = %e, "applying a rebalance");
             with_lent(|tm| {
                 tm.failure
-                    .get_or_insert(super::restore::kafka_err("applying a rebalance", e));
+                    .get_or_insert(super::errors::kafka_err("applying a rebalance", e));
             });
         }
         self.after(consumer, &rebalance, cooperative);
@@ -203,7 +204,7 @@ impl ThreadContext {
             Err(e) => {
                 with_lent(|tm| {
                     tm.failure
-                        .get_or_insert(super::restore::kafka_err("assignment after a rebalance", e));
+                        .get_or_insert(super::errors::kafka_err("assignment after a rebalance", e));
                 });
                 None
             }

@@ -21,7 +21,7 @@ use rdkafka::producer::Producer;
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::restore::kafka_err;
+use super::errors::{RECOVERY_LIMIT, is_fatal, kafka_err};
 use super::tasks::TaskManager;
 use super::txn_offsets::TxnOffsetsError;
 use crate::model::error::StreamsError;
@@ -34,28 +34,6 @@ const ABORT_RETRY: Duration = Duration::from_secs(30);
 
 /// The pause between two tries of an abort.
 const ABORT_PAUSE: Duration = Duration::from_millis(200);
-
-/// How long recovery may wait for the cluster (a new producer's `init_transactions`, the
-/// committed offsets of a rewind) before the thread fails: Kafka Streams' `task.timeout.ms`
-/// default.
-pub(super) const RECOVERY_LIMIT: Duration = Duration::from_secs(300);
-
-/// Whether `e` means the producer can no longer be used.
-pub(crate) fn is_fatal(e: &KafkaError) -> bool {
-    if let KafkaError::Transaction(t) = e
-        && t.is_fatal()
-    {
-        return true;
-    }
-    e.rdkafka_error_code().is_some_and(|c| {
-        matches!(
-            c,
-            RDKafkaErrorCode::ProducerFenced
-                | RDKafkaErrorCode::InvalidProducerEpoch
-                | RDKafkaErrorCode::Fenced
-        )
-    })
-}
 
 /// Whether the call that failed with `e` may be made again (librdkafka: "retry call to
 /// resume", a timed-out transaction call still under way).

@@ -116,13 +116,13 @@ mod tests {
         let secret = "redact-forward-pw-77e1";
         let _r = register([secret.to_owned()]);
         let error = tracing::subscriber::with_default(subscriber, || {
-            crate::runtime::resets::forward_log(
+            crate::runtime::client_log::forward_log(
                 "client",
                 rdkafka::config::RDKafkaLogLevel::Warning,
                 "SASL",
                 &format!("echoing password {secret}"),
             );
-            crate::runtime::restore::kafka_err("connect", format!("refused {secret}"))
+            crate::runtime::errors::kafka_err("connect", format!("refused {secret}"))
         });
         let logged = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
         assert!(

@@ -45,6 +45,7 @@ use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Message, Offset, TopicPartitionList};
 use streams_state::{ChangelogRecord, KeyValueStore, ValueAndTimestamp};
 
+use super::errors::kafka_err;
 use super::resets::AssignedConsumer;
 use crate::engine::TaskStore;
 use crate::model::error::StreamsError;
@@ -70,15 +71,7 @@ const BATCH: usize = 10_000;
 /// How long restoration may go without progress before it fails: a broker down, or under
 /// exactly-once an open transaction below the end offset (a previous owner's, which its
 /// coordinator aborts after `transaction.timeout.ms`), as Kafka Streams' `task.timeout.ms`.
-const STALL: Duration = super::recover::RECOVERY_LIMIT;
-
-pub(crate) fn kafka_err(context: &str, e: impl std::fmt::Display) -> StreamsError {
-    StreamsError::Kafka {
-        // librdkafka's messages may echo configuration: secrets are masked.
-        message: super::redact::redact(&format!("{context}: {e}")).into_owned(),
-        retriable: true,
-    }
-}
+const STALL: Duration = super::errors::RECOVERY_LIMIT;
 
 /// What one [`Restoration::step`] ended with.
 #[derive(Debug, PartialEq, Eq)]
@@ -373,10 +366,10 @@ impl Restoration {
 /// The watermarks of `topic`-`partition`. A partition just created may have no leader
 /// for a moment (`NotLeaderForPartition`, `LeaderNotAvailable`, `UnknownTopicOrPartition`),
 /// and a broker may be restarting or paused: errors are retried for up to
-/// [`RECOVERY_LIMIT`](super::recover::RECOVERY_LIMIT) (Kafka Streams' `task.timeout.ms`
+/// [`RECOVERY_LIMIT`](super::errors::RECOVERY_LIMIT) (Kafka Streams' `task.timeout.ms`
 /// default), except refused authorization.
 fn watermarks(consumer: &AssignedConsumer, topic: &str, partition: i32) -> Result<(i64, i64), StreamsError> {
-    super::watermarks::fetch_retrying(consumer, topic, partition, super::recover::RECOVERY_LIMIT, |e| {
+    super::watermarks::fetch_retrying(consumer, topic, partition, super::errors::RECOVERY_LIMIT, |e| {
         if let Some(denied) = consumer
             .context()
             .denied(e, &format!("`{topic}`"), "DESCRIBE on it")

@@ -32,7 +32,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use streams_state::StoreError;
 
 use super::creation::{Restoring, committed_bounds, holds_uncommitted, sourced};
-use super::restore::kafka_err;
+use super::errors::kafka_err;
 use super::tasks::TaskManager;
 use super::updater::{Event, Promotion, RestoreJob, StandbyJob};
 use crate::engine::{TaskId, TaskStore};

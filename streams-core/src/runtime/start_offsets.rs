@@ -35,7 +35,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::restore::kafka_err;
+use super::errors::kafka_err;
 use crate::model::error::StreamsError;
 
 /// How long the lookup may wait for the broker: an open transaction of a crashed producer

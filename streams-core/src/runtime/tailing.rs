@@ -30,8 +30,9 @@ use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Message, Offset, TopicPartitionList};
 use streams_state::{ChangelogRecord, KeyValueStore};
 
+use super::errors::kafka_err;
 use super::resets::AssignedConsumer;
-use super::restore::{changelog_record, kafka_err};
+use super::restore::changelog_record;
 use crate::engine::TaskStore;
 use crate::model::error::StreamsError;
 

@@ -18,7 +18,7 @@ use super::status::Status;
 use super::streams_group::{MemberSettings, StreamsMember};
 use super::tasks::{TaskManagerParts, TaskSettings};
 use super::thread::{LoopSettings, ThreadContext};
-use super::{defaults, restore, start_offsets};
+use super::{client_log, defaults, errors, restore, start_offsets};
 use crate::config::StreamsConfig;
 use crate::engine::TaskFactory;
 use crate::metrics::Metrics;
@@ -55,7 +55,7 @@ pub(super) struct ThreadFactory {
 impl ThreadFactory {
     pub(crate) fn client_config(&self, props: std::collections::BTreeMap<String, String>) -> ClientConfig {
         let mut c = ClientConfig::new();
-        c.set_log_level(resets::client_log_level());
+        c.set_log_level(client_log::client_log_level());
         c.set("bootstrap.servers", &self.bootstrap);
         for (k, v) in props {
             c.set(k, v);
@@ -92,7 +92,7 @@ impl ThreadFactory {
                 group,
                 application_id: self.config.application_id().to_owned(),
             })
-            .map_err(|e| restore::kafka_err(&name, e))
+            .map_err(|e| errors::kafka_err(&name, e))
     }
 
     pub(super) fn parts(
@@ -174,7 +174,7 @@ impl ThreadFactory {
         };
         let consumer: BaseConsumer<ThreadContext> = cc
             .create_with_context(context)
-            .map_err(|e| restore::kafka_err("consumer", e))?;
+            .map_err(|e| errors::kafka_err("consumer", e))?;
         let member = match &self.group_topology {
             Some(topology) if self.group_protocol == GroupProtocol::Streams => Some(Arc::new(
                 self.join_streams_group(name, topology, &cc, instance_id)?,
@@ -184,7 +184,7 @@ impl ThreadFactory {
                 let topic_refs: Vec<&str> = topics.iter().map(String::as_str).collect();
                 consumer
                     .subscribe(&topic_refs)
-                    .map_err(|e| restore::kafka_err("subscribe", e))?;
+                    .map_err(|e| errors::kafka_err("subscribe", e))?;
                 None
             }
         };

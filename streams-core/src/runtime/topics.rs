@@ -13,7 +13,7 @@ use rdkafka::types::{RDKafkaErrorCode, RDKafkaRespErr};
 
 use super::connect::denied;
 use super::embedded::EmbeddedKafka;
-use super::restore::kafka_err;
+use super::errors::kafka_err;
 use crate::model::error::StreamsError;
 use crate::topology::changelog_topic;
 use crate::topology::{SubTopology, Topology};

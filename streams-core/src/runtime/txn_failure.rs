@@ -25,7 +25,7 @@ use std::sync::atomic::Ordering;
 
 use rdkafka::producer::Producer;
 
-use super::restore::kafka_err;
+use super::errors::kafka_err;
 use super::skips::Instead;
 use super::tasks::TaskManager;
 use crate::model::error::StreamsError;

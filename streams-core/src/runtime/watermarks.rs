@@ -20,7 +20,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, KafkaResult};
 
 use super::connect::is_authorization;
-use super::restore::kafka_err;
+use super::errors::kafka_err;
 use crate::model::error::StreamsError;
 
 /// How long one try of [`fetch_retrying`] may wait for the broker.
