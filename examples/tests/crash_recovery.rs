@@ -54,7 +54,7 @@ impl App {
     fn start(bootstrap: &str, app: &str, topics: &CountTopics, state: &str, guarantee: &str) -> Self {
         let mut child = common::count_app(bootstrap, app, topics, state.as_ref())
             .args(["--guarantee", guarantee])
-            .env("RUST_LOG", "warn,streams_core::runtime::creation=info")
+            .env("RUST_LOG", "warn,streams_core::runtime::tasks::creation=info")
             .stderr(Stdio::piped())
             .spawn()
             .expect("start count-app");

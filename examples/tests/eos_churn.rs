@@ -19,7 +19,7 @@
 //! what was committed are shared with `cluster_faults.rs` (`common/{instance,feed,verify}.rs`).
 //!
 //! Two failures this test found are prevented by the runtime reading the start offsets of
-//! assigned partitions itself (`streams-core/src/runtime/start_offsets.rs`): librdkafka
+//! assigned partitions itself (`streams-core/src/runtime/topics/start_offsets.rs`): librdkafka
 //! 2.12.1 restarted a partition from offset 0 when an `OffsetFetch` answered
 //! `UNSTABLE_OFFSET_COMMIT` (a SIGKILLed member's open transaction) came back after the
 //! assignment changed (a whole input partition processed again, thousands of duplicates);

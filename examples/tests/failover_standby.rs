@@ -53,7 +53,7 @@ impl Instance {
             .args(["--metrics-address", "127.0.0.1:0"])
             .env(
                 "RUST_LOG",
-                "warn,streams_core::runtime::creation=info,streams_core::runtime::assignment=info,streams_core::metrics=info",
+                "warn,streams_core::runtime::tasks::creation=info,streams_core::runtime::group::assignment=info,streams_core::metrics=info",
             )
             .env("NO_COLOR", "1")
             .stderr(Stdio::piped())

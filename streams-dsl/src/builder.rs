@@ -1,173 +1,19 @@
 //! [`StreamsBuilder`]: the entry point of the DSL. It records every DSL call as nodes of a
-//! Processor-API [`TopologyBuilder`] at once, so `build()` is the core's own validation.
+//! Processor-API [`TopologyBuilder`](streams_core::TopologyBuilder) at once, so `build()` is
+//! the core's own validation.
 
-use std::cell::RefCell;
-use std::rc::Rc;
-
-use streams_core::state::KeyValueStoreBuilder;
-use streams_core::{
-    Processor, ProcessorContext, ProcessorError, SourceConfig, SourceValues, StoreRef, Topology,
-    TopologyBuilder,
-};
+use streams_core::{SourceConfig, Topology};
 use streams_state::{Serde, StoreBuilder};
 
 use crate::change::OldValues;
+use crate::dyn_serde::dyn_serde;
 use crate::error::{DslError, DslIssue};
 use crate::kstream::KStream;
 use crate::ktable::KTable;
-use crate::naming::Namer;
 use crate::optimization::Optimizations;
-use crate::options::{Consumed, DynSerde, Materialized, dyn_serde};
+use crate::options::{Consumed, Materialized};
 use crate::processors::{TableSource, open};
-
-/// How a table's store holds the values of the topic it is read from, for restoring it from
-/// that topic (see [`Optimizations`]): behind the record's timestamp, as every DSL
-/// key-value store (see the `timestamped` module).
-const TABLE_SOURCE_VALUES: SourceValues = SourceValues::Timestamped;
-
-/// What every stream and table of one builder shares.
-pub(crate) struct Inner {
-    topology: TopologyBuilder,
-    namer: Namer,
-    issues: Vec<DslIssue>,
-    require_names: bool,
-    /// The grace period (ms) of each windowed aggregation's node, for `suppress`.
-    window_grace: std::collections::HashMap<String, i64>,
-    /// The typed handle of each key-value store added by [`Shared::kv_store`], by store
-    /// name: a `StoreRef<DynSerde<K>, DynSerde<V>>`, for [`KTable::store_ref`].
-    kv_refs: std::collections::HashMap<String, Box<dyn std::any::Any>>,
-    optimizations: Optimizations,
-}
-
-/// The shared state behind a builder and its streams.
-#[derive(Clone)]
-pub(crate) struct Shared(Rc<RefCell<Inner>>);
-
-impl Shared {
-    /// A node name by the naming rule; a taken user-given name is recorded as an issue.
-    pub fn name(&self, given: Option<&str>, parent: &str, op: &str) -> String {
-        let mut inner = self.0.borrow_mut();
-        let (name, taken) = inner.namer.name(given, parent, op);
-        if taken {
-            inner.issues.push(DslIssue::DuplicateName(name.clone()));
-        }
-        name
-    }
-
-    /// Records a problem reported by `build`.
-    pub fn issue(&self, issue: DslIssue) {
-        self.0.borrow_mut().issues.push(issue);
-    }
-
-    /// Reports an unnamed stateful operator when names are required.
-    pub fn check_named(&self, given: bool, operator: &str, what: &'static str) {
-        if !given && self.0.borrow().require_names {
-            self.issue(DslIssue::Unnamed {
-                operator: operator.to_owned(),
-                what,
-            });
-        }
-    }
-
-    /// The repartition topic for `name`, named relative to the application (it runs as
-    /// `<application.id>-<name>-repartition`).
-    pub fn repartition_topic(&self, name: &str) -> String {
-        let topic = format!("{name}-repartition");
-        self.0.borrow_mut().topology.internal_topic(&topic);
-        topic
-    }
-
-    /// Records the grace period of the windowed aggregation at `node`.
-    pub fn set_window_grace(&self, node: &str, grace_ms: i64) {
-        self.0.borrow_mut().window_grace.insert(node.to_owned(), grace_ms);
-    }
-
-    /// The grace period of the windowed aggregation at `node`, if it is one.
-    pub fn window_grace(&self, node: &str) -> Option<i64> {
-        self.0.borrow().window_grace.get(node).copied()
-    }
-
-    /// Runs `f` on the topology builder.
-    pub fn with<R>(&self, f: impl FnOnce(&mut TopologyBuilder) -> R) -> R {
-        f(&mut self.0.borrow_mut().topology)
-    }
-
-    /// Adds a processor with one parent.
-    pub fn processor<P, KIn, VIn, KOut, VOut>(
-        &self,
-        name: &str,
-        supplier: impl Fn() -> P + Send + Sync + 'static,
-        parent: &str,
-    ) where
-        P: Processor<KIn, VIn, KOut, VOut>,
-        KIn: 'static,
-        VIn: 'static,
-        KOut: 'static,
-        VOut: 'static,
-    {
-        self.with(|t| {
-            t.add_processor(name, supplier, [parent]);
-        });
-    }
-
-    /// Adds a processor with one parent, made by `supplier` with its context (where it
-    /// opens its stores).
-    pub fn processor_with<P, KIn, VIn, KOut, VOut>(
-        &self,
-        name: &str,
-        supplier: impl Fn(&mut ProcessorContext<'_, KOut, VOut>) -> Result<P, ProcessorError>
-        + Send
-        + Sync
-        + 'static,
-        parent: &str,
-    ) where
-        P: Processor<KIn, VIn, KOut, VOut>,
-        KIn: 'static,
-        VIn: 'static,
-        KOut: 'static,
-        VOut: 'static,
-    {
-        self.with(|t| {
-            t.add_processor_with(name, supplier, [parent]);
-        });
-    }
-
-    /// Adds the key-value store of a table connected to `processors`, keeping its typed
-    /// handle for [`KTable::store_ref`].
-    pub fn kv_store<K: 'static, V: 'static>(
-        &self,
-        builder: KeyValueStoreBuilder<DynSerde<K>, DynSerde<V>>,
-        processors: &[&str],
-    ) {
-        let handle = self.with(|t| {
-            let handle = t.store(builder);
-            for p in processors {
-                t.connect_processor_and_state_stores(p, [handle.name()]);
-            }
-            handle
-        });
-        let name = handle.name().to_owned();
-        self.0.borrow_mut().kv_refs.insert(name, Box::new(handle));
-    }
-
-    /// The typed handle of the key-value store `name` added by [`kv_store`](Self::kv_store)
-    /// with keys `K` and values `V`.
-    pub fn kv_ref<K: 'static, V: 'static>(&self, name: &str) -> Option<StoreRef<DynSerde<K>, DynSerde<V>>> {
-        self.0
-            .borrow()
-            .kv_refs
-            .get(name)
-            .and_then(|h| h.downcast_ref::<StoreRef<DynSerde<K>, DynSerde<V>>>())
-            .cloned()
-    }
-
-    /// Adds a store connected to `processors`.
-    pub fn store(&self, builder: impl StoreBuilder, processors: &[&str]) {
-        self.with(|t| {
-            t.add_state_store(builder, processors.iter().copied());
-        });
-    }
-}
+use crate::shared::{Shared, TABLE_SOURCE_VALUES};
 
 /// Builds a topology from DSL calls: [`stream`](Self::stream) and [`table`](Self::table)
 /// start streams and tables, whose operators add Processor-API nodes; [`build`](Self::build)
@@ -190,15 +36,7 @@ impl StreamsBuilder {
     /// A new builder.
     pub fn new() -> Self {
         Self {
-            shared: Shared(Rc::new(RefCell::new(Inner {
-                topology: Topology::builder(),
-                namer: Namer::default(),
-                issues: Vec::new(),
-                require_names: false,
-                window_grace: std::collections::HashMap::new(),
-                kv_refs: std::collections::HashMap::new(),
-                optimizations: Optimizations::NONE,
-            }))),
+            shared: Shared::new(),
         }
     }
 

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use streams_state::{Serde, SerdeError};
 
-use crate::options::DynSerde;
+use crate::dyn_serde::DynSerde;
 
 /// One update of a table row: the new value and, when asked for, the old one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -212,7 +212,7 @@ mod tests {
     use streams_state::serde::StringSerde;
 
     use super::*;
-    use crate::options::dyn_serde;
+    use crate::dyn_serde::dyn_serde;
 
     fn serde() -> ChangeSerde<String> {
         ChangeSerde(dyn_serde(StringSerde))

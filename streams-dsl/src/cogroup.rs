@@ -22,13 +22,14 @@
 
 use std::sync::Arc;
 
-use crate::builder::Shared;
 use crate::change::{Change, OldValues};
+use crate::dyn_serde::DynSerde;
 use crate::error::DslIssue;
 use crate::grouped::KGroupedStream;
 use crate::ktable::KTable;
-use crate::options::{DynSerde, Materialized};
+use crate::options::Materialized;
 use crate::processors::{AggregateProcessor, OpFn, OpProcessor, UpdateFn, open};
+use crate::shared::Shared;
 use crate::windowed::{CoreParams, TimeWindowAggregate, TimeWindows, Windowed};
 
 /// Starts a key's aggregate.

@@ -22,9 +22,10 @@ use streams_state::ValueAndTimestampSerde;
 
 use crate::change::OldValues;
 use crate::cogroup::{CogroupedKStream, Init, Target};
+use crate::dyn_serde::dyn_serde;
 use crate::error::DslIssue;
 use crate::ktable::KTable;
-use crate::options::{Materialized, dyn_serde};
+use crate::options::Materialized;
 use crate::windowed::{CoreParams, TimeWindows, Windowed, WindowedSerde, millis};
 
 /// Cogrouped streams cut into time windows, to aggregate per key and window. Made by

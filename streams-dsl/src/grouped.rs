@@ -12,10 +12,11 @@ use std::sync::Arc;
 use streams_core::SinkConfig;
 
 use crate::change::OldValues;
+use crate::dyn_serde::DynSerde;
 use crate::error::DslIssue;
 use crate::kstream::KStream;
 use crate::ktable::KTable;
-use crate::options::{DynSerde, Grouped, Materialized};
+use crate::options::{Grouped, Materialized};
 use crate::processors::{AggregateProcessor, UpdateFn, open};
 
 /// A stream grouped by key, ready to aggregate. Made by [`KStream::group_by_key`] or

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use streams_core::{Processor, Record, SinkConfig};
 use streams_state::Serde;
 
-use crate::builder::Shared;
-use crate::options::{DynSerde, Produced, carry};
+use crate::dyn_serde::{DynSerde, carry};
+use crate::options::Produced;
 use crate::processors::{Emit, OpFn, OpProcessor};
+use crate::shared::Shared;
 
 /// A stream of `Record<K, V>`: every record is an independent event.
 ///

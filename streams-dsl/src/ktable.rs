@@ -16,12 +16,13 @@ use streams_core::{ProcessorContext, ProcessorError};
 
 use streams_state::serde::NullableSerde;
 
-use crate::builder::Shared;
 use crate::change::{Change, OldValues};
+use crate::dyn_serde::{DynSerde, dyn_serde};
 use crate::error::DslIssue;
 use crate::kstream::KStream;
-use crate::options::{DynSerde, Materialized, dyn_serde};
+use crate::options::Materialized;
 use crate::processors::{ChangeView, JoinFn, StreamTableJoin, TableFn, TableOpProcessor, open};
+use crate::shared::Shared;
 
 /// A table of the latest value per key. Its node forwards every update of a row (its
 /// deletion included); [`to_stream`](Self::to_stream) reads them as `Option<V>` values. A

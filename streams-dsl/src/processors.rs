@@ -8,7 +8,7 @@ use streams_core::{KvStore, ProcessResult, Processor, ProcessorContext, Record};
 use streams_state::ValueAndTimestamp;
 
 use crate::change::{Change, TableIn};
-use crate::options::DynSerde;
+use crate::dyn_serde::DynSerde;
 use crate::timestamped::{TimestampedValues, timestamped};
 
 /// A typed handle of a DSL store, values with their timestamps.

@@ -10,9 +10,9 @@
 
 use streams_core::{ConnectableStore, Processor, ProcessorContext, ProcessorError, StoreRef};
 
+use crate::dyn_serde::{DynSerde, carry};
 use crate::kstream::KStream;
 use crate::ktable::KTable;
-use crate::options::{DynSerde, carry};
 
 /// The typed handle of a table's key-value store (see [`KTable::store_ref`]).
 pub type TableStoreRef<K, V> = StoreRef<DynSerde<K>, DynSerde<V>>;

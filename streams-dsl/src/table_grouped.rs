@@ -20,10 +20,11 @@ use std::sync::Arc;
 use streams_core::{ProcessResult, Processor, ProcessorContext, Record};
 
 use crate::change::{Change, ChangeSerde, OldValues, TableIn};
+use crate::dyn_serde::{DynSerde, carry, dyn_serde};
 use crate::error::DslIssue;
 use crate::kstream::KStream;
 use crate::ktable::KTable;
-use crate::options::{DynSerde, Grouped, Materialized, carry, dyn_serde};
+use crate::options::{Grouped, Materialized};
 use crate::processors::{DslStore, UpdateFn, aggregate_time, open, stamp};
 
 /// Maps a row to its new key and value.

@@ -21,7 +21,7 @@
 use streams_core::KvStore;
 use streams_state::{Serde, SerdeError, ValueAndTimestamp};
 
-use crate::options::{DynSerde, dyn_serde};
+use crate::dyn_serde::{DynSerde, dyn_serde};
 use crate::windowed::NO_TIMESTAMP;
 
 /// Bytes of the timestamp in front of each value.

@@ -12,29 +12,10 @@
 
 use super::Task;
 use super::observer::DLQ_REASONS;
-use super::shared::TaskShared;
+use super::shared::{Fault, TaskShared};
 use crate::model::error::{ErrorOrigin, ProcessorError, StreamsError};
 use crate::model::handlers::{ErrorHandling, dead_letter};
 use crate::model::record::RawRecord;
-use streams_state::SerdeError;
-
-/// A fault recorded while a record ran, with the index of the node it happened in.
-#[derive(Debug)]
-pub(crate) enum Fault {
-    /// A source could not deserialize the record.
-    Deserialize {
-        node: usize,
-        what: &'static str,
-        source: SerdeError,
-    },
-    /// A sink could not serialize or send a record.
-    Produce {
-        node: usize,
-        topic: String,
-        message: String,
-        retriable: bool,
-    },
-}
 
 /// Which handler a failure goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

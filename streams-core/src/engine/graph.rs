@@ -11,8 +11,8 @@ use std::time::Instant;
 
 use streams_state::StoreError;
 
-use super::failure::Fault;
-use super::observer::{NodeCounts, NodeTimer};
+use super::observer::NodeMeta;
+use super::shared::Fault;
 use super::shared::TaskShared;
 use crate::model::TaskId;
 use crate::model::error::{ProcessResult, ProcessorError};
@@ -20,16 +20,6 @@ use crate::model::record::{OutputRef, RecordMetadata};
 use crate::processor::holds::HoldRegistry;
 use crate::processor::node::{ConnectedStore, ErasedNode, NodeContext, NodeFault};
 use crate::processor::{Cancellable, PunctuationType};
-
-/// The static facts of a node within a task, with its counts.
-pub(crate) struct NodeMeta {
-    pub name: String,
-    pub children: Vec<usize>,
-    pub stores: Vec<String>,
-    pub counts: NodeCounts,
-    /// Present when the task's observer times this node.
-    pub timer: Option<NodeTimer>,
-}
 
 /// The node instances of one task, indexed as in `meta`.
 pub(crate) struct Graph {

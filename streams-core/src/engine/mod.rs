@@ -32,7 +32,8 @@ use streams_state::StoreError;
 
 pub use self::collector::{RecordCollector, SendError};
 pub use self::factory::{SinkMaker, TaskFactory, TaskStore};
-use self::graph::{Graph, NodeMeta};
+use self::graph::Graph;
+use self::observer::NodeMeta;
 pub use self::observer::{DLQ_REASONS, NodeCounts, NodeTimer, TaskCounters, TaskObserver, TaskReport};
 use self::queue::RecordQueues;
 pub use self::shared::StoreSlot;

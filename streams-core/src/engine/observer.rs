@@ -10,8 +10,6 @@ use std::cell::Cell;
 
 use streams_state::KeyValueStore;
 
-use super::graph::NodeMeta;
-
 /// Dead-letter reasons, as the engine names them; [`TaskCounters::dead_lettered_by`] is
 /// indexed in this order.
 pub const DLQ_REASONS: [&str; 3] = ["deserialization", "processing", "production"];
@@ -91,4 +89,14 @@ pub trait TaskObserver {
 
     /// The host measured the lag of input partition `topic`-`partition`.
     fn lag(&mut self, topic: &str, partition: i32, lag: i64);
+}
+
+/// The static facts of a node within a task, with its counts.
+pub(crate) struct NodeMeta {
+    pub name: String,
+    pub children: Vec<usize>,
+    pub stores: Vec<String>,
+    pub counts: NodeCounts,
+    /// Present when the task's observer times this node.
+    pub timer: Option<NodeTimer>,
 }

@@ -15,11 +15,11 @@ use streams_state::{KvStore, Serde, SharedKeyValueStore, StoreBuilder, StoreErro
 
 use super::TaskId;
 use super::collector::RecordCollector;
-use super::failure::Fault;
 use crate::model::record::RecordMetadata;
 use crate::processor::holds::HoldRegistry;
 use crate::processor::node::ConnectedStore;
 use crate::processor::{Cancellable, PunctuationType, ScheduleId, StoreRef};
+use streams_state::SerdeError;
 
 /// The record being processed: its topic shared with the task's source table, so setting
 /// it per record allocates nothing.
@@ -292,4 +292,22 @@ mod tests {
         assert_eq!(s.next, Some(100_000));
         assert!(s.fire(100_000));
     }
+}
+
+/// A fault recorded while a record ran, with the index of the node it happened in.
+#[derive(Debug)]
+pub(crate) enum Fault {
+    /// A source could not deserialize the record.
+    Deserialize {
+        node: usize,
+        what: &'static str,
+        source: SerdeError,
+    },
+    /// A sink could not serialize or send a record.
+    Produce {
+        node: usize,
+        topic: String,
+        message: String,
+        retriable: bool,
+    },
 }

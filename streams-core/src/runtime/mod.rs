@@ -6,48 +6,16 @@
 //! (transactional under `exactly_once_v2`) and the tasks of the partitions assigned to it.
 //! See `docs/runtime.md` for threads, tasks, commits and guarantees.
 
-mod assignment;
-mod backpressure;
-mod client_log;
-mod commit;
-mod connect;
-mod consumed;
-mod corrupted;
-mod creation;
-mod defaults;
-mod deliveries;
-mod embedded;
-mod errors;
-mod global;
-mod lend;
-mod offset_metadata;
-mod payloads;
-mod producer;
-mod producer_recipe;
-mod protocol;
-mod publish;
-mod purge;
+mod client;
+mod group;
+mod produce;
 pub mod query;
-mod rebalance;
-mod recover;
-mod redact;
-mod resets;
 mod restore;
-mod resume;
-mod skips;
-mod standby;
-mod start_offsets;
 mod status;
 pub(crate) mod streams_group;
-mod tailing;
 mod tasks;
 mod thread;
-mod thread_factory;
 mod topics;
-mod txn_failure;
-mod txn_offsets;
-mod updater;
-mod watermarks;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -56,12 +24,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use crate::topology::changelog_topic;
-pub use embedded::EmbeddedKafka;
-pub use protocol::GroupProtocol;
+pub use client::embedded::EmbeddedKafka;
+pub use client::protocol::GroupProtocol;
 pub use status::{State, StateListener};
 
 use self::status::Status;
-use self::thread_factory::ThreadFactory;
+use self::thread::factory::ThreadFactory;
 use crate::config::StreamsConfig;
 use crate::metrics::{Metrics, MetricsServer};
 use crate::model::error::StreamsError;
@@ -109,12 +77,12 @@ pub struct KafkaStreams {
     discovery: Option<query::discovery::Discovery>,
     /// Deletes the committed records of repartition topics (not on the embedded cluster);
     /// the stream threads hold clones.
-    purger: Option<purge::Purger>,
+    purger: Option<topics::purge::Purger>,
     /// Sized by `rocksdb.block.cache.bytes` and `rocksdb.write.buffer.bytes`.
     rocksdb: streams_state::RocksDbResources,
     /// The secret values of the configuration, masked in what the runtime logs and reports
     /// while the application exists (see `redact.rs`).
-    _secrets: redact::Registration,
+    _secrets: client::redact::Registration,
 }
 
 impl KafkaStreams {
@@ -165,8 +133,8 @@ impl KafkaStreams {
         embedded: Option<EmbeddedKafka>,
         bootstrap: String,
     ) -> Result<Self, StreamsError> {
-        connect::validate_clients(&config)?;
-        let secrets = redact::register(config.secret_values());
+        client::connect::validate_clients(&config)?;
+        let secrets = client::redact::register(config.secret_values());
         let topology = topology.with_application_id(config.application_id());
         let process_id = process_id(&config.state_dir().join(config.application_id()))?;
         let metrics = Metrics::new(config.application_id(), config.recording_level())?;
@@ -302,15 +270,15 @@ impl KafkaStreams {
             )?);
         }
         let factory = self.factory();
-        let md: connect::StartupConsumer = factory
+        let md: client::connect::StartupConsumer = factory
             .client_config(self.config.consumer_properties())
-            .create_with_context(connect::ConnectContext::default())
-            .map_err(|e| errors::kafka_err("metadata client", e))?;
-        connect::connect(
+            .create_with_context(client::connect::ConnectContext::default())
+            .map_err(|e| client::errors::kafka_err("metadata client", e))?;
+        client::connect::connect(
             &md,
             &self.bootstrap,
             &self.config.consumer_properties(),
-            connect::CONNECT_TIMEOUT,
+            client::connect::CONNECT_TIMEOUT,
         )?;
         let app_id = self.config.application_id().to_owned();
         let mut plan = topics::plan(&self.topology, &app_id, &md)?;
@@ -329,7 +297,7 @@ impl KafkaStreams {
             });
         }
         let admin = factory.client_config(self.config.admin_properties());
-        self.group_protocol = Some(protocol::choose(
+        self.group_protocol = Some(client::protocol::choose(
             &self.config.main_consumer_properties(),
             self.config.streams_protocol(),
             self.config.num_standby_replicas(),
@@ -362,7 +330,7 @@ impl KafkaStreams {
             self.config.replication_factor(),
         )?;
         if self.embedded.is_none() {
-            self.purger = Some(purge::Purger::start(&app_id, &admin)?);
+            self.purger = Some(topics::purge::Purger::start(&app_id, &admin)?);
         }
         if self.config.application_server().is_some() {
             let mut consumer = factory.client_config(self.config.consumer_properties());

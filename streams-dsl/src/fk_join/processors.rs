@@ -18,10 +18,10 @@ use streams_core::state::serde::BytesSerde;
 use streams_core::{KvStore, ProcessResult, Processor, ProcessorContext, Record};
 
 use crate::change::{Change, TableIn};
+use crate::dyn_serde::DynSerde;
 use crate::fk_join::wire::{
     Instruction, Response, Subscription, SubscriptionSerde, hash128, subscription_key, subscription_prefix,
 };
-use crate::options::DynSerde;
 use crate::processors::{DslStore, stamp};
 
 /// The subscription store: `[fk length][fk][pk]` to the stored subscription.

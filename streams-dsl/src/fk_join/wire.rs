@@ -14,7 +14,7 @@
 
 use streams_state::{Serde, SerdeError};
 
-use crate::options::DynSerde;
+use crate::dyn_serde::DynSerde;
 
 /// The 128-bit hash of a left value, as two 64-bit halves.
 pub(crate) type ValueHash = [u64; 2];
@@ -282,7 +282,7 @@ mod tests {
     use streams_state::serde::StringSerde;
 
     use super::*;
-    use crate::options::dyn_serde;
+    use crate::dyn_serde::dyn_serde;
 
     #[test]
     fn murmur3_matches_the_reference_vectors() {

@@ -54,11 +54,11 @@ use std::time::Duration;
 
 use streams_core::{Stores, WindowStoreRef};
 
-use crate::builder::Shared;
+use crate::dyn_serde::DynSerde;
 use crate::error::DslIssue;
 use crate::kstream::KStream;
-use crate::options::DynSerde;
 use crate::processors::{OpFn, OpProcessor};
+use crate::shared::Shared;
 use outer::{OuterKeySerde, ValueListSerde};
 use side::{JoinSide, Outer, PairFn, UnmatchedFn, shared_tracker};
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use streams_state::Serde;
 
-use crate::options::{DynSerde, dyn_serde};
+use crate::dyn_serde::{DynSerde, dyn_serde};
 use crate::windowed::millis;
 
 /// The join window of a stream-stream join (Kafka Streams' `JoinWindows`, KIP-633).

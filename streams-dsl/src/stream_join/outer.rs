@@ -11,7 +11,7 @@
 
 use streams_state::{KvStore, Serde, SerdeError};
 
-use crate::options::DynSerde;
+use crate::dyn_serde::DynSerde;
 
 /// Where an unmatched record waits: its time, side and key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,7 +101,7 @@ mod tests {
     use streams_state::serde::StringSerde;
 
     use super::*;
-    use crate::options::dyn_serde;
+    use crate::dyn_serde::dyn_serde;
 
     #[test]
     fn keys_order_by_time_then_side_then_key_and_round_trip() {

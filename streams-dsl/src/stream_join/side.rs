@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use streams_core::{Headers, ProcessResult, Processor, ProcessorContext, Record, TaskId, WindowStore};
 
-use crate::options::DynSerde;
+use crate::dyn_serde::DynSerde;
 use crate::stream_join::options::JoinWindows;
 use crate::stream_join::outer::{OuterKey, OuterStore};
 

@@ -25,9 +25,9 @@ use streams_core::Stores;
 use streams_state::serde::BytesSerde;
 use streams_state::{Serde, SerdeError};
 
+use crate::dyn_serde::{DynSerde, dyn_serde};
 use crate::error::DslIssue;
 use crate::ktable::KTable;
-use crate::options::{DynSerde, dyn_serde};
 use crate::windowed::Windowed;
 use crate::windowed::millis;
 use processor::SuppressProcessor;

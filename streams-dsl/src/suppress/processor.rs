@@ -4,7 +4,7 @@
 
 use streams_core::{ProcessResult, Processor, ProcessorContext, ProcessorError, Record};
 
-use crate::options::DynSerde;
+use crate::dyn_serde::DynSerde;
 use crate::suppress::buffer::{Buffer, Entry};
 use crate::suppress::{BufferConfig, SuppressError, TimeFn, WhenFull};
 

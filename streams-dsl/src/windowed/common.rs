@@ -18,9 +18,10 @@ use streams_core::state::StoreError;
 use streams_core::{Headers, KvStore, ProcessResult, ProcessorContext, Record, WindowStoreRef};
 use streams_state::{ValueAndTimestamp, ValueAndTimestampSerde, WindowStore};
 
-use crate::builder::Shared;
 use crate::change::{Change, OldValues};
-use crate::options::{DynSerde, Materialized};
+use crate::dyn_serde::DynSerde;
+use crate::options::Materialized;
+use crate::shared::Shared;
 use crate::windowed::serde::Windowed;
 
 /// The window store of an aggregation: the key's serde, timestamped aggregates.

@@ -10,7 +10,7 @@ use std::time::Duration;
 pub use streams_state::Windowed;
 use streams_state::{Serde, SerdeError};
 
-use crate::options::{DynSerde, dyn_serde};
+use crate::dyn_serde::{DynSerde, dyn_serde};
 use crate::windowed::windows::millis;
 
 /// Serializes a [`Windowed`] key as Kafka Streams' `TimeWindowedSerde` does: the key's

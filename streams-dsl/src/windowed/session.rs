@@ -18,10 +18,11 @@ use std::time::Duration;
 use streams_core::serdes::U64Serde;
 
 use crate::change::OldValues;
+use crate::dyn_serde::{DynSerde, dyn_serde};
 use crate::error::DslIssue;
 use crate::grouped::KGroupedStream;
 use crate::ktable::KTable;
-use crate::options::{DynSerde, Materialized, dyn_serde};
+use crate::options::Materialized;
 use crate::windowed::NO_TIMESTAMP;
 use crate::windowed::common::{EmitFinal, connect_stores, emit_time_store};
 use crate::windowed::serde::Windowed;

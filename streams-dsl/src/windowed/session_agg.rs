@@ -31,7 +31,7 @@ use streams_core::state::{SessionStore, StoreError};
 use streams_core::{Headers, ProcessResult, Processor, ProcessorContext, Record};
 
 use crate::change::Change;
-use crate::options::DynSerde;
+use crate::dyn_serde::DynSerde;
 use crate::windowed::NO_TIMESTAMP;
 use crate::windowed::common::EmitFinal;
 use crate::windowed::serde::Windowed;

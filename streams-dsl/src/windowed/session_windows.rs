@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use streams_state::{Serde, SerdeError};
 
-use crate::options::{DynSerde, dyn_serde};
+use crate::dyn_serde::{DynSerde, dyn_serde};
 use crate::windowed::serde::Windowed;
 use crate::windowed::windows::millis;
 

@@ -16,10 +16,11 @@ use streams_core::serdes::U64Serde;
 use streams_state::ValueAndTimestampSerde;
 
 use crate::change::OldValues;
+use crate::dyn_serde::{DynSerde, dyn_serde};
 use crate::error::DslIssue;
 use crate::grouped::KGroupedStream;
 use crate::ktable::KTable;
-use crate::options::{DynSerde, Materialized, dyn_serde};
+use crate::options::Materialized;
 use crate::processors::UpdateFn;
 use crate::windowed::common::{CoreParams, connect_stores, emit_time_store};
 use crate::windowed::serde::{Windowed, WindowedSerde};

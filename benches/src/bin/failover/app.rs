@@ -18,8 +18,8 @@ use streams_examples::count::count_topology_with_audit;
 use crate::Res;
 
 /// The log filter the driver relies on (the `RUST_LOG` environment variable overrides it).
-pub(crate) const LOG_FILTER: &str = "warn,streams_core::runtime::creation=info,\
-     streams_core::runtime::start_offsets=info,streams_core::runtime::updater=info";
+pub(crate) const LOG_FILTER: &str = "warn,streams_core::runtime::tasks::creation=info,\
+     streams_core::runtime::topics::start_offsets=info,streams_core::runtime::restore::updater=info";
 
 /// One instance's settings.
 #[derive(clap::Args, Debug, Clone)]

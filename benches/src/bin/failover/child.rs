@@ -225,7 +225,7 @@ mod tests {
 
     #[test]
     fn parses_the_runtime_lines() {
-        let created = "2026-12-01T21:50:00.123Z  INFO streams_core::runtime::creation: task created task=0_3 restored=166667";
+        let created = "2026-12-01T21:50:00.123Z  INFO streams_core::runtime::tasks::creation: task created task=0_3 restored=166667";
         assert_eq!(
             parse(created, "in"),
             Some(EventKind::Created {
@@ -234,15 +234,15 @@ mod tests {
             })
         );
         let closed =
-            "... INFO streams_core::runtime::creation: closing task taken by another member task=0_5";
+            "... INFO streams_core::runtime::tasks::creation: closing task taken by another member task=0_5";
         assert_eq!(parse(closed, "in"), Some(EventKind::Closed(5)));
-        let assigned = "... INFO streams_core::runtime::start_offsets: start offsets of the assigned partitions start=f-in-2@100, f-in-13@reset";
+        let assigned = "... INFO streams_core::runtime::topics::start_offsets: start offsets of the assigned partitions start=f-in-2@100, f-in-13@reset";
         assert_eq!(parse(assigned, "f-in"), Some(EventKind::Assigned(vec![2, 13])));
         assert_eq!(
             parse("started protocol=Some(Consumer)", "in"),
             Some(EventKind::Started("Some(Consumer)".into()))
         );
-        let standby = "... INFO state_updater{thread=a-StreamThread-1-restorer}: streams_core::runtime::updater: standby task stopped task=0_1 applied=183318";
+        let standby = "... INFO state_updater{thread=a-StreamThread-1-restorer}: streams_core::runtime::restore::updater: standby task stopped task=0_1 applied=183318";
         assert_eq!(
             parse(standby, "in"),
             Some(EventKind::StandbyStopped {

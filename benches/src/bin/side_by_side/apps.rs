@@ -288,7 +288,7 @@ pub(crate) fn run_ours(a: &AppArgs) -> Res<()> {
 // The client settings our runtime gives its stream thread's consumer and producer when the
 // configuration is silent, mirrored here for the raw loop so that it is tuned as well as our
 // application and remains the ceiling. The harness cannot import them (they are private to
-// streams-core): keep them in step with `streams-core/src/runtime/defaults.rs` (prefetching)
+// streams-core): keep them in step with `streams-core/src/runtime/client/defaults.rs` (prefetching)
 // and `ThreadFactory::parts` in `streams-core/src/runtime/mod.rs` (the rest).
 
 /// The main consumer's settings. The runtime joins with the consumer group protocol of

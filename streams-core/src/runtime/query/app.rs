@@ -6,15 +6,19 @@ use std::sync::{Arc, OnceLock};
 
 use streams_state::Serde;
 
+use super::DEFAULT_QUERY_TIMEOUT;
+use super::HostInfo;
+use super::KeyQueryMetadata;
+use super::QueryError;
+use super::ReadOnlyKeyValueStore;
+use super::ReadOnlySessionStore;
+use super::ReadOnlyWindowStore;
+use super::StreamsMetadata;
 use super::discovery::Directory;
 use super::discovery::Resolved;
 use super::router::Router;
 use super::router::Target;
 use super::window_store::Reader;
-use super::{
-    DEFAULT_QUERY_TIMEOUT, HostInfo, KeyQueryMetadata, QueryError, ReadOnlyKeyValueStore,
-    ReadOnlySessionStore, ReadOnlyWindowStore, StreamsMetadata,
-};
 use crate::model::State;
 use crate::model::TaskId;
 use crate::model::partitioner::default_partition;

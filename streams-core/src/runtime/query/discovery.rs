@@ -248,7 +248,8 @@ impl Discovery {
         producer: &ClientConfig,
         consumer: &ClientConfig,
     ) -> Result<Self, StreamsError> {
-        let err = |what: &str, e: rdkafka::error::KafkaError| crate::runtime::errors::kafka_err(what, e);
+        let err =
+            |what: &str, e: rdkafka::error::KafkaError| crate::runtime::client::errors::kafka_err(what, e);
         let producer: BaseProducer = producer.create().map_err(|e| err("instances producer", e))?;
         let consumer: BaseConsumer = consumer.create().map_err(|e| err("instances consumer", e))?;
         let mut tpl = TopicPartitionList::new();

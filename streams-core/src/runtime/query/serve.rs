@@ -68,7 +68,7 @@ fn answer(tm: &TaskManager, request: &Request) -> Answer {
 /// One store instance's part of `op`.
 fn read(slot: &StoreSlot, op: &Op) -> Result<Partial, String> {
     if let Op::Time(scan) = op {
-        return super::windowed::read(slot, scan);
+        return super::windowed::read(slot, scan).map(Partial::Time);
     }
     // Between two loop iterations no processor holds the store.
     let store = slot

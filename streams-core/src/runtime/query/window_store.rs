@@ -15,7 +15,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use streams_state::{Serde, Windowed};
 
-use crate::runtime::query::router::{EpochPin, Op, Router, Target};
+use crate::runtime::query::router::{EpochPin, Op, Partial, Router, Target};
 use crate::runtime::query::store::plain_value;
 use crate::runtime::query::windowed::{Hit, TimeKind, TimeScan, merge};
 use crate::runtime::query::{DEFAULT_CHUNK_SIZE, QueryError};
@@ -332,7 +332,11 @@ impl<KS: Serde + Clone, VS: Serde + Clone> WindowCursor<KS, VS> {
             .router
             .ask(&self.reader.target, &op, self.reader.timeout)?;
         self.pin.observe(answered.epoch)?;
-        let (hits, more) = merge(answered.parts, self.scan.reverse, self.scan.limit);
+        let parts = answered.parts.into_iter().filter_map(|(_, p)| match p {
+            Partial::Time(hits) => Some(hits),
+            _ => None,
+        });
+        let (hits, more) = merge(parts, self.scan.reverse, self.scan.limit);
         self.exhausted = !more;
         if let Some(last) = hits.last() {
             self.scan.after = Some(last.order.clone());

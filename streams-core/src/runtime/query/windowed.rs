@@ -24,8 +24,6 @@ use bytes::Bytes;
 use streams_state::{StoreLayout, Windowed};
 
 use crate::engine::StoreSlot;
-use crate::model::TaskId;
-use crate::runtime::query::router::Partial;
 
 /// Which kind of store a [`TimeScan`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +89,7 @@ fn beyond(order: &[u8], after: &[u8], reverse: bool) -> bool {
 }
 
 /// One store instance's part of `scan`.
-pub(crate) fn read(slot: &StoreSlot, scan: &TimeScan) -> Result<Partial, String> {
+pub(crate) fn read(slot: &StoreSlot, scan: &TimeScan) -> Result<Vec<Hit>, String> {
     let err = |e: streams_state::StoreError| e.to_string();
     let hits = match (slot.builder.layout(), scan.kind) {
         (StoreLayout::Window { store, .. }, TimeKind::Window) => {
@@ -172,7 +170,7 @@ pub(crate) fn read(slot: &StoreSlot, scan: &TimeScan) -> Result<Partial, String>
             ));
         }
     };
-    Ok(Partial::Time(hits))
+    Ok(hits)
 }
 
 fn start_segment(t: i64, interval: i64) -> i64 {
@@ -218,14 +216,16 @@ fn take(
 /// Merges the parts of several tasks: the first `limit` entries in order-key order
 /// (descending when `reverse`, never splitting equal order keys), and whether the range may
 /// hold more.
-pub(crate) fn merge(parts: Vec<(TaskId, Partial)>, reverse: bool, limit: usize) -> (Vec<Hit>, bool) {
+pub(crate) fn merge(
+    parts: impl IntoIterator<Item = Vec<Hit>>,
+    reverse: bool,
+    limit: usize,
+) -> (Vec<Hit>, bool) {
     let mut hits = Vec::new();
     let mut more = false;
-    for (_, p) in parts {
-        if let Partial::Time(h) = p {
-            more |= h.len() >= limit;
-            hits.extend(h);
-        }
+    for h in parts {
+        more |= h.len() >= limit;
+        hits.extend(h);
     }
     // Stable: equal order keys (one task's duplicates) keep the task's order.
     if reverse {
@@ -258,14 +258,6 @@ mod tests {
         }
     }
 
-    fn part(p: i32, hits: Vec<Hit>) -> (TaskId, Partial) {
-        let id = TaskId {
-            subtopology: 0,
-            partition: p,
-        };
-        (id, Partial::Time(hits))
-    }
-
     fn starts(h: &[Hit]) -> Vec<(String, i64)> {
         h.iter()
             .map(|h| {
@@ -289,10 +281,10 @@ mod tests {
     fn merged_parts_keep_order_and_never_split_duplicates() {
         let a = vec![hit(0, "a", 1), hit(0, "a", 1), hit(1, "a", 70)];
         let b = vec![hit(0, "b", 2)];
-        let (h, more) = merge(vec![part(0, a.clone()), part(1, b.clone())], false, 1);
+        let (h, more) = merge(vec![a.clone(), b.clone()], false, 1);
         assert_eq!(starts(&h), [("a".into(), 1), ("a".into(), 1)]);
         assert!(more);
-        let (h, more) = merge(vec![part(0, a), part(1, b)], true, 2);
+        let (h, more) = merge(vec![a, b], true, 2);
         assert_eq!(starts(&h), [("a".into(), 70), ("b".into(), 2)]);
         assert!(more);
     }

@@ -22,7 +22,7 @@ use crate::model::TaskId;
 use crate::model::error::{StreamsError, StreamsGroupFailure};
 use crate::runtime::streams_group::codec::{self, GroupStatus, HeartbeatRequest, HeartbeatResponse, TaskIds};
 use crate::runtime::streams_group::commit::error_name;
-use crate::runtime::streams_group::member::{
+use crate::runtime::streams_group::shared::{
     MemberEvent, MemberSettings, RETRY_BACKOFF, Shared, State, Stop, TaskAssignment,
 };
 use crate::runtime::streams_group::wire::{self, Conn};

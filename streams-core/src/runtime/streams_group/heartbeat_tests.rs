@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::runtime::streams_group::member::Shared;
+use crate::runtime::streams_group::shared::Shared;
 use crate::runtime::streams_group::topology::GroupTopology;
 
 /// A heartbeat response: member epoch 1, interval 50 ms, empty assignment, endpoint

@@ -29,131 +29,21 @@
 //!   fences the member;
 //! - the lock on the shared state is never held across network I/O.
 
-use std::collections::{BTreeSet, VecDeque};
 use std::hash::{BuildHasher, Hasher};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::model::TaskId;
 use crate::model::error::{StreamsError, StreamsGroupFailure};
 use crate::runtime::streams_group::codec;
 use crate::runtime::streams_group::commit::{self, CommitError};
-use crate::runtime::streams_group::topology::GroupTopology;
+use crate::runtime::streams_group::shared::{
+    MemberEvent, MemberSettings, RETRY_BACKOFF, Shared, Stop, TaskAssignment,
+};
 use crate::runtime::streams_group::wire::{self, Conn};
 use crate::runtime::streams_group::{group_config, heartbeat};
 
 /// The socket timeout of the member's connections.
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
-/// The wait before retrying after a connection failure or a coordinator move.
-pub(super) const RETRY_BACKOFF: Duration = Duration::from_millis(500);
-
-/// What a stream thread's member needs to join.
-#[derive(Debug, Clone)]
-pub(crate) struct MemberSettings {
-    /// `bootstrap.servers`.
-    pub bootstrap: String,
-    /// The brokers learned since (shared by the member's connections).
-    pub known: Arc<wire::KnownBrokers>,
-    /// The group: the `application.id`.
-    pub group_id: String,
-    /// The client id sent with every request.
-    pub client_id: String,
-    /// The instance's process id (a UUID text, one per `KafkaStreams`).
-    pub process_id: String,
-    /// `group.instance.id` of this member (static membership, Apache Kafka 4.4+): it leaves
-    /// with epoch -2, so the coordinator keeps its tasks for it until its session times out,
-    /// and a member joining with the same id within that time takes them over unchanged.
-    pub instance_id: Option<String>,
-    /// How long the coordinator waits for the member to revoke tasks
-    /// (`max.poll.interval.ms`).
-    pub rebalance_timeout: Duration,
-    /// `application.server` as (host, port), for interactive queries.
-    pub user_endpoint: Option<(String, u16)>,
-    /// The topology sent on join.
-    pub topology: GroupTopology,
-    /// The stream thread's name; the heartbeat thread is `<thread_name>-heartbeat`.
-    pub thread_name: String,
-    /// Group configs set before joining (see [`group_config::group_configs_of`]).
-    pub group_configs: Vec<(String, String)>,
-}
-
-/// The tasks a member is assigned, or owns.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct TaskAssignment {
-    pub active: BTreeSet<TaskId>,
-    pub standby: BTreeSet<TaskId>,
-    pub warmup: BTreeSet<TaskId>,
-}
-
-/// What the member tells its stream thread.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum MemberEvent {
-    /// A new target assignment: the whole set.
-    Assigned(TaskAssignment),
-    /// Fenced or timed out: drop every task without committing; the member rejoins.
-    Lost,
-}
-
-/// How the heartbeat thread is to stop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stop {
-    /// Send a leave heartbeat (epoch -1; -2 for a static member), then exit.
-    Leave,
-    /// Exit without a word (a crash, for tests).
-    #[cfg_attr(not(test), allow(dead_code))]
-    Abandon,
-}
-
-/// The state the handle and the heartbeat thread share.
-#[derive(Debug, Default)]
-pub(crate) struct State {
-    /// The current member epoch.
-    pub epoch: i32,
-    /// What the stream thread owns.
-    pub owned: TaskAssignment,
-    /// `owned` changed since the last heartbeat.
-    pub owned_changed: bool,
-    /// Events not yet polled.
-    pub events: VecDeque<MemberEvent>,
-    /// The tasks were lost and the stream thread has not yet dropped them: the member
-    /// does not rejoin meanwhile.
-    pub loss_pending: bool,
-    /// When the stream thread last went round its loop (`None` before the first time).
-    pub last_poll: Option<Instant>,
-    /// The fatal error that stopped the heartbeat thread.
-    pub failure: Option<StreamsError>,
-    /// Set by the handle to stop the heartbeat thread.
-    pub stop: Option<Stop>,
-    /// The heartbeat thread has exited.
-    pub exited: bool,
-}
-
-impl State {
-    /// The tasks are lost: the thread is told so and owns nothing from now on (pending
-    /// assignments are stale).
-    pub(super) fn lose(&mut self) {
-        self.owned = TaskAssignment::default();
-        self.owned_changed = false;
-        self.events.clear();
-        self.events.push_back(MemberEvent::Lost);
-        self.loss_pending = true;
-    }
-}
-
-/// The state behind a lock, and the condition variable that wakes the heartbeat thread
-/// (owned tasks changed, stop) and the handle (the thread exited).
-#[derive(Debug, Default)]
-pub(crate) struct Shared {
-    state: Mutex<State>,
-    pub wake: Condvar,
-}
-
-impl Shared {
-    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
 /// A stream thread's membership in its streams group. `Send + Sync`; dropping it leaves
 /// the group.
 #[derive(Debug)]

@@ -20,6 +20,7 @@ pub(crate) mod group_config;
 pub(crate) mod heartbeat;
 pub(crate) mod member;
 pub(crate) mod responses;
+pub(crate) mod shared;
 pub(crate) mod topology;
 pub(crate) mod wire;
 
@@ -29,7 +30,9 @@ pub(crate) use commit::CommitError;
 #[allow(unused_imports)]
 pub(crate) use group_config::{group_configs, group_configs_of};
 #[allow(unused_imports)]
-pub(crate) use member::{MemberEvent, MemberSettings, StreamsMember, TaskAssignment};
+pub(crate) use member::StreamsMember;
+#[allow(unused_imports)]
+pub(crate) use shared::{MemberEvent, MemberSettings, TaskAssignment};
 #[allow(unused_imports)]
 pub(crate) use topology::GroupTopology;
 #[allow(unused_imports)]

@@ -1,0 +1,151 @@
+//! Consumed messages as the tasks take them: [`RawRecord`]s whose key and value bytes are
+//! copied into the thread's payload arena (`payloads.rs`) and whose topic names are shared.
+//! A leaf of the runtime: used by the stream thread, the global thread and the producer (a
+//! failed record handed to the production handler).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rdkafka::message::{Headers as _, Message};
+
+use crate::model::record::{Headers, RawRecord};
+
+/// Interns the topic names of one consumer's records: a handful of topics, so a scan beats
+/// hashing, and each record shares its topic's name instead of allocating a copy.
+#[derive(Default)]
+pub(crate) struct TopicNames(Vec<Arc<str>>);
+
+impl TopicNames {
+    /// The shared name of `topic`.
+    pub fn get(&mut self, topic: &str) -> Arc<str> {
+        if let Some(t) = self.0.iter().find(|t| ***t == *topic) {
+            return t.clone();
+        }
+        let t: Arc<str> = Arc::from(topic);
+        self.0.push(t.clone());
+        t
+    }
+}
+
+/// A consumed message as the tasks take it (bytes copied out of librdkafka's buffers: key
+/// and value into this thread's payload arena, so the records of a batch share a few
+/// chunks instead of allocating two buffers each; see `payloads.rs`).
+pub(crate) fn to_raw(m: &rdkafka::message::BorrowedMessage<'_>, topics: &mut TopicNames) -> RawRecord {
+    let mut headers = Headers::new();
+    if let Some(h) = m.headers() {
+        for hd in h.iter() {
+            match hd.value {
+                Some(v) => headers.add(hd.key, Bytes::copy_from_slice(v)),
+                None => headers.add_null(hd.key),
+            };
+        }
+    }
+    let (key, value) = crate::runtime::client::payloads::with_arena(|a| {
+        (m.key().map(|k| a.copy(k)), m.payload().map(|v| a.copy(v)))
+    });
+    RawRecord {
+        topic: topics.get(m.topic()),
+        partition: m.partition(),
+        offset: m.offset(),
+        key,
+        value,
+        timestamp: m.timestamp().to_millis().unwrap_or(0),
+        headers,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use rdkafka::ClientConfig;
+    use rdkafka::TopicPartitionList;
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+
+    use super::*;
+
+    /// A message's key, value and header bytes, each possibly absent.
+    type Message = (Option<Vec<u8>>, Option<Vec<u8>>, Option<Vec<u8>>);
+
+    /// The key, value and header bytes of a message `i` of `to_raw_keeps_every_records_bytes`:
+    /// null and empty keys and values, sizes around and above the arena's large-payload
+    /// limit, and headers on some.
+    fn message(i: usize) -> Message {
+        let bytes = |len: usize| (0..len).map(|j| (i * 31 + j) as u8).collect::<Vec<u8>>();
+        let key = match i % 7 {
+            0 => None,
+            1 => Some(Vec::new()),
+            _ => Some(bytes(1 + i % 40)),
+        };
+        let value = match i % 11 {
+            0 => None,
+            1 => Some(Vec::new()),
+            2 => Some(bytes(crate::runtime::client::payloads::LARGE_BYTES + 1 + i)),
+            _ => Some(bytes(50 + (i * 37) % 400)),
+        };
+        let header = i.is_multiple_of(5).then(|| bytes(3 + i % 9));
+        (key, value, header)
+    }
+
+    /// Records copied out of consumed messages (several arena chunks' worth, every record
+    /// kept alive) hold exactly their messages' bytes, and null stays distinct from empty.
+    #[test]
+    fn to_raw_keeps_every_records_bytes() {
+        use rdkafka::message::{Header, OwnedHeaders};
+        use rdkafka::mocking::MockCluster;
+        use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+
+        const N: usize = 1500;
+        let cluster = MockCluster::new(1).unwrap();
+        cluster.create_topic("in", 1, 1).unwrap();
+        let producer: BaseProducer = ClientConfig::new()
+            .set("bootstrap.servers", cluster.bootstrap_servers())
+            .create()
+            .unwrap();
+        for i in 0..N {
+            let (key, value, header) = message(i);
+            let mut r: BaseRecord<'_, [u8], [u8]> = BaseRecord::to("in").partition(0);
+            if let Some(k) = &key {
+                r = r.key(&k[..]);
+            }
+            if let Some(v) = &value {
+                r = r.payload(&v[..]);
+            }
+            if let Some(h) = &header {
+                r = r.headers(OwnedHeaders::new().insert(Header {
+                    key: "h",
+                    value: Some(&h[..]),
+                }));
+            }
+            producer.send(r).map_err(|(e, _)| e).unwrap();
+        }
+        producer.flush(Duration::from_secs(10)).unwrap();
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", cluster.bootstrap_servers())
+            .set("group.id", "to-raw")
+            .set("auto.offset.reset", "earliest")
+            .create()
+            .unwrap();
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset("in", 0, rdkafka::Offset::Beginning)
+            .unwrap();
+        consumer.assign(&tpl).unwrap();
+        let mut topics = TopicNames::default();
+        let mut records = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while records.len() < N && Instant::now() < deadline {
+            if let Some(m) = consumer.poll(Duration::from_millis(100)) {
+                records.push(to_raw(&m.unwrap(), &mut topics));
+            }
+        }
+        assert_eq!(records.len(), N);
+        for (i, r) in records.iter().enumerate() {
+            let (key, value, header) = message(i);
+            assert_eq!(r.offset, i as i64);
+            assert_eq!(&*r.topic, "in");
+            assert_eq!(r.key.as_deref(), key.as_deref(), "key of record {i}");
+            assert_eq!(r.value.as_deref(), value.as_deref(), "value of record {i}");
+            assert_eq!(r.headers.last("h"), header.as_deref(), "header of record {i}");
+        }
+    }
+}

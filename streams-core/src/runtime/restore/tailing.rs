@@ -1,0 +1,342 @@
+//! A standby task's reading of its changelogs, in steps the state updater (`updater.rs`)
+//! runs between (and after) the steps of the tasks it restores.
+//!
+//! A standby holds the same stores as the active task would; [`Tailing`] reads every
+//! changelog partition of them at once with the restore consumer and applies the records
+//! through `KeyValueStore::restore_batch`, as restoration does. It never finishes: once at
+//! the end it keeps following the changelogs.
+//!
+//! Invariants:
+//! - Each store starts after its checkpoint (the changelog offset its data contains) or, without
+//!   one, at the start of the partition; a position out of the log (records deleted before
+//!   the store saw them) is a gap, reported as [`TailStep::Corrupted`], never skipped.
+//! - After every step the records read are applied, and a store whose position moved has its
+//!   checkpoint set to the position's predecessor (transaction markers and aborted records
+//!   take offsets too); a store's data and checkpoint therefore move together, and a
+//!   promotion restores only what follows.
+//! - Stores restored from a source topic (`use_source_topic_as_changelog`) are not tailed: the
+//!   active task restores them only up to the group's committed offset, which moves while
+//!   the standby runs; their standby would have to re-read that offset all the time. They
+//!   are restored at promotion.
+//! - Under exactly-once the restore consumer reads `read_committed`: a standby applies only
+//!   committed records, straight to the committed data below a transactional store's overlay.
+
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::Consumer;
+use rdkafka::error::KafkaError;
+use rdkafka::message::BorrowedMessage;
+use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::{Message, Offset, TopicPartitionList};
+use streams_state::{ChangelogRecord, KeyValueStore};
+
+use crate::engine::TaskStore;
+use crate::model::error::StreamsError;
+use crate::runtime::client::errors::kafka_err;
+use crate::runtime::restore::changelog_record;
+use crate::runtime::topics::resets::AssignedConsumer;
+
+/// How many records of one store are applied at once, at most.
+const BATCH: usize = 10_000;
+/// How often the lag metric asks for the changelogs' watermarks.
+const WATERMARKS_EVERY: Duration = Duration::from_secs(1);
+
+/// What one [`Tailing::step`] ended with.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum TailStep {
+    /// Applied what arrived; the standby goes on.
+    Applied,
+    /// A changelog has a gap the stores cannot cross: wipe the standby and start over.
+    Corrupted { reason: String },
+}
+
+/// One tailed store: its changelog partition and where it stands.
+struct Part {
+    index: usize,
+    topic: String,
+    /// The next offset to read; `None` before the first record of a store without
+    /// checkpoint (it starts at the log start).
+    position: Option<i64>,
+    /// The offset the store's checkpoint says it contains.
+    checkpointed: Option<i64>,
+    /// The store holds values behind their record's timestamp (see `changelog_record`).
+    timestamped: bool,
+    batch: Vec<ChangelogRecord>,
+    /// The partition's (log start, end) offsets when last asked.
+    watermarks: Option<(i64, i64)>,
+}
+
+/// The reading of one standby task's changelog partitions.
+pub(crate) struct Tailing {
+    partition: i32,
+    parts: Vec<Part>,
+    /// Records applied so far, all stores.
+    pub applied: u64,
+    /// When the watermarks were last asked for.
+    watermarks_at: Option<Instant>,
+}
+
+impl Tailing {
+    /// The tailing of the logged stores of the task of changelog partition `partition`,
+    /// from their checkpoints. Stores restored from a source topic are left out (see the
+    /// module docs).
+    pub fn new(partition: i32, stores: &[TaskStore]) -> Result<Self, StreamsError> {
+        let mut parts = Vec::new();
+        for (index, s) in stores.iter().enumerate() {
+            let Some(topic) = s.changelog.clone() else {
+                continue;
+            };
+            if s.from_source.is_some() {
+                tracing::info!(
+                    partition,
+                    store = %s.name,
+                    topic = %topic,
+                    "standby: a store restored from a source topic is not kept warm; it is restored at promotion"
+                );
+                continue;
+            }
+            let checkpoint = s.store.checkpoint()?;
+            parts.push(Part {
+                index,
+                topic,
+                position: checkpoint.map(|c| c + 1),
+                checkpointed: checkpoint,
+                timestamped: s.values == crate::topology::SourceValues::Timestamped,
+                batch: Vec::new(),
+                watermarks: None,
+            });
+        }
+        Ok(Self {
+            partition,
+            parts,
+            applied: 0,
+            watermarks_at: None,
+        })
+    }
+
+    /// Adds every tailed partition, where it stands, to `tpl`. A store without checkpoint
+    /// starts at the partition's log start, resolved here to a concrete offset: assigned at
+    /// `Beginning`, the consumer would ask for it anew at every assignment.
+    fn add_to(
+        &mut self,
+        consumer: &AssignedConsumer,
+        tpl: &mut TopicPartitionList,
+    ) -> Result<(), StreamsError> {
+        for p in &mut self.parts {
+            if p.position.is_none()
+                && let Ok((low, _)) = crate::runtime::client::watermarks::fetch(
+                    consumer,
+                    &p.topic,
+                    self.partition,
+                    Duration::from_secs(5),
+                )
+            {
+                p.position = Some(low);
+            }
+            let offset = p.position.map_or(Offset::Beginning, Offset::Offset);
+            tpl.add_partition_offset(&p.topic, self.partition, offset)
+                .map_err(|e| kafka_err("standby assignment", e))?;
+        }
+        Ok(())
+    }
+
+    /// Takes `m` if it is a record of one of this standby's changelog partitions (applying a
+    /// full batch); `false` when it is another's.
+    fn take(&mut self, m: &BorrowedMessage<'_>, stores: &mut [TaskStore]) -> Result<bool, StreamsError> {
+        if m.partition() != self.partition {
+            return Ok(false);
+        }
+        let Some(p) = self.parts.iter_mut().find(|p| p.topic == m.topic()) else {
+            return Ok(false);
+        };
+        if p.position.is_some_and(|pos| m.offset() < pos) {
+            return Ok(true);
+        }
+        p.position = Some(m.offset() + 1);
+        p.batch.push(changelog_record(m, p.timestamped));
+        if p.batch.len() >= BATCH {
+            self.applied += apply(stores, p)?;
+        }
+        Ok(true)
+    }
+
+    /// Why this standby cannot go on, when a position lies before its changelog's log start
+    /// (records deleted before the standby saw them).
+    fn gap(&self, consumer: &AssignedConsumer) -> Option<String> {
+        self.parts.iter().find_map(|p| {
+            let (low, _) = crate::runtime::client::watermarks::fetch(
+                consumer,
+                &p.topic,
+                self.partition,
+                Duration::from_secs(5),
+            )
+            .ok()?;
+            p.position.filter(|&pos| pos < low).map(|pos| {
+                format!(
+                    "a standby position ({pos}) is no longer in the changelog ({} partition {}, which starts \
+                     at {low}): records were deleted before the standby saw them",
+                    p.topic, self.partition
+                )
+            })
+        })
+    }
+
+    /// Moves positions over offsets that hold no record the consumer returns (transaction
+    /// markers, aborted records under `read_committed`). Only a store that has a position
+    /// moves: before its first record (a store without checkpoint), the consumer may still
+    /// report where an earlier assignment of the partition stood (a standby since wiped).
+    fn skip_markers(&mut self, consumer: &AssignedConsumer) {
+        let Ok(pos) = consumer.position() else {
+            return;
+        };
+        for p in &mut self.parts {
+            if let Some(Offset::Offset(o)) = pos.find_partition(&p.topic, self.partition).map(|e| e.offset())
+                && p.position.is_some_and(|cur| o > cur)
+            {
+                tracing::debug!(topic = %p.topic, partition = self.partition, from = ?p.position, to = o, "standby position moved over offsets without records");
+                p.position = Some(o);
+            }
+        }
+    }
+
+    /// Applies what was read and writes the checkpoint of each store whose position moved.
+    pub fn checkpoint(&mut self, stores: &mut [TaskStore]) -> Result<(), StreamsError> {
+        for p in &mut self.parts {
+            self.applied += apply(stores, p)?;
+            if let Some(pos) = p.position
+                && p.checkpointed.is_none_or(|c| c < pos - 1)
+            {
+                stores[p.index].store.write_checkpoint(Some(pos - 1))?;
+                p.checkpointed = Some(pos - 1);
+            }
+        }
+        Ok(())
+    }
+
+    /// Changelog end offsets minus the positions, summed; the watermarks are asked for at
+    /// most every [`WATERMARKS_EVERY`]. `None` while an end offset is unknown.
+    pub fn lag(&mut self, consumer: &AssignedConsumer) -> Option<i64> {
+        if self
+            .watermarks_at
+            .is_none_or(|at| at.elapsed() >= WATERMARKS_EVERY)
+        {
+            self.watermarks_at = Some(Instant::now());
+            for p in &mut self.parts {
+                p.watermarks = crate::runtime::client::watermarks::fetch(
+                    consumer,
+                    &p.topic,
+                    self.partition,
+                    Duration::from_secs(1),
+                )
+                .ok();
+            }
+        }
+        let mut sum = 0;
+        for p in &self.parts {
+            let (low, high) = p.watermarks?;
+            sum += (high - p.position.unwrap_or(low)).max(0);
+        }
+        Some(sum)
+    }
+}
+
+/// Assigns the restore consumer every partition of every standby of `tails`, each where it
+/// stands. On failure, the index of the standby at fault.
+pub(crate) fn assign_all(
+    consumer: &AssignedConsumer,
+    tails: &mut [(&mut Tailing, &mut Vec<TaskStore>)],
+) -> Result<(), (Option<usize>, StreamsError)> {
+    let mut tpl = TopicPartitionList::new();
+    for (i, (tail, _)) in tails.iter_mut().enumerate() {
+        tail.add_to(consumer, &mut tpl).map_err(|e| (Some(i), e))?;
+    }
+    consumer
+        .assign(&tpl)
+        .map_err(|e| (None, kafka_err("standby assignment", e)))
+}
+
+/// Reads for every standby of `tails` at once, from the assignment of [`assign_all`], for
+/// up to `budget` (less when nothing arrives for 100 ms after a first record; before it,
+/// the fetch that follows an assignment may take longer), then applies and checkpoints what
+/// each read. One outcome per standby, in order.
+pub(crate) fn step_all(
+    consumer: &AssignedConsumer,
+    tails: &mut [(&mut Tailing, &mut Vec<TaskStore>)],
+    budget: Duration,
+) -> Vec<Result<TailStep, StreamsError>> {
+    let mut out: Vec<Result<TailStep, StreamsError>> = tails.iter().map(|_| Ok(TailStep::Applied)).collect();
+    let deadline = Instant::now() + budget;
+    let mut received = false;
+    let mut gap = false;
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        match consumer.poll((deadline - now).min(Duration::from_millis(100))) {
+            Some(Ok(m)) => {
+                received = true;
+                for (i, (tail, stores)) in tails.iter_mut().enumerate() {
+                    match tail.take(&m, stores) {
+                        Ok(false) => continue,
+                        Ok(true) => {}
+                        Err(e) => out[i] = Err(e),
+                    }
+                    break;
+                }
+            }
+            Some(Err(KafkaError::MessageConsumption(RDKafkaErrorCode::AutoOffsetReset))) => {
+                gap = true;
+                break;
+            }
+            Some(Err(e)) => {
+                let topics: Vec<String> = tails
+                    .iter()
+                    .flat_map(|(t, _)| t.parts.iter().map(|p| format!("`{}`", p.topic)))
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
+                if let Some(denied) = consumer.context().denied(&e, &topics.join(", "), "READ on it") {
+                    // The thread fails with it: the first standby carries it.
+                    if let Some(first) = out.first_mut() {
+                        *first = Err(denied);
+                    }
+                    return out;
+                }
+                // Transient (a broker restarting): librdkafka reconnects by itself; the
+                // next step reads on, and the lag metric shows a standby that falls behind.
+                tracing::debug!(error = %e, "standby consumer");
+                break;
+            }
+            None if received => break,
+            None => {}
+        }
+    }
+    for (i, (tail, stores)) in tails.iter_mut().enumerate() {
+        if out[i].is_err() {
+            continue;
+        }
+        if gap && let Some(reason) = tail.gap(consumer) {
+            out[i] = Ok(TailStep::Corrupted { reason });
+            continue;
+        }
+        if !tail.parts.is_empty() {
+            tail.skip_markers(consumer);
+        }
+        if let Err(e) = tail.checkpoint(stores) {
+            out[i] = Err(e);
+        }
+    }
+    out
+}
+
+/// Applies the records read of `p` to its store; returns how many.
+fn apply(stores: &mut [TaskStore], p: &mut Part) -> Result<u64, StreamsError> {
+    if p.batch.is_empty() {
+        return Ok(0);
+    }
+    stores[p.index].store.restore_batch(&p.batch)?;
+    let n = p.batch.len() as u64;
+    p.batch.clear();
+    Ok(n)
+}

@@ -1,0 +1,557 @@
+//! The state updater: restores the stores of a stream thread's new tasks on a thread of
+//! its own, so the stream thread goes on polling its consumer (a long restoration never
+//! exceeds `max.poll.interval.ms`) and processing its running tasks meanwhile.
+//!
+//! The stream thread builds a new task's stores (they are `Send`), pauses the task's input
+//! partitions and hands the stores over ([`StateUpdater::add`]). The updater owns the
+//! thread's restore consumer and takes turns between its tasks in steps of [`STEP`] (so a
+//! task with little to restore is not stuck behind a large one), one store of a task at a
+//! time; between steps it takes commands. A restored (or corrupted) task's
+//! stores come back as an [`Event`]; the stream thread then builds the task around them,
+//! or wipes them and hands them over again.
+//!
+//! Standby tasks ([`StandbyJob`], `tailing.rs`) are held too: their stores follow their
+//! changelogs and are never reported done. Restoring tasks go first: standbys step only
+//! while no task restores, all of them at once (the restore consumer then holds every
+//! standby's partitions, and is assigned again only after a restoration used it or the
+//! standbys changed). A standby is removed
+//! ([`StateUpdater::remove_standby`]: its stores are checkpointed and closed) or promoted
+//! ([`StateUpdater::promote`]: its stores, checkpointed, become a restoring task's, which
+//! restores only what the standby had not applied).
+//!
+//! A task revoked while restoring is removed ([`StateUpdater::remove`]): the updater
+//! checkpoints how far it got and closes the stores, which releases the task's state
+//! directory (a new owner on this process waits for it, see `tasks/mod.rs`). Dropping the
+//! updater stops its thread the same way for every task it still holds.
+
+use std::collections::VecDeque;
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use prometheus::{IntCounter, IntGauge};
+
+use crate::engine::TaskStore;
+use crate::metrics::handles::StandbyMetrics;
+use crate::model::TaskId;
+use crate::model::error::StreamsError;
+use crate::runtime::restore::RestoreConsumers;
+use crate::runtime::restore::tailing::{self, TailStep, Tailing};
+use crate::runtime::restore::{Restoration, Step};
+
+/// The most work the updater does between two looks at its commands.
+const STEP: Duration = Duration::from_millis(200);
+/// `Worker::assigned` when the restore consumer holds every standby's partitions (hand-over
+/// numbers never reach it).
+const ALL_STANDBYS: u64 = u64::MAX;
+
+/// The stores of one task to restore.
+pub(crate) struct RestoreJob {
+    pub id: TaskId,
+    /// Which hand-over of the task this is (see `creation.rs`).
+    pub seq: u64,
+    pub stores: Vec<TaskStore>,
+    /// The task's `restore_records` counter and `restore_remaining` gauge.
+    pub gauges: Option<(IntCounter, IntGauge)>,
+}
+
+/// The stores of one standby task to keep warm.
+pub(crate) struct StandbyJob {
+    pub id: TaskId,
+    /// Which hand-over of the task this is (shares the numbering of [`RestoreJob`]).
+    pub seq: u64,
+    pub stores: Vec<TaskStore>,
+    pub metrics: StandbyMetrics,
+}
+
+/// A standby to turn into a restoring task ([`StateUpdater::promote`]).
+pub(crate) struct Promotion {
+    pub id: TaskId,
+    /// The sequence number of the restoring task's hand-over.
+    pub seq: u64,
+    /// The restoring task's `restore_records` counter and `restore_remaining` gauge.
+    pub gauges: Option<(IntCounter, IntGauge)>,
+    /// Where the stores restored from a source topic stop, by store name.
+    pub bounds: Vec<(String, i64)>,
+}
+
+/// What the updater reports back.
+pub(crate) enum Event {
+    /// Every store of the task is up to date; `records` were applied.
+    Restored { job: RestoreJob, records: u64 },
+    /// A changelog of the task has a gap, or its local files are corrupt (`topic` empty):
+    /// wipe its state and hand it over again.
+    Corrupted {
+        job: RestoreJob,
+        store: String,
+        topic: String,
+        reason: String,
+    },
+    /// A standby's changelog has a gap, or its local files are corrupt: wipe its state and
+    /// hand it over again.
+    StandbyCorrupted { job: StandbyJob, reason: String },
+    /// Restoring (or keeping the standby of) the task failed; the stream thread fails with it.
+    Failed {
+        id: TaskId,
+        seq: u64,
+        error: StreamsError,
+    },
+}
+
+enum Command {
+    Add(RestoreJob),
+    Remove(TaskId),
+    AddStandby(StandbyJob),
+    RemoveStandby(TaskId),
+    Promote(Promotion),
+}
+
+/// The stream thread's handle on its state updater.
+pub(crate) struct StateUpdater {
+    commands: Option<Sender<Command>>,
+    events: Receiver<Event>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl StateUpdater {
+    /// Starts the updater thread `name`, which restores with `consumers`.
+    pub fn start(name: String, consumers: RestoreConsumers) -> Result<Self, StreamsError> {
+        let (commands, inbox) = mpsc::channel();
+        let (outbox, events) = mpsc::channel();
+        let span = tracing::info_span!("state_updater", thread = %name);
+        let thread = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || {
+                let _entered = span.enter();
+                Worker {
+                    consumers,
+                    jobs: VecDeque::new(),
+                    standbys: VecDeque::new(),
+                    assigned: None,
+                    outbox,
+                }
+                .run(&inbox);
+            })
+            .map_err(|e| StreamsError::Usage(format!("cannot start the state updater thread: {e}")))?;
+        Ok(Self {
+            commands: Some(commands),
+            events,
+            thread: Some(thread),
+        })
+    }
+
+    /// Hands a task's stores over for restoration.
+    pub fn add(&self, job: RestoreJob) {
+        self.send(Command::Add(job));
+    }
+
+    /// Stops restoring task `id`: its stores are checkpointed where they are and closed.
+    pub fn remove(&self, id: TaskId) {
+        self.send(Command::Remove(id));
+    }
+
+    /// Keeps a standby task's stores warm.
+    pub fn add_standby(&self, job: StandbyJob) {
+        self.send(Command::AddStandby(job));
+    }
+
+    /// Stops keeping standby `id`: its stores are checkpointed and closed (their state
+    /// directory stays).
+    pub fn remove_standby(&self, id: TaskId) {
+        self.send(Command::RemoveStandby(id));
+    }
+
+    /// Turns standby `promotion.id` into a restoring task: its stores are checkpointed and
+    /// restored from there, reported like any restoration. A standby no longer held (it was
+    /// reported corrupted meanwhile) is ignored: the stream thread handles that report.
+    pub fn promote(&self, promotion: Promotion) {
+        self.send(Command::Promote(promotion));
+    }
+
+    fn send(&self, command: Command) {
+        // The worker only ends when the handle is dropped, or by a panic, which
+        // `try_event` reports.
+        if let Some(c) = &self.commands {
+            let _ = c.send(command);
+        }
+    }
+
+    /// The next report, if one is there; an error if the updater thread is gone.
+    pub fn try_event(&self) -> Result<Option<Event>, StreamsError> {
+        match self.events.try_recv() {
+            Ok(e) => Ok(Some(e)),
+            Err(TryRecvError::Empty) => Ok(None),
+            Err(TryRecvError::Disconnected) => Err(StreamsError::Usage(
+                "the state updater thread stopped unexpectedly (a panic, logged above)".into(),
+            )),
+        }
+    }
+}
+
+impl Drop for StateUpdater {
+    fn drop(&mut self) {
+        // Closing the channel stops the worker after it closed the stores it holds.
+        self.commands.take();
+        if let Some(t) = self.thread.take()
+            && t.join().is_err()
+        {
+            tracing::error!("the state updater thread panicked");
+        }
+    }
+}
+
+/// A task being restored.
+struct Job {
+    job: RestoreJob,
+    restoration: Restoration,
+}
+
+/// A standby task being kept warm.
+struct Standby {
+    job: StandbyJob,
+    tail: Tailing,
+}
+
+struct Worker {
+    consumers: RestoreConsumers,
+    /// The tasks being restored; the first one takes the next step.
+    jobs: VecDeque<Job>,
+    /// The standby tasks; the first one takes the next standby step.
+    standbys: VecDeque<Standby>,
+    /// The hand-over whose changelog partition the restore consumer is assigned.
+    assigned: Option<u64>,
+    outbox: Sender<Event>,
+}
+
+impl Worker {
+    fn run(mut self, inbox: &Receiver<Command>) {
+        loop {
+            // Idle: wait for work. Busy: take what came in, then do one step.
+            let next = if self.jobs.is_empty() && self.standbys.is_empty() {
+                inbox.recv().map_err(|_| TryRecvError::Disconnected)
+            } else {
+                inbox.try_recv()
+            };
+            match next {
+                Ok(Command::Add(job)) => {
+                    let restoration = Restoration::new(job.id.partition, &job.stores);
+                    self.jobs.push_back(Job { job, restoration });
+                    continue;
+                }
+                Ok(Command::Remove(id)) => {
+                    self.remove(id);
+                    continue;
+                }
+                Ok(Command::AddStandby(job)) => {
+                    self.add_standby(job);
+                    continue;
+                }
+                Ok(Command::RemoveStandby(id)) => {
+                    if let Some(s) = self.take_standby(id) {
+                        close_standby(s, "standby removed");
+                    }
+                    continue;
+                }
+                Ok(Command::Promote(p)) => {
+                    self.promote(p);
+                    continue;
+                }
+                Err(TryRecvError::Disconnected) => break,
+                Err(TryRecvError::Empty) => {}
+            }
+            if standby_next(!self.jobs.is_empty(), !self.standbys.is_empty()) {
+                self.step_standby();
+            } else {
+                self.step();
+            }
+        }
+        for id in self.jobs.iter().map(|j| j.job.id).collect::<Vec<_>>() {
+            self.remove(id);
+        }
+        for id in self.standbys.iter().map(|s| s.job.id).collect::<Vec<_>>() {
+            if let Some(s) = self.take_standby(id) {
+                close_standby(s, "closing");
+            }
+        }
+    }
+
+    /// Starts keeping a standby warm, from its stores' checkpoints.
+    fn add_standby(&mut self, mut job: StandbyJob) {
+        match Tailing::new(job.id.partition, &job.stores) {
+            Ok(tail) => {
+                tracing::info!(task = %job.id, "standby task started");
+                self.standbys.push_back(Standby { job, tail });
+                // Assigned with the others at the next standby step.
+                if self.assigned == Some(ALL_STANDBYS) {
+                    self.assigned = None;
+                }
+            }
+            Err(error) if error.corrupt_store().is_some() => {
+                let reason = error.to_string();
+                let _ = self.outbox.send(Event::StandbyCorrupted { job, reason });
+            }
+            Err(error) => {
+                close_stores(job.id, &mut job.stores, "standby failed");
+                let _ = self.outbox.send(Event::Failed {
+                    id: job.id,
+                    seq: job.seq,
+                    error,
+                });
+            }
+        }
+    }
+
+    /// One step of every standby at once: the restore consumer holds all their partitions
+    /// (assigned again only after a restoration used it, or when the standbys changed).
+    fn step_standby(&mut self) {
+        if self.standbys.is_empty() {
+            return;
+        }
+        let budget = STEP;
+        let mut tails: Vec<(&mut Tailing, &mut Vec<TaskStore>)> = self
+            .standbys
+            .iter_mut()
+            .map(|s| (&mut s.tail, &mut s.job.stores))
+            .collect();
+        if self.assigned != Some(ALL_STANDBYS) {
+            match tailing::assign_all(&self.consumers.reader, &mut tails) {
+                Ok(()) => self.assigned = Some(ALL_STANDBYS),
+                Err((at, error)) => {
+                    drop(tails);
+                    self.assigned = None;
+                    match at {
+                        Some(i) => self.standby_failed(i, Err(error)),
+                        // The assignment itself (a transient client state): tried again next step.
+                        None => tracing::debug!(error = %error, "standby assignment"),
+                    }
+                    return;
+                }
+            }
+        }
+        let before: Vec<u64> = tails.iter().map(|(t, _)| t.applied).collect();
+        let outcomes = tailing::step_all(&self.consumers.reader, &mut tails, budget);
+        drop(tails);
+        for (s, before) in self.standbys.iter_mut().zip(before) {
+            s.job
+                .metrics
+                .records
+                .inc_by(s.tail.applied.saturating_sub(before));
+            if let Some(lag) = s.tail.lag(&self.consumers.reader) {
+                s.job.metrics.lag.set(lag);
+            }
+        }
+        // Standbys that cannot go on leave the deque, last first (indices stay valid).
+        for (i, outcome) in outcomes.into_iter().enumerate().rev() {
+            if !matches!(outcome, Ok(TailStep::Applied)) {
+                self.standby_failed(i, outcome);
+            }
+        }
+    }
+
+    /// Standby `i` stopped with `outcome`: corrupted ones go back to the stream thread to be
+    /// wiped and started over, other errors fail it.
+    fn standby_failed(&mut self, i: usize, outcome: Result<TailStep, StreamsError>) {
+        let reason = match outcome {
+            Ok(TailStep::Applied) => return,
+            Ok(TailStep::Corrupted { reason }) => reason,
+            Err(error) if error.corrupt_store().is_some() => error.to_string(),
+            Err(error) => {
+                let Some(mut s) = self.standbys.remove(i) else {
+                    return;
+                };
+                self.assigned = None;
+                let _ = rdkafka::consumer::Consumer::unassign(&self.consumers.reader);
+                close_stores(s.job.id, &mut s.job.stores, "standby failed");
+                let _ = self.outbox.send(Event::Failed {
+                    id: s.job.id,
+                    seq: s.job.seq,
+                    error,
+                });
+                return;
+            }
+        };
+        let Some(s) = self.standbys.remove(i) else {
+            return;
+        };
+        self.assigned = None;
+        let _ = rdkafka::consumer::Consumer::unassign(&self.consumers.reader);
+        let _ = self.outbox.send(Event::StandbyCorrupted { job: s.job, reason });
+    }
+
+    /// Takes standby `id` out, its stores checkpointed where it stands.
+    fn take_standby(&mut self, id: TaskId) -> Option<Standby> {
+        let i = self.standbys.iter().position(|s| s.job.id == id)?;
+        let mut s = self.standbys.remove(i)?;
+        if self.assigned == Some(ALL_STANDBYS) {
+            self.assigned = None;
+            let _ = rdkafka::consumer::Consumer::unassign(&self.consumers.reader);
+        }
+        if let Err(e) = s.tail.checkpoint(&mut s.job.stores) {
+            tracing::warn!(task = %id, error = %e, "checkpointing a standby");
+        }
+        tracing::info!(task = %id, applied = s.tail.applied, "standby task stopped");
+        Some(s)
+    }
+
+    /// Turns a standby into a restoring task, first in line.
+    fn promote(&mut self, p: Promotion) {
+        let Some(s) = self.take_standby(p.id) else {
+            tracing::debug!(task = %p.id, "promotion of a standby no longer held");
+            return;
+        };
+        let mut stores = s.job.stores;
+        for store in &mut stores {
+            store.restore_until = p.bounds.iter().find(|(n, _)| *n == store.name).map(|(_, o)| *o);
+        }
+        let job = RestoreJob {
+            id: p.id,
+            seq: p.seq,
+            stores,
+            gauges: p.gauges,
+        };
+        let restoration = Restoration::new(job.id.partition, &job.stores);
+        tracing::info!(task = %p.id, "standby promoted: restoring what it had not applied");
+        self.jobs.push_front(Job { job, restoration });
+    }
+
+    /// Restores the first task for a step, then puts it last; reports it when it is done.
+    fn step(&mut self) {
+        let Some(current) = self.jobs.front_mut() else {
+            return;
+        };
+        let before = current.restoration.restored;
+        let mut step = Ok(());
+        if self.assigned != Some(current.job.seq) {
+            step = current.restoration.resume(&self.consumers.reader);
+        }
+        self.assigned = Some(current.job.seq);
+        let step = step.and_then(|()| {
+            current
+                .restoration
+                .step(&self.consumers, &mut current.job.stores, STEP)
+        });
+        if let Some((records, remaining)) = &current.job.gauges {
+            records.inc_by(current.restoration.restored.saturating_sub(before));
+            remaining.set(i64::try_from(current.restoration.remaining()).unwrap_or(i64::MAX));
+        }
+        let event = match step {
+            Ok(Step::Pending) => {
+                self.jobs.rotate_left(1);
+                return;
+            }
+            Ok(Step::Done(records)) => {
+                let Some(Job { job, .. }) = self.jobs.pop_front() else {
+                    return;
+                };
+                Event::Restored { job, records }
+            }
+            Ok(Step::Corrupted { store, topic, reason }) => {
+                let Some(Job { job, .. }) = self.jobs.pop_front() else {
+                    return;
+                };
+                Event::Corrupted {
+                    job,
+                    store,
+                    topic,
+                    reason,
+                }
+            }
+            Err(error) if error.corrupt_store().is_some() => {
+                // The local files are corrupt (a checksum mismatch reading the checkpoint or
+                // a block): like a changelog gap, the task starts over from the changelog.
+                let Some(Job { job, .. }) = self.jobs.pop_front() else {
+                    return;
+                };
+                let _ = rdkafka::consumer::Consumer::unassign(&self.consumers.reader);
+                Event::Corrupted {
+                    job,
+                    store: String::new(),
+                    topic: String::new(),
+                    reason: error.to_string(),
+                }
+            }
+            Err(error) => {
+                let Some(Job { job, .. }) = self.jobs.pop_front() else {
+                    return;
+                };
+                let _ = rdkafka::consumer::Consumer::unassign(&self.consumers.reader);
+                Event::Failed {
+                    id: job.id,
+                    seq: job.seq,
+                    error,
+                }
+            }
+        };
+        // Done and corrupted restorations unassigned the consumer.
+        self.assigned = None;
+        if let Some((_, remaining)) = match &event {
+            Event::Restored { job, .. } | Event::Corrupted { job, .. } => job.gauges.as_ref(),
+            Event::Failed { .. } | Event::StandbyCorrupted { .. } => None,
+        } {
+            remaining.set(0);
+        }
+        let _ = self.outbox.send(event);
+    }
+
+    /// Gives up restoring task `id`: checkpoints its progress and closes its stores.
+    fn remove(&mut self, id: TaskId) {
+        let Some(i) = self.jobs.iter().position(|j| j.job.id == id) else {
+            return;
+        };
+        let Some(mut j) = self.jobs.remove(i) else {
+            return;
+        };
+        // Abandoning may unassign the consumer: the next step assigns it again.
+        self.assigned = None;
+        if let Err(e) = j.restoration.abandon(&self.consumers.reader, &mut j.job.stores) {
+            tracing::warn!(task = %id, error = %e, "checkpointing a restoration given up");
+        }
+        close_stores(id, &mut j.job.stores, "restoration given up");
+        tracing::info!(task = %id, restored = j.restoration.restored, "restoration given up (task revoked or closing)");
+    }
+}
+
+/// Whether the standbys take the next step: only while no task restores. Restoring tasks
+/// keep processing waiting, standbys only keep a fail-over short; and the two cannot share
+/// the restore consumer in turns: assigned partition after partition in quick succession,
+/// librdkafka (2.12) at times never started fetching the restoring partition again (a task's
+/// restoration made no progress for a minute while standbys took every other turn).
+fn standby_next(restoring: bool, standbys: bool) -> bool {
+    standbys && !restoring
+}
+
+/// Closes the stores of task `id` (releasing its state directory); `why` names the occasion
+/// in warnings.
+fn close_stores(id: TaskId, stores: &mut [TaskStore], why: &str) {
+    for s in stores {
+        if let Err(e) = s.store.close() {
+            tracing::warn!(task = %id, store = %s.name, error = %e, "closing a store ({why})");
+        }
+    }
+}
+
+/// Closes a standby's stores. Its metric series go first: a standby of the same task
+/// started once the state directory is free must not have its new series removed by this
+/// one's.
+fn close_standby(s: Standby, why: &str) {
+    let StandbyJob {
+        id,
+        mut stores,
+        metrics,
+        ..
+    } = s.job;
+    drop(metrics);
+    close_stores(id, &mut stores, why);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::standby_next;
+
+    #[test]
+    fn standbys_step_only_while_no_task_restores() {
+        assert!(!standby_next(true, true), "a restoring task goes first");
+        assert!(standby_next(false, true), "standbys step when nothing restores");
+        assert!(!standby_next(true, false) && !standby_next(false, false));
+    }
+}

@@ -1,0 +1,228 @@
+//! Committing a thread's tasks: flush the stores and caches, then under at-least-once wait
+//! for every produce acknowledgement, write the checkpoints and commit the input offsets;
+//! under exactly-once add the offsets to the transaction, wait for its records and commit
+//! it, after which the stores apply what they held with their checkpoints.
+//!
+//! Offsets go to the group the thread is in: its consumer's group (classic and consumer
+//! protocols), or under the streams protocol its group member, with the member's id and
+//! epoch (`OffsetCommit`, or the transaction's offsets through `txn_offsets.rs`), so a member
+//! that lost its tasks cannot commit them. A commit that fails under at-least-once is
+//! retried at the next one for up to [`COMMIT_RETRY_LIMIT`]; under exactly-once the
+//! transaction is aborted and the tasks re-created from their changelogs (`recover.rs`).
+
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
+use rdkafka::producer::Producer;
+use rdkafka::{Offset, TopicPartitionList};
+
+use crate::metrics::handles::CommitPhase;
+use crate::model::error::StreamsError;
+use crate::runtime::client::errors::kafka_err;
+use crate::runtime::tasks::TaskManager;
+
+/// The offsets of `tpl` as (topic, partition, offset, metadata).
+fn offsets_of(tpl: &TopicPartitionList) -> Vec<(String, i32, i64, String)> {
+    tpl.elements()
+        .iter()
+        .filter_map(|e| match e.offset() {
+            Offset::Offset(o) => Some((e.topic().to_owned(), e.partition(), o, e.metadata().to_owned())),
+            _ => None,
+        })
+        .collect()
+}
+
+impl TaskManager {
+    pub fn begin_transaction(&mut self) -> Result<(), StreamsError> {
+        if self.settings.eos && !self.in_transaction {
+            let mut since = Instant::now();
+            self.producer
+                .begin_transaction()
+                .map_err(|e| kafka_err("begin transaction", e))?;
+            self.metrics.lap(CommitPhase::BeginTransaction, &mut since);
+            self.in_transaction = true;
+        }
+        Ok(())
+    }
+
+    /// Commits every task: flushes stores and caches, then (at-least-once) waits for the
+    /// producer, writes checkpoints and commits offsets, or (exactly-once) commits the
+    /// transaction with the offsets in it.
+    pub fn commit<C: ConsumerContext>(&mut self, consumer: &BaseConsumer<C>) -> Result<bool, StreamsError> {
+        if !self.dirty {
+            return Ok(false);
+        }
+        let mut since = Instant::now();
+        let flushed = self.flush_tasks(consumer);
+        if self.transaction_failed() {
+            // A record of the transaction failed (or the flush's changelog writes found it
+            // failed): it cannot commit.
+            if let Err(e) = &flushed {
+                tracing::debug!(error = %e, "flushing after the transaction failed");
+            }
+            self.recover_failed_transaction(consumer)?;
+            return Ok(false);
+        }
+        if !flushed? {
+            // Exactly-once, a store found corrupt: the transaction was aborted and the
+            // tasks are being created again.
+            return Ok(false);
+        }
+        self.metrics.lap(CommitPhase::FlushStores, &mut since);
+        let mut tpl = TopicPartitionList::new();
+        for task in self.tasks.values() {
+            // Each offset carries the task's stream time, as Kafka Streams commits it.
+            let metadata = task
+                .stream_time()
+                .map(crate::runtime::topics::offset_metadata::encode);
+            for (t, p, o) in task.committable_offsets() {
+                tpl.add_partition_offset(&t, p, Offset::Offset(o))
+                    .map_err(|e| kafka_err("offsets", e))?;
+                if let (Some(m), Some(mut e)) = (&metadata, tpl.find_partition(&t, p)) {
+                    e.set_metadata(m);
+                }
+            }
+        }
+        // Under exactly-once no step waits longer than the transaction may stay open: past
+        // `transaction.timeout.ms` the coordinator aborts it anyway, and the thread
+        // recovers at once rather than after minutes of silent waiting (rust-rdkafka's
+        // commit flushes before it commits, doubling any timeout given to it).
+        let timeout = match self.settings.eos {
+            true => self.recipe.transaction_timeout(),
+            false => Duration::from_secs(60),
+        };
+        tracing::debug!(offsets = %crate::runtime::topics::start_offsets::describe(&tpl), "committing");
+        if self.settings.eos {
+            if tpl.count() > 0 {
+                if let Some(member) = &self.member {
+                    let (id, epoch) = member.member_id_and_epoch();
+                    let group = self.settings.factory.app_id().clone();
+                    if let Err(e) = crate::runtime::produce::txn_offsets::send_offsets_as_member(
+                        &self.producer,
+                        &tpl,
+                        &group,
+                        &id,
+                        epoch,
+                        timeout,
+                    ) {
+                        return self.recover_after("send offsets", &e.message, e.fatal, consumer);
+                    }
+                } else {
+                    let meta = consumer
+                        .group_metadata()
+                        .ok_or_else(|| kafka_err("commit", "no group metadata"))?;
+                    if let Err(e) = self.producer.send_offsets_to_transaction(&tpl, &meta, timeout) {
+                        return self.recover_transaction("send offsets", e, consumer);
+                    }
+                }
+                self.metrics.lap(CommitPhase::SendOffsets, &mut since);
+            }
+            // Wait for the transaction's records here: `commit_transaction` flushes first
+            // through rust-rdkafka's `flush`, which sleeps in 100 ms slices while any record
+            // is in flight (the `ThreadedProducer`'s thread serves the delivery reports), so
+            // every commit took 100 ms more than the broker needed. Nothing is sent between
+            // this flush and the commit, so librdkafka's own flush then finds nothing to wait for.
+            if let Err(e) = crate::runtime::produce::producer::flush(&self.producer, timeout) {
+                return self.recover_transaction("flush producer", e, consumer);
+            }
+            self.metrics.lap(CommitPhase::FlushProducer, &mut since);
+            if let Err(e) = self.commit_transaction_resuming(timeout) {
+                return self.recover_after("commit transaction", &e.message, e.fatal, consumer);
+            }
+            self.metrics.lap(CommitPhase::CommitTransaction, &mut since);
+            self.in_transaction = false;
+            self.tracker.skips.committed();
+            self.check_deliveries()?;
+            // Committed: the stores apply what they held, with their checkpoints.
+            self.commit_writes()?;
+            self.metrics.lap(CommitPhase::CommitStores, &mut since);
+        } else {
+            let flushed = crate::runtime::produce::producer::flush(&self.producer, timeout);
+            if self.transaction_failed() {
+                // The producer raised a fatal error: records since the last commit may be
+                // lost, so nothing is committed; a new producer processes them again.
+                self.recover_failed_transaction(consumer)?;
+                return Ok(false);
+            }
+            if let Err(e) = flushed {
+                return self.commit_failed("flush producer", e);
+            }
+            self.metrics.lap(CommitPhase::FlushProducer, &mut since);
+            self.check_deliveries()?;
+            let corrupt = self.write_checkpoints()?;
+            if tpl.count() > 0 {
+                let committed = match &self.member {
+                    // A member that lost its tasks learns it from its heartbeat too, and
+                    // the loop then drops them; until then this is retried as any failure.
+                    Some(member) => member.commit_offsets(&offsets_of(&tpl), timeout).map_err(|e| {
+                        match e.is_retriable() {
+                            true => e.to_string(),
+                            false => format!("{e} (the group membership is lost)"),
+                        }
+                    }),
+                    None => consumer.commit(&tpl, CommitMode::Sync).map_err(|e| e.to_string()),
+                };
+                if let Err(e) = committed {
+                    return self.commit_failed("commit offsets", e);
+                }
+            }
+            self.metrics.lap(CommitPhase::CommitOffsets, &mut since);
+            // Their changelog writes were delivered and their offsets are committed: they
+            // are rebuilt from there.
+            for (id, what) in corrupt {
+                self.recover_corrupted(id, &what, consumer)?;
+            }
+        }
+        if let Some(purge) = &mut self.settings.purge {
+            purge.committed(&tpl);
+        }
+        self.commit_failing_since = None;
+        self.dirty = false;
+        Ok(true)
+    }
+
+    /// Flushes every task's stores. A store found corrupt has its task rebuilt (see
+    /// `corrupted.rs`): under at-least-once the other tasks are flushed and committed on;
+    /// under exactly-once everything was aborted, and the result is `false`.
+    fn flush_tasks<C: ConsumerContext>(&mut self, consumer: &BaseConsumer<C>) -> Result<bool, StreamsError> {
+        loop {
+            let mut corrupt = None;
+            for (id, task) in &mut self.tasks {
+                if let Err(e) = task.flush() {
+                    let what = crate::runtime::tasks::corrupted::corruption(&e).ok_or(e)?;
+                    corrupt = Some((*id, what));
+                    break;
+                }
+            }
+            let Some((id, what)) = corrupt else {
+                return Ok(true);
+            };
+            self.recover_corrupted(id, &what, consumer)?;
+            if self.settings.eos {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// An at-least-once commit failed (a broker restarting, a coordinator moving, a
+    /// rebalance): nothing is lost, the next commit retries and records since the last
+    /// commit may be processed again. Only after [`COMMIT_RETRY_LIMIT`] of failures in a
+    /// row is it an error.
+    fn commit_failed(&mut self, what: &str, e: impl std::fmt::Display) -> Result<bool, StreamsError> {
+        let since = *self
+            .commit_failing_since
+            .get_or_insert_with(std::time::Instant::now);
+        if since.elapsed() > COMMIT_RETRY_LIMIT {
+            return Err(StreamsError::Kafka {
+                message: format!("{what}: {e} (commits failing for {:?})", since.elapsed()),
+                retriable: false,
+            });
+        }
+        tracing::warn!(error = %e, "{what} failed; retrying at the next commit");
+        Ok(false)
+    }
+}
+
+/// How long at-least-once commits may fail in a row before the thread fails (Kafka
+/// Streams' `task.timeout.ms` default).
+const COMMIT_RETRY_LIMIT: Duration = Duration::from_secs(300);
