@@ -19,6 +19,7 @@ use super::observer::TaskObserver;
 use crate::model::TaskId;
 use crate::model::error::StreamsError;
 use crate::model::handlers::ErrorPolicy;
+use crate::processor::ThreadWaker;
 use crate::topology::{Topology, changelog_topic};
 
 /// A store built for a task, before the task exists: made by [`TaskFactory::stores`],
@@ -62,6 +63,7 @@ pub struct TaskFactory {
     thread_cache: ThreadCache,
     rocksdb: RocksDbResources,
     exactly_once: bool,
+    waker: ThreadWaker,
 }
 
 impl TaskFactory {
@@ -83,7 +85,21 @@ impl TaskFactory {
             thread_cache: ThreadCache::new(cache_max_bytes),
             rocksdb,
             exactly_once: false,
+            waker: ThreadWaker::default(),
         }
+    }
+
+    /// The tasks built from here on wake the host's thread through `waker` (see
+    /// [`ProcessorContext::waker`](crate::ProcessorContext::waker)). Without one, a waker
+    /// nobody looks at: the host then finds completed work at its next poll.
+    pub fn with_waker(mut self, waker: ThreadWaker) -> Self {
+        self.waker = waker;
+        self
+    }
+
+    /// The waker the tasks of this factory wake their host with.
+    pub fn waker(&self) -> &ThreadWaker {
+        &self.waker
     }
 
     /// Under exactly-once, persistent stores of the tasks hold their writes until
@@ -188,7 +204,7 @@ impl TaskFactory {
         timestamp: Arc<AtomicI64>,
         observer: Option<Box<dyn TaskObserver>>,
     ) -> Result<Task, StreamsError> {
-        let task = Task::new(
+        let mut task = Task::new(
             &self.topology,
             id,
             self.app_id.clone(),
@@ -200,6 +216,7 @@ impl TaskFactory {
             observer,
         )?;
         task.shared.exactly_once.set(self.exactly_once);
+        task.shared.waker = self.waker.clone();
         Ok(task)
     }
 
@@ -207,5 +224,157 @@ impl TaskFactory {
         self.topology
             .subtopology(id.subtopology)
             .ok_or_else(|| StreamsError::Usage(format!("no sub-topology {}", id.subtopology)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::SendError;
+    use crate::model::record::{OutputRef, Record};
+    use crate::serdes::StringSerde;
+    use crate::{ProcessResult, Processor, ProcessorContext};
+
+    /// Wakes its thread as soon as it is initialized.
+    struct WakesAtInit;
+
+    impl Processor<String, String, String, String> for WakesAtInit {
+        fn init(&mut self, ctx: &mut ProcessorContext<'_, String, String>) -> ProcessResult {
+            ctx.waker().wake();
+            Ok(())
+        }
+
+        fn process(
+            &mut self,
+            _: &mut ProcessorContext<'_, String, String>,
+            _: Record<String, String>,
+        ) -> ProcessResult {
+            Ok(())
+        }
+    }
+
+    /// What processors of the [`Shares`] test saw at init: their task and the count of its
+    /// shared counter after they bumped it.
+    type Seen = Arc<std::sync::Mutex<Vec<(TaskId, u32)>>>;
+
+    /// Bumps its task's shared counter at init and notes the count.
+    struct Shares(Seen);
+
+    impl Processor<String, String, String, String> for Shares {
+        fn init(&mut self, ctx: &mut ProcessorContext<'_, String, String>) -> ProcessResult {
+            let counter = ctx.task_shared("counter", || std::cell::Cell::new(0u32))?;
+            counter.set(counter.get() + 1);
+            assert!(
+                ctx.task_shared("counter", || 0u64).is_err(),
+                "another type under the name"
+            );
+            self.0.lock().unwrap().push((ctx.task_id(), counter.get()));
+            Ok(())
+        }
+
+        fn process(
+            &mut self,
+            _: &mut ProcessorContext<'_, String, String>,
+            _: Record<String, String>,
+        ) -> ProcessResult {
+            Ok(())
+        }
+    }
+
+    struct Discard;
+
+    impl RecordCollector for Discard {
+        fn send(&mut self, _: OutputRef<'_>) -> Result<(), SendError> {
+            Ok(())
+        }
+        fn partitions(&mut self, _: &str) -> Option<i32> {
+            Some(1)
+        }
+    }
+
+    /// A processor's waker is the one its host built the task with: waking it is seen by
+    /// the host, and by no other factory's host.
+    #[test]
+    fn a_processor_wakes_the_host_that_built_its_task() {
+        let mut b = Topology::builder();
+        b.add_source("src", ["in"], StringSerde, StringSerde)
+            .add_processor("wake", || WakesAtInit, ["src"]);
+        let topology = Arc::new(b.build().unwrap());
+        let factory = |waker: ThreadWaker| {
+            TaskFactory::new(
+                topology.clone(),
+                Arc::from("app"),
+                ErrorPolicy::default(),
+                0,
+                RocksDbResources::default(),
+            )
+            .with_waker(waker)
+        };
+        let (host, other) = (ThreadWaker::default(), ThreadWaker::default());
+        let (_unused, ours) = (factory(other.clone()), factory(host.clone()));
+        let id = TaskId {
+            subtopology: 0,
+            partition: 0,
+        };
+        let dir = std::env::temp_dir();
+        let stores = ours.stores(id, &dir, None).unwrap();
+        let mut task = ours
+            .task(
+                id,
+                stores,
+                Box::new(Discard),
+                0,
+                Arc::new(AtomicI64::new(0)),
+                None,
+            )
+            .unwrap();
+        assert!(!host.take(), "no wake-up before the processor runs");
+        task.initialize().unwrap();
+        assert!(host.take(), "the processor woke its host");
+        assert!(!other.take(), "and no other");
+    }
+
+    /// The processors of one task share one value per name; each task has its own.
+    #[test]
+    fn the_processors_of_a_task_share_its_values() {
+        let seen = Seen::default();
+        let (a, b) = (seen.clone(), seen.clone());
+        let mut t = Topology::builder();
+        t.add_source("src", ["in"], StringSerde, StringSerde)
+            .add_processor("one", move || Shares(a.clone()), ["src"])
+            .add_processor("two", move || Shares(b.clone()), ["one"]);
+        let factory = TaskFactory::new(
+            Arc::new(t.build().unwrap()),
+            Arc::from("app"),
+            ErrorPolicy::default(),
+            0,
+            RocksDbResources::default(),
+        );
+        for partition in [0, 1] {
+            let id = TaskId {
+                subtopology: 0,
+                partition,
+            };
+            let stores = factory.stores(id, &std::env::temp_dir(), None).unwrap();
+            let mut task = factory
+                .task(
+                    id,
+                    stores,
+                    Box::new(Discard),
+                    0,
+                    Arc::new(AtomicI64::new(0)),
+                    None,
+                )
+                .unwrap();
+            task.initialize().unwrap();
+        }
+        let mut counts: Vec<(i32, u32)> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(t, c)| (t.partition, *c))
+            .collect();
+        counts.sort();
+        assert_eq!(counts, [(0, 1), (0, 2), (1, 1), (1, 2)]);
     }
 }

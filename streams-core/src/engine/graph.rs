@@ -123,6 +123,18 @@ impl NodeContext for NodeCx<'_> {
         self.task.collector.borrow_mut().partitions(topic)
     }
 
+    fn waker(&self) -> crate::processor::ThreadWaker {
+        self.task.waker.clone()
+    }
+
+    fn task_value(&self, name: &str) -> Option<std::rc::Rc<dyn std::any::Any>> {
+        self.task.values.borrow().get(name).cloned()
+    }
+
+    fn set_task_value(&self, name: &str, value: std::rc::Rc<dyn std::any::Any>) {
+        self.task.values.borrow_mut().insert(name.to_owned(), value);
+    }
+
     fn hold_offset(&self) -> Option<crate::processor::OffsetHold> {
         let r = self.task.record.borrow();
         let r = r.as_ref()?;

@@ -16,6 +16,7 @@ use streams_state::{KvStore, Serde, SharedKeyValueStore, StoreBuilder, StoreErro
 use super::TaskId;
 use super::collector::RecordCollector;
 use crate::model::record::RecordMetadata;
+use crate::processor::ThreadWaker;
 use crate::processor::holds::HoldRegistry;
 use crate::processor::node::ConnectedStore;
 use crate::processor::{Cancellable, PunctuationType, ScheduleId, StoreRef};
@@ -88,6 +89,11 @@ pub(crate) struct TaskShared {
     pub holds: Rc<RefCell<HoldRegistry>>,
     /// A node asked not to be fed records for now.
     pub backpressure: Cell<bool>,
+    /// Wakes the thread running the task (see [`ThreadWaker`]).
+    pub waker: ThreadWaker,
+    /// Values the task's processors share, by name (see
+    /// [`ProcessorContext::task_shared`](crate::ProcessorContext::task_shared)).
+    pub values: RefCell<BTreeMap<String, Rc<dyn std::any::Any>>>,
     /// The task runs under exactly-once.
     pub exactly_once: Cell<bool>,
     /// The production handler says `log_and_continue`: a sink drops an output record the
@@ -125,6 +131,8 @@ impl TaskShared {
             fault: RefCell::new(None),
             holds: Rc::default(),
             backpressure: Cell::new(false),
+            waker: ThreadWaker::default(),
+            values: RefCell::new(BTreeMap::new()),
             exactly_once: Cell::new(false),
             drop_refused_outputs: Cell::new(false),
             dropped_outputs: Cell::new(0),

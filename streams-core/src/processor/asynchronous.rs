@@ -284,9 +284,9 @@ where
     KOut: Clone + Send + 'static,
     VOut: Clone + Send + 'static,
 {
-    fn init(&mut self, _: &mut ProcessorContext<'_, KOut, VOut>) -> ProcessResult {
+    fn init(&mut self, ctx: &mut ProcessorContext<'_, KOut, VOut>) -> ProcessResult {
         runtime()?;
-        self.waker = ThreadWaker::current();
+        self.waker = ctx.waker();
         Ok(())
     }
 

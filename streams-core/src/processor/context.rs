@@ -41,6 +41,38 @@ impl<'a, K, V> ProcessorContext<'a, K, V> {
         self.cx.set_backpressure(on);
     }
 
+    /// Wakes the thread running this task from any thread, e.g. when work the processor
+    /// started elsewhere completes and a punctuator should pick it up without waiting for
+    /// the next record or poll timeout.
+    pub fn waker(&self) -> super::ThreadWaker {
+        self.cx.waker()
+    }
+
+    /// A value the processors of this task share: the first call with `name` makes it with
+    /// `make`, and every later call in the task (from any of its processors) returns the
+    /// same value. For processors that must agree on something no record carries, as the
+    /// two sides of a stream-stream join agree on one stream time. The value lives as long
+    /// as the task; another task (another partition, or this one created again) has its
+    /// own. Fails when `name` already holds a value of another type.
+    pub fn task_shared<T: 'static>(
+        &self,
+        name: &str,
+        make: impl FnOnce() -> T,
+    ) -> Result<std::rc::Rc<T>, ProcessorError> {
+        if let Some(value) = self.cx.task_value(name) {
+            return value.downcast::<T>().map_err(|_| {
+                format!(
+                    "the task's shared value `{name}` is not a {}",
+                    std::any::type_name::<T>()
+                )
+                .into()
+            });
+        }
+        let value = std::rc::Rc::new(make());
+        self.cx.set_task_value(name, value.clone());
+        Ok(value)
+    }
+
     /// Whether the task runs under exactly-once (`exactly_once_v2`).
     pub fn is_exactly_once(&self) -> bool {
         self.cx.exactly_once()

@@ -63,12 +63,10 @@ impl Drop for OffsetHold {
     }
 }
 
-thread_local! {
-    static WAKER: RefCell<Option<ThreadWaker>> = const { RefCell::new(None) };
-}
-
 /// Wakes the thread running a task while it waits for records: set from any thread
-/// (e.g. when async work completes), looked at by the thread between short waits.
+/// (e.g. when async work completes), looked at by the thread between short waits. A
+/// processor gets its thread's from [`ProcessorContext::waker`](crate::ProcessorContext::waker);
+/// the host hands it to the tasks it builds ([`TaskFactory::with_waker`](crate::engine::TaskFactory::with_waker)).
 #[derive(Debug, Clone, Default)]
 pub struct ThreadWaker(Arc<AtomicBool>);
 
@@ -81,16 +79,6 @@ impl ThreadWaker {
     /// Whether a wake-up was asked since the last call (and clears it).
     pub(crate) fn take(&self) -> bool {
         self.0.swap(false, Ordering::AcqRel)
-    }
-
-    /// Makes `waker` the current thread's (the host sets it before creating tasks).
-    pub(crate) fn install(waker: &ThreadWaker) {
-        WAKER.with(|w| *w.borrow_mut() = Some(waker.clone()));
-    }
-
-    /// The current thread's waker; a fresh one nobody looks at when the host set none.
-    pub(crate) fn current() -> ThreadWaker {
-        WAKER.with(|w| w.borrow().clone()).unwrap_or_default()
     }
 }
 

@@ -60,6 +60,12 @@ pub(crate) trait NodeContext {
     fn hold_offset(&self) -> Option<super::holds::OffsetHold>;
     /// Stops (or resumes) feeding the task records: its node cannot take more now.
     fn set_backpressure(&self, on: bool);
+    /// The waker of the thread running the task.
+    fn waker(&self) -> super::holds::ThreadWaker;
+    /// The value the task's processors share under `name`, if one was set.
+    fn task_value(&self, name: &str) -> Option<std::rc::Rc<dyn std::any::Any>>;
+    /// Sets the value the task's processors share under `name`.
+    fn set_task_value(&self, name: &str, value: std::rc::Rc<dyn std::any::Any>);
     /// Whether the task runs under exactly-once.
     fn exactly_once(&self) -> bool;
     /// Records `fault` for the engine and returns the error to pass up. The engine handles

@@ -60,11 +60,11 @@ use crate::kstream::KStream;
 use crate::processors::{OpFn, OpProcessor};
 use crate::shared::Shared;
 use outer::{OuterKeySerde, ValueListSerde};
-use side::{JoinSide, Outer, PairFn, UnmatchedFn, shared_tracker};
+use side::{JoinSide, Outer, PairFn, Tracker, UnmatchedFn};
 
 pub use options::{JoinWindows, StreamJoined};
 
-/// Tells the joins of a process apart, for the trackers their sides share.
+/// Tells the joins of a process apart, for the tracker their sides share in each task.
 static JOIN_IDS: AtomicU64 = AtomicU64::new(0);
 
 /// The user's joiner in the forms the two sides need.
@@ -312,7 +312,7 @@ fn add_side<K, VT, VO, V1, V2, VR>(
                 this_serde: this_serde.clone(),
                 pair: pair.clone(),
                 outer: outer.as_ref().map(|o| o.open(ctx)).transpose()?,
-                tracker: shared_tracker(join_id, ctx.task_id(), left),
+                tracker: ctx.task_shared(&format!("stream-join-{join_id}-tracker"), Tracker::new)?,
             })
         },
         parent,

@@ -3,8 +3,9 @@
 //! it in the outer-join store until its window closes without a partner.
 //!
 //! Invariants:
-//! - Both sides of one task share one [`Tracker`]: the join's stream time is the largest
-//!   timestamp either side has seen, so windows close alike for both.
+//! - Both sides of one task share one [`Tracker`] (a value of the task, see
+//!   `ProcessorContext::task_shared`): the join's stream time is the largest timestamp
+//!   either side has seen, so windows close alike for both.
 //! - A record whose own window is already closed when it arrives is dropped: not joined,
 //!   not stored, never emitted.
 //! - A pair is joined when its later record arrives, and only if the earlier record's
@@ -15,12 +16,11 @@
 //!   stream time past their window's end plus the grace period; a record that arrives out
 //!   of order (behind the stream time) emits nothing.
 
-use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use streams_core::{Headers, ProcessResult, Processor, ProcessorContext, Record, TaskId, WindowStore};
+use streams_core::{Headers, ProcessResult, Processor, ProcessorContext, Record, WindowStore};
 
 use crate::dyn_serde::DynSerde;
 use crate::stream_join::options::JoinWindows;
@@ -36,7 +36,7 @@ pub(crate) struct Tracker {
 }
 
 impl Tracker {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             stream_time: Cell::new(i64::MIN),
             min_outer: Cell::new(i64::MIN),
@@ -49,30 +49,6 @@ impl Tracker {
         self.stream_time.set(now);
         now
     }
-}
-
-/// Trackers made by one side of a join for a task, waiting for the other side's processor
-/// of that task: `(join id, task) -> (made by the left side, tracker)`.
-type Pending = HashMap<(u64, TaskId), (bool, Rc<Tracker>)>;
-
-thread_local! {
-    static PENDING: RefCell<Pending> = RefCell::new(HashMap::new());
-}
-
-/// The tracker the two sides of join `join` share in `task`: the first side to be made
-/// creates it, the other takes it. A side made again before its partner replaces its own.
-pub(crate) fn shared_tracker(join: u64, task: TaskId, left: bool) -> Rc<Tracker> {
-    PENDING.with(|pending| {
-        let mut pending = pending.borrow_mut();
-        match pending.remove(&(join, task)) {
-            Some((made_by_left, tracker)) if made_by_left != left => tracker,
-            _ => {
-                let tracker = Rc::new(Tracker::new());
-                pending.insert((join, task), (left, tracker.clone()));
-                tracker
-            }
-        }
-    })
 }
 
 /// Joins a record of this side with a partner of the other.
@@ -265,31 +241,5 @@ where
         }
         self.this_store.put(&r.key, Some(&r.value), t)?;
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_two_sides_of_a_task_share_one_tracker() {
-        let task = |partition| TaskId {
-            subtopology: 0,
-            partition,
-        };
-        let (t0, t1) = (task(0), task(1));
-        let left = shared_tracker(7, t0, true);
-        let other_task = shared_tracker(7, t1, false);
-        let right = shared_tracker(7, t0, false);
-        assert!(Rc::ptr_eq(&left, &right));
-        assert!(!Rc::ptr_eq(&left, &other_task));
-        left.advance(5);
-        assert_eq!(right.advance(3), 5);
-        // A side made again before its partner replaces its own tracker.
-        let stale = shared_tracker(8, t0, true);
-        let fresh = shared_tracker(8, t0, true);
-        let partner = shared_tracker(8, t0, false);
-        assert!(Rc::ptr_eq(&fresh, &partner) && !Rc::ptr_eq(&stale, &partner));
     }
 }

@@ -60,9 +60,8 @@ pub(crate) fn run(
     // Every event of this thread, rebalance callbacks included, carries the thread's name.
     let span = tracing::info_span!("stream_thread", thread = name);
     let _entered = span.enter();
-    // Async processors' completions wake the loop through it.
-    let waker = ThreadWaker::default();
-    ThreadWaker::install(&waker);
+    // Async processors' completions wake the loop through the waker its tasks are built with.
+    let waker = tasks.settings.factory.waker().clone();
     let mut tasks = TaskManager::new(tasks)?;
     let result = run_loop(
         name, &consumer, &mut tasks, &settings, &shutdown, &status, inbox, &waker,
