@@ -14,8 +14,12 @@
 //!
 //! Run it alone with `cargo test -p streams-core --test circles`.
 
+mod source_scan;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+use source_scan::{rust_files, skip_item};
 
 /// The module path of each Rust file under `src`: `a/b.rs` is `a::b`, `a/mod.rs` is `a`,
 /// `lib.rs` is the crate root (empty).
@@ -36,17 +40,6 @@ fn modules(src: &Path) -> BTreeMap<String, PathBuf> {
             (parts.join("::"), f)
         })
         .collect()
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("read a source folder") {
-        let path = entry.expect("dir entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 /// The lines of `source` outside comments and `#[cfg(test)]` items, and the names of the
@@ -85,28 +78,6 @@ fn declared_mod(item: &str) -> Option<String> {
     let rest = item.strip_suffix(';')?;
     let name = rest.rsplit("mod ").next()?.trim();
     (rest.contains("mod ") && name.chars().all(|c| c.is_alphanumeric() || c == '_')).then(|| name.to_owned())
-}
-
-/// The index of the line after the item starting at `start`.
-fn skip_item(lines: &[&str], start: usize) -> usize {
-    let mut depth = 0i32;
-    let mut opened = false;
-    for (offset, line) in lines[start..].iter().enumerate() {
-        for c in line.chars() {
-            match c {
-                '{' => {
-                    depth += 1;
-                    opened = true;
-                }
-                '}' => depth -= 1,
-                _ => {}
-            }
-        }
-        if (opened && depth <= 0) || (!opened && line.trim_end().ends_with(';')) {
-            return start + offset + 1;
-        }
-    }
-    lines.len()
 }
 
 /// Every path starting with `crate::`, `super::` or `self::` in `code` (a grouped import

@@ -7,7 +7,11 @@
 //!
 //! Run it alone with `cargo test -p streams-core --test layering`.
 
-use std::path::{Path, PathBuf};
+mod source_scan;
+
+use std::path::Path;
+
+use source_scan::{rust_files, skip_item};
 
 /// The layers, lowest first, and the top-level modules of each. A module may use its own
 /// layer's module and the modules of lower layers; two modules of one layer may not use
@@ -54,29 +58,6 @@ fn crate_uses(source: &str) -> Vec<Use> {
         i += 1;
     }
     uses
-}
-
-/// The index of the line after the item starting at `start` (a `mod x { … }` block, or a
-/// single-line item such as `mod tests;`).
-fn skip_item(lines: &[&str], start: usize) -> usize {
-    let mut depth = 0i32;
-    let mut opened = false;
-    for (offset, line) in lines[start..].iter().enumerate() {
-        for c in line.chars() {
-            match c {
-                '{' => {
-                    depth += 1;
-                    opened = true;
-                }
-                '}' => depth -= 1,
-                _ => {}
-            }
-        }
-        if (opened && depth <= 0) || (!opened && line.trim_end().ends_with(';')) {
-            return start + offset + 1;
-        }
-    }
-    lines.len()
 }
 
 /// The first segments of the `crate::` paths on `code`; a grouped import
@@ -151,20 +132,6 @@ fn violation(from: &str, to: &str) -> Option<String> {
         ));
     }
     None
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("read src/") {
-        let path = entry.expect("dir entry").path();
-        if path.is_dir() && path.file_name().is_some_and(|n| n == "target") {
-            continue;
-        }
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 #[test]

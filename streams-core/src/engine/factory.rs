@@ -292,6 +292,28 @@ mod tests {
         }
     }
 
+    /// A factory of `topology`'s tasks with default settings.
+    fn factory_of(topology: &Arc<Topology>) -> TaskFactory {
+        TaskFactory::new(
+            topology.clone(),
+            Arc::from("app"),
+            ErrorPolicy::default(),
+            0,
+            RocksDbResources::default(),
+        )
+    }
+
+    /// The task of `partition` of sub-topology 0 built by `factory`, not initialized.
+    fn task_of(factory: &TaskFactory, partition: i32) -> Task {
+        let id = TaskId {
+            subtopology: 0,
+            partition,
+        };
+        let stores = factory.stores(id, &std::env::temp_dir(), None).unwrap();
+        let (collector, timestamp) = (Box::new(Discard), Arc::new(AtomicI64::new(0)));
+        factory.task(id, stores, collector, 0, timestamp, None).unwrap()
+    }
+
     /// A processor's waker is the one its host built the task with: waking it is seen by
     /// the host, and by no other factory's host.
     #[test]
@@ -300,34 +322,10 @@ mod tests {
         b.add_source("src", ["in"], StringSerde, StringSerde)
             .add_processor("wake", || WakesAtInit, ["src"]);
         let topology = Arc::new(b.build().unwrap());
-        let factory = |waker: ThreadWaker| {
-            TaskFactory::new(
-                topology.clone(),
-                Arc::from("app"),
-                ErrorPolicy::default(),
-                0,
-                RocksDbResources::default(),
-            )
-            .with_waker(waker)
-        };
         let (host, other) = (ThreadWaker::default(), ThreadWaker::default());
-        let (_unused, ours) = (factory(other.clone()), factory(host.clone()));
-        let id = TaskId {
-            subtopology: 0,
-            partition: 0,
-        };
-        let dir = std::env::temp_dir();
-        let stores = ours.stores(id, &dir, None).unwrap();
-        let mut task = ours
-            .task(
-                id,
-                stores,
-                Box::new(Discard),
-                0,
-                Arc::new(AtomicI64::new(0)),
-                None,
-            )
-            .unwrap();
+        let _unused = factory_of(&topology).with_waker(other.clone());
+        let ours = factory_of(&topology).with_waker(host.clone());
+        let mut task = task_of(&ours, 0);
         assert!(!host.take(), "no wake-up before the processor runs");
         task.initialize().unwrap();
         assert!(host.take(), "the processor woke its host");
@@ -343,30 +341,9 @@ mod tests {
         t.add_source("src", ["in"], StringSerde, StringSerde)
             .add_processor("one", move || Shares(a.clone()), ["src"])
             .add_processor("two", move || Shares(b.clone()), ["one"]);
-        let factory = TaskFactory::new(
-            Arc::new(t.build().unwrap()),
-            Arc::from("app"),
-            ErrorPolicy::default(),
-            0,
-            RocksDbResources::default(),
-        );
+        let factory = factory_of(&Arc::new(t.build().unwrap()));
         for partition in [0, 1] {
-            let id = TaskId {
-                subtopology: 0,
-                partition,
-            };
-            let stores = factory.stores(id, &std::env::temp_dir(), None).unwrap();
-            let mut task = factory
-                .task(
-                    id,
-                    stores,
-                    Box::new(Discard),
-                    0,
-                    Arc::new(AtomicI64::new(0)),
-                    None,
-                )
-                .unwrap();
-            task.initialize().unwrap();
+            task_of(&factory, partition).initialize().unwrap();
         }
         let mut counts: Vec<(i32, u32)> = seen
             .lock()
