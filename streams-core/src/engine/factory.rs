@@ -235,33 +235,16 @@ mod tests {
     use crate::serdes::StringSerde;
     use crate::{ProcessResult, Processor, ProcessorContext};
 
-    /// Wakes its thread as soon as it is initialized.
-    struct WakesAtInit;
-
-    impl Processor<String, String, String, String> for WakesAtInit {
-        fn init(&mut self, ctx: &mut ProcessorContext<'_, String, String>) -> ProcessResult {
-            ctx.waker().wake();
-            Ok(())
-        }
-
-        fn process(
-            &mut self,
-            _: &mut ProcessorContext<'_, String, String>,
-            _: Record<String, String>,
-        ) -> ProcessResult {
-            Ok(())
-        }
-    }
-
-    /// What processors of the [`Shares`] test saw at init: their task and the count of its
-    /// shared counter after they bumped it.
+    /// What processors of the tests saw at init: their task and the count of its shared
+    /// counter after they bumped it.
     type Seen = Arc<std::sync::Mutex<Vec<(TaskId, u32)>>>;
 
-    /// Bumps its task's shared counter at init and notes the count.
-    struct Shares(Seen);
+    /// At init: wakes its thread, bumps its task's shared counter and notes the count.
+    struct AtInit(Seen);
 
-    impl Processor<String, String, String, String> for Shares {
+    impl Processor<String, String, String, String> for AtInit {
         fn init(&mut self, ctx: &mut ProcessorContext<'_, String, String>) -> ProcessResult {
+            ctx.waker().wake();
             let counter = ctx.task_shared("counter", || std::cell::Cell::new(0u32))?;
             counter.set(counter.get() + 1);
             assert!(
@@ -320,7 +303,7 @@ mod tests {
     fn a_processor_wakes_the_host_that_built_its_task() {
         let mut b = Topology::builder();
         b.add_source("src", ["in"], StringSerde, StringSerde)
-            .add_processor("wake", || WakesAtInit, ["src"]);
+            .add_processor("wake", || AtInit(Seen::default()), ["src"]);
         let topology = Arc::new(b.build().unwrap());
         let (host, other) = (ThreadWaker::default(), ThreadWaker::default());
         let _unused = factory_of(&topology).with_waker(other.clone());
@@ -339,8 +322,8 @@ mod tests {
         let (a, b) = (seen.clone(), seen.clone());
         let mut t = Topology::builder();
         t.add_source("src", ["in"], StringSerde, StringSerde)
-            .add_processor("one", move || Shares(a.clone()), ["src"])
-            .add_processor("two", move || Shares(b.clone()), ["one"]);
+            .add_processor("one", move || AtInit(a.clone()), ["src"])
+            .add_processor("two", move || AtInit(b.clone()), ["one"]);
         let factory = factory_of(&Arc::new(t.build().unwrap()));
         for partition in [0, 1] {
             task_of(&factory, partition).initialize().unwrap();

@@ -112,34 +112,25 @@ fn assign(
         .iter()
         .map(|e| (e.topic().to_owned(), e.partition()))
         .collect();
-    let context = consumer.context();
     let revoked: BTreeSet<_> = have.difference(&want).cloned().collect();
-    if !revoked.is_empty() {
-        let mut tpl = list(&revoked)?;
-        lend(tm, || {
-            context.rebalance(
-                consumer,
-                RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS,
-                &mut tpl,
-            );
-        });
-    }
+    callback(
+        consumer,
+        tm,
+        RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS,
+        &revoked,
+    )?;
     let added: BTreeSet<_> = want.difference(&have).cloned().collect();
-    if !added.is_empty() {
-        let mut tpl = list(&added)?;
-        lend(tm, || {
-            context.rebalance(
-                consumer,
-                RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS,
-                &mut tpl,
-            );
-        });
-    }
+    callback(
+        consumer,
+        tm,
+        RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS,
+        &added,
+    )?;
     let mut standbys: BTreeSet<TaskId> = target.standby.union(&target.warmup).copied().collect();
     standbys.retain(|t| !target.active.contains(t));
     tm.set_standbys(&standbys)?;
     tracing::info!(
-        thread = %context.name,
+        thread = %consumer.context().name,
         active = target.active.len(),
         standby = target.standby.len(),
         warmup = target.warmup.len(),
@@ -148,6 +139,21 @@ fn assign(
         "task assignment applied"
     );
     member.owned(target);
+    Ok(())
+}
+
+/// Runs the consumer context's rebalance callback (`kind`: assign or revoke) for
+/// `partitions`, unless there are none, with `tm` lent to it.
+fn callback(
+    consumer: &BaseConsumer<ThreadContext>,
+    tm: &mut TaskManager,
+    kind: RDKafkaRespErr,
+    partitions: &BTreeSet<(String, i32)>,
+) -> Result<(), StreamsError> {
+    if !partitions.is_empty() {
+        let mut tpl = list(partitions)?;
+        lend(tm, || consumer.context().rebalance(consumer, kind, &mut tpl));
+    }
     Ok(())
 }
 

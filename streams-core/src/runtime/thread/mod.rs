@@ -16,7 +16,6 @@ use rdkafka::error::KafkaError;
 use rdkafka::types::RDKafkaErrorCode;
 
 use crate::model::error::StreamsError;
-use crate::processor::ThreadWaker;
 use crate::runtime::client::consumed::{TopicNames, to_raw};
 use crate::runtime::group::assignment::TaskPartitions;
 use crate::runtime::group::lend::lend;
@@ -60,12 +59,8 @@ pub(crate) fn run(
     // Every event of this thread, rebalance callbacks included, carries the thread's name.
     let span = tracing::info_span!("stream_thread", thread = name);
     let _entered = span.enter();
-    // Async processors' completions wake the loop through the waker its tasks are built with.
-    let waker = tasks.settings.factory.waker().clone();
     let mut tasks = TaskManager::new(tasks)?;
-    let result = run_loop(
-        name, &consumer, &mut tasks, &settings, &shutdown, &status, inbox, &waker,
-    );
+    let result = run_loop(name, &consumer, &mut tasks, &settings, &shutdown, &status, inbox);
     consumer.context().closing.store(true, Ordering::Relaxed);
     let clean = result.is_ok();
     let closed = tasks.close(&consumer, clean);
@@ -88,7 +83,6 @@ fn callback_failure(tm: &mut TaskManager) -> Result<(), StreamsError> {
     tm.failure.take().map_or(Ok(()), Err)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn run_loop(
     name: &str,
     consumer: &BaseConsumer<ThreadContext>,
@@ -97,7 +91,6 @@ fn run_loop(
     shutdown: &AtomicBool,
     status: &Status,
     inbox: &Inbox,
-    waker: &ThreadWaker,
 ) -> Result<(), StreamsError> {
     tm.start_globals(name)?;
     tm.begin_transaction()?;
@@ -124,7 +117,7 @@ fn run_loop(
         let poll_started = Instant::now();
         while batch.len() < settings.max_poll_records {
             let generation = consumer.context().generation.load(Ordering::Relaxed);
-            let polled = poll_sliced(consumer, tm, timeout, inbox, waker);
+            let polled = poll_sliced(consumer, tm, timeout, inbox);
             if consumer.context().generation.load(Ordering::Relaxed) != generation {
                 drop_revoked(consumer, &mut batch);
             }
@@ -217,9 +210,9 @@ fn run_loop(
 const QUERY_SLICE: Duration = Duration::from_millis(5);
 
 /// Polls one message, waiting at most `timeout`, in slices of [`QUERY_SLICE`], with `tm`
-/// lent to the rebalance callbacks the poll may run: returns
-/// early (with nothing) when a query arrives, async work completed or a rebalance
-/// callback ran.
+/// lent to the rebalance callbacks the poll may run: returns early (with nothing) when a
+/// query arrives, async work completed (the tasks' processors woke the thread through the
+/// waker its task factory gives them) or a rebalance callback ran.
 ///
 /// A zero timeout (every poll of a batch after its first) is one poll that does not read
 /// the clock: a clock read costs 25 ns on a virtualised machine, and the per-record path
@@ -229,7 +222,6 @@ fn poll_sliced<'c>(
     tm: &mut TaskManager,
     timeout: Duration,
     inbox: &Inbox,
-    waker: &ThreadWaker,
 ) -> Option<rdkafka::error::KafkaResult<rdkafka::message::BorrowedMessage<'c>>> {
     if timeout.is_zero() {
         return lend(tm, || consumer.poll(Duration::ZERO));
@@ -242,7 +234,7 @@ fn poll_sliced<'c>(
         if polled.is_some()
             || left <= QUERY_SLICE
             || inbox.has_pending()
-            || waker.take()
+            || tm.settings.factory.waker().take()
             || consumer.context().generation.load(Ordering::Relaxed) != generation
         {
             return polled;
