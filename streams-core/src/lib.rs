@@ -62,7 +62,7 @@ pub use handlers::{ErrorHandling, ErrorPolicy};
 pub use metrics::{Metrics, RecordingLevel};
 pub use model::TaskId;
 pub use model::partitioner::{StreamPartitioner, default_partition, murmur2};
-pub use model::record::{Headers, OutputRecord, OutputRef, RawRecord, Record, RecordMetadata};
+pub use model::record::{Headers, Nulls, OutputRecord, OutputRef, RawRecord, Record, RecordMetadata};
 pub use processor::{Cancellable, Child, Processor, ProcessorContext, PunctuationType, ScheduleId};
 pub use runtime::query::{
     HostInfo, KeyQueryMetadata, KeyValueCursor, Queries, QueryError, ReadOnlyKeyValueStore,

@@ -135,6 +135,7 @@ impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
                                 windows,
                                 update: update.clone(),
                                 core: params.open(ctx)?,
+                                reduce: false,
                             })
                         },
                         &parent,

@@ -9,6 +9,7 @@
 //! co-partitioned with the table's topic.
 
 use std::sync::Arc;
+use streams_core::Nulls;
 
 use streams_core::{ProcessResult, Processor, ProcessorContext, Record, SourceConfig};
 use streams_state::serde::NullableSerde;
@@ -16,6 +17,7 @@ use streams_state::serde::NullableSerde;
 use crate::builder::StreamsBuilder;
 use crate::error::DslIssue;
 use crate::kstream::KStream;
+use crate::nulls::{Skip, drop_record, skipped};
 use crate::options::Materialized;
 use crate::processors::DslStore;
 
@@ -103,7 +105,10 @@ struct GlobalTableUpdater<K: 'static, V: 'static> {
 }
 
 impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Option<V>, (), ()> for GlobalTableUpdater<K, V> {
-    fn process(&mut self, _: &mut ProcessorContext<'_, (), ()>, r: Record<K, Option<V>>) -> ProcessResult {
+    fn process(&mut self, ctx: &mut ProcessorContext<'_, (), ()>, r: Record<K, Option<V>>) -> ProcessResult {
+        if skipped(ctx, &r, Skip::NullKey) {
+            return Ok(());
+        }
         let store = &self.store;
         match &r.value {
             Some(v) => store.put(&r.key, &crate::processors::stamp(v.clone(), r.timestamp))?,
@@ -138,6 +143,12 @@ where
     VR: Clone + 'static,
 {
     fn process(&mut self, ctx: &mut ProcessorContext<'_, K, VR>, r: Record<K, V>) -> ProcessResult {
+        // A null key goes to the key mapper, which may choose a table key from the value.
+        if r.nulls.value {
+            drop_record(ctx, "its value is null");
+            return Ok(());
+        }
+        let key_is_null = r.nulls.key;
         let other = self
             .store
             .get(&(self.key_mapper)(&r.key, &r.value))?
@@ -148,6 +159,10 @@ where
                 value: v,
                 timestamp: r.timestamp,
                 headers: r.headers,
+                nulls: Nulls {
+                    key: key_is_null,
+                    value: false,
+                },
             }),
             None => Ok(()),
         }

@@ -78,7 +78,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         let mut stream = self.derive(self.node.clone(), key_serde, value_serde, false);
         if self.repartition_required {
             stream.next_name = grouped.name.or_else(|| self.next_name.clone());
-            stream = stream.through_topic("group", grouped.partitions);
+            stream = stream.through_topic("group", grouped.partitions, false);
         } else {
             stream.next_name = self.next_name.clone();
         }
@@ -109,12 +109,19 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         s.key_serde = options.key_serde.or_else(|| self.key_serde.clone());
         s.value_serde = options.value_serde.or_else(|| self.value_serde.clone());
         s.next_name = options.name.or_else(|| self.next_name.clone());
-        s.through_topic("through", options.partitions)
+        s.through_topic("through", options.partitions, false)
     }
 
     /// This stream written to a repartition topic and read back; an unnamed topic's base
-    /// is `<node>-<op>`.
-    pub(crate) fn through_topic(&self, op: &str, partitions: Option<std::num::NonZeroU16>) -> Self {
+    /// is `<node>-<op>`. Records with a null key are not written unless `keep_null_keys`
+    /// (for an operator that takes them: the left side of a left join), as Kafka Streams
+    /// filters them before a repartition topic.
+    pub(crate) fn through_topic(
+        &self,
+        op: &str,
+        partitions: Option<std::num::NonZeroU16>,
+        keep_null_keys: bool,
+    ) -> Self {
         let given = self.next_name.clone();
         self.shared
             .check_named(given.is_some(), &self.node, "a repartition topic");
@@ -132,13 +139,17 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         };
         let sink = self.shared.name(Some(&format!("{base}-sink")), "", "");
         let source = self.shared.name(Some(&format!("{base}-source")), "", "");
+        let mut sink_config = SinkConfig::topic(&topic, ks.clone(), vs.clone());
+        if !keep_null_keys {
+            sink_config = sink_config.skip_null_keys();
+        }
         self.shared.with(|t| {
-            t.add_sink_with(
-                &sink,
-                SinkConfig::topic(&topic, ks.clone(), vs.clone()),
-                [&self.node],
-            )
-            .add_source(&source, [&topic], ks.clone(), vs.clone());
+            t.add_sink_with(&sink, sink_config, [&self.node]).add_source(
+                &source,
+                [&topic],
+                ks.clone(),
+                vs.clone(),
+            );
             if let Some(n) = partitions {
                 t.set_repartition_partitions(&topic, n);
             }
@@ -150,11 +161,6 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
 }
 
 impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
-    /// The grouped records as a stream again (after any repartitioning).
-    pub(crate) fn into_stream(self) -> KStream<K, V> {
-        self.stream
-    }
-
     /// The grouped records as a stream (after any repartitioning).
     pub(crate) fn stream(&self) -> &KStream<K, V> {
         &self.stream

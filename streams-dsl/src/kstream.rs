@@ -2,6 +2,7 @@
 //! adds one Processor-API node and returns the stream of that node's output.
 
 use std::sync::Arc;
+use streams_core::Nulls;
 
 use streams_core::{Processor, Record, SinkConfig};
 use streams_state::Serde;
@@ -149,15 +150,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         f: impl Fn(&K, V) -> V2 + Send + Sync + 'static,
     ) -> KStream<K, V2> {
         let name = self.child_name("map_values");
-        self.op(&name, move |r: Record<K, V>, emit| {
-            let v = f(&r.key, r.value);
-            emit(Record {
-                key: r.key,
-                value: v,
-                timestamp: r.timestamp,
-                headers: r.headers,
-            })
-        });
+        self.op(&name, move |r: Record<K, V>, emit| emit(r.map_value(&f)));
         self.derive(name, self.key_serde.clone(), carry(&self.value_serde), false)
     }
 
@@ -187,8 +180,17 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     {
         let name = self.child_name("flat_map_values");
         self.op(&name, move |r: Record<K, V>, emit| {
+            // The key stays as it was, null included.
+            let nulls = Nulls {
+                key: r.nulls.key,
+                value: false,
+            };
             for v in f(&r.key, r.value) {
-                emit(Record::new(r.key.clone(), v, r.timestamp).with_headers(r.headers.clone()))?;
+                emit(
+                    Record::new(r.key.clone(), v, r.timestamp)
+                        .with_headers(r.headers.clone())
+                        .with_nulls(nulls),
+                )?;
             }
             Ok(())
         });

@@ -282,8 +282,10 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         table: &KTable<K, VT>,
         joiner: JoinFn<K, V, VT, VR>,
     ) -> KStream<K, VR> {
+        let is_left = op == "left_join";
         let left = if self.repartition_required {
-            self.group_by_key(crate::Grouped::new()).into_stream()
+            // A left join takes records with a null key: they cross the topic.
+            self.through_topic("group", None, is_left)
         } else {
             self.clone()
         };
@@ -302,6 +304,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
                 Ok(StreamTableJoin {
                     joiner: joiner.clone(),
                     store: open(ctx, &table_store)?,
+                    left: is_left,
                 })
             },
             &left.node,

@@ -36,6 +36,7 @@ mod grouped;
 mod kstream;
 mod ktable;
 pub mod naming;
+mod nulls;
 pub mod optimization;
 mod options;
 mod processors;

@@ -3,12 +3,14 @@
 //! `Arc`s.
 
 use std::sync::Arc;
+use streams_core::Nulls;
 
 use streams_core::{KvStore, ProcessResult, Processor, ProcessorContext, Record};
 use streams_state::ValueAndTimestamp;
 
 use crate::change::{Change, TableIn};
 use crate::dyn_serde::DynSerde;
+use crate::nulls::{Skip, skipped};
 use crate::timestamped::{TimestampedValues, timestamped};
 
 /// A typed handle of a DSL store, values with their timestamps.
@@ -75,6 +77,9 @@ impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Option<V>, K, Change<V
         ctx: &mut ProcessorContext<'_, K, Change<V>>,
         r: Record<K, Option<V>>,
     ) -> ProcessResult {
+        if skipped(ctx, &r, Skip::NullKey) {
+            return Ok(());
+        }
         let old = if self.send_old {
             self.store.get(&r.key)?.map(|o| o.value)
         } else {
@@ -91,6 +96,7 @@ impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Option<V>, K, Change<V
             value: Change { new: r.value, old },
             timestamp: r.timestamp,
             headers: r.headers,
+            nulls: Nulls::NONE,
         })
     }
 }
@@ -112,6 +118,9 @@ impl<K: Clone + 'static, V: 'static, A: Clone + 'static> Processor<K, V, K, Chan
     for AggregateProcessor<K, V, A>
 {
     fn process(&mut self, ctx: &mut ProcessorContext<'_, K, Change<A>>, r: Record<K, V>) -> ProcessResult {
+        if skipped(ctx, &r, Skip::NullKeyOrValue) {
+            return Ok(());
+        }
         let old = self.store.get(&r.key)?;
         let timestamp = aggregate_time(r.timestamp, old.as_ref());
         let old = old.map(|o| o.value);
@@ -126,6 +135,7 @@ impl<K: Clone + 'static, V: 'static, A: Clone + 'static> Processor<K, V, K, Chan
             },
             timestamp,
             headers: r.headers,
+            nulls: Nulls::NONE,
         })
     }
 }
@@ -173,6 +183,7 @@ where
             value: Change { new, old },
             timestamp: r.timestamp,
             headers: r.headers,
+            nulls: Nulls::NONE,
         })
     }
 }
@@ -191,6 +202,7 @@ impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Change<V>, K, Option<V
             value: r.value.new,
             timestamp: r.timestamp,
             headers: r.headers,
+            nulls: Nulls::NONE,
         })
     }
 }
@@ -204,19 +216,34 @@ pub(crate) struct StreamTableJoin<K: 'static, V, VT: 'static, VR> {
     pub joiner: JoinFn<K, V, VT, VR>,
     /// The table's store.
     pub store: DslStore<K, VT>,
+    /// A left join: a record with a null key is joined with no row rather than skipped.
+    pub left: bool,
 }
 
 impl<K: Clone + 'static, V: 'static, VT: Clone + 'static, VR: Clone + 'static> Processor<K, V, K, VR>
     for StreamTableJoin<K, V, VT, VR>
 {
     fn process(&mut self, ctx: &mut ProcessorContext<'_, K, VR>, r: Record<K, V>) -> ProcessResult {
-        let other = self.store.get(&r.key)?.map(|o| o.value);
+        let null_key_left = r.nulls.key && !r.nulls.value && self.left;
+        if !null_key_left && skipped(ctx, &r, Skip::NullKeyOrValue) {
+            return Ok(());
+        }
+        // No row has a null key.
+        let other = match null_key_left {
+            true => None,
+            false => self.store.get(&r.key)?.map(|o| o.value),
+        };
+        let key_is_null = r.nulls.key;
         match (self.joiner)(&r.key, r.value, other) {
             Some(v) => ctx.forward(Record {
                 key: r.key,
                 value: v,
                 timestamp: r.timestamp,
                 headers: r.headers,
+                nulls: Nulls {
+                    key: key_is_null,
+                    value: false,
+                },
             }),
             None => Ok(()),
         }

@@ -16,6 +16,7 @@
 //! the aggregate's before (the record's for a key without an aggregate).
 
 use std::sync::Arc;
+use streams_core::Nulls;
 
 use streams_core::{ProcessResult, Processor, ProcessorContext, Record};
 
@@ -88,7 +89,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         mapped.next_name = grouped.name;
         mapped.repartition_required = true;
         KGroupedTable {
-            stream: mapped.through_topic("group", grouped.partitions),
+            stream: mapped.through_topic("group", grouped.partitions, false),
             value_serde,
         }
     }
@@ -210,6 +211,7 @@ where
             value: Change { new, old },
             timestamp: r.timestamp,
             headers,
+            nulls: Nulls::NONE,
         };
         match (old, new) {
             (Some((old_key, old)), Some((new_key, new))) if old_key == new_key => {
@@ -276,6 +278,7 @@ where
             },
             timestamp,
             headers: r.headers,
+            nulls: Nulls::NONE,
         })
     }
 }

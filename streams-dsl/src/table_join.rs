@@ -23,6 +23,7 @@
 
 use std::marker::PhantomData;
 use std::sync::Arc;
+use streams_core::Nulls;
 
 use streams_core::{ProcessResult, Processor, ProcessorContext, Record};
 
@@ -79,6 +80,7 @@ where
             value: Change { new, old },
             timestamp,
             headers: r.headers,
+            nulls: Nulls::NONE,
         })
     }
 }

@@ -34,6 +34,8 @@ mod diff;
 mod fk_cogroup;
 #[path = "differential_java/joins.rs"]
 mod joins;
+#[path = "common/random.rs"]
+mod random;
 #[path = "differential_java/session.rs"]
 mod session;
 #[path = "differential_java/windowed.rs"]

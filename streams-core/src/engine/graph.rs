@@ -154,6 +154,10 @@ impl NodeContext for NodeCx<'_> {
         self.task.exactly_once.get()
     }
 
+    fn count_dropped(&self) {
+        self.task.dropped.set(self.task.dropped.get() + 1);
+    }
+
     fn send(&self, record: OutputRef<'_>) -> Result<(), ProcessorError> {
         let refused = match self.task.collector.borrow_mut().send(record) {
             Ok(()) => return Ok(()),
@@ -169,7 +173,7 @@ impl NodeContext for NodeCx<'_> {
                 error = %refused.message,
                 "dropping an output record the producer refused (production.exception.handler=log_and_continue)"
             );
-            self.task.dropped_outputs.set(self.task.dropped_outputs.get() + 1);
+            self.count_dropped();
             return Ok(());
         }
         let error: ProcessorError = refused.to_string().into();

@@ -339,7 +339,7 @@ impl Task {
         let mut slot = Some(raw);
         self.shared.reset_failure();
         let result = self.graph.process(&self.shared, node, &mut slot);
-        self.counters.dropped += self.shared.dropped_outputs.replace(0);
+        self.counters.dropped += self.shared.dropped.replace(0);
         match result {
             Ok(()) if self.shared.fault.borrow().is_none() => self.counters.processed += 1,
             result => {
@@ -378,6 +378,7 @@ impl Task {
             self.call_error(result)?;
             self.counters.punctuations += 1;
         }
+        self.counters.dropped += self.shared.dropped.replace(0);
         *self.shared.record.borrow_mut() = saved;
         Ok(due.len())
     }

@@ -99,8 +99,9 @@ pub(crate) struct TaskShared {
     /// The production handler says `log_and_continue`: a sink drops an output record the
     /// producer refuses for good, and the input's processing goes on.
     pub drop_refused_outputs: Cell<bool>,
-    /// Output records dropped so (counted into the task's dropped records).
-    pub dropped_outputs: Cell<u64>,
+    /// Records its nodes dropped (output records the producer refused, input records a
+    /// node skipped), counted into the task's dropped records.
+    pub dropped: Cell<u64>,
 }
 
 impl TaskShared {
@@ -135,7 +136,7 @@ impl TaskShared {
             values: RefCell::new(BTreeMap::new()),
             exactly_once: Cell::new(false),
             drop_refused_outputs: Cell::new(false),
-            dropped_outputs: Cell::new(0),
+            dropped: Cell::new(0),
         }
     }
 

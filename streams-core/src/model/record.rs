@@ -63,6 +63,32 @@ impl Headers {
     }
 }
 
+/// Which parts of a record are null as Kafka sees them: a null key, or a null value (a
+/// tombstone).
+///
+/// A typed record cannot always say so itself: a null value read with `StringSerde` is
+/// `""`. A source sets these flags from the bytes it read; they stay while the record
+/// passes on unchanged (filters, branches, `peek`, `merge`, repartition topics) and are
+/// cleared for the part a processor replaces ([`Record::with_key`],
+/// [`Record::with_value`], [`Record::map_value`]). A sink writes a flagged part as null
+/// whatever its serde, and the DSL's aggregations and joins skip records whose key or
+/// value is null where Kafka Streams does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Nulls {
+    /// The key is null.
+    pub key: bool,
+    /// The value is null.
+    pub value: bool,
+}
+
+impl Nulls {
+    /// Neither part is null.
+    pub const NONE: Self = Self {
+        key: false,
+        value: false,
+    };
+}
+
 /// A typed record flowing between processors.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record<K, V> {
@@ -74,36 +100,62 @@ pub struct Record<K, V> {
     pub timestamp: i64,
     /// The headers.
     pub headers: Headers,
+    /// Whether the key or value is null on the wire (see [`Nulls`]).
+    pub nulls: Nulls,
 }
 
 impl<K, V> Record<K, V> {
-    /// A record with no headers.
+    /// A record with no headers, whose key and value are not null.
     pub fn new(key: K, value: V, timestamp: i64) -> Self {
         Self {
             key,
             value,
             timestamp,
             headers: Headers::new(),
+            nulls: Nulls::NONE,
         }
     }
 
-    /// The same record with another key.
+    /// The same record with another key (not null).
     pub fn with_key<K2>(self, key: K2) -> Record<K2, V> {
         Record {
             key,
             value: self.value,
             timestamp: self.timestamp,
             headers: self.headers,
+            nulls: Nulls {
+                key: false,
+                value: self.nulls.value,
+            },
         }
     }
 
-    /// The same record with another value.
+    /// The same record with another value (not null).
     pub fn with_value<V2>(self, value: V2) -> Record<K, V2> {
         Record {
             key: self.key,
             value,
             timestamp: self.timestamp,
             headers: self.headers,
+            nulls: Nulls {
+                key: self.nulls.key,
+                value: false,
+            },
+        }
+    }
+
+    /// The same record with its value replaced by `f(&key, value)` (not null).
+    pub fn map_value<V2>(self, f: impl FnOnce(&K, V) -> V2) -> Record<K, V2> {
+        let value = f(&self.key, self.value);
+        Record {
+            key: self.key,
+            value,
+            timestamp: self.timestamp,
+            headers: self.headers,
+            nulls: Nulls {
+                key: self.nulls.key,
+                value: false,
+            },
         }
     }
 
@@ -117,6 +169,22 @@ impl<K, V> Record<K, V> {
     pub fn with_headers(mut self, headers: Headers) -> Self {
         self.headers = headers;
         self
+    }
+
+    /// The same record with its key and value marked null (or not) as `nulls` says.
+    pub fn with_nulls(mut self, nulls: Nulls) -> Self {
+        self.nulls = nulls;
+        self
+    }
+
+    /// Whether the key is null on the wire (see [`Nulls`]).
+    pub fn key_is_null(&self) -> bool {
+        self.nulls.key
+    }
+
+    /// Whether the value is null on the wire (a tombstone; see [`Nulls`]).
+    pub fn value_is_null(&self) -> bool {
+        self.nulls.value
     }
 }
 

@@ -73,6 +73,13 @@ impl<'a, K, V> ProcessorContext<'a, K, V> {
         Ok(value)
     }
 
+    /// Counts the record being processed as dropped in the task's dropped-records metric
+    /// (`streams_task_dropped_records_total`), as a processor that skips a record it cannot
+    /// use does: a null key or value, a record too late for its window.
+    pub fn count_dropped(&self) {
+        self.cx.count_dropped();
+    }
+
     /// Whether the task runs under exactly-once (`exactly_once_v2`).
     pub fn is_exactly_once(&self) -> bool {
         self.cx.exactly_once()

@@ -68,6 +68,8 @@ pub(crate) trait NodeContext {
     fn set_task_value(&self, name: &str, value: std::rc::Rc<dyn std::any::Any>);
     /// Whether the task runs under exactly-once.
     fn exactly_once(&self) -> bool;
+    /// Counts one record as dropped in the task's dropped-records metric.
+    fn count_dropped(&self);
     /// Records `fault` for the engine and returns the error to pass up. The engine handles
     /// the record by the fault's own rules whatever the nodes above do with that error:
     /// a processor that swallows it does not make the record succeed.

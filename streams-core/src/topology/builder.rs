@@ -58,6 +58,8 @@ pub struct SinkConfig<KS: Serde, VS: Serde> {
     partitioner: Option<Arc<dyn StreamPartitioner<KS::Target, VS::Target>>>,
     /// What `describe()` shows for a topic-name extractor.
     extractor_name: String,
+    /// Records with a null key are not written.
+    skip_null_keys: bool,
 }
 
 impl<KS: Serde + Clone, VS: Serde + Clone> SinkConfig<KS, VS> {
@@ -69,6 +71,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> SinkConfig<KS, VS> {
             value_serde,
             partitioner: None,
             extractor_name: String::new(),
+            skip_null_keys: false,
         }
     }
 
@@ -87,6 +90,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> SinkConfig<KS, VS> {
             value_serde,
             partitioner: None,
             extractor_name,
+            skip_null_keys: false,
         }
     }
 
@@ -97,6 +101,14 @@ impl<KS: Serde + Clone, VS: Serde + Clone> SinkConfig<KS, VS> {
     /// to a fixed topic.
     pub fn extractor_name(mut self, name: impl Into<String>) -> Self {
         self.extractor_name = name.into();
+        self
+    }
+
+    /// Does not write records whose key is null (see [`Nulls`](crate::Nulls)), and counts
+    /// them as dropped: a repartition topic feeding an operator that would skip them
+    /// anyway (Kafka Streams filters null keys before such a topic).
+    pub fn skip_null_keys(mut self) -> Self {
+        self.skip_null_keys = true;
         self
     }
 
@@ -293,6 +305,7 @@ impl TopologyBuilder {
             value_serde,
             partitioner,
             extractor_name,
+            skip_null_keys,
         } = config;
         let target = match &destination {
             SinkDestination::Topic(t) => SinkTarget::Topic(t.clone()),
@@ -310,6 +323,7 @@ impl TopologyBuilder {
                     key_serde: key_serde.clone(),
                     value_serde: value_serde.clone(),
                     partitioner: partitioner.clone(),
+                    skip_null_keys,
                     key_buf: Vec::new(),
                     value_buf: Vec::new(),
                 }) as Box<dyn ErasedNode>

@@ -13,7 +13,7 @@ use streams_state::{Serde, SerdeError};
 
 use crate::model::error::{ProcessResult, ProcessorError};
 use crate::model::partitioner::{StreamPartitioner, default_partition};
-use crate::model::record::{OutputRef, RawRecord, Record};
+use crate::model::record::{Nulls, OutputRef, RawRecord, Record};
 use crate::processor::node::{ErasedNode, NodeContext, NodeFault};
 use crate::processor::{Processor, ProcessorContext, ScheduleId};
 
@@ -171,6 +171,10 @@ where
             value,
             timestamp: cx.timestamp(),
             headers: raw.headers.clone(),
+            nulls: Nulls {
+                key: raw.key.is_none(),
+                value: raw.value.is_none(),
+            },
         };
         let children = cx.children();
         let Some((last, rest)) = children.split_last() else {
@@ -214,6 +218,8 @@ pub(crate) struct SinkNode<KS: Serde, VS: Serde> {
     pub key_serde: KS,
     pub value_serde: VS,
     pub partitioner: Option<Arc<dyn StreamPartitioner<KS::Target, VS::Target>>>,
+    /// Records with a null key are dropped, not written.
+    pub skip_null_keys: bool,
     pub key_buf: Vec<u8>,
     pub value_buf: Vec<u8>,
 }
@@ -236,6 +242,11 @@ where
 
     fn process(&mut self, cx: &dyn NodeContext, record: &mut dyn Any) -> ProcessResult {
         let record = take_record::<KS::Target, VS::Target>(record)?;
+        if self.skip_null_keys && record.nulls.key {
+            tracing::debug!(node = cx.node_name(), "not writing a record with a null key");
+            cx.count_dropped();
+            return Ok(());
+        }
         let extracted;
         let topic: &str = match &self.destination {
             SinkDestination::Topic(t) => t,
@@ -252,14 +263,18 @@ where
                 source,
             })
         };
-        let has_key = self
-            .key_serde
-            .serialize_nullable(&record.key, &mut self.key_buf)
-            .map_err(|e| failure(topic, e))?;
-        let has_value = self
-            .value_serde
-            .serialize_nullable(&record.value, &mut self.value_buf)
-            .map_err(|e| failure(topic, e))?;
+        // A part that was null when read stays null, whatever the serde would write for
+        // its typed stand-in (`""` for a string).
+        let has_key = !record.nulls.key
+            && self
+                .key_serde
+                .serialize_nullable(&record.key, &mut self.key_buf)
+                .map_err(|e| failure(topic, e))?;
+        let has_value = !record.nulls.value
+            && self
+                .value_serde
+                .serialize_nullable(&record.value, &mut self.value_buf)
+                .map_err(|e| failure(topic, e))?;
         let partitions = cx.partitions(topic);
         let partition = match (&self.partitioner, partitions) {
             (Some(p), Some(n)) => p.partition(topic, &record.key, &record.value, n),

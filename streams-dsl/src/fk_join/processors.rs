@@ -13,6 +13,7 @@
 
 use std::marker::PhantomData;
 use std::sync::Arc;
+use streams_core::Nulls;
 
 use streams_core::state::serde::BytesSerde;
 use streams_core::{KvStore, ProcessResult, Processor, ProcessorContext, Record};
@@ -65,7 +66,9 @@ where
             (Some(o), Some(n)) => self.fk_serde.serialize(o)? != self.fk_serde.serialize(n)?,
             _ => false,
         };
-        let mut send = |fk: KO, instruction: Instruction| {
+        // `null_fk`: the subscription goes out with a null foreign key (the key given only
+        // stands in for it), which the right side answers at once, with no row.
+        let mut send_to = |fk: KO, instruction: Instruction, null_fk: bool| {
             ctx.forward(Record {
                 key: fk,
                 value: Subscription {
@@ -76,11 +79,23 @@ where
                 },
                 timestamp: r.timestamp,
                 headers: r.headers.clone(),
+                nulls: Nulls {
+                    key: null_fk,
+                    value: false,
+                },
             })
         };
+        let mut send = |fk: KO, instruction: Instruction| send_to(fk, instruction, false);
         use Instruction::*;
         match (old_fk, new_fk) {
             (None, None) => Ok(()),
+            // A deleted row of a left join: unsubscribed from its old foreign key, and
+            // answered through a subscription of the null foreign key (Kafka Streams'
+            // way): a tombstone at the row's time.
+            (Some(old), None) if self.left_join => {
+                send(old.clone(), DeleteNoPropagate)?;
+                send_to(old, PropagateNullIfAbsent, true)
+            }
             // A deleted row: its old foreign key answers with no right value, which the
             // left side turns into a tombstone.
             (Some(old), None) => send(old, DeleteAndPropagate),
@@ -117,6 +132,23 @@ where
         r: Record<KO, Subscription<K>>,
     ) -> ProcessResult {
         let sub = r.value;
+        if r.nulls.key {
+            // A null foreign key (a deleted row of a left join): nothing to store or read.
+            if sub.instruction != Instruction::PropagateNullIfAbsent {
+                return Ok(());
+            }
+            return ctx.forward(Record {
+                key: sub.pk,
+                value: Response {
+                    hash: sub.hash,
+                    value: None,
+                    partition: sub.partition,
+                },
+                timestamp: r.timestamp,
+                headers: r.headers,
+                nulls: Nulls::NONE,
+            });
+        }
         let key = subscription_key(
             &self.fk_serde.serialize(&r.key)?,
             &self.pk_serde.serialize(&sub.pk)?,
@@ -126,18 +158,21 @@ where
         } else {
             self.subscriptions.put(&key, &sub)?;
         }
+        if sub.instruction == Instruction::DeleteNoPropagate {
+            return Ok(());
+        }
+        // The result's time is the later of the subscription's and the right row's, for a
+        // delete too (Kafka Streams reads the row whatever the instruction).
+        let row = self.right.get(&r.key)?;
+        let timestamp = row.as_ref().map_or(r.timestamp, |v| v.timestamp.max(r.timestamp));
         let right = match sub.instruction {
-            Instruction::DeleteNoPropagate => return Ok(()),
-            Instruction::DeleteAndPropagate => None,
-            Instruction::PropagateNullIfAbsent => self.right.get(&r.key)?,
-            Instruction::PropagateOnlyIfPresent => match self.right.get(&r.key)? {
+            Instruction::DeleteAndPropagate | Instruction::DeleteNoPropagate => None,
+            Instruction::PropagateNullIfAbsent => row,
+            Instruction::PropagateOnlyIfPresent => match row {
                 Some(v) => Some(v),
                 None => return Ok(()),
             },
         };
-        let timestamp = right
-            .as_ref()
-            .map_or(r.timestamp, |v| v.timestamp.max(r.timestamp));
         ctx.forward(Record {
             key: sub.pk,
             value: Response {
@@ -147,6 +182,7 @@ where
             },
             timestamp,
             headers: r.headers,
+            nulls: Nulls::NONE,
         })
     }
 }
@@ -191,6 +227,7 @@ where
                 },
                 timestamp: r.timestamp,
                 headers: r.headers.clone(),
+                nulls: Nulls::NONE,
             })?;
         }
         Ok(())
@@ -245,6 +282,7 @@ where
             value: Change { new, old },
             timestamp: r.timestamp,
             headers: r.headers,
+            nulls: Nulls::NONE,
         })
     }
 }

@@ -8,6 +8,7 @@
 //! of an attempt only after its record was forwarded.
 
 use std::sync::Arc;
+use streams_core::Nulls;
 
 use streams_core::serdes::{BytesSerde, NullableSerde, Serde};
 use streams_core::{Headers, ProcessResult, ProcessorContext, Record, RecordMetadata};
@@ -85,6 +86,7 @@ impl<KS: Serde, VS: Serde> Stage<KS, VS> {
             value,
             timestamp: read.timestamp,
             headers: read.headers.clone(),
+            nulls: Nulls::NONE,
         })
     }
 
@@ -150,6 +152,7 @@ impl<KS: Serde, VS: Serde> Stage<KS, VS> {
                 value: read.value.clone(),
                 timestamp: read.timestamp,
                 headers,
+                nulls: Nulls::NONE,
             },
         )?;
         self.report(&read, number, outcome, Some(&error));

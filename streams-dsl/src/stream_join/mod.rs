@@ -198,8 +198,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         if self.repartition_required || other.repartition_required {
             shared.check_named(node_named, &node, "a repartition topic");
         }
-        let left = co_partitioned(self, &node, "left", &ks, &v1s);
-        let right = co_partitioned(other, &node, "right", &ks, &v2s);
+        // A side whose unmatched records are emitted takes records with a null key.
+        let left = co_partitioned(self, &node, "left", &ks, &v1s, joiners.unmatched.is_some());
+        let right = co_partitioned(other, &node, "right", &ks, &v2s, joiners.right_outer);
 
         let stores = add_stores(
             self,
@@ -327,6 +328,7 @@ fn co_partitioned<K: Clone + 'static, V: Clone + 'static>(
     side: &str,
     key_serde: &DynSerde<K>,
     value_serde: &DynSerde<V>,
+    keep_null_keys: bool,
 ) -> KStream<K, V> {
     if !stream.repartition_required {
         return stream.clone();
@@ -335,7 +337,7 @@ fn co_partitioned<K: Clone + 'static, V: Clone + 'static>(
     s.key_serde = Some(key_serde.clone());
     s.value_serde = Some(value_serde.clone());
     s.next_name = Some(format!("{join}-{side}"));
-    s.through_topic("group", None)
+    s.through_topic("group", None, keep_null_keys)
 }
 
 /// Adds the window stores (and for left and outer joins the outer-join store).

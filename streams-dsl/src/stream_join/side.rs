@@ -19,10 +19,12 @@
 use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::Arc;
+use streams_core::Nulls;
 
 use streams_core::{Headers, ProcessResult, Processor, ProcessorContext, Record, WindowStore};
 
 use crate::dyn_serde::DynSerde;
+use crate::nulls::{Skip, drop_record, skipped};
 use crate::stream_join::options::JoinWindows;
 use crate::stream_join::outer::{OuterKey, OuterStore};
 
@@ -121,21 +123,27 @@ where
         if open_from(self.tracker.min_outer.get()) {
             return Ok(());
         }
+        // As Kafka Streams' pass over its outer-join store: entries in time order; an entry
+        // whose window is still open marks its side open and is kept; the pass ends once
+        // both sides are open (a left join never opens the right side: it reads to the
+        // end). The tracked time becomes that of the last entry read, which is not always
+        // the earliest kept: later passes wait for that one, as Kafka Streams' do.
         let mut due = Vec::new();
-        let mut remaining = i64::MAX;
+        let mut last_read = i64::MAX;
+        let (mut left_open, mut right_open) = (false, false);
         {
             let reader = outer.store.read()?;
             for entry in reader.all()? {
                 let (key, values) = entry?;
-                if open_from(key.time) {
-                    remaining = remaining.min(key.time);
+                last_read = key.time;
+                if left_open && right_open {
                     break;
                 }
-                if self.windows.closed(key.left, key.time, now) {
-                    due.push((key, values));
-                } else {
-                    remaining = remaining.min(key.time);
+                if !self.windows.closed(key.left, key.time, now) {
+                    *(if key.left { &mut left_open } else { &mut right_open }) = true;
+                    continue;
                 }
+                due.push((key, values));
             }
         }
         for (key, values) in due {
@@ -153,13 +161,41 @@ where
                         value,
                         timestamp: key.time,
                         headers: headers.clone(),
+                        nulls: Nulls::NONE,
                     })?;
                 }
             }
             outer.store.delete(&key)?;
         }
-        self.tracker.min_outer.set(remaining);
+        self.tracker.min_outer.set(last_read);
         Ok(())
+    }
+
+    /// Emits `r` (of a side whose unmatched records are emitted) as unmatched, now.
+    fn emit_unmatched_now(&self, ctx: &mut ProcessorContext<'_, K, VR>, r: Record<K, VT>) -> ProcessResult {
+        let Some(outer) = &self.outer else {
+            return Ok(());
+        };
+        // `VT` is the left or the right value type: through bytes, as the waiting records go.
+        let bytes = self.this_serde.serialize(&r.value)?;
+        let value = if self.left {
+            (outer.unmatched)(&r.key, Some(&outer.left_serde.deserialize(&bytes)?), None)
+        } else {
+            (outer.unmatched)(&r.key, None, Some(&outer.right_serde.deserialize(&bytes)?))
+        };
+        match value {
+            Some(value) => ctx.forward(Record {
+                key: r.key,
+                value,
+                timestamp: r.timestamp,
+                headers: r.headers,
+                nulls: Nulls {
+                    key: true,
+                    value: false,
+                },
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Adds `value` to the waiting records of its key at `time`.
@@ -193,8 +229,16 @@ where
     fn process(&mut self, ctx: &mut ProcessorContext<'_, K, VR>, r: Record<K, VT>) -> ProcessResult {
         let t = r.timestamp;
         let now = self.tracker.advance(t);
+        if r.nulls.key && !r.nulls.value && self.is_outer(self.left) {
+            // No partner can have a null key: unmatched at once (Kafka Streams' KIP-962).
+            return self.emit_unmatched_now(ctx, r);
+        }
+        if skipped(ctx, &r, Skip::NullKeyOrValue) {
+            return Ok(());
+        }
         if self.windows.closed(self.left, t, now) {
-            return Ok(()); // late: its window closed before it arrived
+            drop_record(ctx, "its join window closed");
+            return Ok(());
         }
         if t == now {
             self.emit_closed(ctx, now, &r.headers)?;
@@ -207,10 +251,10 @@ where
         };
         let partners: Vec<(i64, VO)> = {
             let reader = self.other_store.read()?;
+            // Every partner the other store still holds, as in Kafka Streams: an in-time
+            // record joins a partner whose own window closed, if the store retains it.
             let found = reader.fetch_range(&r.key, t.saturating_sub(back), t.saturating_add(ahead))?;
-            found
-                .filter(|e| e.as_ref().map_or(true, |(ts, _)| !w.closed(!self.left, *ts, now)))
-                .collect::<Result<_, _>>()?
+            found.collect::<Result<_, _>>()?
         };
         if let Some(outer) = self.outer.as_ref().filter(|_| self.is_outer(!self.left)) {
             let mut last = None;
@@ -234,6 +278,7 @@ where
                 value: (self.pair)(&r.key, &r.value, other),
                 timestamp: t.max(*ts),
                 headers: r.headers.clone(),
+                nulls: Nulls::NONE,
             })?;
         }
         if partners.is_empty() && self.is_outer(self.left) {

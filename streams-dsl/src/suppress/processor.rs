@@ -2,6 +2,7 @@
 //! then forwards every entry whose buffer time is at or before `stream time - limit`,
 //! oldest first, and enforces the buffer's capacity.
 
+use streams_core::Nulls;
 use streams_core::{ProcessResult, Processor, ProcessorContext, ProcessorError, Record};
 
 use crate::dyn_serde::DynSerde;
@@ -45,6 +46,7 @@ impl<K: Clone + 'static, V: Clone + 'static> SuppressProcessor<K, V> {
             value,
             timestamp: e.timestamp,
             headers: e.headers,
+            nulls: Nulls::NONE,
         })?;
         Ok(true)
     }

@@ -13,6 +13,7 @@
 //! downstream), an update of a window that was in the store carries the window's aggregate
 //! before the update; a new window's update and a final result carry none.
 
+use streams_core::Nulls;
 use streams_core::serdes::{I64Serde, StringSerde};
 use streams_core::state::StoreError;
 use streams_core::{Headers, KvStore, ProcessResult, ProcessorContext, Record, WindowStoreRef};
@@ -200,6 +201,28 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
             },
             timestamp: value.timestamp,
             headers: headers.clone(),
+            nulls: Nulls::NONE,
+        })
+    }
+
+    /// Forwards that the window `key` has no aggregate (unless only final results are
+    /// forwarded): a reduce whose first value was null.
+    pub fn forward_tombstone(
+        &self,
+        ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
+        key: Windowed<K>,
+        timestamp: i64,
+        headers: &Headers,
+    ) -> ProcessResult {
+        if self.emit.is_some() {
+            return Ok(());
+        }
+        ctx.forward(Record {
+            key,
+            value: Change { new: None, old: None },
+            timestamp,
+            headers: headers.clone(),
+            nulls: Nulls::NONE,
         })
     }
 
@@ -244,6 +267,7 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
                 },
                 timestamp: v.timestamp,
                 headers: headers.clone(),
+                nulls: Nulls::NONE,
             })?;
         }
         if let Some(emit) = &mut self.emit {

@@ -27,11 +27,13 @@
 //! record can neither remove nor create a session that is due, and the store (retention
 //! `+ 1` ms) still holds every session ending at or after the last close.
 
+use streams_core::Nulls;
 use streams_core::state::{SessionStore, StoreError};
 use streams_core::{Headers, ProcessResult, Processor, ProcessorContext, Record};
 
 use crate::change::Change;
 use crate::dyn_serde::DynSerde;
+use crate::nulls::{Skip, drop_record, skipped};
 use crate::windowed::NO_TIMESTAMP;
 use crate::windowed::common::EmitFinal;
 use crate::windowed::serde::Windowed;
@@ -92,6 +94,7 @@ where
             value,
             timestamp,
             headers: headers.clone(),
+            nulls: Nulls::NONE,
         })
     }
 
@@ -149,6 +152,9 @@ where
         if r.timestamp < 0 {
             return Ok(()); // the engine drops these before
         }
+        if skipped(ctx, &r, Skip::NullKey) {
+            return Ok(());
+        }
         let (t, gap) = (r.timestamp, self.windows.gap_ms);
         self.observed = self.observed.max(t);
         let close = self
@@ -177,7 +183,8 @@ where
             agg = Some((self.fns.merge)(&r.key, agg, v.clone()));
         }
         if end < close {
-            return Ok(()); // late: the merged session closed
+            drop_record(ctx, "its session closed");
+            return Ok(());
         }
         let forward = self.emit.is_none();
         let send_old = self.send_old;
@@ -192,6 +199,20 @@ where
             }
         } else if send_old {
             replaced = found.into_iter().next().map(|(_, v)| v);
+        }
+        if agg.is_none() && r.nulls.value {
+            // A reduce starts from no aggregate and takes the first value as it (Kafka
+            // Streams' null): a null first value leaves the session empty, and its update
+            // is a tombstone.
+            if forward {
+                let session = Windowed {
+                    key: r.key,
+                    start,
+                    end,
+                };
+                Self::forward(ctx, session, Change { new: None, old: None }, &r.headers)?;
+            }
+            return Ok(());
         }
         let agg = (self.fns.add)(&r.key, r.value, agg);
         let session = Windowed {

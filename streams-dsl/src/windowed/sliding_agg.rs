@@ -27,6 +27,7 @@ use std::collections::HashSet;
 use streams_core::{ProcessResult, Processor, ProcessorContext, ProcessorError, Record};
 
 use crate::change::Change;
+use crate::nulls::{Skip, drop_record, skipped};
 use crate::processors::UpdateFn;
 use crate::windowed::common::WindowCore;
 use streams_state::ValueAndTimestamp;
@@ -228,11 +229,15 @@ where
         if r.timestamp < 0 {
             return Ok(()); // no window holds it (the engine drops these before)
         }
+        if skipped(ctx, &r, Skip::NullKeyOrValue) {
+            return Ok(());
+        }
         self.core.observed = self.core.observed.max(r.timestamp);
         let close = self.core.observed.saturating_sub(self.windows.grace_ms);
         let d = self.diff();
         if r.timestamp.saturating_add(d) < close {
-            return Ok(()); // every window holding it is closed
+            drop_record(ctx, "every window holding it closed");
+            return Ok(());
         }
         if r.timestamp < d {
             // As Kafka: an early record does not trigger the emission of final results.

@@ -217,6 +217,7 @@ where
 {
     let s = grouped.stream();
     let node = s.aggregation_node(op, &materialized);
+    let reduce = op.ends_with("reduce");
     if let Kind::Time(w) = kind
         && !w.valid()
     {
@@ -266,6 +267,7 @@ where
                     windows,
                     update: update.clone(),
                     core: params.open(ctx)?,
+                    reduce,
                 })
             },
             &s.node,

@@ -10,6 +10,7 @@
 use streams_core::{ProcessResult, Processor, ProcessorContext, Record};
 
 use crate::change::Change;
+use crate::nulls::{Skip, drop_record, skipped};
 use crate::processors::UpdateFn;
 use crate::windowed::common::WindowCore;
 use streams_state::ValueAndTimestamp;
@@ -21,6 +22,10 @@ pub(crate) struct TimeWindowAggregate<K: 'static, V, A: 'static> {
     pub windows: TimeWindows,
     pub update: UpdateFn<K, V, A>,
     pub core: WindowCore<K, A>,
+    /// A reduce. Kafka Streams' reduce starts a window from a null aggregate and takes the
+    /// first value as it: a null first value leaves the window empty, and its update is a
+    /// tombstone.
+    pub reduce: bool,
 }
 
 impl<K, V, A> Processor<K, V, Windowed<K>, Change<A>> for TimeWindowAggregate<K, V, A>
@@ -37,15 +42,25 @@ where
         if r.timestamp < 0 {
             return Ok(()); // no window holds it (the engine drops these before)
         }
+        if skipped(ctx, &r, Skip::NullKey) {
+            return Ok(());
+        }
         let core = &mut self.core;
         core.observed = core.observed.max(r.timestamp);
         let close = core.observed.saturating_sub(self.windows.grace_ms);
         for start in self.windows.window_starts(r.timestamp) {
             let key = core.windowed(&r.key, start);
             if key.end <= close {
-                continue; // closed: the record is late for this window
+                // Closed: the record is late for this window (counted per window, as
+                // Kafka Streams does).
+                drop_record(ctx, "its window closed");
+                continue;
             }
             let old = core.get(&r.key, start)?;
+            if self.reduce && r.nulls.value && old.is_none() {
+                core.forward_tombstone(ctx, key, r.timestamp, &r.headers)?;
+                continue;
+            }
             let timestamp = old.as_ref().map_or(r.timestamp, |o| o.timestamp.max(r.timestamp));
             let old = old.map(|o| o.value);
             let value = (self.update)(&r.key, r.value.clone(), old.clone());

@@ -13,6 +13,12 @@
 //! (Kafka Streams' `statestore.cache.max.bytes=0`), so every update is forwarded at once.
 //! The Java program runs every case once per test binary.
 //!
+//! Each case also runs on seeded random inputs of the same shape (`random.rs`): seeds
+//! `0..STREAMS_DIFF_SEEDS` (default [`DEFAULT_SEEDS`]; `scripts/diff-random.sh` runs
+//! hundreds). Each generated input is written as `<case>~<seed>.json` next to copies of
+//! the hand-written ones in a temporary directory, which the Java program runs in full.
+//! A difference on a generated input prints the seed, the input, and both outputs.
+//!
 //! A case may list [`Known`] differences, each with its reason. The outputs are compared in
 //! full first; if they differ, they are compared again without what the known differences
 //! cover, and the case passes if that matches (saying on stderr which known difference
@@ -33,6 +39,18 @@ use streams_dsl::StreamsBuilder;
 use streams_test_utils::{DriverConfig, TestOutputTopic, TopologyTestDriver};
 
 use crate::common::java::{self, JavaProgram, Outcome};
+use crate::random;
+
+/// How many random inputs each case runs when `STREAMS_DIFF_SEEDS` is not set.
+pub const DEFAULT_SEEDS: u64 = 5;
+
+/// The number of random inputs per case.
+fn seeds() -> u64 {
+    std::env::var("STREAMS_DIFF_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(DEFAULT_SEEDS)
+}
 
 /// The Java program's main class.
 const MAIN_CLASS: &str = "dev.streams.diff.DiffCases";
@@ -126,16 +144,50 @@ fn kafka_outputs(test: &str) -> Option<&'static JavaCases> {
     static OUTPUT: OnceLock<Result<JavaCases, Outcome>> = OnceLock::new();
     let output = OUTPUT.get_or_init(|| {
         let mut program = JavaProgram::in_tests("java-diff", MAIN_CLASS, "differential_java");
-        program.args.push(cases_dir().into_os_string());
+        program.args.push(inputs_dir().as_os_str().to_owned());
+        // About 5 s per seed (a run of every case) on a slow machine, plus the start.
+        program.timeout = Duration::from_secs(120 + 10 * seeds());
         let stdout = program.build_and_run()?;
         parse(&stdout).map_err(Outcome::Failed)
     });
     java::available(test, output)
 }
 
+/// The directory holding every input both sides run: the hand-written cases and the
+/// generated `<case>~<seed>.json`, made once per test binary.
+fn inputs_dir() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::Builder::new()
+            .prefix("streams-diff-")
+            .tempdir()
+            .expect("a temporary directory");
+        for case in case_files() {
+            let hand = read_input(&cases_dir().join(format!("{case}.json")));
+            write_input(&dir.path().join(format!("{case}.json")), &hand);
+            for seed in 0..seeds() {
+                let generated = random::generate(&case, &hand, seed);
+                write_input(&dir.path().join(format!("{case}~{seed}.json")), &generated);
+            }
+        }
+        dir
+    })
+    .path()
+}
+
+fn read_input(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn write_input(path: &Path, input: &Value) {
+    let text = serde_json::to_string_pretty(input).expect("an input serializes");
+    std::fs::write(path, text).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+}
+
 /// The cases the Java program ran; `None` when Java is missing and not required.
 pub fn java_cases(test: &str) -> Option<Vec<String>> {
-    kafka_outputs(test).map(|cases| cases.keys().cloned().collect())
+    kafka_outputs(test).map(|cases| cases.keys().filter(|c| !c.contains('~')).cloned().collect())
 }
 
 /// The cases that have an input file.
@@ -144,7 +196,9 @@ pub fn case_files() -> Vec<String> {
         .expect("tests/diff-cases is readable")
         .filter_map(|e| {
             let name = e.ok()?.file_name().into_string().ok()?;
-            name.strip_suffix(".json").map(str::to_owned)
+            name.strip_suffix(".json")
+                .filter(|n| !n.contains('~'))
+                .map(str::to_owned)
         })
         .collect();
     names.sort();
@@ -198,12 +252,12 @@ fn parse(stdout: &str) -> Result<JavaCases, String> {
 
 /// An output topic of our driver, read with its value serde.
 enum Reader {
-    Str(TestOutputTopic<StringSerde, NullableSerde<StringSerde>>),
-    Long(TestOutputTopic<StringSerde, NullableSerde<U64Serde>>),
+    Str(TestOutputTopic<NullableSerde<StringSerde>, NullableSerde<StringSerde>>),
+    Long(TestOutputTopic<NullableSerde<StringSerde>, NullableSerde<U64Serde>>),
 }
 
 impl Reader {
-    fn read(&self) -> Vec<(String, Value, i64)> {
+    fn read(&self) -> Vec<(Option<String>, Value, i64)> {
         match self {
             Reader::Str(t) => t
                 .read_records()
@@ -221,12 +275,14 @@ impl Reader {
     }
 }
 
-/// Runs case `case`'s input through our twin topology (what `build` adds to a builder);
-/// every output record of `outputs`.
-fn run_ours(case: &str, outputs: &[Output], build: impl FnOnce(&StreamsBuilder)) -> Vec<OutRecord> {
-    let path = cases_dir().join(format!("{case}.json"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-    let input: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+/// Runs `input` (of case `case`) through our twin topology (what `build` adds to a
+/// builder); every output record of `outputs`.
+fn run_ours(
+    case: &str,
+    input: &Value,
+    outputs: &[Output],
+    build: &dyn Fn(&StreamsBuilder),
+) -> Vec<OutRecord> {
     let b = StreamsBuilder::new();
     build(&b);
     let topology = b
@@ -238,19 +294,23 @@ fn run_ours(case: &str, outputs: &[Output], build: impl FnOnce(&StreamsBuilder))
         .iter()
         .map(|&(topic, values)| {
             let reader = match values {
-                Values::Str => {
-                    Reader::Str(driver.output_topic(topic, StringSerde, NullableSerde(StringSerde)))
-                }
-                Values::Long => {
-                    Reader::Long(driver.output_topic(topic, StringSerde, NullableSerde(U64Serde)))
-                }
+                Values::Str => Reader::Str(driver.output_topic(
+                    topic,
+                    NullableSerde(StringSerde),
+                    NullableSerde(StringSerde),
+                )),
+                Values::Long => Reader::Long(driver.output_topic(
+                    topic,
+                    NullableSerde(StringSerde),
+                    NullableSerde(U64Serde),
+                )),
             };
             (topic, reader)
         })
         .collect();
     let records = input["records"]
         .as_array()
-        .unwrap_or_else(|| panic!("{}: no `records` array", path.display()));
+        .unwrap_or_else(|| panic!("{case}: no `records` array"));
     let mut out = Vec::new();
     for (step, r) in (0u64..).zip(records) {
         if let Some(ms) = r.get("advance_wall_clock_ms") {
@@ -261,12 +321,12 @@ fn run_ours(case: &str, outputs: &[Output], build: impl FnOnce(&StreamsBuilder))
         } else {
             let text = |name: &str| r[name].as_str().map(str::to_owned);
             let topic = text("topic").unwrap_or_else(|| panic!("{case}: step {step} has no topic"));
-            let key = text("key").unwrap_or_else(|| panic!("{case}: step {step} has no key"));
+            let key = text("key"); // null for a null key
             let timestamp = r["timestamp"]
                 .as_i64()
                 .unwrap_or_else(|| panic!("{case}: step {step} has no timestamp"));
             driver
-                .input_topic(&topic, StringSerde, NullableSerde(StringSerde))
+                .input_topic(&topic, NullableSerde(StringSerde), NullableSerde(StringSerde))
                 .pipe_at(key, text("value"), timestamp)
                 .unwrap_or_else(|e| panic!("{case}: step {step}: {e}"));
         }
@@ -275,7 +335,7 @@ fn run_ours(case: &str, outputs: &[Output], build: impl FnOnce(&StreamsBuilder))
                 out.push(OutRecord {
                     after: step,
                     topic: (*topic).to_owned(),
-                    key: Value::from(key),
+                    key: key.map_or(Value::Null, Value::from),
                     value,
                     timestamp,
                 });
@@ -292,16 +352,88 @@ fn run_ours(case: &str, outputs: &[Output], build: impl FnOnce(&StreamsBuilder))
 ///
 /// When the outputs differ (showing the first difference with context), when a known
 /// difference no longer shows, or when the Java program failed on the case.
-pub fn check(case: &str, known: &[Known], outputs: &[Output], build: impl FnOnce(&StreamsBuilder)) {
+pub fn check(case: &str, known: &[Known], outputs: &[Output], build: impl Fn(&StreamsBuilder)) {
     let Some(kafka) = kafka_outputs(case) else {
         return;
     };
-    let expected = match kafka.get(case) {
+    check_hand_written(kafka, case, known, outputs, &build);
+    check_random(kafka, case, known, outputs, &build);
+}
+
+/// Kafka Streams' output for input `name` (a case, or `<case>~<seed>`).
+fn expected<'a>(kafka: &'a JavaCases, name: &str) -> &'a [OutRecord] {
+    match kafka.get(name) {
         Some(Ok(records)) => records,
-        Some(Err(e)) => panic!("{case}: the Java program failed on the case: {e}"),
-        None => panic!("the Java program has no case {case}"),
+        Some(Err(e)) => panic!("{name}: the Java program failed on the input: {e}"),
+        None => panic!("the Java program has no input {name}"),
+    }
+}
+
+/// Compares the outputs of the case's generated inputs; the known differences that leave
+/// something out of the comparison (timestamps) apply. A case that pins our output for its
+/// hand-written input ([`Known::Records`]) pins nothing for generated ones: its generated
+/// outputs are compared in full too.
+fn check_random(
+    kafka: &JavaCases,
+    case: &str,
+    known: &[Known],
+    outputs: &[Output],
+    build: &dyn Fn(&StreamsBuilder),
+) {
+    let leave_out: Vec<Known> = known
+        .iter()
+        .filter(|k| matches!(k, Known::Timestamps(_)))
+        .copied()
+        .collect();
+    let mut failed = Vec::new();
+    let mut first = None;
+    for seed in 0..seeds() {
+        let name = format!("{case}~{seed}");
+        let input = read_input(&inputs_dir().join(format!("{name}.json")));
+        let expected = expected(kafka, &name);
+        let ours = run_ours(&name, &input, outputs, build);
+        if let Some(diff) =
+            first_difference(&comparable(expected, &leave_out), &comparable(&ours, &leave_out))
+        {
+            failed.push(seed);
+            first.get_or_insert_with(|| (seed, input, expected.to_vec(), ours, diff));
+        }
+    }
+    let Some((seed, input, expected, ours, diff)) = first else {
+        return;
     };
-    let ours = run_ours(case, outputs, build);
+    let lines = |records: &[OutRecord]| -> String { records.iter().map(|r| format!("  {r}\n")).collect() };
+    let steps: String = input["records"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, r)| format!("  {i:>2}: {r}\n"))
+        .collect();
+    panic!(
+        "{case}: the output on generated input(s) {failed:?} of {} differs from Kafka Streams 4.4.0.\n\
+         Seed {seed} (rerun: STREAMS_DIFF_SEEDS={} cargo test -p streams-dsl --test differential_java {}):\n\
+         {diff}\ninput:\n{steps}Kafka Streams 4.4.0:\n{}streams-rs:\n{}",
+        seeds(),
+        seed + 1,
+        case.replace('-', "_"),
+        lines(&expected),
+        lines(&ours),
+    );
+}
+
+/// Compares the outputs of the case's hand-written input, in full or, when they differ,
+/// without what the `known` differences cover.
+fn check_hand_written(
+    kafka: &JavaCases,
+    case: &str,
+    known: &[Known],
+    outputs: &[Output],
+    build: &dyn Fn(&StreamsBuilder),
+) {
+    let expected = expected(kafka, case);
+    let input = read_input(&cases_dir().join(format!("{case}.json")));
+    let ours = run_ours(case, &input, outputs, build);
     for k in known {
         if let Known::Records { ours: pinned, .. } = k {
             let printed: Vec<String> = ours.iter().map(ToString::to_string).collect();

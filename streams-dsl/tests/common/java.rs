@@ -24,7 +24,7 @@ pub const REQUIRE_JAVA_ENV: &str = "STREAMS_REQUIRE_JAVA";
 /// The bound on the Maven build; the first one downloads Kafka Streams and Maven's plugins.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
-/// The bound on one run of the Java program.
+/// The bound on one run of the Java program, unless it sets its own.
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A Maven project with a main class, run with arguments.
@@ -37,6 +37,8 @@ pub struct JavaProgram {
     pub args: Vec<OsString>,
     /// A short name for messages and temporary files (the test file's name).
     pub label: &'static str,
+    /// The bound on its run.
+    pub timeout: Duration,
 }
 
 impl JavaProgram {
@@ -47,6 +49,7 @@ impl JavaProgram {
             main_class,
             args: Vec::new(),
             label,
+            timeout: RUN_TIMEOUT,
         }
     }
 
@@ -205,7 +208,7 @@ fn run(program: &JavaProgram, classpath: &OsStr) -> Result<String, String> {
         .arg(program.main_class)
         .args(&program.args)
         .current_dir(&program.dir);
-    let ok = run_bounded(java, &err, Some(&out), RUN_TIMEOUT);
+    let ok = run_bounded(java, &err, Some(&out), program.timeout);
     let stdout = fs::read_to_string(&out).unwrap_or_default();
     let stderr = fs::read_to_string(&err).unwrap_or_default();
     let _ = fs::remove_file(&out);

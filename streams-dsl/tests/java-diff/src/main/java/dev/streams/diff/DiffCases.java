@@ -123,6 +123,16 @@ public final class DiffCases {
                 .withKeySerde(S).withValueSerde(S));
     }
 
+    /**
+     * A null key or value as the user functions of the twin topologies see it: streams-rs
+     * hands a function the serde's reading of a null (an empty string for a string serde),
+     * so each function here reads null as "" to compute what its twin computes. Whether
+     * the DSL skips or passes on a null is not the functions' business, and is compared.
+     */
+    private static String nz(final String s) {
+        return s == null ? "" : s;
+    }
+
     private static String windowed(final Windowed<String> k) {
         return k.key() + "@" + k.window().start() + "/" + k.window().end();
     }
@@ -136,58 +146,58 @@ public final class DiffCases {
         // ---- stateless stream operators ----
         add("filter", b -> {
             final KStream<String, String> s = in(b, "in");
-            s.filter((k, v) -> v.length() > 2).to("kept", Produced.with(S, S));
-            s.filterNot((k, v) -> v.length() > 2).to("dropped", Produced.with(S, S));
+            s.filter((k, v) -> nz(v).length() > 2).to("kept", Produced.with(S, S));
+            s.filterNot((k, v) -> nz(v).length() > 2).to("dropped", Produced.with(S, S));
         }, str("kept"), str("dropped"));
         add("map", b -> {
             final KStream<String, String> s = in(b, "in");
-            s.map((k, v) -> KeyValue.pair(v, k)).to("swapped", Produced.with(S, S));
-            s.mapValues((k, v) -> k + ":" + v.toUpperCase()).to("upper", Produced.with(S, S));
-            s.selectKey((k, v) -> k + "-" + v.length()).to("rekeyed", Produced.with(S, S));
+            s.map((k, v) -> KeyValue.pair(nz(v), nz(k))).to("swapped", Produced.with(S, S));
+            s.mapValues((k, v) -> nz(k) + ":" + nz(v).toUpperCase()).to("upper", Produced.with(S, S));
+            s.selectKey((k, v) -> nz(k) + "-" + nz(v).length()).to("rekeyed", Produced.with(S, S));
         }, str("swapped"), str("upper"), str("rekeyed"));
         add("flat-map", b -> {
             final KStream<String, String> s = in(b, "in");
             s.flatMap((k, v) -> {
                 final List<KeyValue<String, String>> out = new ArrayList<>();
-                final String[] parts = v.split(",", -1);
+                final String[] parts = nz(v).split(",", -1);
                 for (int i = 0; i < parts.length; i++) {
-                    out.add(KeyValue.pair(k + i, parts[i]));
+                    out.add(KeyValue.pair(nz(k) + i, parts[i]));
                 }
                 return out;
             }).to("pairs", Produced.with(S, S));
-            s.flatMapValues(v -> List.of(v.split(",", -1))).to("parts", Produced.with(S, S));
+            s.flatMapValues(v -> List.of(nz(v).split(",", -1))).to("parts", Produced.with(S, S));
         }, str("pairs"), str("parts"));
         add("peek-merge", b -> {
             final KStream<String, String> left = in(b, "left").peek((k, v) -> { });
-            final KStream<String, String> right = in(b, "right").mapValues(v -> "r:" + v);
+            final KStream<String, String> right = in(b, "right").mapValues(v -> "r:" + nz(v));
             left.merge(right).to("merged", Produced.with(S, S));
         }, str("merged"));
         add("split", b -> in(b, "in").split()
-            .branch((k, v) -> v.startsWith("a"), Branched.withConsumer(s -> s.to("starts-a", Produced.with(S, S))))
-            .branch((k, v) -> v.length() > 3, Branched.withConsumer(s -> s.to("long", Produced.with(S, S))))
+            .branch((k, v) -> nz(v).startsWith("a"), Branched.withConsumer(s -> s.to("starts-a", Produced.with(S, S))))
+            .branch((k, v) -> nz(v).length() > 3, Branched.withConsumer(s -> s.to("long", Produced.with(S, S))))
             .defaultBranch(Branched.withConsumer(s -> s.to("other", Produced.with(S, S)))),
             str("starts-a"), str("long"), str("other"));
 
         // ---- grouping and aggregation ----
         add("group-by-key-count", b -> in(b, "in").groupByKey().count()
             .toStream().to("counts", Produced.with(S, L)), lng("counts"));
-        add("group-by-key-reduce", b -> in(b, "in").groupByKey().reduce((a, v) -> a + "+" + v)
+        add("group-by-key-reduce", b -> in(b, "in").groupByKey().reduce((a, v) -> a + "+" + nz(v))
             .toStream().to("reduced", Produced.with(S, S)), str("reduced"));
         add("group-by-key-aggregate", b -> in(b, "in").groupByKey()
-            .aggregate(() -> 0L, (k, v, a) -> a + v.length(), Materialized.with(S, L))
+            .aggregate(() -> 0L, (k, v, a) -> a + nz(v).length(), Materialized.with(S, L))
             .toStream().to("lengths", Produced.with(S, L)), lng("lengths"));
-        add("group-by-count", b -> in(b, "in").groupBy((k, v) -> v, Grouped.with("by-value", S, S)).count()
+        add("group-by-count", b -> in(b, "in").groupBy((k, v) -> nz(v), Grouped.with("by-value", S, S)).count()
             .toStream().to("value-counts", Produced.with(S, L)), lng("value-counts"));
-        add("map-group-by-key-count", b -> in(b, "in").map((k, v) -> KeyValue.pair(v, k))
+        add("map-group-by-key-count", b -> in(b, "in").map((k, v) -> KeyValue.pair(nz(v), nz(k)))
             .groupByKey(Grouped.with("swapped", S, S)).count()
             .toStream().to("counts", Produced.with(S, L)), lng("counts"));
 
         // ---- tables ----
         add("table-to-stream", b -> table(b, "t").toStream().to("updates", Produced.with(S, S)), str("updates"));
-        add("table-filter", b -> table(b, "t").filter((k, v) -> v.length() > 2)
+        add("table-filter", b -> table(b, "t").filter((k, v) -> nz(v).length() > 2)
             .toStream().to("filtered", Produced.with(S, S)), str("filtered"));
         add("table-filter-materialized", b -> table(b, "t")
-            .filter((k, v) -> v.length() > 2, Materialized.with(S, S))
+            .filter((k, v) -> nz(v).length() > 2, Materialized.with(S, S))
             .toStream().to("filtered", Produced.with(S, S)), str("filtered"));
         add("table-map-values", b -> table(b, "t").mapValues((k, v) -> k + "=" + v)
             .toStream().to("mapped", Produced.with(S, S)), str("mapped"));
@@ -206,11 +216,11 @@ public final class DiffCases {
         }, str("joined"));
         add("rekeyed-stream-table-join", b -> {
             final KTable<String, String> users = table(b, "users");
-            in(b, "orders").selectKey((k, v) -> v.split(":")[0])
+            in(b, "orders").selectKey((k, v) -> nz(v).split(":")[0])
                 .join(users, (o, u) -> o + "/" + u, Joined.with(S, S, S)).to("joined", Produced.with(S, S));
         }, str("joined"));
         add("repartition", b -> in(b, "in").repartition(Repartitioned.<String, String>as("through")
-            .withKeySerde(S).withValueSerde(S)).mapValues(v -> v + "!").to("out", Produced.with(S, S)), str("out"));
+            .withKeySerde(S).withValueSerde(S)).mapValues(v -> nz(v) + "!").to("out", Produced.with(S, S)), str("out"));
         add("table-table-join", b -> table(b, "left").join(table(b, "right"), (l, r) -> l + "/" + r)
             .toStream().to("joined", Produced.with(S, S)), str("joined"));
         add("table-table-left-join", b -> table(b, "left").leftJoin(table(b, "right"), (l, r) -> l + "/" + r)
@@ -219,19 +229,19 @@ public final class DiffCases {
             .toStream().to("joined", Produced.with(S, S)), str("joined"));
         add("global-table-join", b -> {
             final GlobalKTable<String, String> g = global(b, "g");
-            in(b, "in").join(g, (k, v) -> v, (v, x) -> v + "/" + x).to("joined", Produced.with(S, S));
+            in(b, "in").join(g, (k, v) -> nz(v), (v, x) -> v + "/" + x).to("joined", Produced.with(S, S));
         }, str("joined"));
         add("global-table-left-join", b -> {
             final GlobalKTable<String, String> g = global(b, "g");
-            in(b, "in").leftJoin(g, (k, v) -> v, (v, x) -> v + "/" + x).to("joined", Produced.with(S, S));
+            in(b, "in").leftJoin(g, (k, v) -> nz(v), (v, x) -> v + "/" + x).to("joined", Produced.with(S, S));
         }, str("joined"));
 
         // ---- re-grouped tables: the key is the value's length ----
         add("table-group-by-count", b -> table(b, "t")
-            .groupBy((k, v) -> KeyValue.pair(String.valueOf(v.length()), k), Grouped.with("by-length", S, S))
+            .groupBy((k, v) -> KeyValue.pair(String.valueOf(nz(v).length()), k), Grouped.with("by-length", S, S))
             .count().toStream().to("counts", Produced.with(S, L)), lng("counts"));
         add("table-group-by-reduce", b -> table(b, "t")
-            .groupBy((k, v) -> KeyValue.pair(String.valueOf(v.length()), k + v), Grouped.with("by-length", S, S))
+            .groupBy((k, v) -> KeyValue.pair(String.valueOf(nz(v).length()), k + v), Grouped.with("by-length", S, S))
             .reduce((a, v) -> a + "+" + v, (a, v) -> a + "-" + v)
             .toStream().to("reduced", Produced.with(S, S)), str("reduced"));
 
@@ -265,14 +275,14 @@ public final class DiffCases {
             .toStream((k, v) -> bytes(timeKeys, k)).to("counts", Produced.with(S, L)), lng("counts"));
         add("tumbling-aggregate", b -> in(b, "in").groupByKey()
             .windowedBy(TimeWindows.ofSizeAndGrace(size, grace))
-            .aggregate(() -> "", (k, v, a) -> a + v, Materialized.with(S, S))
+            .aggregate(() -> "", (k, v, a) -> a + nz(v), Materialized.with(S, S))
             .toStream((k, v) -> windowed(k)).to("aggregates", Produced.with(S, S)), str("aggregates"));
         add("hopping-count", b -> in(b, "in").groupByKey()
             .windowedBy(TimeWindows.ofSizeAndGrace(size, grace).advanceBy(Duration.ofMillis(5))).count()
             .toStream((k, v) -> windowed(k)).to("counts", Produced.with(S, L)), lng("counts"));
         add("hopping-aggregate", b -> in(b, "in").groupByKey()
             .windowedBy(TimeWindows.ofSizeAndGrace(size, grace).advanceBy(Duration.ofMillis(5)))
-            .aggregate(() -> "", (k, v, a) -> a + v, Materialized.with(S, S))
+            .aggregate(() -> "", (k, v, a) -> a + nz(v), Materialized.with(S, S))
             .toStream((k, v) -> windowed(k)).to("aggregates", Produced.with(S, S)), str("aggregates"));
         // Per-user hopping windows re-grouped into per-region windows: a value is
         // "<region>:<clicks>"; a user's window keeps its latest region and adds up the clicks,
@@ -281,14 +291,14 @@ public final class DiffCases {
             org.apache.kafka.streams.kstream.WindowedSerdes.timeWindowedSerdeFrom(String.class, 10L);
         add("hopping-group-by-reduce", b -> in(b, "in").groupByKey()
             .windowedBy(TimeWindows.ofSizeAndGrace(size, grace).advanceBy(Duration.ofMillis(5)))
-            .reduce((a, v) -> v.split(":")[0] + ":"
-                + (Long.parseLong(a.split(":")[1]) + Long.parseLong(v.split(":")[1])))
-            .groupBy((w, v) -> KeyValue.pair(new Windowed<>(v.split(":")[0], w.window()),
-                Long.parseLong(v.split(":")[1])), Grouped.with("by-region", windowKeys, L))
+            .reduce((a, v) -> nz(v).split(":")[0] + ":"
+                + (Long.parseLong(a.split(":")[1]) + Long.parseLong(nz(v).split(":")[1])))
+            .groupBy((w, v) -> KeyValue.pair(new Windowed<>(nz(v).split(":")[0], w.window()),
+                Long.parseLong(nz(v).split(":")[1])), Grouped.with("by-region", windowKeys, L))
             .reduce(Long::sum, (a, v) -> a - v, Materialized.with(windowKeys, L))
             .toStream((k, v) -> windowed(k)).to("counts", Produced.with(S, L)), lng("counts"));
         add("tumbling-reduce", b -> in(b, "in").groupByKey()
-            .windowedBy(TimeWindows.ofSizeAndGrace(size, grace)).reduce((a, v) -> a + "+" + v)
+            .windowedBy(TimeWindows.ofSizeAndGrace(size, grace)).reduce((a, v) -> a + "+" + nz(v))
             .toStream((k, v) -> windowed(k)).to("reduced", Produced.with(S, S)), str("reduced"));
         // Final results only: the input advances the wall clock by 1 s before each record, so
         // Kafka Streams' emit throttle (1 s of wall-clock time) lets every record emit.
@@ -309,9 +319,9 @@ public final class DiffCases {
         add("sliding-count", b -> in(b, "in").groupByKey().windowedBy(sliding).count()
             .toStream((k, v) -> windowed(k)).to("counts", Produced.with(S, L)), lng("counts"));
         add("sliding-aggregate", b -> in(b, "in").groupByKey().windowedBy(sliding)
-            .aggregate(() -> "", (k, v, a) -> a + v, Materialized.with(S, S))
+            .aggregate(() -> "", (k, v, a) -> a + nz(v), Materialized.with(S, S))
             .toStream((k, v) -> windowed(k)).to("aggregates", Produced.with(S, S)), str("aggregates"));
-        add("sliding-reduce", b -> in(b, "in").groupByKey().windowedBy(sliding).reduce((a, v) -> a + "+" + v)
+        add("sliding-reduce", b -> in(b, "in").groupByKey().windowedBy(sliding).reduce((a, v) -> a + "+" + nz(v))
             .toStream((k, v) -> windowed(k)).to("reduced", Produced.with(S, S)), str("reduced"));
         add("sliding-count-emit-final", b -> in(b, "in").groupByKey().windowedBy(sliding)
             .emitStrategy(EmitStrategy.onWindowClose()).count()
@@ -339,9 +349,9 @@ public final class DiffCases {
         add("session-key-bytes", b -> in(b, "in").groupByKey().windowedBy(sessions).count()
             .toStream((k, v) -> bytes(sessionKeys, k)).to("counts", Produced.with(S, L)), lng("counts"));
         add("session-aggregate", b -> in(b, "in").groupByKey().windowedBy(sessions)
-            .aggregate(() -> "", (k, v, a) -> a + v, (k, a1, a2) -> a1 + "|" + a2, Materialized.with(S, S))
+            .aggregate(() -> "", (k, v, a) -> a + nz(v), (k, a1, a2) -> a1 + "|" + a2, Materialized.with(S, S))
             .toStream((k, v) -> windowed(k)).to("aggregates", Produced.with(S, S)), str("aggregates"));
-        add("session-reduce", b -> in(b, "in").groupByKey().windowedBy(sessions).reduce((a, v) -> a + "+" + v)
+        add("session-reduce", b -> in(b, "in").groupByKey().windowedBy(sessions).reduce((a, v) -> a + "+" + nz(v))
             .toStream((k, v) -> windowed(k)).to("reduced", Produced.with(S, S)), str("reduced"));
         add("session-count-emit-final", b -> in(b, "in").groupByKey().windowedBy(sessions)
             .emitStrategy(EmitStrategy.onWindowClose()).count()
@@ -351,23 +361,23 @@ public final class DiffCases {
             .toStream((k, v) -> windowed(k)).to("finals", Produced.with(S, L)), lng("finals"));
 
         // ---- foreign-key joins: a left value "<fk>:<text>" joins the right row of key <fk> ----
-        add("fk-join", b -> table(b, "left").join(table(b, "right"), (String v) -> v.split(":")[0],
+        add("fk-join", b -> table(b, "left").join(table(b, "right"), (String v) -> nz(v).split(":")[0],
             (l, r) -> l + "/" + r).toStream().to("joined", Produced.with(S, S)), str("joined"));
-        add("fk-left-join", b -> table(b, "left").leftJoin(table(b, "right"), (String v) -> v.split(":")[0],
+        add("fk-left-join", b -> table(b, "left").leftJoin(table(b, "right"), (String v) -> nz(v).split(":")[0],
             (l, r) -> l + "/" + r).toStream().to("joined", Produced.with(S, S)), str("joined"));
 
         // ---- cogroup: two inputs, the second re-keyed by its value's prefix ----
         add("cogroup-aggregate", b -> {
-            final var second = in(b, "b").map((k, v) -> KeyValue.pair(v.split(":")[0], v))
+            final var second = in(b, "b").map((k, v) -> KeyValue.pair(nz(v).split(":")[0], nz(v)))
                 .groupByKey(Grouped.with("b-by-prefix", S, S));
-            in(b, "a").groupByKey().<String>cogroup((k, v, agg) -> agg + "a(" + v + ")")
-                .cogroup(second, (k, v, agg) -> agg + "b(" + v + ")")
+            in(b, "a").groupByKey().<String>cogroup((k, v, agg) -> agg + "a(" + nz(v) + ")")
+                .cogroup(second, (k, v, agg) -> agg + "b(" + nz(v) + ")")
                 .aggregate(() -> "|", Materialized.with(S, S))
                 .toStream().to("aggregates", Produced.with(S, S));
         }, str("aggregates"));
         add("cogroup-windowed-aggregate", b -> in(b, "a").groupByKey()
-            .<String>cogroup((k, v, agg) -> agg + "a(" + v + ")")
-            .cogroup(in(b, "b").groupByKey(), (k, v, agg) -> agg + "b(" + v + ")")
+            .<String>cogroup((k, v, agg) -> agg + "a(" + nz(v) + ")")
+            .cogroup(in(b, "b").groupByKey(), (k, v, agg) -> agg + "b(" + nz(v) + ")")
             .windowedBy(TimeWindows.ofSizeAndGrace(size, grace))
             .aggregate(() -> "|", Materialized.with(S, S))
             .toStream((k, v) -> windowed(k)).to("aggregates", Produced.with(S, S)), str("aggregates"));
@@ -389,9 +399,21 @@ public final class DiffCases {
         if (names.isEmpty()) {
             names.addAll(CASES.keySet());
         }
+        // Generated inputs: "<case>~<seed>.json" in the directory, each run as its case.
+        final String[] generated = dir.list((d, n) -> n.contains("~") && n.endsWith(".json"));
+        if (generated != null) {
+            java.util.Arrays.sort(generated);
+            for (final String file : generated) {
+                final String input = file.substring(0, file.length() - ".json".length());
+                if (names.contains(input.substring(0, input.indexOf('~')))) {
+                    names.add(input);
+                }
+            }
+        }
         final PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
         for (final String name : names) {
-            final Case c = CASES.get(name);
+            final int tilde = name.indexOf('~');
+            final Case c = CASES.get(tilde < 0 ? name : name.substring(0, tilde));
             try {
                 if (c == null) {
                     throw new IllegalArgumentException("no case " + name);
@@ -432,8 +454,10 @@ public final class DiffCases {
                     final String topic = r.get("topic").asText();
                     final TestInputTopic<String, String> t = inputs.computeIfAbsent(topic,
                         x -> driver.createInputTopic(x, new StringSerializer(), new StringSerializer()));
+                    final JsonNode key = r.get("key");
                     final JsonNode value = r.get("value");
-                    t.pipeInput(r.get("key").asText(), value == null || value.isNull() ? null : value.asText(),
+                    t.pipeInput(key == null || key.isNull() ? null : key.asText(),
+                        value == null || value.isNull() ? null : value.asText(),
                         r.get("timestamp").asLong());
                 }
                 for (int i = 0; i < outputs.size(); i++) {
