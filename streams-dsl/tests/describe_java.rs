@@ -305,7 +305,7 @@ const CASES: &[Case] = &[
     },
     // Kafka Streams' groupByKey after a key change adds a null-key filter node
     // (`words-repartition-filter`) and names the pair `words-repartition-sink`/`-source`; our
-    // keys are never null, and our pair is `words-sink`/`words-source`. The Java program
+    // sink leaves null keys out itself, and our pair is `words-sink`/`words-source`. The Java program
     // writes that pair itself (`to` and `stream`), so both describe the same graph.
     Case {
         name: "dsl-repartition-count",

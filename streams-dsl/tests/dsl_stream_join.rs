@@ -248,8 +248,10 @@ fn grace_boundaries_are_exact() {
     assert_eq!(j.out(), [r("a", "L+R", 1000)]);
     j.right("x", "x", 1151);
     j.right("a", "R2", 1000); // late now
-    j.left("a", "L2", 1001); // 1001 + 150 = 1151: open, but R at 1000 closed: not joined
-    assert_eq!(j.out(), []);
+    // 1001 + 150 = 1151: open; R at 1000 is closed, but its store still holds it (as
+    // Kafka Streams' does): joined.
+    j.left("a", "L2", 1001);
+    assert_eq!(j.out(), [r("a", "L2+R", 1001)]);
     let left = Join::new(
         Kind::Left,
         JoinWindows::of_time_difference_with_grace(ms(100), ms(50)),
@@ -410,54 +412,100 @@ fn missing_serdes_are_a_build_error() {
 /// One input record of the property test: side, key, timestamp.
 type Input = (bool, u8, i64);
 
-/// The join's results by the rule: a record is accepted if its window is open when it
-/// arrives; a pair of accepted records of one key within the window is joined when the
-/// later arrives, if the earlier one's window is still open then; (left and outer joins)
-/// an accepted record that joined nothing is emitted alone iff its window is closed at the
-/// end.
+/// The join's results by the rules of docs/dsl.md, simulated record by record:
+/// - a record is accepted if its window is open when it arrives (`t + ahead + grace` not
+///   behind the stream time), and then kept in its side's store;
+/// - an accepted record joins every partner of its key within the window that the other
+///   side's store retains (`before + after + grace + 1` ms back from the latest record that
+///   store holds), and takes the partners' waiting entries out of the outer-join store;
+/// - (left and outer joins) an accepted record that joined nothing waits; a record that is
+///   the stream time runs a pass over the waiting entries (by time, right before left,
+///   then key) unless the gate (the time the last pass read last, or an older entry added
+///   since) is not yet closable: the pass emits the closed entries, marks a side open at
+///   its first open entry, stops once both sides are open, and notes the time it read
+///   last.
 fn model(kind: Kind, inputs: &[Input], before: i64, after: i64, grace: i64) -> Vec<(String, String, i64)> {
     let ahead = |left: bool| if left { after } else { before };
     let closed = |left: bool, t: i64, now: i64| t + ahead(left) + grace < now;
+    let (left_outer, right_outer) = match kind {
+        Kind::Inner => (false, false),
+        Kind::Left => (true, false),
+        Kind::Outer => (true, true),
+    };
+    let gate_ahead = match (left_outer, right_outer) {
+        (true, true) => after.min(before),
+        (true, false) => after,
+        _ => before,
+    };
+    let retention = before + after + grace + 1;
     let mut now = i64::MIN;
-    let mut accepted: Vec<(usize, Input, bool)> = Vec::new();
+    // Per side (right 0, left 1): the accepted records (index, key, time) and the latest time.
+    let mut stored: [Vec<(usize, u8, i64)>; 2] = [Vec::new(), Vec::new()];
+    let mut latest = [i64::MIN; 2];
+    // Waiting entries: (time, side, key) to indexes in arrival order.
+    let mut waiting: std::collections::BTreeMap<(i64, bool, u8), Vec<usize>> = Default::default();
+    let mut gate = i64::MIN;
     let mut out = Vec::new();
+    let alone = |left: bool, i: usize, key: u8, t: i64| {
+        let value = if left {
+            format!("L{i}+-")
+        } else {
+            format!("-+R{i}")
+        };
+        (format!("k{key}"), value, t)
+    };
     for (i, &(left, key, t)) in inputs.iter().enumerate() {
         now = now.max(t);
         if closed(left, t, now) {
             continue;
         }
-        let mut joined = false;
-        for (j, (l2, k2, t2), partner_joined) in &mut accepted {
-            if *l2 == left || *k2 != key || closed(*l2, *t2, now) {
-                continue;
+        if t == now && (left_outer || right_outer) && gate.saturating_add(gate_ahead + grace) < now {
+            let (mut left_open, mut right_open) = (false, false);
+            let mut last_read = i64::MAX;
+            let mut due = Vec::new();
+            for (&(wt, wl, wk), _) in &waiting {
+                last_read = wt;
+                if left_open && right_open {
+                    break;
+                }
+                if !closed(wl, wt, now) {
+                    *(if wl { &mut left_open } else { &mut right_open }) = true;
+                    continue;
+                }
+                due.push((wt, wl, wk));
             }
-            let ((li, lt), (ri, rt)) = if left {
-                ((i, t), (*j, *t2))
-            } else {
-                ((*j, *t2), (i, t))
-            };
-            if lt - before <= rt && rt <= lt + after {
-                out.push((format!("k{key}"), format!("L{li}+R{ri}"), lt.max(rt)));
-                joined = true;
-                *partner_joined = true;
+            for entry in due {
+                for j in waiting.remove(&entry).unwrap() {
+                    out.push(alone(entry.1, j, entry.2, entry.0));
+                }
             }
+            gate = last_read;
         }
-        accepted.push((i, (left, key, t), joined));
-    }
-    for (i, (left, key, t), joined) in accepted {
-        let alone = match kind {
-            Kind::Inner => false,
-            Kind::Left => left,
-            Kind::Outer => true,
-        };
-        if alone && !joined && closed(left, t, now) {
+        let other = usize::from(!left);
+        let (back, ahead_t) = if left { (before, after) } else { (after, before) };
+        let mut partners: Vec<(usize, i64)> = stored[other]
+            .iter()
+            .filter(|&&(_, k2, t2)| k2 == key && t - back <= t2 && t2 <= t + ahead_t)
+            .filter(|&&(_, _, t2)| latest[other] - t2 < retention)
+            .map(|&(j, _, t2)| (j, t2))
+            .collect();
+        partners.sort_by_key(|&(j, t2)| (t2, j));
+        for &(j, t2) in &partners {
             let value = if left {
-                format!("L{i}+-")
+                format!("L{i}+R{j}")
             } else {
-                format!("-+R{i}")
+                format!("L{j}+R{i}")
             };
-            out.push((format!("k{key}"), value, t));
+            out.push((format!("k{key}"), value, t.max(t2)));
+            waiting.remove(&(t2, !left, key));
         }
+        let outer = if left { left_outer } else { right_outer };
+        if partners.is_empty() && outer {
+            waiting.entry((t, left, key)).or_default().push(i);
+            gate = gate.min(t);
+        }
+        stored[usize::from(left)].push((i, key, t));
+        latest[usize::from(left)] = latest[usize::from(left)].max(t);
     }
     out.sort();
     out
@@ -486,7 +534,6 @@ proptest! {
             }
         }
         let got = j.out();
-        // Each result comes out once: no record is emitted alone twice, or alone and joined.
         let mut sorted = got.clone();
         sorted.sort();
         prop_assert_eq!(sorted, model(kind, &inputs, before as i64, after as i64, grace as i64));

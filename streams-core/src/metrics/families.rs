@@ -278,7 +278,7 @@ impl Families {
             )?,
             task_dropped_records: r.counter(
                 "streams_task_dropped_records_total",
-                "Records dropped by the task (negative timestamps, skipped by a log-and-continue handler).",
+                "Records dropped by the task (negative timestamps, skipped by a log-and-continue handler, skipped by a processor: null keys or values in the DSL, late window records).",
                 &task,
             )?,
             task_redelivered_records: r.counter(

@@ -132,16 +132,7 @@ impl<K, V> Record<K, V> {
 
     /// The same record with another value (not null).
     pub fn with_value<V2>(self, value: V2) -> Record<K, V2> {
-        Record {
-            key: self.key,
-            value,
-            timestamp: self.timestamp,
-            headers: self.headers,
-            nulls: Nulls {
-                key: self.nulls.key,
-                value: false,
-            },
-        }
+        self.map_value(|_, _| value)
     }
 
     /// The same record with its value replaced by `f(&key, value)` (not null).

@@ -8,13 +8,14 @@
 //!   either side has seen, so windows close alike for both.
 //! - A record whose own window is already closed when it arrives is dropped: not joined,
 //!   not stored, never emitted.
-//! - A pair is joined when its later record arrives, and only if the earlier record's
-//!   window is still open then; so a record emitted as unmatched (its window closed) can
-//!   never be joined afterwards, and no `(v, None)` result is ever followed by a joined
-//!   one for the same record.
-//! - Unmatched records are emitted, oldest first, by the first record that moves the
-//!   stream time past their window's end plus the grace period; a record that arrives out
-//!   of order (behind the stream time) emits nothing.
+//! - A pair is joined when its later record arrives (in time), with every partner the
+//!   other store still retains, as in Kafka Streams: the partner's own window may have
+//!   closed (and, in an outer join, the partner may have been emitted as unmatched).
+//! - Unmatched records are emitted, oldest first, only by a record that is the stream
+//!   time (one behind it emits nothing), and only once their window's end plus the grace
+//!   period is behind it. A pass over the outer-join store notes the time of the last
+//!   entry it read (Kafka Streams' `minTime`), and no pass runs until that entry's window
+//!   could have closed: a closed entry can wait behind a later open one, as there.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -28,12 +29,14 @@ use crate::nulls::{Skip, drop_record, skipped};
 use crate::stream_join::options::JoinWindows;
 use crate::stream_join::outer::{OuterKey, OuterStore};
 
-/// The join's observed stream time and the earliest time that may wait in the outer-join
-/// store, shared by the two sides of one task.
+/// The join's observed stream time and the time that gates the next pass over the
+/// outer-join store, shared by the two sides of one task.
 #[derive(Debug)]
 pub(crate) struct Tracker {
     stream_time: Cell<i64>,
-    /// No entry of the outer-join store is older; `i64::MIN` when unknown.
+    /// The time of the last entry the last pass read, or of an older entry added since
+    /// (Kafka Streams' `minTime`); `i64::MIN` when unknown (after a restart), so the
+    /// first pass runs.
     min_outer: Cell<i64>,
 }
 

@@ -174,6 +174,12 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
         self.store.put(key, Some(value), start)
     }
 
+    /// Writes that `key`'s window starting at `start` has no aggregate (a delete, which
+    /// moves the store's time as any write does, as in Kafka Streams).
+    pub fn put_none(&self, key: &K, start: i64) -> Result<(), StoreError> {
+        self.store.put(key, None, start)
+    }
+
     /// The retained windows of `key` that start in `[from, to]`, by ascending start.
     pub fn fetch(&self, key: &K, from: i64, to: i64) -> Result<Vec<(i64, ValueAndTimestamp<A>)>, StoreError> {
         let reader = self.store.read()?;
@@ -190,27 +196,20 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
         old: Option<A>,
         headers: &Headers,
     ) -> ProcessResult {
-        if self.emit.is_some() {
-            return Ok(());
-        }
-        ctx.forward(Record {
-            key,
-            value: Change {
-                new: Some(value.value),
-                old: old.filter(|_| self.send_old),
-            },
-            timestamp: value.timestamp,
-            headers: headers.clone(),
-            nulls: Nulls::NONE,
-        })
+        let change = Change {
+            new: Some(value.value),
+            old: old.filter(|_| self.send_old),
+        };
+        self.forward_change(ctx, key, change, value.timestamp, headers)
     }
 
-    /// Forwards that the window `key` has no aggregate (unless only final results are
-    /// forwarded): a reduce whose first value was null.
-    pub fn forward_tombstone(
+    /// Forwards `change` of the window `key` at `timestamp` (unless only final results are
+    /// forwarded).
+    pub fn forward_change(
         &self,
         ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
         key: Windowed<K>,
+        change: Change<A>,
         timestamp: i64,
         headers: &Headers,
     ) -> ProcessResult {
@@ -219,7 +218,7 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
         }
         ctx.forward(Record {
             key,
-            value: Change { new: None, old: None },
+            value: change,
             timestamp,
             headers: headers.clone(),
             nulls: Nulls::NONE,

@@ -203,7 +203,8 @@ where
         if agg.is_none() && r.nulls.value {
             // A reduce starts from no aggregate and takes the first value as it (Kafka
             // Streams' null): a null first value leaves the session empty, and its update
-            // is a tombstone.
+            // is a tombstone. Kafka Streams writes that null, which moves its store's time.
+            self.max_end = Some(self.max_end()?.max(end));
             if forward {
                 let session = Windowed {
                     key: r.key,

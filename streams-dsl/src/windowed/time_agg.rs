@@ -58,7 +58,10 @@ where
             }
             let old = core.get(&r.key, start)?;
             if self.reduce && r.nulls.value && old.is_none() {
-                core.forward_tombstone(ctx, key, r.timestamp, &r.headers)?;
+                core.put_none(&r.key, start)?;
+                // The window stays empty; its update is a tombstone.
+                let change = Change { new: None, old: None };
+                core.forward_change(ctx, key, change, r.timestamp, &r.headers)?;
                 continue;
             }
             let timestamp = old.as_ref().map_or(r.timestamp, |o| o.timestamp.max(r.timestamp));
