@@ -463,7 +463,7 @@ fn model(kind: Kind, inputs: &[Input], before: i64, after: i64, grace: i64) -> V
             let (mut left_open, mut right_open) = (false, false);
             let mut last_read = i64::MAX;
             let mut due = Vec::new();
-            for (&(wt, wl, wk), _) in &waiting {
+            for &(wt, wl, wk) in waiting.keys() {
                 last_read = wt;
                 if left_open && right_open {
                     break;
