@@ -396,12 +396,40 @@ fn check_random(
             first_difference(&comparable(expected, &leave_out), &comparable(&ours, &leave_out))
         {
             failed.push(seed);
-            first.get_or_insert_with(|| (seed, input, expected.to_vec(), ours, diff));
+            first.get_or_insert_with(|| (seed, input, expected.to_vec(), diff));
         }
     }
-    let Some((seed, input, expected, ours, diff)) = first else {
+    let Some((seed, input, expected, diff)) = first else {
         return;
     };
+    let steps = input["records"].as_array().cloned().unwrap_or_default();
+    let shrunk = random::shrink(steps, |candidates| {
+        let inputs: Vec<Value> = candidates
+            .iter()
+            .map(|c| serde_json::json!({ "records": c }))
+            .collect();
+        let Some(kafka) = kafka_batch(case, &inputs) else {
+            return vec![false; inputs.len()];
+        };
+        inputs
+            .iter()
+            .zip(kafka)
+            .map(|(input, expected)| {
+                expected.is_some_and(|expected| {
+                    let ours = run_ours(case, input, outputs, build);
+                    first_difference(&comparable(&expected, &leave_out), &comparable(&ours, &leave_out))
+                        .is_some()
+                })
+            })
+            .collect()
+    });
+    let input = serde_json::json!({ "records": shrunk });
+    let expected = kafka_batch(case, std::slice::from_ref(&input))
+        .and_then(|mut r| r.pop().flatten())
+        .unwrap_or(expected);
+    let ours = run_ours(case, &input, outputs, build);
+    let diff =
+        first_difference(&comparable(&expected, &leave_out), &comparable(&ours, &leave_out)).unwrap_or(diff);
     let lines = |records: &[OutRecord]| -> String { records.iter().map(|r| format!("  {r}\n")).collect() };
     let steps: String = input["records"]
         .as_array()
@@ -412,7 +440,8 @@ fn check_random(
         .collect();
     panic!(
         "{case}: the output on generated input(s) {failed:?} of {} differs from Kafka Streams 4.4.0.\n\
-         Seed {seed} (rerun: STREAMS_DIFF_SEEDS={} cargo test -p streams-dsl --test differential_java {}):\n\
+         Seed {seed} (rerun: STREAMS_DIFF_SEEDS={} cargo test -p streams-dsl --test differential_java {}), \
+         shrunk to the steps the difference needs:\n\
          {diff}\ninput:\n{steps}Kafka Streams 4.4.0:\n{}streams-rs:\n{}",
         seeds(),
         seed + 1,
@@ -420,6 +449,31 @@ fn check_random(
         lines(&expected),
         lines(&ours),
     );
+}
+
+/// Kafka Streams' outputs for `inputs` of case `case`, in one run of the Java program;
+/// `None` for an input it failed on, and no outputs at all if the run failed.
+fn kafka_batch(case: &str, inputs: &[Value]) -> Option<Vec<Option<Vec<OutRecord>>>> {
+    let dir = tempfile::Builder::new()
+        .prefix("streams-diff-shrink-")
+        .tempdir()
+        .ok()?;
+    std::fs::copy(
+        cases_dir().join(format!("{case}.json")),
+        dir.path().join(format!("{case}.json")),
+    )
+    .ok()?;
+    for (i, input) in inputs.iter().enumerate() {
+        write_input(&dir.path().join(format!("{case}~{i}.json")), input);
+    }
+    let mut program = JavaProgram::in_tests("java-diff", MAIN_CLASS, "differential_java");
+    program.args = vec![dir.path().as_os_str().to_owned(), case.into()];
+    let mut cases = parse(&program.build_and_run().ok()?).ok()?;
+    Some(
+        (0..inputs.len())
+            .map(|i| cases.remove(&format!("{case}~{i}")).and_then(Result::ok))
+            .collect(),
+    )
 }
 
 /// Compares the outputs of the case's hand-written input, in full or, when they differ,

@@ -199,9 +199,13 @@ fn build(dir: &Path, label: &str) -> Result<OsString, String> {
 
 /// Runs `program` with `classpath`; returns its standard output.
 fn run(program: &JavaProgram, classpath: &OsStr) -> Result<String, String> {
+    // Runs of one test binary may overlap (a shrinking test while others run).
+    static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let target = program.dir.join("target");
-    let out = target.join(format!("{}-{}.out", program.label, std::process::id()));
-    let err = target.join(format!("{}-{}.err", program.label, std::process::id()));
+    let name = format!("{}-{}-{run}", program.label, std::process::id());
+    let out = target.join(format!("{name}.out"));
+    let err = target.join(format!("{name}.err"));
     let mut java = Command::new("java");
     java.arg("-cp")
         .arg(classpath)

@@ -143,3 +143,56 @@ fn hash(s: &str) -> u64 {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
 }
+
+/// The smallest input found, by removing records, on which `fails` still holds: chunks of
+/// half the records, then quarters, and so on down to single records (clock advances are
+/// steps like records). `fails` judges a batch of candidates at once (one run of the Java
+/// program) and says which still fail.
+pub fn shrink(steps: Vec<Value>, mut fails: impl FnMut(&[Vec<Value>]) -> Vec<bool>) -> Vec<Value> {
+    let mut current = steps;
+    let mut chunk = (current.len() / 2).max(1);
+    while !current.is_empty() {
+        let candidates: Vec<Vec<Value>> = (0..current.len())
+            .step_by(chunk)
+            .map(|start| {
+                let mut c = current.clone();
+                c.drain(start..(start + chunk).min(current.len()));
+                c
+            })
+            .collect();
+        match fails(&candidates).iter().position(|&f| f) {
+            Some(i) => {
+                current = candidates.into_iter().nth(i).unwrap_or_default();
+                chunk = chunk.min((current.len() / 2).max(1));
+            }
+            None if chunk == 1 => break,
+            None => chunk /= 2,
+        }
+    }
+    current
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shrinking_keeps_only_the_records_the_failure_needs() {
+        let steps: Vec<Value> = (0..40).map(|i| json!(i)).collect();
+        let needs = |c: &Vec<Value>| c.contains(&json!(7)) && c.contains(&json!(31));
+        let mut batches = 0;
+        let shrunk = shrink(steps, |cands| {
+            batches += 1;
+            cands.iter().map(needs).collect()
+        });
+        assert_eq!(shrunk, [json!(7), json!(31)]);
+        assert!(batches < 40, "{batches} batches");
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_input() {
+        let hand = json!({"records": [{"topic": "in", "key": "a", "value": "x", "timestamp": 0}]});
+        assert_eq!(generate("c", &hand, 3), generate("c", &hand, 3));
+        assert_ne!(generate("c", &hand, 3), generate("c", &hand, 4));
+    }
+}
