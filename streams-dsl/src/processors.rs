@@ -197,12 +197,18 @@ impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Change<V>, K, Option<V
         ctx: &mut ProcessorContext<'_, K, Option<V>>,
         r: Record<K, Change<V>>,
     ) -> ProcessResult {
+        let is_deletion = r.value.new.is_none();
         ctx.forward(Record {
             key: r.key,
             value: r.value.new,
             timestamp: r.timestamp,
             headers: r.headers,
-            nulls: Nulls::NONE,
+            // A deletion is a null value: a stream aggregation skips it, as Kafka
+            // Streams' does.
+            nulls: Nulls {
+                key: false,
+                value: is_deletion,
+            },
         })
     }
 }

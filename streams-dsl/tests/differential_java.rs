@@ -276,6 +276,18 @@ fn table_to_stream() {
 }
 
 #[test]
+fn table_to_stream_count() {
+    check("table-to-stream-count", &[], &[("counts", Long)], |b| {
+        table(b, "t")
+            .to_stream()
+            .group_by_key(Grouped::new())
+            .count(Materialized::new())
+            .to_stream()
+            .to("counts", counts());
+    });
+}
+
+#[test]
 fn table_filter() {
     check("table-filter", &[], &[("filtered", Str)], |b| {
         table(b, "t")

@@ -41,12 +41,17 @@ impl<K: Clone + 'static, V: Clone + 'static> SuppressProcessor<K, V> {
             None => None,
             Some(bytes) => self.value_serde.deserialize(bytes)?,
         };
+        // A deletion is a null value, as the table's stream shows it.
+        let nulls = Nulls {
+            key: false,
+            value: value.is_none(),
+        };
         ctx.forward(Record {
             key: self.key_serde.deserialize(&e.key)?,
             value,
             timestamp: e.timestamp,
             headers: e.headers,
-            nulls: Nulls::NONE,
+            nulls,
         })?;
         Ok(true)
     }

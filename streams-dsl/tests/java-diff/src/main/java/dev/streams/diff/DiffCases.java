@@ -194,6 +194,9 @@ public final class DiffCases {
 
         // ---- tables ----
         add("table-to-stream", b -> table(b, "t").toStream().to("updates", Produced.with(S, S)), str("updates"));
+        // A table's deletions are null values on its stream: a stream aggregation skips them.
+        add("table-to-stream-count", b -> table(b, "t").toStream().groupByKey().count()
+            .toStream().to("counts", Produced.with(S, L)), lng("counts"));
         add("table-filter", b -> table(b, "t").filter((k, v) -> nz(v).length() > 2)
             .toStream().to("filtered", Produced.with(S, S)), str("filtered"));
         add("table-filter-materialized", b -> table(b, "t")
