@@ -172,7 +172,8 @@ where
 impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     /// Joins each record with the global table's value for `key_mapper(key, value)`;
     /// records whose mapped key is not in the table are dropped. Keys are kept, and the
-    /// stream is not repartitioned (every task reads the whole table).
+    /// stream is not repartitioned (every task reads the whole table). Records whose value
+    /// is null are skipped (see [null keys and values](crate#null-keys-and-values)).
     pub fn join_global<GK, GV, VR>(
         &self,
         table: &GlobalKTable<GK, GV>,

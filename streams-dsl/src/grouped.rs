@@ -21,6 +21,9 @@ use crate::processors::{AggregateProcessor, UpdateFn, open};
 
 /// A stream grouped by key, ready to aggregate. Made by [`KStream::group_by_key`] or
 /// [`KStream::group_by`].
+///
+/// `count`, `reduce` and `aggregate` skip records whose key or value is null, and count
+/// them as dropped (see [null keys and values](crate#null-keys-and-values)).
 pub struct KGroupedStream<K, V> {
     stream: KStream<K, V>,
 }

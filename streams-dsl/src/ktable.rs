@@ -247,7 +247,8 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
 impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     /// Joins each record with the table's current value for its key; records whose key is
     /// not in the table are dropped. The table must be materialized; a stream whose key
-    /// changed is repartitioned first, so both sides are partitioned alike.
+    /// changed is repartitioned first, so both sides are partitioned alike. Records whose
+    /// key or value is null are skipped (see [null keys and values](crate#null-keys-and-values)).
     pub fn join<VT, VR>(
         &self,
         table: &KTable<K, VT>,
@@ -262,7 +263,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     }
 
     /// As [`join`](Self::join), but a record whose key is not in the table is joined with
-    /// `None`.
+    /// `None`; so is a record whose key is null (see [null keys and values](crate#null-keys-and-values)).
     pub fn left_join<VT, VR>(
         &self,
         table: &KTable<K, VT>,

@@ -22,6 +22,27 @@
 //!
 //! Every node, store and repartition topic is named by the rule in [`naming`]: from the
 //! closest user-given name, never from a global counter.
+//!
+//! # Null keys and values
+//!
+//! A record remembers which of its key and value were null on the wire
+//! ([`Nulls`](streams_core::Nulls)), whatever its serde read for them (`""` for
+//! `StringSerde`). As in Kafka Streams, these operators skip such records, log a warning
+//! and count them in the task's dropped-records metric:
+//!
+//! | operator | skips a record whose |
+//! |---|---|
+//! | `count`, `reduce`, `aggregate` of a [`KGroupedStream`], and its cogroups | key or value is null |
+//! | sliding-window aggregations | key or value is null |
+//! | time-window and session aggregations | key is null (a null value is aggregated) |
+//! | stream-stream joins | key or value is null; a null key with a value on a side that emits unmatched records is emitted unmatched at once |
+//! | stream-table joins | key or value is null; a left join joins a null key with a value with `None` |
+//! | stream-global-table joins | value is null |
+//! | [`StreamsBuilder::table`], [`StreamsBuilder::global_table`] | key is null (a null value deletes) |
+//!
+//! Everything else passes nulls on, and a sink writes them as null. Repartition topics
+//! leave null keys out, except before a left join. A function given a null sees the
+//! serde's reading of it; what it returns is not null.
 
 mod branch;
 mod builder;

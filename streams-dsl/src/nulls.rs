@@ -1,21 +1,11 @@
 //! Which records the DSL skips for a null key or value, as Kafka Streams does.
 //!
 //! A record's [`Nulls`](streams_core::Nulls) say whether its key or value was null on the
-//! wire, whatever the serde made of it (`""` for a string). The operators below skip such
-//! records, log a warning naming the record's topic, partition and offset, and count them
-//! in the task's dropped-records metric, exactly where Kafka Streams' own processors do:
-//!
-//! | operator | skips a record whose |
-//! |---|---|
-//! | `count`, `reduce`, `aggregate` of a grouped stream (and its cogroups) | key or value is null |
-//! | sliding-window aggregations | key or value is null |
-//! | tumbling/hopping-window and session-window aggregations | key is null (a null value is aggregated) |
-//! | stream-stream joins | key or value is null; except that a record with a null key and a value on the side that emits unmatched records (the left of a left join, either side of an outer join) is emitted at once, unmatched |
-//! | stream-table and stream-global-table joins | key (or the global table key chosen for it) or value is null; except that a left join emits a record with a null key and a value, unmatched |
-//! | a table read from a topic (`table`, `to_table`) | key is null (a null value deletes) |
-//!
-//! Every other operator passes nulls on: `filter`, `peek`, `split`, `merge` and
-//! repartition topics keep them, and a sink writes them as null.
+//! wire, whatever the serde made of it (`""` for a string). The operators listed in the
+//! [crate docs](crate#null-keys-and-values) skip such records where Kafka Streams' own
+//! processors do: they log a warning naming the record's topic, partition and offset, and
+//! count it in the task's dropped-records metric. Every other operator passes nulls on:
+//! `filter`, `peek`, `split`, `merge` keep them, and a sink writes them as null.
 
 use streams_core::{ProcessorContext, Record};
 

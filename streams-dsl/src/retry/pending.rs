@@ -41,7 +41,7 @@ impl PendingKey {
     }
 }
 
-/// [`PendingKey`] as 20 ordered bytes (see the [module docs](self)).
+/// [`PendingKey`] as 20 ordered bytes (see the module docs of `retry::pending`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PendingKeySerde;
 
@@ -96,7 +96,7 @@ pub struct PendingRecord {
     pub headers: Headers,
 }
 
-/// [`PendingRecord`] in a versioned binary form (see the [module docs](self)).
+/// [`PendingRecord`] in a versioned binary form (see the module docs of `retry::pending`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PendingRecordSerde;
 

@@ -87,7 +87,8 @@ struct JoinStores<K, V1, V2> {
 impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     /// Joins every record with the records of `other` of the same key within `windows`,
     /// forwarding `joiner(key, this value, other value)` once per pair (see the
-    /// [module docs](crate::stream_join) for windows, grace and naming).
+    /// [module docs](crate::stream_join) for windows, grace and naming). Records whose key
+    /// or value is null are skipped (see [null keys and values](crate#null-keys-and-values)).
     pub fn join_stream<V2, VR>(
         &self,
         other: &KStream<K, V2>,
@@ -111,7 +112,8 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     }
 
     /// As [`join_stream`](Self::join_stream), and every record of this stream that joins
-    /// nothing is forwarded as `joiner(key, value, None)` once its window closed.
+    /// nothing is forwarded as `joiner(key, value, None)` once its window closed; one whose
+    /// key is null, at once.
     pub fn left_join_stream<V2, VR>(
         &self,
         other: &KStream<K, V2>,

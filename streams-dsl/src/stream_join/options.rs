@@ -82,7 +82,7 @@ impl JoinWindows {
     }
 
     /// How long the window stores keep a record behind their stream time (ms):
-    /// `before + after + grace + 1` (see the [module docs](self)).
+    /// `before + after + grace + 1` (see the module docs of `stream_join::options`).
     pub fn retention_ms(&self) -> i64 {
         self.size_ms().saturating_add(self.grace_ms).saturating_add(1)
     }

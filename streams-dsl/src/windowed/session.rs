@@ -59,6 +59,10 @@ impl<K, V, A> Clone for SessionFns<K, V, A> {
 
 /// A grouped stream cut into sessions, to count, reduce or aggregate per key and session.
 /// Made by [`KGroupedStream::windowed_by_session`](crate::KGroupedStream::windowed_by_session).
+///
+/// Records whose key is null are skipped and counted as dropped; a null value is
+/// aggregated, and a `reduce` whose first value is null forwards a tombstone (see
+/// [null keys and values](crate#null-keys-and-values)).
 pub struct SessionWindowedKStream<K, V> {
     grouped: KGroupedStream<K, V>,
     windows: SessionWindows,

@@ -31,6 +31,10 @@ use crate::windowed::windows::{EmitStrategy, SlidingWindows, TimeWindows, millis
 /// A grouped stream cut into time windows (tumbling or hopping), to count, reduce or
 /// aggregate per key and window. Made by
 /// [`KGroupedStream::windowed_by`](crate::KGroupedStream::windowed_by).
+///
+/// Records whose key is null are skipped and counted as dropped; a null value is
+/// aggregated, and a `reduce` whose first value is null forwards a tombstone (see
+/// [null keys and values](crate#null-keys-and-values)).
 pub struct TimeWindowedKStream<K, V> {
     grouped: KGroupedStream<K, V>,
     windows: TimeWindows,
@@ -39,6 +43,9 @@ pub struct TimeWindowedKStream<K, V> {
 
 /// A grouped stream cut into sliding windows, to count, reduce or aggregate per key and
 /// window. Made by [`KGroupedStream::windowed_by_sliding`](crate::KGroupedStream::windowed_by_sliding).
+///
+/// Records whose key or value is null are skipped and counted as dropped (see
+/// [null keys and values](crate#null-keys-and-values)).
 pub struct SlidingWindowedKStream<K, V> {
     grouped: KGroupedStream<K, V>,
     windows: SlidingWindows,
