@@ -115,9 +115,7 @@ impl Shared {
         KOut: 'static,
         VOut: 'static,
     {
-        self.with(|t| {
-            t.add_processor(name, supplier, [parent]);
-        });
+        self.processor_with(name, move |_| Ok(supplier()), parent);
     }
 
     /// Adds a processor with one parent, made by `supplier` with its context (where it
