@@ -4,7 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use super::{StreamsConfig, keys, parse};
+use super::{StreamsConfig, keys};
 use crate::model::error::StreamsError;
 
 /// What a stream thread promises about records being processed and their results written.
@@ -52,11 +52,11 @@ impl FromStr for ProcessingGuarantee {
         match value {
             "at_least_once" => Ok(Self::AtLeastOnce),
             "exactly_once_v2" => Ok(Self::ExactlyOnceV2),
-            "exactly_once" | "exactly_once_beta" => Err(parse::invalid(
+            "exactly_once" | "exactly_once_beta" => Err(super::invalid(
                 keys::PROCESSING_GUARANTEE,
                 format!("`{value}` is no longer supported; use `exactly_once_v2`"),
             )),
-            _ => Err(parse::invalid(
+            _ => Err(super::invalid(
                 keys::PROCESSING_GUARANTEE,
                 format!("`{value}` is not one of `at_least_once`, `exactly_once_v2`"),
             )),

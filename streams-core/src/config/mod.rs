@@ -73,6 +73,14 @@ enum Scope {
     Admin,
 }
 
+/// A [`StreamsError::Config`] for `property`.
+fn invalid(property: &str, message: impl Into<String>) -> StreamsError {
+    StreamsError::Config {
+        property: property.to_owned(),
+        message: message.into(),
+    }
+}
+
 impl Scope {
     /// The prefixed scopes.
     const PREFIXED: [Scope; 6] = [

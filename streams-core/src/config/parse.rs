@@ -7,18 +7,10 @@ use std::time::Duration;
 
 use strsim::levenshtein;
 
-use super::{ProcessingGuarantee, Scope, StreamsConfig, keys};
+use super::{ProcessingGuarantee, Scope, StreamsConfig, invalid, keys};
 use crate::model::RecordingLevel;
 use crate::model::error::StreamsError;
 use crate::model::handlers::ErrorHandling;
-
-/// A [`StreamsError::Config`] for `property`.
-pub(super) fn invalid(property: &str, message: impl Into<String>) -> StreamsError {
-    StreamsError::Config {
-        property: property.to_owned(),
-        message: message.into(),
-    }
-}
 
 /// The property value naming `handling`.
 pub(super) fn handling_name(handling: ErrorHandling) -> &'static str {

@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 
-use super::parse::invalid;
+use super::invalid;
 use crate::model::error::StreamsError;
 
 const JAAS: &str = "sasl.jaas.config";

@@ -26,36 +26,9 @@ use crate::options::Materialized;
 use crate::windowed::NO_TIMESTAMP;
 use crate::windowed::common::{EmitFinal, connect_stores, emit_time_store};
 use crate::windowed::serde::Windowed;
-use crate::windowed::session_agg::SessionWindowAggregate;
+use crate::windowed::session_agg::{SessionFns, SessionWindowAggregate};
 use crate::windowed::session_windows::{SessionWindowedSerde, SessionWindows};
 use crate::windowed::windows::{EmitStrategy, millis};
-
-/// The merger over `Option<A>`.
-type MergeFn<K, A> = Arc<dyn Fn(&K, Option<A>, A) -> A + Send + Sync>;
-
-/// The aggregator over `Option<A>`.
-type AddFn<K, V, A> = Arc<dyn Fn(&K, V, Option<A>) -> A + Send + Sync>;
-
-/// How a session aggregation folds values (Kafka Streams' initializer, aggregator and
-/// merger), over `Option<A>` so that `reduce` can start from no aggregate.
-pub(crate) struct SessionFns<K, V, A> {
-    /// A new session's aggregate before its first value.
-    pub init: Arc<dyn Fn() -> Option<A> + Send + Sync>,
-    /// Folds a merged session's aggregate (second) into the aggregate so far (first).
-    pub merge: MergeFn<K, A>,
-    /// Folds a value into the aggregate so far.
-    pub add: AddFn<K, V, A>,
-}
-
-impl<K, V, A> Clone for SessionFns<K, V, A> {
-    fn clone(&self) -> Self {
-        Self {
-            init: Arc::clone(&self.init),
-            merge: Arc::clone(&self.merge),
-            add: Arc::clone(&self.add),
-        }
-    }
-}
 
 /// A grouped stream cut into sessions, to count, reduce or aggregate per key and session.
 /// Made by [`KGroupedStream::windowed_by_session`](crate::KGroupedStream::windowed_by_session).

@@ -27,6 +27,7 @@
 //! record can neither remove nor create a session that is due, and the store (retention
 //! `+ 1` ms) still holds every session ending at or after the last close.
 
+use std::sync::Arc;
 use streams_core::Nulls;
 use streams_core::state::{SessionStore, StoreError};
 use streams_core::{Headers, ProcessResult, Processor, ProcessorContext, Record};
@@ -37,11 +38,37 @@ use crate::nulls::{Skip, drop_record, skipped};
 use crate::windowed::NO_TIMESTAMP;
 use crate::windowed::common::EmitFinal;
 use crate::windowed::serde::Windowed;
-use crate::windowed::session::SessionFns;
 use crate::windowed::session_windows::SessionWindows;
 
 /// A session aggregation's store: aggregates per key and session.
 pub(crate) type SessionAggStore<K, A> = SessionStore<DynSerde<K>, DynSerde<A>>;
+
+/// The merger over `Option<A>`.
+type MergeFn<K, A> = Arc<dyn Fn(&K, Option<A>, A) -> A + Send + Sync>;
+
+/// The aggregator over `Option<A>`.
+type AddFn<K, V, A> = Arc<dyn Fn(&K, V, Option<A>) -> A + Send + Sync>;
+
+/// How a session aggregation folds values (Kafka Streams' initializer, aggregator and
+/// merger), over `Option<A>` so that `reduce` can start from no aggregate.
+pub(crate) struct SessionFns<K, V, A> {
+    /// A new session's aggregate before its first value.
+    pub init: Arc<dyn Fn() -> Option<A> + Send + Sync>,
+    /// Folds a merged session's aggregate (second) into the aggregate so far (first).
+    pub merge: MergeFn<K, A>,
+    /// Folds a value into the aggregate so far.
+    pub add: AddFn<K, V, A>,
+}
+
+impl<K, V, A> Clone for SessionFns<K, V, A> {
+    fn clone(&self) -> Self {
+        Self {
+            init: Arc::clone(&self.init),
+            merge: Arc::clone(&self.merge),
+            add: Arc::clone(&self.add),
+        }
+    }
+}
 
 pub(crate) struct SessionWindowAggregate<K: 'static, V: 'static, A: 'static> {
     pub windows: SessionWindows,
