@@ -16,8 +16,7 @@ use std::rc::Rc;
 
 use crate::error::{Result, SerdeError, StoreError};
 use crate::serde::Serde;
-use crate::store::KeyValueStore;
-use crate::typed::SharedKeyValueStore;
+use crate::store::{KeyValueStore, SharedKeyValueStore};
 
 /// The shared store, its serdes and its name, as held by each typed store handle.
 #[derive(Clone)]

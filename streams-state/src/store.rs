@@ -10,6 +10,9 @@ use crate::changelog::ChangelogRecord;
 use crate::error::Result;
 use crate::iter::KeyValueIter;
 
+/// A bytes store shared between the task that owns it and the typed handles to it.
+pub type SharedKeyValueStore = std::rc::Rc<std::cell::RefCell<Box<dyn KeyValueStore>>>;
+
 /// Gauges a store reports for metrics; `None` where the store has no such thing.
 ///
 /// Read about once a second by the runtime, never per record.

@@ -16,8 +16,7 @@ use crate::iter::KeyValueIter;
 use crate::serde::{OrderedSerde, Serde};
 use crate::store::KeyValueStore;
 
-/// A bytes store shared between the task that owns it and the typed handles to it.
-pub type SharedKeyValueStore = Rc<RefCell<Box<dyn KeyValueStore>>>;
+pub use crate::store::SharedKeyValueStore;
 
 /// Serialization buffers kept between calls larger than this are released.
 const MAX_KEPT_BUFFER: usize = 64 * 1024;
