@@ -9,7 +9,6 @@
 //! co-partitioned with the table's topic.
 
 use std::sync::Arc;
-use streams_core::Nulls;
 
 use streams_core::{ProcessResult, Processor, ProcessorContext, Record, SourceConfig};
 use streams_state::serde::NullableSerde;
@@ -148,7 +147,6 @@ where
             drop_record(ctx, "its value is null");
             return Ok(());
         }
-        let key_is_null = r.nulls.key;
         let other = self
             .store
             .get(&(self.key_mapper)(&r.key, &r.value))?
@@ -159,10 +157,7 @@ where
                 value: v,
                 timestamp: r.timestamp,
                 headers: r.headers,
-                nulls: Nulls {
-                    key: key_is_null,
-                    value: false,
-                },
+                nulls: r.nulls.without_value(),
             }),
             None => Ok(()),
         }

@@ -2,7 +2,6 @@
 //! adds one Processor-API node and returns the stream of that node's output.
 
 use std::sync::Arc;
-use streams_core::Nulls;
 
 use streams_core::{Processor, Record, SinkConfig};
 use streams_state::Serde;
@@ -181,10 +180,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         let name = self.child_name("flat_map_values");
         self.op(&name, move |r: Record<K, V>, emit| {
             // The key stays as it was, null included.
-            let nulls = Nulls {
-                key: r.nulls.key,
-                value: false,
-            };
+            let nulls = r.nulls.without_value();
             for v in f(&r.key, r.value) {
                 emit(
                     Record::new(r.key.clone(), v, r.timestamp)

@@ -235,21 +235,18 @@ impl<K: Clone + 'static, V: 'static, VT: Clone + 'static, VR: Clone + 'static> P
             return Ok(());
         }
         // No row has a null key.
-        let other = match null_key_left {
-            true => None,
-            false => self.store.get(&r.key)?.map(|o| o.value),
+        let other = if null_key_left {
+            None
+        } else {
+            self.store.get(&r.key)?.map(|o| o.value)
         };
-        let key_is_null = r.nulls.key;
         match (self.joiner)(&r.key, r.value, other) {
             Some(v) => ctx.forward(Record {
                 key: r.key,
                 value: v,
                 timestamp: r.timestamp,
                 headers: r.headers,
-                nulls: Nulls {
-                    key: key_is_null,
-                    value: false,
-                },
+                nulls: r.nulls.without_value(),
             }),
             None => Ok(()),
         }

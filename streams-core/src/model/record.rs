@@ -87,6 +87,16 @@ impl Nulls {
         key: false,
         value: false,
     };
+
+    /// These marks with the key not null: for a record whose key was replaced.
+    pub fn without_key(self) -> Self {
+        Self { key: false, ..self }
+    }
+
+    /// These marks with the value not null: for a record whose value was replaced.
+    pub fn without_value(self) -> Self {
+        Self { value: false, ..self }
+    }
 }
 
 /// A typed record flowing between processors.
@@ -123,10 +133,7 @@ impl<K, V> Record<K, V> {
             value: self.value,
             timestamp: self.timestamp,
             headers: self.headers,
-            nulls: Nulls {
-                key: false,
-                value: self.nulls.value,
-            },
+            nulls: self.nulls.without_key(),
         }
     }
 
@@ -143,10 +150,7 @@ impl<K, V> Record<K, V> {
             value,
             timestamp: self.timestamp,
             headers: self.headers,
-            nulls: Nulls {
-                key: self.nulls.key,
-                value: false,
-            },
+            nulls: self.nulls.without_value(),
         }
     }
 

@@ -132,38 +132,26 @@ where
         r: Record<KO, Subscription<K>>,
     ) -> ProcessResult {
         let sub = r.value;
-        if r.nulls.key {
-            // A null foreign key (a deleted row of a left join): nothing to store or read.
-            if sub.instruction != Instruction::PropagateNullIfAbsent {
-                return Ok(());
+        // A null foreign key (a deleted row of a left join) has no subscription to keep
+        // and no row: its instruction alone answers it.
+        let null_fk = r.nulls.key;
+        if !null_fk {
+            let key = subscription_key(
+                &self.fk_serde.serialize(&r.key)?,
+                &self.pk_serde.serialize(&sub.pk)?,
+            )?;
+            if sub.instruction.deletes() {
+                self.subscriptions.delete(&key)?;
+            } else {
+                self.subscriptions.put(&key, &sub)?;
             }
-            return ctx.forward(Record {
-                key: sub.pk,
-                value: Response {
-                    hash: sub.hash,
-                    value: None,
-                    partition: sub.partition,
-                },
-                timestamp: r.timestamp,
-                headers: r.headers,
-                nulls: Nulls::NONE,
-            });
-        }
-        let key = subscription_key(
-            &self.fk_serde.serialize(&r.key)?,
-            &self.pk_serde.serialize(&sub.pk)?,
-        )?;
-        if sub.instruction.deletes() {
-            self.subscriptions.delete(&key)?;
-        } else {
-            self.subscriptions.put(&key, &sub)?;
         }
         if sub.instruction == Instruction::DeleteNoPropagate {
             return Ok(());
         }
         // The result's time is the later of the subscription's and the right row's, for a
         // delete too (Kafka Streams reads the row whatever the instruction).
-        let row = self.right.get(&r.key)?;
+        let row = if null_fk { None } else { self.right.get(&r.key)? };
         let timestamp = row.as_ref().map_or(r.timestamp, |v| v.timestamp.max(r.timestamp));
         let right = match sub.instruction {
             Instruction::DeleteAndPropagate | Instruction::DeleteNoPropagate => None,

@@ -192,10 +192,7 @@ where
                 value,
                 timestamp: r.timestamp,
                 headers: r.headers,
-                nulls: Nulls {
-                    key: true,
-                    value: false,
-                },
+                nulls: r.nulls.without_value(),
             }),
             None => Ok(()),
         }
