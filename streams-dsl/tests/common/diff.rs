@@ -142,15 +142,19 @@ type JavaCases = BTreeMap<String, Result<Vec<OutRecord>, String>>;
 /// The Java program's output, built and run once per test binary.
 fn kafka_outputs(test: &str) -> Option<&'static JavaCases> {
     static OUTPUT: OnceLock<Result<JavaCases, Outcome>> = OnceLock::new();
-    let output = OUTPUT.get_or_init(|| {
-        let mut program = JavaProgram::in_tests("java-diff", MAIN_CLASS, "differential_java");
-        program.args.push(inputs_dir().as_os_str().to_owned());
-        // About 5 s per seed (a run of every case) on a slow machine, plus the start.
-        program.timeout = Duration::from_secs(120 + 10 * seeds());
-        let stdout = program.build_and_run()?;
-        parse(&stdout).map_err(Outcome::Failed)
-    });
+    // About 5 s per seed (a run of every case) on a slow machine, plus the start.
+    let output = OUTPUT.get_or_init(|| run_java(inputs_dir(), None, Duration::from_secs(120 + 10 * seeds())));
     java::available(test, output)
+}
+
+/// Runs the Java program on the inputs in `dir`: every case, or only `case` (its
+/// hand-written and generated inputs); what it printed, by input.
+fn run_java(dir: &Path, case: Option<&str>, timeout: Duration) -> Result<JavaCases, Outcome> {
+    let mut program = JavaProgram::in_tests("java-diff", MAIN_CLASS, "differential_java");
+    program.args.push(dir.as_os_str().to_owned());
+    program.args.extend(case.map(Into::into));
+    program.timeout = timeout;
+    parse(&program.build_and_run()?).map_err(Outcome::Failed)
 }
 
 /// The directory holding every input both sides run: the hand-written cases and the
@@ -466,9 +470,7 @@ fn kafka_batch(case: &str, inputs: &[Value]) -> Option<Vec<Option<Vec<OutRecord>
     for (i, input) in inputs.iter().enumerate() {
         write_input(&dir.path().join(format!("{case}~{i}.json")), input);
     }
-    let mut program = JavaProgram::in_tests("java-diff", MAIN_CLASS, "differential_java");
-    program.args = vec![dir.path().as_os_str().to_owned(), case.into()];
-    let mut cases = parse(&program.build_and_run().ok()?).ok()?;
+    let mut cases = run_java(dir.path(), Some(case), Duration::from_secs(120)).ok()?;
     Some(
         (0..inputs.len())
             .map(|i| cases.remove(&format!("{case}~{i}")).and_then(Result::ok))
