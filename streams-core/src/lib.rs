@@ -63,7 +63,9 @@ pub use metrics::{Metrics, RecordingLevel};
 pub use model::TaskId;
 pub use model::partitioner::{StreamPartitioner, default_partition, murmur2};
 pub use model::record::{Headers, Nulls, OutputRecord, OutputRef, RawRecord, Record, RecordMetadata};
-pub use processor::{Cancellable, Child, Processor, ProcessorContext, PunctuationType, ScheduleId};
+pub use processor::{
+    Cancellable, Child, Processor, ProcessorContext, PunctuationType, ScheduleId, StoreAccess,
+};
 pub use runtime::query::{
     HostInfo, KeyQueryMetadata, KeyValueCursor, Queries, QueryError, ReadOnlyKeyValueStore,
     ReadOnlySessionStore, ReadOnlyWindowStore, ResumeToken, StreamsMetadata, WindowCursor,

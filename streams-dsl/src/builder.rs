@@ -2,6 +2,8 @@
 //! Processor-API [`TopologyBuilder`](streams_core::TopologyBuilder) at once, so `build()` is
 //! the core's own validation.
 
+use std::any::TypeId;
+
 use streams_core::{SourceConfig, Topology};
 use streams_state::{Serde, StoreBuilder};
 
@@ -13,7 +15,7 @@ use crate::ktable::KTable;
 use crate::optimization::Optimizations;
 use crate::options::{Consumed, Materialized};
 use crate::processors::{TableSource, open};
-use crate::shared::{Shared, TABLE_SOURCE_VALUES};
+use crate::shared::{Shared, StreamSource, TABLE_SOURCE_VALUES};
 
 /// Builds a topology from DSL calls: [`stream`](Self::stream) and [`table`](Self::table)
 /// start streams and tables, whose operators add Processor-API nodes; [`build`](Self::build)
@@ -54,7 +56,10 @@ impl StreamsBuilder {
         self
     }
 
-    /// A stream of the records of `topics`.
+    /// A stream of the records of `topics`. A second stream of exactly the same topics, of
+    /// the same types and offset reset and without a timestamp extractor of its own, reads
+    /// through the first one's source node (as Kafka Streams merges them); other overlaps
+    /// fail the build.
     pub fn stream<KS, VS, T>(
         &self,
         topics: impl IntoIterator<Item = T>,
@@ -68,9 +73,23 @@ impl StreamsBuilder {
         T: Into<String>,
     {
         let topics: Vec<String> = topics.into_iter().map(Into::into).collect();
+        let key_serde = Some(dyn_serde(consumed.key_serde.clone()));
+        let value_serde = Some(dyn_serde(consumed.value_serde.clone()));
         let name = self
             .shared
             .name(consumed.name.as_deref(), &topics.join("+"), "source");
+        // A second stream of the same topics reads through the first one's source, whose
+        // timestamp extractor it then shares (Kafka Streams' merge of source nodes).
+        let source = StreamSource {
+            node: name.clone(),
+            types: TypeId::of::<(KS::Target, VS::Target)>(),
+            offset_reset: consumed.offset_reset,
+        };
+        if consumed.extractor.is_none()
+            && let Some(first) = self.shared.stream_source(&topics, source)
+        {
+            return KStream::new(self.shared.clone(), first, key_serde, value_serde);
+        }
         let mut config = SourceConfig::new(topics, consumed.key_serde.clone(), consumed.value_serde.clone())
             .offset_reset(consumed.offset_reset);
         if let Some(extractor) = consumed.extractor {
@@ -79,12 +98,7 @@ impl StreamsBuilder {
         self.shared.with(|t| {
             t.add_source_with(&name, config);
         });
-        KStream::new(
-            self.shared.clone(),
-            name,
-            Some(dyn_serde(consumed.key_serde)),
-            Some(dyn_serde(consumed.value_serde)),
-        )
+        KStream::new(self.shared.clone(), name, key_serde, value_serde)
     }
 
     /// A table of the latest value per key of `topic` (a null value deletes the key), kept

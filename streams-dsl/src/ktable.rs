@@ -23,6 +23,7 @@ use crate::kstream::KStream;
 use crate::options::Materialized;
 use crate::processors::{ChangeView, JoinFn, StreamTableJoin, TableFn, TableOpProcessor, open};
 use crate::shared::Shared;
+use crate::table_lookup::{OpenLookup, kv_lookup};
 
 /// A table of the latest value per key. Its node forwards every update of a row (its
 /// deletion included); [`to_stream`](Self::to_stream) reads them as `Option<V>` values. A
@@ -38,6 +39,9 @@ pub struct KTable<K, V> {
     pub(crate) changes: Option<Arc<OldValues>>,
     /// The node `to_stream` added, shared by the clones of this table.
     view: Rc<OnceCell<String>>,
+    /// How joins read a row of this table, when its store is not a key-value store of
+    /// its keys (a windowed aggregation's).
+    lookup: Option<OpenLookup<K, V>>,
 }
 
 impl<K, V> Clone for KTable<K, V> {
@@ -50,6 +54,7 @@ impl<K, V> Clone for KTable<K, V> {
             value_serde: self.value_serde.clone(),
             changes: self.changes.clone(),
             view: self.view.clone(),
+            lookup: self.lookup.clone(),
         }
     }
 }
@@ -65,6 +70,22 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             value_serde: None,
             changes: None,
             view: Rc::new(OnceCell::new()),
+            lookup: None,
+        }
+    }
+
+    /// This table, read by joins through `lookup` rather than as a key-value store.
+    pub(crate) fn with_lookup(mut self, lookup: OpenLookup<K, V>) -> Self {
+        self.lookup = Some(lookup);
+        self
+    }
+
+    /// How a join reads a row of this table; `None` when it is not materialized.
+    pub(crate) fn lookup(&self) -> Option<OpenLookup<K, V>> {
+        match (&self.lookup, &self.store) {
+            (Some(lookup), _) => Some(lookup.clone()),
+            (None, Some(store)) => Some(kv_lookup(store.clone())),
+            (None, None) => None,
         }
     }
 
@@ -291,20 +312,19 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             self.clone()
         };
         let node = left.child_name(op);
-        let Some(store) = table.store.clone() else {
+        let (Some(store), Some(lookup)) = (table.store.clone(), table.lookup()) else {
             self.shared.issue(DslIssue::NotMaterialized {
                 operator: node.clone(),
                 table: table.node.clone(),
             });
             return left.derive(node, None, None, false);
         };
-        let table_store = store.clone();
         self.shared.processor_with(
             &node,
             move |ctx| {
                 Ok(StreamTableJoin {
                     joiner: joiner.clone(),
-                    store: open(ctx, &table_store)?,
+                    table: lookup(ctx.stores())?,
                     left: is_left,
                 })
             },

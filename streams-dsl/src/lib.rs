@@ -68,6 +68,7 @@ pub mod stream_join;
 mod suppress;
 mod table_grouped;
 mod table_join;
+mod table_lookup;
 mod timestamped;
 mod windowed;
 

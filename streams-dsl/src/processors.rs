@@ -11,6 +11,7 @@ use streams_state::ValueAndTimestamp;
 use crate::change::{Change, TableIn};
 use crate::dyn_serde::DynSerde;
 use crate::nulls::{Skip, skipped};
+use crate::table_lookup::Lookup;
 use crate::timestamped::{TimestampedValues, timestamped};
 
 /// A typed handle of a DSL store, values with their timestamps.
@@ -220,8 +221,8 @@ pub(crate) type JoinFn<K, V, VT, VR> = Arc<dyn Fn(&K, V, Option<VT>) -> Option<V
 /// store (connected to this processor, so stream and table share a task).
 pub(crate) struct StreamTableJoin<K: 'static, V, VT: 'static, VR> {
     pub joiner: JoinFn<K, V, VT, VR>,
-    /// The table's store.
-    pub store: DslStore<K, VT>,
+    /// The table's rows.
+    pub table: Lookup<K, VT>,
     /// A left join: a record with a null key is joined with no row rather than skipped.
     pub left: bool,
 }
@@ -238,7 +239,7 @@ impl<K: Clone + 'static, V: 'static, VT: Clone + 'static, VR: Clone + 'static> P
         let other = if null_key_left {
             None
         } else {
-            self.store.get(&r.key)?.map(|o| o.value)
+            self.table.get(&r.key)?.map(|o| o.value)
         };
         match (self.joiner)(&r.key, r.value, other) {
             Some(v) => ctx.forward(Record {

@@ -34,6 +34,16 @@ pub(crate) struct Inner {
     /// name: a `StoreRef<DynSerde<K>, DynSerde<V>>`, for [`KTable::store_ref`].
     pub(crate) kv_refs: std::collections::HashMap<String, Box<dyn std::any::Any>>,
     pub(crate) optimizations: Optimizations,
+    /// The stream sources by their (sorted) topics, for [`Shared::stream_source`].
+    pub(crate) stream_sources: std::collections::HashMap<Vec<String>, StreamSource>,
+}
+
+/// A source node added by `StreamsBuilder::stream`.
+pub(crate) struct StreamSource {
+    pub(crate) node: String,
+    /// The key and value types it reads.
+    pub(crate) types: std::any::TypeId,
+    pub(crate) offset_reset: streams_core::OffsetReset,
 }
 
 /// The shared state behind a builder and its streams.
@@ -51,7 +61,26 @@ impl Shared {
             window_grace: std::collections::HashMap::new(),
             kv_refs: std::collections::HashMap::new(),
             optimizations: Optimizations::NONE,
+            stream_sources: std::collections::HashMap::new(),
         })))
+    }
+
+    /// The source node of an earlier `stream()` of exactly `topics` that reads the types
+    /// `types` from the same offset: a second `stream()` of those topics shares it, as
+    /// Kafka Streams merges such sources. Otherwise records this one (`node`) and returns
+    /// `None`; a second source of the same topics then fails the build.
+    pub fn stream_source(&self, topics: &[String], source: StreamSource) -> Option<String> {
+        let mut key = topics.to_vec();
+        key.sort();
+        let mut inner = self.0.borrow_mut();
+        match inner.stream_sources.get(&key) {
+            Some(s) if s.types == source.types && s.offset_reset == source.offset_reset => Some(s.node.clone()),
+            Some(_) => None,
+            None => {
+                inner.stream_sources.insert(key, source);
+                None
+            }
+        }
     }
 
     /// A node name by the naming rule; a taken user-given name is recorded as an issue.

@@ -30,7 +30,8 @@ use streams_core::{ProcessResult, Processor, ProcessorContext, Record};
 use crate::change::{Change, OldValues, TableIn};
 use crate::error::DslIssue;
 use crate::ktable::KTable;
-use crate::processors::{DslStore, OpFn, OpProcessor, open};
+use crate::processors::{OpFn, OpProcessor};
+use crate::table_lookup::Lookup;
 
 /// Joins the optional values of both sides for one key.
 type BothFn<K, V, VO, VR> = Arc<dyn Fn(&K, Option<V>, Option<VO>) -> Option<VR> + Send + Sync>;
@@ -40,8 +41,8 @@ type BothFn<K, V, VO, VR> = Arc<dyn Fn(&K, Option<V>, Option<VO>) -> Option<VR> 
 struct TableJoinSide<K: 'static, V, VO: 'static, VR> {
     /// `joiner(key, this side's value, other side's value)`.
     joiner: BothFn<K, V, VO, VR>,
-    /// The other table's store.
-    other: DslStore<K, VO>,
+    /// The other table's rows.
+    other: Lookup<K, VO>,
     send_old: bool,
     /// This side's rows are kept without a row on the other side (left and outer joins).
     kept: bool,
@@ -160,7 +161,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
     ) -> KTable<K, VR> {
         let shared = &self.shared;
         let node = shared.name(None, &self.node, op);
-        let Some((this_store, other_store)) = self.join_stores(other, &node) else {
+        let (Some((this_store, other_store)), Some(this_rows), Some(other_rows)) =
+            (self.join_stores(other, &node), self.lookup(), other.lookup())
+        else {
             return KTable::new(shared.clone(), node, None);
         };
         let this_side = shared.name(Some(&format!("{node}-this")), "", "");
@@ -179,7 +182,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         self.add_child(&this_side, move |ctx| {
             Ok(TableJoinSide {
                 joiner: this_joiner.clone(),
-                other: open(ctx, &other_store)?,
+                other: other_rows(ctx.stores())?,
                 send_old: send_this.is_on(),
                 kept: this_kept,
                 old_in: this_old.is_on(),
@@ -187,11 +190,10 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             })
         });
         let other_joiner: BothFn<K, VO, V, VR> = Arc::new(move |k, b, a| f(k, a, b));
-        let this_store_name = this_store.clone();
         other.add_child(&other_side, move |ctx| {
             Ok(TableJoinSide {
                 joiner: other_joiner.clone(),
-                other: open(ctx, &this_store_name)?,
+                other: this_rows(ctx.stores())?,
                 send_old: send_other.is_on(),
                 kept: other_kept,
                 old_in: other_old.is_on(),
@@ -200,7 +202,6 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         });
         let merge: OpFn<K, Change<VR>, K, Change<VR>> = Arc::new(|r, emit| emit(r));
         let parents = [this_side.clone(), other_side.clone()];
-        let other_store = other.store.clone().unwrap_or_default();
         shared.with(|t| {
             t.add_processor(&node, move || OpProcessor { op: merge.clone() }, parents)
                 .connect_processor_and_state_stores(&this_side, [other_store])

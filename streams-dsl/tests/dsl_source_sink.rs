@@ -302,3 +302,42 @@ fn optimized_tables_restore_from_their_topic_instead_of_a_changelog() {
         [("u1".to_owned(), "c@ann".to_owned())]
     );
 }
+
+/// Two `stream()` calls of one topic read through one source node, as Kafka Streams
+/// merges them: each stream sees every record once.
+#[test]
+fn two_streams_of_one_topic_share_its_source() {
+    let b = StreamsBuilder::new();
+    let plain = Consumed::with(StringSerde, StringSerde);
+    b.stream(["in"], plain.clone())
+        .filter(|_, v| v.starts_with('a'))
+        .to("a", Produced::with(StringSerde, StringSerde));
+    b.stream(["in"], plain)
+        .map_values(|_, v| v.to_uppercase())
+        .to("upper", Produced::with(StringSerde, StringSerde));
+    let topology = b.build().unwrap();
+    assert_eq!(topology.describe().to_string().matches("Source:").count(), 1);
+    let driver = TopologyTestDriver::new(topology, DriverConfig::default()).unwrap();
+    let input = driver.input_topic("in", StringSerde, StringSerde);
+    for v in ["ab", "cd", "ax"] {
+        input.pipe("k".into(), v.into()).unwrap();
+    }
+    let read = |topic| {
+        let out = driver.output_topic(topic, StringSerde, StringSerde);
+        out.read_key_values().unwrap().into_iter().map(|(_, v)| v).collect::<Vec<_>>()
+    };
+    assert_eq!(read("a"), ["ab", "ax"]);
+    assert_eq!(read("upper"), ["AB", "CD", "AX"]);
+}
+
+/// Streams of one topic that cannot share a source (other types here) fail the build.
+#[test]
+fn streams_of_one_topic_with_other_types_fail_the_build() {
+    let b = StreamsBuilder::new();
+    b.stream(["in"], Consumed::with(StringSerde, StringSerde))
+        .to("a", Produced::with(StringSerde, StringSerde));
+    b.stream(["in"], Consumed::with(StringSerde, U64Serde))
+        .to("b", Produced::with(StringSerde, U64Serde));
+    let err = b.build().unwrap_err().to_string();
+    assert!(err.contains("topic `in` is read by both `in-source` and `in-source-2`"), "{err}");
+}

@@ -6,6 +6,7 @@ use std::time::Duration;
 use streams_state::{KvStore, Serde, SessionStore, StoreError, VersionedKeyValueStore, WindowStore};
 
 use super::node::NodeContext;
+use super::store_access::StoreAccess;
 use super::{Cancellable, PunctuationType, SessionStoreRef, StoreRef, VersionedStoreRef, WindowStoreRef};
 use crate::model::TaskId;
 use crate::model::error::{ProcessResult, ProcessorError};
@@ -127,38 +128,31 @@ impl<'a, K, V> ProcessorContext<'a, K, V> {
         self.cx.schedule(super::interval_ms(interval), kind)
     }
 
-    /// The typed handle of the key-value store `name`, which must be connected to this
-    /// processor (or be a global store), with the serdes it was built with.
-    ///
-    /// Fails with [`StoreError::NotConnected`] for a store not connected to this processor
-    /// and [`StoreError::WrongType`] when `KS`/`VS` are not the store's serdes.
+    /// The stores connected to this processor, without its output types: for code that
+    /// opens stores on a processor's behalf (a DSL table's lookup, for one).
+    pub fn stores(&self) -> StoreAccess<'a> {
+        StoreAccess::new(self.cx)
+    }
+
+    /// The typed handle of the key-value store `name`; see [`StoreAccess::kv_store`].
     pub fn kv_store<KS, VS>(&self, name: &str) -> Result<KvStore<KS, VS>, StoreError>
     where
         KS: Serde + Clone,
         VS: Serde + Clone,
     {
-        self.cx.store(name)?.typed()
+        self.stores().kv_store(name)
     }
 
-    /// The typed handle of `store`, which must be connected to this processor (or be a
-    /// global store). Call it in the processor's supplier (see
-    /// [`TopologyBuilder::processor`](crate::TopologyBuilder::processor)) and keep the
-    /// handle: it reads and writes this task's instance of the store.
-    ///
-    /// Fails with [`StoreError::NotConnected`] for a store not connected to this processor.
+    /// The typed handle of `store`; see [`StoreAccess::store`].
     pub fn store<KS, VS>(&self, store: &StoreRef<KS, VS>) -> Result<KvStore<KS, VS>, StoreError>
     where
         KS: Serde + Clone,
         VS: Serde + Clone,
     {
-        Ok(store.open(self.cx.store(store.name())?.store.clone()))
+        self.stores().store(store)
     }
 
-    /// The typed handle of the window store `store`, which must be connected to this
-    /// processor. Call it in the processor's supplier and keep the handle, as
-    /// [`store`](Self::store).
-    ///
-    /// Fails with [`StoreError::NotConnected`] for a store not connected to this processor.
+    /// The typed handle of the window store `store`; see [`StoreAccess::window_store`].
     pub fn window_store<KS, VS>(
         &self,
         store: &WindowStoreRef<KS, VS>,
@@ -167,11 +161,10 @@ impl<'a, K, V> ProcessorContext<'a, K, V> {
         KS: Serde + Clone,
         VS: Serde + Clone,
     {
-        Ok(store.open(self.cx.store(store.name())?.store.clone()))
+        self.stores().window_store(store)
     }
 
-    /// The typed handle of the session store `store`, which must be connected to this
-    /// processor; see [`window_store`](Self::window_store).
+    /// The typed handle of the session store `store`; see [`StoreAccess::session_store`].
     pub fn session_store<KS, VS>(
         &self,
         store: &SessionStoreRef<KS, VS>,
@@ -180,11 +173,11 @@ impl<'a, K, V> ProcessorContext<'a, K, V> {
         KS: Serde + Clone,
         VS: Serde + Clone,
     {
-        Ok(store.open(self.cx.store(store.name())?.store.clone()))
+        self.stores().session_store(store)
     }
 
-    /// The typed handle of the versioned key-value store `store`, which must be connected
-    /// to this processor; see [`window_store`](Self::window_store).
+    /// The typed handle of the versioned key-value store `store`; see
+    /// [`StoreAccess::versioned_store`].
     pub fn versioned_store<KS, VS>(
         &self,
         store: &VersionedStoreRef<KS, VS>,
@@ -193,7 +186,7 @@ impl<'a, K, V> ProcessorContext<'a, K, V> {
         KS: Serde + Clone,
         VS: Serde + Clone,
     {
-        Ok(store.open(self.cx.store(store.name())?.store.clone()))
+        self.stores().versioned_store(store)
     }
 }
 

@@ -9,6 +9,7 @@ pub mod asynchronous;
 mod context;
 pub(crate) mod holds;
 pub(crate) mod node;
+mod store_access;
 mod store_ref;
 mod versioned_ref;
 
@@ -21,6 +22,7 @@ pub use async_trait::async_trait;
 pub use asynchronous::{AsyncNode, AsyncOptions, AsyncProcessor};
 pub use context::{Child, ProcessorContext};
 pub use holds::{OffsetHold, ThreadWaker};
+pub use store_access::StoreAccess;
 pub use store_ref::{ConnectableStore, SessionStoreRef, StoreRef, WindowStoreRef};
 pub use versioned_ref::VersionedStoreRef;
 

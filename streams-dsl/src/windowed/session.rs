@@ -23,6 +23,7 @@ use crate::error::DslIssue;
 use crate::grouped::KGroupedStream;
 use crate::ktable::KTable;
 use crate::options::Materialized;
+use crate::table_lookup::session_lookup;
 use crate::windowed::NO_TIMESTAMP;
 use crate::windowed::common::{EmitFinal, connect_stores, emit_time_store};
 use crate::windowed::serde::Windowed;
@@ -168,6 +169,7 @@ impl<K: Clone + PartialEq + 'static, V: Clone + 'static> SessionWindowedKStream<
             !on_close,
         );
         let store_ref = s.shared.with(|t| t.session_store(builder));
+        let lookup = session_lookup(store_ref.clone());
         let emit_store = on_close.then(|| emit_time_store(&store));
         let (emit_name, key_serde) = (emit_store.clone(), ks.clone());
         let old_values = OldValues::from_store();
@@ -202,5 +204,6 @@ impl<K: Clone + PartialEq + 'static, V: Clone + 'static> SessionWindowedKStream<
         let wks = SessionWindowedSerde::of(ks);
         KTable::changes(s.shared.clone(), node, Some(store), old_values)
             .with_serdes(Some(dyn_serde(wks)), Some(vs))
+            .with_lookup(lookup)
     }
 }

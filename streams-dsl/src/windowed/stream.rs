@@ -22,6 +22,7 @@ use crate::grouped::KGroupedStream;
 use crate::ktable::KTable;
 use crate::options::Materialized;
 use crate::processors::UpdateFn;
+use crate::table_lookup::window_lookup;
 use crate::windowed::common::{CoreParams, connect_stores, emit_time_store};
 use crate::windowed::serde::{Windowed, WindowedSerde};
 use crate::windowed::sliding_agg::SlidingWindowAggregate;
@@ -261,6 +262,7 @@ where
     let store_ref = s.shared.with(|t| t.window_store(builder));
     let emit_store = emit.is_on_window_close().then(|| emit_time_store(&store));
     let old_values = OldValues::from_store();
+    let lookup = window_lookup(store_ref.clone());
     let params = CoreParams {
         store: store_ref,
         emit_store: emit_store.clone(),
@@ -302,4 +304,5 @@ where
     );
     KTable::changes(s.shared.clone(), node, Some(store), old_values)
         .with_serdes(Some(dyn_serde(wks)), Some(vs))
+        .with_lookup(lookup)
 }

@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use streams_core::serdes::StringSerde;
 use streams_dsl::{
-    BufferConfig, EmitStrategy, Materialized, SessionWindowedSerde, SessionWindows, Suppressed,
+    BufferConfig, EmitStrategy, Grouped, Materialized, SessionWindowedSerde, SessionWindows, Suppressed,
 };
 
 use crate::diff::Values::{Long, Str};
 use crate::diff::check;
-use crate::{ToWindowed, counts, grouped_input, key_bytes, nullable_strings};
+use crate::{ToWindowed, counts, grouped_input, input, key_bytes, nullable_strings};
 
 fn sessions() -> SessionWindows {
     SessionWindows::of_inactivity_gap_with_grace(Duration::from_millis(10), Duration::from_millis(20))
@@ -86,5 +86,25 @@ fn session_suppress_window_close() {
             .count(Materialized::new())
             .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
             .to_windowed("finals", counts());
+    });
+}
+
+/// Two session tables joined on their session keys: a row joins only the other side's
+/// session of the same start and end, and a merged-away session leaves the join.
+#[test]
+fn session_table_join() {
+    check("session-table-join", &[], &[("joined", Str)], |b| {
+        let left = input(b, "left")
+            .group_by_key(Grouped::new())
+            .windowed_by_session(sessions())
+            .count(Materialized::new());
+        let right = input(b, "right")
+            .group_by_key(Grouped::new())
+            .windowed_by_session(sessions())
+            .count(Materialized::new());
+        left.left_join(&right, |_, l, r| {
+            format!("{l}/{}", r.map_or("null".to_owned(), |r| r.to_string()))
+        })
+        .to_windowed("joined", nullable_strings());
     });
 }

@@ -8,7 +8,7 @@ use streams_dsl::{Grouped, Materialized, StreamsBuilder, TimeWindows, Windowed, 
 
 use crate::diff::Values::{Long, Str};
 use crate::diff::check;
-use crate::{ToWindowed, counts, grouped_input, key_bytes, nullable_strings};
+use crate::{ToWindowed, counts, grouped_input, input, key_bytes, nullable_strings};
 
 // ---- windows: 10 ms windows, 5 ms grace ----
 
@@ -267,5 +267,24 @@ fn table_suppress_time_limit() {
             ))
             .to_stream()
             .to("limited", nullable_strings());
+    });
+}
+
+/// Two windowed tables joined on their windowed keys: the join reads the other side's
+/// window store at the key's window.
+#[test]
+fn windowed_table_join() {
+    check("windowed-table-join", &[], &[("joined", Str)], |b| {
+        let counts = input(b, "left")
+            .group_by_key(Grouped::new())
+            .windowed_by(tumbling())
+            .count(Materialized::new());
+        let latest = input(b, "right")
+            .group_by_key(Grouped::new())
+            .windowed_by(tumbling())
+            .reduce(|_, v| v, Materialized::new());
+        counts
+            .join(&latest, |_, n, v| format!("{n}/{v}"))
+            .to_windowed("joined", nullable_strings());
     });
 }

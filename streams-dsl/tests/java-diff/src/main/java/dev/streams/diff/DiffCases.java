@@ -300,6 +300,11 @@ public final class DiffCases {
                 Long.parseLong(nz(v).split(":")[1])), Grouped.with("by-region", windowKeys, L))
             .reduce(Long::sum, (a, v) -> a - v, Materialized.with(windowKeys, L))
             .toStream((k, v) -> windowed(k)).to("counts", Produced.with(S, L)), lng("counts"));
+        add("windowed-table-join", b -> in(b, "left").groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(size, grace)).count()
+            .join(in(b, "right").groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(size, grace))
+                .reduce((a, v) -> nz(v)), (n, v) -> n + "/" + v)
+            .toStream((k, v) -> windowed(k)).to("joined", Produced.with(S, S)), str("joined"));
         add("tumbling-reduce", b -> in(b, "in").groupByKey()
             .windowedBy(TimeWindows.ofSizeAndGrace(size, grace)).reduce((a, v) -> a + "+" + nz(v))
             .toStream((k, v) -> windowed(k)).to("reduced", Produced.with(S, S)), str("reduced"));
@@ -345,6 +350,9 @@ public final class DiffCases {
 
         // ---- session windows: 10 ms inactivity gap, 20 ms grace ----
         final SessionWindows sessions = SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(10), Duration.ofMillis(20));
+        add("session-table-join", b -> in(b, "left").groupByKey().windowedBy(sessions).count()
+            .leftJoin(in(b, "right").groupByKey().windowedBy(sessions).count(), (l, r) -> l + "/" + r)
+            .toStream((k, v) -> windowed(k)).to("joined", Produced.with(S, S)), str("joined"));
         add("session-count", b -> in(b, "in").groupByKey().windowedBy(sessions).count()
             .toStream((k, v) -> windowed(k)).to("counts", Produced.with(S, L)), lng("counts"));
         final Serde<Windowed<String>> sessionKeys =
