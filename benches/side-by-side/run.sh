@@ -30,8 +30,18 @@
 #   VALUE_FORMAT avro: the Avro comparison instead (cells ours:avro and java:avro by default):
 #                every input value one ~110-byte record of a 10-field schema in the Confluent
 #                wire format, decoded and encoded again by both applications through a schema
-#                registry that scripts/schema-registry.sh starts (input topic bench-input-avro)
+#                registry that scripts/schema-registry.sh starts (input topic bench-input-avro);
+#                nexmark: the Nexmark queries instead (benches/nexmark/run.sh sets this): RECORDS
+#                Nexmark events in topic nexmark-events, cells ours:qN and java:qN
+#   NEXMARK_RATE events per second of event time of the Nexmark input (default 10000)
 set -euo pipefail
+
+say() { echo "side-by-side: $*"; }
+die() {
+    echo "side-by-side: error: $*" >&2
+    exit 1
+}
+
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
@@ -48,6 +58,11 @@ EOS=exactly_once_v2
 if [[ $VALUE_FORMAT == avro ]]; then
     CELLS=${CELLS:-ours:avro:$ALOS,java:avro:$ALOS}
 fi
+if [[ $VALUE_FORMAT == nexmark ]]; then
+    cells=()
+    for q in q0 q1 q2 q5 q7 q8 q11; do cells+=("ours:$q:$ALOS" "java:$q:$ALOS"); done
+    CELLS=${CELLS:-$(IFS=,; echo "${cells[*]}")}
+fi
 CELLS=${CELLS:-ours:map:$ALOS,java:map:$ALOS,raw:map:$ALOS,ours:map:$EOS,java:map:$EOS,raw:map:$EOS,ours:filtermap:$ALOS,java:filtermap:$ALOS,raw:filtermap:$ALOS,ours:count:$ALOS,java:count:$ALOS,ours:count:$EOS,java:count:$EOS,ours:restore:$ALOS,java:restore:$ALOS,ours:join10:$ALOS,java:join10:$ALOS,ours:join100:$ALOS,java:join100:$ALOS}
 OUT_DIR=${OUT_DIR:-$ROOT/benches/results/$(date -u +%Y-%m-%d)}
 export KAFKA_PORT=39092
@@ -55,15 +70,10 @@ export KAFKA_RUN_DIR=/tmp/kafka-bench
 BOOTSTRAP=127.0.0.1:$KAFKA_PORT
 INPUT=bench-input
 [[ $VALUE_FORMAT == avro ]] && INPUT=bench-input-avro
-[[ $VALUE_FORMAT == avro || $VALUE_FORMAT == string ]] || die "VALUE_FORMAT is string (the default) or avro, not '$VALUE_FORMAT'"
+[[ $VALUE_FORMAT == nexmark ]] && INPUT=nexmark-events
+[[ $VALUE_FORMAT =~ ^(string|avro|nexmark)$ ]] || die "VALUE_FORMAT is string (the default), avro or nexmark, not '$VALUE_FORMAT'"
 # The driver reads PIN to name the mode in table.md.
 export PIN=${PIN:-0}
-
-say() { echo "side-by-side: $*"; }
-die() {
-    echo "side-by-side: error: $*" >&2
-    exit 1
-}
 
 # Placement: BROKER_ON and APP_ON prefix the commands that start the broker and the
 # driver (whose children, the applications, inherit its CPU).
@@ -135,6 +145,9 @@ if [[ $VALUE_FORMAT == avro ]]; then
         trap 'bash scripts/schema-registry.sh stop; bash scripts/kafka.sh stop' EXIT
     fi
     "${APP_ON[@]}" "$BIN" preload-avro "$BOOTSTRAP" "$INPUT" "$RECORDS" "$PARTITIONS" "$KEYS" "$SCHEMA_REGISTRY_URL" |
+        tee "$OUT_DIR/preload.txt"
+elif [[ $VALUE_FORMAT == nexmark ]]; then
+    "${APP_ON[@]}" "$BIN" preload-nexmark "$BOOTSTRAP" "$INPUT" "$RECORDS" "$PARTITIONS" "${NEXMARK_RATE:-10000}" |
         tee "$OUT_DIR/preload.txt"
 else
     "${APP_ON[@]}" "$BIN" preload "$BOOTSTRAP" "$INPUT" "$RECORDS" "$PARTITIONS" "$KEYS" "$VALUE_BYTES" | tee "$OUT_DIR/preload.txt"

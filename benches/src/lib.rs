@@ -1,6 +1,7 @@
 //! Benchmark support code shared by the criterion benches and harness binaries.
 
 pub mod avro;
+pub mod nexmark;
 
 use std::time::Duration;
 

@@ -201,6 +201,9 @@ pub(crate) fn topology(workload: &str, input: &str, output: &str) -> Res<Topolog
     if workload == "avro" {
         return avro_topology(input, output);
     }
+    if streams_benches::nexmark::queries::QUERIES.contains(&workload) {
+        return streams_benches::nexmark::queries::topology(workload, input, output);
+    }
     let mut b = Topology::builder();
     let source = b.source("source", SourceConfig::new([input], StringSerde, StringSerde));
     match workload {

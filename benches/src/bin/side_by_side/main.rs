@@ -7,9 +7,12 @@
 //! - `preload-avro BOOTSTRAP TOPIC RECORDS PARTITIONS KEYS REGISTRY_URL`: the same with one
 //!   Avro record of a 10-field schema ([`apps::AvroEvent`]) in the Confluent wire format as
 //!   every value, its schema registered in the registry at `REGISTRY_URL`.
+//! - `preload-nexmark BOOTSTRAP TOPIC EVENTS PARTITIONS RATE`: creates `TOPIC` and fills it
+//!   with `EVENTS` Nexmark events, `RATE` per second of event time (`nexmark.rs`).
 //! - `app IMPL WORKLOAD GUARANTEE BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR COMMIT_MS CACHE_BYTES`:
 //!   one application (`IMPL` = `ours` | `raw`, `WORKLOAD` = `map` | `filtermap` | `count` | `avro`
-//!   (a map through Avro serdes; the registry's URL in `SCHEMA_REGISTRY_URL`), `GUARANTEE` =
+//!   (a map through Avro serdes; the registry's URL in `SCHEMA_REGISTRY_URL`) | a Nexmark
+//!   query (`q0`, `q1`, `q2`, `q5`, `q7`, `q8`, `q11`), `GUARANTEE` =
 //!   `at_least_once` | `exactly_once_v2`), running until standard input closes.
 //! - `run BOOTSTRAP INPUT OUT_DIR RUNS JAVA_CP CELLS`: the driver. For each cell
 //!   (`impl:workload:guarantee`, comma-separated) and each of `RUNS` runs it starts the
@@ -50,10 +53,12 @@ use streams_test_utils::kafka::{block_on_timeout, create_topic};
 mod apps;
 mod check;
 mod measure;
+mod nexmark;
 
 use apps::*;
 use check::*;
 use measure::*;
+use nexmark::*;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type Res<T> = Result<T, BoxError>;
@@ -81,6 +86,13 @@ fn main() -> Res<()> {
                 &what,
             )
         }
+        Some("preload-nexmark") if args.len() == 6 => preload_nexmark(
+            &args[1],
+            &args[2],
+            args[3].parse()?,
+            args[4].parse()?,
+            args[5].parse()?,
+        ),
         Some("app") if args.len() == 11 => {
             let a = AppArgs {
                 workload: args[2].clone(),
@@ -268,7 +280,11 @@ fn drive(bootstrap: &str, input: &str, out_dir: &Path, runs: usize, java_cp: &st
     let restore_input = format!("{input}-restore");
     let cells: Vec<&str> = cells.split(',').filter(|c| !c.is_empty()).collect();
     // What the input holds, for the output checks (the restore reads its own input per run).
-    let summary = if cells.iter().any(|c| !c.contains(":restore:")) {
+    let checked_against_input = |c: &&str| {
+        let workload = c.split(':').nth(1).unwrap_or("");
+        workload != "restore" && !streams_benches::nexmark::queries::QUERIES.contains(&workload)
+    };
+    let summary = if cells.iter().any(checked_against_input) {
         let t = Instant::now();
         let s = InputSummary::read(bootstrap, input)?;
         let want: u64 = ends.iter().map(|(_, e)| *e as u64).sum();
@@ -321,7 +337,8 @@ fn drive(bootstrap: &str, input: &str, out_dir: &Path, runs: usize, java_cp: &st
             }
         }
     }
-    let table = table(&results, &failed, &cells);
+    let mut table = table(&results, &failed, &cells);
+    table.push_str(&equality(&results));
     println!("\n{table}");
     std::fs::write(out_dir.join("table.md"), table)?;
     Ok(())

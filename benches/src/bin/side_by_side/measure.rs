@@ -21,6 +21,8 @@ pub(crate) struct RunResult {
     pub(crate) check: String,
     /// Seconds the check took (outside the timed window).
     pub(crate) check_s: f64,
+    /// What of a Nexmark query's output must equal the other implementation's.
+    pub(crate) digest: Option<Digest>,
 }
 
 /// What every run of the driver shares.
@@ -55,6 +57,60 @@ pub(crate) fn broker_pid() -> Option<u32> {
 
 pub(crate) fn admin(bootstrap: &str) -> Res<AdminClient<DefaultClientContext>> {
     Ok(ClientConfig::new().set("bootstrap.servers", bootstrap).create()?)
+}
+
+/// Deletes every topic of application `app_id`: those named `<app_id>-...` (its output,
+/// changelogs and repartition topics).
+pub(crate) fn delete_app_topics(bootstrap: &str, app_id: &str) -> Res<()> {
+    let probe: BaseConsumer = ClientConfig::new().set("bootstrap.servers", bootstrap).create()?;
+    let meta = probe.fetch_metadata(None, Duration::from_secs(10))?;
+    let prefix = format!("{app_id}-");
+    let topics: Vec<&str> = meta
+        .topics()
+        .iter()
+        .map(|t| t.name())
+        .filter(|t| t.starts_with(&prefix))
+        .collect();
+    if topics.is_empty() {
+        return Ok(());
+    }
+    delete_topics(bootstrap, &topics)
+}
+
+/// Whether group `app_id` has committed the end of every partition of its application's
+/// repartition topics (`<app_id>-...-repartition`): with the input's end committed, the
+/// last sub-topology has then processed everything too. Only at-least-once: a
+/// transaction's commit marker would sit after the last committed offset.
+fn repartitions_done(consumer: &BaseConsumer, app_id: &str) -> bool {
+    let Ok(meta) = consumer.fetch_metadata(None, Duration::from_secs(5)) else {
+        return false;
+    };
+    let prefix = format!("{app_id}-");
+    let mut tpl = TopicPartitionList::new();
+    let mut ends = Vec::new();
+    let repartitions = meta
+        .topics()
+        .iter()
+        .filter(|t| t.name().starts_with(&prefix) && t.name().ends_with("-repartition"));
+    for t in repartitions {
+        for p in t.partitions() {
+            let Ok((_, high)) = consumer.fetch_watermarks(t.name(), p.id(), Duration::from_secs(5)) else {
+                return false;
+            };
+            tpl.add_partition(t.name(), p.id());
+            ends.push((t.name().to_owned(), p.id(), high));
+        }
+    }
+    if ends.is_empty() {
+        return true;
+    }
+    let Ok(committed) = consumer.committed_offsets(tpl, Duration::from_secs(5)) else {
+        return false;
+    };
+    ends.iter().all(|(t, p, high)| {
+        *high == 0
+            || matches!(committed.find_partition(t, *p).map(|e| e.offset()), Some(Offset::Offset(o)) if o >= *high)
+    })
 }
 
 pub(crate) fn delete_topics(bootstrap: &str, topics: &[&str]) -> Res<()> {
@@ -260,7 +316,7 @@ pub(crate) fn measure(h: &Harness<'_>, l: &Launch<'_>, ends: &[(i32, i64)]) -> R
         let all = ends.iter().all(|(p, end)| {
             matches!(committed.find_partition(l.input, *p).map(|e| e.offset()), Some(Offset::Offset(o)) if o >= *end)
         });
-        if all {
+        if all && repartitions_done(&offsets_reader, l.app_id) {
             let seconds = t0.elapsed().as_secs_f64();
             let (cpu, hwm) = proc_usage(pid, clk_tck).map_or((last.2, last.1), |u| u);
             let broker = match (broker_cpu0, broker_cpu()) {
@@ -348,9 +404,12 @@ pub(crate) fn append_markers(bootstrap: &str, topic: &str, markers: &[(i32, Vec<
 /// new records carry the key of their partition's first record, so that their counts, the
 /// last outputs of those keys, are right only if the store was restored.
 ///
+/// A Nexmark query's output is reduced to its [`Digest`] (`nexmark.rs`), which the driver
+/// compares with the other implementation's after all runs.
+///
 /// `input_summary` is what `input` holds (the restore reads its own input's, which every run
-/// appends to). The output topic is checked after the application has closed, before it is
-/// deleted.
+/// appends to). The output topic is checked after the application has closed, before it and
+/// the application's internal topics are deleted.
 pub(crate) fn run_once(
     h: &Harness<'_>,
     input: &str,
@@ -365,7 +424,7 @@ pub(crate) fn run_once(
     let [imp, workload, guarantee] = parts[..] else {
         return Err(format!("bad cell {cell}: want impl:workload:guarantee").into());
     };
-    let expect = Expect::of(workload)?;
+    let query = streams_benches::nexmark::queries::QUERIES.contains(&workload);
     let load = load1();
     let g = if guarantee == "exactly_once_v2" {
         "eos"
@@ -379,6 +438,7 @@ pub(crate) fn run_once(
     let app_id = format!("bench-{tag}-{nonce}");
     let output = format!("{app_id}-out");
     let changelog = format!("{app_id}-counts-changelog");
+    let mut digest = None;
     let state_dir = tempfile::tempdir()?;
     let restore = workload == "restore";
     let (input, ends) = if restore {
@@ -397,16 +457,28 @@ pub(crate) fn run_once(
         state_dir: state_dir.path(),
         tag: &tag,
     };
-    let checked = |summary: &InputSummary| {
+    let checked = |summary: &InputSummary| -> Res<(String, f64)> {
+        let expect = Expect::of(workload)?;
         let t = Instant::now();
         let check = check_output(bootstrap, &output, expect, summary);
-        (check, t.elapsed().as_secs_f64())
+        Ok((check, t.elapsed().as_secs_f64()))
     };
     let result = (|| -> Res<(u64, Measured, (String, f64))> {
+        if query {
+            let m = measure(h, &launch, &ends)?;
+            let t = Instant::now();
+            let (check, d) = check_query(bootstrap, &output, workload);
+            digest = Some(d);
+            return Ok((
+                ends.iter().map(|(_, e)| *e as u64).sum(),
+                m,
+                (check, t.elapsed().as_secs_f64()),
+            ));
+        }
         if !restore {
             let summary = input_summary.ok_or("no summary of the input to check the output against")?;
             let m = measure(h, &launch, &ends)?;
-            return Ok((ends.iter().map(|(_, e)| *e as u64).sum(), m, checked(summary)));
+            return Ok((ends.iter().map(|(_, e)| *e as u64).sum(), m, checked(summary)?));
         }
         let mut summary = InputSummary::read(bootstrap, input)?;
         let fill_tag = format!("{tag}-fill");
@@ -438,9 +510,9 @@ pub(crate) fn run_once(
             ..launch
         };
         let m = measure(h, &again, &new_ends)?;
-        Ok((restored, m, checked(&summary)))
+        Ok((restored, m, checked(&summary)?))
     })();
-    delete_topics(bootstrap, &[&output, &changelog])?;
+    delete_app_topics(bootstrap, &app_id)?;
     let (records, m, (check, check_s)) = result?;
     Ok(RunResult {
         cell: cell.to_owned(),
@@ -455,5 +527,6 @@ pub(crate) fn run_once(
         load1: load,
         check,
         check_s,
+        digest,
     })
 }

@@ -27,8 +27,9 @@ import org.apache.kafka.streams.state.Stores;
  *
  * <p>Usage: BenchApp BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR WORKLOAD GUARANTEE COMMIT_MS
  * CACHE_BYTES THREADS, WORKLOAD being {@code map}, {@code filtermap}, {@code count}, {@code join10},
- * {@code join100} or {@code avro} (a map through Avro serdes, the registry's URL in the
- * environment variable SCHEMA_REGISTRY_URL).
+ * {@code join100}, {@code avro} (a map through Avro serdes, the registry's URL in the
+ * environment variable SCHEMA_REGISTRY_URL) or a Nexmark query ({@code q0} ... {@code q11}, see
+ * Nexmark.java).
  */
 public final class BenchApp {
     private BenchApp() {}
@@ -178,6 +179,9 @@ public final class BenchApp {
     }
 
     static Topology topology(String workload, String input, String output) {
+        if (workload.matches("q[0-9]+")) {
+            return Nexmark.topology(workload, input, output);
+        }
         Topology t = new Topology();
         if (workload.equals("avro")) {
             AvroSerde avro = new AvroSerde(System.getenv("SCHEMA_REGISTRY_URL"), AVRO_SCHEMA);

@@ -1,0 +1,174 @@
+//! What of a query's output must be equal between two implementations.
+//!
+//! The stream queries (q0–q2) write one record per selected bid, in an order that depends
+//! on scheduling: their digest is the multiset of records, as a count and two
+//! order-independent hashes, JSON values compared as [`Bid`]s (so field order and
+//! whitespace do not matter). The others write updates of a result per key: their digest
+//! is the last value of every key, a deleted (null or empty) value meaning no result.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use super::model::Bid;
+
+/// An output topic reduced to what must be equal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Digest {
+    /// The multiset of records of a stream query.
+    Records {
+        /// Records seen.
+        count: u64,
+        /// The wrapping sum of the records' hashes.
+        sum: u64,
+        /// The xor of the records' hashes.
+        xor: u64,
+        /// Values that were not the JSON the query writes.
+        unreadable: u64,
+    },
+    /// The last value of every key.
+    Last(BTreeMap<String, String>),
+}
+
+/// Whether `query` writes a stream of bids as JSON (q0, q1).
+fn writes_bids(query: &str) -> bool {
+    matches!(query, "q0" | "q1")
+}
+
+impl Digest {
+    /// The empty digest of `query`'s output.
+    pub fn new(query: &str) -> Self {
+        if writes_bids(query) || query == "q2" {
+            Digest::Records {
+                count: 0,
+                sum: 0,
+                xor: 0,
+                unreadable: 0,
+            }
+        } else {
+            Digest::Last(BTreeMap::new())
+        }
+    }
+
+    /// Adds one output record of `query` (an empty value stands for null).
+    pub fn add(&mut self, query: &str, key: &[u8], value: &[u8]) {
+        match self {
+            Digest::Records {
+                count,
+                sum,
+                xor,
+                unreadable,
+            } => {
+                let mut h = DefaultHasher::new();
+                key.hash(&mut h);
+                if writes_bids(query) {
+                    match serde_json::from_slice::<Bid>(value) {
+                        Ok(bid) => (
+                            bid.auction,
+                            bid.bidder,
+                            bid.price,
+                            bid.channel,
+                            bid.url,
+                            bid.date_time,
+                            bid.extra,
+                        )
+                            .hash(&mut h),
+                        Err(_) => {
+                            *unreadable += 1;
+                            value.hash(&mut h);
+                        }
+                    }
+                } else {
+                    value.hash(&mut h);
+                }
+                let x = h.finish();
+                *count += 1;
+                *sum = sum.wrapping_add(x);
+                *xor ^= x;
+            }
+            Digest::Last(last) => {
+                let key = String::from_utf8_lossy(key).into_owned();
+                if value.is_empty() {
+                    last.remove(&key);
+                } else {
+                    last.insert(key, String::from_utf8_lossy(value).into_owned());
+                }
+            }
+        }
+    }
+
+    /// One line for a log: records and hashes, or results and their keys' range.
+    pub fn summary(&self) -> String {
+        match self {
+            Digest::Records {
+                count,
+                sum,
+                xor,
+                unreadable,
+            } => format!("{count} records, hashes {sum:016x}/{xor:016x}, {unreadable} unreadable"),
+            Digest::Last(last) => format!(
+                "{} results, keys {:?}..{:?}",
+                last.len(),
+                last.keys().next(),
+                last.keys().next_back()
+            ),
+        }
+    }
+
+    /// `None` when equal, else what differs (at most five keys).
+    pub fn diff(&self, other: &Digest) -> Option<String> {
+        if self == other {
+            return None;
+        }
+        match (self, other) {
+            (Digest::Last(a), Digest::Last(b)) => {
+                let mut s = format!("{} results vs {}", a.len(), b.len());
+                let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+                let differing = keys.into_iter().filter(|k| a.get(*k) != b.get(*k));
+                for k in differing.take(5) {
+                    let _ = write!(s, "; {k}: {:?} vs {:?}", a.get(k), b.get(k));
+                }
+                Some(s)
+            }
+            _ => Some(format!("{} vs {}", self.summary(), other.summary())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_digests_ignore_order_and_json_layout() {
+        let (mut a, mut b) = (Digest::new("q0"), Digest::new("q0"));
+        let one = br#"{"auction":1,"bidder":2,"price":3,"channel":"c","url":"u","dateTime":4,"extra":""}"#;
+        let one_reordered =
+            br#"{"bidder":2, "auction":1,"price":3,"channel":"c","url":"u","dateTime":4,"extra":""}"#;
+        let two = br#"{"auction":5,"bidder":2,"price":3,"channel":"c","url":"u","dateTime":4,"extra":""}"#;
+        a.add("q0", b"", one);
+        a.add("q0", b"", two);
+        b.add("q0", b"", two);
+        assert!(a.diff(&b).is_some(), "a record missing");
+        b.add("q0", b"", one_reordered);
+        assert_eq!(a.diff(&b), None);
+        b.add("q0", b"", one);
+        assert!(a.diff(&b).is_some(), "a duplicate");
+    }
+
+    #[test]
+    fn table_digests_keep_the_last_value_and_drop_deletions() {
+        let (mut a, mut b) = (Digest::new("q11"), Digest::new("q11"));
+        a.add("q11", b"k@0/5", b"1");
+        a.add("q11", b"k@0/5", b"");
+        a.add("q11", b"k@0/9", b"2");
+        b.add("q11", b"k@0/9", b"1");
+        b.add("q11", b"k@0/9", b"2");
+        assert_eq!(a.diff(&b), None);
+        b.add("q11", b"k@0/9", b"3");
+        assert_eq!(
+            a.diff(&b).unwrap(),
+            r#"1 results vs 1; k@0/9: Some("2") vs Some("3")"#
+        );
+    }
+}
