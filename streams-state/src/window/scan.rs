@@ -1,11 +1,14 @@
 //! [`SegmentScan`]: a lazy iteration over the segments of a segmented store, one byte range
 //! per segment, that visits only the segments that exist.
 //!
-//! Segments are visited in ascending id order (descending when backward). The next
-//! existing segment is found with one seek (the first key at or after the next segment's
-//! prefix), so a query over a wide time span costs one seek per segment that holds data,
-//! not one per possible segment id; a span of fewer than three segments is visited
-//! segment by segment without seeking. Inside a segment, entries come in byte order of their
+//! Segments are visited in ascending id order (descending when backward). The first
+//! segment of the span is visited directly; each next existing segment is found with one
+//! seek (the first key at or after the next segment's prefix), so a query over a wide time
+//! span costs one seek per segment that holds data, not one per possible segment id; a
+//! span of fewer than three segments is visited segment by segment without seeking. The
+//! first segment is not sought: a seek reads the store through its retention filter, and
+//! the oldest live segment can begin with a long run of entries that fell out of
+//! retention (old keys sort first), which the seek would read through on every query. Inside a segment, entries come in byte order of their
 //! keys (reversed when backward) and pass through a filter, which removes the entries of
 //! other user keys whose bytes share the range (a key that has the asked key as a prefix)
 //! and entries outside the asked times.
@@ -34,6 +37,8 @@ pub(crate) struct SegmentScan<'r> {
     current: Option<KeyValueIter<'r>>,
     range: RangeInSegment,
     keep: KeepKey,
+    /// No segment was opened yet.
+    first: bool,
 }
 
 impl<'r> SegmentScan<'r> {
@@ -52,6 +57,7 @@ impl<'r> SegmentScan<'r> {
             current: None,
             range,
             keep,
+            first: true,
         }
     }
 
@@ -60,7 +66,8 @@ impl<'r> SegmentScan<'r> {
         let Some((lo, hi)) = self.remaining else {
             return Ok(false);
         };
-        let seg = if hi.saturating_sub(lo) < DIRECT_SPAN {
+        let first = std::mem::take(&mut self.first);
+        let seg = if first || hi.saturating_sub(lo) < DIRECT_SPAN {
             // A few segments: visiting each costs no more than seeking the next.
             if self.forward { lo } else { hi }
         } else {
@@ -122,5 +129,115 @@ impl Iterator for SegmentScan<'_> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::memory::InMemoryKeyValueStore;
+    use crate::store::StateStore;
+
+    /// A store whose ranges hide the entries whose value is `old` (as a retention filter
+    /// hides entries past retention) and count every entry they read.
+    struct Hiding {
+        inner: InMemoryKeyValueStore,
+        read: Cell<usize>,
+    }
+
+    impl Hiding {
+        fn filtered<'a>(&'a self, it: KeyValueIter<'a>) -> KeyValueIter<'a> {
+            KeyValueIter::new(it.filter(|e| {
+                self.read.set(self.read.get() + 1);
+                !matches!(e, Ok((_, v)) if &v[..] == b"old")
+            }))
+        }
+    }
+
+    impl StateStore for Hiding {
+        fn name(&self) -> &str {
+            "hiding"
+        }
+        fn persistent(&self) -> bool {
+            false
+        }
+        fn is_open(&self) -> bool {
+            true
+        }
+        fn flush(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn close(&mut self) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    impl KeyValueStore for Hiding {
+        fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
+            self.inner.get(key)
+        }
+        fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+            self.inner.put(key, value)
+        }
+        fn delete(&mut self, key: &[u8]) -> Result<Option<Bytes>> {
+            self.inner.delete(key)
+        }
+        fn range(&self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<KeyValueIter<'_>> {
+            Ok(self.filtered(self.inner.range(from, to)?))
+        }
+        fn reverse_range(&self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<KeyValueIter<'_>> {
+            Ok(self.filtered(self.inner.reverse_range(from, to)?))
+        }
+        fn approximate_num_entries(&self) -> Result<u64> {
+            self.inner.approximate_num_entries()
+        }
+        fn delete_range(&mut self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<()> {
+            self.inner.delete_range(from, to)
+        }
+        fn restore_batch(&mut self, batch: &[crate::ChangelogRecord]) -> Result<()> {
+            self.inner.restore_batch(batch)
+        }
+        fn checkpoint(&self) -> Result<Option<i64>> {
+            self.inner.checkpoint()
+        }
+        fn write_checkpoint(&mut self, offset: Option<i64>) -> Result<()> {
+            self.inner.write_checkpoint(offset)
+        }
+    }
+
+    fn key(segment: i64, user: &[u8]) -> Vec<u8> {
+        let mut k = encode_i64(segment).to_vec();
+        k.extend_from_slice(user);
+        k
+    }
+
+    /// A scan from a segment whose first entries are hidden does not read through them:
+    /// the first segment is opened at the asked key, not found by a seek.
+    #[test]
+    fn the_first_segment_is_not_sought_through_hidden_entries() {
+        let mut store = Hiding {
+            inner: InMemoryKeyValueStore::new("s"),
+            read: Cell::new(0),
+        };
+        for i in 0..1000 {
+            store.put(&key(5, format!("a{i:04}").as_bytes()), b"old").unwrap();
+        }
+        store.put(&key(5, b"k"), b"live").unwrap();
+        store.put(&key(6, b"k"), b"newer").unwrap();
+        let range: RangeInSegment = Box::new(|seg| {
+            let k = key(seg, b"k");
+            (Bound::Included(k.clone()), Bound::Included(k))
+        });
+        let scan = SegmentScan::new(&store, true, (5, i64::MAX / 2), range, Box::new(|_| true));
+        let values: Vec<Bytes> = scan.map(|e| e.unwrap().1).collect();
+        assert_eq!(
+            values,
+            [Bytes::from_static(b"live"), Bytes::from_static(b"newer")]
+        );
+        assert!(store.read.get() < 10, "read {} entries", store.read.get());
     }
 }
