@@ -101,7 +101,9 @@ fn repartition_topics(subs: &[&SubTopology]) -> BTreeSet<String> {
 /// The partition count of every repartition topic, given the counts of the external
 /// source topics: a repartition topic read together with external topics takes their count
 /// (so the reader is co-partitioned); otherwise the largest count of the source topics of
-/// the sub-topologies that write it, as in Kafka Streams. Chains resolve in order.
+/// the sub-topologies that write it, as in Kafka Streams. A topic read beside a resolved
+/// repartition topic takes its count too (a foreign-key join's subscription and response
+/// topics, whose writers read them back). Chains resolve in order.
 fn repartition_counts(
     subs: &[&SubTopology],
     repartition: &BTreeSet<String>,
@@ -115,37 +117,55 @@ fn repartition_counts(
         }
     }
     let mut pending: Vec<&String> = repartition.iter().filter(|t| !fixed.contains_key(*t)).collect();
-    while !pending.is_empty() {
-        let before = pending.len();
-        let mut still = Vec::new();
-        for topic in pending {
-            let co_partitioned = subs
-                .iter()
+    // The count of a resolved topic read beside `topic` by one sub-topology (an external
+    // one first), which `topic` must be co-partitioned with.
+    let beside = |topic: &String, counts: &BTreeMap<String, i32>| {
+        let co_read = || {
+            subs.iter()
                 .filter(|s| s.source_topics.contains(topic))
                 .flat_map(|s| &s.source_topics)
-                .find_map(|t| external.get(t).copied());
-            let upstream = || {
-                let mut max = None;
-                for sub in subs.iter().filter(|s| s.sink_topics.contains(topic)) {
-                    for t in &sub.source_topics {
-                        max = Some(max.unwrap_or(0).max(*counts.get(t)?));
-                    }
-                }
-                max
-            };
-            match co_partitioned.or_else(upstream) {
-                Some(n) => {
-                    counts.insert(topic.clone(), n);
-                }
-                None => still.push(topic),
+                .filter(move |t| *t != topic)
+        };
+        co_read()
+            .find_map(|t| external.get(t).copied())
+            .or_else(|| co_read().find_map(|t| counts.get(t).copied()))
+    };
+    // The largest count of the sources of the sub-topologies that write `topic`.
+    let upstream = |topic: &String, counts: &BTreeMap<String, i32>| {
+        let mut max = None;
+        for sub in subs.iter().filter(|s| s.sink_topics.contains(topic)) {
+            for t in &sub.source_topics {
+                max = Some(max.unwrap_or(0).max(*counts.get(t)?));
             }
         }
-        if still.len() == before {
+        max
+    };
+    while !pending.is_empty() {
+        let before = pending.len();
+        // Co-partitioning first: a topic read beside a resolved one takes its count (a
+        // foreign-key join's subscription and response topics, whose writers read them
+        // back in a cycle, resolve only this way); then the writers' sources.
+        let rules: [&dyn Fn(&String, &BTreeMap<String, i32>) -> Option<i32>; 2] = [&beside, &upstream];
+        for rule in rules {
+            let mut still = Vec::new();
+            for topic in pending {
+                match rule(topic, &counts) {
+                    Some(n) => {
+                        counts.insert(topic.clone(), n);
+                    }
+                    None => still.push(topic),
+                }
+            }
+            pending = still;
+            if pending.len() < before {
+                break;
+            }
+        }
+        if pending.len() == before {
             return Err(StreamsError::Usage(format!(
-                "cannot derive the partition counts of repartition topics {still:?}"
+                "cannot derive the partition counts of repartition topics {pending:?}"
             )));
         }
-        pending = still;
     }
     Ok(counts)
 }
@@ -423,6 +443,26 @@ mod tests {
         ) -> crate::ProcessResult {
             Ok(())
         }
+    }
+
+    /// A foreign-key join of two tables that are themselves read from repartition topics:
+    /// the subscription topic is written beside the joining table and read beside the
+    /// foreign one, the response topic the other way round.
+    #[test]
+    fn foreign_key_join_topics_take_the_count_of_the_table_they_are_read_with() {
+        let subs = [
+            sub(0, &["auctions"], &["by-id"]),
+            sub(1, &["people"], &["by-person"]),
+            sub(2, &["by-id", "response"], &["registration", "out"]),
+            sub(3, &["by-person", "registration"], &["response"]),
+        ];
+        let refs: Vec<&SubTopology> = subs.iter().collect();
+        let repartition = repartition_topics(&refs);
+        let external = BTreeMap::from([("auctions".into(), 4), ("people".into(), 2)]);
+        let counts = repartition_counts(&refs, &repartition, &external, &BTreeMap::new()).unwrap();
+        assert_eq!((counts["by-id"], counts["by-person"]), (4, 2));
+        assert_eq!(counts["registration"], 2, "read with the foreign table");
+        assert_eq!(counts["response"], 4, "read with the joining table");
     }
 
     #[test]
