@@ -60,7 +60,7 @@ if [[ $VALUE_FORMAT == avro ]]; then
 fi
 if [[ $VALUE_FORMAT == nexmark ]]; then
     cells=()
-    for q in q0 q1 q2 q5 q7 q8 q11; do cells+=("ours:$q:$ALOS" "java:$q:$ALOS"); done
+    for q in q0 q1 q2 q3 q4 q5 q6 q7 q8 q11 q12; do cells+=("ours:$q:$ALOS" "java:$q:$ALOS"); done
     CELLS=${CELLS:-$(IFS=,; echo "${cells[*]}")}
 fi
 CELLS=${CELLS:-ours:map:$ALOS,java:map:$ALOS,raw:map:$ALOS,ours:map:$EOS,java:map:$EOS,raw:map:$EOS,ours:filtermap:$ALOS,java:filtermap:$ALOS,raw:filtermap:$ALOS,ours:count:$ALOS,java:count:$ALOS,ours:count:$EOS,java:count:$EOS,ours:restore:$ALOS,java:restore:$ALOS,ours:join10:$ALOS,java:join10:$ALOS,ours:join100:$ALOS,java:join100:$ALOS}

@@ -74,7 +74,9 @@ impl Shared {
         key.sort();
         let mut inner = self.0.borrow_mut();
         match inner.stream_sources.get(&key) {
-            Some(s) if s.types == source.types && s.offset_reset == source.offset_reset => Some(s.node.clone()),
+            Some(s) if s.types == source.types && s.offset_reset == source.offset_reset => {
+                Some(s.node.clone())
+            }
             Some(_) => None,
             None => {
                 inner.stream_sources.insert(key, source);

@@ -324,7 +324,11 @@ fn two_streams_of_one_topic_share_its_source() {
     }
     let read = |topic| {
         let out = driver.output_topic(topic, StringSerde, StringSerde);
-        out.read_key_values().unwrap().into_iter().map(|(_, v)| v).collect::<Vec<_>>()
+        out.read_key_values()
+            .unwrap()
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect::<Vec<_>>()
     };
     assert_eq!(read("a"), ["ab", "ax"]);
     assert_eq!(read("upper"), ["AB", "CD", "AX"]);
@@ -339,5 +343,8 @@ fn streams_of_one_topic_with_other_types_fail_the_build() {
     b.stream(["in"], Consumed::with(StringSerde, U64Serde))
         .to("b", Produced::with(StringSerde, U64Serde));
     let err = b.build().unwrap_err().to_string();
-    assert!(err.contains("topic `in` is read by both `in-source` and `in-source-2`"), "{err}");
+    assert!(
+        err.contains("topic `in` is read by both `in-source` and `in-source-2`"),
+        "{err}"
+    );
 }

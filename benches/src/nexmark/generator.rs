@@ -123,7 +123,11 @@ impl Rng {
 fn last_person(n: u64) -> u64 {
     let (epoch, offset) = (n / TOTAL_PROPORTION, n % TOTAL_PROPORTION);
     // The person of this epoch (`PERSON_PROPORTION` is 1: the epoch's first event).
-    let offset = if offset < PERSON_PROPORTION { offset } else { PERSON_PROPORTION - 1 };
+    let offset = if offset < PERSON_PROPORTION {
+        offset
+    } else {
+        PERSON_PROPORTION - 1
+    };
     epoch * PERSON_PROPORTION + offset
 }
 

@@ -14,16 +14,55 @@ use streams_core::Topology;
 use streams_core::serdes::{I64Serde, JsonSerde, StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
 use streams_dsl::{
-    Consumed, Grouped, KStream, Materialized, Produced, SessionWindows, StreamsBuilder, TimeWindows,
+    Consumed, Grouped, JoinWindows, KStream, KTable, Materialized, Produced, SessionWindows, StreamJoined,
+    StreamsBuilder, TimeWindows,
 };
 
-use super::model::{Bid, Event};
+use super::model::{Auction, Bid, Event, Person};
 
 /// The lateness every windowed query accepts.
 pub const GRACE: Duration = Duration::from_secs(30);
 
 /// The queries [`topology`] builds.
-pub const QUERIES: [&str; 7] = ["q0", "q1", "q2", "q5", "q7", "q8", "q11"];
+pub const QUERIES: [&str; 11] = ["q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "q8", "q11", "q12"];
+
+/// How long after its start q4 and q6 look for an auction's bids: longer than the generator's
+/// auctions last at 167 or more events per second (they close within the time of
+/// 2 × 1,667 events).
+pub const AUCTION_WINDOW: Duration = Duration::from_secs(20);
+
+/// A bid's price on an auction, with what q4 and q6 need of the auction.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct AuctionPrice {
+    /// The auction.
+    pub auction: u64,
+    /// Its category.
+    pub category: u64,
+    /// Its seller.
+    pub seller: u64,
+    /// When it closes.
+    pub expires: i64,
+    /// The bid's price.
+    pub price: u64,
+    /// The bid came at or before the auction's `expires`.
+    pub in_time: bool,
+}
+
+/// A sum and a count, for an average (q4).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct SumCount {
+    /// The sum of the values.
+    pub sum: u64,
+    /// The number of values.
+    pub count: u64,
+}
+
+/// The wall clock (ms), q12's event time.
+fn wall_clock_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
 
 /// An auction's number of bids in one window (q5).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -53,6 +92,43 @@ fn windows(size: Duration) -> TimeWindows {
     TimeWindows::of_size_with_grace(size, GRACE)
 }
 
+/// Per auction, its highest bid from its start to its close (q4, q6): auctions joined with
+/// the bids of the following [`AUCTION_WINDOW`], the bids after the close dropped, the
+/// highest kept.
+fn winning_bids(b: &StreamsBuilder, input: &str) -> KTable<u64, AuctionPrice> {
+    let events = events(b, input);
+    let auctions = events.flat_map_values(|_, e| e.auction()).select_key(|_, a| a.id);
+    let bids = events
+        .flat_map_values(|_, e| e.bid())
+        .select_key(|_, b| b.auction);
+    auctions
+        .join_stream(
+            &bids,
+            |_, a, b| AuctionPrice {
+                auction: a.id,
+                category: a.category,
+                seller: a.seller,
+                expires: a.expires,
+                price: b.price,
+                in_time: b.date_time <= a.expires,
+            },
+            JoinWindows::of_time_difference_with_grace(AUCTION_WINDOW, GRACE).before(Duration::ZERO),
+            StreamJoined::with(U64Serde, JsonSerde::<Auction>::new(), JsonSerde::<Bid>::new()),
+        )
+        .filter(|_, w| w.in_time)
+        .group_by_key(Grouped::with(U64Serde, JsonSerde::<AuctionPrice>::new()))
+        .reduce(|a, w| if w.price > a.price { w } else { a }, Materialized::new())
+}
+
+/// The average price (rounded down) of the 10 auctions of `all` that close last (ties:
+/// the greater id first); `None` for none.
+pub fn last_ten_average(all: &[AuctionPrice]) -> Option<String> {
+    let mut by_close: Vec<&AuctionPrice> = all.iter().collect();
+    by_close.sort_by_key(|a| std::cmp::Reverse((a.expires, a.auction)));
+    let last: Vec<u64> = by_close.iter().take(10).map(|a| a.price).collect();
+    (!last.is_empty()).then(|| (last.iter().sum::<u64>() / last.len() as u64).to_string())
+}
+
 /// The topology of `query` (one of [`QUERIES`]) from `input` to `output`.
 pub fn topology(
     query: &str,
@@ -80,6 +156,86 @@ pub fn topology(
                 .filter(|_, b| b.auction % 123 == 0)
                 .map_values(|_, b| format!("{},{}", b.auction, b.price))
                 .to(output, string_out());
+        }
+        // Local item suggestion: auctions of category 10 by sellers from Oregon, Idaho or
+        // California, keyed by the auction: "name,city,state,auction". Both sides are
+        // tables (the latest auction and person per id) joined on the foreign key
+        // `seller`, so a person registered after their auction still joins.
+        "q3" => {
+            let events = events(&b, input);
+            let people = events
+                .flat_map_values(|_, e| e.person())
+                .filter(|_, p| matches!(p.state.as_str(), "OR" | "ID" | "CA"))
+                .select_key(|_, p| p.id)
+                .group_by_key(Grouped::with(U64Serde, JsonSerde::<Person>::new()))
+                .reduce(|_, latest| latest, Materialized::new());
+            let auctions = events
+                .flat_map_values(|_, e| e.auction())
+                .filter(|_, a| a.category == 10)
+                .select_key(|_, a| a.id)
+                .group_by_key(Grouped::with(U64Serde, JsonSerde::<Auction>::new()))
+                .reduce(|_, latest| latest, Materialized::new());
+            auctions
+                .join_foreign(
+                    &people,
+                    |a| a.seller,
+                    |a, p| format!("{},{},{},{}", p.name, p.city, p.state, a.id),
+                    Materialized::new().with_value_serde(StringSerde),
+                )
+                .to_stream()
+                .map(|id, v| (id.to_string(), v))
+                .to(output, Produced::with(StringSerde, NullableSerde(StringSerde)));
+        }
+        // Average price per category: the winning bid of each auction is its highest bid
+        // from its start to its close; per category, the average of the winning bids
+        // (rounded down), keyed by the category.
+        "q4" => {
+            winning_bids(&b, input)
+                .group_by(|_, w| (w.category, w.price), Grouped::with(U64Serde, U64Serde))
+                .aggregate(
+                    SumCount::default,
+                    |_, price, s| SumCount {
+                        sum: s.sum + price,
+                        count: s.count + 1,
+                    },
+                    |_, price, s| SumCount {
+                        sum: s.sum - price,
+                        count: s.count - 1,
+                    },
+                    Materialized::new().with_value_serde(JsonSerde::<SumCount>::new()),
+                )
+                .to_stream()
+                .map(|category, s| {
+                    let average = s.filter(|s| s.count > 0).map(|s| (s.sum / s.count).to_string());
+                    (category.to_string(), average)
+                })
+                .to(output, Produced::with(StringSerde, NullableSerde(StringSerde)));
+        }
+        // Average selling price by seller: per seller, the average winning bid (rounded
+        // down) of their 10 auctions that close last, keyed by the seller. The aggregate
+        // keeps every auction of the seller that has a winning bid.
+        "q6" => {
+            winning_bids(&b, input)
+                .group_by(
+                    |_, w| (w.seller, w.clone()),
+                    Grouped::with(U64Serde, JsonSerde::<AuctionPrice>::new()),
+                )
+                .aggregate(
+                    Vec::new,
+                    |_, w, mut all: Vec<AuctionPrice>| {
+                        all.retain(|a| a.auction != w.auction);
+                        all.push(w);
+                        all
+                    },
+                    |_, w, mut all: Vec<AuctionPrice>| {
+                        all.retain(|a| a.auction != w.auction);
+                        all
+                    },
+                    Materialized::new().with_value_serde(JsonSerde::<Vec<AuctionPrice>>::new()),
+                )
+                .to_stream()
+                .map(|seller, all| (seller.to_string(), all.and_then(|all| last_ten_average(&all))))
+                .to(output, Produced::with(StringSerde, NullableSerde(StringSerde)));
         }
         // Hot items: per 10 s window advancing by 2 s, the auction with the most bids
         // (the smallest id among equals), keyed by the window's start: "auction,count".
@@ -182,6 +338,21 @@ pub fn topology(
                         n.map(|n| n.to_string()),
                     )
                 })
+                .to(output, Produced::with(StringSerde, NullableSerde(StringSerde)));
+        }
+        // Bids per bidder in 10 s windows of processing time (the wall clock as the
+        // timestamp), keyed "bidder@windowStart".
+        "q12" => {
+            let consumed = Consumed::with(StringSerde, JsonSerde::<Event>::new())
+                .with_timestamp_extractor(|_, _| wall_clock_ms());
+            b.stream([input], consumed)
+                .flat_map_values(|_, e| e.bid())
+                .map(|_, b| (b.bidder, b.auction))
+                .group_by_key(Grouped::with(U64Serde, U64Serde))
+                .windowed_by(TimeWindows::of_size_no_grace(Duration::from_secs(10)))
+                .count(Materialized::new())
+                .to_stream()
+                .map(|w, n| (format!("{}@{}", w.key, w.start), n.map(|n| n.to_string())))
                 .to(output, Produced::with(StringSerde, NullableSerde(StringSerde)));
         }
         other => return Err(format!("unknown Nexmark query {other}; known: {QUERIES:?}").into()),

@@ -4,7 +4,9 @@
 //! on scheduling: their digest is the multiset of records, as a count and two
 //! order-independent hashes, JSON values compared as [`Bid`]s (so field order and
 //! whitespace do not matter). The others write updates of a result per key: their digest
-//! is the last value of every key, a deleted (null or empty) value meaning no result.
+//! is the last value of every key, a deleted (null or empty) value meaning no result. q12
+//! counts in windows of processing time, which differ from run to run: its digest is the
+//! total of the last counts per bidder (the key's part before `@`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -28,6 +30,8 @@ pub enum Digest {
     },
     /// The last value of every key.
     Last(BTreeMap<String, String>),
+    /// The last count of every key, compared as totals per key prefix (before `@`).
+    Totals(BTreeMap<String, String>),
 }
 
 /// Whether `query` writes a stream of bids as JSON (q0, q1).
@@ -45,9 +49,26 @@ impl Digest {
                 xor: 0,
                 unreadable: 0,
             }
+        } else if query == "q12" {
+            Digest::Totals(BTreeMap::new())
         } else {
             Digest::Last(BTreeMap::new())
         }
+    }
+
+    /// The totals per key prefix of a [`Digest::Totals`] (empty for the others); a value
+    /// that is no number counts as `u64::MAX`, so that it cannot go unnoticed.
+    pub fn totals(&self) -> BTreeMap<&str, u64> {
+        let mut totals = BTreeMap::new();
+        if let Digest::Totals(last) = self {
+            for (k, v) in last {
+                let prefix = k.split_once('@').map_or(k.as_str(), |(p, _)| p);
+                let n = v.parse::<u64>().unwrap_or(u64::MAX);
+                let t: &mut u64 = totals.entry(prefix).or_default();
+                *t = t.saturating_add(n);
+            }
+        }
+        totals
     }
 
     /// Adds one output record of `query` (an empty value stands for null).
@@ -86,7 +107,7 @@ impl Digest {
                 *sum = sum.wrapping_add(x);
                 *xor ^= x;
             }
-            Digest::Last(last) => {
+            Digest::Last(last) | Digest::Totals(last) => {
                 let key = String::from_utf8_lossy(key).into_owned();
                 if value.is_empty() {
                     last.remove(&key);
@@ -112,11 +133,28 @@ impl Digest {
                 last.keys().next(),
                 last.keys().next_back()
             ),
+            Digest::Totals(_) => {
+                let totals = self.totals();
+                let sum = totals.values().fold(0u64, |a, t| a.saturating_add(*t));
+                format!("{} keys, {sum} in all", totals.len())
+            }
         }
     }
 
     /// `None` when equal, else what differs (at most five keys).
     pub fn diff(&self, other: &Digest) -> Option<String> {
+        if let (Digest::Totals(_), Digest::Totals(_)) = (self, other) {
+            let (a, b) = (self.totals(), other.totals());
+            if a == b {
+                return None;
+            }
+            let mut s = format!("{} vs {}", self.summary(), other.summary());
+            let keys: std::collections::BTreeSet<&&str> = a.keys().chain(b.keys()).collect();
+            for k in keys.into_iter().filter(|k| a.get(*k) != b.get(*k)).take(5) {
+                let _ = write!(s, "; {k}: {:?} vs {:?}", a.get(*k), b.get(*k));
+            }
+            return Some(s);
+        }
         if self == other {
             return None;
         }
@@ -154,6 +192,21 @@ mod tests {
         assert_eq!(a.diff(&b), None);
         b.add("q0", b"", one);
         assert!(a.diff(&b).is_some(), "a duplicate");
+    }
+
+    #[test]
+    fn totals_compare_sums_per_key_prefix() {
+        let (mut a, mut b) = (Digest::new("q12"), Digest::new("q12"));
+        a.add("q12", b"7@0", b"1");
+        a.add("q12", b"7@0", b"2");
+        a.add("q12", b"7@10", b"3");
+        b.add("q12", b"7@5", b"5");
+        assert_eq!(a.diff(&b), None, "2 + 3 = 5");
+        b.add("q12", b"8@5", b"1");
+        assert_eq!(
+            a.diff(&b).unwrap(),
+            "1 keys, 5 in all vs 2 keys, 6 in all; 8: None vs Some(1)"
+        );
     }
 
     #[test]

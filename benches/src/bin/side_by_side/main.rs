@@ -12,7 +12,7 @@
 //! - `app IMPL WORKLOAD GUARANTEE BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR COMMIT_MS CACHE_BYTES`:
 //!   one application (`IMPL` = `ours` | `raw`, `WORKLOAD` = `map` | `filtermap` | `count` | `avro`
 //!   (a map through Avro serdes; the registry's URL in `SCHEMA_REGISTRY_URL`) | a Nexmark
-//!   query (`q0`, `q1`, `q2`, `q5`, `q7`, `q8`, `q11`), `GUARANTEE` =
+//!   query (`q0`–`q8`, `q11`, `q12`: `streams_benches::nexmark::queries::QUERIES`), `GUARANTEE` =
 //!   `at_least_once` | `exactly_once_v2`), running until standard input closes.
 //! - `run BOOTSTRAP INPUT OUT_DIR RUNS JAVA_CP CELLS`: the driver. For each cell
 //!   (`impl:workload:guarantee`, comma-separated) and each of `RUNS` runs it starts the

@@ -77,22 +77,23 @@ pub(crate) fn delete_app_topics(bootstrap: &str, app_id: &str) -> Res<()> {
     delete_topics(bootstrap, &topics)
 }
 
-/// Whether group `app_id` has committed the end of every partition of its application's
-/// repartition topics (`<app_id>-...-repartition`): with the input's end committed, the
-/// last sub-topology has then processed everything too. Only at-least-once: a
-/// transaction's commit marker would sit after the last committed offset.
-fn repartitions_done(consumer: &BaseConsumer, app_id: &str) -> bool {
+/// Whether group `app_id` has committed the end of every partition of the internal topics
+/// its application reads (`<app_id>-...` but changelogs and `output`: repartition topics,
+/// a foreign-key join's subscription and response topics): with the input's end
+/// committed, the last sub-topology has then processed everything too. Only
+/// at-least-once: a transaction's commit marker would sit after the last committed offset.
+fn internal_topics_done(consumer: &BaseConsumer, app_id: &str, output: &str) -> bool {
     let Ok(meta) = consumer.fetch_metadata(None, Duration::from_secs(5)) else {
         return false;
     };
     let prefix = format!("{app_id}-");
     let mut tpl = TopicPartitionList::new();
     let mut ends = Vec::new();
-    let repartitions = meta
-        .topics()
-        .iter()
-        .filter(|t| t.name().starts_with(&prefix) && t.name().ends_with("-repartition"));
-    for t in repartitions {
+    let internal = meta.topics().iter().filter(|t| {
+        let name = t.name();
+        name.starts_with(&prefix) && !name.ends_with("-changelog") && name != output
+    });
+    for t in internal {
         for p in t.partitions() {
             let Ok((_, high)) = consumer.fetch_watermarks(t.name(), p.id(), Duration::from_secs(5)) else {
                 return false;
@@ -316,7 +317,7 @@ pub(crate) fn measure(h: &Harness<'_>, l: &Launch<'_>, ends: &[(i32, i64)]) -> R
         let all = ends.iter().all(|(p, end)| {
             matches!(committed.find_partition(l.input, *p).map(|e| e.offset()), Some(Offset::Offset(o)) if o >= *end)
         });
-        if all && repartitions_done(&offsets_reader, l.app_id) {
+        if all && internal_topics_done(&offsets_reader, l.app_id, l.output) {
             let seconds = t0.elapsed().as_secs_f64();
             let (cpu, hwm) = proc_usage(pid, clk_tck).map_or((last.2, last.1), |u| u);
             let broker = match (broker_cpu0, broker_cpu()) {
