@@ -98,6 +98,9 @@ fn repartition_topics(subs: &[&SubTopology]) -> BTreeSet<String> {
         .collect()
 }
 
+/// A way to find a repartition topic's partition count from the counts known so far.
+type CountRule<'a> = dyn Fn(&String, &BTreeMap<String, i32>) -> Option<i32> + 'a;
+
 /// The partition count of every repartition topic, given the counts of the external
 /// source topics: a repartition topic read together with external topics takes their count
 /// (so the reader is co-partitioned); otherwise the largest count of the source topics of
@@ -145,7 +148,7 @@ fn repartition_counts(
         // Co-partitioning first: a topic read beside a resolved one takes its count (a
         // foreign-key join's subscription and response topics, whose writers read them
         // back in a cycle, resolve only this way); then the writers' sources.
-        let rules: [&dyn Fn(&String, &BTreeMap<String, i32>) -> Option<i32>; 2] = [&beside, &upstream];
+        let rules: [&CountRule<'_>; 2] = [&beside, &upstream];
         for rule in rules {
             let mut still = Vec::new();
             for topic in pending {
