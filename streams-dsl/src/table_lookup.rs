@@ -14,7 +14,6 @@ use streams_core::{KvStore, SessionStoreRef, StoreAccess, WindowStoreRef};
 use streams_state::{SessionStore, ValueAndTimestamp, ValueAndTimestampSerde, WindowStore};
 
 use crate::dyn_serde::DynSerde;
-use crate::processors::DslStore;
 use crate::timestamped::{TimestampedValues, timestamped};
 use crate::windowed::Windowed;
 
@@ -40,7 +39,8 @@ impl<K: 'static, V: 'static> TableLookup<K, V> for KvStore<DynSerde<K>, Timestam
 /// The lookup of a key-value table kept in the store `name`.
 pub(crate) fn kv_lookup<K: 'static, V: 'static>(name: String) -> OpenLookup<K, V> {
     Arc::new(move |stores| {
-        let store: DslStore<K, V> = timestamped(&stores.kv_store::<DynSerde<K>, DynSerde<V>>(&name)?);
+        let store: KvStore<DynSerde<K>, TimestampedValues<V>> =
+            timestamped(&stores.kv_store::<DynSerde<K>, DynSerde<V>>(&name)?);
         Ok(Box::new(store))
     })
 }
