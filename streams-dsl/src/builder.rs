@@ -75,20 +75,24 @@ impl StreamsBuilder {
         let topics: Vec<String> = topics.into_iter().map(Into::into).collect();
         let key_serde = Some(dyn_serde(consumed.key_serde.clone()));
         let value_serde = Some(dyn_serde(consumed.value_serde.clone()));
+        // A second stream of the same topics reads through the first one's source, whose
+        // timestamp extractor it then shares (Kafka Streams' merge of source nodes); it
+        // takes no node name of its own.
+        let types = TypeId::of::<(KS::Target, VS::Target)>();
+        let mergeable = consumed.extractor.is_none();
+        if mergeable && let Some(first) = self.shared.merged_source(&topics, types, consumed.offset_reset) {
+            return KStream::new(self.shared.clone(), first, key_serde, value_serde);
+        }
         let name = self
             .shared
             .name(consumed.name.as_deref(), &topics.join("+"), "source");
-        // A second stream of the same topics reads through the first one's source, whose
-        // timestamp extractor it then shares (Kafka Streams' merge of source nodes).
-        let source = StreamSource {
-            node: name.clone(),
-            types: TypeId::of::<(KS::Target, VS::Target)>(),
-            offset_reset: consumed.offset_reset,
-        };
-        if consumed.extractor.is_none()
-            && let Some(first) = self.shared.stream_source(&topics, source)
-        {
-            return KStream::new(self.shared.clone(), first, key_serde, value_serde);
+        if mergeable {
+            let source = StreamSource {
+                node: name.clone(),
+                types,
+                offset_reset: consumed.offset_reset,
+            };
+            self.shared.register_source(&topics, source);
         }
         let mut config = SourceConfig::new(topics, consumed.key_serde.clone(), consumed.value_serde.clone())
             .offset_reset(consumed.offset_reset);

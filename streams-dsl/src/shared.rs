@@ -34,8 +34,15 @@ pub(crate) struct Inner {
     /// name: a `StoreRef<DynSerde<K>, DynSerde<V>>`, for [`KTable::store_ref`].
     pub(crate) kv_refs: std::collections::HashMap<String, Box<dyn std::any::Any>>,
     pub(crate) optimizations: Optimizations,
-    /// The stream sources by their (sorted) topics, for [`Shared::stream_source`].
+    /// The stream sources by their (sorted) topics, for [`Shared::merged_source`].
     pub(crate) stream_sources: std::collections::HashMap<Vec<String>, StreamSource>,
+}
+
+/// `topics` in order: the key of [`Inner::stream_sources`].
+fn sorted(topics: &[String]) -> Vec<String> {
+    let mut key = topics.to_vec();
+    key.sort();
+    key
 }
 
 /// A source node added by `StreamsBuilder::stream`.
@@ -66,23 +73,24 @@ impl Shared {
     }
 
     /// The source node of an earlier `stream()` of exactly `topics` that reads the types
-    /// `types` from the same offset: a second `stream()` of those topics shares it, as
-    /// Kafka Streams merges such sources. Otherwise records this one (`node`) and returns
-    /// `None`; a second source of the same topics then fails the build.
-    pub fn stream_source(&self, topics: &[String], source: StreamSource) -> Option<String> {
-        let mut key = topics.to_vec();
-        key.sort();
+    /// `types` from `offset_reset`: a second `stream()` of those topics shares it, as
+    /// Kafka Streams merges such sources.
+    pub fn merged_source(
+        &self,
+        topics: &[String],
+        types: std::any::TypeId,
+        offset_reset: streams_core::OffsetReset,
+    ) -> Option<String> {
+        let inner = self.0.borrow();
+        let s = inner.stream_sources.get(&sorted(topics))?;
+        (s.types == types && s.offset_reset == offset_reset).then(|| s.node.clone())
+    }
+
+    /// Records the source node of a `stream()` of `topics`, unless one is recorded (a
+    /// second source of the same topics then fails the build).
+    pub fn register_source(&self, topics: &[String], source: StreamSource) {
         let mut inner = self.0.borrow_mut();
-        match inner.stream_sources.get(&key) {
-            Some(s) if s.types == source.types && s.offset_reset == source.offset_reset => {
-                Some(s.node.clone())
-            }
-            Some(_) => None,
-            None => {
-                inner.stream_sources.insert(key, source);
-                None
-            }
-        }
+        inner.stream_sources.entry(sorted(topics)).or_insert(source);
     }
 
     /// A node name by the naming rule; a taken user-given name is recorded as an issue.

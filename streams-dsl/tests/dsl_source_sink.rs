@@ -348,3 +348,24 @@ fn streams_of_one_topic_with_other_types_fail_the_build() {
         "{err}"
     );
 }
+
+/// A stream that shares an earlier stream's source takes no node name: giving both the
+/// same name is no duplicate.
+#[test]
+fn a_shared_source_takes_no_name_of_its_own() {
+    let b = StreamsBuilder::new();
+    let named = Consumed::with(StringSerde, StringSerde).named("clicks");
+    b.stream(["in"], named.clone())
+        .to("a", Produced::with(StringSerde, StringSerde));
+    b.stream(["in"], named)
+        .to("b", Produced::with(StringSerde, StringSerde));
+    let topology = b.build().unwrap();
+    assert!(
+        topology
+            .describe()
+            .to_string()
+            .contains("Source: clicks (topics: [in])"),
+        "{}",
+        topology.describe()
+    );
+}
