@@ -149,10 +149,7 @@ impl Digest {
                 return None;
             }
             let mut s = format!("{} vs {}", self.summary(), other.summary());
-            let keys: std::collections::BTreeSet<&&str> = a.keys().chain(b.keys()).collect();
-            for k in keys.into_iter().filter(|k| a.get(*k) != b.get(*k)).take(5) {
-                let _ = write!(s, "; {k}: {:?} vs {:?}", a.get(*k), b.get(*k));
-            }
+            list_differences(&mut s, &a, &b);
             return Some(s);
         }
         if self == other {
@@ -161,15 +158,23 @@ impl Digest {
         match (self, other) {
             (Digest::Last(a), Digest::Last(b)) => {
                 let mut s = format!("{} results vs {}", a.len(), b.len());
-                let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-                let differing = keys.into_iter().filter(|k| a.get(*k) != b.get(*k));
-                for k in differing.take(5) {
-                    let _ = write!(s, "; {k}: {:?} vs {:?}", a.get(k), b.get(k));
-                }
+                list_differences(&mut s, a, b);
                 Some(s)
             }
             _ => Some(format!("{} vs {}", self.summary(), other.summary())),
         }
+    }
+}
+
+/// Appends `; key: a vs b` to `s` for the first five keys whose values differ.
+fn list_differences<K, V>(s: &mut String, a: &BTreeMap<K, V>, b: &BTreeMap<K, V>)
+where
+    K: Ord + std::fmt::Display,
+    V: PartialEq + std::fmt::Debug,
+{
+    let keys: std::collections::BTreeSet<&K> = a.keys().chain(b.keys()).collect();
+    for k in keys.into_iter().filter(|k| a.get(*k) != b.get(*k)).take(5) {
+        let _ = write!(s, "; {k}: {:?} vs {:?}", a.get(k), b.get(k));
     }
 }
 
