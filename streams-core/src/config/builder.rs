@@ -211,6 +211,12 @@ impl StreamsConfigBuilder {
         )
     }
 
+    /// Sets `max.task.idle.ms`; `None` sets `-1` (never wait for an empty input partition).
+    pub fn max_task_idle(self, idle: Option<Duration>) -> Self {
+        let ms = idle.map_or("-1".to_owned(), |d| d.as_millis().to_string());
+        self.set(keys::MAX_TASK_IDLE_MS, ms)
+    }
+
     /// Sets `replication.factor` of internal topics (-1 for the broker's default).
     pub fn replication_factor(self, factor: i32) -> Self {
         self.set(keys::REPLICATION_FACTOR, factor.to_string())

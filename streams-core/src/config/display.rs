@@ -59,6 +59,11 @@ impl StreamsConfig {
                 self.repartition_purge_interval.as_millis().to_string(),
             ),
             (keys::MAX_POLL_RECORDS, self.max_poll_records.to_string()),
+            (
+                keys::MAX_TASK_IDLE_MS,
+                self.max_task_idle
+                    .map_or("-1".to_owned(), |d| d.as_millis().to_string()),
+            ),
             (keys::REPLICATION_FACTOR, self.replication_factor.to_string()),
             (keys::NUM_STANDBY_REPLICAS, self.num_standby_replicas.to_string()),
             (

@@ -47,6 +47,10 @@ pub const REPARTITION_PURGE_INTERVAL_MS: &str = "repartition.purge.interval.ms";
 /// consumer property that librdkafka lacks: the runtime's loop honours it). Also read as
 /// `consumer.max.poll.records` and `main.consumer.max.poll.records`, which win.
 pub const MAX_POLL_RECORDS: &str = "max.poll.records";
+/// How long a task with several input partitions waits, in milliseconds, for records of
+/// an empty partition the consumer has caught up on before it goes on without them; it
+/// always waits (bounded) for records known to be on the broker. `-1`: never waits.
+pub const MAX_TASK_IDLE_MS: &str = "max.task.idle.ms";
 /// The number of warm copies (standby replicas) of each task's stores kept on other
 /// instances. Needs `group.protocol=streams`, where the broker places standbys; a value
 /// above 0 with no `group.protocol` set selects that protocol.
@@ -99,6 +103,7 @@ pub(super) const STREAMS: &[&str] = &[
     POLL_MS,
     REPARTITION_PURGE_INTERVAL_MS,
     MAX_POLL_RECORDS,
+    MAX_TASK_IDLE_MS,
     REPLICATION_FACTOR,
     ROCKSDB_BLOCK_CACHE_BYTES,
     ROCKSDB_WRITE_BUFFER_BYTES,
@@ -125,7 +130,6 @@ pub(super) const UNSUPPORTED: &[&str] = &[
     "dsl.store.suppliers.class",
     "ensure.explicit.internal.resource.naming",
     "log.summary.interval.ms",
-    "max.task.idle.ms",
     "max.warmup.replicas",
     "metric.reporters",
     "metrics.num.samples",

@@ -130,6 +130,7 @@ pub struct StreamsConfig {
     poll_interval: Duration,
     repartition_purge_interval: Duration,
     max_poll_records: usize,
+    max_task_idle: Option<Duration>,
     replication_factor: i32,
     num_standby_replicas: usize,
     /// `group.protocol=streams` was set (for the main consumer); taken out of the client
@@ -162,6 +163,11 @@ impl StreamsConfig {
     pub const DEFAULT_REPARTITION_PURGE_INTERVAL_MS: u64 = 30_000;
     /// The default `max.poll.records` (Kafka Streams' own default).
     pub const DEFAULT_MAX_POLL_RECORDS: usize = 1000;
+    /// The longest a task waits for records of an empty input partition that are on the
+    /// broker but not yet fetched (or whose position is unknown), before it goes on without
+    /// them: a partition whose leader is gone, or whose end is a transaction left open,
+    /// does not stop the task's other partitions for good.
+    pub const BEHIND_PARTITION_WAIT: Duration = Duration::from_secs(5);
     /// The default `replication.factor`: -1, the broker's `default.replication.factor`.
     pub const DEFAULT_REPLICATION_FACTOR: i32 = -1;
     /// The default `rocksdb.block.cache.bytes`: 64 MiB.
@@ -354,6 +360,17 @@ impl StreamsConfig {
     /// `max.poll.records`: the most records a stream thread takes per loop iteration.
     pub fn max_poll_records(&self) -> usize {
         self.max_poll_records
+    }
+
+    /// `max.task.idle.ms`: how long a task with several input partitions (a join, a
+    /// merge) waits for an empty partition the consumer has caught up on before it goes on
+    /// without it (zero by default); `None` (`-1`) never waits. Whatever the setting other
+    /// than `-1`, a task waits for records already on the broker (up to
+    /// [`StreamsConfig::BEHIND_PARTITION_WAIT`]): records of all its partitions are then
+    /// processed in timestamp order, so a join does not take the records of a partition
+    /// read late for late records.
+    pub fn max_task_idle(&self) -> Option<Duration> {
+        self.max_task_idle
     }
 
     /// `replication.factor` of internal (changelog and repartition) topics; -1 means the

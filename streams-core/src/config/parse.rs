@@ -156,6 +156,13 @@ pub(super) fn validate(
         None => Duration::from_millis(StreamsConfig::DEFAULT_REPARTITION_PURGE_INTERVAL_MS),
     };
     let max_poll_records = max_poll_records(get(keys::MAX_POLL_RECORDS), &mut client)?;
+    let max_task_idle = match get(keys::MAX_TASK_IDLE_MS) {
+        Some(v) => match integer(keys::MAX_TASK_IDLE_MS, v, -1)? {
+            -1 => None,
+            ms => Some(Duration::from_millis(ms.unsigned_abs())),
+        },
+        None => Some(Duration::ZERO),
+    };
     let num_standby_replicas = match get(keys::NUM_STANDBY_REPLICAS) {
         Some(v) => to_usize(
             keys::NUM_STANDBY_REPLICAS,
@@ -238,6 +245,7 @@ pub(super) fn validate(
         poll_interval,
         repartition_purge_interval,
         max_poll_records,
+        max_task_idle,
         replication_factor,
         num_standby_replicas,
         streams_protocol,

@@ -35,7 +35,8 @@ pub use self::factory::{SinkMaker, TaskFactory, TaskStore};
 use self::graph::Graph;
 use self::observer::NodeMeta;
 pub use self::observer::{DLQ_REASONS, NodeCounts, NodeTimer, TaskCounters, TaskObserver, TaskReport};
-use self::queue::RecordQueues;
+pub(crate) use self::queue::{Fetched, IdlePolicy};
+use self::queue::{NEVER_IDLE, Pop, RecordQueues};
 pub use self::shared::StoreSlot;
 use self::shared::{CurrentRecord, TaskShared};
 pub(crate) use crate::model::TaskId;
@@ -307,13 +308,31 @@ impl Task {
         self.queued.forget(topic, partition);
     }
 
+    /// Registers `topic`-`partition` (starting at `start`, when known) as an input of the
+    /// task: from now on the task waits while it has no records queued, as
+    /// [`Task::process_next`] describes.
+    pub(crate) fn expect_partition(&mut self, topic: Arc<str>, partition: i32, start: Option<i64>) {
+        self.queues.expect(topic, partition, start);
+    }
+
     /// Processes the next queued record, if any; then runs the stream-time punctuators that
     /// became due. Returns whether a record was processed.
     pub fn process_one(&mut self) -> Result<bool, StreamsError> {
+        self.process_next(&NEVER_IDLE, &mut |_, _, _| Fetched::CaughtUp)
+    }
+
+    /// As [`Task::process_one`], except that an empty input partition registered with
+    /// [`Task::expect_partition`] holds the task back under `policy`; `fetched` says what
+    /// the host knows of such a partition (see `queue.rs`).
+    pub(crate) fn process_next(
+        &mut self,
+        policy: &IdlePolicy,
+        fetched: &mut dyn FnMut(&str, i32, Option<i64>) -> Fetched,
+    ) -> Result<bool, StreamsError> {
         if self.shared.backpressure.get() {
             return Ok(false);
         }
-        let Some((ts, raw)) = self.queues.pop() else {
+        let Pop::Record(ts, raw) = self.queues.pop_ready(policy, fetched) else {
             return Ok(false);
         };
         let Some((topic, node)) = self

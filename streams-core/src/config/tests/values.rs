@@ -219,6 +219,24 @@ fn metrics_address_must_be_a_socket_address() {
 }
 
 #[test]
+fn max_task_idle_is_minus_one_or_a_duration() {
+    let idle = |v: &str| with_app(&[("max.task.idle.ms", v)]).unwrap().max_task_idle();
+    assert_eq!(with_app(&[]).unwrap().max_task_idle(), Some(Duration::ZERO));
+    assert_eq!(idle("-1"), None);
+    assert_eq!(idle("250"), Some(Duration::from_millis(250)));
+    let built = StreamsConfig::builder()
+        .application_id("app")
+        .max_task_idle(None)
+        .build()
+        .unwrap();
+    assert_eq!(built.max_task_idle(), None);
+    assert!(built.to_string().contains("max.task.idle.ms = -1"), "{built}");
+    for bad in ["-2", "x", ""] {
+        fails_on(with_app(&[("max.task.idle.ms", bad)]), "max.task.idle.ms");
+    }
+}
+
+#[test]
 fn replication_factor_is_minus_one_or_positive() {
     assert_eq!(
         with_app(&[("replication.factor", "-1")])

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, KafkaResult};
 
+use crate::engine::Fetched;
 use crate::model::error::StreamsError;
 use crate::runtime::client::connect::is_authorization;
 use crate::runtime::client::errors::kafka_err;
@@ -91,5 +92,60 @@ pub(crate) fn stop_if_denied(topic: &str) -> impl FnMut(&KafkaError) -> Option<S
             code,
             "DESCRIBE on it",
         ))
+    }
+}
+
+/// What `consumer` knows of `topic`-`partition` without asking a broker: the high watermark
+/// of its last fetch response against its position (past the records it handed over and
+/// past transaction markers), or `next` (where the caller's records of it end) when that
+/// is further.
+///
+/// librdkafka keeps both per partition but rust-rdkafka exposes neither without a broker
+/// round trip, hence its C API here: the one other place of the workspace with `unsafe`
+/// (see `txn_offsets.rs`). Under `read_committed` the high watermark may lie past an open
+/// transaction the consumer cannot read yet: the partition then looks behind, and the
+/// task's wait for it is bounded (see `engine/queue.rs`).
+#[allow(unsafe_code)]
+pub(crate) fn fetched<C: ConsumerContext>(
+    consumer: &BaseConsumer<C>,
+    topic: &str,
+    partition: i32,
+    next: Option<i64>,
+) -> Fetched {
+    let Ok(name) = std::ffi::CString::new(topic) else {
+        return Fetched::Unknown;
+    };
+    let mut positions = rdkafka::TopicPartitionList::with_capacity(1);
+    positions.add_partition(topic, partition);
+    let (mut low, mut high) = (-1i64, -1i64);
+    // SAFETY: the handle is valid while `consumer` is borrowed; librdkafka copies nothing
+    // from the topic name past the call, writes only the two integers given, and fills the
+    // one-element list it is given (owned here, freed once by its drop).
+    let (found, _) = unsafe {
+        let native = consumer.client().native_ptr();
+        (
+            rdkafka::bindings::rd_kafka_get_watermark_offsets(
+                native,
+                name.as_ptr(),
+                partition,
+                &mut low,
+                &mut high,
+            ),
+            rdkafka::bindings::rd_kafka_position(native, positions.ptr()),
+        )
+    };
+    if found != rdkafka::bindings::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR || high < 0 {
+        return Fetched::Unknown;
+    }
+    let position = positions
+        .find_partition(topic, partition)
+        .and_then(|e| match e.offset() {
+            rdkafka::Offset::Offset(o) => Some(o),
+            _ => None,
+        });
+    match position.max(next) {
+        None => Fetched::Unknown,
+        Some(p) if p >= high => Fetched::CaughtUp,
+        Some(_) => Fetched::Behind,
     }
 }

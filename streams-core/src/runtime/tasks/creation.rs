@@ -364,6 +364,21 @@ impl TaskManager {
             task.with_globals(g.slots());
         }
         let partitions = self.task_partitions(id);
+        // A task with several input partitions processes them in timestamp order: it
+        // waits while one of them is empty (see `engine/queue.rs`).
+        let inputs: Vec<_> = partitions
+            .elements()
+            .iter()
+            .filter_map(|e| {
+                let key = (e.topic().to_owned(), e.partition());
+                self.assigned_at.get(&key).map(|&start| (key, start))
+            })
+            .collect();
+        if inputs.len() > 1 {
+            for ((topic, partition), start) in inputs {
+                task.expect_partition(Arc::from(topic), partition, Some(start));
+            }
+        }
         let committed_time = partitions
             .elements()
             .iter()

@@ -35,7 +35,7 @@ use rdkafka::consumer::{BaseConsumer, ConsumerContext};
 use rdkafka::producer::Producer;
 
 use crate::engine::TaskFactory;
-use crate::engine::{Task, TaskId};
+use crate::engine::{Fetched, Task, TaskId};
 use crate::metrics::{Metrics, ThreadMetrics};
 use crate::model::error::StreamsError;
 use crate::model::record::RawRecord;
@@ -59,6 +59,8 @@ pub(crate) struct TaskSettings {
     pub on_mock: bool,
     /// Deletes the committed records of repartition topics after commits.
     pub purge: Option<crate::runtime::topics::purge::PurgeSchedule>,
+    /// How long an empty input partition holds back a task with several (`max.task.idle.ms`).
+    pub idle: crate::engine::IdlePolicy,
 }
 
 pub(crate) struct TaskManager {
@@ -352,12 +354,27 @@ impl TaskManager {
         let mut n = 0;
         let mut corrupt = None;
         let txn_failed = &self.tracker.txn_failed;
+        let policy = self.settings.idle;
+        // What the consumer knows of empty input partitions, asked once per partition and
+        // position in this pass (its answer changes with the next poll).
+        let mut known: Vec<(String, i32, Option<i64>, Fetched)> = Vec::new();
+        let mut fetched = |topic: &str, partition: i32, next: Option<i64>| {
+            if let Some(k) = known
+                .iter()
+                .find(|k| k.1 == partition && k.2 == next && k.0 == topic)
+            {
+                return k.3;
+            }
+            let f = crate::runtime::client::watermarks::fetched(consumer, topic, partition, next);
+            known.push((topic.to_owned(), partition, next, f));
+            f
+        };
         'tasks: for (id, task) in &mut self.tasks {
             loop {
                 if txn_failed.load(std::sync::atomic::Ordering::Relaxed) {
                     break 'tasks;
                 }
-                match task.process_one() {
+                match task.process_next(&policy, &mut fetched) {
                     Ok(true) => n += 1,
                     Ok(false) => break,
                     Err(e) => match crate::runtime::tasks::corrupted::corruption(&e) {

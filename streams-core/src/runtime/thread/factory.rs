@@ -267,6 +267,10 @@ impl ThreadFactory {
             eos,
             reset: start_offsets::ResetTo::of(cc.get("auto.offset.reset")),
             on_mock: self.on_mock,
+            idle: crate::engine::IdlePolicy {
+                idle: cfg.max_task_idle(),
+                behind: StreamsConfig::BEHIND_PARTITION_WAIT,
+            },
             purge: self.purger.clone().map(|p| {
                 crate::runtime::topics::purge::PurgeSchedule::new(
                     p,
