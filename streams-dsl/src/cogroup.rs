@@ -112,11 +112,13 @@ impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
                     shared.processor_with::<_, K, V, K, Change<A>>(
                         node,
                         move |ctx| {
-                            Ok(AggregateProcessor {
-                                update: update.clone(),
-                                store: open(ctx, &store)?,
-                                send_old: old_values.is_on(),
-                            })
+                            // Every input's processor writes the one store; the last
+                            // made takes what its cache writes down (see cache_forward.rs).
+                            Ok(AggregateProcessor::new(
+                                update.clone(),
+                                open(ctx, &store)?,
+                                old_values.is_on(),
+                            )?)
                         },
                         &parent,
                     );

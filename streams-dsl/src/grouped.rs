@@ -238,11 +238,11 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
         s.shared.processor_with(
             &node,
             move |ctx| {
-                Ok(AggregateProcessor {
-                    update: update.clone(),
-                    store: open(ctx, &store_name)?,
-                    send_old: send_old.is_on(),
-                })
+                Ok(AggregateProcessor::new(
+                    update.clone(),
+                    open(ctx, &store_name)?,
+                    send_old.is_on(),
+                )?)
             },
             &s.node,
         );

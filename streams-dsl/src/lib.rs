@@ -46,6 +46,7 @@
 
 mod branch;
 mod builder;
+mod cache_forward;
 mod change;
 mod cogroup;
 mod cogroup_windowed;

@@ -213,8 +213,13 @@ impl<K: 'static, V: 'static> Grouped<K, V> {
 /// whether it is persistent (RocksDB, the default), cached (default) and change-logged
 /// (default).
 ///
-/// A cached DSL store still forwards every update downstream at once; the cache only
-/// batches writes to the store and its changelog until the next commit.
+/// An aggregation (`count`, `aggregate`, `reduce`, windowed or not, of a grouped stream or
+/// table) over a cached store forwards a key's update when the cache writes it down (at a
+/// commit, or when the thread's cache budget evicts it): the updates of a key between two
+/// commits reach downstream once, as in Kafka Streams. Without caching, every update is
+/// forwarded at once. Other cached DSL stores (tables read from topics, session
+/// aggregations, materialized table operators) forward every update at once; their cache
+/// batches writes to the store and the changelog.
 pub struct Materialized<K, V> {
     pub(crate) name: Option<String>,
     pub(crate) key_serde: Option<DynSerde<K>>,

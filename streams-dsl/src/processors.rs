@@ -6,8 +6,9 @@ use std::sync::Arc;
 use streams_core::Nulls;
 
 use streams_core::{KvStore, ProcessResult, Processor, ProcessorContext, Record};
-use streams_state::ValueAndTimestamp;
+use streams_state::{StoreError, ValueAndTimestamp};
 
+use crate::cache_forward::CacheForwarding;
 use crate::change::{Change, TableIn};
 use crate::dyn_serde::DynSerde;
 use crate::nulls::{Skip, skipped};
@@ -113,6 +114,46 @@ pub(crate) struct AggregateProcessor<K: 'static, V, A: 'static> {
     pub store: DslStore<K, A>,
     /// Forward old values.
     pub send_old: bool,
+    /// Set when the store is cached: updates go out when the cache writes them down.
+    pub forwarding: Option<CacheForwarding>,
+}
+
+impl<K: 'static, V, A: 'static> AggregateProcessor<K, V, A> {
+    /// The aggregation over `store`, forwarding at cache flush when the store is cached.
+    pub fn new(update: UpdateFn<K, V, A>, store: DslStore<K, A>, send_old: bool) -> Result<Self, StoreError> {
+        let forwarding = CacheForwarding::new(store.forward_on_flush(send_old)?, send_old);
+        Ok(Self {
+            update,
+            store,
+            send_old,
+            forwarding,
+        })
+    }
+}
+
+/// Forwards what `store`'s cache wrote down, when `forwarding` is on.
+pub(crate) fn forward_flushed<K: Clone + 'static, A: Clone + 'static>(
+    forwarding: Option<&CacheForwarding>,
+    ctx: &mut ProcessorContext<'_, K, Change<A>>,
+    store: &DslStore<K, A>,
+) -> ProcessResult {
+    match forwarding {
+        Some(f) => f.forward(ctx, &|e| store.decode_flushed(e)),
+        None => Ok(()),
+    }
+}
+
+/// At a task flush: writes `store`'s cache down and forwards what it held.
+pub(crate) fn flush_forwarding<K: Clone + 'static, A: Clone + 'static>(
+    forwarding: Option<&CacheForwarding>,
+    ctx: &mut ProcessorContext<'_, K, Change<A>>,
+    store: &DslStore<K, A>,
+) -> ProcessResult {
+    if forwarding.is_none() {
+        return Ok(());
+    }
+    store.flush_cache()?;
+    forward_flushed(forwarding, ctx, store)
 }
 
 impl<K: Clone + 'static, V: 'static, A: Clone + 'static> Processor<K, V, K, Change<A>>
@@ -128,6 +169,9 @@ impl<K: Clone + 'static, V: 'static, A: Clone + 'static> Processor<K, V, K, Chan
         let kept = if self.send_old { old.clone() } else { None };
         let new = (self.update)(&r.key, r.value, old);
         self.store.put(&r.key, &stamp(new.clone(), timestamp))?;
+        if self.forwarding.is_some() {
+            return forward_flushed(self.forwarding.as_ref(), ctx, &self.store);
+        }
         ctx.forward(Record {
             key: r.key,
             value: Change {
@@ -138,6 +182,10 @@ impl<K: Clone + 'static, V: 'static, A: Clone + 'static> Processor<K, V, K, Chan
             headers: r.headers,
             nulls: Nulls::NONE,
         })
+    }
+
+    fn flush(&mut self, ctx: &mut ProcessorContext<'_, K, Change<A>>) -> ProcessResult {
+        flush_forwarding(self.forwarding.as_ref(), ctx, &self.store)
     }
 }
 

@@ -20,13 +20,14 @@ use streams_core::Nulls;
 
 use streams_core::{ProcessResult, Processor, ProcessorContext, Record};
 
+use crate::cache_forward::CacheForwarding;
 use crate::change::{Change, ChangeSerde, OldValues, TableIn};
 use crate::dyn_serde::{DynSerde, carry, dyn_serde};
 use crate::error::DslIssue;
 use crate::kstream::KStream;
 use crate::ktable::KTable;
 use crate::options::{Grouped, Materialized};
-use crate::processors::{DslStore, UpdateFn, aggregate_time, open, stamp};
+use crate::processors::{DslStore, UpdateFn, aggregate_time, flush_forwarding, forward_flushed, open, stamp};
 
 /// Maps a row to its new key and value.
 type SelectFn<K, V, K2, V2> = Arc<dyn Fn(&K, &V) -> (K2, V2) + Send + Sync>;
@@ -173,11 +174,14 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedTable<K, V> {
         s.shared.processor_with(
             &node,
             move |ctx| {
+                let store = open(ctx, &store_name)?;
+                let send_old = send_old.is_on();
                 Ok(TableAggregateProcessor {
                     add: add.clone(),
                     subtract: subtract.clone(),
-                    store: open(ctx, &store_name)?,
-                    send_old: send_old.is_on(),
+                    forwarding: CacheForwarding::new(store.forward_on_flush(send_old)?, send_old),
+                    store,
+                    send_old,
                 })
             },
             &s.node,
@@ -239,6 +243,8 @@ struct TableAggregateProcessor<K: 'static, V, A: 'static> {
     subtract: SubtractFn<K, V, A>,
     store: DslStore<K, A>,
     send_old: bool,
+    /// Set when the store is cached: updates go out when the cache writes them down.
+    forwarding: Option<CacheForwarding>,
 }
 
 impl<K, V, A> Processor<K, Change<V>, K, Change<A>> for TableAggregateProcessor<K, V, A>
@@ -270,6 +276,9 @@ where
                 self.store.delete(&r.key)?;
             }
         }
+        if self.forwarding.is_some() {
+            return forward_flushed(self.forwarding.as_ref(), ctx, &self.store);
+        }
         ctx.forward(Record {
             key: r.key,
             value: Change {
@@ -280,5 +289,9 @@ where
             headers: r.headers,
             nulls: Nulls::NONE,
         })
+    }
+
+    fn flush(&mut self, ctx: &mut ProcessorContext<'_, K, Change<A>>) -> ProcessResult {
+        flush_forwarding(self.forwarding.as_ref(), ctx, &self.store)
     }
 }

@@ -14,7 +14,7 @@ use crate::changelog::ChangelogRecord;
 use crate::error::{Result, StoreError};
 use crate::iter::KeyValueIter;
 use crate::overlay::{count_over, overlay};
-use crate::store::{KeyValueStore, StateStore, StoreStats};
+use crate::store::{FlushListener, KeyValueStore, StateStore, StoreStats};
 use crate::thread_cache::ThreadCache;
 
 /// The bytes each cached entry is charged for on top of its key and value: its share of
@@ -24,10 +24,6 @@ use crate::thread_cache::ThreadCache;
 /// memory"), so the charge is about the memory an entry really takes, and the budget a
 /// bound on the caches' memory rather than on their data only.
 pub const ENTRY_OVERHEAD: usize = 288;
-
-/// Called for each dirty entry written down to the inner store, on flush or eviction, with
-/// the key, the new value (`None` for a delete) and the value the inner store held before.
-pub type FlushListener = Box<dyn FnMut(&[u8], Option<&[u8]>, Option<&[u8]>) + Send>;
 
 /// One cached key.
 #[derive(Debug, Clone)]
@@ -87,6 +83,8 @@ pub struct CachingKeyValueStore {
     /// The bytes this cache is charged for (its part of the budget's use).
     cached_bytes: usize,
     listener: Option<FlushListener>,
+    /// Whether the listener is given the inner store's previous values (one read each).
+    listener_old: bool,
     open: bool,
 }
 
@@ -119,6 +117,7 @@ impl CachingKeyValueStore {
             budget,
             cached_bytes: 0,
             listener: None,
+            listener_old: false,
             open: true,
         }
     }
@@ -126,12 +125,6 @@ impl CachingKeyValueStore {
     /// The budget this cache draws on.
     pub fn thread_cache(&self) -> &ThreadCache {
         &self.budget
-    }
-
-    /// Sets the function told about every dirty entry written down (see [`FlushListener`]),
-    /// replacing any earlier one.
-    pub fn set_flush_listener(&mut self, listener: FlushListener) {
-        self.listener = Some(listener);
     }
 
     /// The bytes the cache is charged for now.
@@ -238,19 +231,27 @@ impl CachingKeyValueStore {
         self.cached_bytes = 0;
     }
 
-    /// Writes every dirty entry down to the inner store in key order and marks it clean.
-    /// Without a listener, runs of puts go down as one `put_all`.
+    /// Writes every dirty entry down to the inner store (in key order; in write order when
+    /// a listener is told) and marks it clean. Unless the listener wants old values, runs of
+    /// puts go down as one `put_all`.
     fn flush_dirty(&mut self) -> Result<()> {
-        let dirty: Vec<(Bytes, Option<Bytes>)> = self
+        let mut dirty: Vec<(u64, Bytes, Option<Bytes>)> = self
             .cache
             .iter()
             .filter(|(_, e)| e.dirty)
-            .map(|(k, e)| (k.clone(), e.value.clone()))
+            .map(|(k, e)| (e.seq, k.clone(), e.value.clone()))
             .collect();
+        if self.listener.is_some() {
+            // The listener sees the entries in the order of their last writes, as Kafka
+            // Streams' caches flush them (a forwarding aggregation then sends its updates
+            // in the order it made them).
+            dirty.sort_unstable_by_key(|(seq, _, _)| *seq);
+        }
+        let dirty: Vec<(Bytes, Option<Bytes>)> = dirty.into_iter().map(|(_, k, v)| (k, v)).collect();
         if dirty.is_empty() {
             return Ok(());
         }
-        if let Some(listener) = self.listener.as_mut() {
+        if let (Some(listener), true) = (self.listener.as_mut(), self.listener_old) {
             for (key, value) in &dirty {
                 let old = match value {
                     Some(v) => {
@@ -278,6 +279,11 @@ impl CachingKeyValueStore {
             }
             if !puts.is_empty() {
                 self.inner.put_all(&puts)?;
+            }
+            if let Some(listener) = self.listener.as_mut() {
+                for (key, value) in &dirty {
+                    listener(key, value.as_deref(), None);
+                }
             }
         }
         for (key, _) in &dirty {
@@ -445,100 +451,23 @@ impl KeyValueStore for CachingKeyValueStore {
     fn commit_writes(&mut self, checkpoint: Option<i64>) -> Result<()> {
         self.inner.commit_writes(checkpoint)
     }
+
+    /// Tells `listener` about every dirty entry written down from now on (see
+    /// [`FlushListener`]; `None` as the old value unless `old_values`, which costs a read
+    /// of the inner store per entry), replacing any earlier one. Always `true`.
+    fn set_flush_listener(&mut self, listener: FlushListener, old_values: bool) -> bool {
+        self.listener = Some(listener);
+        self.listener_old = old_values;
+        true
+    }
+
+    fn flush_cache(&mut self) -> Result<()> {
+        self.check_open()?;
+        self.flush_dirty()?;
+        self.drop_stale()
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use std::sync::{Arc, Mutex};
-
-    use super::*;
-    use crate::InMemoryKeyValueStore;
-
-    type Event = (Vec<u8>, Option<Vec<u8>>, Option<Vec<u8>>);
-
-    fn store(max_bytes: usize) -> CachingKeyValueStore {
-        CachingKeyValueStore::new(Box::new(InMemoryKeyValueStore::new("c")), max_bytes)
-    }
-
-    fn entries(it: KeyValueIter<'_>) -> Vec<(Vec<u8>, Vec<u8>)> {
-        it.map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())))
-            .collect::<Result<_>>()
-            .unwrap()
-    }
-
-    #[test]
-    fn cache_shadows_and_hides_inner_entries() {
-        let mut s = store(1 << 20);
-        s.put(b"a", b"1").unwrap();
-        s.put(b"b", b"2").unwrap();
-        s.put(b"c", b"3").unwrap();
-        s.flush().unwrap();
-        s.put(b"b", b"20").unwrap();
-        s.delete(b"c").unwrap();
-        s.put(b"d", b"4").unwrap();
-        assert_eq!(s.get(b"c").unwrap(), None);
-        let want = vec![
-            (b"a".to_vec(), b"1".to_vec()),
-            (b"b".to_vec(), b"20".to_vec()),
-            (b"d".to_vec(), b"4".to_vec()),
-        ];
-        assert_eq!(entries(s.all().unwrap()), want);
-        let mut rev = entries(s.reverse_all().unwrap());
-        rev.reverse();
-        assert_eq!(rev, want);
-        assert_eq!(s.approximate_num_entries().unwrap(), 3);
-    }
-
-    #[test]
-    fn eviction_keeps_the_budget_and_the_data() {
-        let mut s = store(3 * (ENTRY_OVERHEAD + 2));
-        for i in 0u8..10 {
-            s.put(&[i], &[i]).unwrap();
-            assert!(s.cached_bytes() <= 3 * (ENTRY_OVERHEAD + 2));
-        }
-        assert!(s.cached_entries() <= 3);
-        for i in 0u8..10 {
-            assert_eq!(s.get(&[i]).unwrap().as_deref(), Some(&[i][..]));
-        }
-    }
-
-    #[test]
-    fn flush_listener_sees_deduplicated_writes_with_old_values() {
-        let events: Arc<Mutex<Vec<Event>>> = Arc::default();
-        let mut s = store(1 << 20);
-        let ev = Arc::clone(&events);
-        s.set_flush_listener(Box::new(move |k, new, old| {
-            ev.lock()
-                .unwrap()
-                .push((k.to_vec(), new.map(<[u8]>::to_vec), old.map(<[u8]>::to_vec)));
-        }));
-        s.put(b"k", b"1").unwrap();
-        s.put(b"k", b"2").unwrap();
-        s.flush().unwrap();
-        s.delete(b"k").unwrap();
-        s.flush().unwrap();
-        s.flush().unwrap();
-        let got = events.lock().unwrap().clone();
-        assert_eq!(
-            got,
-            vec![
-                (b"k".to_vec(), Some(b"2".to_vec()), None),
-                (b"k".to_vec(), None, Some(b"2".to_vec()))
-            ]
-        );
-    }
-
-    #[test]
-    fn range_delete_drops_dirty_entries() {
-        let mut s = store(1 << 20);
-        s.put(b"a", b"1").unwrap();
-        s.flush().unwrap();
-        s.put(b"ab", b"2").unwrap();
-        s.put(b"b", b"3").unwrap();
-        s.delete_prefix(b"a").unwrap();
-        assert_eq!(entries(s.all().unwrap()), vec![(b"b".to_vec(), b"3".to_vec())]);
-        s.close().unwrap();
-        s.close().unwrap();
-        assert!(matches!(s.get(b"b"), Err(StoreError::Closed { .. })));
-    }
-}
+#[path = "caching_tests.rs"]
+mod tests;

@@ -15,6 +15,7 @@ use std::cell::Ref;
 use std::rc::Rc;
 
 use crate::error::{Result, SerdeError, StoreError};
+use crate::flushed::FlushedEntries;
 use crate::serde::Serde;
 use crate::store::{KeyValueStore, SharedKeyValueStore};
 
@@ -90,6 +91,21 @@ impl<KS: Serde, VS: Serde> StoreHandle<KS, VS> {
     ) -> Result<R> {
         let mut store = self.store.try_borrow_mut().map_err(|_| self.borrowed(access))?;
         f(&mut **store)
+    }
+
+    /// Has the store's cache keep what it writes down for the caller (see `flushed.rs`);
+    /// `None` when the store has no cache (writes go down at once).
+    pub(crate) fn forward_on_flush(&self, old_values: bool) -> Result<Option<FlushedEntries>> {
+        let flushed = FlushedEntries::default();
+        let taken = self.writing("set a flush listener", |s| {
+            Ok(s.set_flush_listener(flushed.listener(), old_values))
+        })?;
+        Ok(taken.then_some(flushed))
+    }
+
+    /// Writes the store's dirty cached entries down, without flushing the layers below.
+    pub(crate) fn flush_cache(&self) -> Result<()> {
+        self.writing("flush the cache", |s| s.flush_cache())
     }
 }
 

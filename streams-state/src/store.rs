@@ -31,6 +31,10 @@ pub struct StoreStats {
     pub cached_bytes: Option<u64>,
 }
 
+/// Called for each dirty entry written down to the inner store, on flush or eviction, with
+/// the key, the new value (`None` for a delete) and the value the inner store held before.
+pub type FlushListener = Box<dyn FnMut(&[u8], Option<&[u8]>, Option<&[u8]>) + Send>;
+
 /// Operations every state store has, whatever its shape.
 pub trait StateStore: Send {
     /// The store's name, unique within a topology.
@@ -169,6 +173,23 @@ pub trait KeyValueStore: StateStore {
             None => Ok(()),
         }
     }
+
+    /// Has the write-back cache of this store's stack, if there is one, tell `listener`
+    /// about each dirty entry it writes down (at a flush or an eviction), with the inner
+    /// store's previous value when `old_values`; layers above the cache pass the call down.
+    /// Returns whether a cache took it (`false`: writes go down at once, and nobody is
+    /// told). See [`CachingKeyValueStore::set_flush_listener`](crate::CachingKeyValueStore::set_flush_listener).
+    fn set_flush_listener(&mut self, listener: FlushListener, old_values: bool) -> bool {
+        let _ = (listener, old_values);
+        false
+    }
+
+    /// Writes the dirty entries of this store's cache down (its listener sees them) without
+    /// flushing the layers below it; layers above the cache pass the call down. Default:
+    /// nothing is cached.
+    fn flush_cache(&mut self) -> Result<()> {
+        Ok(())
+    }
 }
 
 impl<S: StateStore + ?Sized> StateStore for Box<S> {
@@ -243,5 +264,11 @@ impl<S: KeyValueStore + ?Sized> KeyValueStore for Box<S> {
     }
     fn commit_writes(&mut self, checkpoint: Option<i64>) -> Result<()> {
         (**self).commit_writes(checkpoint)
+    }
+    fn set_flush_listener(&mut self, listener: FlushListener, old_values: bool) -> bool {
+        (**self).set_flush_listener(listener, old_values)
+    }
+    fn flush_cache(&mut self) -> Result<()> {
+        (**self).flush_cache()
     }
 }

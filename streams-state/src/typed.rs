@@ -11,6 +11,7 @@ use bytes::Bytes;
 
 use crate::KeyRange;
 use crate::error::{Result, SerdeError, StoreError};
+use crate::flushed::{FlushedEntries, FlushedEntry};
 use crate::handle::StoreHandle;
 use crate::iter::KeyValueIter;
 use crate::serde::{OrderedSerde, Serde};
@@ -189,6 +190,29 @@ impl<KS: Serde, VS: Serde> KvStore<KS, VS> {
 
     fn value(&self, bytes: Option<Bytes>) -> Result<Option<VS::Target>> {
         bytes.map(|b| self.h.value(&b)).transpose()
+    }
+
+    /// Keeps what the store's write-back cache writes down (at a flush or an eviction) for
+    /// the caller to forward, with the store's previous values when `old_values`: Kafka
+    /// Streams' forwarding of cached aggregates (see [`FlushedEntries`]). `None` when the
+    /// store has no cache: every write goes down at once.
+    pub fn forward_on_flush(&self, old_values: bool) -> Result<Option<FlushedEntries>> {
+        self.h.forward_on_flush(old_values)
+    }
+
+    /// Writes the dirty entries of the store's cache down (its flushed entries see them),
+    /// without flushing the layers below.
+    pub fn flush_cache(&self) -> Result<()> {
+        self.h.flush_cache()
+    }
+
+    /// The key, new value and old value of an entry the cache wrote down.
+    pub fn decode_flushed(&self, entry: &FlushedEntry) -> Result<Flushed<KS::Target, VS::Target>> {
+        Ok(Flushed {
+            key: self.h.key(&entry.key)?,
+            new: self.value(entry.new.clone())?,
+            old: self.value(entry.old.clone())?,
+        })
     }
 
     /// The value of `key`, if any.
@@ -429,6 +453,17 @@ impl<KS: Serde, VS: Serde> Iterator for TypedIter<'_, KS, VS> {
             .and_then(|k| Ok((k, self.value_serde.deserialize(&v)?)));
         Some(entry.map_err(err))
     }
+}
+
+/// An entry a store's cache wrote down, decoded by its typed handle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flushed<K, V> {
+    /// The key (a [`Windowed`](crate::window::Windowed) key for a window store).
+    pub key: K,
+    /// The new value; `None` for a delete.
+    pub new: Option<V>,
+    /// The previous value, when old values were asked for and there was one.
+    pub old: Option<V>,
 }
 
 #[cfg(test)]

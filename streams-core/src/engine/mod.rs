@@ -407,8 +407,36 @@ impl Task {
         self.shared.commit_requested.replace(false)
     }
 
-    /// Flushes every store (caches down, then the store and its changelog sink).
+    /// Lets every node forward what it holds back ([`Processor::flush`], in topological
+    /// order, upstream first), without flushing the stores: [`Task::flush`] does both.
+    ///
+    /// [`Processor::flush`]: crate::processor::Processor::flush
+    pub fn forward_held(&mut self) -> Result<(), StreamsError> {
+        if !self.initialized {
+            return Ok(());
+        }
+        let saved = self.shared.record.borrow_mut().take();
+        let mut result = Ok(());
+        for i in 0..self.graph.nodes.len() {
+            self.shared.reset_failure();
+            let run = self.graph.run(&self.shared, i, |n, cx| n.flush(cx));
+            result = self.call_error(run);
+            if result.is_err() {
+                break;
+            }
+        }
+        self.counters.dropped += self.shared.dropped.replace(0);
+        *self.shared.record.borrow_mut() = saved;
+        result
+    }
+
+    /// Lets every node forward what it holds back ([`Processor::flush`], in topological
+    /// order), then flushes every store (caches down, then the store and its changelog
+    /// sink).
+    ///
+    /// [`Processor::flush`]: crate::processor::Processor::flush
     pub fn flush(&mut self) -> Result<(), StreamsError> {
+        self.forward_held()?;
         for slot in &self.shared.stores {
             let mut store = slot.store.try_borrow_mut().map_err(|_| StoreError::Borrowed {
                 store: slot.name.clone(),

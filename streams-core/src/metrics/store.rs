@@ -299,4 +299,12 @@ impl KeyValueStore for MeteredKeyValueStore {
     fn commit_writes(&mut self, checkpoint: Option<i64>) -> Result<()> {
         self.inner.commit_writes(checkpoint)
     }
+
+    fn set_flush_listener(&mut self, listener: streams_state::FlushListener, old_values: bool) -> bool {
+        self.inner.set_flush_listener(listener, old_values)
+    }
+
+    fn flush_cache(&mut self) -> Result<()> {
+        self.inner.flush_cache()
+    }
 }

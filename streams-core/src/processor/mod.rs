@@ -71,6 +71,18 @@ pub trait Processor<KIn, VIn, KOut = (), VOut = ()>: 'static {
         Ok(())
     }
 
+    /// Called when the task flushes its stores (before every commit, and before it closes
+    /// after a clean commit), for every node in topological order, upstream first, before
+    /// any store is flushed. A processor that holds updates back forwards them here, so
+    /// they are sent before the commit that covers their input and reach downstream
+    /// processors before those flush in turn. The DSL's aggregations over a cached store
+    /// do so: they forward an aggregate when the cache writes it down, as Kafka Streams
+    /// does, instead of at every update.
+    fn flush(&mut self, ctx: &mut ProcessorContext<'_, KOut, VOut>) -> ProcessResult {
+        let _ = ctx;
+        Ok(())
+    }
+
     /// Called once when the task closes.
     fn close(&mut self) -> ProcessResult {
         Ok(())

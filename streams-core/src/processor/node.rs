@@ -104,6 +104,11 @@ pub(crate) trait ErasedNode {
     fn process(&mut self, cx: &dyn NodeContext, record: &mut dyn Any) -> ProcessResult;
     /// Runs the node's punctuator `id`.
     fn punctuate(&mut self, cx: &dyn NodeContext, id: ScheduleId, timestamp: i64) -> ProcessResult;
+    /// Lets the node forward what it holds back before the task's stores flush.
+    fn flush(&mut self, cx: &dyn NodeContext) -> ProcessResult {
+        let _ = cx;
+        Ok(())
+    }
     /// Closes the node.
     fn close(&mut self) -> ProcessResult;
 }

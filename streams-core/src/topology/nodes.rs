@@ -63,6 +63,9 @@ where
         self.processor
             .punctuate(&mut ProcessorContext::new(cx), id, timestamp)
     }
+    fn flush(&mut self, cx: &dyn NodeContext) -> ProcessResult {
+        self.processor.flush(&mut ProcessorContext::new(cx))
+    }
     fn close(&mut self) -> ProcessResult {
         self.processor.close()
     }
@@ -114,6 +117,12 @@ where
     fn punctuate(&mut self, cx: &dyn NodeContext, id: ScheduleId, timestamp: i64) -> ProcessResult {
         self.processor()?
             .punctuate(&mut ProcessorContext::new(cx), id, timestamp)
+    }
+    fn flush(&mut self, cx: &dyn NodeContext) -> ProcessResult {
+        match self.processor.as_mut() {
+            Some(p) => p.flush(&mut ProcessorContext::new(cx)),
+            None => Ok(()),
+        }
     }
     fn close(&mut self) -> ProcessResult {
         self.processor.as_mut().map_or(Ok(()), Processor::close)

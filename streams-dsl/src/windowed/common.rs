@@ -19,6 +19,7 @@ use streams_core::state::StoreError;
 use streams_core::{Headers, KvStore, ProcessResult, ProcessorContext, Record, WindowStoreRef};
 use streams_state::{ValueAndTimestamp, ValueAndTimestampSerde, WindowStore};
 
+use crate::cache_forward::CacheForwarding;
 use crate::change::{Change, OldValues};
 use crate::dyn_serde::DynSerde;
 use crate::options::Materialized;
@@ -134,11 +135,19 @@ impl<K: 'static, A: 'static> CoreParams<K, A> {
         ctx: &ProcessorContext<'_, Windowed<K>, Change<A>>,
     ) -> Result<WindowCore<K, A>, StoreError> {
         let emit = EmitFinal::open(ctx, self.emit_store.as_deref())?;
+        let store = ctx.window_store(&self.store)?;
+        let send_old = self.old_values.is_on();
+        // Final results only: nothing is forwarded at updates, cached or not.
+        let forwarding = match emit {
+            Some(_) => None,
+            None => CacheForwarding::new(store.forward_on_flush(send_old)?, send_old),
+        };
         Ok(WindowCore {
-            store: ctx.window_store(&self.store)?,
+            store,
             observed: NO_TIMESTAMP,
             emit,
-            send_old: self.old_values.is_on(),
+            send_old,
+            forwarding,
         })
     }
 }
@@ -152,6 +161,8 @@ pub(crate) struct WindowCore<K: 'static, A: 'static> {
     pub emit: Option<EmitFinal>,
     /// Forward old values.
     pub send_old: bool,
+    /// Set when the store is cached: updates go out when the cache writes them down.
+    pub forwarding: Option<CacheForwarding>,
 }
 
 impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
@@ -216,6 +227,10 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
         if self.emit.is_some() {
             return Ok(());
         }
+        if let Some(f) = &self.forwarding {
+            // Written already: it goes out when the cache writes it down.
+            return f.forward(ctx, &|e| self.store.decode_flushed(e));
+        }
         ctx.forward(Record {
             key,
             value: change,
@@ -223,6 +238,15 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
             headers: headers.clone(),
             nulls: Nulls::NONE,
         })
+    }
+
+    /// At a task flush: writes the store's cache down and forwards what it held.
+    pub fn flush(&self, ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>) -> ProcessResult {
+        let Some(f) = &self.forwarding else {
+            return Ok(());
+        };
+        self.store.flush_cache()?;
+        f.forward(ctx, &|e| self.store.decode_flushed(e))
     }
 
     /// The last emitted close time when final results are due at `close` (the close time

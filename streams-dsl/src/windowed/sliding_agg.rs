@@ -254,4 +254,8 @@ where
         let lower = last.map_or(0, |last| last.saturating_sub(d).max(0));
         self.core.emit_final(ctx, &r.headers, (lower, upper), close)
     }
+
+    fn flush(&mut self, ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>) -> ProcessResult {
+        self.core.flush(ctx)
+    }
 }

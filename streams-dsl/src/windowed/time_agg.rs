@@ -90,4 +90,8 @@ where
         }
         core.emit_final(ctx, &r.headers, (lower, upper), close)
     }
+
+    fn flush(&mut self, ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>) -> ProcessResult {
+        self.core.flush(ctx)
+    }
 }

@@ -250,6 +250,14 @@ impl KeyValueStore for RetentionFront {
     fn commit_writes(&mut self, checkpoint: Option<i64>) -> Result<()> {
         self.inner.commit_writes(checkpoint)
     }
+
+    fn set_flush_listener(&mut self, listener: crate::FlushListener, old_values: bool) -> bool {
+        self.inner.set_flush_listener(listener, old_values)
+    }
+
+    fn flush_cache(&mut self) -> Result<()> {
+        self.inner.flush_cache()
+    }
 }
 
 /// The layer right above the inner store that drops expired segments; see the

@@ -6,10 +6,11 @@ use std::ops::Bound;
 use bytes::Bytes;
 
 use crate::error::{Result, StoreError};
+use crate::flushed::{FlushedEntries, FlushedEntry};
 use crate::handle::StoreHandle;
 use crate::serde::{OrderedSerde, Serde};
 use crate::store::KeyValueStore;
-use crate::typed::SharedKeyValueStore;
+use crate::typed::{Flushed, SharedKeyValueStore};
 use crate::window::Windowed;
 use crate::window::scan::SegmentScan;
 use crate::window::schema::{SEGMENT_LEN, SEQ_LEN, Schema, Segments, TIME_LEN, encode_i64};
@@ -112,6 +113,28 @@ impl<KS: Serde, VS: Serde> WindowStore<KS, VS> {
     /// put, in a store that retains duplicates).
     pub fn fetch(&self, key: &KS::Target, window_start: i64) -> Result<Option<VS::Target>> {
         self.read()?.fetch(key, window_start)
+    }
+
+    /// Keeps what the store's write-back cache writes down for the caller to forward, as
+    /// [`KvStore::forward_on_flush`](crate::KvStore::forward_on_flush) does.
+    pub fn forward_on_flush(&self, old_values: bool) -> Result<Option<FlushedEntries>> {
+        self.h.forward_on_flush(old_values)
+    }
+
+    /// Writes the dirty entries of the store's cache down, without flushing the layers
+    /// below.
+    pub fn flush_cache(&self) -> Result<()> {
+        self.h.flush_cache()
+    }
+
+    /// The windowed key, new value and old value of an entry the cache wrote down.
+    pub fn decode_flushed(&self, entry: &FlushedEntry) -> Result<Flushed<Windowed<KS::Target>, VS::Target>> {
+        let value = |b: &Option<Bytes>| b.as_ref().map(|b| self.h.value(b)).transpose();
+        Ok(Flushed {
+            key: self.windowed(&entry.key)?,
+            new: value(&entry.new)?,
+            old: value(&entry.old)?,
+        })
     }
 
     /// Writes buffered changes down (cache, changelog) and drops expired segments.

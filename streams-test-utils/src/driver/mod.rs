@@ -524,18 +524,31 @@ impl DriverInner {
         Ok(())
     }
 
-    /// Flushes every task's stores; records written by cache flushes are routed too.
+    /// Flushes every task's stores. What processors forward at the flush (a cached
+    /// aggregation's updates) is routed and processed first, and what that forwards in
+    /// turn, until nothing is left: as Kafka Streams' test driver, which commits until no
+    /// internal topic has records pending.
     fn commit(&mut self) -> Result<(), StreamsError> {
         self.since_commit = 0;
+        loop {
+            for task in self.tasks.values_mut() {
+                task.forward_held()?;
+            }
+            if !self.route_internal()? {
+                break;
+            }
+        }
         for task in self.tasks.values_mut() {
             task.flush()?;
         }
-        self.route_internal()
+        self.route_internal().map(drop)
     }
 
     /// Delivers every record not yet delivered to the task reading its topic, processing
     /// until no task has work left (records written to a repartition topic loop back).
-    fn route_internal(&mut self) -> Result<(), StreamsError> {
+    /// Returns whether any record was delivered.
+    fn route_internal(&mut self) -> Result<bool, StreamsError> {
+        let mut routed = false;
         loop {
             let mut pending = Vec::new();
             {
@@ -551,8 +564,9 @@ impl DriverInner {
                 }
             }
             if pending.is_empty() {
-                return Ok(());
+                return Ok(routed);
             }
+            routed = true;
             for (sub, global, topic, records) in pending {
                 *self.routed.entry(topic).or_insert(0) += records.len();
                 for r in records {

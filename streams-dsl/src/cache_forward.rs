@@ -1,0 +1,70 @@
+//! Forwarding at cache flush, as Kafka Streams' DSL aggregations do
+//! (`TimestampedCacheFlushListener`).
+//!
+//! An aggregation over a cached store (the default `Materialized`) forwards a key's
+//! aggregate when the store's cache writes it down, not at every update: at a commit (the
+//! task flushes, [`Processor::flush`](streams_core::Processor::flush)) or when the thread's
+//! cache budget evicts it (inside one of the aggregation's own writes). All updates of a key
+//! between two flushes reach downstream as one record: the latest aggregate, at its
+//! timestamp, with the aggregate the store held at the previous flush as the old value
+//! (when old values are on). A store without a cache (`without_caching`, or a zero
+//! `statestore.cache.max.bytes`) forwards every update at once.
+//!
+//! Invariant: a processor with forwarding takes the cache's entries after each of its
+//! writes and at each flush, so no entry waits in [`FlushedEntries`] past the flush that
+//! wrote it down. Headers are not kept in the cache: a record forwarded at a flush has none.
+
+use streams_core::{Headers, Nulls, ProcessResult, ProcessorContext, Record};
+use streams_state::{Flushed, FlushedEntries, FlushedEntry, StoreError, ValueAndTimestamp};
+
+use crate::change::Change;
+
+/// The cache-flush forwarding of one aggregation processor (see the module doc).
+pub(crate) struct CacheForwarding {
+    flushed: FlushedEntries,
+    send_old: bool,
+}
+
+/// Decodes an entry its store's cache wrote down.
+pub(crate) type Decode<'d, K, A> =
+    dyn Fn(&FlushedEntry) -> Result<Flushed<K, ValueAndTimestamp<A>>, StoreError> + 'd;
+
+impl CacheForwarding {
+    /// Forwarding over the store whose `forward_on_flush` answered `flushed`: `None` (no
+    /// cache) forwards at once.
+    pub fn new(flushed: Option<FlushedEntries>, send_old: bool) -> Option<Self> {
+        flushed.map(|flushed| Self { flushed, send_old })
+    }
+
+    /// Forwards every entry the cache wrote down since the last call: the key's change at
+    /// its new aggregate's timestamp (for a delete, the old aggregate's, else the task's
+    /// stream time). A delete of a key the store never held is not forwarded.
+    pub fn forward<K: Clone + 'static, A: Clone + 'static>(
+        &self,
+        ctx: &mut ProcessorContext<'_, K, Change<A>>,
+        decode: &Decode<'_, K, A>,
+    ) -> ProcessResult {
+        for entry in self.flushed.take() {
+            let f = decode(&entry)?;
+            if f.new.is_none() && f.old.is_none() && self.send_old {
+                continue;
+            }
+            let timestamp = f
+                .new
+                .as_ref()
+                .or(f.old.as_ref())
+                .map_or_else(|| ctx.stream_time(), |v| v.timestamp);
+            ctx.forward(Record {
+                key: f.key,
+                value: Change {
+                    new: f.new.map(|v| v.value),
+                    old: f.old.filter(|_| self.send_old).map(|v| v.value),
+                },
+                timestamp,
+                headers: Headers::default(),
+                nulls: Nulls::NONE,
+            })?;
+        }
+        Ok(())
+    }
+}
