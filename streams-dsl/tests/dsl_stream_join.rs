@@ -112,8 +112,8 @@ fn inner_join_pairs_records_within_the_window_only() {
     assert_eq!(j.out(), [r("a", "L2+R2", 1201)]);
     j.left("a", "L3", 1060); // out of order, within grace: [960, 1160] holds R1 and R2
     assert_eq!(j.out(), [r("a", "L3+R1", 1100), r("a", "L3+R2", 1101)]);
-    j.left("a", "L4", 1000); // 1000 + after + grace < 1201: late, dropped
-    assert_eq!(j.out(), []);
+    j.left("a", "L4", 1000); // 1000 + after + grace < 1201: late, joined with what is retained
+    assert_eq!(j.out(), [r("a", "L4+R1", 1100)]);
 }
 
 #[test]
@@ -221,19 +221,31 @@ fn outer_join_emits_unmatched_records_of_both_sides() {
 }
 
 #[test]
-fn late_records_are_dropped_and_never_emitted() {
+fn late_records_join_what_is_retained_and_go_out_unmatched_at_once() {
+    // As in Kafka Streams: a record whose window closed before it arrived is still joined
+    // with the partners the other store retains, and kept in its own store while retained;
+    // unmatched in a left join, it is emitted at once (no partner can make it wait).
     let j = Join::new(
         Kind::Left,
         JoinWindows::of_time_difference_with_grace(ms(100), ms(50)),
     );
     j.left("z", "z", 2000);
     j.left("a", "late", 1849); // window end 1949 + grace 50 < 2000
-    j.left("a", "ok", 1850); // window end plus grace = 2000: still open
-    j.right("a", "r", 1900);
-    assert_eq!(j.out(), [r("a", "ok+r", 1900)]);
-    j.right("a", "late-right", 1849); // 1849 + before 100 + grace 50 < 2000
+    assert_eq!(j.out(), [r("a", "late+-", 1849)]);
+    j.left("a", "ok", 1850); // window end plus grace = 2000: still open, waits
+    assert_eq!(j.out(), []);
+    j.right("a", "r", 1900); // both left records are in [1800, 2000] and retained
+    assert_eq!(j.out(), [r("a", "late+r", 1900), r("a", "ok+r", 1900)]);
+    j.right("a", "late-right", 1849); // 1849 + before 100 + grace 50 < 2000: late, joined
+    assert_eq!(
+        j.out(),
+        [r("a", "late+late-right", 1849), r("a", "ok+late-right", 1850)]
+    );
     j.left("q", "q", 5000);
     assert_eq!(j.out(), [r("z", "z+-", 2000)]);
+    // Out of retention (before + after + grace behind the store's latest): nothing to join.
+    j.right("a", "ancient", 1900);
+    assert_eq!(j.out(), []);
 }
 
 #[test]
@@ -247,11 +259,12 @@ fn grace_boundaries_are_exact() {
     j.right("a", "R", 1000); // open on both sides at 1150: joined
     assert_eq!(j.out(), [r("a", "L+R", 1000)]);
     j.right("x", "x", 1151);
-    j.right("a", "R2", 1000); // late now
-    // 1001 + 150 = 1151: open; R at 1000 is closed, but its store still holds it (as
-    // Kafka Streams' does): joined.
+    j.right("a", "R2", 1000); // late now: joined with L, which the left store retains
+    assert_eq!(j.out(), [r("a", "L+R2", 1000)]);
+    // 1001 + 150 = 1151: open; R and R2 at 1000 are closed, but their store still holds
+    // them (as Kafka Streams' does): joined.
     j.left("a", "L2", 1001);
-    assert_eq!(j.out(), [r("a", "L2+R", 1001)]);
+    assert_eq!(j.out(), [r("a", "L2+R", 1001), r("a", "L2+R2", 1001)]);
     let left = Join::new(
         Kind::Left,
         JoinWindows::of_time_difference_with_grace(ms(100), ms(50)),
@@ -413,12 +426,13 @@ fn missing_serdes_are_a_build_error() {
 type Input = (bool, u8, i64);
 
 /// The join's results by the rules of docs/dsl.md, simulated record by record:
-/// - a record is accepted if its window is open when it arrives (`t + ahead + grace` not
-///   behind the stream time), and then kept in its side's store;
-/// - an accepted record joins every partner of its key within the window that the other
-///   side's store retains (`before + after + grace + 1` ms back from the latest record that
-///   store holds), and takes the partners' waiting entries out of the outer-join store;
-/// - (left and outer joins) an accepted record that joined nothing waits; a record that is
+/// - every record is kept in its side's store (which retains it while it is less than
+///   `before + after + grace + 1` ms behind the latest record that store holds);
+/// - a record joins every partner of its key within the window that the other side's store
+///   retains, and takes the partners' waiting entries out of the outer-join store;
+/// - (left and outer joins) a record that joined nothing waits if its window is open when
+///   it arrives (`t + ahead + grace` not behind the stream time), and is emitted at once if
+///   not (late); a record that is
 ///   the stream time runs a pass over the waiting entries (by time, right before left,
 ///   then key) unless the gate (the time the last pass read last, or an older entry added
 ///   since) is not yet closable: the pass emits the closed entries, marks a side open at
@@ -456,9 +470,7 @@ fn model(kind: Kind, inputs: &[Input], before: i64, after: i64, grace: i64) -> V
     };
     for (i, &(left, key, t)) in inputs.iter().enumerate() {
         now = now.max(t);
-        if closed(left, t, now) {
-            continue;
-        }
+        let late = closed(left, t, now);
         if t == now && (left_outer || right_outer) && gate.saturating_add(gate_ahead + grace) < now {
             let (mut left_open, mut right_open) = (false, false);
             let mut last_read = i64::MAX;
@@ -500,7 +512,9 @@ fn model(kind: Kind, inputs: &[Input], before: i64, after: i64, grace: i64) -> V
             waiting.remove(&(t2, !left, key));
         }
         let outer = if left { left_outer } else { right_outer };
-        if partners.is_empty() && outer {
+        if partners.is_empty() && outer && late {
+            out.push(alone(left, i, key, t));
+        } else if partners.is_empty() && outer {
             waiting.entry((t, left, key)).or_default().push(i);
             gate = gate.min(t);
         }
@@ -526,7 +540,15 @@ proptest! {
             .before(ms(before))
             .after(ms(after));
         let j = Join::new(kind, w);
+        // Late records (window closed on arrival) go out unmatched at once, out of order.
+        let mut late = std::collections::BTreeSet::new();
+        let mut now = i64::MIN;
         for (i, &(left, key, t)) in inputs.iter().enumerate() {
+            now = now.max(t);
+            let ahead = if left { after } else { before } as i64;
+            if t + ahead + (grace as i64) < now {
+                late.insert(if left { format!("L{i}+-") } else { format!("-+R{i}") });
+            }
             if left {
                 j.left(&format!("k{key}"), &format!("L{i}"), t);
             } else {
@@ -537,9 +559,13 @@ proptest! {
         let mut sorted = got.clone();
         sorted.sort();
         prop_assert_eq!(sorted, model(kind, &inputs, before as i64, after as i64, grace as i64));
-        // Unmatched records of one side come out in time order.
+        // Unmatched records of one side that waited come out in time order.
         for side in ["+-", "-+"] {
-            let alone: Vec<i64> = got.iter().filter(|r| r.1.contains(side)).map(|r| r.2).collect();
+            let alone: Vec<i64> = got
+                .iter()
+                .filter(|r| r.1.contains(side) && !late.contains(&r.1))
+                .map(|r| r.2)
+                .collect();
             prop_assert!(alone.windows(2).all(|w| w[0] <= w[1]), "{:?}", got);
         }
     }

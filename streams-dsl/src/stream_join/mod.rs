@@ -27,18 +27,19 @@
 //! its end plus the grace period (`t + after + grace` for a left record, `t + before +
 //! grace` for a right one):
 //!
-//! - a record whose window is closed when it arrives is dropped;
-//! - a pair is joined when its later record arrives, if the earlier record's window is
-//!   still open;
+//! - a pair is joined when its later record arrives, if the store of the earlier one still
+//!   retains it (for `before + after + grace` behind the stream time), whether or not
+//!   either window is still open: a record whose window closed before it arrived (late) is
+//!   joined too, as in Kafka Streams;
 //! - (left and outer joins) a record that found no partner waits in the outer-join store
 //!   and is emitted with `None` for the other side, timestamped with its own time, once
 //!   its window closed, by the first record that moves the stream time past it; a partner
-//!   arriving before that removes it. So `(v, None)` is emitted only for a record that is
-//!   never joined.
+//!   arriving before that removes it; a late record without a partner is emitted so at
+//!   once. So `(v, None)` is emitted only for a record that is never joined.
 //!
 //! Several partners give several results, in the order of the partners' timestamps
-//! (duplicates in arrival order). Kafka Streams 4.1 differs at the edges: it still joins a
-//! late record with what its stores hold, emits an out-of-order unmatched record at once
+//! (duplicates in arrival order). Kafka Streams 4.1 differs at the edges: it emits an
+//! out-of-order unmatched record at once
 //! when its window end (without grace) is behind the stream time, checks for closed
 //! windows at most once per second of wall-clock time, and may emit a closed record later
 //! than here: it skips the check while the last outer-store entry it looked at is still

@@ -6,11 +6,11 @@
 //! - Both sides of one task share one [`Tracker`] (a value of the task, see
 //!   `ProcessorContext::task_shared`): the join's stream time is the largest timestamp
 //!   either side has seen, so windows close alike for both.
-//! - A record whose own window is already closed when it arrives is dropped: not joined,
-//!   not stored, never emitted.
-//! - A pair is joined when its later record arrives (in time), with every partner the
-//!   other store still retains, as in Kafka Streams: the partner's own window may have
-//!   closed (and, in an outer join, the partner may have been emitted as unmatched).
+//! - A record is joined when it arrives with every partner the other store still retains,
+//!   as in Kafka Streams: the partner's own window may have closed (and, in an outer join,
+//!   the partner may have been emitted as unmatched), and so may the record's own (a late
+//!   record: its store keeps it only while retained; unmatched in an outer join, it is
+//!   emitted at once, as no partner can come for it any more).
 //! - Unmatched records are emitted, oldest first, only by a record that is the stream
 //!   time (one behind it emits nothing), and only once their window's end plus the grace
 //!   period is behind it. A pass over the outer-join store notes the time of the last
@@ -25,7 +25,7 @@ use streams_core::Nulls;
 use streams_core::{Headers, ProcessResult, Processor, ProcessorContext, Record, WindowStore};
 
 use crate::dyn_serde::DynSerde;
-use crate::nulls::{Skip, drop_record, skipped};
+use crate::nulls::{Skip, skipped};
 use crate::stream_join::options::JoinWindows;
 use crate::stream_join::outer::{OuterKey, OuterStore};
 
@@ -236,10 +236,9 @@ where
         if skipped(ctx, &r, Skip::NullKeyOrValue) {
             return Ok(());
         }
-        if self.windows.closed(self.left, t, now) {
-            drop_record(ctx, "its join window closed");
-            return Ok(());
-        }
+        // Late (its own window closed already): still joined with what the other store
+        // retains, as Kafka Streams does; unmatched, it can never be matched later.
+        let late = self.windows.closed(self.left, t, now);
         if t == now {
             self.emit_closed(ctx, now, &r.headers)?;
         }
@@ -281,10 +280,14 @@ where
                 nulls: Nulls::NONE,
             })?;
         }
+        // Kept while its store retains it (a put out of retention writes nothing).
+        self.this_store.put(&r.key, Some(&r.value), t)?;
         if partners.is_empty() && self.is_outer(self.left) {
+            if late {
+                return self.emit_unmatched_now(ctx, r);
+            }
             self.wait(&r.key, &r.value, t)?;
         }
-        self.this_store.put(&r.key, Some(&r.value), t)?;
         Ok(())
     }
 }
