@@ -14,10 +14,13 @@
 //! writes and at each flush, so no entry waits in [`FlushedEntries`] past the flush that
 //! wrote it down. Headers are not kept in the cache: a record forwarded at a flush has none.
 
-use streams_core::{Headers, Nulls, ProcessResult, ProcessorContext, Record};
-use streams_state::{Flushed, FlushedEntries, FlushedEntry, StoreError, ValueAndTimestamp};
+use streams_core::{Headers, KvStore, Nulls, ProcessResult, ProcessorContext, Record};
+use streams_state::{Flushed, FlushedEntries, FlushedEntry, StoreError, ValueAndTimestamp, WindowStore};
 
 use crate::change::Change;
+use crate::dyn_serde::DynSerde;
+use crate::timestamped::TimestampedValues;
+use crate::windowed::{AggStore, Windowed};
 
 /// The cache-flush forwarding of one aggregation processor (see the module doc).
 pub(crate) struct CacheForwarding {
@@ -25,9 +28,35 @@ pub(crate) struct CacheForwarding {
     send_old: bool,
 }
 
-/// Decodes an entry its store's cache wrote down.
-pub(crate) type Decode<'d, K, A> =
-    dyn Fn(&FlushedEntry) -> Result<Flushed<K, ValueAndTimestamp<A>>, StoreError> + 'd;
+/// A DSL store whose cache can be written down and its entries decoded: the key-value
+/// store of an aggregation (keys `K`) or the window store of a windowed one (keys
+/// `Windowed<K>`).
+pub(crate) trait FlushSource<K, A> {
+    /// Writes the cache's dirty entries down, without flushing the layers below.
+    fn flush_cache(&self) -> Result<(), StoreError>;
+    /// The key, new and old aggregate of an entry the cache wrote down.
+    fn decode(&self, entry: &FlushedEntry) -> Result<Flushed<K, ValueAndTimestamp<A>>, StoreError>;
+}
+
+// The DSL's key-value store (`processors::DslStore`), named here so that this module does
+// not import the processors that use it.
+impl<K: 'static, A: 'static> FlushSource<K, A> for KvStore<DynSerde<K>, TimestampedValues<A>> {
+    fn flush_cache(&self) -> Result<(), StoreError> {
+        KvStore::flush_cache(self)
+    }
+    fn decode(&self, entry: &FlushedEntry) -> Result<Flushed<K, ValueAndTimestamp<A>>, StoreError> {
+        self.decode_flushed(entry)
+    }
+}
+
+impl<K: 'static, A: 'static> FlushSource<Windowed<K>, A> for AggStore<K, A> {
+    fn flush_cache(&self) -> Result<(), StoreError> {
+        WindowStore::flush_cache(self)
+    }
+    fn decode(&self, entry: &FlushedEntry) -> Result<Flushed<Windowed<K>, ValueAndTimestamp<A>>, StoreError> {
+        self.decode_flushed(entry)
+    }
+}
 
 impl CacheForwarding {
     /// Forwarding over the store whose `forward_on_flush` answered `flushed`: `None` (no
@@ -42,10 +71,10 @@ impl CacheForwarding {
     pub fn forward<K: Clone + 'static, A: Clone + 'static>(
         &self,
         ctx: &mut ProcessorContext<'_, K, Change<A>>,
-        decode: &Decode<'_, K, A>,
+        store: &impl FlushSource<K, A>,
     ) -> ProcessResult {
         for entry in self.flushed.take() {
-            let f = decode(&entry)?;
+            let f = store.decode(&entry)?;
             if f.new.is_none() && f.old.is_none() && self.send_old {
                 continue;
             }
@@ -66,5 +95,15 @@ impl CacheForwarding {
             })?;
         }
         Ok(())
+    }
+
+    /// At a task flush: writes `store`'s cache down and forwards what it held.
+    pub fn flush<K: Clone + 'static, A: Clone + 'static>(
+        &self,
+        ctx: &mut ProcessorContext<'_, K, Change<A>>,
+        store: &impl FlushSource<K, A>,
+    ) -> ProcessResult {
+        store.flush_cache()?;
+        self.forward(ctx, store)
     }
 }

@@ -131,31 +131,6 @@ impl<K: 'static, V, A: 'static> AggregateProcessor<K, V, A> {
     }
 }
 
-/// Forwards what `store`'s cache wrote down, when `forwarding` is on.
-pub(crate) fn forward_flushed<K: Clone + 'static, A: Clone + 'static>(
-    forwarding: Option<&CacheForwarding>,
-    ctx: &mut ProcessorContext<'_, K, Change<A>>,
-    store: &DslStore<K, A>,
-) -> ProcessResult {
-    match forwarding {
-        Some(f) => f.forward(ctx, &|e| store.decode_flushed(e)),
-        None => Ok(()),
-    }
-}
-
-/// At a task flush: writes `store`'s cache down and forwards what it held.
-pub(crate) fn flush_forwarding<K: Clone + 'static, A: Clone + 'static>(
-    forwarding: Option<&CacheForwarding>,
-    ctx: &mut ProcessorContext<'_, K, Change<A>>,
-    store: &DslStore<K, A>,
-) -> ProcessResult {
-    if forwarding.is_none() {
-        return Ok(());
-    }
-    store.flush_cache()?;
-    forward_flushed(forwarding, ctx, store)
-}
-
 impl<K: Clone + 'static, V: 'static, A: Clone + 'static> Processor<K, V, K, Change<A>>
     for AggregateProcessor<K, V, A>
 {
@@ -166,12 +141,15 @@ impl<K: Clone + 'static, V: 'static, A: Clone + 'static> Processor<K, V, K, Chan
         let old = self.store.get(&r.key)?;
         let timestamp = aggregate_time(r.timestamp, old.as_ref());
         let old = old.map(|o| o.value);
+        if let Some(f) = &self.forwarding {
+            // Written down and forwarded by the cache, with the old value of its last flush.
+            let new = (self.update)(&r.key, r.value, old);
+            self.store.put(&r.key, &stamp(new, timestamp))?;
+            return f.forward(ctx, &self.store);
+        }
         let kept = if self.send_old { old.clone() } else { None };
         let new = (self.update)(&r.key, r.value, old);
         self.store.put(&r.key, &stamp(new.clone(), timestamp))?;
-        if self.forwarding.is_some() {
-            return forward_flushed(self.forwarding.as_ref(), ctx, &self.store);
-        }
         ctx.forward(Record {
             key: r.key,
             value: Change {
@@ -185,7 +163,9 @@ impl<K: Clone + 'static, V: 'static, A: Clone + 'static> Processor<K, V, K, Chan
     }
 
     fn flush(&mut self, ctx: &mut ProcessorContext<'_, K, Change<A>>) -> ProcessResult {
-        flush_forwarding(self.forwarding.as_ref(), ctx, &self.store)
+        self.forwarding
+            .as_ref()
+            .map_or(Ok(()), |f| f.flush(ctx, &self.store))
     }
 }
 

@@ -27,7 +27,7 @@ use crate::error::DslIssue;
 use crate::kstream::KStream;
 use crate::ktable::KTable;
 use crate::options::{Grouped, Materialized};
-use crate::processors::{DslStore, UpdateFn, aggregate_time, flush_forwarding, forward_flushed, open, stamp};
+use crate::processors::{DslStore, UpdateFn, aggregate_time, open, stamp};
 
 /// Maps a row to its new key and value.
 type SelectFn<K, V, K2, V2> = Arc<dyn Fn(&K, &V) -> (K2, V2) + Send + Sync>;
@@ -261,7 +261,12 @@ where
         let before = self.store.get(&r.key)?;
         let timestamp = aggregate_time(r.timestamp, before.as_ref());
         let before = before.map(|b| b.value);
-        let kept = if self.send_old { before.clone() } else { None };
+        // Forwarding at flush reads the old value back from the store.
+        let kept = if self.send_old && self.forwarding.is_none() {
+            before.clone()
+        } else {
+            None
+        };
         let intermediate = match (r.value.old, before) {
             (Some(old), Some(agg)) => Some((self.subtract)(&r.key, old, agg)),
             (_, agg) => agg,
@@ -276,8 +281,8 @@ where
                 self.store.delete(&r.key)?;
             }
         }
-        if self.forwarding.is_some() {
-            return forward_flushed(self.forwarding.as_ref(), ctx, &self.store);
+        if let Some(f) = &self.forwarding {
+            return f.forward(ctx, &self.store);
         }
         ctx.forward(Record {
             key: r.key,
@@ -292,6 +297,8 @@ where
     }
 
     fn flush(&mut self, ctx: &mut ProcessorContext<'_, K, Change<A>>) -> ProcessResult {
-        flush_forwarding(self.forwarding.as_ref(), ctx, &self.store)
+        self.forwarding
+            .as_ref()
+            .map_or(Ok(()), |f| f.flush(ctx, &self.store))
     }
 }

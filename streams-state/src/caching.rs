@@ -247,12 +247,11 @@ impl CachingKeyValueStore {
             // in the order it made them).
             dirty.sort_unstable_by_key(|(seq, _, _)| *seq);
         }
-        let dirty: Vec<(Bytes, Option<Bytes>)> = dirty.into_iter().map(|(_, k, v)| (k, v)).collect();
         if dirty.is_empty() {
             return Ok(());
         }
         if let (Some(listener), true) = (self.listener.as_mut(), self.listener_old) {
-            for (key, value) in &dirty {
+            for (_, key, value) in &dirty {
                 let old = match value {
                     Some(v) => {
                         let old = self.inner.get(key)?;
@@ -265,7 +264,7 @@ impl CachingKeyValueStore {
             }
         } else {
             let mut puts: Vec<(Bytes, Bytes)> = Vec::new();
-            for (key, value) in &dirty {
+            for (_, key, value) in &dirty {
                 match value {
                     Some(v) => puts.push((key.clone(), v.clone())),
                     None => {
@@ -281,12 +280,12 @@ impl CachingKeyValueStore {
                 self.inner.put_all(&puts)?;
             }
             if let Some(listener) = self.listener.as_mut() {
-                for (key, value) in &dirty {
+                for (_, key, value) in &dirty {
                     listener(key, value.as_deref(), None);
                 }
             }
         }
-        for (key, _) in &dirty {
+        for (_, key, _) in &dirty {
             if let Some(e) = self.cache.get_mut(key) {
                 e.dirty = false;
             }

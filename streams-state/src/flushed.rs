@@ -60,3 +60,14 @@ impl FlushedEntries {
         })
     }
 }
+
+/// An entry a store's cache wrote down, decoded by its typed handle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flushed<K, V> {
+    /// The key (a [`Windowed`](crate::window::Windowed) key for a window store).
+    pub key: K,
+    /// The new value; `None` for a delete.
+    pub new: Option<V>,
+    /// The previous value, when old values were asked for and there was one.
+    pub old: Option<V>,
+}

@@ -15,7 +15,7 @@ use std::cell::Ref;
 use std::rc::Rc;
 
 use crate::error::{Result, SerdeError, StoreError};
-use crate::flushed::FlushedEntries;
+use crate::flushed::{Flushed, FlushedEntries, FlushedEntry};
 use crate::serde::Serde;
 use crate::store::{KeyValueStore, SharedKeyValueStore};
 
@@ -101,6 +101,17 @@ impl<KS: Serde, VS: Serde> StoreHandle<KS, VS> {
             Ok(s.set_flush_listener(flushed.listener(), old_values))
         })?;
         Ok(taken.then_some(flushed))
+    }
+
+    /// An entry the store's cache wrote down, under `key` (its key, decoded by the caller's
+    /// key layout), with its values decoded.
+    pub(crate) fn flushed<K>(&self, key: K, entry: &FlushedEntry) -> Result<Flushed<K, VS::Target>> {
+        let value = |b: &Option<bytes::Bytes>| b.as_ref().map(|b| self.value(b)).transpose();
+        Ok(Flushed {
+            key,
+            new: value(&entry.new)?,
+            old: value(&entry.old)?,
+        })
     }
 
     /// Writes the store's dirty cached entries down, without flushing the layers below.

@@ -48,7 +48,7 @@ pub use builder::{KeyValueStoreBuilder, StoreBuildContext, StoreBuilder, StoreLa
 pub use caching::{CachingKeyValueStore, ENTRY_OVERHEAD};
 pub use changelog::{ChangelogError, ChangelogRecord, ChangelogSink, VecChangelog};
 pub use error::{Result, SerdeError, StoreError};
-pub use flushed::{FlushedEntries, FlushedEntry};
+pub use flushed::{Flushed, FlushedEntries, FlushedEntry};
 pub use iter::{KeyValue, KeyValueIter};
 pub use logging::ChangeLoggingKeyValueStore;
 pub use memory::InMemoryKeyValueStore;
@@ -58,6 +58,6 @@ pub use store::{FlushListener, KeyValueStore, StateStore, StoreStats};
 pub use thread_cache::ThreadCache;
 pub use timestamped::{ValueAndTimestamp, ValueAndTimestampSerde};
 pub use transactional::TransactionalKeyValueStore;
-pub use typed::{Flushed, KvStore, KvStoreReader, SharedKeyValueStore, TypedIter};
+pub use typed::{KvStore, KvStoreReader, SharedKeyValueStore, TypedIter};
 pub use versioned::{VersionedKeyValueStore, VersionedRecord, VersionedStoreBuilder};
 pub use window::{WindowStore, WindowStoreBuilder, WindowStoreReader, Windowed};

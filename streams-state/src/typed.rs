@@ -11,7 +11,7 @@ use bytes::Bytes;
 
 use crate::KeyRange;
 use crate::error::{Result, SerdeError, StoreError};
-use crate::flushed::{FlushedEntries, FlushedEntry};
+use crate::flushed::{Flushed, FlushedEntries, FlushedEntry};
 use crate::handle::StoreHandle;
 use crate::iter::KeyValueIter;
 use crate::serde::{OrderedSerde, Serde};
@@ -208,11 +208,7 @@ impl<KS: Serde, VS: Serde> KvStore<KS, VS> {
 
     /// The key, new value and old value of an entry the cache wrote down.
     pub fn decode_flushed(&self, entry: &FlushedEntry) -> Result<Flushed<KS::Target, VS::Target>> {
-        Ok(Flushed {
-            key: self.h.key(&entry.key)?,
-            new: self.value(entry.new.clone())?,
-            old: self.value(entry.old.clone())?,
-        })
+        self.h.flushed(self.h.key(&entry.key)?, entry)
     }
 
     /// The value of `key`, if any.
@@ -453,17 +449,6 @@ impl<KS: Serde, VS: Serde> Iterator for TypedIter<'_, KS, VS> {
             .and_then(|k| Ok((k, self.value_serde.deserialize(&v)?)));
         Some(entry.map_err(err))
     }
-}
-
-/// An entry a store's cache wrote down, decoded by its typed handle.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Flushed<K, V> {
-    /// The key (a [`Windowed`](crate::window::Windowed) key for a window store).
-    pub key: K,
-    /// The new value; `None` for a delete.
-    pub new: Option<V>,
-    /// The previous value, when old values were asked for and there was one.
-    pub old: Option<V>,
 }
 
 #[cfg(test)]

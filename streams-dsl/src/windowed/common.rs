@@ -229,7 +229,7 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
         }
         if let Some(f) = &self.forwarding {
             // Written already: it goes out when the cache writes it down.
-            return f.forward(ctx, &|e| self.store.decode_flushed(e));
+            return f.forward(ctx, &self.store);
         }
         ctx.forward(Record {
             key,
@@ -242,11 +242,9 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
 
     /// At a task flush: writes the store's cache down and forwards what it held.
     pub fn flush(&self, ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>) -> ProcessResult {
-        let Some(f) = &self.forwarding else {
-            return Ok(());
-        };
-        self.store.flush_cache()?;
-        f.forward(ctx, &|e| self.store.decode_flushed(e))
+        self.forwarding
+            .as_ref()
+            .map_or(Ok(()), |f| f.flush(ctx, &self.store))
     }
 
     /// The last emitted close time when final results are due at `close` (the close time

@@ -35,8 +35,8 @@ mod stream;
 mod time_agg;
 mod windows;
 
-pub(crate) use common::CoreParams;
 pub(crate) use common::NO_TIMESTAMP;
+pub(crate) use common::{AggStore, CoreParams};
 pub(crate) use time_agg::TimeWindowAggregate;
 pub(crate) use windows::millis;
 

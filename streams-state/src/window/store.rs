@@ -6,11 +6,11 @@ use std::ops::Bound;
 use bytes::Bytes;
 
 use crate::error::{Result, StoreError};
-use crate::flushed::{FlushedEntries, FlushedEntry};
+use crate::flushed::{Flushed, FlushedEntries, FlushedEntry};
 use crate::handle::StoreHandle;
 use crate::serde::{OrderedSerde, Serde};
 use crate::store::KeyValueStore;
-use crate::typed::{Flushed, SharedKeyValueStore};
+use crate::typed::SharedKeyValueStore;
 use crate::window::Windowed;
 use crate::window::scan::SegmentScan;
 use crate::window::schema::{SEGMENT_LEN, SEQ_LEN, Schema, Segments, TIME_LEN, encode_i64};
@@ -129,12 +129,7 @@ impl<KS: Serde, VS: Serde> WindowStore<KS, VS> {
 
     /// The windowed key, new value and old value of an entry the cache wrote down.
     pub fn decode_flushed(&self, entry: &FlushedEntry) -> Result<Flushed<Windowed<KS::Target>, VS::Target>> {
-        let value = |b: &Option<Bytes>| b.as_ref().map(|b| self.h.value(b)).transpose();
-        Ok(Flushed {
-            key: self.windowed(&entry.key)?,
-            new: value(&entry.new)?,
-            old: value(&entry.old)?,
-        })
+        self.h.flushed(self.windowed(&entry.key)?, entry)
     }
 
     /// Writes buffered changes down (cache, changelog) and drops expired segments.
