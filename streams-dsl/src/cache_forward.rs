@@ -15,7 +15,9 @@
 //! wrote it down. Headers are not kept in the cache: a record forwarded at a flush has none.
 
 use streams_core::{Headers, KvStore, Nulls, ProcessResult, ProcessorContext, Record};
-use streams_state::{Flushed, FlushedEntries, FlushedEntry, StoreError, ValueAndTimestamp, WindowStore};
+use streams_state::{
+    Flushed, FlushedEntries, FlushedEntry, SessionStore, StoreError, ValueAndTimestamp, WindowStore,
+};
 
 use crate::change::Change;
 use crate::dyn_serde::DynSerde;
@@ -29,13 +31,17 @@ pub(crate) struct CacheForwarding {
 }
 
 /// A DSL store whose cache can be written down and its entries decoded: the key-value
-/// store of an aggregation (keys `K`) or the window store of a windowed one (keys
-/// `Windowed<K>`).
+/// store of an aggregation (keys `K`), the window store of a windowed one or the session
+/// store of a session aggregation (keys `Windowed<K>`).
 pub(crate) trait FlushSource<K, A> {
     /// Writes the cache's dirty entries down, without flushing the layers below.
     fn flush_cache(&self) -> Result<(), StoreError>;
     /// The key, new and old aggregate of an entry the cache wrote down.
     fn decode(&self, entry: &FlushedEntry) -> Result<Flushed<K, ValueAndTimestamp<A>>, StoreError>;
+    /// The time of a key's delete when no aggregate gives one; `None`: the stream time.
+    fn deleted_at(&self, _key: &K) -> Option<i64> {
+        None
+    }
 }
 
 // The DSL's key-value store (`processors::DslStore`), named here so that this module does
@@ -58,6 +64,31 @@ impl<K: 'static, A: 'static> FlushSource<Windowed<K>, A> for AggStore<K, A> {
     }
 }
 
+// A session aggregation's store (`windowed::session_agg::SessionAggStore`), named here for
+// the same reason. Sessions hold plain aggregates: each is forwarded at its session's end,
+// as Kafka Streams' `SessionCacheFlushListener` does.
+impl<K: 'static, A: 'static> FlushSource<Windowed<K>, A> for SessionStore<DynSerde<K>, DynSerde<A>> {
+    fn flush_cache(&self) -> Result<(), StoreError> {
+        SessionStore::flush_cache(self)
+    }
+    fn decode(&self, entry: &FlushedEntry) -> Result<Flushed<Windowed<K>, ValueAndTimestamp<A>>, StoreError> {
+        let f = self.decode_flushed(entry)?;
+        let end = f.key.end;
+        let at_end = |value| ValueAndTimestamp {
+            value,
+            timestamp: end,
+        };
+        Ok(Flushed {
+            key: f.key,
+            new: f.new.map(at_end),
+            old: f.old.map(at_end),
+        })
+    }
+    fn deleted_at(&self, session: &Windowed<K>) -> Option<i64> {
+        Some(session.end)
+    }
+}
+
 impl CacheForwarding {
     /// Forwarding over the store whose `forward_on_flush` answered `flushed`: `None` (no
     /// cache) forwards at once.
@@ -66,8 +97,9 @@ impl CacheForwarding {
     }
 
     /// Forwards every entry the cache wrote down since the last call: the key's change at
-    /// its new aggregate's timestamp (for a delete, the old aggregate's, else the task's
-    /// stream time). A delete of a key the store never held is not forwarded.
+    /// its new aggregate's timestamp (for a delete, the old aggregate's, else the store's
+    /// [`FlushSource::deleted_at`] or the task's stream time). A delete of a key the store
+    /// never held is not forwarded.
     pub fn forward<K: Clone + 'static, A: Clone + 'static>(
         &self,
         ctx: &mut ProcessorContext<'_, K, Change<A>>,
@@ -82,7 +114,9 @@ impl CacheForwarding {
                 .new
                 .as_ref()
                 .or(f.old.as_ref())
-                .map_or_else(|| ctx.stream_time(), |v| v.timestamp);
+                .map(|v| v.timestamp)
+                .or_else(|| store.deleted_at(&f.key))
+                .unwrap_or_else(|| ctx.stream_time());
             ctx.forward(Record {
                 key: f.key,
                 value: Change {

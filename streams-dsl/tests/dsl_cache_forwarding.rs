@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
-use streams_dsl::{Consumed, Grouped, Materialized, Produced, StreamsBuilder, TimeWindows};
+use streams_dsl::{Consumed, Grouped, Materialized, Produced, SessionWindows, StreamsBuilder, TimeWindows};
 use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
 /// Counts per key of `in` to `out`, cached or not.
@@ -157,5 +157,70 @@ fn a_cached_windowed_count_forwards_each_window_once_per_commit() {
     assert_eq!(
         out.read_key_values().unwrap(),
         [("a@0".to_owned(), Some(3)), ("a@5".to_owned(), Some(3))]
+    );
+}
+
+/// Session counts of `in` (gap 10 ms) to `out` as `key@start-end`, cached or not.
+fn session_counts(cached: bool) -> streams_core::Topology {
+    let b = StreamsBuilder::new();
+    let store = Materialized::as_("sessions");
+    let store = if cached { store } else { store.without_caching() };
+    b.stream(["in"], Consumed::with(StringSerde, StringSerde))
+        .group_by_key(Grouped::with(StringSerde, StringSerde))
+        .windowed_by_session(SessionWindows::of_inactivity_gap_no_grace(Duration::from_millis(
+            10,
+        )))
+        .count(store)
+        .to_stream()
+        .map(|w, n| (format!("{}@{}-{}", w.key, w.start, w.end), n))
+        .to("out", Produced::with(StringSerde, NullableSerde(U64Serde)));
+    b.build().unwrap()
+}
+
+#[test]
+fn a_cached_session_count_forwards_each_session_once_per_commit() {
+    let driver = driver(session_counts(true), 10 << 20);
+    let input = driver.input_topic("in", StringSerde, StringSerde);
+    let out = driver.output_topic("out", StringSerde, NullableSerde(U64Serde));
+    // One session growing 1 -> 3 -> 6 -> 9, and one of key b.
+    for (k, ts) in [("a", 1), ("a", 3), ("b", 4), ("a", 6), ("a", 9)] {
+        input.pipe_at(k.into(), "v".into(), ts).unwrap();
+    }
+    assert_eq!(out.read_key_values().unwrap(), [], "nothing before the commit");
+    driver.commit().unwrap();
+    // The sessions [1,1], [1,3] and [1,6], created and merged away before the commit,
+    // are never forwarded, nor their deletions; the last one at its end.
+    assert_eq!(
+        out.read_records()
+            .unwrap()
+            .iter()
+            .map(|r| (r.key.clone(), r.value, r.timestamp))
+            .collect::<Vec<_>>(),
+        [("b@4-4".to_owned(), Some(1), 4), ("a@1-9".to_owned(), Some(4), 9)]
+    );
+    // After the commit, merging the written session deletes it, once.
+    input.pipe_at("a".into(), "v".into(), 12).unwrap();
+    driver.commit().unwrap();
+    assert_eq!(
+        out.read_key_values().unwrap(),
+        [("a@1-9".to_owned(), None), ("a@1-12".to_owned(), Some(5))]
+    );
+}
+
+#[test]
+fn an_uncached_session_count_forwards_every_merge() {
+    let driver = driver(session_counts(false), 10 << 20);
+    let input = driver.input_topic("in", StringSerde, StringSerde);
+    for ts in [1, 3] {
+        input.pipe_at("a".into(), "v".into(), ts).unwrap();
+    }
+    let out = driver.output_topic("out", StringSerde, NullableSerde(U64Serde));
+    assert_eq!(
+        out.read_key_values().unwrap(),
+        [
+            ("a@1-1".to_owned(), Some(1)),
+            ("a@1-1".to_owned(), None),
+            ("a@1-3".to_owned(), Some(2))
+        ]
     );
 }

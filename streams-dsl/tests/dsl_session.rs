@@ -2,7 +2,8 @@
 //! sessions merged by a bridging record (with a deletion for each merged session), late
 //! records dropped exactly at `end + gap + grace`, `count`/`reduce`/`aggregate`, final
 //! results on window close, `suppress`, naming, and a property test against a brute-force
-//! model of the sessions.
+//! model of the sessions. The stores are without caching, so every update is forwarded (a
+//! cached store forwards at commits: `dsl_cache_forwarding.rs`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -96,7 +97,7 @@ fn count_driver(gap: u64, grace: u64, emit: EmitStrategy) -> TopologyTestDriver 
     grouped(&b)
         .windowed_by_session(SessionWindows::of_inactivity_gap_with_grace(ms(gap), ms(grace)))
         .emit_strategy(emit)
-        .count(Materialized::as_("sessions"))
+        .count(Materialized::as_("sessions").without_caching())
         .to_stream()
         .to("out", produced(U64Serde));
     driver_of(&b)
@@ -241,7 +242,10 @@ fn reduce_and_aggregate_merge_in_store_order() {
     let sessions =
         grouped(&b).windowed_by_session(SessionWindows::of_inactivity_gap_with_grace(ms(10), ms(100)));
     sessions
-        .reduce(|a, v| format!("{a}+{v}"), Materialized::as_("reduced"))
+        .reduce(
+            |a, v| format!("{a}+{v}"),
+            Materialized::as_("reduced").without_caching(),
+        )
         .to_stream()
         .to("reduced", produced(StringSerde));
     sessions
@@ -249,7 +253,9 @@ fn reduce_and_aggregate_merge_in_store_order() {
             || "i".to_owned(),
             |_, v, agg| format!("{agg}.{v}"),
             |k, agg, other| format!("({agg}|{k}:{other})"),
-            Materialized::as_("aggregated").with_value_serde(StringSerde),
+            Materialized::as_("aggregated")
+                .with_value_serde(StringSerde)
+                .without_caching(),
         )
         .to_stream()
         .to("aggregated", produced(StringSerde));
@@ -515,7 +521,7 @@ fn run(records: &[(String, i64, u64)], gap: i64, grace: i64) -> BTreeMap<Windowe
     ));
     let out = produced(U64Serde);
     sessions
-        .count(Materialized::as_("count").in_memory())
+        .count(Materialized::as_("count").in_memory().without_caching())
         .to_stream()
         .to("count", out.clone());
     sessions
@@ -523,7 +529,10 @@ fn run(records: &[(String, i64, u64)], gap: i64, grace: i64) -> BTreeMap<Windowe
             || 0u64,
             |_, v: String, sum| sum + v.parse::<u64>().unwrap_or(0),
             |_, a, b| a + b,
-            Materialized::as_("sum").with_value_serde(U64Serde).in_memory(),
+            Materialized::as_("sum")
+                .with_value_serde(U64Serde)
+                .in_memory()
+                .without_caching(),
         )
         .to_stream()
         .to("sum", out);

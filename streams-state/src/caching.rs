@@ -260,19 +260,27 @@ impl CachingKeyValueStore {
                     }
                     None => self.inner.delete(key)?,
                 };
-                listener(key, value.as_deref(), old.as_deref());
+                // A delete of a key the inner store did not hold changes nothing.
+                if value.is_some() || old.is_some() {
+                    listener(key, value.as_deref(), old.as_deref());
+                }
             }
         } else {
             let mut puts: Vec<(Bytes, Bytes)> = Vec::new();
+            // Whether each entry changed the inner store (a delete may find nothing).
+            let mut changed = Vec::with_capacity(dirty.len());
             for (_, key, value) in &dirty {
                 match value {
-                    Some(v) => puts.push((key.clone(), v.clone())),
+                    Some(v) => {
+                        puts.push((key.clone(), v.clone()));
+                        changed.push(true);
+                    }
                     None => {
                         if !puts.is_empty() {
                             self.inner.put_all(&puts)?;
                             puts.clear();
                         }
-                        self.inner.delete(key)?;
+                        changed.push(self.inner.delete(key)?.is_some());
                     }
                 }
             }
@@ -280,8 +288,10 @@ impl CachingKeyValueStore {
                 self.inner.put_all(&puts)?;
             }
             if let Some(listener) = self.listener.as_mut() {
-                for (_, key, value) in &dirty {
-                    listener(key, value.as_deref(), None);
+                for ((_, key, value), changed) in dirty.iter().zip(changed) {
+                    if changed {
+                        listener(key, value.as_deref(), None);
+                    }
                 }
             }
         }

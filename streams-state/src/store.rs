@@ -32,7 +32,9 @@ pub struct StoreStats {
 }
 
 /// Called for each dirty entry written down to the inner store, on flush or eviction, with
-/// the key, the new value (`None` for a delete) and the value the inner store held before.
+/// the key, the new value (`None` for a delete) and the value the inner store held before
+/// (when old values were asked for). A delete of a key the inner store did not hold is not
+/// reported, as Kafka Streams' caches do not forward it.
 pub type FlushListener = Box<dyn FnMut(&[u8], Option<&[u8]>, Option<&[u8]>) + Send>;
 
 /// Operations every state store has, whatever its shape.

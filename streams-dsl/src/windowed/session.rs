@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use streams_core::serdes::U64Serde;
 
+use crate::cache_forward::CacheForwarding;
 use crate::change::OldValues;
 use crate::dyn_serde::{DynSerde, dyn_serde};
 use crate::error::DslIssue;
@@ -178,16 +179,24 @@ impl<K: Clone + PartialEq + 'static, V: Clone + 'static> SessionWindowedKStream<
             &node,
             move |ctx| {
                 let emit = EmitFinal::open(ctx, emit_name.as_deref())?;
+                let store = ctx.session_store(&store_ref)?;
+                let send_old = send_old.is_on();
+                // Final results only: nothing is forwarded at updates, cached or not.
+                let forwarding = match emit {
+                    Some(_) => None,
+                    None => CacheForwarding::new(store.forward_on_flush(send_old)?, send_old),
+                };
                 Ok(SessionWindowAggregate::<K, V, A> {
                     windows,
                     fns: fns.clone(),
-                    store: ctx.session_store(&store_ref)?,
+                    store,
                     key_serde: key_serde.clone(),
                     retention_ms,
                     observed: NO_TIMESTAMP,
                     max_end: None,
                     emit,
-                    send_old: send_old.is_on(),
+                    send_old,
+                    forwarding,
                 })
             },
             &s.node,

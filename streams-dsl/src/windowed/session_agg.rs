@@ -11,7 +11,9 @@
 //!    aggregator and the merged session written and forwarded.
 //!
 //! Every forwarded update is timestamped with its session's end and carries the record's
-//! headers. With old values on (the table is re-grouped downstream), a removed session's
+//! headers. Over a cached store (the default) updates are forwarded when the cache writes
+//! them down instead (see [`crate::cache_forward`]): a session's updates between two
+//! flushes go out once, and a session created and merged away between them not at all. With old values on (the table is re-grouped downstream), a removed session's
 //! deletion carries its aggregate as old value, and so does the merged session's update
 //! when it replaces a session with the same window (a record at `t` joining the session
 //! `[t, t]`), which Kafka Streams forwards without one; final results carry none.
@@ -32,6 +34,7 @@ use streams_core::Nulls;
 use streams_core::state::{SessionStore, StoreError};
 use streams_core::{Headers, ProcessResult, Processor, ProcessorContext, Record};
 
+use crate::cache_forward::CacheForwarding;
 use crate::change::Change;
 use crate::dyn_serde::DynSerde;
 use crate::nulls::{Skip, drop_record, skipped};
@@ -84,6 +87,8 @@ pub(crate) struct SessionWindowAggregate<K: 'static, V: 'static, A: 'static> {
     pub emit: Option<EmitFinal>,
     /// Forward old values.
     pub send_old: bool,
+    /// Set when the store is cached: updates go out when the cache writes them down.
+    pub forwarding: Option<CacheForwarding>,
 }
 
 type Ctx<'a, 'b, K, A> = &'a mut ProcessorContext<'b, Windowed<K>, Change<A>>;
@@ -123,6 +128,15 @@ where
             headers: headers.clone(),
             nulls: Nulls::NONE,
         })
+    }
+
+    /// Forwards what the store's cache wrote down during this record's writes (an
+    /// eviction), when the cache forwards.
+    fn forward_flushed(&self, ctx: Ctx<'_, '_, K, A>) -> ProcessResult {
+        match &self.forwarding {
+            Some(f) => f.forward(ctx, &self.store),
+            None => Ok(()),
+        }
     }
 
     /// Forwards the sessions that closed since the last emission, if `close` moved on.
@@ -213,7 +227,8 @@ where
             drop_record(ctx, "its session closed");
             return Ok(());
         }
-        let forward = self.emit.is_none();
+        // Forwarded now, unless only final results are, or the cache forwards them.
+        let forward = self.emit.is_none() && self.forwarding.is_none();
         let send_old = self.send_old;
         let mut replaced = None;
         if (start, end) != (t, t) {
@@ -240,7 +255,9 @@ where
                 };
                 Self::forward(ctx, session, Change { new: None, old: None }, &r.headers)?;
             }
-            return Ok(());
+            // Cached, Kafka Streams writes the null to the cache, which forwards nothing
+            // for a session the store does not hold; but the removals above may be due.
+            return self.forward_flushed(ctx);
         }
         let agg = (self.fns.add)(&r.key, r.value, agg);
         let session = Windowed {
@@ -257,6 +274,13 @@ where
             };
             Self::forward(ctx, session, change, &r.headers)?;
         }
-        Ok(())
+        self.forward_flushed(ctx)
+    }
+
+    fn flush(&mut self, ctx: Ctx<'_, '_, K, A>) -> ProcessResult {
+        match &self.forwarding {
+            Some(f) => f.flush(ctx, &self.store),
+            None => Ok(()),
+        }
     }
 }

@@ -4,6 +4,7 @@ use std::cell::Ref;
 use std::ops::Bound;
 
 use crate::error::Result;
+use crate::flushed::{Flushed, FlushedEntries, FlushedEntry};
 use crate::handle::StoreHandle;
 use crate::serde::{OrderedSerde, Serde};
 use crate::store::KeyValueStore;
@@ -73,18 +74,20 @@ impl<KS: Serde, VS: Serde> SessionStore<KS, VS> {
         Ok(b)
     }
 
-    fn entry(&self, key: &[u8], value: &[u8]) -> Result<(Windowed<KS::Target>, VS::Target)> {
+    /// The session of a stored key.
+    fn session(&self, key: &[u8]) -> Result<Windowed<KS::Target>> {
         let (Some(user), Some((start, end))) = (Schema::Session.user_key(key), times_of(key)) else {
             return Err(Schema::Session.malformed(&self.h.name, key));
         };
-        Ok((
-            Windowed {
-                key: self.h.key(user)?,
-                start,
-                end,
-            },
-            self.h.value(value)?,
-        ))
+        Ok(Windowed {
+            key: self.h.key(user)?,
+            start,
+            end,
+        })
+    }
+
+    fn entry(&self, key: &[u8], value: &[u8]) -> Result<(Windowed<KS::Target>, VS::Target)> {
+        Ok((self.session(key)?, self.h.value(value)?))
     }
 
     fn writing<R>(&self, f: impl FnOnce(&mut dyn KeyValueStore) -> Result<R>) -> Result<R> {
@@ -115,6 +118,23 @@ impl<KS: Serde, VS: Serde> SessionStore<KS, VS> {
     /// Writes buffered changes down (cache, changelog) and drops expired segments.
     pub fn flush(&self) -> Result<()> {
         self.writing(|s| s.flush())
+    }
+
+    /// Keeps what the store's write-back cache writes down for the caller to forward, as
+    /// [`KvStore::forward_on_flush`](crate::KvStore::forward_on_flush) does.
+    pub fn forward_on_flush(&self, old_values: bool) -> Result<Option<FlushedEntries>> {
+        self.h.forward_on_flush(old_values)
+    }
+
+    /// Writes the dirty entries of the store's cache down, without flushing the layers
+    /// below.
+    pub fn flush_cache(&self) -> Result<()> {
+        self.h.flush_cache()
+    }
+
+    /// The session, new value and old value of an entry the cache wrote down.
+    pub fn decode_flushed(&self, entry: &FlushedEntry) -> Result<Flushed<Windowed<KS::Target>, VS::Target>> {
+        self.h.flushed(self.session(&entry.key)?, entry)
     }
 
     /// A reader for iteration, holding a shared borrow of the store while it lives.
