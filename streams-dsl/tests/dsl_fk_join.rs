@@ -145,19 +145,18 @@ fn inner_join_follows_both_sides_and_foreign_key_moves() {
     );
 }
 
-/// A response as the right side writes it: version 0, the hash (absent, or 16 bytes),
-/// the partition, then the right value.
+/// A response as the right side writes it (Kafka Streams' `SubscriptionResponseWrapper`):
+/// version 0 (its top bit set when the hash is absent), the hash (16 bytes, when
+/// present), then the right value.
 fn response(hash: Option<[u8; 16]>, value: &str) -> Vec<u8> {
-    let mut out = vec![0];
+    let mut out = Vec::new();
     match hash {
         Some(h) => {
-            out.push(1);
+            out.push(0);
             out.extend_from_slice(&h);
         }
-        None => out.push(0),
+        None => out.push(0x80),
     }
-    out.extend_from_slice(&0i32.to_be_bytes());
-    out.push(1);
     out.extend_from_slice(value.as_bytes());
     out
 }

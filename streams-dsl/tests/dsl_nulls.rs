@@ -95,3 +95,49 @@ fn a_repartition_topic_leaves_null_keys_out() {
     let text = driver.metrics().unwrap().encode();
     assert_eq!(total(&text, "streams_task_dropped_records_total"), 1.0, "{text}");
 }
+
+#[test]
+fn a_foreign_key_join_skips_a_null_foreign_key_and_counts_it_as_dropped() {
+    let b = StreamsBuilder::new();
+    let table = |topic: &str| {
+        b.table(
+            topic,
+            Materialized::as_(topic)
+                .with_key_serde(StringSerde)
+                .with_value_serde(StringSerde),
+        )
+    };
+    let (orders, customers) = (table("orders"), table("customers"));
+    // An order "<customer>:<amount>"; no customer before the colon is a null foreign key.
+    orders
+        .join_foreign(
+            &customers,
+            |o: &String| {
+                o.split_once(':')
+                    .map(|(c, _)| c.to_owned())
+                    .filter(|c| !c.is_empty())
+            },
+            |o, c| format!("{o} by {c}"),
+            Materialized::as_("enriched").with_value_serde(StringSerde),
+        )
+        .to_stream()
+        .to("out", Produced::with(StringSerde, NullableSerde(StringSerde)));
+    let driver = driver(&b);
+    let customers = driver.input_topic("customers", StringSerde, Nullable::default());
+    let orders = driver.input_topic("orders", StringSerde, Nullable::default());
+    customers.pipe("c1".into(), Some("Alice".into())).unwrap();
+    orders.pipe("o1".into(), Some(":5".into())).unwrap(); // null foreign key: dropped
+    orders.pipe("o1".into(), Some("c1:6".into())).unwrap(); // joins
+    orders.pipe("o1".into(), Some(":7".into())).unwrap(); // null again: the result deleted
+    orders.pipe("o1".into(), None).unwrap(); // deleted while null: dropped
+    let out = driver.output_topic("out", StringSerde, NullableSerde(StringSerde));
+    assert_eq!(
+        out.read_key_values().unwrap(),
+        [
+            ("o1".to_owned(), Some("c1:6 by Alice".to_owned())),
+            ("o1".to_owned(), None)
+        ]
+    );
+    let text = driver.metrics().unwrap().encode();
+    assert_eq!(total(&text, "streams_task_dropped_records_total"), 2.0, "{text}");
+}

@@ -12,7 +12,8 @@
 //! Streams does not create. The topologies: a count (a timestamped key-value store), a
 //! windowed count (a timestamped window store, time-windowed keys on the output topic), a
 //! session count (a session store, session-windowed keys), a re-grouped table count (a
-//! repartition topic of table changes) and a table-table join (two table stores); and the
+//! repartition topic of table changes), a table-table join (two table stores) and a
+//! foreign-key join (its subscription store, subscription and response topics); and the
 //! count again under exactly-once.
 //!
 //! Needs the broker (`STREAMS_TEST_BOOTSTRAP`) and Java with Maven (see `common/java.rs`).
@@ -63,6 +64,10 @@ enum Topo {
     /// The input and `<input>-right` joined as streams within 10 s (an hour of grace), in
     /// the window stores `sj-this-join-store` and `sj-other-join-store`.
     StreamJoin,
+    /// The input and `<input>-right` read as tables (`left`, `right`), each left value
+    /// `g<n>` joined with the right row `k<n>` by the foreign-key join `fk` (subscription
+    /// store `fk-subscription-store`, its topics, result store `fk`): `left+right`.
+    FkJoin,
 }
 
 impl Topo {
@@ -74,6 +79,7 @@ impl Topo {
             Self::TableRegroup => "table-regroup-count",
             Self::TableJoin => "table-join",
             Self::StreamJoin => "stream-join",
+            Self::FkJoin => "fk-join",
         }
     }
 
@@ -85,16 +91,31 @@ impl Topo {
             Self::TableRegroup => "gcounts",
             Self::TableJoin => "left",
             Self::StreamJoin => "sj-this-join-store",
+            Self::FkJoin => "fk-subscription-store",
         }
     }
 
-    /// How many input topics it reads: every input `i` is one record on each.
+    /// How many input topics it reads: every input `i` is one record on each (but see
+    /// [`Topo::left_record`]).
     fn inputs(self) -> usize {
-        if matches!(self, Self::TableJoin | Self::StreamJoin) {
+        if matches!(self, Self::TableJoin | Self::StreamJoin | Self::FkJoin) {
             2
         } else {
             1
         }
+    }
+
+    /// Whether input `i` has a record on the first input topic. The foreign-key join's left
+    /// rows are written in the first third only: every later answer goes to a subscription
+    /// Kafka Streams made, through this runtime and back, so each side must check the
+    /// other's hashes.
+    fn left_record(self, i: usize) -> bool {
+        self != Self::FkJoin || i < PER_THIRD
+    }
+
+    /// The records of the first `n` inputs, over every input topic.
+    fn records(self, n: usize) -> usize {
+        (0..n).filter(|&i| self.left_record(i)).count() + (self.inputs() - 1) * n
     }
 }
 
@@ -197,6 +218,28 @@ impl Run {
                         Produced::with(StringSerde, NullableSerde(StringSerde)),
                     );
             }
+            Topo::FkJoin => {
+                let table = |topic: &str, store: &str| {
+                    b.table(
+                        topic,
+                        Materialized::as_(store)
+                            .with_key_serde(StringSerde)
+                            .with_value_serde(StringSerde),
+                    )
+                };
+                table(&self.input, "left")
+                    .join_foreign(
+                        &table(&self.right(), "right"),
+                        |v: &String| format!("k{}", &v[1..]),
+                        |l, r| format!("{l}+{r}"),
+                        Materialized::as_("fk").with_value_serde(StringSerde),
+                    )
+                    .to_stream()
+                    .to(
+                        &self.output,
+                        Produced::with(StringSerde, NullableSerde(StringSerde)),
+                    );
+            }
             Topo::StreamJoin => {
                 let stream = |topic: &str| b.stream([topic], Consumed::with(StringSerde, StringSerde));
                 stream(&self.input)
@@ -238,6 +281,7 @@ impl Run {
         for (t, topic) in self.inputs().iter().enumerate() {
             let records: Vec<ProduceRecord> = range
                 .clone()
+                .filter(|&i| t > 0 || self.topo.left_record(i))
                 .map(|i| {
                     let (key, at) = input(self.base, i);
                     ProduceRecord::new(key, value(t, i)).with_timestamp(at)
@@ -279,7 +323,7 @@ impl Run {
         for r in &records {
             let bytes = r.key.as_deref().expect("a key");
             let key = match self.topo {
-                Topo::Count | Topo::TableRegroup | Topo::TableJoin | Topo::StreamJoin => {
+                Topo::Count | Topo::TableRegroup | Topo::TableJoin | Topo::StreamJoin | Topo::FkJoin => {
                     r.key_str().expect("a String key")
                 }
                 Topo::WindowedCount => {
@@ -299,7 +343,7 @@ impl Run {
                         .map_or(0, |n: &String| n.parse().expect("a number"));
                     counts.insert(key, (n + 1).to_string());
                 }
-                Some(_) if self.topo == Topo::TableJoin => {
+                Some(_) if matches!(self.topo, Topo::TableJoin | Topo::FkJoin) => {
                     counts.insert(key, r.value_str().expect("a String value"));
                 }
                 Some(value) => {
@@ -351,6 +395,26 @@ fn values_after(topo: Topo, n: usize) -> BTreeMap<String, String> {
             .map(|i| (input(0, i).0, format!("{}+{}", value(0, i), value(1, i))))
             .collect();
     }
+    if topo == Topo::FkJoin {
+        // Every left row, valued `g<n>`, joined with the latest right row `k<n>` (every
+        // right key has a row from the first eight inputs on; left rows are written in
+        // the first third only).
+        let (mut left, mut right) = (BTreeMap::new(), BTreeMap::new());
+        for i in 0..n {
+            let (key, _) = input(0, i);
+            if topo.left_record(i) {
+                left.insert(key.clone(), value(0, i));
+            }
+            right.insert(key, value(1, i));
+        }
+        return left
+            .into_iter()
+            .filter_map(|(k, l)| {
+                let r = right.get(&format!("k{}", &l[1..]))?;
+                Some((k, format!("{l}+{r}")))
+            })
+            .collect();
+    }
     if topo == Topo::StreamJoin {
         // Every input is a record on both sides, at the same time: a key's pairs are those
         // of its inputs within 10 s of each other.
@@ -393,7 +457,9 @@ fn counts_after(topo: Topo, n: usize) -> BTreeMap<String, u64> {
             Topo::Count => key,
             Topo::WindowedCount => format!("{key}@{}", at - at % 10_000),
             Topo::SessionCount => format!("{key}@{at}"),
-            Topo::TableRegroup | Topo::TableJoin | Topo::StreamJoin => unreachable!("counted above"),
+            Topo::TableRegroup | Topo::TableJoin | Topo::StreamJoin | Topo::FkJoin => {
+                unreachable!("counted above")
+            }
         };
         *counts.entry(key).or_default() += 1;
     }
@@ -421,6 +487,14 @@ fn a_table_join_moves_from_kafka_streams_to_this_runtime_and_back() {
     hand_over(
         "a_table_join_moves_from_kafka_streams_to_this_runtime_and_back",
         Topo::TableJoin,
+    );
+}
+
+#[test]
+fn a_foreign_key_join_moves_from_kafka_streams_to_this_runtime_and_back() {
+    hand_over(
+        "a_foreign_key_join_moves_from_kafka_streams_to_this_runtime_and_back",
+        Topo::FkJoin,
     );
 }
 
@@ -482,11 +556,10 @@ fn hand_over_with(test: &str, topo: Topo, guarantee: &'static str) {
     for topic in run.inputs().iter().chain([&run.output]) {
         kafka::create_topic(&run.bootstrap, topic, 2, &[]).unwrap();
     }
-    let inputs = topo.inputs();
 
     // Kafka Streams processes the first third.
     run.produce(0..PER_THIRD);
-    let first = run.java(inputs * PER_THIRD);
+    let first = run.java(topo.records(PER_THIRD));
     if java::available(test, &first).is_none() {
         return;
     }
@@ -500,14 +573,14 @@ fn hand_over_with(test: &str, topo: Topo, guarantee: &'static str) {
     let mut app = run.rust(state.path());
     run.produce(PER_THIRD..2 * PER_THIRD);
     let deadline = Instant::now() + Duration::from_secs(60);
-    while run.committed() < (inputs * 2 * PER_THIRD) as i64
+    while run.committed() < topo.records(2 * PER_THIRD) as i64
         || run.last_values() != values_after(topo, 2 * PER_THIRD)
     {
         assert!(
             Instant::now() < deadline,
             "committed {} of {} inputs; last values {:?}, expected {:?}",
             run.committed(),
-            inputs * 2 * PER_THIRD,
+            topo.records(2 * PER_THIRD),
             run.last_values(),
             values_after(topo, 2 * PER_THIRD)
         );
@@ -522,7 +595,7 @@ fn hand_over_with(test: &str, topo: Topo, guarantee: &'static str) {
 
     // Kafka Streams takes the application back and processes the last third.
     run.produce(2 * PER_THIRD..3 * PER_THIRD);
-    let last = run.java(inputs * 3 * PER_THIRD);
+    let last = run.java(topo.records(3 * PER_THIRD));
     java::available(test, &last).expect("Java ran the first time");
     assert_eq!(run.last_values(), values_after(topo, 3 * PER_THIRD));
     assert_eq!(run.internal_topics(), internal);

@@ -1,7 +1,8 @@
 //! Foreign-key table-table joins (Kafka Streams' KIP-213): [`KTable::join_foreign`] and
 //! [`KTable::left_join_foreign`] join each row of this (left) table with the row of the
-//! other (right) table whose key `extractor(value)` returns. The tables need not be
-//! co-partitioned; many left rows may join one right row.
+//! other (right) table whose key `extractor(value)` returns (or `extractor(key, value)`,
+//! with the `_with_key` methods). The tables need not be co-partitioned; many left rows
+//! may join one right row. A `None` foreign key joins no row.
 //!
 //! A left update is sent, keyed by its foreign key, to the topic
 //! `<name>-subscription-registration-topic`, read in the right table's task; there it is
@@ -20,6 +21,9 @@
 //!   moving to a new foreign key emits the new join and never the stale one;
 //! - a left row whose foreign key changes unsubscribes from the old key; a deleted left
 //!   row unsubscribes and is answered with a tombstone;
+//! - a row whose foreign key is `None` holds no subscription: an inner join drops it (and
+//!   deletes its earlier result), a left join answers it through a subscription of the
+//!   null foreign key, which the right side answers at once with no row;
 //! - an inner join emits a tombstone for a row without a right value whenever its previous
 //!   result might have existed (as Kafka Streams, a tombstone for an absent result is
 //!   possible); a left join emits `joiner(v, None)` instead.
@@ -34,9 +38,10 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use streams_core::SinkConfig;
-use streams_core::state::serde::BytesSerde;
+use streams_core::state::serde::{BytesSerde, NullableSerde};
 
 use crate::change::OldValues;
+use crate::dyn_serde::dyn_serde;
 use crate::error::DslIssue;
 use crate::ktable::KTable;
 use crate::options::Materialized;
@@ -51,10 +56,14 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
     /// `joiner(value, other value)`. Updates of either table re-emit the affected rows; a
     /// row that loses its match is deleted. The result is kept in the store `materialized`
     /// names (its serde for `VR` is required).
-    pub fn join_foreign<KO, VO, VR>(
+    ///
+    /// The extractor returns the foreign key, or an `Option` of it: a row whose foreign key
+    /// is `None` (Kafka Streams' null foreign key) joins no row; it is skipped (logged and
+    /// counted as dropped), and its earlier result, if any, deleted.
+    pub fn join_foreign<KO, VO, VR, F>(
         &self,
         other: &KTable<KO, VO>,
-        extractor: impl Fn(&V) -> KO + Send + Sync + 'static,
+        extractor: impl Fn(&V) -> F + Send + Sync + 'static,
         joiner: impl Fn(V, VO) -> VR + Send + Sync + 'static,
         materialized: Materialized<K, VR>,
     ) -> KTable<K, VR>
@@ -62,17 +71,38 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         KO: Clone + 'static,
         VO: Clone + 'static,
         VR: Clone + 'static,
+        F: Into<Option<KO>>,
+    {
+        self.join_foreign_with_key(other, move |_, v| extractor(v), joiner, materialized)
+    }
+
+    /// As [`join_foreign`](Self::join_foreign), with an extractor that reads the row's key
+    /// as well as its value (Kafka Streams' `BiFunction` extractor, KIP-1104).
+    pub fn join_foreign_with_key<KO, VO, VR, F>(
+        &self,
+        other: &KTable<KO, VO>,
+        extractor: impl Fn(&K, &V) -> F + Send + Sync + 'static,
+        joiner: impl Fn(V, VO) -> VR + Send + Sync + 'static,
+        materialized: Materialized<K, VR>,
+    ) -> KTable<K, VR>
+    where
+        KO: Clone + 'static,
+        VO: Clone + 'static,
+        VR: Clone + 'static,
+        F: Into<Option<KO>>,
     {
         let j: FkJoinFn<V, VO, VR> = Arc::new(move |v, o| o.map(|o| joiner(v, o)));
-        self.fk_join("fk_join", other, Arc::new(extractor), j, materialized, false)
+        let e: FkFn<K, V, KO> = Arc::new(move |k, v| extractor(k, v).into());
+        self.fk_join("fk_join", other, e, j, materialized, false)
     }
 
     /// As [`join_foreign`](Self::join_foreign), but every row of this table is kept:
-    /// valued `joiner(value, None)` while its foreign key is not a key of `other`.
-    pub fn left_join_foreign<KO, VO, VR>(
+    /// valued `joiner(value, None)` while its foreign key is not a key of `other`, or is
+    /// `None`.
+    pub fn left_join_foreign<KO, VO, VR, F>(
         &self,
         other: &KTable<KO, VO>,
-        extractor: impl Fn(&V) -> KO + Send + Sync + 'static,
+        extractor: impl Fn(&V) -> F + Send + Sync + 'static,
         joiner: impl Fn(V, Option<VO>) -> VR + Send + Sync + 'static,
         materialized: Materialized<K, VR>,
     ) -> KTable<K, VR>
@@ -80,16 +110,36 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         KO: Clone + 'static,
         VO: Clone + 'static,
         VR: Clone + 'static,
+        F: Into<Option<KO>>,
+    {
+        self.left_join_foreign_with_key(other, move |_, v| extractor(v), joiner, materialized)
+    }
+
+    /// As [`left_join_foreign`](Self::left_join_foreign), with an extractor that reads the
+    /// row's key as well as its value (KIP-1104).
+    pub fn left_join_foreign_with_key<KO, VO, VR, F>(
+        &self,
+        other: &KTable<KO, VO>,
+        extractor: impl Fn(&K, &V) -> F + Send + Sync + 'static,
+        joiner: impl Fn(V, Option<VO>) -> VR + Send + Sync + 'static,
+        materialized: Materialized<K, VR>,
+    ) -> KTable<K, VR>
+    where
+        KO: Clone + 'static,
+        VO: Clone + 'static,
+        VR: Clone + 'static,
+        F: Into<Option<KO>>,
     {
         let j: FkJoinFn<V, VO, VR> = Arc::new(move |v, o| Some(joiner(v, o)));
-        self.fk_join("fk_left_join", other, Arc::new(extractor), j, materialized, true)
+        let e: FkFn<K, V, KO> = Arc::new(move |k, v| extractor(k, v).into());
+        self.fk_join("fk_left_join", other, e, j, materialized, true)
     }
 
     fn fk_join<KO, VO, VR>(
         &self,
         op: &str,
         other: &KTable<KO, VO>,
-        extractor: FkFn<V, KO>,
+        extractor: FkFn<K, V, KO>,
         joiner: FkJoinFn<V, VO, VR>,
         materialized: Materialized<K, VR>,
         left_join: bool,
@@ -162,14 +212,16 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         // A response goes back to the partition of the left row that subscribed.
         let partitioner =
             |_: &str, _: &K, r: &Response<VO>, n: i32| (0..n).contains(&r.partition).then_some(r.partition);
+        // A subscription of a null foreign key is written with a null key.
+        let reg_keys = dyn_serde(NullableSerde(fks.clone()));
         shared.with(|t| {
             t.internal_topic(&reg_topic).internal_topic(&resp_topic);
             t.add_sink_with(
                 &reg_sink,
-                SinkConfig::topic(&reg_topic, fks.clone(), sub_wire.clone()),
+                SinkConfig::topic(&reg_topic, reg_keys.clone(), sub_wire.clone()),
                 [&send],
             )
-            .add_source(&reg_source, [&reg_topic], fks.clone(), sub_wire.clone());
+            .add_source(&reg_source, [&reg_topic], reg_keys, sub_wire.clone());
         });
         let (store_a, right_a, fks_a, ks_a) =
             (sub_store.clone(), right_store.clone(), fks.clone(), ks.clone());

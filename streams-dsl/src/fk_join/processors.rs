@@ -23,26 +23,28 @@ use crate::dyn_serde::DynSerde;
 use crate::fk_join::wire::{
     Instruction, Response, Subscription, SubscriptionSerde, hash128, subscription_key, subscription_prefix,
 };
+use crate::nulls::drop_record;
 use crate::processors::{DslStore, stamp};
 
 /// The subscription store: `[fk length][fk][pk]` to the stored subscription.
 pub(crate) type SubscriptionStore<K> = KvStore<BytesSerde, SubscriptionSerde<K>>;
 
-/// Extracts a left row's foreign key.
-pub(crate) type FkFn<V, KO> = Arc<dyn Fn(&V) -> KO + Send + Sync>;
+/// Extracts a left row's foreign key from its key and value; `None` is a null foreign key.
+pub(crate) type FkFn<K, V, KO> = Arc<dyn Fn(&K, &V) -> Option<KO> + Send + Sync>;
 
 /// Joins a left value with the right value, if any; `None` is no joined row.
 pub(crate) type FkJoinFn<V, VO, VR> = Arc<dyn Fn(V, Option<VO>) -> Option<VR> + Send + Sync>;
 
-/// Left side: turns each update of a left row into subscriptions of its foreign keys.
-pub(crate) struct SubscriptionSend<V: 'static, KO: 'static> {
-    pub extractor: FkFn<V, KO>,
+/// Left side: turns each update of a left row into subscriptions of its foreign keys. A
+/// subscription's key is the foreign key, `None` for a null one (written as a null key).
+pub(crate) struct SubscriptionSend<K: 'static, V: 'static, KO: 'static> {
+    pub extractor: FkFn<K, V, KO>,
     pub fk_serde: DynSerde<KO>,
     pub value_serde: DynSerde<V>,
     pub left_join: bool,
 }
 
-impl<K, I, V, KO> Processor<K, I, KO, Subscription<K>> for SubscriptionSend<V, KO>
+impl<K, I, V, KO> Processor<K, I, Option<KO>, Subscription<K>> for SubscriptionSend<K, V, KO>
 where
     K: Clone + 'static,
     I: TableIn<V>,
@@ -51,24 +53,32 @@ where
 {
     fn process(
         &mut self,
-        ctx: &mut ProcessorContext<'_, KO, Subscription<K>>,
+        ctx: &mut ProcessorContext<'_, Option<KO>, Subscription<K>>,
         r: Record<K, I>,
     ) -> ProcessResult {
         let change = r.value.into_change();
+        let (old_row, new_row) = (change.old.is_some(), change.new.is_some());
+        if !old_row && !new_row {
+            return Ok(());
+        }
         let hash = match &change.new {
             Some(v) => Some(hash128(&self.value_serde.serialize(v)?)),
             None => None,
         };
         let partition = ctx.record_metadata().map_or(-1, |m| m.partition);
-        let old_fk = change.old.as_ref().map(|v| (self.extractor)(v));
-        let new_fk = change.new.as_ref().map(|v| (self.extractor)(v));
+        let old_fk = change.old.as_ref().and_then(|v| (self.extractor)(&r.key, v));
+        let new_fk = change.new.as_ref().and_then(|v| (self.extractor)(&r.key, v));
         let moved = match (&old_fk, &new_fk) {
             (Some(o), Some(n)) => self.fk_serde.serialize(o)? != self.fk_serde.serialize(n)?,
             _ => false,
         };
-        // `null_fk`: the subscription goes out with a null foreign key (the key given only
-        // stands in for it), which the right side answers at once, with no row.
-        let mut send_to = |fk: KO, instruction: Instruction, null_fk: bool| {
+        // A row with a null foreign key joins no right row: an inner join drops it (its
+        // previous result, if any, deleted), a left join answers it with no right row.
+        if !self.left_join && old_fk.is_none() && new_fk.is_none() {
+            drop_record(ctx, "its foreign key is null");
+            return Ok(());
+        }
+        let mut send = |fk: Option<KO>, instruction: Instruction| {
             ctx.forward(Record {
                 key: fk,
                 value: Subscription {
@@ -79,34 +89,33 @@ where
                 },
                 timestamp: r.timestamp,
                 headers: r.headers.clone(),
-                nulls: Nulls {
-                    key: null_fk,
-                    value: false,
-                },
+                nulls: Nulls::NONE,
             })
         };
-        let mut send = |fk: KO, instruction: Instruction| send_to(fk, instruction, false);
         use Instruction::*;
         match (old_fk, new_fk) {
-            (None, None) => Ok(()),
-            // A deleted row of a left join: unsubscribed from its old foreign key, and
-            // answered through a subscription of the null foreign key (Kafka Streams'
-            // way): a tombstone at the row's time.
-            (Some(old), None) if self.left_join => {
-                send(old.clone(), DeleteNoPropagate)?;
-                send_to(old, PropagateNullIfAbsent, true)
-            }
-            // A deleted row: its old foreign key answers with no right value, which the
-            // left side turns into a tombstone.
-            (Some(old), None) => send(old, DeleteAndPropagate),
-            (None, Some(new)) if self.left_join => send(new, PropagateNullIfAbsent),
-            (None, Some(new)) => send(new, PropagateOnlyIfPresent),
+            // Moved to another foreign key: unsubscribed from the old one.
             (Some(old), Some(new)) if moved => {
-                send(old, DeleteNoPropagate)?;
-                send(new, PropagateNullIfAbsent)
+                send(Some(old), DeleteNoPropagate)?;
+                send(Some(new), PropagateNullIfAbsent)
             }
-            (Some(_), Some(new)) if self.left_join => send(new, PropagateNullIfAbsent),
-            (Some(_), Some(new)) => send(new, PropagateOnlyIfPresent),
+            (_, Some(new)) if self.left_join => send(Some(new), PropagateNullIfAbsent),
+            (_, Some(new)) => send(Some(new), PropagateOnlyIfPresent),
+            // A left join's deleted row, or one with a null foreign key: unsubscribed from
+            // its old foreign key, and answered through a subscription of the null foreign
+            // key (Kafka Streams' way), with no right row: a tombstone at the row's time
+            // for a deleted row, `joiner(value, None)` otherwise.
+            (Some(old), None) if self.left_join => {
+                send(Some(old), DeleteNoPropagate)?;
+                send(None, PropagateNullIfAbsent)
+            }
+            (None, None) if self.left_join => send(None, PropagateNullIfAbsent),
+            // An inner join's deleted row, or one whose foreign key became null: its old
+            // foreign key answers with no right value, which the left side turns into a
+            // tombstone.
+            (Some(old), None) => send(Some(old), DeleteAndPropagate),
+            // Dropped above.
+            (None, None) => Ok(()),
         }
     }
 }
@@ -120,7 +129,7 @@ pub(crate) struct SubscriptionJoin<K: 'static, KO: 'static, VO: 'static> {
     pub pk_serde: DynSerde<K>,
 }
 
-impl<K, KO, VO> Processor<KO, Subscription<K>, K, Response<VO>> for SubscriptionJoin<K, KO, VO>
+impl<K, KO, VO> Processor<Option<KO>, Subscription<K>, K, Response<VO>> for SubscriptionJoin<K, KO, VO>
 where
     K: Clone + 'static,
     KO: Clone + 'static,
@@ -129,17 +138,13 @@ where
     fn process(
         &mut self,
         ctx: &mut ProcessorContext<'_, K, Response<VO>>,
-        r: Record<KO, Subscription<K>>,
+        r: Record<Option<KO>, Subscription<K>>,
     ) -> ProcessResult {
         let sub = r.value;
-        // A null foreign key (a deleted row of a left join) has no subscription to keep
-        // and no row: its instruction alone answers it.
-        let null_fk = r.nulls.key;
-        if !null_fk {
-            let key = subscription_key(
-                &self.fk_serde.serialize(&r.key)?,
-                &self.pk_serde.serialize(&sub.pk)?,
-            )?;
+        // A null foreign key (a left join's row deleted or without a foreign key) has no
+        // subscription to keep and no row: its instruction alone answers it.
+        if let Some(fk) = &r.key {
+            let key = subscription_key(&self.fk_serde.serialize(fk)?, &self.pk_serde.serialize(&sub.pk)?)?;
             if sub.instruction.deletes() {
                 self.subscriptions.delete(&key)?;
             } else {
@@ -151,7 +156,10 @@ where
         }
         // The result's time is the later of the subscription's and the right row's, for a
         // delete too (Kafka Streams reads the row whatever the instruction).
-        let row = if null_fk { None } else { self.right.get(&r.key)? };
+        let row = match &r.key {
+            Some(fk) => self.right.get(fk)?,
+            None => None,
+        };
         let timestamp = row.as_ref().map_or(r.timestamp, |v| v.timestamp.max(r.timestamp));
         let right = match sub.instruction {
             Instruction::DeleteAndPropagate | Instruction::DeleteNoPropagate => None,

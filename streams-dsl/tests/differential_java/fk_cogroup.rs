@@ -15,6 +15,17 @@ fn fk(v: &str) -> String {
     v.split(':').next().unwrap_or_default().to_owned()
 }
 
+/// The foreign key of row `k` valued `"<fk>:<text>"`, read with the row's key: `*` stands
+/// for the row's own key, an empty `<fk>` is a null foreign key.
+#[allow(clippy::ptr_arg)] // the extractor's signature: `Fn(&K, &V)`
+fn foreign_key(k: &String, v: &String) -> Option<String> {
+    match fk(v) {
+        f if f.is_empty() => None,
+        f if f == "*" => Some(k.clone()),
+        f => Some(f),
+    }
+}
+
 fn joined_store() -> Materialized<String, String> {
     Materialized::as_("joined").with_value_serde(StringSerde)
 }
@@ -41,6 +52,36 @@ fn fk_left_join() {
             .left_join_foreign(
                 &table(b, "right"),
                 |v: &String| fk(v),
+                |l, r| format!("{l}/{}", or_null(r)),
+                joined_store(),
+            )
+            .to_stream()
+            .to("joined", nullable_strings());
+    });
+}
+
+#[test]
+fn fk_join_null_key() {
+    check("fk-join-null-key", &[], &[("joined", Str)], |b| {
+        table(b, "left")
+            .join_foreign_with_key(
+                &table(b, "right"),
+                foreign_key,
+                |l, r| format!("{l}/{r}"),
+                joined_store(),
+            )
+            .to_stream()
+            .to("joined", nullable_strings());
+    });
+}
+
+#[test]
+fn fk_left_join_null_key() {
+    check("fk-left-join-null-key", &[], &[("joined", Str)], |b| {
+        table(b, "left")
+            .left_join_foreign_with_key(
+                &table(b, "right"),
+                foreign_key,
                 |l, r| format!("{l}/{}", or_null(r)),
                 joined_store(),
             )

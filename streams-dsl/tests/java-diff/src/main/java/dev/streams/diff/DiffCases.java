@@ -133,6 +133,19 @@ public final class DiffCases {
         return s == null ? "" : s;
     }
 
+    /**
+     * The foreign key of row {@code k} valued {@code "<fk>:<text>"}, read with the row's key
+     * (KIP-1104): {@code "*"} stands for the row's own key, an empty {@code <fk>} is a null
+     * foreign key.
+     */
+    private static String foreignKey(final String k, final String v) {
+        final String fk = nz(v).split(":", -1)[0];
+        if (fk.isEmpty()) {
+            return null;
+        }
+        return fk.equals("*") ? k : fk;
+    }
+
     private static String windowed(final Windowed<String> k) {
         return k.key() + "@" + k.window().start() + "/" + k.window().end();
     }
@@ -375,6 +388,10 @@ public final class DiffCases {
         add("fk-join", b -> table(b, "left").join(table(b, "right"), (String v) -> nz(v).split(":")[0],
             (l, r) -> l + "/" + r).toStream().to("joined", Produced.with(S, S)), str("joined"));
         add("fk-left-join", b -> table(b, "left").leftJoin(table(b, "right"), (String v) -> nz(v).split(":")[0],
+            (l, r) -> l + "/" + r).toStream().to("joined", Produced.with(S, S)), str("joined"));
+        add("fk-join-null-key", b -> table(b, "left").join(table(b, "right"), DiffCases::foreignKey,
+            (l, r) -> l + "/" + r).toStream().to("joined", Produced.with(S, S)), str("joined"));
+        add("fk-left-join-null-key", b -> table(b, "left").leftJoin(table(b, "right"), DiffCases::foreignKey,
             (l, r) -> l + "/" + r).toStream().to("joined", Produced.with(S, S)), str("joined"));
 
         // ---- cogroup: two inputs, the second re-keyed by its value's prefix ----

@@ -26,6 +26,7 @@ import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.StreamJoined;
+import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.state.KeyValueStore;
@@ -50,7 +51,10 @@ import org.apache.kafka.streams.state.WindowStore;
  * {@code table-join} (INPUT and INPUT-right read as tables in the stores {@code left} and
  * {@code right}, joined, {@code left+right} String values to OUTPUT) or {@code stream-join}
  * (INPUT and INPUT-right joined as streams within 10 s, an hour of grace, in the stores
- * {@code sj-this-join-store} and {@code sj-other-join-store}). COMMITTED counts the
+ * {@code sj-this-join-store} and {@code sj-other-join-store}) or {@code fk-join} (INPUT and
+ * INPUT-right read as tables, INPUT's value {@code g<n>} joined with the row {@code k<n>} of
+ * INPUT-right by a foreign-key join named {@code fk}, whose result store is {@code fk},
+ * {@code left+right} String values to OUTPUT). COMMITTED counts the
  * committed inputs of every input topic. Prints {@code committed N} when done.
  */
 public final class HandOver {
@@ -119,6 +123,22 @@ public final class HandOver {
                         .toStream()
                         .to(output, Produced.with(Serdes.String(), Serdes.String()));
             }
+            case "fk-join" -> {
+                KTable<String, String> left = b.table(input, Consumed.with(Serdes.String(), Serdes.String()),
+                        Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("left")
+                                .withKeySerde(Serdes.String())
+                                .withValueSerde(Serdes.String()));
+                KTable<String, String> right = b.table(input + "-right", Consumed.with(Serdes.String(), Serdes.String()),
+                        Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("right")
+                                .withKeySerde(Serdes.String())
+                                .withValueSerde(Serdes.String()));
+                left.join(right, (String v) -> "k" + v.substring(1), (l, r) -> l + "+" + r, TableJoined.as("fk"),
+                                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("fk")
+                                        .withKeySerde(Serdes.String())
+                                        .withValueSerde(Serdes.String()))
+                        .toStream()
+                        .to(output, Produced.with(Serdes.String(), Serdes.String()));
+            }
             case "stream-join" -> {
                 KStream<String, String> left = b.stream(input, Consumed.with(Serdes.String(), Serdes.String()));
                 KStream<String, String> right = b.stream(input + "-right", Consumed.with(Serdes.String(), Serdes.String()));
@@ -158,13 +178,17 @@ public final class HandOver {
                 Map<TopicPartition, OffsetAndMetadata> offsets =
                         admin.listConsumerGroupOffsets(appId).partitionsToOffsetAndMetadata().get();
                 // The inputs' offsets say nothing of the records still in a repartition
-                // topic: the application stops only once those are consumed too.
+                // topic (or a foreign-key join's subscription and response topics): the
+                // application stops only once those are consumed too.
                 Map<TopicPartition, OffsetSpec> repartitions = new HashMap<>();
                 for (Map.Entry<TopicPartition, OffsetAndMetadata> e : offsets.entrySet()) {
                     if (e.getKey().topic().startsWith(input) && e.getValue() != null) {
                         done += e.getValue().offset();
                     }
-                    if (e.getKey().topic().startsWith(appId) && e.getKey().topic().endsWith("-repartition")) {
+                    String topic = e.getKey().topic();
+                    if (topic.startsWith(appId) && (topic.endsWith("-repartition")
+                            || topic.endsWith("-subscription-registration-topic")
+                            || topic.endsWith("-subscription-response-topic"))) {
                         repartitions.put(e.getKey(), OffsetSpec.latest());
                     }
                 }
