@@ -161,6 +161,18 @@ impl Run {
                 .group_by_key(Grouped::new())
         };
         let counts = Materialized::as_(self.topo.store());
+        // The input and `<input>-right` as String tables in the stores `left` and `right`.
+        let tables = || {
+            let table = |topic: &str, store: &str| {
+                b.table(
+                    topic,
+                    Materialized::as_(store)
+                        .with_key_serde(StringSerde)
+                        .with_value_serde(StringSerde),
+                )
+            };
+            (table(&self.input, "left"), table(&self.right(), "right"))
+        };
         match self.topo {
             Topo::Count => grouped()
                 .count(counts)
@@ -200,18 +212,8 @@ impl Run {
                 .to_stream()
                 .to(&self.output, Produced::with(StringSerde, NullableSerde(U64Serde))),
             Topo::TableJoin => {
-                let table = |topic: &str, store: &str| {
-                    b.table(
-                        topic,
-                        Materialized::as_(store)
-                            .with_key_serde(StringSerde)
-                            .with_value_serde(StringSerde),
-                    )
-                };
-                table(&self.input, "left")
-                    .join(&table(&self.right(), "right"), |_, l: String, r: String| {
-                        format!("{l}+{r}")
-                    })
+                let (left, right) = tables();
+                left.join(&right, |_, l: String, r: String| format!("{l}+{r}"))
                     .to_stream()
                     .to(
                         &self.output,
@@ -219,26 +221,18 @@ impl Run {
                     );
             }
             Topo::FkJoin => {
-                let table = |topic: &str, store: &str| {
-                    b.table(
-                        topic,
-                        Materialized::as_(store)
-                            .with_key_serde(StringSerde)
-                            .with_value_serde(StringSerde),
-                    )
-                };
-                table(&self.input, "left")
-                    .join_foreign(
-                        &table(&self.right(), "right"),
-                        |v: &String| format!("k{}", &v[1..]),
-                        |l, r| format!("{l}+{r}"),
-                        Materialized::as_("fk").with_value_serde(StringSerde),
-                    )
-                    .to_stream()
-                    .to(
-                        &self.output,
-                        Produced::with(StringSerde, NullableSerde(StringSerde)),
-                    );
+                let (left, right) = tables();
+                left.join_foreign(
+                    &right,
+                    |v: &String| format!("k{}", &v[1..]),
+                    |l, r| format!("{l}+{r}"),
+                    Materialized::as_("fk").with_value_serde(StringSerde),
+                )
+                .to_stream()
+                .to(
+                    &self.output,
+                    Produced::with(StringSerde, NullableSerde(StringSerde)),
+                );
             }
             Topo::StreamJoin => {
                 let stream = |topic: &str| b.stream([topic], Consumed::with(StringSerde, StringSerde));

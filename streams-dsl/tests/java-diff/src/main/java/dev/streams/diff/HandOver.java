@@ -60,6 +60,14 @@ import org.apache.kafka.streams.state.WindowStore;
 public final class HandOver {
     private HandOver() {}
 
+    /** TOPIC as a table of Strings in the store STORE. */
+    private static KTable<String, String> table(StreamsBuilder b, String topic, String store) {
+        return b.table(topic, Consumed.with(Serdes.String(), Serdes.String()),
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(store)
+                        .withKeySerde(Serdes.String())
+                        .withValueSerde(Serdes.String()));
+    }
+
     public static void main(String[] args) throws Exception {
         if (args.length != 7 && args.length != 8) {
             throw new IllegalArgumentException(
@@ -111,27 +119,15 @@ public final class HandOver {
                     .toStream()
                     .to(output, Produced.with(Serdes.String(), Serdes.Long()));
             case "table-join" -> {
-                KTable<String, String> left = b.table(input, Consumed.with(Serdes.String(), Serdes.String()),
-                        Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("left")
-                                .withKeySerde(Serdes.String())
-                                .withValueSerde(Serdes.String()));
-                KTable<String, String> right = b.table(input + "-right", Consumed.with(Serdes.String(), Serdes.String()),
-                        Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("right")
-                                .withKeySerde(Serdes.String())
-                                .withValueSerde(Serdes.String()));
+                KTable<String, String> left = table(b, input, "left");
+                KTable<String, String> right = table(b, input + "-right", "right");
                 left.join(right, (l, r) -> l + "+" + r)
                         .toStream()
                         .to(output, Produced.with(Serdes.String(), Serdes.String()));
             }
             case "fk-join" -> {
-                KTable<String, String> left = b.table(input, Consumed.with(Serdes.String(), Serdes.String()),
-                        Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("left")
-                                .withKeySerde(Serdes.String())
-                                .withValueSerde(Serdes.String()));
-                KTable<String, String> right = b.table(input + "-right", Consumed.with(Serdes.String(), Serdes.String()),
-                        Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("right")
-                                .withKeySerde(Serdes.String())
-                                .withValueSerde(Serdes.String()));
+                KTable<String, String> left = table(b, input, "left");
+                KTable<String, String> right = table(b, input + "-right", "right");
                 left.join(right, (String v) -> "k" + v.substring(1), (l, r) -> l + "+" + r, TableJoined.as("fk"),
                                 Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("fk")
                                         .withKeySerde(Serdes.String())
