@@ -2,8 +2,7 @@
 //! sessions merged by a bridging record (with a deletion for each merged session), late
 //! records dropped exactly at `end + gap + grace`, `count`/`reduce`/`aggregate`, final
 //! results on window close, `suppress`, naming, and a property test against a brute-force
-//! model of the sessions. The stores are without caching, so every update is forwarded (a
-//! cached store forwards at commits: `dsl_cache_forwarding.rs`).
+//! model of the sessions. Stores are uncached (cached ones: `dsl_cache_forwarding.rs`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -91,13 +90,18 @@ fn u(k: &str, start: i64, end: i64, v: Option<u64>) -> Update<u64> {
     (k.to_owned(), start, end, v, end)
 }
 
+/// A store without caching: every update is forwarded.
+fn uncached<V: 'static>(name: &str) -> Materialized<String, V> {
+    Materialized::as_(name).without_caching()
+}
+
 /// Counts per session of `gap` and `grace` (ms) to topic `out`.
 fn count_driver(gap: u64, grace: u64, emit: EmitStrategy) -> TopologyTestDriver {
     let b = StreamsBuilder::new();
     grouped(&b)
         .windowed_by_session(SessionWindows::of_inactivity_gap_with_grace(ms(gap), ms(grace)))
         .emit_strategy(emit)
-        .count(Materialized::as_("sessions").without_caching())
+        .count(uncached("sessions"))
         .to_stream()
         .to("out", produced(U64Serde));
     driver_of(&b)
@@ -242,10 +246,7 @@ fn reduce_and_aggregate_merge_in_store_order() {
     let sessions =
         grouped(&b).windowed_by_session(SessionWindows::of_inactivity_gap_with_grace(ms(10), ms(100)));
     sessions
-        .reduce(
-            |a, v| format!("{a}+{v}"),
-            Materialized::as_("reduced").without_caching(),
-        )
+        .reduce(|a, v| format!("{a}+{v}"), uncached("reduced"))
         .to_stream()
         .to("reduced", produced(StringSerde));
     sessions
@@ -253,9 +254,7 @@ fn reduce_and_aggregate_merge_in_store_order() {
             || "i".to_owned(),
             |_, v, agg| format!("{agg}.{v}"),
             |k, agg, other| format!("({agg}|{k}:{other})"),
-            Materialized::as_("aggregated")
-                .with_value_serde(StringSerde)
-                .without_caching(),
+            uncached("aggregated").with_value_serde(StringSerde),
         )
         .to_stream()
         .to("aggregated", produced(StringSerde));
@@ -521,7 +520,7 @@ fn run(records: &[(String, i64, u64)], gap: i64, grace: i64) -> BTreeMap<Windowe
     ));
     let out = produced(U64Serde);
     sessions
-        .count(Materialized::as_("count").in_memory().without_caching())
+        .count(uncached("count").in_memory())
         .to_stream()
         .to("count", out.clone());
     sessions
@@ -529,10 +528,7 @@ fn run(records: &[(String, i64, u64)], gap: i64, grace: i64) -> BTreeMap<Windowe
             || 0u64,
             |_, v: String, sum| sum + v.parse::<u64>().unwrap_or(0),
             |_, a, b| a + b,
-            Materialized::as_("sum")
-                .with_value_serde(U64Serde)
-                .in_memory()
-                .without_caching(),
+            uncached("sum").with_value_serde(U64Serde).in_memory(),
         )
         .to_stream()
         .to("sum", out);
