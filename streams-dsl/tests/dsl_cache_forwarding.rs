@@ -224,3 +224,42 @@ fn an_uncached_session_count_forwards_every_merge() {
         ]
     );
 }
+
+/// Two cached windowed counts (10 ms windows, no grace: a window expires 10 ms behind a
+/// store's time) joined, as Nexmark's q8 joins them.
+#[test]
+fn a_join_of_cached_windowed_tables_finds_the_window_the_other_cache_still_holds() {
+    let b = StreamsBuilder::new();
+    let counts = |topic: &str| {
+        b.stream([topic], Consumed::with(StringSerde, StringSerde))
+            .group_by_key(Grouped::with(StringSerde, StringSerde))
+            .windowed_by(TimeWindows::of_size_no_grace(Duration::from_millis(10)))
+            .count(Materialized::as_(format!("{topic}-counts")))
+    };
+    let (a, c) = (counts("a"), counts("c"));
+    a.join(&c, |_, x, y| format!("{x}/{y}"))
+        .to_stream()
+        .map(|w, v| (format!("{}@{}", w.key, w.start), v))
+        .to("out", Produced::with(StringSerde, NullableSerde(StringSerde)));
+    let driver = driver(b.build().unwrap(), 10 << 20);
+    let (input_a, input_c) = (
+        driver.input_topic("a", StringSerde, StringSerde),
+        driver.input_topic("c", StringSerde, StringSerde),
+    );
+    // Key k in window 0 on both sides, then each side moves on to window 100 with
+    // another key; one commit writes all of it down.
+    input_a.pipe_at("k".into(), "v".into(), 1).unwrap();
+    input_c.pipe_at("k".into(), "v".into(), 2).unwrap();
+    input_a.pipe_at("x".into(), "v".into(), 100).unwrap();
+    input_c.pipe_at("y".into(), "v".into(), 100).unwrap();
+    driver.commit().unwrap();
+    let out = driver.output_topic("out", StringSerde, NullableSerde(StringSerde));
+    let joined = out.read_key_values().unwrap();
+    // Kafka Streams finds k@0 in the other side's cache: the stores' time moves only with
+    // what the cache writes down. Were it moved by every write, both lookups of k@0 would
+    // find it expired.
+    assert!(
+        joined.contains(&("k@0".to_owned(), Some("1/1".to_owned()))),
+        "{joined:?}"
+    );
+}

@@ -14,7 +14,11 @@
 //! - [`RetentionFront`] (outermost) advances the stream time on every write, drops writes
 //!   of entries already invisible, hides invisible entries from every read (`get`, every
 //!   iterator), numbers the puts of a store that retains duplicates, and advances the
-//!   stream time from the keys of restored records.
+//!   stream time from the keys of restored records. Under a cache, the writes advance the
+//!   time only when the cache writes them down, in [`SegmentDropper`], as a Kafka Streams
+//!   segmented store's time moves only with the writes that reach it: a window still in
+//!   the cache stays visible to reads (a windowed table's lookup, from a join) until newer
+//!   windows are written down.
 //! - [`SegmentDropper`] (right above the inner store, so drops are not logged) deletes every
 //!   segment below the oldest live one with one `delete_range` when the stream time moves
 //!   past it (checked on every write, flush, commit and restore batch), and ignores writes
@@ -83,7 +87,9 @@ pub(crate) fn build_segmented(
 ) -> Result<Box<dyn KeyValueStore>> {
     let inner = inner_store(name, persistent, &ctx)?;
     let time = StreamTime::new();
-    let mut store: Box<dyn KeyValueStore> = Box::new(SegmentDropper::new(inner, spec, time.clone()));
+    let cached = caching && ctx.thread_cache.max_bytes() > 0;
+    // Under a cache, the writes that reach the store move its time (see the module docs).
+    let mut store: Box<dyn KeyValueStore> = Box::new(SegmentDropper::new(inner, spec, time.clone(), cached));
     if let (true, Some(sink)) = (logged, ctx.changelog) {
         let keys = ChangelogKeys {
             sink,
@@ -91,10 +97,10 @@ pub(crate) fn build_segmented(
         };
         store = Box::new(ChangeLoggingKeyValueStore::new(store, Box::new(keys)));
     }
-    if caching && ctx.thread_cache.max_bytes() > 0 {
+    if cached {
         store = Box::new(CachingKeyValueStore::with_thread_cache(store, ctx.thread_cache));
     }
-    Ok(Box::new(RetentionFront::new(store, spec, time)?))
+    Ok(Box::new(RetentionFront::new(store, spec, time, !cached)?))
 }
 
 /// The largest retained time in `store`'s last segment, or `None` for an empty store.
@@ -116,11 +122,19 @@ pub(crate) struct RetentionFront {
     inner: Box<dyn KeyValueStore>,
     spec: SegmentedSpec,
     time: StreamTime,
+    /// Whether writes move the stream time here (no cache below); under a cache the
+    /// [`SegmentDropper`] moves it.
+    advances: bool,
     seq: u32,
 }
 
 impl RetentionFront {
-    fn new(inner: Box<dyn KeyValueStore>, spec: SegmentedSpec, time: StreamTime) -> Result<Self> {
+    fn new(
+        inner: Box<dyn KeyValueStore>,
+        spec: SegmentedSpec,
+        time: StreamTime,
+        advances: bool,
+    ) -> Result<Self> {
         if let Some(t) = recover_stream_time(inner.as_ref(), spec.schema)? {
             time.advance(t);
         }
@@ -128,18 +142,22 @@ impl RetentionFront {
             inner,
             spec,
             time,
+            advances,
             seq: 0,
         })
     }
 
-    /// Advances the stream time by `key`'s time; returns whether the entry is visible.
+    /// Advances the stream time by `key`'s time (unless a cache is below); returns whether
+    /// the entry is visible.
     fn observe(&self, key: &[u8]) -> Result<bool> {
         let t = self
             .spec
             .schema
             .time_of(key)
             .ok_or_else(|| self.spec.schema.malformed(self.inner.name(), key))?;
-        self.time.advance(t);
+        if self.advances {
+            self.time.advance(t);
+        }
         Ok(self.spec.segments.visible(self.time.get(), t))
     }
 
@@ -264,26 +282,40 @@ impl KeyValueStore for RetentionFront {
 /// [module docs](self).
 pub(crate) struct SegmentDropper {
     inner: Box<dyn KeyValueStore>,
-    segments: Segments,
+    spec: SegmentedSpec,
     time: StreamTime,
+    /// Whether writes move the stream time here (a cache above).
+    advances: bool,
     /// Every segment below this one was deleted.
     dropped_below: Option<i64>,
 }
 
 impl SegmentDropper {
-    fn new(inner: Box<dyn KeyValueStore>, spec: SegmentedSpec, time: StreamTime) -> Self {
+    fn new(inner: Box<dyn KeyValueStore>, spec: SegmentedSpec, time: StreamTime, advances: bool) -> Self {
         Self {
             inner,
-            segments: spec.segments,
+            spec,
             time,
+            advances,
             dropped_below: None,
         }
+    }
+
+    /// Before a write of `key`: moves the stream time by it (under a cache), then drops
+    /// what expired.
+    fn before_write(&mut self, key: &[u8]) -> Result<()> {
+        if self.advances
+            && let Some(t) = self.spec.schema.time_of(key)
+        {
+            self.time.advance(t);
+        }
+        self.drop_expired(false)
     }
 
     /// Deletes the segments below the oldest live one if the stream time moved past them
     /// since the last drop (or always, with `force`).
     fn drop_expired(&mut self, force: bool) -> Result<()> {
-        let Some(min_live) = self.segments.min_live_segment(self.time.get()) else {
+        let Some(min_live) = self.spec.segments.min_live_segment(self.time.get()) else {
             return Ok(());
         };
         if force || self.dropped_below.is_none_or(|d| min_live > d) {
@@ -329,7 +361,7 @@ impl KeyValueStore for SegmentDropper {
     }
 
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.drop_expired(false)?;
+        self.before_write(key)?;
         if self.in_dropped(key) {
             return Ok(());
         }
@@ -337,7 +369,7 @@ impl KeyValueStore for SegmentDropper {
     }
 
     fn delete(&mut self, key: &[u8]) -> Result<Option<Bytes>> {
-        self.drop_expired(false)?;
+        self.before_write(key)?;
         self.inner.delete(key)
     }
 
@@ -359,7 +391,7 @@ impl KeyValueStore for SegmentDropper {
 
     fn restore_batch(&mut self, batch: &[ChangelogRecord]) -> Result<()> {
         self.inner.restore_batch(batch)?;
-        let min_live = self.segments.min_live_segment(self.time.get());
+        let min_live = self.spec.segments.min_live_segment(self.time.get());
         let stale = batch
             .iter()
             .any(|r| matches!((segment_of(&r.key), min_live), (Some(s), Some(m)) if s < m));
@@ -411,8 +443,8 @@ mod tests {
 
     fn stack(inner: InMemoryKeyValueStore) -> RetentionFront {
         let time = StreamTime::new();
-        let dropper = SegmentDropper::new(Box::new(inner), spec(), time.clone());
-        RetentionFront::new(Box::new(dropper), spec(), time).unwrap()
+        let dropper = SegmentDropper::new(Box::new(inner), spec(), time.clone(), false);
+        RetentionFront::new(Box::new(dropper), spec(), time, true).unwrap()
     }
 
     #[test]
