@@ -13,7 +13,8 @@
 //! Every forwarded update is timestamped with its session's end and carries the record's
 //! headers. Over a cached store (the default) updates are forwarded when the cache writes
 //! them down instead (see [`crate::cache_forward`]): a session's updates between two
-//! flushes go out once, and a session created and merged away between them not at all. With old values on (the table is re-grouped downstream), a removed session's
+//! flushes go out once, and a session created and merged away between them not at all.
+//! With old values on (the table is re-grouped downstream), a removed session's
 //! deletion carries its aggregate as old value, and so does the merged session's update
 //! when it replaces a session with the same window (a record at `t` joining the session
 //! `[t, t]`), which Kafka Streams forwards without one; final results carry none.
