@@ -1,6 +1,7 @@
 //! Secrets never leak: an exactly-once application runs over SASL_SSL with a JAAS
 //! configuration, key and store passwords and a client secret configured, librdkafka
-//! logging at debug level; then configurations with secrets are refused in every way the
+//! logging at debug level, once with the consumer group protocols and once with the
+//! streams protocol (whose own client authenticates through rsasl); then configurations with secrets are refused in every way the
 //! framework refuses them. Every log line (a `tracing` subscriber writing to a buffer, with
 //! librdkafka's lines the runtime forwards), every `Debug` and `Display` of the
 //! configuration, every error, the topology's description and the `/metrics` page are
@@ -14,9 +15,9 @@ use std::net::TcpStream;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use streams_core::{KafkaStreams, State, StreamsConfig};
+use streams_core::{GroupProtocol, KafkaStreams, State, StreamsConfig};
 use streams_test_utils::kafka::acl;
-use streams_test_utils::kafka::secure::{self, STREAMS};
+use streams_test_utils::kafka::secure::{self, STREAMS, SecureKafka};
 use streams_test_utils::kafka::{self, ConsumeUntil, DEFAULT_TIMEOUT};
 
 mod common;
@@ -73,6 +74,60 @@ fn scrape(address: std::net::SocketAddr) -> String {
     page
 }
 
+/// Runs the count application of `props` until every one of `keys` keys is counted twice in
+/// `output`; what it shows of itself goes to `shown`.
+fn run_counting(
+    broker: &SecureKafka,
+    props: &[(&str, &str)],
+    input: &str,
+    output: &str,
+    keys: usize,
+    shown: &mut Vec<String>,
+) {
+    let config = StreamsConfig::from_properties(props.to_vec()).unwrap();
+    shown.push(format!("{config:?}"));
+    shown.push(format!("{config}"));
+    shown.push(format!("{:?}", config.to_builder()));
+    assert!(
+        format!("{config}").contains("sasl.password = ********"),
+        "{config}"
+    );
+    let topology = count_topology(input, output);
+    shown.push(topology.describe().to_string());
+    let mut app = KafkaStreams::new(topology, config).unwrap();
+    app.start().unwrap();
+    assert!(
+        app.wait_for_state(State::Running, Duration::from_secs(60)),
+        "state {:?}",
+        app.state()
+    );
+    if props.contains(&("group.protocol", "streams")) {
+        assert_eq!(app.group_protocol(), Some(GroupProtocol::Streams));
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let done = kafka::consume_all(
+            &broker.plaintext_bootstrap,
+            output,
+            ConsumeUntil::Idle(Duration::ZERO),
+            DEFAULT_TIMEOUT,
+            true,
+        )
+        .unwrap()
+        .iter()
+        .filter(|r| r.value.as_deref() == Some(&2u64.to_be_bytes()[..]))
+        .count();
+        if done == keys {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{done} of {keys} keys counted");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    shown.push(scrape(app.metrics_address().expect("metrics served")));
+    shown.push(app.metrics().encode());
+    assert!(app.close(Duration::from_secs(60)));
+}
+
 #[test]
 fn secrets_never_leak_into_logs_debug_errors_descriptions_or_metrics() {
     let Some(broker) =
@@ -97,78 +152,43 @@ fn secrets_never_leak_into_logs_debug_errors_descriptions_or_metrics() {
     // configuration, more secrets beside it, librdkafka's security and configuration
     // debugging on.
     const KEYS: usize = 20;
-    let app_id = kafka::unique_name("secrets");
     let input = kafka::unique_name("secrets-in");
-    let output = kafka::unique_name("secrets-out");
     kafka::create_topic(&broker.plaintext_bootstrap, &input, 2, &[]).unwrap();
-    kafka::create_topic(&broker.plaintext_bootstrap, &output, 2, &[]).unwrap();
     produce_words(&broker.plaintext_bootstrap, &input, KEYS, 2, "a");
-    let acls = acl::streams_application(&STREAMS.principal(), &app_id, &[&input], &[&output], true);
-    acl::create_acls(&broker.plaintext_bootstrap, &acls, DEFAULT_TIMEOUT).unwrap();
-    let state = tempfile::tempdir().unwrap();
     let jaas = format!(
         r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="{}" password="{}";"#,
         STREAMS.name, STREAMS.password
     );
     let ca = broker.ca_location.display().to_string();
-    let dir = state.path().display().to_string();
-    let props: Vec<(&str, &str)> = vec![
-        ("application.id", &app_id),
-        ("bootstrap.servers", &broker.bootstrap),
-        ("state.dir", &dir),
-        ("processing.guarantee", "exactly_once_v2"),
-        ("commit.interval.ms", "200"),
-        ("metrics.address", "127.0.0.1:0"),
-        ("security.protocol", "SASL_SSL"),
-        ("sasl.mechanism", "SCRAM-SHA-512"),
-        ("sasl.jaas.config", &jaas),
-        ("ssl.ca.location", &ca),
-        ("ssl.key.password", KEY_PASSWORD),
-        ("producer.ssl.keystore.password", KEYSTORE_PASSWORD),
-        ("ssl.truststore.password", TRUSTSTORE_PASSWORD),
-        ("sasl.oauthbearer.config", OAUTH_CONFIG),
-        ("debug", "security,conf,broker,generic"),
-    ];
-    let config = StreamsConfig::from_properties(props.clone()).unwrap();
-    shown.push(format!("{config:?}"));
-    shown.push(format!("{config}"));
-    shown.push(format!("{:?}", config.to_builder()));
-    assert!(
-        format!("{config}").contains("sasl.password = ********"),
-        "{config}"
-    );
-    let topology = count_topology(&input, &output);
-    shown.push(topology.describe().to_string());
-    let mut app = KafkaStreams::new(topology, config).unwrap();
-    app.start().unwrap();
-    assert!(
-        app.wait_for_state(State::Running, Duration::from_secs(60)),
-        "state {:?}",
-        app.state()
-    );
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let done = kafka::consume_all(
-            &broker.plaintext_bootstrap,
-            &output,
-            ConsumeUntil::Idle(Duration::ZERO),
-            DEFAULT_TIMEOUT,
-            true,
-        )
-        .unwrap()
-        .iter()
-        .filter(|r| r.value.as_deref() == Some(&2u64.to_be_bytes()[..]))
-        .count();
-        if done == KEYS {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{done} of {KEYS} keys counted");
-        std::thread::sleep(Duration::from_millis(200));
+    let mut output = String::new();
+    for group_protocol in [None, Some("streams")] {
+        let app_id = kafka::unique_name("secrets");
+        output = kafka::unique_name("secrets-out");
+        kafka::create_topic(&broker.plaintext_bootstrap, &output, 2, &[]).unwrap();
+        let acls = acl::streams_application(&STREAMS.principal(), &app_id, &[&input], &[&output], true);
+        acl::create_acls(&broker.plaintext_bootstrap, &acls, DEFAULT_TIMEOUT).unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let dir = state.path().display().to_string();
+        let mut props: Vec<(&str, &str)> = vec![
+            ("application.id", &app_id),
+            ("bootstrap.servers", &broker.bootstrap),
+            ("state.dir", &dir),
+            ("processing.guarantee", "exactly_once_v2"),
+            ("commit.interval.ms", "200"),
+            ("metrics.address", "127.0.0.1:0"),
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "SCRAM-SHA-512"),
+            ("sasl.jaas.config", &jaas),
+            ("ssl.ca.location", &ca),
+            ("ssl.key.password", KEY_PASSWORD),
+            ("producer.ssl.keystore.password", KEYSTORE_PASSWORD),
+            ("ssl.truststore.password", TRUSTSTORE_PASSWORD),
+            ("sasl.oauthbearer.config", OAUTH_CONFIG),
+            ("debug", "security,conf,broker,generic"),
+        ];
+        props.extend(group_protocol.map(|p| ("group.protocol", p)));
+        run_counting(&broker, &props, &input, &output, KEYS, &mut shown);
     }
-    shown.push(scrape(app.metrics_address().expect("metrics served")));
-    shown.push(app.metrics().encode());
-    assert!(app.close(Duration::from_secs(60)));
-
     // Refusals: configurations that quote secrets in the wrong places.
     let base = |extra: &[(&'static str, &'static str)]| -> Vec<(&'static str, &'static str)> {
         let mut p = vec![
@@ -270,6 +290,10 @@ fn secrets_never_leak_into_logs_debug_errors_descriptions_or_metrics() {
     let log = captured.text();
     assert!(log.contains("librdkafka"), "librdkafka's lines are captured");
     assert!(log.contains("SASL"), "librdkafka's security lines are captured");
+    assert!(
+        log.contains("streams_group::sasl") && log.contains("authenticated"),
+        "the streams-group client's authentication lines are captured"
+    );
     let text = format!("{log}\n{}", shown.join("\n"));
     let mut leaked = Vec::new();
     for secret in [

@@ -71,6 +71,9 @@ pub struct KafkaStreams {
     /// Under `group.protocol=streams`: the topology the threads' members describe to the
     /// group coordinator (built at start, with the internal topics' partition counts).
     group_topology: Option<Arc<streams_group::GroupTopology>>,
+    /// Under `group.protocol=streams`: how its client connects (TLS, SASL), from the main
+    /// consumer's properties.
+    group_security: streams_group::Security,
     /// Interactive queries: the stream threads' inboxes, which instance hosts what.
     queries: query::Queries,
     /// Announces this instance to the others, with `application.server` set.
@@ -172,6 +175,7 @@ impl KafkaStreams {
             process_id,
             group_protocol: None,
             group_topology: None,
+            group_security: Default::default(),
             _secrets: secrets,
         })
     }
@@ -231,6 +235,7 @@ impl KafkaStreams {
             on_mock: self.embedded.is_some(),
             group_protocol: self.group_protocol.unwrap_or(GroupProtocol::Classic),
             group_topology: self.group_topology.clone(),
+            group_security: self.group_security.clone(),
             rocksdb: self.rocksdb.clone(),
             hosting: self.queries.directory.hosting().clone(),
             purger: self.purger.clone(),
@@ -314,7 +319,8 @@ impl KafkaStreams {
             });
         }
         if self.group_protocol == Some(GroupProtocol::Streams) {
-            streams_group::supported(&self.config.main_consumer_properties())?;
+            self.group_security =
+                streams_group::Security::from_props(&self.config.main_consumer_properties())?;
             self.group_topology = Some(Arc::new(streams_group::GroupTopology::of(
                 &self.topology,
                 &app_id,

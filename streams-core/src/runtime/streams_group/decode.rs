@@ -81,6 +81,24 @@ pub(crate) fn get_i32(buf: &mut &[u8]) -> Result<i32, DecodeError> {
     Ok(buf.get_i32())
 }
 
+pub(crate) fn get_i64(buf: &mut &[u8]) -> Result<i64, DecodeError> {
+    need(buf, 8)?;
+    Ok(buf.get_i64())
+}
+
+/// Non-nullable bytes (a compact length when `flexible`, else an `i32` length).
+pub(crate) fn get_bytes(buf: &mut &[u8], flexible: bool) -> Result<Vec<u8>, DecodeError> {
+    let len = if flexible {
+        get_len(buf)?
+    } else {
+        classic_len(get_i32(buf)?)?
+    };
+    let n = fits(buf, len.ok_or(DecodeError::Null("in non-nullable bytes"))?)?;
+    let out = buf[..n].to_vec();
+    buf.advance(n);
+    Ok(out)
+}
+
 /// An unsigned varint of at most 5 bytes and 32 bits.
 pub(crate) fn get_uvarint(buf: &mut &[u8]) -> Result<u32, DecodeError> {
     let mut v: u32 = 0;

@@ -22,7 +22,7 @@ fn fresh(test: &str) -> Option<(String, String, String)> {
 }
 
 /// A fresh group and its source topic of `partitions` partitions.
-fn fresh_with(test: &str, partitions: i32) -> Option<(String, String, String)> {
+pub(super) fn fresh_with(test: &str, partitions: i32) -> Option<(String, String, String)> {
     let bootstrap = kafka::require_kafka(test)?;
     let group = kafka::unique_name(test);
     let topic = format!("{group}-in");
@@ -33,7 +33,7 @@ fn fresh_with(test: &str, partitions: i32) -> Option<(String, String, String)> {
 }
 
 /// One stateful sub-topology (id 0) reading `topic`, with one changelog.
-fn topology(group: &str, topic: &str) -> GroupTopology {
+pub(super) fn topology(group: &str, topic: &str) -> GroupTopology {
     GroupTopology {
         epoch: 0,
         subtopologies: vec![GroupSubtopology {
@@ -49,7 +49,13 @@ fn topology(group: &str, topic: &str) -> GroupTopology {
     }
 }
 
-fn settings(bootstrap: &str, group: &str, topic: &str, process: &str, standbys: usize) -> MemberSettings {
+pub(super) fn settings(
+    bootstrap: &str,
+    group: &str,
+    topic: &str,
+    process: &str,
+    standbys: usize,
+) -> MemberSettings {
     MemberSettings {
         bootstrap: bootstrap.to_owned(),
         known: Default::default(),
@@ -69,7 +75,7 @@ fn settings(bootstrap: &str, group: &str, topic: &str, process: &str, standbys: 
     }
 }
 
-fn tasks(partitions: impl IntoIterator<Item = i32>) -> BTreeSet<TaskId> {
+pub(super) fn tasks(partitions: impl IntoIterator<Item = i32>) -> BTreeSet<TaskId> {
     partitions
         .into_iter()
         .map(|partition| TaskId {
@@ -80,18 +86,18 @@ fn tasks(partitions: impl IntoIterator<Item = i32>) -> BTreeSet<TaskId> {
 }
 
 /// A member played by the test: the last assignment taken, owned at once.
-struct Player {
-    member: StreamsMember,
-    owns: TaskAssignment,
-    lost: usize,
+pub(super) struct Player {
+    pub(super) member: StreamsMember,
+    pub(super) owns: TaskAssignment,
+    pub(super) lost: usize,
 }
 
 impl Player {
-    fn join(s: MemberSettings) -> Player {
+    pub(super) fn join(s: MemberSettings) -> Player {
         Player::try_join(s).expect("join")
     }
 
-    fn try_join(s: MemberSettings) -> Result<Player, crate::model::error::StreamsError> {
+    pub(super) fn try_join(s: MemberSettings) -> Result<Player, crate::model::error::StreamsError> {
         Ok(Player {
             member: StreamsMember::join(s)?,
             owns: TaskAssignment::default(),
@@ -117,7 +123,11 @@ impl Player {
 }
 
 /// Steps `players` until `done` holds; panics after `timeout`. Returns the time taken.
-fn until(players: &mut [&mut Player], timeout: Duration, done: impl Fn(&[&mut Player]) -> bool) -> Duration {
+pub(super) fn until(
+    players: &mut [&mut Player],
+    timeout: Duration,
+    done: impl Fn(&[&mut Player]) -> bool,
+) -> Duration {
     let start = Instant::now();
     while !done(players) {
         assert!(
@@ -135,7 +145,7 @@ fn until(players: &mut [&mut Player], timeout: Duration, done: impl Fn(&[&mut Pl
     start.elapsed()
 }
 
-const SETTLE: Duration = Duration::from_secs(60);
+pub(super) const SETTLE: Duration = Duration::from_secs(60);
 
 #[test]
 fn one_member_gets_every_task() {

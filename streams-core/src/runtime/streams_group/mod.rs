@@ -2,9 +2,11 @@
 //! broker's group coordinator assigns active, standby and warm-up *tasks* to the members
 //! of a streams group, and sends a failed-over task to a member that holds its standby.
 //! librdkafka has no client for it; this one speaks the protocol itself over a blocking
-//! PLAINTEXT connection per member (see [`wire::supported`]).
+//! connection per member, PLAINTEXT or secured as the application's other clients are.
 //!
 //! - [`wire`]: connections, framing, API versions, finding the coordinator;
+//! - [`security`] and [`sasl`]: TLS (rustls) and SASL (PLAIN, SCRAM) from the
+//!   `security.protocol`, `ssl.*` and `sasl.*` properties;
 //! - [`codec`]: the `StreamsGroupHeartbeat` request and response;
 //! - [`decode`] and [`responses`]: bounds-checked decoding of everything read off the wire;
 //! - [`topology`]: the group topology sent on join, from our [`Topology`](crate::topology::Topology);
@@ -20,6 +22,8 @@ pub(crate) mod group_config;
 pub(crate) mod heartbeat;
 pub(crate) mod member;
 pub(crate) mod responses;
+pub(crate) mod sasl;
+pub(crate) mod security;
 pub(crate) mod shared;
 pub(crate) mod topology;
 pub(crate) mod wire;
@@ -32,11 +36,13 @@ pub(crate) use group_config::{group_configs, group_configs_of};
 #[allow(unused_imports)]
 pub(crate) use member::StreamsMember;
 #[allow(unused_imports)]
+pub(crate) use security::Security;
+#[allow(unused_imports)]
 pub(crate) use shared::{MemberEvent, MemberSettings, TaskAssignment};
 #[allow(unused_imports)]
 pub(crate) use topology::GroupTopology;
-#[allow(unused_imports)]
-pub(crate) use wire::supported;
 
 #[cfg(test)]
 mod kafka_tests;
+#[cfg(test)]
+mod secure_kafka_tests;

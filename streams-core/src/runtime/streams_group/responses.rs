@@ -19,12 +19,14 @@ use kafka_protocol::messages::offset_commit_response::{
 };
 use kafka_protocol::messages::{
     ApiVersionsResponse, BrokerId, DescribeClusterResponse, FindCoordinatorResponse,
-    IncrementalAlterConfigsResponse, OffsetCommitResponse, TopicName,
+    IncrementalAlterConfigsResponse, OffsetCommitResponse, SaslAuthenticateResponse, SaslHandshakeResponse,
+    TopicName,
 };
 use kafka_protocol::protocol::{HeaderVersion, StrBytes};
 
 use crate::runtime::streams_group::decode::{
-    DecodeError, get_i8, get_i16, get_i32, get_list, get_nullable_string, get_string, skip_tags_if,
+    DecodeError, get_bytes, get_i8, get_i16, get_i32, get_i64, get_list, get_nullable_string, get_string,
+    skip_tags_if,
 };
 
 /// A response body this client decodes itself.
@@ -192,6 +194,35 @@ impl Response for IncrementalAlterConfigsResponse {
             skip_tags_if(b, flexible)?;
             Ok(a)
         })?;
+        skip_tags_if(b, flexible)?;
+        Ok(r)
+    }
+}
+
+impl Response for SaslHandshakeResponse {
+    const VERSIONS: (i16, i16) = (0, 1);
+    const FLEXIBLE: i16 = i16::MAX;
+
+    fn read(b: &mut &[u8], _version: i16, flexible: bool) -> Result<Self, DecodeError> {
+        let mut r = SaslHandshakeResponse::default();
+        r.error_code = get_i16(b)?;
+        r.mechanisms = get_list(b, flexible, |b| string(b, flexible))?;
+        Ok(r)
+    }
+}
+
+impl Response for SaslAuthenticateResponse {
+    const VERSIONS: (i16, i16) = (0, 2);
+    const FLEXIBLE: i16 = 2;
+
+    fn read(b: &mut &[u8], version: i16, flexible: bool) -> Result<Self, DecodeError> {
+        let mut r = SaslAuthenticateResponse::default();
+        r.error_code = get_i16(b)?;
+        r.error_message = nullable(b, flexible)?;
+        r.auth_bytes = get_bytes(b, flexible)?.into();
+        if version >= 1 {
+            r.session_lifetime_ms = get_i64(b)?;
+        }
         skip_tags_if(b, flexible)?;
         Ok(r)
     }

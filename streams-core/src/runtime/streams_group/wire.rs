@@ -7,46 +7,32 @@
 //!   a timeout poisons the connection ([`Conn::send`] fails and the caller drops it);
 //! - the broker's API versions are read once when connecting; [`Conn::version`] gives the
 //!   highest version both sides speak, or `None` when there is none;
-//! - PLAINTEXT only ([`supported`] says whether a configuration can use this client).
+//! - a connection is TLS-wrapped and SASL-authenticated as [`Security`] says before
+//!   [`Conn::connect`] returns; a session the broker limits (KIP-368) is authenticated
+//!   again before the first request after [`sasl::renew_at`](super::sasl::renew_at).
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use kafka_protocol::messages::{
     ApiVersionsRequest, ApiVersionsResponse, DescribeClusterRequest, DescribeClusterResponse,
     FindCoordinatorRequest, FindCoordinatorResponse, GroupId, IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse, OffsetCommitRequest, OffsetCommitResponse, RequestHeader,
-    ResponseHeader,
+    ResponseHeader, SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
+    SaslHandshakeResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 
 use crate::model::error::StreamsError;
 use crate::runtime::streams_group::responses::Response;
+use crate::runtime::streams_group::sasl;
+use crate::runtime::streams_group::security::{Sasl, Security, Stream};
 
 /// The largest response we accept (a heartbeat's endpoint map of a large group fits).
 const MAX_RESPONSE: usize = 64 << 20;
-
-/// Whether the streams group client can run with client properties `props`: PLAINTEXT
-/// only (no TLS, no SASL yet). `Err` says why not.
-pub(crate) fn supported(props: &BTreeMap<String, String>) -> Result<(), StreamsError> {
-    match props
-        .get("security.protocol")
-        .map(|p| p.trim().to_ascii_uppercase())
-    {
-        None => Ok(()),
-        Some(p) if p == "PLAINTEXT" => Ok(()),
-        Some(p) => Err(StreamsError::Config {
-            property: "security.protocol".into(),
-            message: format!(
-                "group.protocol=streams supports only PLAINTEXT connections so far, not {p}; \
-                 use group.protocol=consumer or classic"
-            ),
-        }),
-    }
-}
 
 /// A Kafka client error of this module.
 pub(crate) fn kafka(message: String, retriable: bool) -> StreamsError {
@@ -78,16 +64,21 @@ api! {
     FindCoordinatorRequest => FindCoordinatorResponse, 10;
     ApiVersionsRequest => ApiVersionsResponse, 18;
     IncrementalAlterConfigsRequest => IncrementalAlterConfigsResponse, 44;
+    SaslHandshakeRequest => SaslHandshakeResponse, 17;
+    SaslAuthenticateRequest => SaslAuthenticateResponse, 36;
 }
 
 /// One broker connection.
 pub(crate) struct Conn {
-    stream: TcpStream,
+    stream: Stream,
     addr: String,
     client_id: String,
     correlation: i32,
     /// The broker's version range per API key.
     versions: BTreeMap<i16, (i16, i16)>,
+    /// The credentials, and when the broker wants them again (KIP-368).
+    sasl: Option<Sasl>,
+    renew_at: Option<Instant>,
 }
 
 impl std::fmt::Debug for Conn {
@@ -99,7 +90,12 @@ impl std::fmt::Debug for Conn {
 impl Conn {
     /// Connects to `addr` (`host:port`) and reads its API versions; `timeout` bounds the
     /// connect and every later read and write.
-    pub(crate) fn connect(addr: &str, client_id: &str, timeout: Duration) -> Result<Conn, StreamsError> {
+    pub(crate) fn connect(
+        addr: &str,
+        client_id: &str,
+        timeout: Duration,
+        security: &Security,
+    ) -> Result<Conn, StreamsError> {
         let fail = |e: std::io::Error| kafka(format!("connecting to {addr}: {e}"), true);
         let sock = addr
             .to_socket_addrs()
@@ -110,12 +106,15 @@ impl Conn {
         stream.set_read_timeout(Some(timeout)).map_err(fail)?;
         stream.set_write_timeout(Some(timeout)).map_err(fail)?;
         stream.set_nodelay(true).map_err(fail)?;
+        let stream = security.open(stream, host_of(addr), addr)?;
         let mut conn = Conn {
             stream,
             addr: addr.to_owned(),
             client_id: client_id.to_owned(),
             correlation: 0,
             versions: BTreeMap::new(),
+            sasl: None,
+            renew_at: None,
         };
         let mut req = ApiVersionsRequest::default();
         req.client_software_name = StrBytes::from_static_str("streams-rs");
@@ -132,7 +131,26 @@ impl Conn {
             .iter()
             .map(|k| (k.api_key, (k.min_version, k.max_version)))
             .collect();
+        if let Some(credentials) = security.sasl() {
+            conn.renew_at = sasl::authenticate(&mut conn, credentials)?;
+            conn.sasl = Some(credentials.clone());
+        }
         Ok(conn)
+    }
+
+    /// Authenticates again if the broker's session lifetime says so.
+    fn renew_if_due(&mut self) -> Result<(), StreamsError> {
+        if self.renew_at.is_none_or(|at| Instant::now() < at) {
+            return Ok(());
+        }
+        // Taken out while renewing, so the renewal's own requests do not renew.
+        let Some(credentials) = self.sasl.take() else {
+            return Ok(());
+        };
+        let renewed = sasl::authenticate(self, &credentials);
+        self.sasl = Some(credentials);
+        self.renew_at = renewed?;
+        Ok(())
     }
 
     /// The address connected to.
@@ -158,6 +176,7 @@ impl Conn {
         response_header: i16,
         body: &[u8],
     ) -> Result<bytes::Bytes, StreamsError> {
+        self.renew_if_due()?;
         let err = |what: &str, e: &dyn std::fmt::Display| kafka(format!("{what} {}: {e}", self.addr), true);
         self.correlation = self.correlation.wrapping_add(1);
         let mut h = RequestHeader::default();
@@ -227,20 +246,30 @@ impl Conn {
     }
 }
 
-/// The addresses of a `bootstrap.servers` list (comma-separated `host:port`s).
+/// The addresses of a `bootstrap.servers` list (comma-separated `host:port`s, each
+/// perhaps with a `<protocol>://` prefix).
 fn bootstrap_list(bootstrap: &str) -> Vec<String> {
     bootstrap
         .split(',')
         .map(str::trim)
         .filter(|a| !a.is_empty())
-        .map(|a| a.strip_prefix("PLAINTEXT://").unwrap_or(a).to_owned())
+        .map(|a| a.split_once("://").map_or(a, |(_, rest)| rest).to_owned())
         .collect()
+}
+
+/// The host of `host:port` (`[v6]:port` too), as TLS checks it against the certificate.
+fn host_of(addr: &str) -> &str {
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    host.strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host)
 }
 
 /// Connects to the first address of `addrs` that answers; `failed` hears of each that did
 /// not.
 fn connect_first(
     addrs: Vec<String>,
+    security: &Security,
     client_id: &str,
     timeout: Duration,
     mut failed: impl FnMut(&str),
@@ -250,7 +279,7 @@ fn connect_first(
         false,
     );
     for addr in &addrs {
-        match Conn::connect(addr, client_id, timeout) {
+        match Conn::connect(addr, client_id, timeout, security) {
             Ok(c) => return Ok(c),
             Err(e) => {
                 failed(addr);
@@ -265,13 +294,33 @@ fn connect_first(
 /// listed at the last connection (`DescribeCluster`), then the bootstrap list. So a
 /// coordinator lookup still works while every bootstrap broker is down or hung, as
 /// librdkafka's clients do with the brokers of their metadata. A broker that did not
-/// answer moves to the back of the list.
+/// answer moves to the back of the list. Every connection is made with the one
+/// [`Security`] given at construction.
 #[derive(Debug, Default)]
 pub(crate) struct KnownBrokers {
     learned: std::sync::Mutex<Vec<String>>,
+    security: Security,
 }
 
 impl KnownBrokers {
+    /// No broker learned yet; connections made with `security`.
+    pub(crate) fn new(security: Security) -> KnownBrokers {
+        KnownBrokers {
+            learned: Default::default(),
+            security,
+        }
+    }
+
+    /// Connects to `addr` itself.
+    pub(crate) fn connect_to(
+        &self,
+        addr: &str,
+        client_id: &str,
+        timeout: Duration,
+    ) -> Result<Conn, StreamsError> {
+        Conn::connect(addr, client_id, timeout, &self.security)
+    }
+
     /// Connects to the first broker that answers: a learned one, else one of `bootstrap`;
     /// then learns the cluster's brokers through it (a failure to is only logged).
     pub(crate) fn connect(
@@ -286,7 +335,7 @@ impl KnownBrokers {
                 addrs.push(a);
             }
         }
-        let mut conn = connect_first(addrs, client_id, timeout, |addr| {
+        let mut conn = connect_first(addrs, &self.security, client_id, timeout, |addr| {
             let mut learned = self.learned();
             if let Some(i) = learned.iter().position(|a| a == addr) {
                 let a = learned.remove(i);
@@ -385,7 +434,7 @@ pub(crate) fn find_coordinator(
     if addr == conn.addr {
         return Ok(conn);
     }
-    Conn::connect(&addr, client_id, timeout)
+    known.connect_to(&addr, client_id, timeout)
 }
 
 /// The group id as the generated messages want it.
@@ -398,13 +447,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_plaintext_is_supported() {
-        let props = |p: &str| BTreeMap::from([("security.protocol".to_owned(), p.to_owned())]);
-        assert!(supported(&BTreeMap::new()).is_ok());
-        assert!(supported(&props("plaintext")).is_ok());
-        for p in ["SSL", "SASL_SSL", "SASL_PLAINTEXT"] {
-            let e = supported(&props(p)).expect_err(p);
-            assert!(e.to_string().contains("only PLAINTEXT"), "{e}");
-        }
+    fn bootstrap_addresses_lose_their_protocol_prefix() {
+        assert_eq!(
+            bootstrap_list(" PLAINTEXT://a:9092, SASL_SSL://b:9094,,c:1 "),
+            ["a:9092", "b:9094", "c:1"]
+        );
+    }
+
+    #[test]
+    fn the_host_of_an_address_is_what_tls_checks() {
+        assert_eq!(host_of("broker-1.example.com:9094"), "broker-1.example.com");
+        assert_eq!(host_of("127.0.0.1:9094"), "127.0.0.1");
+        assert_eq!(host_of("[::1]:9094"), "::1");
     }
 }

@@ -46,6 +46,8 @@ pub(in crate::runtime) struct ThreadFactory {
     pub(in crate::runtime) group_protocol: GroupProtocol,
     /// Under the streams protocol: the topology each thread's member sends on joining.
     pub(in crate::runtime) group_topology: Option<Arc<crate::runtime::streams_group::GroupTopology>>,
+    /// Under the streams protocol: how each thread's member connects.
+    pub(in crate::runtime) group_security: crate::runtime::streams_group::Security,
     /// The RocksDB memory (block cache, memtables) all stores of the instance share.
     pub(in crate::runtime) rocksdb: streams_state::RocksDbResources,
     /// Where the threads report the tasks they host (for interactive queries).
@@ -331,7 +333,9 @@ impl ThreadFactory {
         });
         StreamsMember::join(MemberSettings {
             bootstrap: self.bootstrap.clone(),
-            known: Default::default(),
+            known: Arc::new(crate::runtime::streams_group::wire::KnownBrokers::new(
+                self.group_security.clone(),
+            )),
             group_id: cfg.application_id().to_owned(),
             client_id: name.to_owned(),
             process_id: self.process_id.clone(),

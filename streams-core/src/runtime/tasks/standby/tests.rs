@@ -108,6 +108,7 @@ impl Setup {
             on_mock: false,
             group_protocol: GroupProtocol::Classic,
             group_topology: None,
+            group_security: Default::default(),
             rocksdb: streams_state::RocksDbResources::default(),
             hosting: Arc::default(),
             purger: None,

@@ -1,0 +1,110 @@
+//! SASL authentication of a streams-group connection, as Kafka's clients do it:
+//! `SaslHandshake` (v1) names the mechanism, then `SaslAuthenticate` requests carry the
+//! mechanism's messages (rsasl computes them: PLAIN, SCRAM-SHA-256/512).
+//!
+//! Invariants: a connection authenticates right after `ApiVersions` (the one request a
+//! broker answers before); when the broker gives the session a lifetime (KIP-368,
+//! `connections.max.reauth.ms`), [`authenticate`] returns when to authenticate again (at
+//! 85% of it, as the Java client does), and the connection does so before its next request.
+//! Errors name the broker, mechanism and user, never the password.
+
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
+use kafka_protocol::protocol::StrBytes;
+use rsasl::prelude::{Mechname, SASLClient, SASLConfig};
+
+use crate::model::error::StreamsError;
+use crate::runtime::streams_group::security::Sasl;
+use crate::runtime::streams_group::wire::Conn;
+
+/// `UNSUPPORTED_SASL_MECHANISM`.
+const UNSUPPORTED_MECHANISM: i16 = 33;
+
+/// Authenticates `conn` with `sasl`; returns when the session must be renewed, if the
+/// broker limits its lifetime.
+pub(crate) fn authenticate(conn: &mut Conn, sasl: &Sasl) -> Result<Option<Instant>, StreamsError> {
+    let started = Instant::now();
+    let addr = conn.addr().to_owned();
+    let refused = |message: String| StreamsError::Authentication {
+        message: format!(
+            "{addr} with sasl.mechanism={} as user `{}`: {message}",
+            sasl.mechanism.name(),
+            sasl.username
+        ),
+    };
+    let Some(handshake_version) = conn.version(17, (1, 1)) else {
+        return Err(refused("the broker offers no SaslHandshake v1".into()));
+    };
+    let Some(auth_version) = conn.version(36, (0, 2)) else {
+        return Err(refused("the broker offers no SaslAuthenticate".into()));
+    };
+    let mut handshake = SaslHandshakeRequest::default();
+    handshake.mechanism = StrBytes::from_static_str(sasl.mechanism.name());
+    let resp = conn.send(&handshake, handshake_version)?;
+    match resp.error_code {
+        0 => {}
+        UNSUPPORTED_MECHANISM => {
+            let offered: Vec<&str> = resp.mechanisms.iter().map(|m| m.as_str()).collect();
+            return Err(refused(format!(
+                "the listener does not enable this mechanism (it offers {})",
+                offered.join(", ")
+            )));
+        }
+        code => return Err(refused(format!("SaslHandshake error {code}"))),
+    }
+
+    let config = SASLConfig::with_credentials(None, sasl.username.clone(), sasl.password.clone())
+        .map_err(|e| refused(e.to_string()))?;
+    let mechname = Mechname::parse(sasl.mechanism.name().as_bytes()).map_err(|e| refused(e.to_string()))?;
+    let mut session = SASLClient::new(config)
+        .start_suggested(&[mechname])
+        .map_err(|e| refused(e.to_string()))?;
+    let mut input: Option<bytes::Bytes> = None;
+    let mut lifetime_ms = 0;
+    loop {
+        let mut out = Vec::new();
+        let state = session
+            .step(input.as_deref(), &mut out)
+            .map_err(|e| refused(e.to_string()))?;
+        if state.has_sent_message() {
+            let mut req = SaslAuthenticateRequest::default();
+            req.auth_bytes = out.into();
+            let resp = conn.send(&req, auth_version)?;
+            if resp.error_code != 0 {
+                let why = resp.error_message.map(|m| m.to_string()).unwrap_or_default();
+                return Err(refused(format!("error {}: {why}", resp.error_code)));
+            }
+            lifetime_ms = resp.session_lifetime_ms;
+            input = Some(resp.auth_bytes);
+        }
+        if state.is_finished() {
+            break;
+        }
+    }
+    tracing::debug!(
+        broker = conn.addr(),
+        mechanism = sasl.mechanism.name(),
+        lifetime_ms,
+        "authenticated"
+    );
+    Ok(renew_at(started, lifetime_ms))
+}
+
+/// When a session of `lifetime_ms` (0: unlimited) authenticated at `started` is renewed.
+pub(crate) fn renew_at(started: Instant, lifetime_ms: i64) -> Option<Instant> {
+    (lifetime_ms > 0).then(|| started + Duration::from_millis(lifetime_ms as u64 * 85 / 100))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_limited_session_is_renewed_at_85_percent_of_its_lifetime() {
+        let t = Instant::now();
+        assert_eq!(renew_at(t, 0), None);
+        assert_eq!(renew_at(t, -1), None);
+        assert_eq!(renew_at(t, 10_000), Some(t + Duration::from_millis(8_500)));
+    }
+}

@@ -1,0 +1,153 @@
+//! The streams group client over the test broker's SASL_SSL listener (TLS with the broker's
+//! own CA; SCRAM-SHA-512 and PLAIN): members join, split the tasks, hold standbys and fail
+//! over as they do on PLAINTEXT; a wrong password, an untrusted certificate and a mechanism
+//! the listener does not enable are typed errors that name what is wrong and no secret.
+//! Skipped without the secure listener unless `STREAMS_REQUIRE_KAFKA=1`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use streams_test_utils::kafka;
+use streams_test_utils::kafka::secure::{self, ADMIN, STREAMS, SecureKafka, User};
+
+use super::kafka_tests::{Player, SETTLE, settings, tasks, until};
+use super::security::Security;
+use super::wire::KnownBrokers;
+use crate::model::error::StreamsError;
+use crate::runtime::streams_group::MemberSettings;
+
+/// The secure broker, a fresh group and its 4-partition source topic.
+fn fresh(test: &str) -> Option<(SecureKafka, String, String)> {
+    let broker = secure::require_secure_kafka(test)?;
+    let group = kafka::unique_name(test);
+    let topic = format!("{group}-in");
+    kafka::create_topic(&broker.plaintext_bootstrap, &topic, 4, &[]).expect("create the source topic");
+    kafka::wait_for_topic(&broker.plaintext_bootstrap, &topic, 4, Duration::from_secs(30))
+        .expect("topic visible");
+    Some((broker, group, topic))
+}
+
+/// A member's settings for the secure listener, as `user` with `mechanism`, with the
+/// client properties `props` changed by `change`.
+fn secure_settings(
+    broker: &SecureKafka,
+    (group, topic, process): (&str, &str, &str),
+    user: &User,
+    mechanism: &str,
+    change: impl FnOnce(&mut BTreeMap<String, String>),
+) -> Result<MemberSettings, StreamsError> {
+    let mut props: BTreeMap<String, String> = broker.client_properties(user, mechanism).into_iter().collect();
+    change(&mut props);
+    let mut s = settings(&broker.bootstrap, group, topic, process, 1);
+    s.known = Arc::new(KnownBrokers::new(Security::from_props(&props)?));
+    Ok(s)
+}
+
+#[test]
+fn members_split_hold_standbys_and_fail_over_over_sasl_ssl() {
+    let Some((broker, group, topic)) = fresh("sg_secure_members") else {
+        return;
+    };
+    let a_settings = secure_settings(
+        &broker,
+        (&group, &topic, "process-a"),
+        &ADMIN,
+        "SCRAM-SHA-512",
+        |_| {},
+    );
+    let mut a = Player::join(a_settings.unwrap());
+    until(&mut [&mut a], SETTLE, |p| p[0].owns.active == tasks(0..4));
+    let b_settings = secure_settings(&broker, (&group, &topic, "process-b"), &ADMIN, "PLAIN", |_| {});
+    let mut b = Player::join(b_settings.unwrap());
+    let split = until(&mut [&mut a, &mut b], SETTLE, |p| {
+        let (a, b) = (&p[0].owns, &p[1].owns);
+        a.active.len() == 2 && b.active.len() == 2 && a.standby == b.active && b.standby == a.active
+    });
+    eprintln!("over SASL_SSL: split 2/2 with standbys in {split:?}");
+
+    // B crashes; A takes B's tasks, whose standbys it holds, after the session timeout.
+    b.member.crash();
+    let failover = until(&mut [&mut a], SETTLE, |p| p[0].owns.active == tasks(0..4));
+    eprintln!("over SASL_SSL: failover after a crash in {failover:?}");
+    assert_eq!(a.lost, 0);
+    a.member.leave(Duration::from_secs(10));
+}
+
+/// The error `StreamsMember::join` gives with `settings`.
+fn join_error(settings: Result<MemberSettings, StreamsError>) -> StreamsError {
+    match settings.and_then(Player::try_join) {
+        Ok(_) => panic!("joined"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn a_wrong_password_is_an_authentication_error_naming_user_and_mechanism() {
+    let Some((broker, group, topic)) = fresh("sg_secure_wrong_password") else {
+        return;
+    };
+    let e = join_error(secure_settings(
+        &broker,
+        (&group, &topic, "process-a"),
+        &STREAMS,
+        "SCRAM-SHA-512",
+        |p| {
+            p.insert("sasl.password".into(), "wrong-pw-51e0".into());
+        },
+    ));
+    let StreamsError::Authentication { message } = &e else {
+        panic!("expected an authentication error, got {e:?}");
+    };
+    assert!(
+        message.contains("sasl.mechanism=SCRAM-SHA-512 as user `streams`")
+            && message.contains(&broker.bootstrap),
+        "{message}"
+    );
+    assert!(!format!("{e:?} {e}").contains("wrong-pw-51e0"), "{e:?}");
+}
+
+#[test]
+fn a_mechanism_the_listener_does_not_enable_is_named_with_the_ones_it_does() {
+    let Some((broker, group, topic)) = fresh("sg_secure_mechanism") else {
+        return;
+    };
+    let e = join_error(secure_settings(
+        &broker,
+        (&group, &topic, "process-a"),
+        &STREAMS,
+        "SCRAM-SHA-256",
+        |_| {},
+    ));
+    let StreamsError::Authentication { message } = &e else {
+        panic!("expected an authentication error, got {e:?}");
+    };
+    assert!(
+        message.contains("SCRAM-SHA-512") && message.contains("PLAIN"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_broker_certificate_not_signed_by_the_configured_ca_is_a_tls_error() {
+    let Some((broker, group, topic)) = fresh("sg_secure_untrusted") else {
+        return;
+    };
+    let other_ca = broker.other_ca_location.clone();
+    let e = join_error(secure_settings(
+        &broker,
+        (&group, &topic, "process-a"),
+        &STREAMS,
+        "SCRAM-SHA-512",
+        |p| {
+            p.insert("ssl.ca.location".into(), other_ca.display().to_string());
+        },
+    ));
+    let StreamsError::Tls { message } = &e else {
+        panic!("expected a TLS error, got {e:?}");
+    };
+    assert!(
+        message.contains(&broker.bootstrap) && message.contains("UnknownIssuer"),
+        "{message}"
+    );
+}

@@ -1,0 +1,161 @@
+//! An application under the streams rebalance protocol (`group.protocol=streams`) on the
+//! test broker's SASL_SSL listener, with only the ACLs it documents: the group's members
+//! connect with TLS and SCRAM-SHA-512 like the application's other clients, hold standby
+//! tasks, and a task that moves to its standby is not restored from the changelog's start.
+//! Every count is checked exactly once (exactly-once). Test data goes in and out through the
+//! PLAINTEXT listener. Skipped without the secure listener unless `STREAMS_REQUIRE_KAFKA=1`.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use streams_core::{GroupProtocol, KafkaStreams, State, StreamsConfig};
+use streams_test_utils::kafka::acl::{self, AclBinding};
+use streams_test_utils::kafka::secure::{self, STREAMS, SecureKafka};
+use streams_test_utils::kafka::{self, ConsumeUntil, DEFAULT_TIMEOUT};
+
+mod common;
+
+use common::{count_topology, produce_words};
+
+const KEYS: usize = 200;
+
+fn config(broker: &SecureKafka, app: &str, state_dir: &Path) -> StreamsConfig {
+    let dir = state_dir.display().to_string();
+    let mut props: Vec<(String, String)> = [
+        ("application.id", app),
+        ("bootstrap.servers", broker.bootstrap.as_str()),
+        ("state.dir", &dir),
+        ("processing.guarantee", "exactly_once_v2"),
+        ("commit.interval.ms", "200"),
+        ("group.protocol", "streams"),
+        ("num.standby.replicas", "1"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    props.extend(broker.client_properties(&STREAMS, "SCRAM-SHA-512"));
+    StreamsConfig::from_properties(props).unwrap()
+}
+
+/// The sum of metric `name` over its series in `app`'s registry.
+fn metric(app: &KafkaStreams, name: &str) -> f64 {
+    app.metrics()
+        .encode()
+        .lines()
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Waits until `done` holds for `app`, or fails naming `what`.
+fn wait(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !done() {
+        assert!(Instant::now() < deadline, "not reached: {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The committed counts of `output` per key, in order.
+fn committed_counts(broker: &SecureKafka, output: &str) -> HashMap<String, Vec<u64>> {
+    let records = kafka::consume_all(
+        &broker.plaintext_bootstrap,
+        output,
+        ConsumeUntil::Idle(Duration::ZERO),
+        Duration::from_secs(60),
+        true,
+    )
+    .unwrap();
+    let mut counts: HashMap<String, Vec<u64>> = HashMap::new();
+    for r in &records {
+        let v = u64::from_be_bytes(r.value.as_deref().unwrap().try_into().unwrap());
+        counts.entry(r.key_str().unwrap()).or_default().push(v);
+    }
+    counts
+}
+
+/// Every key's committed counts end at `expected`; each count of a key appears once.
+fn counts_reach(broker: &SecureKafka, output: &str, expected: u64) -> bool {
+    let counts = committed_counts(broker, output);
+    let done = counts.len() == KEYS && counts.values().all(|c| c.last() == Some(&expected));
+    if done {
+        for (key, c) in &counts {
+            assert!(c.windows(2).all(|w| w[0] < w[1]), "{key}: counts {c:?}");
+        }
+    }
+    done
+}
+
+fn start(broker: &SecureKafka, app_id: &str, input: &str, output: &str, state: &Path) -> KafkaStreams {
+    let mut app = KafkaStreams::new(count_topology(input, output), config(broker, app_id, state)).unwrap();
+    app.start().unwrap();
+    assert!(
+        app.wait_for_state(State::Running, Duration::from_secs(90)),
+        "state {:?}",
+        app.state()
+    );
+    assert_eq!(app.group_protocol(), Some(GroupProtocol::Streams));
+    app
+}
+
+#[test]
+fn standbys_over_sasl_ssl_take_their_tasks_over_without_a_full_restore() {
+    let Some(broker) =
+        secure::require_secure_kafka("standbys_over_sasl_ssl_take_their_tasks_over_without_a_full_restore")
+    else {
+        return;
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let app_id = kafka::unique_name("secure-sg");
+    let input = kafka::unique_name("secure-sg-words");
+    let output = kafka::unique_name("secure-sg-counts");
+    kafka::create_topic(&broker.plaintext_bootstrap, &input, 4, &[]).unwrap();
+    kafka::create_topic(&broker.plaintext_bootstrap, &output, 4, &[]).unwrap();
+    produce_words(&broker.plaintext_bootstrap, &input, KEYS, 5, "a");
+    // The documented ACLs, and the group's configs: the members set the group's standby
+    // count (`streams.num.standby.replicas`) before joining.
+    let principal = STREAMS.principal();
+    let mut acls = acl::streams_application(&principal, &app_id, &[&input], &[&output], true);
+    acls.extend(
+        [acl::Operation::AlterConfigs, acl::Operation::DescribeConfigs]
+            .map(|op| AclBinding::prefixed(acl::ResourceType::Group, &principal, &app_id, op)),
+    );
+    acl::create_acls(&broker.plaintext_bootstrap, &acls, DEFAULT_TIMEOUT).unwrap();
+
+    let (state_a, state_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut a = start(&broker, &app_id, &input, &output, state_a.path());
+    wait("five counts per key", || counts_reach(&broker, &output, 5));
+    let mut b = start(&broker, &app_id, &input, &output, state_b.path());
+    // The coordinator, reached over SASL_SSL, gives each instance the other's tasks as
+    // standbys, and A's standbys read B's changelog.
+    wait("standbys on both instances", || {
+        metric(&a, "streams_thread_standby_tasks") > 0.0 && metric(&b, "streams_thread_standby_tasks") > 0.0
+    });
+    produce_words(&broker.plaintext_bootstrap, &input, KEYS, 5, "b");
+    wait("ten counts per key", || counts_reach(&broker, &output, 10));
+    // A's standbys have read what B committed (B processes nothing more).
+    wait("A's standbys caught up with B's changelog", || {
+        metric(&a, "streams_task_standby_records_total") > 0.0
+            && metric(&a, "streams_task_standby_lag_records") == 0.0
+    });
+    let restored_before = metric(&a, "streams_task_restore_records_total");
+
+    // B leaves; A takes B's tasks over from its standbys and counts five more rounds.
+    assert!(b.close(Duration::from_secs(60)));
+    produce_words(&broker.plaintext_bootstrap, &input, KEYS, 5, "c");
+    wait("fifteen counts per key", || counts_reach(&broker, &output, 15));
+    let restored = metric(&a, "streams_task_restore_records_total") - restored_before;
+    eprintln!("A restored {restored} changelog records when B left");
+    // Without the standbys A restores B's tasks from its checkpoint of before B joined:
+    // the second round's update of each of B's ~100 keys (94 in a run without standbys).
+    assert!(
+        restored <= (KEYS / 10) as f64,
+        "A restored {restored} records: its standbys were not used"
+    );
+    assert!(a.close(Duration::from_secs(60)));
+    assert_eq!(a.state(), State::NotRunning);
+}
