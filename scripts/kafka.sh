@@ -457,6 +457,9 @@ log.dirs=$DATA_DIR
 sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required$sasl_users;
+# PLAIN sessions last 4 s (KIP-368): clients must authenticate again on the connection
+# (SCRAM-SHA-512 sessions are not limited).
+listener.name.sasl_ssl.plain.connections.max.reauth.ms=4000
 ssl.keystore.type=PKCS12
 ssl.keystore.location=$TLS_DIR/broker.p12
 ssl.keystore.password=$TLS_STORE_PASSWORD

@@ -6,14 +6,14 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use streams_test_utils::kafka;
 use streams_test_utils::kafka::secure::{self, ADMIN, STREAMS, SecureKafka, User};
 
 use super::kafka_tests::{Player, SETTLE, settings, tasks, until};
 use super::security::Security;
-use super::wire::KnownBrokers;
+use super::wire::{Conn, KnownBrokers};
 use crate::model::error::StreamsError;
 use crate::runtime::streams_group::MemberSettings;
 
@@ -150,4 +150,36 @@ fn a_broker_certificate_not_signed_by_the_configured_ca_is_a_tls_error() {
         message.contains(&broker.bootstrap) && message.contains("UnknownIssuer"),
         "{message}"
     );
+}
+
+#[test]
+fn a_session_the_broker_limits_is_authenticated_again_on_the_same_connection() {
+    let Some(broker) = secure::require_secure_kafka("sg_secure_reauth") else {
+        return;
+    };
+    let connect = |mechanism: &str| {
+        let props: BTreeMap<String, String> =
+            broker.client_properties(&ADMIN, mechanism).into_iter().collect();
+        let security = Security::from_props(&props).unwrap();
+        Conn::connect(&broker.bootstrap, "reauth", Duration::from_secs(10), &security).unwrap()
+    };
+    // scripts/kafka.sh limits PLAIN sessions to 4 s and SCRAM-SHA-512 ones not at all.
+    const LIFETIME: Duration = Duration::from_secs(4);
+    assert_eq!(connect("SCRAM-SHA-512").renew_at(), None);
+    let mut conn = connect("PLAIN");
+    let first = conn.renew_at().expect("the broker limits PLAIN sessions");
+    assert!(
+        first <= Instant::now() + LIFETIME,
+        "renewed after the session's end"
+    );
+    // Each request comes after the session has ended: the broker closes a connection used
+    // so, unless the client has authenticated again first.
+    for round in 0..2 {
+        let due = conn.renew_at().unwrap();
+        std::thread::sleep(LIFETIME + Duration::from_millis(500));
+        let brokers = super::wire::describe_brokers(&mut conn)
+            .unwrap_or_else(|e| panic!("round {round}: a request after the session's end failed: {e}"));
+        assert!(!brokers.is_empty());
+        assert!(conn.renew_at().unwrap() > due, "round {round}: not renewed");
+    }
 }

@@ -153,6 +153,12 @@ impl Conn {
         Ok(())
     }
 
+    /// When the session is to be authenticated again (KIP-368), if the broker limits it.
+    #[cfg(test)]
+    pub(crate) fn renew_at(&self) -> Option<Instant> {
+        self.renew_at
+    }
+
     /// The address connected to.
     pub(crate) fn addr(&self) -> &str {
         &self.addr
@@ -358,7 +364,7 @@ impl KnownBrokers {
 }
 
 /// The `host:port` of every unfenced broker of the cluster, as `conn`'s broker lists them.
-fn describe_brokers(conn: &mut Conn) -> Result<Vec<String>, StreamsError> {
+pub(crate) fn describe_brokers(conn: &mut Conn) -> Result<Vec<String>, StreamsError> {
     let version = conn.version(60, (0, 2)).ok_or_else(|| {
         kafka(
             format!("{} offers no DescribeCluster version we speak", conn.addr),
