@@ -146,6 +146,13 @@ fn standbys_over_sasl_ssl_take_their_tasks_over_without_a_full_restore() {
 
     // B leaves; A takes B's tasks over from its standbys and counts five more rounds.
     assert!(b.close(Duration::from_secs(60)));
+    // B leaves the offset sums of its active and standby tasks on disk, which a restarted
+    // B would report to the coordinator.
+    assert_eq!(
+        offset_sums(&state_b.path().join(&app_id)).len(),
+        4,
+        "B's tasks on disk"
+    );
     produce_words(&broker.plaintext_bootstrap, &input, KEYS, 5, "c");
     wait("fifteen counts per key", || counts_reach(&broker, &output, 15));
     let restored = metric(&a, "streams_task_restore_records_total") - restored_before;
@@ -158,4 +165,23 @@ fn standbys_over_sasl_ssl_take_their_tasks_over_without_a_full_restore() {
     );
     assert!(a.close(Duration::from_secs(60)));
     assert_eq!(a.state(), State::NotRunning);
+    assert_eq!(
+        offset_sums(&state_a.path().join(&app_id)).len(),
+        4,
+        "A's tasks on disk"
+    );
+}
+
+/// The positive offset sums found in the task directories under `app_dir`.
+fn offset_sums(app_dir: &Path) -> Vec<(String, i64)> {
+    let mut sums = Vec::new();
+    for entry in std::fs::read_dir(app_dir).unwrap().flatten() {
+        if let Ok(text) = std::fs::read_to_string(entry.path().join(".offset-sum")) {
+            let sum: i64 = text.trim().parse().unwrap();
+            if sum > 0 {
+                sums.push((entry.file_name().to_string_lossy().into_owned(), sum));
+            }
+        }
+    }
+    sums
 }

@@ -74,6 +74,9 @@ pub struct KafkaStreams {
     /// Under `group.protocol=streams`: how its client connects (TLS, SASL), from the main
     /// consumer's properties.
     group_security: streams_group::Security,
+    /// How much of each task's state this instance holds, found on disk at construction
+    /// and kept up by the threads (see `restore/offset_sums.rs`).
+    offset_sums: Arc<restore::offset_sums::OffsetSums>,
     /// Interactive queries: the stream threads' inboxes, which instance hosts what.
     queries: query::Queries,
     /// Announces this instance to the others, with `application.server` set.
@@ -156,6 +159,9 @@ impl KafkaStreams {
             status: status.clone(),
             partitions: Arc::default(),
         };
+        let offset_sums = Arc::new(restore::offset_sums::OffsetSums::load(
+            &config.state_dir().join(config.application_id()),
+        ));
         Ok(Self {
             rocksdb: config.rocksdb_resources(),
             queries,
@@ -176,6 +182,7 @@ impl KafkaStreams {
             group_protocol: None,
             group_topology: None,
             group_security: Default::default(),
+            offset_sums,
             _secrets: secrets,
         })
     }
@@ -236,6 +243,7 @@ impl KafkaStreams {
             group_protocol: self.group_protocol.unwrap_or(GroupProtocol::Classic),
             group_topology: self.group_topology.clone(),
             group_security: self.group_security.clone(),
+            offset_sums: self.offset_sums.clone(),
             rocksdb: self.rocksdb.clone(),
             hosting: self.queries.directory.hosting().clone(),
             purger: self.purger.clone(),

@@ -35,6 +35,7 @@
 //! manager then wipes the task's state and restores from the earliest offset, as Kafka
 //! Streams does for a `TaskCorruptedException`.
 
+pub(in crate::runtime) mod offset_sums;
 pub(in crate::runtime) mod tailing;
 pub(in crate::runtime) mod updater;
 

@@ -199,6 +199,16 @@ impl Tailing {
         }
     }
 
+    /// The offset sum of the checkpoints of `stores` kept on disk (see `offset_sums`).
+    pub fn offset_sum(&self, stores: &[TaskStore]) -> i64 {
+        super::offset_sums::sum_of(
+            self.parts
+                .iter()
+                .filter(|p| stores[p.index].store.persistent())
+                .map(|p| p.checkpointed),
+        )
+    }
+
     /// Applies what was read and writes the checkpoint of each store whose position moved.
     pub fn checkpoint(&mut self, stores: &mut [TaskStore]) -> Result<(), StreamsError> {
         for p in &mut self.parts {

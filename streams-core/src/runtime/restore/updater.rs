@@ -25,6 +25,7 @@
 //! updater stops its thread the same way for every task it still holds.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -36,6 +37,7 @@ use crate::metrics::handles::StandbyMetrics;
 use crate::model::TaskId;
 use crate::model::error::StreamsError;
 use crate::runtime::restore::RestoreConsumers;
+use crate::runtime::restore::offset_sums::OffsetSums;
 use crate::runtime::restore::tailing::{self, TailStep, Tailing};
 use crate::runtime::restore::{Restoration, Step};
 
@@ -115,7 +117,12 @@ pub(crate) struct StateUpdater {
 
 impl StateUpdater {
     /// Starts the updater thread `name`, which restores with `consumers`.
-    pub fn start(name: String, consumers: RestoreConsumers) -> Result<Self, StreamsError> {
+    /// Standbys record their stores' offset sums in `sums`.
+    pub fn start(
+        name: String,
+        consumers: RestoreConsumers,
+        sums: Arc<OffsetSums>,
+    ) -> Result<Self, StreamsError> {
         let (commands, inbox) = mpsc::channel();
         let (outbox, events) = mpsc::channel();
         let span = tracing::info_span!("state_updater", thread = %name);
@@ -129,6 +136,7 @@ impl StateUpdater {
                     standbys: VecDeque::new(),
                     assigned: None,
                     outbox,
+                    sums,
                 }
                 .run(&inbox);
             })
@@ -221,6 +229,8 @@ struct Worker {
     /// The hand-over whose changelog partition the restore consumer is assigned.
     assigned: Option<u64>,
     outbox: Sender<Event>,
+    /// Where standbys record how much state they hold.
+    sums: Arc<OffsetSums>,
 }
 
 impl Worker {
@@ -339,6 +349,8 @@ impl Worker {
             if let Some(lag) = s.tail.lag(&self.consumers.reader) {
                 s.job.metrics.lag.set(lag);
             }
+            self.sums
+                .record(s.job.id, s.tail.offset_sum(&s.job.stores), false);
         }
         // Standbys that cannot go on leave the deque, last first (indices stay valid).
         for (i, outcome) in outcomes.into_iter().enumerate().rev() {
@@ -389,6 +401,7 @@ impl Worker {
         if let Err(e) = s.tail.checkpoint(&mut s.job.stores) {
             tracing::warn!(task = %id, error = %e, "checkpointing a standby");
         }
+        self.sums.record(id, s.tail.offset_sum(&s.job.stores), true);
         tracing::info!(task = %id, applied = s.tail.applied, "standby task stopped");
         Some(s)
     }

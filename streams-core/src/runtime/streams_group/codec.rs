@@ -18,12 +18,12 @@
 use bytes::BufMut;
 
 pub(crate) use crate::runtime::streams_group::decode::DecodeError;
+#[cfg(test)]
+use crate::runtime::streams_group::decode::get_uvarint;
 use crate::runtime::streams_group::decode::{
     end, get_array, get_i8, get_i16, get_i32, get_nullable_array, get_nullable_str, get_str, get_u16,
     skip_tags,
 };
-#[cfg(test)]
-use crate::runtime::streams_group::decode::{get_len, get_uvarint};
 use crate::runtime::streams_group::topology::{GroupTopology, TopicInfo};
 
 /// The API key of `StreamsGroupHeartbeat`.
@@ -39,6 +39,14 @@ pub(crate) struct TaskIds {
     pub subtopology: String,
     /// Its partitions.
     pub partitions: Vec<i32>,
+}
+
+/// A task's changelog offset sum (`TaskOffsets` / `TaskEndOffsets` of the request).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TaskOffset {
+    pub subtopology: String,
+    pub partition: i32,
+    pub offset: i64,
 }
 
 /// A `StreamsGroupHeartbeat` request. `None` fields are sent as null ("unchanged").
@@ -61,6 +69,10 @@ pub(crate) struct HeartbeatRequest {
     pub process_id: Option<String>,
     pub user_endpoint: Option<(String, u16)>,
     pub client_tags: Option<Vec<(String, String)>>,
+    /// The sums of the changelog offsets of the tasks whose state this member's process
+    /// holds (active, standby, or only on disk).
+    pub task_offsets: Option<Vec<TaskOffset>>,
+    pub task_end_offsets: Option<Vec<TaskOffset>>,
     pub shutdown_application: bool,
 }
 
@@ -150,6 +162,13 @@ fn put_task_ids(buf: &mut Vec<u8>, t: &TaskIds) {
     put_no_tags(buf);
 }
 
+fn put_task_offset(buf: &mut Vec<u8>, t: &TaskOffset) {
+    put_str(buf, &t.subtopology);
+    buf.put_i32(t.partition);
+    buf.put_i64(t.offset);
+    put_no_tags(buf);
+}
+
 fn put_key_value(buf: &mut Vec<u8>, (k, v): &(String, String)) {
     put_str(buf, k);
     put_str(buf, v);
@@ -217,9 +236,8 @@ impl HeartbeatRequest {
             None => b.put_i8(-1),
         }
         put_array(&mut b, self.client_tags.as_deref(), put_key_value);
-        // TaskOffsets and TaskEndOffsets (warm-up progress): not reported yet.
-        put_len(&mut b, None);
-        put_len(&mut b, None);
+        put_array(&mut b, self.task_offsets.as_deref(), put_task_offset);
+        put_array(&mut b, self.task_end_offsets.as_deref(), put_task_offset);
         b.put_u8(u8::from(self.shutdown_application));
         put_no_tags(&mut b);
         b

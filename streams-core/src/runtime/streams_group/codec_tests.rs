@@ -38,6 +38,33 @@ fn a_leave_request_encodes_as_the_schema_says() {
     assert_eq!(req.encode(), expected);
 }
 
+/// Task offsets, byte by byte from the schema (`TaskOffset`: subtopology, partition, offset).
+#[test]
+fn task_offsets_encode_as_the_schema_says() {
+    let req = HeartbeatRequest {
+        task_offsets: Some(vec![TaskOffset {
+            subtopology: "0".into(),
+            partition: 3,
+            offset: 258,
+        }]),
+        ..Default::default()
+    };
+    let encoded = req.encode();
+    #[rustfmt::skip]
+    let tail: Vec<u8> = vec![
+        0x00,                   // ClientTags null
+        0x02,                   // TaskOffsets: one element
+        0x02, b'0',             //   SubtopologyId "0"
+        0, 0, 0, 3,             //   Partition 3
+        0, 0, 0, 0, 0, 0, 1, 2, //   Offset 258
+        0x00,                   //   no tagged fields
+        0x00,                   // TaskEndOffsets null
+        0x00,                   // ShutdownApplication false
+        0x00,                   // no tagged fields
+    ];
+    assert!(encoded.ends_with(&tail), "{encoded:x?}");
+}
+
 #[test]
 fn varints_take_seven_bits_a_byte() {
     let mut b = Vec::new();
@@ -154,12 +181,24 @@ fn decode_request(mut buf: &[u8]) -> Result<HeartbeatRequest, DecodeError> {
         r.user_endpoint = Some(get_endpoint(b)?);
     }
     r.client_tags = get_nullable_array(b, get_kv)?;
-    assert_eq!(get_len(b)?, None, "task offsets");
-    assert_eq!(get_len(b)?, None, "task end offsets");
+    r.task_offsets = get_nullable_array(b, get_task_offset)?;
+    r.task_end_offsets = get_nullable_array(b, get_task_offset)?;
     r.shutdown_application = get_i8(b)? != 0;
     skip_tags(b)?;
     assert!(b.is_empty(), "{} bytes left", b.len());
     Ok(r)
+}
+
+fn get_task_offset(b: &mut &[u8]) -> Result<TaskOffset, DecodeError> {
+    let subtopology = get_str(b)?;
+    let partition = get_i32(b)?;
+    let offset = crate::runtime::streams_group::decode::get_i64(b)?;
+    skip_tags(b)?;
+    Ok(TaskOffset {
+        subtopology,
+        partition,
+        offset,
+    })
 }
 
 fn put_tp(b: &mut Vec<u8>, (t, ps): &(String, Vec<i32>)) {
@@ -294,6 +333,7 @@ fn request() -> impl Strategy<Value = HeartbeatRequest> {
             prop::option::of(prop::collection::vec((name(), name()), 0..2)),
             any::<bool>(),
         ),
+        (task_offsets(), task_offsets()),
     )
         .prop_map(
             |(
@@ -301,6 +341,7 @@ fn request() -> impl Strategy<Value = HeartbeatRequest> {
                 (rebalance_timeout_ms, topology),
                 (active_tasks, standby_tasks, warmup_tasks),
                 (process_id, user_endpoint, client_tags, shutdown_application),
+                (task_offsets, task_end_offsets),
             )| HeartbeatRequest {
                 group_id,
                 member_id,
@@ -316,9 +357,22 @@ fn request() -> impl Strategy<Value = HeartbeatRequest> {
                 process_id,
                 user_endpoint,
                 client_tags,
+                task_offsets,
+                task_end_offsets,
                 shutdown_application,
             },
         )
+}
+
+fn task_offsets() -> impl Strategy<Value = Option<Vec<TaskOffset>>> {
+    prop::option::of(prop::collection::vec(
+        (name(), any::<i32>(), any::<i64>()).prop_map(|(subtopology, partition, offset)| TaskOffset {
+            subtopology,
+            partition,
+            offset,
+        }),
+        0..3,
+    ))
 }
 
 pub(super) fn response() -> impl Strategy<Value = HeartbeatResponse> {

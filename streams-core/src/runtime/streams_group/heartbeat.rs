@@ -13,14 +13,20 @@
 //!   heartbeats again; the thread never panics on what the broker sends);
 //! - every request carries the last `EndpointInformationEpoch` the coordinator sent, so the
 //!   endpoint map comes only when it changed.
+//! - task offsets (the offset sums of the tasks whose state the instance holds) go with
+//!   the join heartbeat, then at most once per the coordinator's `TaskOffsetIntervalMs`
+//!   and only when they changed; a failed request makes the next one report them again.
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::model::TaskId;
 use crate::model::error::{StreamsError, StreamsGroupFailure};
-use crate::runtime::streams_group::codec::{self, GroupStatus, HeartbeatRequest, HeartbeatResponse, TaskIds};
+use crate::runtime::streams_group::codec::{
+    self, GroupStatus, HeartbeatRequest, HeartbeatResponse, TaskIds, TaskOffset,
+};
 use crate::runtime::streams_group::commit::error_name;
 use crate::runtime::streams_group::shared::{
     MemberEvent, MemberSettings, RETRY_BACKOFF, Shared, State, Stop, TaskAssignment,
@@ -29,6 +35,9 @@ use crate::runtime::streams_group::wire::{self, Conn};
 
 /// The socket timeout of heartbeat connections.
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How often task offsets are reported until the coordinator says (its default).
+const DEFAULT_OFFSET_INTERVAL: Duration = Duration::from_secs(60);
 
 /// One member's heartbeat logic; owned by the heartbeat thread (by `join` until then).
 pub(crate) struct Heartbeat {
@@ -51,6 +60,10 @@ pub(crate) struct Heartbeat {
     pub(crate) server_error_grace: Duration,
     /// The endpoint information epoch the coordinator last sent.
     endpoint_epoch: i32,
+    /// How often task offsets are reported (the coordinator's `TaskOffsetIntervalMs`).
+    offset_interval: Duration,
+    /// The task offsets last reported, and when (a request is built from `&self`).
+    offsets_sent: RefCell<Option<(Instant, Vec<TaskOffset>)>>,
 }
 
 impl Heartbeat {
@@ -68,7 +81,40 @@ impl Heartbeat {
             server_error_since: None,
             server_error_grace: SERVER_ERROR_GRACE,
             endpoint_epoch: 0,
+            offset_interval: DEFAULT_OFFSET_INTERVAL,
+            offsets_sent: RefCell::new(None),
         }
+    }
+
+    /// The task offsets the next request reports: all of them on joining, then, once
+    /// the coordinator's interval has passed since the last report, the sums if they
+    /// changed; `None` (unchanged) otherwise, and when leaving.
+    fn task_offsets(&self, epoch: i32) -> Option<Vec<TaskOffset>> {
+        if epoch < 0 {
+            return None;
+        }
+        let mut sent = self.offsets_sent.borrow_mut();
+        let due = epoch == 0
+            || sent
+                .as_ref()
+                .is_none_or(|(at, _)| at.elapsed() >= self.offset_interval);
+        if !due {
+            return None;
+        }
+        let now: Vec<TaskOffset> = self
+            .settings
+            .task_offsets
+            .get()
+            .into_iter()
+            .map(|(id, offset)| TaskOffset {
+                subtopology: id.subtopology.to_string(),
+                partition: id.partition,
+                offset,
+            })
+            .collect();
+        let changed = epoch == 0 || sent.as_ref().is_none_or(|(_, last)| *last != now);
+        *sent = Some((Instant::now(), now.clone()));
+        changed.then_some(now)
     }
 
     /// The next heartbeat for the member in state `st`.
@@ -84,6 +130,7 @@ impl Heartbeat {
             active_tasks: Some(task_lists(&st.owned.active)),
             standby_tasks: Some(task_lists(&st.owned.standby)),
             warmup_tasks: Some(task_lists(&st.owned.warmup)),
+            task_offsets: self.task_offsets(st.epoch),
             ..Default::default()
         };
         if st.epoch == 0 {
@@ -133,6 +180,8 @@ impl Heartbeat {
             });
         if result.is_err() {
             self.conn = None;
+            // The report may not have arrived: the next request makes it again.
+            *self.offsets_sent.borrow_mut() = None;
         }
         result
     }
@@ -203,6 +252,9 @@ impl Heartbeat {
         self.endpoint_epoch = resp.endpoint_information_epoch;
         if resp.heartbeat_interval_ms > 0 {
             self.interval = Duration::from_millis(resp.heartbeat_interval_ms as u64);
+        }
+        if resp.task_offset_interval_ms > 0 {
+            self.offset_interval = Duration::from_millis(resp.task_offset_interval_ms as u64);
         }
         if resp.status.is_some() && resp.status != self.status {
             for s in resp.status.iter().flatten() {

@@ -113,6 +113,7 @@ fn settings(bootstrap: &str) -> Arc<MemberSettings> {
         },
         thread_name: "t".into(),
         group_configs: vec![],
+        task_offsets: Default::default(),
     })
 }
 
@@ -340,4 +341,57 @@ fn unknown_server_errors_fail_the_member_only_when_they_last() {
         "{e}"
     );
     assert!(e.to_string().contains("UnknownServerError (-1)"), "{e}");
+}
+
+/// Task offsets: all of them with the join heartbeat, then only when the interval has
+/// passed and they changed; never with a leave heartbeat.
+#[test]
+fn task_offsets_go_with_the_join_then_only_when_changed_after_the_interval() {
+    use std::sync::Mutex;
+
+    use crate::model::TaskId;
+    use crate::runtime::streams_group::TaskOffsetSource;
+
+    let held = Arc::new(Mutex::new(std::collections::BTreeMap::from([(
+        TaskId {
+            subtopology: 0,
+            partition: 3,
+        },
+        258,
+    )])));
+    let source = held.clone();
+    let mut s = (*settings("127.0.0.1:1")).clone();
+    s.task_offsets = TaskOffsetSource(Arc::new(move || source.lock().unwrap().clone()));
+    let mut hb = Heartbeat::new(Arc::new(s), "member".into());
+    hb.offset_interval = Duration::from_millis(200);
+    let mut st = State::default();
+    let reported = |req: HeartbeatRequest| {
+        req.task_offsets.map(|o| {
+            o.into_iter()
+                .map(|t| (t.subtopology, t.partition, t.offset))
+                .collect::<Vec<_>>()
+        })
+    };
+    assert_eq!(reported(hb.request(&st)), Some(vec![("0".into(), 3, 258)]));
+    st.epoch = 5;
+    assert_eq!(reported(hb.request(&st)), None, "within the interval");
+    std::thread::sleep(Duration::from_millis(250));
+    assert_eq!(reported(hb.request(&st)), None, "unchanged");
+    held.lock().unwrap().insert(
+        TaskId {
+            subtopology: 1,
+            partition: 0,
+        },
+        7,
+    );
+    std::thread::sleep(Duration::from_millis(250));
+    assert_eq!(
+        reported(hb.request(&st)),
+        Some(vec![("0".into(), 3, 258), ("1".into(), 0, 7)])
+    );
+    st.epoch = -1;
+    assert_eq!(reported(hb.request(&st)), None, "leaving");
+    // A rejoin reports everything again.
+    st.epoch = 0;
+    assert!(reported(hb.request(&st)).is_some());
 }

@@ -72,6 +72,7 @@ pub(super) fn settings(
         } else {
             Vec::new()
         },
+        task_offsets: Default::default(),
     }
 }
 

@@ -291,6 +291,12 @@ fn clone_error(e: &StreamsError) -> StreamsError {
             resource: resource.clone(),
             message: message.clone(),
         },
+        StreamsError::Authentication { message } => StreamsError::Authentication {
+            message: message.clone(),
+        },
+        StreamsError::Tls { message } => StreamsError::Tls {
+            message: message.clone(),
+        },
         StreamsError::Kafka { message, retriable } => StreamsError::Kafka {
             message: message.clone(),
             retriable: *retriable,

@@ -38,7 +38,7 @@ pub(crate) use member::StreamsMember;
 #[allow(unused_imports)]
 pub(crate) use security::Security;
 #[allow(unused_imports)]
-pub(crate) use shared::{MemberEvent, MemberSettings, TaskAssignment};
+pub(crate) use shared::{MemberEvent, MemberSettings, TaskAssignment, TaskOffsetSource};
 #[allow(unused_imports)]
 pub(crate) use topology::GroupTopology;
 
@@ -46,3 +46,5 @@ pub(crate) use topology::GroupTopology;
 mod kafka_tests;
 #[cfg(test)]
 mod secure_kafka_tests;
+#[cfg(test)]
+mod task_offsets_kafka_tests;

@@ -3,7 +3,7 @@
 //! the heartbeat thread receives, and the state both sides change under one lock (never
 //! held across network I/O).
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -14,6 +14,31 @@ use crate::runtime::streams_group::wire;
 
 /// The wait before retrying after a connection failure or a coordinator move.
 pub(in crate::runtime::streams_group) const RETRY_BACKOFF: Duration = Duration::from_millis(500);
+
+/// The offset sums of the tasks whose state the member's instance holds (see
+/// `restore/offset_sums.rs`), reported to the coordinator as `TaskOffsets`.
+#[derive(Clone)]
+pub(crate) struct TaskOffsetSource(pub Arc<dyn Fn() -> BTreeMap<TaskId, i64> + Send + Sync>);
+
+impl TaskOffsetSource {
+    /// The current sums.
+    pub(crate) fn get(&self) -> BTreeMap<TaskId, i64> {
+        (self.0)()
+    }
+}
+
+impl Default for TaskOffsetSource {
+    /// No task's state held.
+    fn default() -> Self {
+        TaskOffsetSource(Arc::new(BTreeMap::new))
+    }
+}
+
+impl std::fmt::Debug for TaskOffsetSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TaskOffsetSource")
+    }
+}
 
 /// What a stream thread's member needs to join.
 #[derive(Debug, Clone)]
@@ -43,6 +68,8 @@ pub(crate) struct MemberSettings {
     pub thread_name: String,
     /// Group configs set before joining (see [`group_config::group_configs_of`]).
     pub group_configs: Vec<(String, String)>,
+    /// How much of each task's state the instance holds.
+    pub task_offsets: TaskOffsetSource,
 }
 
 /// The tasks a member is assigned, or owns.

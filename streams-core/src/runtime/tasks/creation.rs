@@ -152,6 +152,7 @@ impl TaskManager {
                         // owner in this process restores only what follows, not everything.
                         self.write_checkpoint(&task)?;
                     }
+                    self.record_closing_offset_sum(&task);
                     task.close(true)?;
                     self.metrics.tasks_closed.inc();
                 }

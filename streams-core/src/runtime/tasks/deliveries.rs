@@ -144,19 +144,55 @@ impl TaskManager {
 
     /// Writes the checkpoints of `task`'s stores.
     pub(in crate::runtime) fn write_checkpoint(&self, task: &Task) -> Result<(), StreamsError> {
-        self.each_store_checkpoint(task, |store, offset| match offset {
-            Some(o) => store.write_checkpoint(Some(o)),
-            None => Ok(()),
-        })
+        let mut on_disk = Vec::new();
+        self.each_store_checkpoint(task, |store, offset| {
+            if store.persistent() {
+                on_disk.push(offset);
+            }
+            match offset {
+                Some(o) => store.write_checkpoint(Some(o)),
+                None => Ok(()),
+            }
+        })?;
+        self.record_offset_sum(task.id(), on_disk, false);
+        Ok(())
     }
 
     /// After a committed transaction: every task's stores apply the writes they held
     /// (exactly-once stores hold them until now) together with their checkpoints.
     pub(in crate::runtime) fn commit_writes(&self) -> Result<(), StreamsError> {
         for task in self.tasks.values() {
-            self.each_store_checkpoint(task, |store, offset| store.commit_writes(offset))?;
+            let mut on_disk = Vec::new();
+            self.each_store_checkpoint(task, |store, offset| {
+                if store.persistent() {
+                    on_disk.push(offset);
+                }
+                store.commit_writes(offset)
+            })?;
+            self.record_offset_sum(task.id(), on_disk, false);
         }
         Ok(())
+    }
+
+    /// Records the offset sum of a task whose persistent stores' checkpoints are
+    /// `on_disk` (a task without any holds nothing across a restart and is not recorded).
+    fn record_offset_sum(&self, id: TaskId, on_disk: Vec<Option<i64>>, closing: bool) {
+        if !on_disk.is_empty() {
+            let sum = crate::runtime::restore::offset_sums::sum_of(on_disk);
+            self.settings.offset_sums.record(id, sum, closing);
+        }
+    }
+
+    /// Before `task` closes cleanly: its offset sum goes to disk now.
+    pub(in crate::runtime) fn record_closing_offset_sum(&self, task: &Task) {
+        let mut on_disk = Vec::new();
+        let _ = self.each_store_checkpoint(task, |store, offset| {
+            if store.persistent() {
+                on_disk.push(offset);
+            }
+            Ok(())
+        });
+        self.record_offset_sum(task.id(), on_disk, true);
     }
 
     /// Calls `f` with each store of `task` and the changelog offset its local data reaches

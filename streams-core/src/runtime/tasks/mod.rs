@@ -61,6 +61,8 @@ pub(crate) struct TaskSettings {
     pub purge: Option<crate::runtime::topics::purge::PurgeSchedule>,
     /// How long an empty input partition holds back a task with several (`max.task.idle.ms`).
     pub idle: crate::engine::IdlePolicy,
+    /// The instance's record of how much of each task's state it holds.
+    pub offset_sums: Arc<crate::runtime::restore::offset_sums::OffsetSums>,
 }
 
 pub(crate) struct TaskManager {
@@ -157,7 +159,11 @@ impl TaskManager {
             restore_consumers,
             member,
         } = parts;
-        let updater = StateUpdater::start(format!("{thread_name}-restorer"), restore_consumers)?;
+        let updater = StateUpdater::start(
+            format!("{thread_name}-restorer"),
+            restore_consumers,
+            settings.offset_sums.clone(),
+        )?;
         Ok(Self {
             settings,
             global_consumer,
@@ -248,6 +254,7 @@ impl TaskManager {
 
     /// Removes the state directory of task `id`, whose stores are closed.
     pub(super) fn wipe_dir(&self, id: TaskId) -> Result<(), StreamsError> {
+        self.settings.offset_sums.forget(id);
         let dir = self.task_dir(id);
         if dir.exists() {
             std::fs::remove_dir_all(&dir).map_err(|e| {
@@ -543,6 +550,9 @@ impl TaskManager {
                 dead_lettered = c.dead_lettered,
                 "closing task"
             );
+            if clean && result.is_ok() {
+                self.record_closing_offset_sum(&task);
+            }
             if let Err(e) = task.close(clean && result.is_ok()) {
                 tracing::warn!(task = %task.id(), error = %e, "closing task");
             }

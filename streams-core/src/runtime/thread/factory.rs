@@ -48,6 +48,8 @@ pub(in crate::runtime) struct ThreadFactory {
     pub(in crate::runtime) group_topology: Option<Arc<crate::runtime::streams_group::GroupTopology>>,
     /// Under the streams protocol: how each thread's member connects.
     pub(in crate::runtime) group_security: crate::runtime::streams_group::Security,
+    /// How much of each task's state the instance holds (reported by the members).
+    pub(in crate::runtime) offset_sums: Arc<crate::runtime::restore::offset_sums::OffsetSums>,
     /// The RocksDB memory (block cache, memtables) all stores of the instance share.
     pub(in crate::runtime) rocksdb: streams_state::RocksDbResources,
     /// Where the threads report the tasks they host (for interactive queries).
@@ -273,6 +275,7 @@ impl ThreadFactory {
                 idle: cfg.max_task_idle(),
                 behind: StreamsConfig::BEHIND_PARTITION_WAIT,
             },
+            offset_sums: self.offset_sums.clone(),
             purge: self.purger.clone().map(|p| {
                 crate::runtime::topics::purge::PurgeSchedule::new(
                     p,
@@ -345,6 +348,10 @@ impl ThreadFactory {
             topology: topology.clone(),
             thread_name: name.to_owned(),
             group_configs: crate::runtime::streams_group::group_configs_of(cfg),
+            task_offsets: {
+                let sums = self.offset_sums.clone();
+                crate::runtime::streams_group::TaskOffsetSource(Arc::new(move || sums.snapshot()))
+            },
         })
     }
 }

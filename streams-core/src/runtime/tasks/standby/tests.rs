@@ -109,6 +109,9 @@ impl Setup {
             group_protocol: GroupProtocol::Classic,
             group_topology: None,
             group_security: Default::default(),
+            offset_sums: Arc::new(crate::runtime::restore::offset_sums::OffsetSums::load(
+                &state.path().join(&app_id),
+            )),
             rocksdb: streams_state::RocksDbResources::default(),
             hosting: Arc::default(),
             purger: None,
