@@ -10,20 +10,44 @@
 
 use std::time::{Duration, Instant};
 
-use kafka_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
+use kafka_protocol::messages::{
+    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+};
 use kafka_protocol::protocol::StrBytes;
 use rsasl::prelude::{Mechname, SASLClient, SASLConfig};
 
 use crate::model::error::StreamsError;
 use crate::runtime::streams_group::security::Sasl;
-use crate::runtime::streams_group::wire::Conn;
+
+/// The connection an authentication runs on (`wire::Conn`).
+pub(crate) trait SaslExchange {
+    /// The broker's address, for errors.
+    fn addr(&self) -> &str;
+    /// The highest version of API `key` both sides speak within `ours`.
+    fn version(&self, key: i16, ours: (i16, i16)) -> Option<i16>;
+    /// Sends a `SaslHandshake` request.
+    fn handshake(
+        &mut self,
+        req: &SaslHandshakeRequest,
+        version: i16,
+    ) -> Result<SaslHandshakeResponse, StreamsError>;
+    /// Sends a `SaslAuthenticate` request.
+    fn authenticate(
+        &mut self,
+        req: &SaslAuthenticateRequest,
+        version: i16,
+    ) -> Result<SaslAuthenticateResponse, StreamsError>;
+}
 
 /// `UNSUPPORTED_SASL_MECHANISM`.
 const UNSUPPORTED_MECHANISM: i16 = 33;
 
 /// Authenticates `conn` with `sasl`; returns when the session must be renewed, if the
 /// broker limits its lifetime.
-pub(crate) fn authenticate(conn: &mut Conn, sasl: &Sasl) -> Result<Option<Instant>, StreamsError> {
+pub(crate) fn authenticate(
+    conn: &mut impl SaslExchange,
+    sasl: &Sasl,
+) -> Result<Option<Instant>, StreamsError> {
     let started = Instant::now();
     let addr = conn.addr().to_owned();
     let refused = |message: String| StreamsError::Authentication {
@@ -41,7 +65,7 @@ pub(crate) fn authenticate(conn: &mut Conn, sasl: &Sasl) -> Result<Option<Instan
     };
     let mut handshake = SaslHandshakeRequest::default();
     handshake.mechanism = StrBytes::from_static_str(sasl.mechanism.name());
-    let resp = conn.send(&handshake, handshake_version)?;
+    let resp = conn.handshake(&handshake, handshake_version)?;
     match resp.error_code {
         0 => {}
         UNSUPPORTED_MECHANISM => {
@@ -70,7 +94,7 @@ pub(crate) fn authenticate(conn: &mut Conn, sasl: &Sasl) -> Result<Option<Instan
         if state.has_sent_message() {
             let mut req = SaslAuthenticateRequest::default();
             req.auth_bytes = out.into();
-            let resp = conn.send(&req, auth_version)?;
+            let resp = conn.authenticate(&req, auth_version)?;
             if resp.error_code != 0 {
                 let why = resp.error_message.map(|m| m.to_string()).unwrap_or_default();
                 return Err(refused(format!("error {}: {why}", resp.error_code)));

@@ -252,6 +252,32 @@ impl Conn {
     }
 }
 
+impl sasl::SaslExchange for Conn {
+    fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    fn version(&self, key: i16, ours: (i16, i16)) -> Option<i16> {
+        Conn::version(self, key, ours)
+    }
+
+    fn handshake(
+        &mut self,
+        req: &SaslHandshakeRequest,
+        version: i16,
+    ) -> Result<SaslHandshakeResponse, StreamsError> {
+        self.send(req, version)
+    }
+
+    fn authenticate(
+        &mut self,
+        req: &SaslAuthenticateRequest,
+        version: i16,
+    ) -> Result<SaslAuthenticateResponse, StreamsError> {
+        self.send(req, version)
+    }
+}
+
 /// The addresses of a `bootstrap.servers` list (comma-separated `host:port`s, each
 /// perhaps with a `<protocol>://` prefix).
 fn bootstrap_list(bootstrap: &str) -> Vec<String> {
