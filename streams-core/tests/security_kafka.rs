@@ -238,7 +238,7 @@ fn failure(
             .lock()
             .unwrap()
             .get_or_insert_with(|| format!("{}{e}", if denied { "" } else { "UNTYPED " }));
-        streams_core::ThreadFailureResponse::ShutdownApplication
+        streams_core::ThreadFailureResponse::ShutdownClient
     });
     if let Err(e) = app.start() {
         assert!(matches!(e, StreamsError::Authorization { .. }), "{test}: {e:?}");

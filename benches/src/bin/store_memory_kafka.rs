@@ -188,7 +188,7 @@ fn run(bootstrap: &str, app_id: &str, topic: &str, state_dir: &str, records: u64
     let mut app = KafkaStreams::new(topology(topic, rmw, processed.clone())?, config)?;
     app.set_uncaught_error_handler(|e| {
         eprintln!("stream thread failed: {e}");
-        ThreadFailureResponse::ShutdownApplication
+        ThreadFailureResponse::ShutdownClient
     });
     let started = Instant::now();
     app.start()?;

@@ -240,13 +240,25 @@ pub enum StreamsGroupFailure {
     /// (`FENCED_INSTANCE_ID`): two instances were configured with the same id.
     #[error("another member took this group.instance.id")]
     InstanceIdInUse,
-    /// A member of the group asked the whole application to shut down
-    /// (`ThreadFailureResponse::ShutdownApplication` on another instance).
+    /// A member of the group asked the whole application to shut down (a thread's
+    /// `ThreadFailureResponse::ShutdownApplication`, on this instance or another).
     #[error("application shutdown requested")]
     ShutdownRequested,
 }
 
 impl StreamsError {
+    /// Whether another instance asked the whole application to shut down
+    /// ([`StreamsGroupFailure::ShutdownRequested`]).
+    pub fn is_shutdown_requested(&self) -> bool {
+        matches!(
+            self,
+            StreamsError::StreamsGroup {
+                kind: StreamsGroupFailure::ShutdownRequested,
+                ..
+            }
+        )
+    }
+
     /// The store error behind this error when a store's files were found corrupt
     /// ([`StoreError::is_corruption`]), returned by the store itself or by a processor that
     /// passed it on (found along the error's sources). The record is not at fault: the

@@ -35,13 +35,22 @@ use crate::metrics::{Metrics, MetricsServer};
 use crate::model::error::StreamsError;
 use crate::topology::Topology;
 
-/// What to do when a stream thread fails.
+/// What to do when a stream thread fails (Kafka Streams' `StreamThreadExceptionResponse`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ThreadFailureResponse {
     /// Start a new thread in its place (its tasks are recreated from their changelogs).
     ReplaceThread,
-    /// Stop the whole application (state `Error`). The default.
+    /// Stop this instance (state `Error`); the other instances take its tasks over. The
+    /// default.
     #[default]
+    ShutdownClient,
+    /// Stop every instance of the application: under `group.protocol=streams` the failed
+    /// thread's member asks the group coordinator to shut the group down (KIP-1071's
+    /// `ShutdownApplication`), and every other instance stops with
+    /// [`StreamsGroupFailure::ShutdownRequested`](crate::error::StreamsGroupFailure::ShutdownRequested)
+    /// (state `Error`), whatever its own handler would say. Under the other group
+    /// protocols, which have no such request, this instance stops as with
+    /// [`ShutdownClient`](Self::ShutdownClient) and a warning says so.
     ShutdownApplication,
 }
 
@@ -176,7 +185,7 @@ impl KafkaStreams {
             threads: Vec::new(),
             embedded,
             bootstrap,
-            error_handler: Arc::new(|_| ThreadFailureResponse::ShutdownApplication),
+            error_handler: Arc::new(|_| ThreadFailureResponse::ShutdownClient),
             next_thread: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
             process_id,
             group_protocol: None,
@@ -391,6 +400,9 @@ impl KafkaStreams {
                 let _alive = AliveGuard(alive);
                 let mut parts = Some((consumer, tasks, settings));
                 while let Some((consumer, tasks, settings)) = parts.take() {
+                    // Kept past the thread's end: a request to shut the application down
+                    // goes through it (it leaves the group when dropped).
+                    let member = settings.member.as_ref().map(|(m, _)| m.clone());
                     let result = thread::run(
                         &thread_name,
                         consumer,
@@ -402,9 +414,17 @@ impl KafkaStreams {
                     );
                     let Err(e) = result else { return };
                     tracing::error!(thread = %thread_name, error = %e, "stream thread failed");
-                    if handler(&e) == ThreadFailureResponse::ReplaceThread
-                        && !shutdown.load(Ordering::Relaxed)
-                    {
+                    let response = if e.is_shutdown_requested() {
+                        // Another instance asked the whole application to stop.
+                        ThreadFailureResponse::ShutdownClient
+                    } else {
+                        handler(&e)
+                    };
+                    if response == ThreadFailureResponse::ShutdownApplication {
+                        request_application_shutdown(&thread_name, member.as_deref());
+                    }
+                    drop(member);
+                    if response == ThreadFailureResponse::ReplaceThread && !shutdown.load(Ordering::Relaxed) {
                         // The replacement rejoins the group; its tasks restore from their
                         // changelogs (under exactly-once the failed transaction was aborted).
                         match factory.parts(&thread_name, index) {
@@ -472,6 +492,26 @@ impl KafkaStreams {
 }
 
 /// Decrements the alive-threads gauge when a stream thread ends, however it ends.
+/// A failed thread's [`ThreadFailureResponse::ShutdownApplication`]: its streams-group
+/// `member` asks the coordinator to shut the whole group down (waiting at most 10 s for the
+/// coordinator to take the request); without one, only a warning.
+fn request_application_shutdown(thread: &str, member: Option<&streams_group::StreamsMember>) {
+    match member {
+        Some(m) if m.request_application_shutdown(Duration::from_secs(10)) => {
+            tracing::warn!(thread = %thread, "asked every instance of the application to shut down");
+        }
+        Some(_) => tracing::error!(
+            thread = %thread,
+            "could not ask the other instances to shut down (the coordinator did not take the request)"
+        ),
+        None => tracing::warn!(
+            thread = %thread,
+            "ShutdownApplication stops only this instance: its group protocol cannot ask the others \
+             (group.protocol=streams can)"
+        ),
+    }
+}
+
 struct AliveGuard(prometheus::IntGauge);
 
 impl Drop for AliveGuard {

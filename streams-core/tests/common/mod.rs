@@ -240,14 +240,14 @@ pub fn metric_sum(text: &str, name: &str, labels: &[&str]) -> f64 {
 }
 
 /// Records the first error a stream thread of `app` fails with, and stops the application
-/// on it (`ThreadFailureResponse::ShutdownApplication`): what a test reads once the
+/// on it (`ThreadFailureResponse::ShutdownClient`): what a test reads once the
 /// application is in state `Error`.
 pub fn first_failure(app: &mut KafkaStreams) -> std::sync::Arc<std::sync::Mutex<Option<String>>> {
     let failure: std::sync::Arc<std::sync::Mutex<Option<String>>> = Default::default();
     let seen = failure.clone();
     app.set_uncaught_error_handler(move |e| {
         seen.lock().unwrap().get_or_insert(e.to_string());
-        streams_core::ThreadFailureResponse::ShutdownApplication
+        streams_core::ThreadFailureResponse::ShutdownClient
     });
     failure
 }

@@ -131,6 +131,7 @@ impl Heartbeat {
             standby_tasks: Some(task_lists(&st.owned.standby)),
             warmup_tasks: Some(task_lists(&st.owned.warmup)),
             task_offsets: self.task_offsets(st.epoch),
+            shutdown_application: st.shutdown_requested,
             ..Default::default()
         };
         if st.epoch == 0 {
@@ -369,7 +370,12 @@ impl Heartbeat {
             };
             let delay = match self.exchange(&req) {
                 Ok(resp) => {
-                    let d = self.handle(resp, &mut shared.lock());
+                    let mut st = shared.lock();
+                    if req.shutdown_application && resp.error_code == 0 {
+                        st.shutdown_acknowledged = true;
+                    }
+                    let d = self.handle(resp, &mut st);
+                    drop(st);
                     shared.wake.notify_all(); // events for a waiting handle
                     d
                 }
@@ -498,6 +504,16 @@ pub(crate) fn fatal(group: &str, code: i16, message: Option<&str>) -> Option<Str
         // INVALID_REQUEST, UNRELEASED_INSTANCE_ID and anything unexpected
         _ if wire::coordinator_moved(code) => return None,
         _ => StreamsGroupFailure::Protocol,
+    };
+    let message = if kind == StreamsGroupFailure::OtherGroupType {
+        format!(
+            "{message}: the group exists as a consumer or classic group (an earlier run with \
+             another group.protocol, or another application with this id); the broker does not \
+             turn it into a streams group, so keep the earlier group.protocol, or delete the \
+             group (its committed offsets go with it) or use a new application.id"
+        )
+    } else {
+        message
     };
     Some(StreamsError::StreamsGroup {
         group: group.to_owned(),

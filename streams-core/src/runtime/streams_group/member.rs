@@ -226,6 +226,30 @@ impl StreamsMember {
         result
     }
 
+    /// Asks the coordinator to shut the whole application down (`ShutdownApplication` in
+    /// the next heartbeats); returns once a heartbeat carrying it was answered (true), or
+    /// after `timeout` or when the heartbeat thread has stopped (false).
+    pub(crate) fn request_application_shutdown(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut st = self.shared.lock();
+        st.shutdown_requested = true;
+        st.owned_changed = true; // heartbeat now rather than at the next interval
+        self.shared.wake.notify_all();
+        while !st.shutdown_acknowledged {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || st.exited {
+                return st.shutdown_acknowledged;
+            }
+            st = self
+                .shared
+                .wake
+                .wait_timeout(st, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        true
+    }
+
     /// The member id and the current member epoch (for transactional offset commits).
     pub(crate) fn member_id_and_epoch(&self) -> (String, i32) {
         (self.member_id.clone(), self.shared.lock().epoch)

@@ -121,6 +121,11 @@ pub(crate) struct State {
     pub stop: Option<Stop>,
     /// The heartbeat thread has exited.
     pub exited: bool,
+    /// The member asks the coordinator to shut the whole application down (a thread's
+    /// `ThreadFailureResponse::ShutdownApplication`), with every heartbeat from now on.
+    pub shutdown_requested: bool,
+    /// The coordinator answered a heartbeat that carried the request.
+    pub shutdown_acknowledged: bool,
 }
 
 impl State {
