@@ -8,18 +8,17 @@
 //! application id and fresh topics. `scripts/test.sh` provides the secure listener; without it
 //! the tests say they were skipped, or fail under `STREAMS_REQUIRE_KAFKA=1`.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use streams_core::{KafkaStreams, State, StreamsConfig, StreamsError};
 use streams_test_utils::kafka::acl::{self, AclBinding};
 use streams_test_utils::kafka::secure::{self, NO_ACLS, STREAMS, SecureKafka, User};
-use streams_test_utils::kafka::{self, ConsumeUntil, DEFAULT_TIMEOUT};
+use streams_test_utils::kafka::{self, DEFAULT_TIMEOUT};
 
 mod common;
 
-use common::{count_topology, produce_words};
+use common::{committed_counts, count_topology, produce_words};
 
 /// How long a misconfigured application may take to say so.
 const FAIL_WITHIN: Duration = Duration::from_secs(30);
@@ -66,30 +65,12 @@ fn topics(broker: &SecureKafka, keys: usize, rounds: usize) -> (String, String) 
     (input, output)
 }
 
-/// The committed counts of `output` per key, in order.
-fn committed_counts(broker: &SecureKafka, output: &str) -> HashMap<String, Vec<u64>> {
-    let records = kafka::consume_all(
-        &broker.plaintext_bootstrap,
-        output,
-        ConsumeUntil::Idle(Duration::ZERO),
-        Duration::from_secs(60),
-        true,
-    )
-    .unwrap();
-    let mut counts: HashMap<String, Vec<u64>> = HashMap::new();
-    for r in &records {
-        let v = u64::from_be_bytes(r.value.as_deref().unwrap().try_into().unwrap());
-        counts.entry(r.key_str().unwrap()).or_default().push(v);
-    }
-    counts
-}
-
 /// Waits until every one of `keys` keys has reached `expected` in `output`; then checks that
 /// each key's counts only ever went up (a record processed twice would repeat or skip one).
 fn wait_for_counts(broker: &SecureKafka, output: &str, keys: usize, expected: u64) {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let counts = committed_counts(broker, output);
+        let counts = committed_counts(&broker.plaintext_bootstrap, output);
         let done = counts.len() == keys && counts.values().all(|c| c.last() == Some(&expected));
         if done {
             for (key, c) in &counts {

@@ -5,18 +5,17 @@
 //! Every count is checked exactly once (exactly-once). Test data goes in and out through the
 //! PLAINTEXT listener. Skipped without the secure listener unless `STREAMS_REQUIRE_KAFKA=1`.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use streams_core::{GroupProtocol, KafkaStreams, State, StreamsConfig};
 use streams_test_utils::kafka::acl::{self, AclBinding};
 use streams_test_utils::kafka::secure::{self, STREAMS, SecureKafka};
-use streams_test_utils::kafka::{self, ConsumeUntil, DEFAULT_TIMEOUT};
+use streams_test_utils::kafka::{self, DEFAULT_TIMEOUT};
 
 mod common;
 
-use common::{count_topology, produce_words};
+use common::{committed_counts, count_topology, produce_words};
 
 const KEYS: usize = 200;
 
@@ -57,27 +56,9 @@ fn wait(what: &str, done: impl Fn() -> bool) {
     }
 }
 
-/// The committed counts of `output` per key, in order.
-fn committed_counts(broker: &SecureKafka, output: &str) -> HashMap<String, Vec<u64>> {
-    let records = kafka::consume_all(
-        &broker.plaintext_bootstrap,
-        output,
-        ConsumeUntil::Idle(Duration::ZERO),
-        Duration::from_secs(60),
-        true,
-    )
-    .unwrap();
-    let mut counts: HashMap<String, Vec<u64>> = HashMap::new();
-    for r in &records {
-        let v = u64::from_be_bytes(r.value.as_deref().unwrap().try_into().unwrap());
-        counts.entry(r.key_str().unwrap()).or_default().push(v);
-    }
-    counts
-}
-
 /// Every key's committed counts end at `expected`; each count of a key appears once.
 fn counts_reach(broker: &SecureKafka, output: &str, expected: u64) -> bool {
-    let counts = committed_counts(broker, output);
+    let counts = committed_counts(&broker.plaintext_bootstrap, output);
     let done = counts.len() == KEYS && counts.values().all(|c| c.last() == Some(&expected));
     if done {
         for (key, c) in &counts {

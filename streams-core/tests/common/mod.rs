@@ -51,6 +51,24 @@ pub fn count_topology(input: &str, output: &str) -> Topology {
     b.build().expect("count topology")
 }
 
+/// The committed (read-committed) counts of `output` per key, in the order written.
+pub fn committed_counts(bootstrap: &str, output: &str) -> HashMap<String, Vec<u64>> {
+    let records = kafka::consume_all(
+        bootstrap,
+        output,
+        ConsumeUntil::Idle(Duration::ZERO),
+        Duration::from_secs(60),
+        true,
+    )
+    .unwrap();
+    let mut counts: HashMap<String, Vec<u64>> = HashMap::new();
+    for r in &records {
+        let v = u64::from_be_bytes(r.value.as_deref().unwrap().try_into().unwrap());
+        counts.entry(r.key_str().unwrap()).or_default().push(v);
+    }
+    counts
+}
+
 /// Produces `per_key` rounds of one record for each of `keys` keys (`key-<k>`), values
 /// tagged `<tag>-<round>`.
 pub fn produce_words(bootstrap: &str, topic: &str, keys: usize, per_key: usize, tag: &str) {

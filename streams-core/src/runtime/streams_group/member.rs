@@ -147,23 +147,10 @@ impl StreamsMember {
     /// Waits up to `timeout` for the next event.
     #[cfg(test)]
     pub(crate) fn next_event(&self, timeout: Duration) -> Option<MemberEvent> {
-        let deadline = Instant::now() + timeout;
-        let mut st = self.shared.lock();
-        loop {
-            if let Some(e) = st.events.pop_front() {
-                return Some(e);
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() || st.exited {
-                return None;
-            }
-            st = self
-                .shared
-                .wake
-                .wait_timeout(st, left)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
-        }
+        self.shared
+            .wait_until(self.shared.lock(), Instant::now() + timeout, |st| {
+                st.events.pop_front()
+            })
     }
 
     /// The stream thread goes round its loop: it is not stuck (see the module doc).
@@ -230,24 +217,15 @@ impl StreamsMember {
     /// the next heartbeats); returns once a heartbeat carrying it was answered (true), or
     /// after `timeout` or when the heartbeat thread has stopped (false).
     pub(crate) fn request_application_shutdown(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
         let mut st = self.shared.lock();
         st.shutdown_requested = true;
         st.owned_changed = true; // heartbeat now rather than at the next interval
         self.shared.wake.notify_all();
-        while !st.shutdown_acknowledged {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() || st.exited {
-                return st.shutdown_acknowledged;
-            }
-            st = self
-                .shared
-                .wake
-                .wait_timeout(st, left)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
-        }
-        true
+        self.shared
+            .wait_until(st, Instant::now() + timeout, |st| {
+                st.shutdown_acknowledged.then_some(())
+            })
+            .is_some()
     }
 
     /// The member id and the current member epoch (for transactional offset commits).
@@ -281,18 +259,12 @@ impl StreamsMember {
             st.stop = Some(how);
         }
         self.shared.wake.notify_all();
-        while !st.exited {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                tracing::warn!(group = %self.settings.group_id, "the heartbeat thread did not stop in {timeout:?}");
-                return;
-            }
-            st = self
-                .shared
-                .wake
-                .wait_timeout(st, left)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+        if self
+            .shared
+            .wait_until(st, deadline, |st| st.exited.then_some(()))
+            .is_none()
+        {
+            tracing::warn!(group = %self.settings.group_id, "the heartbeat thread did not stop in {timeout:?}");
         }
     }
 }

@@ -25,7 +25,6 @@ use std::sync::Arc;
 
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{
@@ -289,13 +288,9 @@ fn pem_of(props: &BTreeMap<String, String>, name: &str) -> Result<Option<(Vec<u8
     }
 }
 
-fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
 fn tls_config(props: &BTreeMap<String, String>) -> Result<ClientConfig, StreamsError> {
     refuse_unsupported(props)?;
-    let provider = provider();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut roots = RootCertStore::empty();
     match pem_of(props, "ssl.ca")? {
         Some((pem, property)) => {
@@ -323,9 +318,8 @@ fn tls_config(props: &BTreeMap<String, String>) -> Result<ClientConfig, StreamsE
         .build()
         .map_err(|e| invalid("ssl.ca.location", e.to_string()))?;
     let verifier: Arc<dyn ServerCertVerifier> = match (verify, check_name) {
-        (false, _) => Arc::new(TrustAnything(provider.clone())),
         (true, true) => webpki,
-        (true, false) => Arc::new(ChainOnly(webpki)),
+        (chain, _) => Arc::new(Relaxed { webpki, chain }),
     };
     let builder = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -356,12 +350,18 @@ fn tls_config(props: &BTreeMap<String, String>) -> Result<ClientConfig, StreamsE
     }
 }
 
-/// Checks the broker's chain against the trusted CAs, but not its name
-/// (`ssl.endpoint.identification.algorithm=none`).
+/// The broker certificate checks `webpki` relaxed: without the name check
+/// (`ssl.endpoint.identification.algorithm=none`), or without any check of the certificate
+/// (`enable.ssl.certificate.verification=false`). The handshake's signatures are checked
+/// either way.
 #[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
+struct Relaxed {
+    webpki: Arc<WebPkiServerVerifier>,
+    /// Whether the chain is checked against the trusted CAs.
+    chain: bool,
+}
 
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for Relaxed {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -370,8 +370,11 @@ impl ServerCertVerifier for ChainOnly {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
+        if !self.chain {
+            return Ok(ServerCertVerified::assertion());
+        }
         match self
-            .0
+            .webpki
             .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
         {
             Err(rustls::Error::InvalidCertificate(
@@ -388,7 +391,7 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        self.webpki.verify_tls12_signature(message, cert, dss)
     }
 
     fn verify_tls13_signature(
@@ -397,51 +400,11 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        self.webpki.verify_tls13_signature(message, cert, dss)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
-/// Accepts any certificate, checking only the handshake's signatures
-/// (`enable.ssl.certificate.verification=false`).
-#[derive(Debug)]
-struct TrustAnything(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for TrustAnything {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.webpki.supported_verify_schemes()
     }
 }
 

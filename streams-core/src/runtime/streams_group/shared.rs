@@ -152,4 +152,28 @@ impl Shared {
     pub(in crate::runtime::streams_group) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Waits on `st` until `done` gives a value, the heartbeat thread has exited (and
+    /// `done` gives none) or `deadline` passes; `done` is asked first and after every wake.
+    pub(in crate::runtime::streams_group) fn wait_until<T>(
+        &self,
+        mut st: MutexGuard<'_, State>,
+        deadline: Instant,
+        mut done: impl FnMut(&mut State) -> Option<T>,
+    ) -> Option<T> {
+        loop {
+            if let Some(v) = done(&mut st) {
+                return Some(v);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || st.exited {
+                return None;
+            }
+            st = self
+                .wake
+                .wait_timeout(st, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
 }
