@@ -69,7 +69,9 @@ pub(crate) fn run(
     settings.hosting.remove(name);
     consumer.unsubscribe();
     // Leave the streams group now that the tasks are closed (their offsets committed), so
-    // the broker moves them at once rather than after the session timeout.
+    // the broker moves them at once rather than after the session timeout. The runtime
+    // keeps a handle of its own (a failed thread may ask the whole application to shut
+    // down through it): the member then leaves when that last handle drops.
     if let Some((member, _)) = settings.member.take()
         && let Ok(member) = Arc::try_unwrap(member)
     {
