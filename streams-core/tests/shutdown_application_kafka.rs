@@ -147,6 +147,32 @@ fn run(test: &str, a_response: ThreadFailureResponse) -> Option<(State, usize)> 
     let processed = b.processed_records() as usize;
     a.close(Duration::from_secs(30));
     b.close(Duration::from_secs(30));
+    // The application starts again at once (the stopped members left the group): an
+    // instance without the fuse passes the poison records on.
+    let dir_c = tempfile::tempdir().unwrap();
+    let (mut c, c_errors) = start(
+        &bootstrap,
+        &app,
+        topology(&input, &output, false),
+        dir_c.path(),
+        ThreadFailureResponse::ShutdownClient,
+    );
+    let more: Vec<ProduceRecord> = (0..20)
+        .map(|i| ProduceRecord::new(format!("k{i}"), "again"))
+        .collect();
+    kafka::produce(&bootstrap, &input, &more, Duration::from_secs(30)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while c.processed_records() < 20 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        c.state(),
+        State::Running,
+        "the restarted application runs: {:?}",
+        c_errors.lock().unwrap()
+    );
+    assert!(c.processed_records() >= 20, "the restarted application processes");
+    c.close(Duration::from_secs(30));
     Some((b_state, processed))
 }
 

@@ -389,6 +389,11 @@ impl Heartbeat {
                 Ok(d) => next = Instant::now() + d,
                 Err(e) => {
                     tracing::error!(group = %self.settings.group_id, "streams group member failed: {e}");
+                    if e.is_shutdown_requested() {
+                        // The application stops: leave at once, so that the group is empty
+                        // (and can start again) without waiting for the session timeout.
+                        self.leave();
+                    }
                     let mut st = shared.lock();
                     st.failure = Some(e);
                     st.exited = true;
