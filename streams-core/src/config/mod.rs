@@ -74,7 +74,7 @@ enum Scope {
 }
 
 /// A [`StreamsError::Config`] for `property`.
-fn invalid(property: &str, message: impl Into<String>) -> StreamsError {
+pub(crate) fn invalid(property: &str, message: impl Into<String>) -> StreamsError {
     StreamsError::Config {
         property: property.to_owned(),
         message: message.into(),

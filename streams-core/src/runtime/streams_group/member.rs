@@ -240,7 +240,8 @@ impl StreamsMember {
 
     /// Leaves the group (a heartbeat with epoch -1; a static member's with epoch -2, which
     /// keeps its tasks for it until its session times out) and stops the heartbeat thread,
-    /// waiting at most `timeout` for it.
+    /// waiting at most `timeout` for it. (The runtime's members leave when dropped.)
+    #[cfg(test)]
     pub(crate) fn leave(self, timeout: Duration) {
         self.stop(Stop::Leave, timeout);
     }

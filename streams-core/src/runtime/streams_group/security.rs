@@ -31,6 +31,7 @@ use rustls::{
     ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme, StreamOwned,
 };
 
+use crate::config::invalid;
 use crate::model::error::StreamsError;
 
 /// A SASL mechanism this client speaks.
@@ -79,13 +80,6 @@ impl std::fmt::Debug for Security {
             .field("tls", &self.tls.is_some())
             .field("sasl", &self.sasl)
             .finish()
-    }
-}
-
-fn invalid(property: &str, message: impl Into<String>) -> StreamsError {
-    StreamsError::Config {
-        property: property.to_owned(),
-        message: message.into(),
     }
 }
 

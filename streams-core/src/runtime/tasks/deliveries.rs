@@ -144,15 +144,9 @@ impl TaskManager {
 
     /// Writes the checkpoints of `task`'s stores.
     pub(in crate::runtime) fn write_checkpoint(&self, task: &Task) -> Result<(), StreamsError> {
-        let mut on_disk = Vec::new();
-        self.each_store_checkpoint(task, |store, offset| {
-            if store.persistent() {
-                on_disk.push(offset);
-            }
-            match offset {
-                Some(o) => store.write_checkpoint(Some(o)),
-                None => Ok(()),
-            }
+        let on_disk = self.each_store_checkpoint(task, |store, offset| match offset {
+            Some(o) => store.write_checkpoint(Some(o)),
+            None => Ok(()),
         })?;
         self.record_offset_sum(task.id(), on_disk, false);
         Ok(())
@@ -162,13 +156,7 @@ impl TaskManager {
     /// (exactly-once stores hold them until now) together with their checkpoints.
     pub(in crate::runtime) fn commit_writes(&self) -> Result<(), StreamsError> {
         for task in self.tasks.values() {
-            let mut on_disk = Vec::new();
-            self.each_store_checkpoint(task, |store, offset| {
-                if store.persistent() {
-                    on_disk.push(offset);
-                }
-                store.commit_writes(offset)
-            })?;
+            let on_disk = self.each_store_checkpoint(task, |store, offset| store.commit_writes(offset))?;
             self.record_offset_sum(task.id(), on_disk, false);
         }
         Ok(())
@@ -185,24 +173,21 @@ impl TaskManager {
 
     /// Before `task` closes cleanly: its offset sum goes to disk now.
     pub(in crate::runtime) fn record_closing_offset_sum(&self, task: &Task) {
-        let mut on_disk = Vec::new();
-        let _ = self.each_store_checkpoint(task, |store, offset| {
-            if store.persistent() {
-                on_disk.push(offset);
-            }
-            Ok(())
-        });
-        self.record_offset_sum(task.id(), on_disk, true);
+        if let Ok(on_disk) = self.each_store_checkpoint(task, |_, _| Ok(())) {
+            self.record_offset_sum(task.id(), on_disk, true);
+        }
     }
 
     /// Calls `f` with each store of `task` and the changelog offset its local data reaches
     /// (delivered since, or restored), if known. A store restored from a source topic
-    /// reaches the task's committed position in that topic.
+    /// reaches the task's committed position in that topic. Returns those offsets of the
+    /// persistent stores (what the task holds across a restart).
     fn each_store_checkpoint(
         &self,
         task: &Task,
         mut f: impl FnMut(&mut dyn streams_state::KeyValueStore, Option<i64>) -> streams_state::Result<()>,
-    ) -> Result<(), StreamsError> {
+    ) -> Result<Vec<Option<i64>>, StreamsError> {
+        let mut on_disk = Vec::new();
         let delivered = self
             .tracker
             .state
@@ -230,8 +215,12 @@ impl TaskManager {
                     .or_else(|| self.restored_to.get(&key))
                     .copied()
             };
-            f(&mut **slot.store.borrow_mut(), offset)?;
+            let mut store = slot.store.borrow_mut();
+            if store.persistent() {
+                on_disk.push(offset);
+            }
+            f(&mut **store, offset)?;
         }
-        Ok(())
+        Ok(on_disk)
     }
 }

@@ -51,7 +51,7 @@ pub(crate) fn run(
     name: &str,
     consumer: BaseConsumer<ThreadContext>,
     tasks: TaskManagerParts,
-    mut settings: LoopSettings,
+    settings: LoopSettings,
     shutdown: Arc<AtomicBool>,
     status: Arc<Status>,
     inbox: &Inbox,
@@ -68,15 +68,10 @@ pub(crate) fn run(
     drop(tasks);
     settings.hosting.remove(name);
     consumer.unsubscribe();
-    // Leave the streams group now that the tasks are closed (their offsets committed), so
-    // the broker moves them at once rather than after the session timeout. The runtime
-    // keeps a handle of its own (a failed thread may ask the whole application to shut
-    // down through it): the member then leaves when that last handle drops.
-    if let Some((member, _)) = settings.member.take()
-        && let Ok(member) = Arc::try_unwrap(member)
-    {
-        member.leave(Duration::from_secs(10));
-    }
+    // The streams-group member leaves when the runtime drops its own handle, right after
+    // this returns: the tasks are closed (their offsets committed) by then, so the broker
+    // moves them at once rather than after the session timeout. The runtime keeps that
+    // handle because a failed thread may ask the whole application to shut down through it.
     result.and(closed)
 }
 
