@@ -203,8 +203,9 @@ fn a_full_buffer_emits_its_oldest_entries_early() {
     click(&driver, "k4", 40);
     assert_eq!(counts(&out), [("k2".into(), 1, 10)]);
 
-    // An entry is 8 + key (2) + stored value (8 timestamp + 4 headers + 1 + 8) = 31 bytes.
-    let (driver, out) = limited_driver(Suppressed::until_time_limit(limit, BufferConfig::max_bytes(62)));
+    // An entry is Kafka Streams' estimate: 8 (time) + key (2) + value (8) + record context
+    // (8 timestamp + 8 offset + topic `clicks` (6) + 4 partition) = 44 bytes.
+    let (driver, out) = limited_driver(Suppressed::until_time_limit(limit, BufferConfig::max_bytes(88)));
     click(&driver, "k1", 0);
     click(&driver, "k2", 1);
     assert_eq!(counts(&out), []);
@@ -238,11 +239,25 @@ fn the_buffer_is_restored_after_a_restart() {
     }
     driver.commit().unwrap();
     assert_eq!(finals(&out), []);
-    let entries = driver
+    let records = driver
         .output_topic(&changelog, BytesSerde, NullableSerde(BytesSerde))
-        .read_key_values()
+        .read_records()
         .unwrap();
-    assert!(!entries.is_empty(), "the buffer is changelogged");
+    assert!(!records.is_empty(), "the buffer is changelogged");
+    // Kafka Streams' format 3: every value marked `v` = 3 (tombstones are not), ending
+    // with the buffer time: the end of the record's window (the key's last 8 bytes).
+    for r in &records {
+        let marks: Vec<_> = r.headers.iter().collect();
+        match &r.value {
+            Some(v) => {
+                assert_eq!(marks, [("v", Some(&[3u8][..]))]);
+                let start = i64::from_be_bytes(r.key[r.key.len() - 8..].try_into().unwrap());
+                assert_eq!(v[v.len() - 8..], (start + 10_000).to_be_bytes());
+            }
+            None => assert!(marks.is_empty()),
+        }
+    }
+    let entries: Vec<_> = records.into_iter().map(|r| (r.key, r.value)).collect();
     drop(driver);
 
     // A new instance restores the buffer from the changelog and emits what it held.

@@ -157,6 +157,13 @@ pub trait StoreBuilder: Send + Sync + 'static {
     fn layout(&self) -> StoreLayout {
         StoreLayout::KeyValue { timestamped: false }
     }
+
+    /// Headers every record of the store's changelog carries, except tombstones (Kafka
+    /// Streams marks its suppression buffer's records `v` = 3, the value's format). None by
+    /// default.
+    fn changelog_headers(&self) -> &[(String, Vec<u8>)] {
+        &[]
+    }
 }
 
 /// What kind of store a builder builds and how its bytes read back without its serdes
@@ -305,6 +312,7 @@ pub struct KeyValueStoreBuilder<KS, VS> {
     value_serde: VS,
     logging: Option<BTreeMap<String, String>>,
     caching: bool,
+    changelog_headers: Vec<(String, Vec<u8>)>,
 }
 
 impl<KS, VS> KeyValueStoreBuilder<KS, VS> {
@@ -316,7 +324,17 @@ impl<KS, VS> KeyValueStoreBuilder<KS, VS> {
             value_serde,
             logging: Some(BTreeMap::new()),
             caching: false,
+            changelog_headers: Vec::new(),
         }
+    }
+
+    /// Adds the header `name` = `value` to every record the store writes to its changelog,
+    /// tombstones aside (see [`StoreBuilder::changelog_headers`]): for changelogs that
+    /// another implementation reads, as Kafka Streams' suppression buffer marks the format
+    /// of its values.
+    pub fn with_changelog_header(mut self, name: impl Into<String>, value: impl Into<Vec<u8>>) -> Self {
+        self.changelog_headers.push((name.into(), value.into()));
+        self
     }
 
     /// Puts a write-back cache in front of the store.
@@ -397,6 +415,10 @@ impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for KeyValueStoreBuilder
         StoreLayout::KeyValue {
             timestamped: self.value_serde.is_value_and_timestamp(),
         }
+    }
+
+    fn changelog_headers(&self) -> &[(String, Vec<u8>)] {
+        &self.changelog_headers
     }
 
     fn type_name(&self) -> String {

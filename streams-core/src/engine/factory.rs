@@ -45,11 +45,13 @@ pub struct TaskStore {
 }
 
 /// Makes the changelog sink of a logged store: called with the changelog topic, the task's
-/// partition and how the store holds the topic's values. A sink of a
-/// [`Timestamped`](crate::topology::SourceValues::Timestamped) store writes each value
-/// without its leading timestamp, which becomes the record's timestamp (Kafka Streams'
-/// changelog format).
-pub type SinkMaker<'a> = dyn FnMut(&str, i32, crate::topology::SourceValues) -> Box<dyn ChangelogSink> + 'a;
+/// partition, how the store holds the topic's values and the headers its records carry
+/// ([`StoreBuilder::changelog_headers`](streams_state::StoreBuilder::changelog_headers)).
+/// A sink of a [`Timestamped`](crate::topology::SourceValues::Timestamped) store writes
+/// each value without its leading timestamp, which becomes the record's timestamp (Kafka
+/// Streams' changelog format).
+pub type SinkMaker<'a> =
+    dyn FnMut(&str, i32, crate::topology::SourceValues, &[(String, Vec<u8>)]) -> Box<dyn ChangelogSink> + 'a;
 
 /// Builds the tasks of one topology, with their stores.
 ///
@@ -165,7 +167,7 @@ impl TaskFactory {
                 crate::topology::SourceValues::Plain
             };
             if let (Some(topic), Some(sink)) = (&changelog, sink.as_mut()) {
-                ctx.changelog = Some(sink(topic, id.partition, values));
+                ctx.changelog = Some(sink(topic, id.partition, values, def.builder.changelog_headers()));
             }
             // A store restored from its source topic writes no changelog: the topic is it.
             let source = self

@@ -1,21 +1,38 @@
-//! The suppression buffer: a time-ordered key-value buffer kept in a changelogged
-//! key-value store of bytes, so it survives a restart (Kafka Streams'
-//! `TimeOrderedKeyValueBuffer`).
+//! The suppression buffer: the latest update per key, evicted in buffer-time order, kept in
+//! a changelogged key-value store of bytes so it survives a restart (Kafka Streams'
+//! `InMemoryTimeOrderedKeyValueChangeBuffer`).
 //!
-//! Layout of the store (byte-ordered):
-//! - `0x00 | buffer time (8 bytes, big-endian, sign bit flipped) | key` → the latest update
-//!   of the key: record timestamp (8 bytes), headers, then a flag (`0` deletion, `1` value)
-//!   and the value's bytes. Byte order is buffer-time order, so eviction reads only the
-//!   entries that are due, oldest first.
-//! - `0x01 | key` → the key's buffer time, to find and replace its entry.
+//! The store holds what Kafka Streams writes to the buffer's changelog, so the two
+//! implementations restore each other's buffers: the key's bytes map to a value of
+//! format 3 (the changelog records carry the header `v` = 3, see [`FORMAT_HEADER`]), all
+//! numbers big-endian:
+//!
+//! ```text
+//! record context: timestamp (8) | offset (8) | topic length (4) | topic | partition (4)
+//!                 | header count (4) | per header: name length (4) | name
+//!                                                 | value length (4, -1 null) | value
+//! prior value:    length (4, -1 null) | bytes
+//! old value:      length (4, -1 null, -2 the same as the prior value) | bytes
+//! new value:      length (4, -1 null: a deletion) | bytes
+//! buffer time (8)
+//! ```
+//!
+//! The record context is the update's input record; the emitted record takes its
+//! timestamp and headers. The prior value is the key's old value when it was first
+//! buffered; the old value is the update's. This runtime's suppressed tables carry no old
+//! values, so it writes both as null, and keeps the prior value of an entry Kafka Streams
+//! wrote when it replaces it.
 //!
 //! Invariants: every key has at most one entry; an update of a buffered key replaces its
-//! value but keeps its buffer time (Kafka's non-resetting semantics); the record count and
-//! byte size are recomputed from the store the first time the buffer is used after a task
-//! starts (after a restore), then kept up to date. An entry's size is 8 bytes (its time)
-//! plus its key and stored value.
+//! value but keeps its buffer time (Kafka's non-resetting semantics). The eviction order
+//! (buffer time, then key bytes) is held in memory, rebuilt from the store the first time
+//! the buffer is used after a task starts (after a restore). An entry's size is Kafka
+//! Streams' estimate of its memory, so a [`BufferConfig`](super::BufferConfig) byte limit
+//! evicts where Kafka Streams' does: 8 bytes (its time), the key, the prior, old and new
+//! values, and the record context (16 bytes of timestamp and offset, the topic's
+//! characters, 4 of partition, each header's name characters and value bytes).
 
-use std::ops::Bound;
+use std::collections::BTreeSet;
 
 use streams_core::state::StoreError;
 use streams_core::{Headers, KvStore};
@@ -24,47 +41,52 @@ use streams_state::serde::BytesSerde;
 /// The store behind a buffer.
 pub(crate) type BufferStore = KvStore<BytesSerde, BytesSerde>;
 
-const SORTED: u8 = 0;
-const INDEX: u8 = 1;
+/// The header every changelog record of a buffer carries (tombstones aside): the value's
+/// format, 3.
+pub(crate) const FORMAT_HEADER: (&str, [u8; 1]) = ("v", [3]);
 
-/// One buffered update, as evicted.
+/// A null value's length.
+const NULL: i32 = -1;
+/// An old value's length when it is the prior value.
+const SAME_AS_PRIOR: i32 = -2;
+
+/// One buffered update, as put and evicted.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Entry {
     /// The serialized key.
     pub key: Vec<u8>,
-    /// The latest update's record timestamp.
+    /// The update's record timestamp.
     pub timestamp: i64,
-    /// The latest update's headers.
+    /// The update's headers.
     pub headers: Headers,
     /// The serialized value; `None` a deletion.
     pub value: Option<Vec<u8>>,
+    /// Topic, partition and offset of the update's input record (`""`, -1, -1 unknown).
+    pub source: (String, i32, i64),
+}
+
+/// A stored value, decoded.
+struct Stored {
+    entry: Entry,
+    prior: Option<Vec<u8>>,
+    time: i64,
 }
 
 /// A time-ordered buffer of the latest update per key.
 pub(crate) struct Buffer {
     store: BufferStore,
-    loaded: bool,
-    records: u64,
+    /// (buffer time, key) of every buffered key, in eviction order; `None` until read from
+    /// the store.
+    order: Option<BTreeSet<(i64, Vec<u8>)>>,
     bytes: u64,
 }
 
-fn sorted_key(time: i64, key: &[u8]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(9 + key.len());
-    k.push(SORTED);
-    k.extend_from_slice(&((time as u64) ^ (1 << 63)).to_be_bytes());
-    k.extend_from_slice(key);
-    k
-}
-
-fn index_key(key: &[u8]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(1 + key.len());
-    k.push(INDEX);
-    k.extend_from_slice(key);
-    k
-}
-
-fn size(key: &[u8], stored: &[u8]) -> u64 {
-    (8 + key.len() + stored.len()) as u64
+/// The size of `e` with the `prior` value (see the module docs); the old value is null.
+fn size(e: &Entry, prior: Option<&[u8]>) -> u64 {
+    let len = |b: Option<&[u8]>| b.map_or(0, <[u8]>::len);
+    let headers: usize = e.headers.iter().map(|(n, v)| n.chars().count() + len(v)).sum();
+    let context = 8 + 8 + e.source.0.chars().count() + 4 + headers;
+    (8 + e.key.len() + len(prior) + len(e.value.as_deref()) + context) as u64
 }
 
 fn corrupt(what: &str) -> StoreError {
@@ -74,164 +96,188 @@ fn corrupt(what: &str) -> StoreError {
     }
 }
 
-fn take<'a>(bytes: &mut &'a [u8], n: usize) -> Result<&'a [u8], StoreError> {
-    if bytes.len() < n {
-        return Err(corrupt("truncated entry"));
+fn put_bytes(out: &mut Vec<u8>, bytes: Option<&[u8]>) {
+    match bytes {
+        None => out.extend_from_slice(&NULL.to_be_bytes()),
+        Some(b) => {
+            out.extend_from_slice(&(b.len() as i32).to_be_bytes());
+            out.extend_from_slice(b);
+        }
     }
-    let (head, tail) = bytes.split_at(n);
-    *bytes = tail;
-    Ok(head)
 }
 
-fn take_u32(bytes: &mut &[u8]) -> Result<usize, StoreError> {
-    let b = take(bytes, 4)?;
-    Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)
-}
-
-fn encode(e: &Entry) -> Vec<u8> {
-    let mut out = e.timestamp.to_be_bytes().to_vec();
-    out.extend_from_slice(&(e.headers.len() as u32).to_be_bytes());
+/// The stored value of `e` at buffer time `time`, with the key's `prior` value.
+fn encode(e: &Entry, prior: Option<&[u8]>, time: i64) -> Vec<u8> {
+    let (topic, partition, offset) = &e.source;
+    let mut out = Vec::with_capacity(64 + topic.len() + e.value.as_ref().map_or(0, Vec::len));
+    out.extend_from_slice(&e.timestamp.to_be_bytes());
+    out.extend_from_slice(&offset.to_be_bytes());
+    put_bytes(&mut out, Some(topic.as_bytes()));
+    out.extend_from_slice(&partition.to_be_bytes());
+    out.extend_from_slice(&(e.headers.len() as i32).to_be_bytes());
     for (name, value) in e.headers.iter() {
-        out.extend_from_slice(&(name.len() as u32).to_be_bytes());
-        out.extend_from_slice(name.as_bytes());
-        match value {
-            None => out.push(0),
-            Some(v) => {
-                out.push(1);
-                out.extend_from_slice(&(v.len() as u32).to_be_bytes());
-                out.extend_from_slice(v);
-            }
-        }
+        put_bytes(&mut out, Some(name.as_bytes()));
+        put_bytes(&mut out, value);
     }
-    match &e.value {
-        None => out.push(0),
-        Some(v) => {
-            out.push(1);
-            out.extend_from_slice(v);
-        }
-    }
+    put_bytes(&mut out, prior);
+    // No old value: this runtime's suppressed tables forward none.
+    put_bytes(&mut out, None);
+    put_bytes(&mut out, e.value.as_deref());
+    out.extend_from_slice(&time.to_be_bytes());
     out
 }
 
-fn decode(key: Vec<u8>, mut bytes: &[u8]) -> Result<Entry, StoreError> {
-    let b = &mut bytes;
-    let ts = take(b, 8)?;
-    let timestamp = i64::from_be_bytes(ts.try_into().map_err(|_| corrupt("timestamp"))?);
-    let mut headers = Headers::new();
-    for _ in 0..take_u32(b)? {
-        let n = take_u32(b)?;
-        let name = String::from_utf8(take(b, n)?.to_vec()).map_err(|_| corrupt("header name"))?;
-        if take(b, 1)?[0] == 0 {
-            headers.add_null(name);
-        } else {
-            let n = take_u32(b)?;
-            headers.add(name, take(b, n)?.to_vec());
+/// Reads a stored value of format 3, front to back.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], StoreError> {
+        if self.0.len() < n {
+            return Err(corrupt("truncated value"));
+        }
+        let (head, tail) = self.0.split_at(n);
+        self.0 = tail;
+        Ok(head)
+    }
+
+    fn i32(&mut self) -> Result<i32, StoreError> {
+        let b = self.take(4)?;
+        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn i64(&mut self) -> Result<i64, StoreError> {
+        let b: [u8; 8] = self.take(8)?.try_into().map_err(|_| corrupt("truncated value"))?;
+        Ok(i64::from_be_bytes(b))
+    }
+
+    /// A length-prefixed array of `len` (already read) bytes; `None` for a null.
+    fn array(&mut self, len: i32) -> Result<Option<&'a [u8]>, StoreError> {
+        match len {
+            NULL => Ok(None),
+            n if n >= 0 => self.take(n as usize).map(Some),
+            _ => Err(corrupt("negative length")),
         }
     }
-    let value = match take(b, 1)?[0] {
-        0 => None,
-        _ => Some(b.to_vec()),
-    };
-    Ok(Entry {
-        key,
-        timestamp,
-        headers,
-        value,
+
+    fn nullable(&mut self) -> Result<Option<&'a [u8]>, StoreError> {
+        let len = self.i32()?;
+        self.array(len)
+    }
+
+    fn string(&mut self, what: &str) -> Result<String, StoreError> {
+        let bytes = self.nullable()?.ok_or_else(|| corrupt(what))?;
+        String::from_utf8(bytes.to_vec()).map_err(|_| corrupt(what))
+    }
+}
+
+fn decode(key: Vec<u8>, bytes: &[u8]) -> Result<Stored, StoreError> {
+    let mut r = Reader(bytes);
+    let timestamp = r.i64()?;
+    let offset = r.i64()?;
+    let topic = r.string("topic")?;
+    let partition = r.i32()?;
+    let mut headers = Headers::new();
+    // -1: no headers (an older writer's way of saying so).
+    for _ in 0..r.i32()?.max(0) {
+        let name = r.string("header name")?;
+        match r.nullable()? {
+            None => headers.add_null(name),
+            Some(v) => headers.add(name, v.to_vec()),
+        };
+    }
+    let prior = r.nullable()?.map(<[u8]>::to_vec);
+    match r.i32()? {
+        SAME_AS_PRIOR => {}
+        len => {
+            r.array(len)?;
+        }
+    }
+    let value = r.nullable()?.map(<[u8]>::to_vec);
+    let time = r.i64()?;
+    if !r.0.is_empty() {
+        return Err(corrupt("bytes after the buffer time (not format 3)"));
+    }
+    Ok(Stored {
+        entry: Entry {
+            key,
+            timestamp,
+            headers,
+            value,
+            source: (topic, partition, offset),
+        },
+        prior,
+        time,
     })
 }
 
-fn time_of(bytes: &[u8]) -> Result<i64, StoreError> {
-    let b: [u8; 8] = bytes.try_into().map_err(|_| corrupt("buffer time"))?;
-    Ok((u64::from_be_bytes(b) ^ (1 << 63)) as i64)
-}
-
 impl Buffer {
-    /// A buffer over `store`, whose counts are read on first use.
+    /// A buffer over `store`, read on first use.
     pub fn new(store: BufferStore) -> Self {
         Self {
             store,
-            loaded: false,
-            records: 0,
+            order: None,
             bytes: 0,
         }
     }
 
-    fn load(&mut self) -> Result<(), StoreError> {
-        if self.loaded {
-            return Ok(());
-        }
-        let (mut records, mut bytes) = (0, 0);
-        {
-            let reader = self.store.read()?;
-            for e in reader.range(Bound::Included(&vec![SORTED]), Bound::Excluded(&vec![INDEX]))? {
+    /// The eviction order, read from the store the first time.
+    fn order(&mut self) -> Result<&mut BTreeSet<(i64, Vec<u8>)>, StoreError> {
+        if self.order.is_none() {
+            let (mut order, mut bytes) = (BTreeSet::new(), 0);
+            for e in self.store.read()?.all()? {
                 let (k, v) = e?;
-                records += 1;
-                bytes += size(&k[9..], &v);
+                let s = decode(k, &v)?;
+                bytes += size(&s.entry, s.prior.as_deref());
+                order.insert((s.time, s.entry.key));
             }
+            self.bytes = bytes;
+            self.order = Some(order);
         }
-        (self.records, self.bytes, self.loaded) = (records, bytes, true);
-        Ok(())
+        Ok(self.order.get_or_insert_default())
     }
 
-    /// Buffers `entry` at `time`, or replaces the key's entry, keeping its time.
+    /// Buffers `entry` at `time`, or replaces the key's entry, keeping its time and prior
+    /// value.
     pub fn put(&mut self, time: i64, entry: &Entry) -> Result<(), StoreError> {
-        self.load()?;
-        let stored = encode(entry);
-        let index = index_key(&entry.key);
-        match self.store.get(&index)? {
+        self.order()?;
+        let (prior, time) = match self.store.get(&entry.key)? {
             None => {
-                self.store.put(&index, &time.to_be_bytes().to_vec())?;
-                self.store.put(&sorted_key(time, &entry.key), &stored)?;
-                self.records += 1;
+                self.order()?.insert((time, entry.key.clone()));
+                (None, time)
             }
-            Some(t) => {
-                let at = sorted_key(
-                    i64::from_be_bytes(t.try_into().map_err(|_| corrupt("index"))?),
-                    &entry.key,
-                );
-                if let Some(old) = self.store.get(&at)? {
-                    self.bytes = self.bytes.saturating_sub(size(&entry.key, &old));
-                }
-                self.store.put(&at, &stored)?;
+            Some(old) => {
+                let was = decode(entry.key.clone(), &old)?;
+                self.bytes = self.bytes.saturating_sub(size(&was.entry, was.prior.as_deref()));
+                (was.prior, was.time)
             }
-        }
-        self.bytes += size(&entry.key, &stored);
-        Ok(())
+        };
+        self.bytes += size(entry, prior.as_deref());
+        self.store.put(&entry.key, &encode(entry, prior.as_deref(), time))
     }
 
     /// The earliest buffer time, if any entry is buffered.
     pub fn min_time(&mut self) -> Result<Option<i64>, StoreError> {
-        self.load()?;
-        let reader = self.store.read()?;
-        let mut it = reader.range(Bound::Included(&vec![SORTED]), Bound::Excluded(&vec![INDEX]))?;
-        match it.next() {
-            None => Ok(None),
-            Some(e) => Ok(Some(time_of(&e?.0[1..9])?)),
-        }
+        Ok(self.order()?.first().map(|(t, _)| *t))
     }
 
     /// Removes and returns the entry with the earliest buffer time.
     pub fn pop(&mut self) -> Result<Option<Entry>, StoreError> {
-        self.load()?;
-        let first = {
-            let reader = self.store.read()?;
-            let mut it = reader.range(Bound::Included(&vec![SORTED]), Bound::Excluded(&vec![INDEX]))?;
-            it.next().transpose()?
-        };
-        let Some((k, v)) = first else {
+        let Some((_, key)) = self.order()?.pop_first() else {
             return Ok(None);
         };
-        let key = k.get(9..).ok_or_else(|| corrupt("short key"))?.to_vec();
-        self.store.delete(&k)?;
-        self.store.delete(&index_key(&key))?;
-        self.records = self.records.saturating_sub(1);
-        self.bytes = self.bytes.saturating_sub(size(&key, &v));
-        decode(key, &v).map(Some)
+        let stored = self
+            .store
+            .get(&key)?
+            .ok_or_else(|| corrupt("a buffered key is missing from the store"))?;
+        self.store.delete(&key)?;
+        let s = decode(key, &stored)?;
+        self.bytes = self.bytes.saturating_sub(size(&s.entry, s.prior.as_deref()));
+        Ok(Some(s.entry))
     }
 
     /// The number of buffered keys.
     pub fn records(&self) -> u64 {
-        self.records
+        self.order.as_ref().map_or(0, |o| o.len() as u64)
     }
 
     /// The buffer's size in bytes (see the module docs).
@@ -244,42 +290,71 @@ impl Buffer {
 mod tests {
     use super::*;
 
-    #[test]
-    fn entries_round_trip_with_headers_and_deletions() {
+    fn entry(value: Option<Vec<u8>>) -> Entry {
         let mut headers = Headers::new();
         headers.add("a", b"1".to_vec());
         headers.add_null("b");
-        for value in [None, Some(Vec::new()), Some(b"xyz".to_vec())] {
-            let e = Entry {
-                key: b"k".to_vec(),
-                timestamp: -7,
-                headers: headers.clone(),
-                value,
-            };
-            assert_eq!(decode(e.key.clone(), &encode(&e)).unwrap(), e);
+        Entry {
+            key: b"k".to_vec(),
+            timestamp: -7,
+            headers,
+            value,
+            source: ("in".to_owned(), 3, 42),
         }
-        assert!(decode(Vec::new(), b"\x00\x01").is_err());
     }
 
     #[test]
-    fn sorted_keys_order_by_time_then_key() {
-        let mut keys = [
-            sorted_key(5, b"a"),
-            sorted_key(-1, b"z"),
-            sorted_key(5, b"0"),
-            sorted_key(1 << 40, b""),
-        ];
-        keys.sort();
-        assert_eq!(
-            keys,
-            [
-                sorted_key(-1, b"z"),
-                sorted_key(5, b"0"),
-                sorted_key(5, b"a"),
-                sorted_key(1 << 40, b"")
-            ]
+    fn entries_round_trip_with_headers_deletions_and_prior_values() {
+        for value in [None, Some(Vec::new()), Some(b"xyz".to_vec())] {
+            for prior in [None, Some(&b"p"[..])] {
+                let e = entry(value.clone());
+                let s = decode(e.key.clone(), &encode(&e, prior, 99)).unwrap();
+                assert_eq!((s.entry, s.prior.as_deref(), s.time), (e, prior, 99));
+            }
+        }
+        assert!(decode(Vec::new(), b"\x00\x01").is_err());
+        let mut longer = encode(&entry(None), None, 1);
+        longer.push(0);
+        assert!(
+            decode(Vec::new(), &longer).is_err(),
+            "trailing bytes are not format 3"
         );
-        assert_eq!(time_of(&sorted_key(-3, b"k")[1..9]).unwrap(), -3);
-        assert!(index_key(b"k") > sorted_key(i64::MAX, b"zzzz"));
+    }
+
+    /// The bytes Kafka Streams 4.x writes for one buffered update (`BufferValue.serialize`
+    /// with `ProcessorRecordContext.serialize` in front and the buffer time behind):
+    /// timestamp 5, offset 6, topic "t", partition 1, header `h` = "x", prior value null,
+    /// old value the same as the prior (-2), new value "n", buffer time 10000.
+    #[test]
+    fn reads_the_values_kafka_streams_writes() {
+        let mut v = Vec::new();
+        v.extend_from_slice(&5i64.to_be_bytes());
+        v.extend_from_slice(&6i64.to_be_bytes());
+        v.extend_from_slice(&[0, 0, 0, 1, b't']);
+        v.extend_from_slice(&1i32.to_be_bytes());
+        v.extend_from_slice(&1i32.to_be_bytes());
+        v.extend_from_slice(&[0, 0, 0, 1, b'h', 0, 0, 0, 1, b'x']);
+        v.extend_from_slice(&(-1i32).to_be_bytes());
+        v.extend_from_slice(&(-2i32).to_be_bytes());
+        v.extend_from_slice(&[0, 0, 0, 1, b'n']);
+        v.extend_from_slice(&10_000i64.to_be_bytes());
+        let s = decode(b"k".to_vec(), &v).unwrap();
+        let mut headers = Headers::new();
+        headers.add("h", b"x".to_vec());
+        assert_eq!(
+            s.entry,
+            Entry {
+                key: b"k".to_vec(),
+                timestamp: 5,
+                headers,
+                value: Some(b"n".to_vec()),
+                source: ("t".to_owned(), 1, 6),
+            }
+        );
+        assert_eq!((s.prior, s.time), (None, 10_000));
+        // This runtime writes the old value as null (-1), not as "same as prior".
+        let ours = encode(&s.entry, None, 10_000);
+        assert_eq!(ours.len(), v.len());
+        assert_eq!(&ours[..ours.len() - 17], &v[..v.len() - 17]);
     }
 }

@@ -8,12 +8,13 @@
 //!   once stream time reaches its first buffered update's timestamp plus the limit.
 //!
 //! Invariants: stream time here is the largest timestamp this node has processed; the
-//! buffer keeps the latest update per key in a changelogged store (`<node>-store`) ordered
-//! by buffer time (see `buffer`), so emission reads only due entries and a restarted task
-//! emits what was buffered before. An emitted update keeps the timestamp and headers of
-//! the update it is. When the buffer holds more than its [`BufferConfig`] allows, it
-//! either emits its oldest entries early or fails the task with
-//! [`SuppressError::BufferFull`].
+//! buffer keeps the latest update per key in a changelogged store (`<node>-store`) in
+//! Kafka Streams' changelog format, and their order by buffer time in memory (see
+//! `buffer`), so emission reads only due entries, and a restarted task, or Kafka Streams
+//! taking the application over, emits what was buffered before. An emitted update keeps
+//! the timestamp and headers of the update it is. When the buffer holds more than its
+//! [`BufferConfig`] allows, it either emits its oldest entries early or fails the task
+//! with [`SuppressError::BufferFull`].
 
 mod buffer;
 mod processor;
@@ -255,8 +256,11 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             },
             &updates.node,
         );
-        self.shared
-            .store(Stores::in_memory_kv(store, BytesSerde, BytesSerde), &[&node]);
+        let (header, format) = buffer::FORMAT_HEADER;
+        self.shared.store(
+            Stores::in_memory_kv(store, BytesSerde, BytesSerde).with_changelog_header(header, format),
+            &[&node],
+        );
         KTable::new(self.shared.clone(), node, None).with_serdes(Some(ks), Some(dyn_serde(SomeSerde(vs))))
     }
 }

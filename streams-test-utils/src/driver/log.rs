@@ -114,6 +114,8 @@ pub(crate) struct DriverChangelog {
     /// How the store holds the changelog's values: a timestamped store's value goes out
     /// without its timestamp, which becomes the record's, as the runtime writes it.
     pub values: SourceValues,
+    /// The store's changelog headers, on every record but tombstones.
+    pub headers: Headers,
 }
 
 impl ChangelogSink for DriverChangelog {
@@ -128,7 +130,11 @@ impl ChangelogSink for DriverChangelog {
             key: Some(Bytes::copy_from_slice(key)),
             value: value.map(Bytes::copy_from_slice),
             timestamp,
-            headers: Headers::new(),
+            headers: if value.is_some() {
+                self.headers.clone()
+            } else {
+                Headers::new()
+            },
         };
         self.log.lock().append(&self.topic, self.partition, record);
         Ok(())

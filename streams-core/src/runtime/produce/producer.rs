@@ -519,13 +519,29 @@ impl KafkaCollector {
 /// with the timestamp of the record being processed, or, for a timestamped store, each
 /// value without its leading timestamp, which becomes the record's timestamp (Kafka
 /// Streams' `ChangeLoggingTimestampedKeyValueBytesStore` format; a tombstone carries the
-/// processed record's).
+/// processed record's). Records other than tombstones carry the store's changelog
+/// headers, if it has any.
 pub(crate) struct KafkaChangelogSink {
     pub producer: Arc<StreamProducer>,
     pub topic: String,
     pub partition: i32,
     pub timestamp: Arc<AtomicI64>,
     pub values: crate::topology::SourceValues,
+    pub headers: Option<OwnedHeaders>,
+}
+
+impl KafkaChangelogSink {
+    /// The Kafka headers of a store's changelog headers; `None` when it has none.
+    pub fn headers(headers: &[(String, Vec<u8>)]) -> Option<OwnedHeaders> {
+        (!headers.is_empty()).then(|| {
+            headers.iter().fold(OwnedHeaders::new(), |h, (key, value)| {
+                h.insert(Header {
+                    key,
+                    value: Some(value),
+                })
+            })
+        })
+    }
 }
 
 impl ChangelogSink for KafkaChangelogSink {
@@ -542,7 +558,7 @@ impl ChangelogSink for KafkaChangelogSink {
             Some(key),
             value,
             ts,
-            None,
+            value.and(self.headers.clone()),
         )
         .map_err(|e| ChangelogError::new(format!("changelog `{}`: {e}", self.topic)))
     }

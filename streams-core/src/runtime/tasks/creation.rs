@@ -427,13 +427,14 @@ impl TaskManager {
         self.settings.factory.stores(
             id,
             &self.task_dir(id),
-            Some(&mut |topic, partition, values| {
+            Some(&mut |topic, partition, values, headers| {
                 Box::new(KafkaChangelogSink {
                     producer: producer.clone(),
                     topic: topic.to_owned(),
                     partition,
                     timestamp: timestamp.clone(),
                     values,
+                    headers: KafkaChangelogSink::headers(headers),
                 })
             }),
         )
