@@ -13,8 +13,11 @@
 //! windowed count (a timestamped window store, time-windowed keys on the output topic), a
 //! session count (a session store, session-windowed keys), a re-grouped table count (a
 //! repartition topic of table changes), a table-table join (two table stores) and a
-//! foreign-key join (its subscription store, subscription and response topics); and the
-//! count again under exactly-once.
+//! foreign-key join (its subscription store, subscription and response topics), a
+//! suppressed windowed count (its suppression buffer, whose windows close after each
+//! side stopped: only the buffer the other side wrote can emit them), a stream-stream left
+//! join (its shared store of records waiting for a partner, emitted unmatched by the side
+//! that sees their windows close); and the count again under exactly-once.
 //!
 //! Needs the broker (`STREAMS_TEST_BOOTSTRAP`) and Java with Maven (see `common/java.rs`).
 
@@ -34,90 +37,17 @@ use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::Serde as _;
 use streams_core::state::serde::NullableSerde;
 use streams_dsl::{
-    Consumed, Grouped, JoinWindows, Materialized, Produced, SessionWindowedSerde, SessionWindows,
-    StreamJoined, StreamsBuilder, TimeWindows, WindowedSerde,
+    BufferConfig, Consumed, Grouped, JoinWindows, Materialized, Produced, SessionWindowedSerde,
+    SessionWindows, StreamJoined, StreamsBuilder, Suppressed, TimeWindows, WindowedSerde,
 };
 use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
+use topo::{PER_THIRD, Topo, WINDOW, input, value, values_after};
 
-const KEYS: usize = 8;
-const PER_THIRD: usize = 80;
-const WINDOW: Duration = Duration::from_secs(10);
+#[path = "handover/topo.rs"]
+mod topo;
+
 const AT_LEAST_ONCE: &str = "at_least_once";
 const EXACTLY_ONCE: &str = "exactly_once_v2";
-
-/// The topology both sides run.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Topo {
-    /// A count per key, in the store `counts`.
-    Count,
-    /// A count per key and 10-second window (an hour of grace), in the store `wcounts`.
-    WindowedCount,
-    /// A count per key and session of 5 s inactivity (an hour of grace), in the store
-    /// `scounts`.
-    SessionCount,
-    /// The input read as a table (`latest`), re-grouped by value through the repartition
-    /// topic `by-group`, and the keys per group counted in the store `gcounts`.
-    TableRegroup,
-    /// The input and `<input>-right` read as tables (`left`, `right`) and joined: String
-    /// values `left+right`.
-    TableJoin,
-    /// The input and `<input>-right` joined as streams within 10 s (an hour of grace), in
-    /// the window stores `sj-this-join-store` and `sj-other-join-store`.
-    StreamJoin,
-    /// The input and `<input>-right` read as tables (`left`, `right`), each left value
-    /// `g<n>` joined with the right row `k<n>` by the foreign-key join `fk` (subscription
-    /// store `fk-subscription-store`, its topics, result store `fk`): `left+right`.
-    FkJoin,
-}
-
-impl Topo {
-    fn java_name(self) -> &'static str {
-        match self {
-            Self::Count => "count",
-            Self::WindowedCount => "windowed-count",
-            Self::SessionCount => "session-count",
-            Self::TableRegroup => "table-regroup-count",
-            Self::TableJoin => "table-join",
-            Self::StreamJoin => "stream-join",
-            Self::FkJoin => "fk-join",
-        }
-    }
-
-    fn store(self) -> &'static str {
-        match self {
-            Self::Count => "counts",
-            Self::WindowedCount => "wcounts",
-            Self::SessionCount => "scounts",
-            Self::TableRegroup => "gcounts",
-            Self::TableJoin => "left",
-            Self::StreamJoin => "sj-this-join-store",
-            Self::FkJoin => "fk-subscription-store",
-        }
-    }
-
-    /// How many input topics it reads: every input `i` is one record on each (but see
-    /// [`Topo::left_record`]).
-    fn inputs(self) -> usize {
-        if matches!(self, Self::TableJoin | Self::StreamJoin | Self::FkJoin) {
-            2
-        } else {
-            1
-        }
-    }
-
-    /// Whether input `i` has a record on the first input topic. The foreign-key join's left
-    /// rows are written in the first third only: every later answer goes to a subscription
-    /// Kafka Streams made, through this runtime and back, so each side must check the
-    /// other's hashes.
-    fn left_record(self, i: usize) -> bool {
-        self != Self::FkJoin || i < PER_THIRD
-    }
-
-    /// The records of the first `n` inputs, over every input topic.
-    fn records(self, n: usize) -> usize {
-        (0..n).filter(|&i| self.left_record(i)).count() + (self.inputs() - 1) * n
-    }
-}
 
 /// One application and its topics.
 struct Run {
@@ -186,6 +116,15 @@ impl Run {
                     &self.output,
                     Produced::with(WindowedSerde::new(StringSerde, WINDOW), NullableSerde(U64Serde)),
                 ),
+            Topo::SuppressedCount => grouped()
+                .windowed_by(TimeWindows::of_size_no_grace(WINDOW))
+                .count(Materialized::as_("wcounts"))
+                .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()).with_name("sup"))
+                .to_stream()
+                .to(
+                    &self.output,
+                    Produced::with(WindowedSerde::new(StringSerde, WINDOW), NullableSerde(U64Serde)),
+                ),
             Topo::SessionCount => grouped()
                 .windowed_by_session(SessionWindows::of_inactivity_gap_with_grace(
                     Duration::from_secs(5),
@@ -234,6 +173,19 @@ impl Run {
                     Produced::with(StringSerde, NullableSerde(StringSerde)),
                 );
             }
+            Topo::LeftJoin => {
+                let stream = |topic: &str| b.stream([topic], Consumed::with(StringSerde, StringSerde));
+                stream(&self.input)
+                    .left_join_stream(
+                        &stream(&self.right()),
+                        |_, l: &String, r: Option<&String>| {
+                            format!("{l}+{}", r.map_or("null", String::as_str))
+                        },
+                        JoinWindows::of_time_difference_no_grace(Duration::from_secs(2)),
+                        StreamJoined::with(StringSerde, StringSerde, StringSerde).with_store_name("lj"),
+                    )
+                    .to(&self.output, Produced::with(StringSerde, StringSerde));
+            }
             Topo::StreamJoin => {
                 let stream = |topic: &str| b.stream([topic], Consumed::with(StringSerde, StringSerde));
                 stream(&self.input)
@@ -275,9 +227,9 @@ impl Run {
         for (t, topic) in self.inputs().iter().enumerate() {
             let records: Vec<ProduceRecord> = range
                 .clone()
-                .filter(|&i| t > 0 || self.topo.left_record(i))
+                .filter(|&i| self.topo.has_record(t, i))
                 .map(|i| {
-                    let (key, at) = input(self.base, i);
+                    let (key, at) = input(self.topo, self.base, i);
                     ProduceRecord::new(key, value(t, i)).with_timestamp(at)
                 })
                 .collect();
@@ -317,10 +269,13 @@ impl Run {
         for r in &records {
             let bytes = r.key.as_deref().expect("a key");
             let key = match self.topo {
-                Topo::Count | Topo::TableRegroup | Topo::TableJoin | Topo::StreamJoin | Topo::FkJoin => {
-                    r.key_str().expect("a String key")
-                }
-                Topo::WindowedCount => {
+                Topo::Count
+                | Topo::TableRegroup
+                | Topo::TableJoin
+                | Topo::StreamJoin
+                | Topo::FkJoin
+                | Topo::LeftJoin => r.key_str().expect("a String key"),
+                Topo::WindowedCount | Topo::SuppressedCount => {
                     let w = windowed.deserialize(bytes).unwrap();
                     format!("{}@{}", w.key, w.start - self.base)
                 }
@@ -330,8 +285,9 @@ impl Run {
                 }
             };
             match r.value.as_deref() {
-                // Every pair joined is one record: their number per key.
-                Some(_) if self.topo == Topo::StreamJoin => {
+                // Every pair joined (every left record out unmatched) is one record: their
+                // number per key.
+                Some(_) if matches!(self.topo, Topo::StreamJoin | Topo::LeftJoin) => {
                     let n: u64 = counts
                         .get(&key)
                         .map_or(0, |n: &String| n.parse().expect("a number"));
@@ -361,103 +317,6 @@ impl Run {
     fn internal_topics(&self) -> Vec<String> {
         kafka::topics_with_prefix(&self.bootstrap, &format!("{}-", self.app_id)).unwrap()
     }
-}
-
-/// Input `i`: key `k<i % KEYS>`, in one of three windows after `base`, in turn.
-fn input(base: i64, i: usize) -> (String, i64) {
-    let window = ((i / KEYS) % 3) as i64;
-    (
-        format!("k{}", i % KEYS),
-        base + window * 10_000 + (i % KEYS) as i64,
-    )
-}
-
-/// The value of input `i` on input topic `t`: on the first a group, another one at each
-/// update of the key; on the right table's topic, the update's number.
-fn value(t: usize, i: usize) -> String {
-    match t {
-        0 => format!("g{}", (i / KEYS + i % KEYS) % 3),
-        _ => format!("r{}", i / KEYS),
-    }
-}
-
-/// The last values out after the first `n` inputs, keyed as [`Run::last_values`] keys them.
-fn values_after(topo: Topo, n: usize) -> BTreeMap<String, String> {
-    if topo == Topo::TableJoin {
-        // Both tables have every key updated by every input: the latest of each, joined.
-        return (0..n)
-            .map(|i| (input(0, i).0, format!("{}+{}", value(0, i), value(1, i))))
-            .collect();
-    }
-    if topo == Topo::FkJoin {
-        // Every left row, valued `g<n>`, joined with the latest right row `k<n>` (every
-        // right key has a row from the first eight inputs on; left rows are written in
-        // the first third only).
-        let (mut left, mut right) = (BTreeMap::new(), BTreeMap::new());
-        for i in 0..n {
-            let (key, _) = input(0, i);
-            if topo.left_record(i) {
-                left.insert(key.clone(), value(0, i));
-            }
-            right.insert(key, value(1, i));
-        }
-        return left
-            .into_iter()
-            .filter_map(|(k, l)| {
-                let r = right.get(&format!("k{}", &l[1..]))?;
-                Some((k, format!("{l}+{r}")))
-            })
-            .collect();
-    }
-    if topo == Topo::StreamJoin {
-        // Every input is a record on both sides, at the same time: a key's pairs are those
-        // of its inputs within 10 s of each other.
-        let mut pairs: BTreeMap<String, u64> = BTreeMap::new();
-        for i in 0..n {
-            for j in 0..n {
-                let ((ki, ti), (kj, tj)) = (input(0, i), input(0, j));
-                if ki == kj && (ti - tj).abs() <= 10_000 {
-                    *pairs.entry(ki).or_default() += 1;
-                }
-            }
-        }
-        return pairs.into_iter().map(|(k, n)| (k, n.to_string())).collect();
-    }
-    counts_after(topo, n)
-        .into_iter()
-        .map(|(k, n)| (k, n.to_string()))
-        .collect()
-}
-
-/// The counts after the first `n` inputs, keyed as [`Run::last_values`] keys them.
-fn counts_after(topo: Topo, n: usize) -> BTreeMap<String, u64> {
-    let mut counts = BTreeMap::new();
-    if topo == Topo::TableRegroup {
-        // The keys of the table per group, as they are after each update.
-        let mut latest = BTreeMap::new();
-        for i in 0..n {
-            let (key, _) = input(0, i);
-            if let Some(old) = latest.insert(key, value(0, i)) {
-                *counts.get_mut(&old).expect("a counted group") -= 1;
-            }
-            *counts.entry(value(0, i)).or_default() += 1;
-        }
-        return counts;
-    }
-    for i in 0..n {
-        let (key, at) = input(0, i);
-        // Every input of a key in a window has the same time: one session per window.
-        let key = match topo {
-            Topo::Count => key,
-            Topo::WindowedCount => format!("{key}@{}", at - at % 10_000),
-            Topo::SessionCount => format!("{key}@{at}"),
-            Topo::TableRegroup | Topo::TableJoin | Topo::StreamJoin | Topo::FkJoin => {
-                unreachable!("counted above")
-            }
-        };
-        *counts.entry(key).or_default() += 1;
-    }
-    counts
 }
 
 #[test]
@@ -513,6 +372,22 @@ fn a_windowed_count_moves_from_kafka_streams_to_this_runtime_and_back() {
     hand_over(
         "a_windowed_count_moves_from_kafka_streams_to_this_runtime_and_back",
         Topo::WindowedCount,
+    );
+}
+
+#[test]
+fn a_suppressed_windowed_count_moves_from_kafka_streams_to_this_runtime_and_back() {
+    hand_over(
+        "a_suppressed_windowed_count_moves_from_kafka_streams_to_this_runtime_and_back",
+        Topo::SuppressedCount,
+    );
+}
+
+#[test]
+fn a_left_stream_join_moves_from_kafka_streams_to_this_runtime_and_back() {
+    hand_over(
+        "a_left_stream_join_moves_from_kafka_streams_to_this_runtime_and_back",
+        Topo::LeftJoin,
     );
 }
 

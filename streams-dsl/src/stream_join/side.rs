@@ -149,8 +149,8 @@ where
                 due.push((key, values));
             }
         }
-        for (key, values) in due {
-            for bytes in values {
+        for (key, waiting) in due {
+            for bytes in waiting.values {
                 let value = if key.left {
                     let v = outer.left_serde.deserialize(&bytes)?;
                     (outer.unmatched)(&key.key, Some(&v), None)
@@ -208,9 +208,10 @@ where
             left: self.left,
             key: key.clone(),
         };
-        let mut values = outer.store.get(&okey)?.unwrap_or_default();
-        values.push(self.this_serde.serialize(value)?);
-        outer.store.put(&okey, &values)?;
+        let mut waiting = outer.store.get(&okey)?.unwrap_or_default();
+        waiting.left = self.left;
+        waiting.values.push(self.this_serde.serialize(value)?);
+        outer.store.put(&okey, &waiting)?;
         let min = self.tracker.min_outer.get().min(time);
         self.tracker.min_outer.set(min);
         Ok(())
