@@ -19,6 +19,7 @@ use super::observer::TaskObserver;
 use crate::model::TaskId;
 use crate::model::error::StreamsError;
 use crate::model::handlers::ErrorPolicy;
+use crate::model::record::Headers;
 use crate::processor::ThreadWaker;
 use crate::topology::{Topology, changelog_topic};
 
@@ -46,12 +47,13 @@ pub struct TaskStore {
 
 /// Makes the changelog sink of a logged store: called with the changelog topic, the task's
 /// partition, how the store holds the topic's values and the headers its records carry
-/// ([`StoreBuilder::changelog_headers`](streams_state::StoreBuilder::changelog_headers)).
+/// ([`StoreBuilder::changelog_headers`](streams_state::StoreBuilder::changelog_headers),
+/// tombstones aside).
 /// A sink of a [`Timestamped`](crate::topology::SourceValues::Timestamped) store writes
 /// each value without its leading timestamp, which becomes the record's timestamp (Kafka
 /// Streams' changelog format).
 pub type SinkMaker<'a> =
-    dyn FnMut(&str, i32, crate::topology::SourceValues, &[(String, Vec<u8>)]) -> Box<dyn ChangelogSink> + 'a;
+    dyn FnMut(&str, i32, crate::topology::SourceValues, &Headers) -> Box<dyn ChangelogSink> + 'a;
 
 /// Builds the tasks of one topology, with their stores.
 ///
@@ -167,7 +169,11 @@ impl TaskFactory {
                 crate::topology::SourceValues::Plain
             };
             if let (Some(topic), Some(sink)) = (&changelog, sink.as_mut()) {
-                ctx.changelog = Some(sink(topic, id.partition, values, def.builder.changelog_headers()));
+                let mut headers = Headers::new();
+                for (name, value) in def.builder.changelog_headers() {
+                    headers.add(name.clone(), value.clone());
+                }
+                ctx.changelog = Some(sink(topic, id.partition, values, &headers));
             }
             // A store restored from its source topic writes no changelog: the topic is it.
             let source = self

@@ -234,24 +234,17 @@ impl TopologyTestDriver {
                     subtopology: sub.id,
                     partition,
                 };
-                let sink = &mut |topic: &str,
-                                 partition: i32,
-                                 values,
-                                 headers: &[(String, Vec<u8>)]|
-                 -> Box<dyn ChangelogSink> {
-                    let mut h = Headers::new();
-                    for (name, value) in headers {
-                        h.add(name.clone(), value.clone());
-                    }
-                    Box::new(DriverChangelog {
-                        log: log.clone(),
-                        topic: topic.to_owned(),
-                        partition,
-                        timestamp: timestamp.clone(),
-                        values,
-                        headers: h,
-                    })
-                };
+                let sink =
+                    &mut |topic: &str, partition: i32, values, headers: &Headers| -> Box<dyn ChangelogSink> {
+                        Box::new(DriverChangelog {
+                            log: log.clone(),
+                            topic: topic.to_owned(),
+                            partition,
+                            timestamp: timestamp.clone(),
+                            values,
+                            headers: headers.clone(),
+                        })
+                    };
                 let stores = factory.stores(id, &state_dir.path().join(id.to_string()), Some(sink))?;
                 let collector = Box::new(DriverCollector {
                     log: log.clone(),

@@ -530,20 +530,6 @@ pub(crate) struct KafkaChangelogSink {
     pub headers: Option<OwnedHeaders>,
 }
 
-impl KafkaChangelogSink {
-    /// The Kafka headers of a store's changelog headers; `None` when it has none.
-    pub fn headers(headers: &[(String, Vec<u8>)]) -> Option<OwnedHeaders> {
-        (!headers.is_empty()).then(|| {
-            headers.iter().fold(OwnedHeaders::new(), |h, (key, value)| {
-                h.insert(Header {
-                    key,
-                    value: Some(value),
-                })
-            })
-        })
-    }
-}
-
 impl ChangelogSink for KafkaChangelogSink {
     fn send(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), ChangelogError> {
         let (value, ts) = self

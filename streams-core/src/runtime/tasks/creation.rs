@@ -26,7 +26,9 @@ use crate::metrics::TaskMetrics;
 use crate::model::error::StreamsError;
 use crate::model::record::RawRecord;
 use crate::runtime::client::errors::kafka_err;
-use crate::runtime::produce::producer::{KafkaChangelogSink, KafkaCollector, PartitionCache};
+use crate::runtime::produce::producer::{
+    KafkaChangelogSink, KafkaCollector, PartitionCache, to_kafka_headers,
+};
 use crate::runtime::restore::updater::{Event, RestoreJob};
 use crate::runtime::tasks::TaskManager;
 use crate::runtime::topics::resets::mock_retention_error;
@@ -434,7 +436,7 @@ impl TaskManager {
                     partition,
                     timestamp: timestamp.clone(),
                     values,
-                    headers: KafkaChangelogSink::headers(headers),
+                    headers: to_kafka_headers(headers),
                 })
             }),
         )
