@@ -35,7 +35,7 @@
 use std::collections::BTreeSet;
 
 use streams_core::state::StoreError;
-use streams_core::{Headers, KvStore};
+use streams_core::{Headers, KvStore, RecordMetadata};
 use streams_state::serde::BytesSerde;
 
 /// The store behind a buffer.
@@ -61,8 +61,9 @@ pub(crate) struct Entry {
     pub headers: Headers,
     /// The serialized value; `None` a deletion.
     pub value: Option<Vec<u8>>,
-    /// Topic, partition and offset of the update's input record (`""`, -1, -1 unknown).
-    pub source: (String, i32, i64),
+    /// Topic, partition and offset of the update's input record; `None` unknown (written
+    /// as topic `""`, partition -1, offset -1).
+    pub source: Option<RecordMetadata>,
 }
 
 /// A stored value, decoded.
@@ -85,7 +86,8 @@ pub(crate) struct Buffer {
 fn size(e: &Entry, prior: Option<&[u8]>) -> u64 {
     let len = |b: Option<&[u8]>| b.map_or(0, <[u8]>::len);
     let headers: usize = e.headers.iter().map(|(n, v)| n.chars().count() + len(v)).sum();
-    let context = 8 + 8 + e.source.0.chars().count() + 4 + headers;
+    let topic = e.source.as_ref().map_or(0, |m| m.topic.chars().count());
+    let context = 8 + 8 + topic + 4 + headers;
     (8 + e.key.len() + len(prior) + len(e.value.as_deref()) + context) as u64
 }
 
@@ -108,7 +110,10 @@ fn put_bytes(out: &mut Vec<u8>, bytes: Option<&[u8]>) {
 
 /// The stored value of `e` at buffer time `time`, with the key's `prior` value.
 fn encode(e: &Entry, prior: Option<&[u8]>, time: i64) -> Vec<u8> {
-    let (topic, partition, offset) = &e.source;
+    let (topic, partition, offset) = e
+        .source
+        .as_ref()
+        .map_or(("", -1, -1), |m| (m.topic.as_str(), m.partition, m.offset));
     let mut out = Vec::with_capacity(64 + topic.len() + e.value.as_ref().map_or(0, Vec::len));
     out.extend_from_slice(&e.timestamp.to_be_bytes());
     out.extend_from_slice(&offset.to_be_bytes());
@@ -203,7 +208,11 @@ fn decode(key: Vec<u8>, bytes: &[u8]) -> Result<Stored, StoreError> {
             timestamp,
             headers,
             value,
-            source: (topic, partition, offset),
+            source: Some(RecordMetadata {
+                topic,
+                partition,
+                offset,
+            }),
         },
         prior,
         time,
@@ -299,7 +308,11 @@ mod tests {
             timestamp: -7,
             headers,
             value,
-            source: ("in".to_owned(), 3, 42),
+            source: Some(RecordMetadata {
+                topic: "in".to_owned(),
+                partition: 3,
+                offset: 42,
+            }),
         }
     }
 
@@ -348,7 +361,11 @@ mod tests {
                 timestamp: 5,
                 headers,
                 value: Some(b"n".to_vec()),
-                source: ("t".to_owned(), 1, 6),
+                source: Some(RecordMetadata {
+                    topic: "t".to_owned(),
+                    partition: 1,
+                    offset: 6,
+                }),
             }
         );
         assert_eq!((s.prior, s.time), (None, 10_000));

@@ -75,15 +75,12 @@ impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Option<V>, K, Option<V
                 Some(out)
             }
         };
-        let source = ctx
-            .record_metadata()
-            .map_or_else(|| (String::new(), -1, -1), |m| (m.topic, m.partition, m.offset));
         let entry = Entry {
             key: self.key_serde.serialize(&r.key)?,
             timestamp: r.timestamp,
             headers: r.headers,
             value,
-            source,
+            source: ctx.record_metadata(),
         };
         self.buffer.put(time, &entry)?;
         let expiry = self.observed.saturating_sub(self.limit_ms);
