@@ -3,14 +3,17 @@ package dev.streams.diff;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
@@ -205,17 +208,22 @@ public final class HandOver {
                         admin.listConsumerGroupOffsets(appId).partitionsToOffsetAndMetadata().get();
                 // The inputs' offsets say nothing of the records still in a repartition
                 // topic (or a foreign-key join's subscription and response topics): the
-                // application stops only once those are consumed too.
-                Map<TopicPartition, OffsetSpec> repartitions = new HashMap<>();
+                // application stops only once those are consumed too, on every partition,
+                // including one the group has not committed yet (its records are not).
                 for (Map.Entry<TopicPartition, OffsetAndMetadata> e : offsets.entrySet()) {
                     if (e.getKey().topic().startsWith(input) && e.getValue() != null) {
                         done += e.getValue().offset();
                     }
-                    String topic = e.getKey().topic();
-                    if (topic.startsWith(appId) && (topic.endsWith("-repartition")
-                            || topic.endsWith("-subscription-registration-topic")
-                            || topic.endsWith("-subscription-response-topic"))) {
-                        repartitions.put(e.getKey(), OffsetSpec.latest());
+                }
+                List<String> internal = admin.listTopics().names().get().stream()
+                        .filter(topic -> topic.startsWith(appId) && (topic.endsWith("-repartition")
+                                || topic.endsWith("-subscription-registration-topic")
+                                || topic.endsWith("-subscription-response-topic")))
+                        .toList();
+                Map<TopicPartition, OffsetSpec> repartitions = new HashMap<>();
+                for (TopicDescription topic : admin.describeTopics(internal).allTopicNames().get().values()) {
+                    for (TopicPartitionInfo partition : topic.partitions()) {
+                        repartitions.put(new TopicPartition(topic.name(), partition.partition()), OffsetSpec.latest());
                     }
                 }
                 repartitionsDrained = true;
@@ -226,7 +234,8 @@ public final class HandOver {
                     long marker = StreamsConfig.AT_LEAST_ONCE.equals(guarantee) ? 0 : 1;
                     for (TopicPartition tp : repartitions.keySet()) {
                         OffsetAndMetadata at = offsets.get(tp);
-                        if (at == null || at.offset() < ends.get(tp).offset() - marker) {
+                        long end = ends.get(tp).offset();
+                        if (end > 0 && (at == null || at.offset() < end - marker)) {
                             repartitionsDrained = false;
                         }
                     }
