@@ -473,3 +473,59 @@ fn sink_serialization_errors_go_to_the_production_handler() {
         "{err:?}"
     );
 }
+
+/// Keeps the largest value seen under the metadata key `max`, forwarding what it found.
+struct MaxSoFar;
+impl Processor<String, u64, String, String> for MaxSoFar {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, String>,
+        r: Record<String, u64>,
+    ) -> ProcessResult {
+        let before = ctx.processor_metadata("max");
+        let value = i64::try_from(r.value).unwrap_or(i64::MAX);
+        ctx.put_processor_metadata("max", before.unwrap_or(value).max(value));
+        ctx.forward(r.with_value(format!("{before:?}")))
+    }
+}
+
+#[test]
+fn processor_metadata_is_the_tasks_and_resumes_with_the_largest_committed_value() {
+    let topology = || {
+        let mut b = Topology::builder();
+        b.add_source("src", ["in"], StringSerde, U64Serde)
+            .add_processor("max", || MaxSoFar, ["src"])
+            .add_sink("out", "out", StringSerde, StringSerde, ["max"]);
+        b.build().unwrap()
+    };
+    let d = TopologyTestDriver::new(topology(), DriverConfig::default()).unwrap();
+    let input = d.input_topic("in", StringSerde, U64Serde);
+    let out = d.output_topic("out", StringSerde, StringSerde);
+    for v in [5, 3, 9] {
+        input.pipe("k".into(), v).unwrap();
+    }
+    let seen: Vec<String> = out
+        .read_key_values()
+        .unwrap()
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(seen, ["None", "Some(5)", "Some(5)"]);
+    let committed = d.processor_metadata();
+    assert_eq!(committed, [("max".to_owned(), 9)].into());
+
+    // A task created from the offsets of two partitions starts with the larger value of
+    // each key (as Kafka Streams merges them).
+    let d = TopologyTestDriver::new(topology(), DriverConfig::default()).unwrap();
+    d.resume_processor_metadata(&[("max".to_owned(), 4), ("other".to_owned(), 1)].into());
+    d.resume_processor_metadata(&committed);
+    d.input_topic("in", StringSerde, U64Serde)
+        .pipe("k".into(), 1)
+        .unwrap();
+    let out = d.output_topic("out", StringSerde, StringSerde);
+    assert_eq!(out.read_value().unwrap().as_deref(), Some("Some(9)"));
+    assert_eq!(
+        d.processor_metadata(),
+        [("max".to_owned(), 9), ("other".to_owned(), 1)].into()
+    );
+}

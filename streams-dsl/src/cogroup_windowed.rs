@@ -102,7 +102,7 @@ impl<K: Clone + 'static, A: Clone + 'static> TimeWindowedCogroupedKStream<K, A> 
         let old_values = OldValues::from_store();
         let params = CoreParams {
             store: store_ref,
-            emit_store: None,
+            emit_final: None,
             old_values: old_values.clone(),
         };
         let init: Init<A> = Arc::new(initializer);

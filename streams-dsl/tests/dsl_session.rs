@@ -331,7 +331,6 @@ fn final_results_come_by_end_then_start_then_key() {
 fn final_results_are_not_repeated_after_a_restart() {
     use streams_dsl::DynSerde;
     type Store = streams_core::state::SessionStore<DynSerde<String>, DynSerde<u64>>;
-    type Times = streams_core::state::KvStore<StringSerde, streams_core::serdes::I64Serde>;
     let driver = count_driver(10, 5, EmitStrategy::on_window_close());
     let tail = Tail::new(&driver);
     for (k, t) in [("a", 0), ("a", 5), ("b", 3), ("a", 20)] {
@@ -353,12 +352,12 @@ fn final_results_are_not_repeated_after_a_restart() {
         [("a", 0, 5), ("a", 20, 20)],
         "[3, 3] is past the retention"
     );
-    let times: Vec<_> = {
-        let store: Times = driver.kv_store("sessions-emit-time").unwrap();
-        let reader = store.read().unwrap();
-        reader.all().unwrap().map(Result::unwrap).collect()
-    };
-    assert_eq!(times.len(), 1, "the emitted close time is kept");
+    let times = driver.processor_metadata();
+    assert_eq!(
+        times.keys().collect::<Vec<_>>(),
+        ["sessions"],
+        "the emitted close time is kept"
+    );
     drop(driver);
 
     // A new instance with both stores restored: [3, 3] is not emitted again; [0, 5] is
@@ -369,10 +368,7 @@ fn final_results_are_not_repeated_after_a_restart() {
     for (w, v) in &sessions {
         store.put(w, v).unwrap();
     }
-    let emit: Times = driver.kv_store("sessions-emit-time").unwrap();
-    for (k, v) in &times {
-        emit.put(k, v).unwrap();
-    }
+    driver.resume_processor_metadata(&times);
     pipe(&driver, "c", 21);
     assert_eq!(tail.next(), [u("a", 0, 5, Some(2))]);
     pipe(&driver, "a", 30);
@@ -428,7 +424,7 @@ fn nodes_and_stores_are_named_by_the_naming_rule() {
         "{described}"
     );
     assert!(
-        described.contains("Processor: final (stores: [final-emit-time, final])"),
+        described.contains("Processor: final (stores: [final])"),
         "{described}"
     );
 }

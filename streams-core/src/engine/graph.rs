@@ -135,6 +135,17 @@ impl NodeContext for NodeCx<'_> {
         self.task.values.borrow_mut().insert(name.to_owned(), value);
     }
 
+    fn processor_metadata(&self, key: &str) -> Option<i64> {
+        self.task.processor_metadata.borrow().get(key).copied()
+    }
+
+    fn put_processor_metadata(&self, key: &str, value: i64) {
+        self.task
+            .processor_metadata
+            .borrow_mut()
+            .insert(key.to_owned(), value);
+    }
+
     fn hold_offset(&self) -> Option<crate::processor::OffsetHold> {
         let r = self.task.record.borrow();
         let r = r.as_ref()?;

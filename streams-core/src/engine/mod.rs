@@ -24,7 +24,7 @@ mod queue;
 mod shared;
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -459,6 +459,21 @@ impl Task {
     pub(crate) fn resume_stream_time(&self, time: i64) {
         if time > self.shared.stream_time.get() {
             self.shared.stream_time.set(time);
+        }
+    }
+
+    /// The processors' metadata, committed with each input offset.
+    pub fn processor_metadata(&self) -> BTreeMap<String, i64> {
+        self.shared.processor_metadata.borrow().clone()
+    }
+
+    /// Starts with the processor metadata committed for the task's partitions, keeping
+    /// the largest value of each key (as Kafka Streams merges it).
+    pub fn resume_processor_metadata(&self, committed: &BTreeMap<String, i64>) {
+        let mut metadata = self.shared.processor_metadata.borrow_mut();
+        for (key, &value) in committed {
+            let entry = metadata.entry(key.clone()).or_insert(value);
+            *entry = (*entry).max(value);
         }
     }
 

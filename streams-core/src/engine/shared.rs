@@ -94,6 +94,9 @@ pub(crate) struct TaskShared {
     /// Values the task's processors share, by name (see
     /// [`ProcessorContext::task_shared`](crate::ProcessorContext::task_shared)).
     pub values: RefCell<BTreeMap<String, Rc<dyn std::any::Any>>>,
+    /// The processors' metadata, committed with the task's input offsets (see
+    /// [`ProcessorContext::processor_metadata`](crate::ProcessorContext::processor_metadata)).
+    pub processor_metadata: RefCell<BTreeMap<String, i64>>,
     /// The task runs under exactly-once.
     pub exactly_once: Cell<bool>,
     /// The production handler says `log_and_continue`: a sink drops an output record the
@@ -134,6 +137,7 @@ impl TaskShared {
             backpressure: Cell::new(false),
             waker: ThreadWaker::default(),
             values: RefCell::new(BTreeMap::new()),
+            processor_metadata: RefCell::new(BTreeMap::new()),
             exactly_once: Cell::new(false),
             drop_refused_outputs: Cell::new(false),
             dropped: Cell::new(0),

@@ -74,6 +74,24 @@ impl<'a, K, V> ProcessorContext<'a, K, V> {
         Ok(value)
     }
 
+    /// The value the task's processors committed under `key` with its input offsets, as
+    /// Kafka Streams' processor metadata: emit-final windowed aggregations keep the last
+    /// window close time they emitted there, under their store's name.
+    ///
+    /// The task commits all of its metadata with the offset of each of its input partitions
+    /// (Kafka Streams' offset metadata, version 2). A task created from committed offsets,
+    /// here or by a Kafka Streams application, starts with the metadata committed for its
+    /// partitions, the largest value of each key.
+    pub fn processor_metadata(&self, key: &str) -> Option<i64> {
+        self.cx.processor_metadata(key)
+    }
+
+    /// Sets the task's processor metadata under `key`: committed with the next commit of
+    /// the task's input offsets (see [`ProcessorContext::processor_metadata`]).
+    pub fn put_processor_metadata(&mut self, key: &str, value: i64) {
+        self.cx.put_processor_metadata(key, value);
+    }
+
     /// Counts the record being processed as dropped in the task's dropped-records metric
     /// (`streams_task_dropped_records_total`), as a processor that skips a record it cannot
     /// use does: a null key or value, a record too late for its window.

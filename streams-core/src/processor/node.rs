@@ -66,6 +66,10 @@ pub(crate) trait NodeContext {
     fn task_value(&self, name: &str) -> Option<std::rc::Rc<dyn std::any::Any>>;
     /// Sets the value the task's processors share under `name`.
     fn set_task_value(&self, name: &str, value: std::rc::Rc<dyn std::any::Any>);
+    /// The task's processor metadata under `key`.
+    fn processor_metadata(&self, key: &str) -> Option<i64>;
+    /// Sets the task's processor metadata under `key`.
+    fn put_processor_metadata(&self, key: &str, value: i64);
     /// Whether the task runs under exactly-once.
     fn exactly_once(&self) -> bool;
     /// Counts one record as dropped in the task's dropped-records metric.

@@ -6,23 +6,21 @@
 //! windows by segment: a window that started a retention or more before the latest window
 //! written is no longer read, as in Kafka Streams. Final results are read from the store
 //! between the last emitted bound and the new one only, and the emitted close time is
-//! written to the `<store>-emit-time` store before the call returns, so it is committed
-//! with the forwarded results.
+//! put in the task's processor metadata before the call returns, so it is committed with
+//! the input offsets of the forwarded results.
 //!
 //! Updates are forwarded as [`Change`]s: with old values on (the table is re-grouped
 //! downstream), an update of a window that was in the store carries the window's aggregate
 //! before the update; a new window's update and a final result carry none.
 
 use streams_core::Nulls;
-use streams_core::serdes::{I64Serde, StringSerde};
 use streams_core::state::StoreError;
-use streams_core::{Headers, KvStore, ProcessResult, ProcessorContext, Record, WindowStoreRef};
+use streams_core::{Headers, ProcessResult, ProcessorContext, Record, WindowStoreRef};
 use streams_state::{ValueAndTimestamp, ValueAndTimestampSerde, WindowStore};
 
 use crate::cache_forward::CacheForwarding;
 use crate::change::{Change, OldValues};
 use crate::dyn_serde::DynSerde;
-use crate::options::Materialized;
 use crate::shared::Shared;
 use crate::windowed::serde::Windowed;
 
@@ -32,88 +30,50 @@ pub(crate) type AggStore<K, A> = WindowStore<DynSerde<K>, ValueAndTimestampSerde
 /// The handle of an aggregation's window store while the topology is built.
 pub(crate) type AggStoreRef<K, A> = WindowStoreRef<DynSerde<K>, ValueAndTimestampSerde<DynSerde<A>>>;
 
-/// The store of the last emitted close time, for [`EmitStrategy::on_window_close`](
-/// crate::EmitStrategy::on_window_close).
-pub(crate) type EmitTimeStore = KvStore<StringSerde, I64Serde>;
-
-/// The one key of the emit-time store.
-const EMIT_TIME_KEY: &str = "close-time";
-
 /// Kafka Streams' `NO_TIMESTAMP`: the observed stream time before any record.
 pub(crate) const NO_TIMESTAMP: i64 = -1;
 
-/// The name of the store that keeps the last emitted close time of store `store`.
-pub(crate) fn emit_time_store(store: &str) -> String {
-    format!("{store}-emit-time")
-}
-
-/// Connects the aggregation `node` to its `store`, adds its emit-time store `emit_store`
-/// (final results only, see [`emit_time_store`]) and records the grace of its windows.
-pub(crate) fn connect_stores<K: 'static, A: 'static>(
-    shared: &Shared,
-    node: &str,
-    store: &str,
-    emit_store: Option<&str>,
-    materialized: &Materialized<K, A>,
-    grace_ms: i64,
-) {
+/// Connects the aggregation `node` to its `store` and records the grace of its windows.
+pub(crate) fn connect_stores(shared: &Shared, node: &str, store: &str, grace_ms: i64) {
     shared.with(|t| {
         t.connect_processor_and_state_stores(node, [store]);
     });
-    if let Some(name) = emit_store {
-        shared.store(materialized.store_of(name, StringSerde, I64Serde), &[node]);
-    }
     shared.set_window_grace(node, grace_ms);
 }
 
-/// Final-result emission state (of time, sliding and session windows alike).
+/// Final-result emission state (of time, sliding and session windows alike): the close
+/// time up to which final results were emitted, kept in the task's processor metadata
+/// under the aggregation's store name, as Kafka Streams keeps it. It is committed with the
+/// input offsets, so a task created elsewhere (or by Kafka Streams) goes on from there.
 pub(crate) struct EmitFinal {
-    store: EmitTimeStore,
-    /// The close time up to which final results were emitted; read from the store on
-    /// first use (after the store was restored), then kept here.
-    last_close: Option<Option<i64>>,
+    /// The aggregation's store name: the metadata key.
+    key: String,
 }
 
 impl EmitFinal {
-    /// The emission state kept in `store`.
-    pub fn new(store: EmitTimeStore) -> Self {
+    /// The emission state of the aggregation whose store is `store`.
+    pub fn new(store: &str) -> Self {
         Self {
-            store,
-            last_close: None,
+            key: store.to_owned(),
         }
-    }
-
-    /// The state in the emit-time store `name`, opened in a processor's supplier; `None`
-    /// without final results (no such store).
-    pub fn open<KO, VO>(
-        ctx: &ProcessorContext<'_, KO, VO>,
-        name: Option<&str>,
-    ) -> Result<Option<Self>, StoreError> {
-        name.map(|n| Ok(Self::new(ctx.kv_store::<StringSerde, I64Serde>(n)?)))
-            .transpose()
     }
 
     /// The close time final results were emitted up to, if any.
-    pub fn last_close(&mut self) -> Result<Option<i64>, StoreError> {
-        if let Some(last) = self.last_close {
-            return Ok(last);
-        }
-        let last = self.store.get(&EMIT_TIME_KEY.to_owned())?;
-        self.last_close = Some(last);
-        Ok(last)
+    pub fn last_close<KO, VO>(&self, ctx: &ProcessorContext<'_, KO, VO>) -> Option<i64> {
+        ctx.processor_metadata(&self.key)
     }
 
     /// Records that final results were emitted up to `close`.
-    pub fn emitted(&mut self, close: i64) -> Result<(), StoreError> {
-        self.last_close = Some(Some(close));
-        self.store.put(&EMIT_TIME_KEY.to_owned(), &close)
+    pub fn emitted<KO, VO>(&self, ctx: &mut ProcessorContext<'_, KO, VO>, close: i64) {
+        ctx.put_processor_metadata(&self.key, close);
     }
 }
 
 /// What a task needs to open a [`WindowCore`].
 pub(crate) struct CoreParams<K, A> {
     pub store: AggStoreRef<K, A>,
-    pub emit_store: Option<String>,
+    /// The store name, when only final results are forwarded (see [`EmitFinal`]).
+    pub emit_final: Option<String>,
     /// The old-value switch of the aggregation's table.
     pub old_values: std::sync::Arc<OldValues>,
 }
@@ -122,7 +82,7 @@ impl<K, A> Clone for CoreParams<K, A> {
     fn clone(&self) -> Self {
         Self {
             store: self.store.clone(),
-            emit_store: self.emit_store.clone(),
+            emit_final: self.emit_final.clone(),
             old_values: self.old_values.clone(),
         }
     }
@@ -134,7 +94,7 @@ impl<K: 'static, A: 'static> CoreParams<K, A> {
         &self,
         ctx: &ProcessorContext<'_, Windowed<K>, Change<A>>,
     ) -> Result<WindowCore<K, A>, StoreError> {
-        let emit = EmitFinal::open(ctx, self.emit_store.as_deref())?;
+        let emit = self.emit_final.as_deref().map(EmitFinal::new);
         let store = ctx.window_store(&self.store)?;
         let send_old = self.old_values.is_on();
         // Final results only: nothing is forwarded at updates, cached or not.
@@ -249,14 +209,15 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
 
     /// The last emitted close time when final results are due at `close` (the close time
     /// moved on): `Some(None)` before any emission, `None` when nothing is due.
-    pub fn emit_due(&mut self, close: i64) -> Result<Option<Option<i64>>, StoreError> {
-        let Some(emit) = self.emit.as_mut() else {
-            return Ok(None);
-        };
-        Ok(match emit.last_close()? {
+    pub fn emit_due(
+        &self,
+        ctx: &ProcessorContext<'_, Windowed<K>, Change<A>>,
+        close: i64,
+    ) -> Option<Option<i64>> {
+        match self.emit.as_ref()?.last_close(ctx) {
             Some(last) if last >= close => None,
             last => Some(last),
-        })
+        }
     }
 
     /// Forwards the final result of every retained window starting in `[lower, upper]`, by
@@ -291,8 +252,8 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
                 nulls: Nulls::NONE,
             })?;
         }
-        if let Some(emit) = &mut self.emit {
-            emit.emitted(close)?;
+        if let Some(emit) = &self.emit {
+            emit.emitted(ctx, close);
         }
         Ok(())
     }

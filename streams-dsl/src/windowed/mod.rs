@@ -17,8 +17,9 @@
 //!   window written is not read any more, as in Kafka Streams.
 //! - With [`EmitStrategy::on_window_close`] nothing is forwarded on update; each window's
 //!   final aggregate is forwarded once, after the record that closed it, and the close
-//!   time already emitted is kept in a changelogged store `<store>-emit-time`, so a
-//!   restart does not repeat final results.
+//!   time already emitted is kept in the task's processor metadata under the store's
+//!   name, committed with the input offsets as Kafka Streams commits it, so a restart
+//!   (or a hand-over to or from Kafka Streams) does not repeat final results.
 //! - Sessions ([`SessionWindows`], through
 //!   [`KGroupedStream::windowed_by_session`](crate::KGroupedStream::windowed_by_session))
 //!   live in a session store instead, one entry per key and session `[start, end]`, with

@@ -4,8 +4,9 @@
 //! Every aggregation compiles to one processor (`session_agg`) and a session store
 //! (`streams_state::session`, keys `K`, values the aggregate) named by `Materialized`,
 //! else `<node>-store`, with retention `Materialized::with_retention`, else `gap + grace`
-//! (less is [`DslIssue::RetentionTooShort`]); with [`EmitStrategy::on_window_close`] also
-//! a store `<store>-emit-time`, and the session store is never cached (as in Kafka
+//! (less is [`DslIssue::RetentionTooShort`]); with [`EmitStrategy::on_window_close`] the
+//! last close time emitted goes in the task's processor metadata under the store's name,
+//! and the session store is never cached (as in Kafka
 //! Streams). The returned table's node forwards updates keyed by [`Windowed`]
 //! sessions `[start, end]` (both inclusive), timestamped with the session's end (with old
 //! values when the table is re-grouped, see `session_agg`); its keys
@@ -26,7 +27,7 @@ use crate::ktable::KTable;
 use crate::options::Materialized;
 use crate::table_lookup::session_lookup;
 use crate::windowed::NO_TIMESTAMP;
-use crate::windowed::common::{EmitFinal, connect_stores, emit_time_store};
+use crate::windowed::common::{EmitFinal, connect_stores};
 use crate::windowed::serde::Windowed;
 use crate::windowed::session_agg::{SessionFns, SessionWindowAggregate};
 use crate::windowed::session_windows::{SessionWindowedSerde, SessionWindows};
@@ -171,14 +172,14 @@ impl<K: Clone + PartialEq + 'static, V: Clone + 'static> SessionWindowedKStream<
         );
         let store_ref = s.shared.with(|t| t.session_store(builder));
         let lookup = session_lookup(store_ref.clone());
-        let emit_store = on_close.then(|| emit_time_store(&store));
-        let (emit_name, key_serde) = (emit_store.clone(), ks.clone());
+        let emit_name = on_close.then(|| store.clone());
+        let key_serde = ks.clone();
         let old_values = OldValues::from_store();
         let send_old = old_values.clone();
         s.shared.processor_with(
             &node,
             move |ctx| {
-                let emit = EmitFinal::open(ctx, emit_name.as_deref())?;
+                let emit = emit_name.as_deref().map(EmitFinal::new);
                 let store = ctx.session_store(&store_ref)?;
                 let send_old = send_old.is_on();
                 // Final results only: nothing is forwarded at updates, cached or not.
@@ -201,15 +202,7 @@ impl<K: Clone + PartialEq + 'static, V: Clone + 'static> SessionWindowedKStream<
             },
             &s.node,
         );
-        let emit_store = emit_store.as_deref();
-        connect_stores(
-            &s.shared,
-            &node,
-            &store,
-            emit_store,
-            &materialized,
-            windows.min_retention_ms(),
-        );
+        connect_stores(&s.shared, &node, &store, windows.min_retention_ms());
         let wks = SessionWindowedSerde::of(ks);
         KTable::changes(s.shared.clone(), node, Some(store), old_values)
             .with_serdes(Some(dyn_serde(wks)), Some(vs))

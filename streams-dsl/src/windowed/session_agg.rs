@@ -25,8 +25,8 @@
 //! [`EmitStrategy::on_window_close`](crate::EmitStrategy::on_window_close) nothing is
 //! forwarded on update; when a record moves `close` on, the sessions ending in
 //! `[last close, close - 1]` are forwarded once, ordered by end, start, then key bytes (as
-//! Kafka Streams' time-ordered session store yields them), and `close` is written to the
-//! `<store>-emit-time` store. These are read before the record changes the store: the
+//! Kafka Streams' time-ordered session store yields them), and `close` is put in the
+//! task's processor metadata under the store's name. These are read before the record changes the store: the
 //! record can neither remove nor create a session that is due, and the store (retention
 //! `+ 1` ms) still holds every session ending at or after the last close.
 
@@ -142,10 +142,10 @@ where
 
     /// Forwards the sessions that closed since the last emission, if `close` moved on.
     fn emit_final(&mut self, ctx: Ctx<'_, '_, K, A>, headers: &Headers, close: i64) -> ProcessResult {
-        let Some(emit) = &mut self.emit else {
+        let Some(emit) = &self.emit else {
             return Ok(());
         };
-        let last = emit.last_close()?;
+        let last = emit.last_close(ctx);
         if last.is_some_and(|last| last >= close) {
             return Ok(());
         }
@@ -177,8 +177,8 @@ where
                 headers,
             )?;
         }
-        if let Some(emit) = &mut self.emit {
-            emit.emitted(close)?;
+        if let Some(emit) = &self.emit {
+            emit.emitted(ctx, close);
         }
         Ok(())
     }

@@ -244,7 +244,7 @@ where
             return self.process_early(ctx, &r, close);
         }
         self.process_regular(ctx, &r, close)?;
-        let Some(last) = self.core.emit_due(close)? else {
+        let Some(last) = self.core.emit_due(ctx, close) else {
             return Ok(());
         };
         let upper = close.saturating_sub(d).saturating_sub(1);

@@ -5,8 +5,8 @@
 //! `WindowStore<DynSerde<K>, ValueAndTimestampSerde<DynSerde<A>>>` (named by
 //! `Materialized`, else `<node>-store`; read it with `TopologyTestDriver::window_store`),
 //! with the retention of `Materialized::with_retention`, else the least the windows need;
-//! with [`EmitStrategy::on_window_close`] also a key-value store `<store>-emit-time`. The
-//! returned table's node forwards updates keyed by [`Windowed`] keys, timestamped with the
+//! with [`EmitStrategy::on_window_close`] the last close time emitted goes in the task's
+//! processor metadata under the store's name (see `common::EmitFinal`). The returned table's node forwards updates keyed by [`Windowed`] keys, timestamped with the
 //! window's largest record timestamp, with the window's aggregate before as old value when
 //! the table is re-grouped downstream (final results only carry none).
 
@@ -23,7 +23,7 @@ use crate::ktable::KTable;
 use crate::options::Materialized;
 use crate::processors::UpdateFn;
 use crate::table_lookup::window_lookup;
-use crate::windowed::common::{CoreParams, connect_stores, emit_time_store};
+use crate::windowed::common::{CoreParams, connect_stores};
 use crate::windowed::serde::{Windowed, WindowedSerde};
 use crate::windowed::sliding_agg::SlidingWindowAggregate;
 use crate::windowed::time_agg::TimeWindowAggregate;
@@ -260,12 +260,11 @@ where
         ValueAndTimestampSerde(vs.clone()),
     );
     let store_ref = s.shared.with(|t| t.window_store(builder));
-    let emit_store = emit.is_on_window_close().then(|| emit_time_store(&store));
     let old_values = OldValues::from_store();
     let lookup = window_lookup(store_ref.clone());
     let params = CoreParams {
         store: store_ref,
-        emit_store: emit_store.clone(),
+        emit_final: emit.is_on_window_close().then(|| store.clone()),
         old_values: old_values.clone(),
     };
     match kind {
@@ -293,15 +292,7 @@ where
             &s.node,
         ),
     }
-    let emit_store = emit_store.as_deref();
-    connect_stores(
-        &s.shared,
-        &node,
-        &store,
-        emit_store,
-        &materialized,
-        kind.grace_ms(),
-    );
+    connect_stores(&s.shared, &node, &store, kind.grace_ms());
     KTable::changes(s.shared.clone(), node, Some(store), old_values)
         .with_serdes(Some(dyn_serde(wks)), Some(vs))
         .with_lookup(lookup)

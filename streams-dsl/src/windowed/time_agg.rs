@@ -71,7 +71,7 @@ where
             core.put(&r.key, start, &new)?;
             core.forward_update(ctx, key, new, old, &r.headers)?;
         }
-        let Some(last) = core.emit_due(close)? else {
+        let Some(last) = core.emit_due(ctx, close) else {
             return Ok(());
         };
         let size = self.windows.size_ms;

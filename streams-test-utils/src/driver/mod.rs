@@ -3,6 +3,7 @@
 //! The contract is documented on [`TopologyTestDriver`].
 
 mod log;
+mod metadata;
 mod topics;
 
 use std::cell::RefCell;

@@ -71,10 +71,12 @@ impl TaskManager {
         self.metrics.lap(CommitPhase::FlushStores, &mut since);
         let mut tpl = TopicPartitionList::new();
         for task in self.tasks.values() {
-            // Each offset carries the task's stream time, as Kafka Streams commits it.
-            let metadata = task
-                .stream_time()
-                .map(crate::runtime::topics::offset_metadata::encode);
+            // Each offset carries the task's stream time and processor metadata, as Kafka
+            // Streams commits them.
+            let metadata = crate::runtime::topics::offset_metadata::encode(
+                task.stream_time(),
+                &task.processor_metadata(),
+            );
             for (t, p, o) in task.committable_offsets() {
                 tpl.add_partition_offset(&t, p, Offset::Offset(o))
                     .map_err(|e| kafka_err("offsets", e))?;

@@ -382,13 +382,17 @@ impl TaskManager {
                 task.expect_partition(Arc::from(topic), partition, Some(start));
             }
         }
-        let committed_time = partitions
+        let committed: Vec<_> = partitions
             .elements()
             .iter()
-            .filter_map(|e| self.committed_times.get(&(e.topic().to_owned(), e.partition())))
-            .max();
-        if let Some(&time) = committed_time {
+            .filter_map(|e| self.committed_meta.get(&(e.topic().to_owned(), e.partition())))
+            .collect();
+        let committed_time = committed.iter().filter_map(|c| c.time).max();
+        if let Some(time) = committed_time {
             task.resume_stream_time(time);
+        }
+        for c in &committed {
+            task.resume_processor_metadata(&c.processors);
         }
         task.initialize()?;
         self.metrics.tasks_created.inc();

@@ -92,9 +92,11 @@ pub(crate) struct TaskManager {
     pub(super) moved: BTreeSet<TaskId>,
     /// The start offset of each input partition as the assignments gave it.
     pub(super) assigned_at: std::collections::HashMap<(String, i32), i64>,
-    /// The stream time committed with each assigned input partition's offset (see
-    /// `offset_metadata.rs`): a task created for it starts from the largest of its inputs'.
-    pub(super) committed_times: std::collections::HashMap<(String, i32), i64>,
+    /// The metadata committed with each assigned input partition's offset (see
+    /// `offset_metadata.rs`): a task created for it starts from the largest stream time of
+    /// its inputs', and with their processor metadata merged.
+    pub(super) committed_meta:
+        std::collections::HashMap<(String, i32), crate::runtime::topics::offset_metadata::Committed>,
     /// Partitions assigned by the last rebalance, not yet turned into tasks.
     pub(super) pending: Option<Vec<(String, i32)>>,
     /// The pending assignment kept the positions of the partitions it kept (cooperative).
@@ -181,7 +183,7 @@ impl TaskManager {
             suspended: BTreeSet::new(),
             moved: BTreeSet::new(),
             assigned_at: std::collections::HashMap::new(),
-            committed_times: std::collections::HashMap::new(),
+            committed_meta: std::collections::HashMap::new(),
             pending: None,
             pending_keeps_positions: false,
             waiting: BTreeMap::new(),

@@ -48,17 +48,18 @@ impl TaskManager {
                     self.moved.insert(id);
                 }
             }
-            if let Some(time) = crate::runtime::topics::offset_metadata::decode(e.metadata()) {
-                times.push(((topic.clone(), partition), time));
+            let committed = crate::runtime::topics::offset_metadata::decode(e.metadata());
+            if committed.time.is_some() || !committed.processors.is_empty() {
+                times.push(((topic.clone(), partition), committed));
             }
             now.push(((topic, partition), offset));
         }
         if whole {
             self.assigned_at.clear();
-            self.committed_times.clear();
+            self.committed_meta.clear();
         }
         self.assigned_at.extend(now);
-        self.committed_times.extend(times);
+        self.committed_meta.extend(times);
     }
 
     /// Where this thread expects `topic`-`partition` of task `id` to start: the offset the
