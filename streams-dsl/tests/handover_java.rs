@@ -14,10 +14,16 @@
 //! session count (a session store, session-windowed keys), a re-grouped table count (a
 //! repartition topic of table changes), a table-table join (two table stores) and a
 //! foreign-key join (its subscription store, subscription and response topics), a
+//! stream-table join (the table's store, which each side updates for keys the other's
+//! stream records then join), a stream-global-table join (no internal topic: each side
+//! reads the table from its topic), a
 //! suppressed windowed count (its suppression buffer, whose windows close after each
-//! side stopped: only the buffer the other side wrote can emit them), a stream-stream left
+//! side stopped: only the buffer the other side wrote can emit them), an emit-final
+//! windowed count (the close time emitted up to, in the processor metadata committed with
+//! the offsets: no final result may go out twice), a stream-stream left
 //! join (its shared store of records waiting for a partner, emitted unmatched by the side
-//! that sees their windows close); and the count again under exactly-once.
+//! that sees their windows close), a stream-stream outer join (the same store, with the
+//! records of both sides); and the count again under exactly-once.
 //!
 //! Needs the broker (`STREAMS_TEST_BOOTSTRAP`) and Java with Maven (see `common/java.rs`).
 
@@ -37,11 +43,11 @@ use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::Serde as _;
 use streams_core::state::serde::NullableSerde;
 use streams_dsl::{
-    BufferConfig, Consumed, Grouped, JoinWindows, Materialized, Produced, SessionWindowedSerde,
+    BufferConfig, Consumed, EmitStrategy, Grouped, JoinWindows, Materialized, Produced, SessionWindowedSerde,
     SessionWindows, StreamJoined, StreamsBuilder, Suppressed, TimeWindows, WindowedSerde,
 };
 use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
-use topo::{PER_THIRD, Topo, WINDOW, input, value, values_after};
+use topo::{FINAL_WINDOW, PER_THIRD, Topo, WINDOW, input_on, value, values_after};
 
 #[path = "handover/topo.rs"]
 mod topo;
@@ -125,6 +131,18 @@ impl Run {
                     &self.output,
                     Produced::with(WindowedSerde::new(StringSerde, WINDOW), NullableSerde(U64Serde)),
                 ),
+            Topo::EmitFinalCount => grouped()
+                .windowed_by(TimeWindows::of_size_no_grace(FINAL_WINDOW))
+                .emit_strategy(EmitStrategy::on_window_close())
+                .count(Materialized::as_("ecounts").with_retention(Duration::from_secs(3600)))
+                .to_stream()
+                .to(
+                    &self.output,
+                    Produced::with(
+                        WindowedSerde::new(StringSerde, FINAL_WINDOW),
+                        NullableSerde(U64Serde),
+                    ),
+                ),
             Topo::SessionCount => grouped()
                 .windowed_by_session(SessionWindows::of_inactivity_gap_with_grace(
                     Duration::from_secs(5),
@@ -173,6 +191,32 @@ impl Run {
                     Produced::with(StringSerde, NullableSerde(StringSerde)),
                 );
             }
+            Topo::StreamTable => {
+                let table = b.table(
+                    &self.right(),
+                    Materialized::as_("right")
+                        .with_key_serde(StringSerde)
+                        .with_value_serde(StringSerde),
+                );
+                b.stream([self.input.as_str()], Consumed::with(StringSerde, StringSerde))
+                    .join(&table, |_, l: String, r: String| format!("{l}+{r}"))
+                    .to(&self.output, Produced::with(StringSerde, StringSerde));
+            }
+            Topo::GlobalJoin => {
+                let table = b.global_table(
+                    &self.right(),
+                    Materialized::as_("right")
+                        .with_key_serde(StringSerde)
+                        .with_value_serde(StringSerde),
+                );
+                b.stream([self.input.as_str()], Consumed::with(StringSerde, StringSerde))
+                    .join_global(
+                        &table,
+                        |k: &String, _: &String| k.clone(),
+                        |_, l: String, r: String| format!("{l}+{r}"),
+                    )
+                    .to(&self.output, Produced::with(StringSerde, StringSerde));
+            }
             Topo::LeftJoin => {
                 let stream = |topic: &str| b.stream([topic], Consumed::with(StringSerde, StringSerde));
                 stream(&self.input)
@@ -183,6 +227,20 @@ impl Run {
                         },
                         JoinWindows::of_time_difference_no_grace(Duration::from_secs(2)),
                         StreamJoined::with(StringSerde, StringSerde, StringSerde).with_store_name("lj"),
+                    )
+                    .to(&self.output, Produced::with(StringSerde, StringSerde));
+            }
+            Topo::OuterJoin => {
+                let stream = |topic: &str| b.stream([topic], Consumed::with(StringSerde, StringSerde));
+                stream(&self.input)
+                    .outer_join_stream(
+                        &stream(&self.right()),
+                        |_, l: Option<&String>, r: Option<&String>| {
+                            let side = |v: Option<&String>| v.map_or("null", String::as_str).to_owned();
+                            format!("{}+{}", side(l), side(r))
+                        },
+                        JoinWindows::of_time_difference_no_grace(Duration::from_secs(2)),
+                        StreamJoined::with(StringSerde, StringSerde, StringSerde).with_store_name("oj"),
                     )
                     .to(&self.output, Produced::with(StringSerde, StringSerde));
             }
@@ -229,7 +287,7 @@ impl Run {
                 .clone()
                 .filter(|&i| self.topo.has_record(t, i))
                 .map(|i| {
-                    let (key, at) = input(self.topo, self.base, i);
+                    let (key, at) = input_on(self.topo, self.base, t, i);
                     ProduceRecord::new(key, value(t, i)).with_timestamp(at)
                 })
                 .collect();
@@ -274,8 +332,11 @@ impl Run {
                 | Topo::TableJoin
                 | Topo::StreamJoin
                 | Topo::FkJoin
-                | Topo::LeftJoin => r.key_str().expect("a String key"),
-                Topo::WindowedCount | Topo::SuppressedCount => {
+                | Topo::StreamTable
+                | Topo::GlobalJoin
+                | Topo::LeftJoin
+                | Topo::OuterJoin => r.key_str().expect("a String key"),
+                Topo::WindowedCount | Topo::SuppressedCount | Topo::EmitFinalCount => {
                     let w = windowed.deserialize(bytes).unwrap();
                     format!("{}@{}", w.key, w.start - self.base)
                 }
@@ -287,18 +348,29 @@ impl Run {
             match r.value.as_deref() {
                 // Every pair joined (every left record out unmatched) is one record: their
                 // number per key.
-                Some(_) if matches!(self.topo, Topo::StreamJoin | Topo::LeftJoin) => {
+                Some(_) if matches!(self.topo, Topo::StreamJoin | Topo::LeftJoin | Topo::OuterJoin) => {
                     let n: u64 = counts
                         .get(&key)
                         .map_or(0, |n: &String| n.parse().expect("a number"));
                     counts.insert(key, (n + 1).to_string());
                 }
-                Some(_) if matches!(self.topo, Topo::TableJoin | Topo::FkJoin) => {
+                Some(_)
+                    if matches!(
+                        self.topo,
+                        Topo::TableJoin | Topo::FkJoin | Topo::StreamTable | Topo::GlobalJoin
+                    ) =>
+                {
                     counts.insert(key, r.value_str().expect("a String value"));
                 }
                 Some(value) => {
                     let value = u64::from_be_bytes(value.try_into().expect("a Long"));
                     let before = counts.insert(key.clone(), value.to_string());
+                    // A final result goes out once: again, it was emitted by a side that
+                    // did not know what the other had emitted.
+                    assert!(
+                        self.topo != Topo::EmitFinalCount || before.is_none(),
+                        "{key}: final count {value} after {before:?}"
+                    );
                     let before: Option<u64> = before.map(|b| b.parse().expect("a count"));
                     assert!(
                         !exactly_once || before.is_none_or(|b| b < value),
@@ -352,6 +424,22 @@ fn a_foreign_key_join_moves_from_kafka_streams_to_this_runtime_and_back() {
 }
 
 #[test]
+fn a_stream_table_join_moves_from_kafka_streams_to_this_runtime_and_back() {
+    hand_over(
+        "a_stream_table_join_moves_from_kafka_streams_to_this_runtime_and_back",
+        Topo::StreamTable,
+    );
+}
+
+#[test]
+fn a_global_table_join_moves_from_kafka_streams_to_this_runtime_and_back() {
+    hand_over(
+        "a_global_table_join_moves_from_kafka_streams_to_this_runtime_and_back",
+        Topo::GlobalJoin,
+    );
+}
+
+#[test]
 fn a_regrouped_table_count_moves_from_kafka_streams_to_this_runtime_and_back() {
     hand_over(
         "a_regrouped_table_count_moves_from_kafka_streams_to_this_runtime_and_back",
@@ -384,10 +472,26 @@ fn a_suppressed_windowed_count_moves_from_kafka_streams_to_this_runtime_and_back
 }
 
 #[test]
+fn an_emit_final_windowed_count_moves_from_kafka_streams_to_this_runtime_and_back() {
+    hand_over(
+        "an_emit_final_windowed_count_moves_from_kafka_streams_to_this_runtime_and_back",
+        Topo::EmitFinalCount,
+    );
+}
+
+#[test]
 fn a_left_stream_join_moves_from_kafka_streams_to_this_runtime_and_back() {
     hand_over(
         "a_left_stream_join_moves_from_kafka_streams_to_this_runtime_and_back",
         Topo::LeftJoin,
+    );
+}
+
+#[test]
+fn an_outer_stream_join_moves_from_kafka_streams_to_this_runtime_and_back() {
+    hand_over(
+        "an_outer_stream_join_moves_from_kafka_streams_to_this_runtime_and_back",
+        Topo::OuterJoin,
     );
 }
 
@@ -435,7 +539,12 @@ fn hand_over_with(test: &str, topo: Topo, guarantee: &'static str) {
     assert_eq!(run.last_values(), values_after(topo, PER_THIRD));
     let changelog = format!("{}-{}-changelog", run.app_id, topo.store());
     let internal = run.internal_topics();
-    assert!(internal.contains(&changelog), "{internal:?}");
+    // A global table has no changelog: its topic is its log.
+    assert_eq!(
+        internal.contains(&changelog),
+        topo != Topo::GlobalJoin,
+        "{internal:?}"
+    );
 
     // This runtime takes over on an empty state directory and processes the second third.
     let state = tempfile::tempdir().unwrap();

@@ -21,6 +21,7 @@ import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KStream;
@@ -61,11 +62,19 @@ import org.apache.kafka.streams.state.WindowStore;
  * {@code left+right} String values to OUTPUT) or {@code suppressed-count} (the per-key count
  * per 10-second window without grace, in the window store {@code wcounts}, its final
  * results only through the suppression named {@code sup}, whose buffer is the store
- * {@code sup-store}, keyed by time-windowed String keys) or {@code left-join} (INPUT
+ * {@code sup-store}, keyed by time-windowed String keys) or {@code emit-final-count} (the
+ * per-key count per 5-second window without grace, in the window store {@code ecounts}
+ * kept an hour, final results only: the close time emitted up to goes in the committed
+ * offsets' processor metadata) or {@code left-join} (INPUT
  * left-joined with the stream INPUT-right within 2 s, no grace, stores named {@code lj}:
  * {@code left+right} String values, {@code left+null} for a left record without partner
  * once its window closed, which the store {@code lj-left-shared-join-store} holds until
- * then). COMMITTED counts the
+ * then) or {@code stream-table-join} (INPUT read as a stream and joined with INPUT-right
+ * read as the table {@code right}, {@code left+right} String values to OUTPUT) or
+ * {@code global-join} (the same with INPUT-right read as the global table {@code right})
+ * or {@code outer-join} (the same as an outer join, stores named {@code oj}, the
+ * shared store {@code oj-outer-shared-join-store} holding the records of both sides, and
+ * {@code null+right} for a right record without partner). COMMITTED counts the
  * committed inputs of every input topic. Prints {@code committed N} when done.
  */
 public final class HandOver {
@@ -111,6 +120,17 @@ public final class HandOver {
                     .toStream()
                     .to(output, Produced.with(
                             WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000L), Serdes.Long()));
+            case "emit-final-count" -> b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                    .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+                    .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofSeconds(5)))
+                    .emitStrategy(EmitStrategy.onWindowClose())
+                    .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("ecounts")
+                            .withKeySerde(Serdes.String())
+                            .withValueSerde(Serdes.Long())
+                            .withRetention(Duration.ofHours(1)))
+                    .toStream()
+                    .to(output, Produced.with(
+                            WindowedSerdes.timeWindowedSerdeFrom(String.class, 5_000L), Serdes.Long()));
             case "suppressed-count" -> b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
                     .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
                     .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofSeconds(10)))
@@ -172,6 +192,24 @@ public final class HandOver {
                                 StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String()).withStoreName("lj"))
                         .to(output, Produced.with(Serdes.String(), Serdes.String()));
             }
+            case "stream-table-join" -> b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                    .join(table(b, input + "-right", "right"), (l, r) -> l + "+" + r)
+                    .to(output, Produced.with(Serdes.String(), Serdes.String()));
+            case "global-join" -> b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                    .join(b.globalTable(input + "-right", Consumed.with(Serdes.String(), Serdes.String()),
+                                    Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("right")
+                                            .withKeySerde(Serdes.String())
+                                            .withValueSerde(Serdes.String())),
+                            (k, v) -> k, (l, r) -> l + "+" + r)
+                    .to(output, Produced.with(Serdes.String(), Serdes.String()));
+            case "outer-join" -> {
+                KStream<String, String> left = b.stream(input, Consumed.with(Serdes.String(), Serdes.String()));
+                KStream<String, String> right = b.stream(input + "-right", Consumed.with(Serdes.String(), Serdes.String()));
+                left.outerJoin(right, (l, r) -> l + "+" + r,
+                                JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(2)),
+                                StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String()).withStoreName("oj"))
+                        .to(output, Produced.with(Serdes.String(), Serdes.String()));
+            }
             default -> throw new IllegalArgumentException("unknown topology " + topology);
         }
 
@@ -187,6 +225,8 @@ public final class HandOver {
         // second of wall-clock time (an internal setting): what is emitted at the switch
         // then depends on the input alone, as it does in this project.
         props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
+        // Likewise for emit-final windowed aggregations.
+        props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
 
         try (KafkaStreams streams = new KafkaStreams(b.build(), props);
                 Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
