@@ -97,17 +97,18 @@ impl Run {
                 .group_by_key(Grouped::new())
         };
         let counts = Materialized::as_(self.topo.store());
+        // A String table's store.
+        let strings = |store: &str| {
+            Materialized::as_(store)
+                .with_key_serde(StringSerde)
+                .with_value_serde(StringSerde)
+        };
         // The input and `<input>-right` as String tables in the stores `left` and `right`.
         let tables = || {
-            let table = |topic: &str, store: &str| {
-                b.table(
-                    topic,
-                    Materialized::as_(store)
-                        .with_key_serde(StringSerde)
-                        .with_value_serde(StringSerde),
-                )
-            };
-            (table(&self.input, "left"), table(&self.right(), "right"))
+            (
+                b.table(&self.input, strings("left")),
+                b.table(&self.right(), strings("right")),
+            )
         };
         match self.topo {
             Topo::Count => grouped()
@@ -155,12 +156,7 @@ impl Run {
                     Produced::with(SessionWindowedSerde::new(StringSerde), NullableSerde(U64Serde)),
                 ),
             Topo::TableRegroup => b
-                .table(
-                    &self.input,
-                    Materialized::as_("latest")
-                        .with_key_serde(StringSerde)
-                        .with_value_serde(StringSerde),
-                )
+                .table(&self.input, strings("latest"))
                 .group_by(
                     |k: &String, v: &String| (v.clone(), k.clone()),
                     Grouped::with(StringSerde, StringSerde).named("by-group"),
@@ -192,23 +188,13 @@ impl Run {
                 );
             }
             Topo::StreamTable => {
-                let table = b.table(
-                    &self.right(),
-                    Materialized::as_("right")
-                        .with_key_serde(StringSerde)
-                        .with_value_serde(StringSerde),
-                );
+                let table = b.table(&self.right(), strings("right"));
                 b.stream([self.input.as_str()], Consumed::with(StringSerde, StringSerde))
                     .join(&table, |_, l: String, r: String| format!("{l}+{r}"))
                     .to(&self.output, Produced::with(StringSerde, StringSerde));
             }
             Topo::GlobalJoin => {
-                let table = b.global_table(
-                    &self.right(),
-                    Materialized::as_("right")
-                        .with_key_serde(StringSerde)
-                        .with_value_serde(StringSerde),
-                );
+                let table = b.global_table(&self.right(), strings("right"));
                 b.stream([self.input.as_str()], Consumed::with(StringSerde, StringSerde))
                     .join_global(
                         &table,

@@ -354,16 +354,7 @@ fn counts_after(topo: Topo, n: usize) -> BTreeMap<String, u64> {
                 format!("{key}@{}", at - at % size)
             }
             Topo::SessionCount => format!("{key}@{at}"),
-            Topo::TableRegroup
-            | Topo::TableJoin
-            | Topo::StreamJoin
-            | Topo::FkJoin
-            | Topo::StreamTable
-            | Topo::GlobalJoin
-            | Topo::LeftJoin
-            | Topo::OuterJoin => {
-                unreachable!("counted above")
-            }
+            _ => unreachable!("counted above"),
         };
         *counts.entry(key).or_default() += 1;
     }
