@@ -70,7 +70,9 @@ pub use runtime::query::{
     HostInfo, KeyQueryMetadata, KeyValueCursor, Queries, QueryError, ReadOnlyKeyValueStore,
     ReadOnlySessionStore, ReadOnlyWindowStore, ResumeToken, StreamsMetadata, WindowCursor,
 };
-pub use runtime::{EmbeddedKafka, GroupProtocol, KafkaStreams, State, ThreadFailureResponse};
+pub use runtime::{
+    EmbeddedKafka, GroupProtocol, KafkaStreams, NeededTopic, State, ThreadFailureResponse, TopicCheck,
+};
 pub use topology::{
     ConnectableStore, NodeRef, OffsetReset, SessionStoreRef, SinkConfig, SourceConfig, SourceValues,
     StoreRef, Topology, TopologyBuilder, TopologyDescription, VersionedStoreRef, WindowStoreRef,

@@ -23,7 +23,9 @@
 //! the offsets: no final result may go out twice), a stream-stream left
 //! join (its shared store of records waiting for a partner, emitted unmatched by the side
 //! that sees their windows close), a stream-stream outer join (the same store, with the
-//! records of both sides); and the count again under exactly-once.
+//! records of both sides); and the count again under exactly-once. Before taking over,
+//! `KafkaStreams::check_topics` must find every internal topic this runtime needs and no
+//! other (and, before Kafka Streams ran, none of them).
 //!
 //! Needs the broker (`STREAMS_TEST_BOOTSTRAP`) and Java with Maven (see `common/java.rs`).
 
@@ -38,10 +40,10 @@ use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use common::java::{self, JavaProgram, Outcome};
-use streams_core::KafkaStreams;
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::Serde as _;
 use streams_core::state::serde::NullableSerde;
+use streams_core::{KafkaStreams, State};
 use streams_dsl::{
     BufferConfig, Consumed, EmitStrategy, Grouped, JoinWindows, Materialized, Produced, SessionWindowedSerde,
     SessionWindows, StreamJoined, StreamsBuilder, Suppressed, TimeWindows, WindowedSerde,
@@ -89,7 +91,7 @@ impl Run {
         program.build_and_run()
     }
 
-    /// This runtime's application: the same DSL topology and store name.
+    /// This runtime's application, not started: the same DSL topology and store names.
     fn rust(&self, state: &std::path::Path) -> KafkaStreams {
         let b = StreamsBuilder::new();
         let grouped = || {
@@ -248,7 +250,7 @@ impl Run {
             .processing_guarantee(guarantee)
             .build()
             .unwrap();
-        broker::start(b.build().unwrap(), config)
+        KafkaStreams::new(b.build().unwrap(), config).unwrap()
     }
 
     /// The second input topic (the right table of the join).
@@ -518,6 +520,11 @@ fn hand_over_with(test: &str, topo: Topo, guarantee: &'static str) {
 
     // Kafka Streams processes the first third.
     run.produce(0..PER_THIRD);
+    // Before Kafka Streams ran, the check before a switch finds none of the topics needed.
+    let early = tempfile::tempdir().unwrap();
+    let check = run.rust(early.path()).check_topics().unwrap();
+    assert_eq!(check.is_ready(), check.needed.is_empty(), "{check}");
+
     let first = run.java(topo.records(PER_THIRD));
     if java::available(test, &first).is_none() {
         return;
@@ -532,9 +539,18 @@ fn hand_over_with(test: &str, topo: Topo, guarantee: &'static str) {
         "{internal:?}"
     );
 
-    // This runtime takes over on an empty state directory and processes the second third.
+    // This runtime takes over on an empty state directory and processes the second third,
+    // once the check before a switch finds every topic it needs and no other.
     let state = tempfile::tempdir().unwrap();
     let mut app = run.rust(state.path());
+    let check = app.check_topics().unwrap();
+    assert!(check.is_ready(), "before the switch:\n{check}");
+    app.start().unwrap();
+    assert!(
+        app.wait_for_state(State::Running, Duration::from_secs(60)),
+        "{:?}",
+        app.state()
+    );
     run.produce(PER_THIRD..2 * PER_THIRD);
     let deadline = Instant::now() + Duration::from_secs(60);
     while run.committed() < topo.records(2 * PER_THIRD) as i64

@@ -27,6 +27,7 @@ pub use crate::topology::changelog_topic;
 pub use client::embedded::EmbeddedKafka;
 pub use client::protocol::GroupProtocol;
 pub use status::{State, StateListener};
+pub use topics::check::{NeededTopic, TopicCheck};
 
 use self::status::Status;
 use self::thread::factory::ThreadFactory;
@@ -267,6 +268,40 @@ impl KafkaStreams {
         self.group_protocol
     }
 
+    /// Compares the internal topics this application needs with those the cluster holds
+    /// under its `application.id`, creating none. Before taking over a running application
+    /// (a Kafka Streams one included, see `docs/migrating-from-kafka-streams.md`): the
+    /// state carries over only when [`TopicCheck::is_ready`] holds; its `Display` says what
+    /// is missing, mismatched or left over. Call it on an application not started yet.
+    ///
+    /// # Errors
+    /// As [`KafkaStreams::start`] for reaching the cluster and for the source topics.
+    pub fn check_topics(&self) -> Result<TopicCheck, StreamsError> {
+        let md = self.metadata_client(&self.factory())?;
+        let app_id = self.config.application_id();
+        let plan = topics::plan(&self.topology, app_id, &md)?;
+        let listed = topics::list_with_prefix(&md, &format!("{app_id}-"))?;
+        Ok(topics::check::compare(&plan, &listed, app_id))
+    }
+
+    /// A client for the cluster's metadata, connected.
+    fn metadata_client(
+        &self,
+        factory: &ThreadFactory,
+    ) -> Result<client::connect::StartupConsumer, StreamsError> {
+        let md: client::connect::StartupConsumer = factory
+            .client_config(self.config.consumer_properties())
+            .create_with_context(client::connect::ConnectContext::default())
+            .map_err(|e| client::errors::kafka_err("metadata client", e))?;
+        client::connect::connect(
+            &md,
+            &self.bootstrap,
+            &self.config.consumer_properties(),
+            client::connect::CONNECT_TIMEOUT,
+        )?;
+        Ok(md)
+    }
+
     /// Reaches the cluster, checks the source topics, creates internal topics, starts the
     /// stream threads.
     ///
@@ -292,16 +327,7 @@ impl KafkaStreams {
             )?);
         }
         let factory = self.factory();
-        let md: client::connect::StartupConsumer = factory
-            .client_config(self.config.consumer_properties())
-            .create_with_context(client::connect::ConnectContext::default())
-            .map_err(|e| client::errors::kafka_err("metadata client", e))?;
-        client::connect::connect(
-            &md,
-            &self.bootstrap,
-            &self.config.consumer_properties(),
-            client::connect::CONNECT_TIMEOUT,
-        )?;
+        let md = self.metadata_client(&factory)?;
         let app_id = self.config.application_id().to_owned();
         let mut plan = topics::plan(&self.topology, &app_id, &md)?;
         let _ = self

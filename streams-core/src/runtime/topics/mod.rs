@@ -4,6 +4,7 @@
 //! with the partition count of the topics upstream of them; and the partition-count checks
 //! Kafka Streams makes before it runs.
 
+pub(in crate::runtime) mod check;
 pub(in crate::runtime) mod offset_metadata;
 pub(in crate::runtime) mod purge;
 pub(in crate::runtime) mod resets;
@@ -70,6 +71,22 @@ fn partitions_of<C: ConsumerContext>(
         .filter(|t| t.error().is_none())
         .map(|t| t.partitions().len() as i32)
         .filter(|&n| n > 0))
+}
+
+/// The topics of the cluster whose name starts with `prefix`, with their partition counts.
+pub(crate) fn list_with_prefix<C: ConsumerContext>(
+    md: &BaseConsumer<C>,
+    prefix: &str,
+) -> Result<BTreeMap<String, i32>, StreamsError> {
+    let all = md
+        .fetch_metadata(None, Duration::from_secs(15))
+        .map_err(|e| kafka_err("metadata of the cluster's topics", e))?;
+    Ok(all
+        .topics()
+        .iter()
+        .filter(|t| t.name().starts_with(prefix) && t.error().is_none())
+        .map(|t| (t.name().to_owned(), t.partitions().len() as i32))
+        .collect())
 }
 
 /// The repartition topics of `topology`: those a sink of it writes and a source of it reads.
