@@ -49,8 +49,9 @@ const COORDINATOR_BACKOFF: Duration = Duration::from_millis(200);
 /// The committed offsets of `partitions`; a partition-level error (still unstable when
 /// the time ran out, not authorized) fails the whole lookup rather than reading as "no
 /// commit". An answer that the group's coordinator moved or is loading its state (a
-/// coordinator's broker paused and back: the group moved to another one and maybe back)
-/// is asked again until `timeout`; librdkafka looks the coordinator up again meanwhile.
+/// coordinator's broker paused and back: the group moved to another one and maybe back),
+/// or no answer in time (the coordinator's broker paused), is asked again until `timeout`;
+/// librdkafka looks the coordinator up again meanwhile.
 pub(crate) fn committed<C: ConsumerContext>(
     consumer: &BaseConsumer<C>,
     partitions: &TopicPartitionList,
@@ -63,6 +64,10 @@ pub(crate) fn committed<C: ConsumerContext>(
             Ok(committed) => break committed,
             Err(e) if coordinator_moved(&e) && Instant::now() + COORDINATOR_BACKOFF < deadline => {
                 tracing::debug!(error = %e, "committed offsets: the group coordinator moved; asking again");
+                std::thread::sleep(COORDINATOR_BACKOFF);
+            }
+            Err(e) if no_answer(&e) && Instant::now() + COORDINATOR_BACKOFF < deadline => {
+                tracing::info!(error = %e, "committed offsets: no answer from the group coordinator; asking again");
                 std::thread::sleep(COORDINATOR_BACKOFF);
             }
             Err(e) => return Err(kafka_err("committed offsets", e)),
@@ -87,6 +92,22 @@ fn coordinator_moved(e: &KafkaError) -> bool {
             RDKafkaErrorCode::NotCoordinator
                 | RDKafkaErrorCode::CoordinatorNotAvailable
                 | RDKafkaErrorCode::CoordinatorLoadInProgress
+        )
+    )
+}
+
+/// Whether `e` says the request got no answer in time: librdkafka gave up on it (a request
+/// to a paused broker times out after `socket.timeout.ms`, or sooner when it was queued
+/// behind others), or the connection to the coordinator broke.
+fn no_answer(e: &KafkaError) -> bool {
+    matches!(
+        e.rdkafka_error_code(),
+        Some(
+            RDKafkaErrorCode::OperationTimedOut
+                | RDKafkaErrorCode::RequestTimedOut
+                | RDKafkaErrorCode::TimedOutQueue
+                | RDKafkaErrorCode::BrokerTransportFailure
+                | RDKafkaErrorCode::AllBrokersDown
         )
     )
 }
@@ -195,13 +216,14 @@ mod tests {
 
     use super::ResetTo;
     use super::committed;
-    use super::coordinator_moved;
     use super::explicit;
+    use super::{coordinator_moved, no_answer};
     use streams_test_utils::kafka::{self, ProduceRecord};
 
-    /// The coordinator answers that the lookup asks again; anything else fails it at once.
+    /// The coordinator answers that the lookup asks again, and no answer in time (a paused
+    /// coordinator); anything else fails it at once.
     #[test]
-    fn only_a_moved_or_loading_coordinator_is_asked_again() {
+    fn only_a_moved_loading_or_silent_coordinator_is_asked_again() {
         use rdkafka::error::KafkaError;
         use rdkafka::types::RDKafkaErrorCode as C;
         for code in [
@@ -212,11 +234,20 @@ mod tests {
             assert!(coordinator_moved(&KafkaError::MetadataFetch(code)), "{code:?}");
         }
         for code in [
+            C::OperationTimedOut,
+            C::RequestTimedOut,
+            C::BrokerTransportFailure,
+        ] {
+            assert!(no_answer(&KafkaError::MetadataFetch(code)), "{code:?}");
+            assert!(!coordinator_moved(&KafkaError::MetadataFetch(code)), "{code:?}");
+        }
+        for code in [
             C::GroupAuthorizationFailed,
             C::UnknownTopicOrPartition,
             C::InvalidGroupId,
         ] {
             assert!(!coordinator_moved(&KafkaError::MetadataFetch(code)), "{code:?}");
+            assert!(!no_answer(&KafkaError::MetadataFetch(code)), "{code:?}");
         }
     }
 
