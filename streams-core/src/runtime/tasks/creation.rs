@@ -499,7 +499,7 @@ pub(in crate::runtime) fn committed_bounds<C: ConsumerContext>(
     let committed = crate::runtime::topics::start_offsets::committed(
         consumer,
         &tpl,
-        crate::runtime::topics::start_offsets::LOOKUP_TIMEOUT,
+        crate::runtime::topics::start_offsets::COMMITTED_TIMEOUT,
     )?;
     Ok(sourced
         .iter()

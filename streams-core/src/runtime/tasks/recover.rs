@@ -281,7 +281,7 @@ impl TaskManager {
         let committed = crate::runtime::topics::start_offsets::committed(
             consumer,
             partitions,
-            crate::runtime::topics::start_offsets::LOOKUP_TIMEOUT,
+            crate::runtime::topics::start_offsets::COMMITTED_TIMEOUT,
         )?;
         for e in committed.elements() {
             let to = match e.offset() {

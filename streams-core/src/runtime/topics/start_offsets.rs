@@ -43,6 +43,16 @@ use crate::runtime::client::errors::kafka_err;
 /// abort-check interval (10 s), or when its successor starts.
 pub(crate) const LOOKUP_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long the committed-offsets lookup may wait for the group's coordinator: a paused or
+/// restarting coordinator answers again once it is back. Kafka Streams' `task.timeout.ms`
+/// default.
+pub(crate) const COMMITTED_TIMEOUT: Duration = crate::runtime::client::errors::RECOVERY_LIMIT;
+
+/// The longest one request of the lookup may wait: a request to a paused coordinator gets
+/// no answer, and only a new request finds the coordinator once the group moved or its
+/// broker is back.
+const ATTEMPT: Duration = Duration::from_secs(10);
+
 /// The pause before the lookup asks again after the group's coordinator moved.
 const COORDINATOR_BACKOFF: Duration = Duration::from_millis(200);
 
@@ -59,7 +69,7 @@ pub(crate) fn committed<C: ConsumerContext>(
 ) -> Result<TopicPartitionList, StreamsError> {
     let deadline = Instant::now() + timeout;
     let committed = loop {
-        let left = deadline.saturating_duration_since(Instant::now());
+        let left = deadline.saturating_duration_since(Instant::now()).min(ATTEMPT);
         match consumer.committed_offsets(partitions.clone(), left) {
             Ok(committed) => break committed,
             Err(e) if coordinator_moved(&e) && Instant::now() + COORDINATOR_BACKOFF < deadline => {
@@ -167,7 +177,7 @@ pub(crate) fn explicit<C: ConsumerContext>(
     if assigned.count() == 0 {
         return Ok(assigned.clone());
     }
-    let committed = committed(consumer, assigned, LOOKUP_TIMEOUT)?;
+    let committed = committed(consumer, assigned, COMMITTED_TIMEOUT)?;
     let mut out = TopicPartitionList::new();
     for e in assigned.elements() {
         let found = committed.find_partition(e.topic(), e.partition());
