@@ -94,10 +94,9 @@ impl Run {
     /// This runtime's application, not started: the same DSL topology and store names.
     fn rust(&self, state: &std::path::Path) -> KafkaStreams {
         let b = StreamsBuilder::new();
-        let grouped = || {
-            b.stream([self.input.as_str()], Consumed::with(StringSerde, StringSerde))
-                .group_by_key(Grouped::new())
-        };
+        // A topic read as a stream of Strings.
+        let stream = |topic: &str| b.stream([topic], Consumed::with(StringSerde, StringSerde));
+        let grouped = || stream(&self.input).group_by_key(Grouped::new());
         let counts = Materialized::as_(self.topo.store());
         // A String table's store.
         let strings = |store: &str| {
@@ -191,13 +190,13 @@ impl Run {
             }
             Topo::StreamTable => {
                 let table = b.table(&self.right(), strings("right"));
-                b.stream([self.input.as_str()], Consumed::with(StringSerde, StringSerde))
+                stream(&self.input)
                     .join(&table, |_, l: String, r: String| format!("{l}+{r}"))
                     .to(&self.output, Produced::with(StringSerde, StringSerde));
             }
             Topo::GlobalJoin => {
                 let table = b.global_table(&self.right(), strings("right"));
-                b.stream([self.input.as_str()], Consumed::with(StringSerde, StringSerde))
+                stream(&self.input)
                     .join_global(
                         &table,
                         |k: &String, _: &String| k.clone(),
@@ -206,7 +205,6 @@ impl Run {
                     .to(&self.output, Produced::with(StringSerde, StringSerde));
             }
             Topo::LeftJoin => {
-                let stream = |topic: &str| b.stream([topic], Consumed::with(StringSerde, StringSerde));
                 stream(&self.input)
                     .left_join_stream(
                         &stream(&self.right()),
@@ -219,13 +217,12 @@ impl Run {
                     .to(&self.output, Produced::with(StringSerde, StringSerde));
             }
             Topo::OuterJoin => {
-                let stream = |topic: &str| b.stream([topic], Consumed::with(StringSerde, StringSerde));
                 stream(&self.input)
                     .outer_join_stream(
                         &stream(&self.right()),
                         |_, l: Option<&String>, r: Option<&String>| {
-                            let side = |v: Option<&String>| v.map_or("null", String::as_str).to_owned();
-                            format!("{}+{}", side(l), side(r))
+                            let (l, r) = (l.map_or("null", String::as_str), r.map_or("null", String::as_str));
+                            format!("{l}+{r}")
                         },
                         JoinWindows::of_time_difference_no_grace(Duration::from_secs(2)),
                         StreamJoined::with(StringSerde, StringSerde, StringSerde).with_store_name("oj"),
@@ -233,7 +230,6 @@ impl Run {
                     .to(&self.output, Produced::with(StringSerde, StringSerde));
             }
             Topo::StreamJoin => {
-                let stream = |topic: &str| b.stream([topic], Consumed::with(StringSerde, StringSerde));
                 stream(&self.input)
                     .join_stream(
                         &stream(&self.right()),

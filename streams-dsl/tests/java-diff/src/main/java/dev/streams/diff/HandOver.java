@@ -82,10 +82,19 @@ public final class HandOver {
 
     /** TOPIC as a table of Strings in the store STORE. */
     private static KTable<String, String> table(StreamsBuilder b, String topic, String store) {
-        return b.table(topic, Consumed.with(Serdes.String(), Serdes.String()),
-                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(store)
-                        .withKeySerde(Serdes.String())
-                        .withValueSerde(Serdes.String()));
+        return b.table(topic, Consumed.with(Serdes.String(), Serdes.String()), strings(store));
+    }
+
+    /** The key-value store STORE of String keys and values. */
+    private static Materialized<String, String, KeyValueStore<Bytes, byte[]>> strings(String store) {
+        return Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(store)
+                .withKeySerde(Serdes.String())
+                .withValueSerde(Serdes.String());
+    }
+
+    /** TOPIC as a stream of Strings. */
+    private static KStream<String, String> stream(StreamsBuilder b, String topic) {
+        return b.stream(topic, Consumed.with(Serdes.String(), Serdes.String()));
     }
 
     public static void main(String[] args) throws Exception {
@@ -104,14 +113,14 @@ public final class HandOver {
 
         StreamsBuilder b = new StreamsBuilder();
         switch (topology) {
-            case "count" -> b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+            case "count" -> stream(b, input)
                     .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
                     .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts")
                             .withKeySerde(Serdes.String())
                             .withValueSerde(Serdes.Long()))
                     .toStream()
                     .to(output, Produced.with(Serdes.String(), Serdes.Long()));
-            case "windowed-count" -> b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+            case "windowed-count" -> stream(b, input)
                     .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
                     .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofHours(1)))
                     .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("wcounts")
@@ -120,7 +129,7 @@ public final class HandOver {
                     .toStream()
                     .to(output, Produced.with(
                             WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000L), Serdes.Long()));
-            case "emit-final-count" -> b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+            case "emit-final-count" -> stream(b, input)
                     .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
                     .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofSeconds(5)))
                     .emitStrategy(EmitStrategy.onWindowClose())
@@ -131,7 +140,7 @@ public final class HandOver {
                     .toStream()
                     .to(output, Produced.with(
                             WindowedSerdes.timeWindowedSerdeFrom(String.class, 5_000L), Serdes.Long()));
-            case "suppressed-count" -> b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+            case "suppressed-count" -> stream(b, input)
                     .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
                     .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofSeconds(10)))
                     .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("wcounts")
@@ -141,7 +150,7 @@ public final class HandOver {
                     .toStream()
                     .to(output, Produced.with(
                             WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000L), Serdes.Long()));
-            case "session-count" -> b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+            case "session-count" -> stream(b, input)
                     .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
                     .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(5), Duration.ofHours(1)))
                     .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("scounts")
@@ -149,10 +158,7 @@ public final class HandOver {
                             .withValueSerde(Serdes.Long()))
                     .toStream()
                     .to(output, Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
-            case "table-regroup-count" -> b.table(input, Consumed.with(Serdes.String(), Serdes.String()),
-                            Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("latest")
-                                    .withKeySerde(Serdes.String())
-                                    .withValueSerde(Serdes.String()))
+            case "table-regroup-count" -> table(b, input, "latest")
                     .groupBy((k, v) -> KeyValue.pair(v, k), Grouped.with("by-group", Serdes.String(), Serdes.String()))
                     .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("gcounts")
                             .withKeySerde(Serdes.String())
@@ -177,34 +183,31 @@ public final class HandOver {
                         .to(output, Produced.with(Serdes.String(), Serdes.String()));
             }
             case "stream-join" -> {
-                KStream<String, String> left = b.stream(input, Consumed.with(Serdes.String(), Serdes.String()));
-                KStream<String, String> right = b.stream(input + "-right", Consumed.with(Serdes.String(), Serdes.String()));
+                KStream<String, String> left = stream(b, input);
+                KStream<String, String> right = stream(b, input + "-right");
                 left.join(right, (l, r) -> l + "+" + r,
                                 JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(10), Duration.ofHours(1)),
                                 StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String()).withStoreName("sj"))
                         .to(output, Produced.with(Serdes.String(), Serdes.String()));
             }
             case "left-join" -> {
-                KStream<String, String> left = b.stream(input, Consumed.with(Serdes.String(), Serdes.String()));
-                KStream<String, String> right = b.stream(input + "-right", Consumed.with(Serdes.String(), Serdes.String()));
+                KStream<String, String> left = stream(b, input);
+                KStream<String, String> right = stream(b, input + "-right");
                 left.leftJoin(right, (l, r) -> l + "+" + r,
                                 JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(2)),
                                 StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String()).withStoreName("lj"))
                         .to(output, Produced.with(Serdes.String(), Serdes.String()));
             }
-            case "stream-table-join" -> b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+            case "stream-table-join" -> stream(b, input)
                     .join(table(b, input + "-right", "right"), (l, r) -> l + "+" + r)
                     .to(output, Produced.with(Serdes.String(), Serdes.String()));
-            case "global-join" -> b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
-                    .join(b.globalTable(input + "-right", Consumed.with(Serdes.String(), Serdes.String()),
-                                    Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("right")
-                                            .withKeySerde(Serdes.String())
-                                            .withValueSerde(Serdes.String())),
+            case "global-join" -> stream(b, input)
+                    .join(b.globalTable(input + "-right", Consumed.with(Serdes.String(), Serdes.String()), strings("right")),
                             (k, v) -> k, (l, r) -> l + "+" + r)
                     .to(output, Produced.with(Serdes.String(), Serdes.String()));
             case "outer-join" -> {
-                KStream<String, String> left = b.stream(input, Consumed.with(Serdes.String(), Serdes.String()));
-                KStream<String, String> right = b.stream(input + "-right", Consumed.with(Serdes.String(), Serdes.String()));
+                KStream<String, String> left = stream(b, input);
+                KStream<String, String> right = stream(b, input + "-right");
                 left.outerJoin(right, (l, r) -> l + "+" + r,
                                 JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(2)),
                                 StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String()).withStoreName("oj"))
