@@ -130,7 +130,8 @@ impl ConsumerContext for ThreadContext {
                 tpl.clone()
             } else {
                 let reset = |topic: &str| self.topic_resets.get(topic).copied().unwrap_or(self.reset);
-                start_offsets::explicit(consumer, tpl, reset).unwrap_or_else(|e| {
+                let member = with_lent(|tm| tm.member()).flatten();
+                start_offsets::explicit(consumer, member.as_deref(), tpl, reset).unwrap_or_else(|e| {
                     // Never guess: without the committed offsets the thread fails (and is
                     // replaced, or the application stops, as the error handler says).
                     with_lent(|tm| {

@@ -120,6 +120,13 @@ impl Heartbeat {
     /// The next heartbeat for the member in state `st`.
     pub(crate) fn request(&self, st: &State) -> HeartbeatRequest {
         let s = &self.settings;
+        // A (re-)joining member owns nothing: the coordinator refuses a join that reports
+        // tasks (INVALID_REQUEST, "ActiveTasks must be empty when (re-)joining").
+        let owned = if st.epoch == 0 {
+            &TaskAssignment::default()
+        } else {
+            &st.owned
+        };
         let mut req = HeartbeatRequest {
             group_id: s.group_id.clone(),
             member_id: self.member_id.clone(),
@@ -127,9 +134,9 @@ impl Heartbeat {
             endpoint_information_epoch: self.endpoint_epoch,
             instance_id: s.instance_id.clone(),
             rebalance_timeout_ms: -1,
-            active_tasks: Some(task_lists(&st.owned.active)),
-            standby_tasks: Some(task_lists(&st.owned.standby)),
-            warmup_tasks: Some(task_lists(&st.owned.warmup)),
+            active_tasks: Some(task_lists(&owned.active)),
+            standby_tasks: Some(task_lists(&owned.standby)),
+            warmup_tasks: Some(task_lists(&owned.warmup)),
             task_offsets: self.task_offsets(st.epoch),
             shutdown_application: st.shutdown_requested,
             ..Default::default()

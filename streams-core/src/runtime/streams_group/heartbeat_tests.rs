@@ -395,3 +395,45 @@ fn task_offsets_go_with_the_join_then_only_when_changed_after_the_interval() {
     st.epoch = 0;
     assert!(reported(hb.request(&st)).is_some());
 }
+
+/// A fenced member rejoins owning nothing, even when its stream thread reported an
+/// assignment it had taken just before the loss: the coordinator refuses a join that
+/// reports tasks, and a later heartbeat must not report tasks the thread dropped.
+#[test]
+fn a_member_rejoins_owning_nothing_even_if_the_thread_reported_tasks_after_the_loss() {
+    let task = |partition| TaskId {
+        subtopology: 0,
+        partition,
+    };
+    let hb = Heartbeat::new(settings("127.0.0.1:1"), "member".into());
+    let mut st = State::default();
+    let old = TaskAssignment {
+        active: [task(0), task(1)].into(),
+        standby: [task(2)].into(),
+        warmup: BTreeSet::new(),
+    };
+    st.epoch = 4;
+    assert!(st.set_owned(&old));
+    let req = hb.request(&st);
+    assert_eq!(
+        req.active_tasks.as_ref().map(|l| l[0].partitions.clone()),
+        Some(vec![0, 1])
+    );
+    // Fenced: the thread, still applying the assignment it took before, reports it again.
+    st.lose();
+    st.epoch = 0;
+    assert!(!st.set_owned(&old), "a report during a pending loss is ignored");
+    assert!(st.owned.active.is_empty());
+    // Whatever is recorded, a join request carries empty task lists.
+    st.owned = old.clone();
+    let join = hb.request(&st);
+    for list in [&join.active_tasks, &join.standby_tasks, &join.warmup_tasks] {
+        assert_eq!(list.as_ref().map(Vec::len), Some(0), "{join:?}");
+    }
+    // The thread dropped the tasks: it owns nothing until it applies a new assignment.
+    assert!(st.loss_handled());
+    assert!(st.owned.active.is_empty() && st.owned.standby.is_empty());
+    assert!(!st.loss_handled(), "handled once");
+    st.epoch = 5;
+    assert!(st.set_owned(&old), "a new assignment is reported again");
+}

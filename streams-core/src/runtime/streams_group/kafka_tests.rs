@@ -210,8 +210,8 @@ fn commits_need_the_current_epoch() {
     };
     let mut a = Player::join(settings(&bootstrap, &group, &topic, "process-a", 0));
     until(&mut [&mut a], SETTLE, |p| p[0].owns.active == tasks(0..4));
-    let offsets: Vec<(String, i32, i64, String)> = (0..4)
-        .map(|p| (topic.clone(), p, 10 + i64::from(p), String::new()))
+    let offsets: Vec<(String, i32, i64, String)> = (0..3)
+        .map(|p| (topic.clone(), p, 10 + i64::from(p), format!("meta-{p}")))
         .collect();
     a.member
         .commit_offsets(&offsets, Duration::from_secs(10))
@@ -220,7 +220,23 @@ fn commits_need_the_current_epoch() {
         kafka::committed_offsets(&bootstrap, &group, &topic, Duration::from_secs(30)).expect("read back");
     assert_eq!(
         committed,
-        vec![(0, Some(10)), (1, Some(11)), (2, Some(12)), (3, Some(13))]
+        vec![(0, Some(10)), (1, Some(11)), (2, Some(12)), (3, None)]
+    );
+    // The member reads them back itself, metadata included; partition 3 has none.
+    let asked: Vec<(String, i32)> = (0..4).map(|p| (topic.clone(), p)).collect();
+    let read = a
+        .member
+        .committed_offsets(&asked, Duration::from_secs(30))
+        .expect("the member reads the committed offsets");
+    let read: Vec<_> = read.into_iter().map(|((_, p), c)| (p, c)).collect();
+    assert_eq!(
+        read,
+        vec![
+            (0, Some((10, "meta-0".to_owned()))),
+            (1, Some((11, "meta-1".to_owned()))),
+            (2, Some((12, "meta-2".to_owned()))),
+            (3, None),
+        ]
     );
 
     let (id, epoch) = a.member.member_id_and_epoch();

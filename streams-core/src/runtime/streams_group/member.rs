@@ -40,7 +40,7 @@ use crate::runtime::streams_group::shared::{
     MemberEvent, MemberSettings, RETRY_BACKOFF, Shared, Stop, TaskAssignment,
 };
 use crate::runtime::streams_group::wire::{self, Conn};
-use crate::runtime::streams_group::{group_config, heartbeat};
+use crate::runtime::streams_group::{fetch, group_config, heartbeat};
 
 /// The socket timeout of the member's connections.
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -161,19 +161,14 @@ impl StreamsMember {
     /// The stream thread has dropped the tasks of a [`MemberEvent::Lost`]: the member may
     /// rejoin.
     pub(crate) fn loss_handled(&self) {
-        let mut st = self.shared.lock();
-        if st.loss_pending {
-            st.loss_pending = false;
+        if self.shared.lock().loss_handled() {
             self.shared.wake.notify_all();
         }
     }
 
     /// What the stream thread owns now; reported at once, and with every later heartbeat.
     pub(crate) fn owned(&self, now: &TaskAssignment) {
-        let mut st = self.shared.lock();
-        if st.owned != *now {
-            st.owned = now.clone();
-            st.owned_changed = true;
+        if self.shared.lock().set_owned(now) {
             self.shared.wake.notify_all();
         }
     }
@@ -211,6 +206,60 @@ impl StreamsMember {
             *conn = None; // the coordinator may have moved, or the connection broke
         }
         result
+    }
+
+    /// The committed offsets (and their metadata) of `partitions`, read from the group's
+    /// coordinator over this member's connection, which finds the coordinator anew
+    /// whenever a request goes unanswered for [`IO_TIMEOUT`] (see `fetch.rs`); tried until
+    /// `timeout`.
+    pub(crate) fn committed_offsets(
+        &self,
+        partitions: &[(String, i32)],
+        timeout: Duration,
+    ) -> Result<fetch::Committed, StreamsError> {
+        let deadline = Instant::now() + timeout;
+        let s = &self.settings;
+        let mut conn = self.commit_conn.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            let attempt = match conn.as_mut() {
+                Some(c) => fetch::fetch(c, &s.group_id, partitions),
+                None => match wire::find_coordinator(
+                    &s.known,
+                    &s.bootstrap,
+                    &s.group_id,
+                    &s.client_id,
+                    IO_TIMEOUT,
+                ) {
+                    Ok(c) => fetch::fetch(conn.insert(c), &s.group_id, partitions),
+                    Err(e) if e.is_retriable() => Err(fetch::FetchError::Again {
+                        message: e.to_string(),
+                        reconnect: true,
+                    }),
+                    Err(e) => Err(fetch::FetchError::Failed(e)),
+                },
+            };
+            let message = match attempt {
+                Ok(offsets) => return Ok(offsets),
+                Err(fetch::FetchError::Failed(e)) => return Err(e),
+                Err(fetch::FetchError::Again { message, reconnect }) => {
+                    if reconnect {
+                        *conn = None;
+                    }
+                    message
+                }
+            };
+            if Instant::now() + RETRY_BACKOFF >= deadline {
+                return Err(wire::kafka(
+                    format!(
+                        "committed offsets of group `{}`: no answer within {timeout:?}: {message}",
+                        s.group_id
+                    ),
+                    true,
+                ));
+            }
+            tracing::info!(group = %s.group_id, "committed offsets: {message}; asking again");
+            std::thread::sleep(RETRY_BACKOFF);
+        }
     }
 
     /// Asks the coordinator to shut the whole application down (`ShutdownApplication` in

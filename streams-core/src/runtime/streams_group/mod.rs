@@ -13,11 +13,13 @@
 //! - [`member`] and [`heartbeat`]: the membership state machine on its own thread, and the
 //!   handle a stream thread drives ([`StreamsMember`]);
 //! - [`commit`]: offset commits fenced by the member epoch;
+//! - [`fetch`]: committed offsets read from the coordinator the member finds;
 //! - [`group_config`]: the application's group settings, applied before joining.
 
 pub(crate) mod codec;
 pub(crate) mod commit;
 pub(crate) mod decode;
+pub(crate) mod fetch;
 pub(crate) mod group_config;
 pub(crate) mod heartbeat;
 pub(crate) mod member;

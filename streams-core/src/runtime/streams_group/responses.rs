@@ -14,13 +14,22 @@ use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartitions, OffsetFetchResponseTopics,
+};
 use kafka_protocol::messages::{
-    ApiVersionsResponse, BrokerId, DescribeClusterResponse, FindCoordinatorResponse,
-    IncrementalAlterConfigsResponse, OffsetCommitResponse, SaslAuthenticateResponse, SaslHandshakeResponse,
-    TopicName,
+    ApiVersionsResponse, BrokerId, DescribeClusterResponse, FindCoordinatorResponse, GroupId,
+    IncrementalAlterConfigsResponse, ListOffsetsResponse, MetadataResponse, OffsetCommitResponse,
+    OffsetFetchResponse, SaslAuthenticateResponse, SaslHandshakeResponse, TopicName,
 };
 use kafka_protocol::protocol::{HeaderVersion, StrBytes};
 
@@ -145,6 +154,118 @@ impl Response for FindCoordinatorResponse {
                 Ok(c)
             })?;
         }
+        skip_tags_if(b, flexible)?;
+        Ok(r)
+    }
+}
+
+impl Response for MetadataResponse {
+    // Version 9 is the first flexible one; 10 adds topic ids, unused here.
+    const VERSIONS: (i16, i16) = (9, 9);
+    const FLEXIBLE: i16 = 9;
+
+    fn read(b: &mut &[u8], _version: i16, flexible: bool) -> Result<Self, DecodeError> {
+        let mut r = MetadataResponse::default();
+        r.throttle_time_ms = get_i32(b)?;
+        r.brokers = get_list(b, flexible, |b| {
+            let mut k = MetadataResponseBroker::default();
+            k.node_id = BrokerId(get_i32(b)?);
+            k.host = string(b, flexible)?;
+            k.port = get_i32(b)?;
+            k.rack = nullable(b, flexible)?;
+            skip_tags_if(b, flexible)?;
+            Ok(k)
+        })?;
+        r.cluster_id = nullable(b, flexible)?;
+        r.controller_id = BrokerId(get_i32(b)?);
+        r.topics = get_list(b, flexible, |b| {
+            let mut t = MetadataResponseTopic::default();
+            t.error_code = get_i16(b)?;
+            t.name = Some(TopicName(string(b, flexible)?));
+            t.is_internal = get_i8(b)? != 0;
+            t.partitions = get_list(b, flexible, |b| {
+                let mut p = MetadataResponsePartition::default();
+                p.error_code = get_i16(b)?;
+                p.partition_index = get_i32(b)?;
+                p.leader_id = BrokerId(get_i32(b)?);
+                p.leader_epoch = get_i32(b)?;
+                let ids = |b: &mut &[u8]| get_list(b, flexible, |b| Ok(BrokerId(get_i32(b)?)));
+                p.replica_nodes = ids(b)?;
+                p.isr_nodes = ids(b)?;
+                p.offline_replicas = ids(b)?;
+                skip_tags_if(b, flexible)?;
+                Ok(p)
+            })?;
+            t.topic_authorized_operations = get_i32(b)?;
+            skip_tags_if(b, flexible)?;
+            Ok(t)
+        })?;
+        r.cluster_authorized_operations = get_i32(b)?;
+        skip_tags_if(b, flexible)?;
+        Ok(r)
+    }
+}
+
+impl Response for ListOffsetsResponse {
+    // Versions 6 to 9 share one flexible schema.
+    const VERSIONS: (i16, i16) = (6, 9);
+    const FLEXIBLE: i16 = 6;
+
+    fn read(b: &mut &[u8], _version: i16, flexible: bool) -> Result<Self, DecodeError> {
+        let mut r = ListOffsetsResponse::default();
+        r.throttle_time_ms = get_i32(b)?;
+        r.topics = get_list(b, flexible, |b| {
+            let mut t = ListOffsetsTopicResponse::default();
+            t.name = TopicName(string(b, flexible)?);
+            t.partitions = get_list(b, flexible, |b| {
+                let mut p = ListOffsetsPartitionResponse::default();
+                p.partition_index = get_i32(b)?;
+                p.error_code = get_i16(b)?;
+                p.timestamp = get_i64(b)?;
+                p.offset = get_i64(b)?;
+                p.leader_epoch = get_i32(b)?;
+                skip_tags_if(b, flexible)?;
+                Ok(p)
+            })?;
+            skip_tags_if(b, flexible)?;
+            Ok(t)
+        })?;
+        skip_tags_if(b, flexible)?;
+        Ok(r)
+    }
+}
+
+impl Response for OffsetFetchResponse {
+    // Versions 8 and 9 batch groups; version 10 names topics by id.
+    const VERSIONS: (i16, i16) = (8, 9);
+    const FLEXIBLE: i16 = 6;
+
+    fn read(b: &mut &[u8], _version: i16, flexible: bool) -> Result<Self, DecodeError> {
+        let mut r = OffsetFetchResponse::default();
+        r.throttle_time_ms = get_i32(b)?;
+        r.groups = get_list(b, flexible, |b| {
+            let mut g = OffsetFetchResponseGroup::default();
+            g.group_id = GroupId(string(b, flexible)?);
+            g.topics = get_list(b, flexible, |b| {
+                let mut t = OffsetFetchResponseTopics::default();
+                t.name = TopicName(string(b, flexible)?);
+                t.partitions = get_list(b, flexible, |b| {
+                    let mut p = OffsetFetchResponsePartitions::default();
+                    p.partition_index = get_i32(b)?;
+                    p.committed_offset = get_i64(b)?;
+                    p.committed_leader_epoch = get_i32(b)?;
+                    p.metadata = nullable(b, flexible)?;
+                    p.error_code = get_i16(b)?;
+                    skip_tags_if(b, flexible)?;
+                    Ok(p)
+                })?;
+                skip_tags_if(b, flexible)?;
+                Ok(t)
+            })?;
+            g.error_code = get_i16(b)?;
+            skip_tags_if(b, flexible)?;
+            Ok(g)
+        })?;
         skip_tags_if(b, flexible)?;
         Ok(r)
     }

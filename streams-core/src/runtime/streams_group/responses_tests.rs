@@ -167,6 +167,61 @@ fn offset_commit_decodes_as_the_schema_says() {
 }
 
 #[test]
+fn offset_fetch_decodes_as_the_schema_says() {
+    // v8 (flexible): ThrottleTimeMs, Groups [GroupId, Topics [Name, Partitions [PartitionIndex,
+    // CommittedOffset, CommittedLeaderEpoch, Metadata, ErrorCode]], ErrorCode].
+    #[rustfmt::skip]
+    let v8 = [
+        0, 0, 0, 3, 0x02, 0x02, b'g', 0x02, 0x02, b't', 0x03,
+        0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 42, 0xff, 0xff, 0xff, 0xff, 0x02, b'm', 0, 0, NO_TAGS,
+        0, 0, 0, 2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0x00, 0, 88, NO_TAGS,
+        NO_TAGS, 0, 0, NO_TAGS, NO_TAGS,
+    ];
+    let r: OffsetFetchResponse = agrees(&v8, 8);
+    let p = &r.groups[0].topics[0].partitions;
+    assert_eq!((p[0].committed_offset, p[0].metadata.as_deref()), (42, Some("m")));
+    assert_eq!(
+        (p[1].committed_offset, p[1].metadata.as_deref(), p[1].error_code),
+        (-1, None, 88)
+    );
+    let r: OffsetFetchResponse = agrees(&v8, 9);
+    assert_eq!(r.throttle_time_ms, 3);
+}
+
+#[test]
+fn metadata_and_list_offsets_decode_as_the_schemas_say() {
+    // Metadata v9: ThrottleTimeMs, Brokers [NodeId, Host, Port, Rack], ClusterId, ControllerId,
+    // Topics [ErrorCode, Name, IsInternal, Partitions [ErrorCode, PartitionIndex, LeaderId,
+    // LeaderEpoch, ReplicaNodes, IsrNodes, OfflineReplicas], TopicAuthorizedOperations],
+    // ClusterAuthorizedOperations.
+    #[rustfmt::skip]
+    let metadata = [
+        0, 0, 0, 0, 0x02, 0, 0, 0, 2, 0x02, b'h', 0, 0, 0x23, 0x84, 0x00, NO_TAGS,
+        0x02, b'c', 0, 0, 0, 2,
+        0x02, 0, 0, 0x02, b't', 0, 0x02,
+        0, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 9, 0x02, 0, 0, 0, 2, 0x02, 0, 0, 0, 2, 0x01, NO_TAGS,
+        0x80, 0, 0, 0, NO_TAGS,
+        0x80, 0, 0, 0, NO_TAGS,
+    ];
+    let r: MetadataResponse = agrees(&metadata, 9);
+    let p = &r.topics[0].partitions[0];
+    assert_eq!((p.partition_index, p.leader_id.0, p.leader_epoch), (1, 2, 9));
+    assert_eq!((r.brokers[0].host.as_str(), r.brokers[0].port), ("h", 9092));
+    // ListOffsets v6: ThrottleTimeMs, Topics [Name, Partitions [PartitionIndex, ErrorCode,
+    // Timestamp, Offset, LeaderEpoch]].
+    #[rustfmt::skip]
+    let list = [
+        0, 0, 0, 0, 0x02, 0x02, b't', 0x02,
+        0, 0, 0, 1, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 151, 0, 0, 0, 9, NO_TAGS,
+        NO_TAGS, NO_TAGS,
+    ];
+    for version in 6..=9 {
+        let r: ListOffsetsResponse = agrees(&list, version);
+        assert_eq!(r.topics[0].partitions[0].offset, 151);
+    }
+}
+
+#[test]
 fn incremental_alter_configs_decodes_as_the_schema_says() {
     // v0: ThrottleTimeMs, Responses [ErrorCode, ErrorMessage, ResourceType, ResourceName].
     #[rustfmt::skip]
@@ -254,6 +309,10 @@ fn versions_beyond_the_schemas_known_here_are_refused() {
         decode::<IncrementalAlterConfigsResponse>(&[], 2),
         Err(DecodeError::Version(2))
     );
+    assert_eq!(
+        decode::<OffsetFetchResponse>(&[], 10),
+        Err(DecodeError::Version(10))
+    );
 }
 
 proptest! {
@@ -270,5 +329,11 @@ proptest! {
         let _ = OffsetCommitResponse::decode_body(&mut b, version);
         let mut b = &bytes[..];
         let _ = IncrementalAlterConfigsResponse::decode_body(&mut b, version);
+        let mut b = &bytes[..];
+        let _ = OffsetFetchResponse::decode_body(&mut b, version);
+        let mut b = &bytes[..];
+        let _ = MetadataResponse::decode_body(&mut b, version);
+        let mut b = &bytes[..];
+        let _ = ListOffsetsResponse::decode_body(&mut b, version);
     }
 }

@@ -138,6 +138,30 @@ impl State {
         self.events.push_back(MemberEvent::Lost);
         self.loss_pending = true;
     }
+
+    /// The stream thread owns `now`; returns whether that changed what the member reports.
+    /// Ignored while a loss is pending: the thread may have applied an assignment it took
+    /// before the loss, and is about to drop every task anyway.
+    pub(in crate::runtime::streams_group) fn set_owned(&mut self, now: &TaskAssignment) -> bool {
+        if self.loss_pending || self.owned == *now {
+            return false;
+        }
+        self.owned = now.clone();
+        self.owned_changed = true;
+        true
+    }
+
+    /// The stream thread has dropped the lost tasks: it owns nothing, and the member may
+    /// rejoin. Returns whether a loss was pending.
+    pub(in crate::runtime::streams_group) fn loss_handled(&mut self) -> bool {
+        if !self.loss_pending {
+            return false;
+        }
+        self.loss_pending = false;
+        self.owned = TaskAssignment::default();
+        self.owned_changed = false;
+        true
+    }
 }
 
 /// The state behind a lock, and the condition variable that wakes the heartbeat thread

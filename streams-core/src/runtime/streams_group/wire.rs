@@ -20,8 +20,9 @@ use bytes::BytesMut;
 use kafka_protocol::messages::{
     ApiVersionsRequest, ApiVersionsResponse, DescribeClusterRequest, DescribeClusterResponse,
     FindCoordinatorRequest, FindCoordinatorResponse, GroupId, IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse, OffsetCommitRequest, OffsetCommitResponse, RequestHeader,
-    ResponseHeader, SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
+    IncrementalAlterConfigsResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest,
+    MetadataResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
+    RequestHeader, ResponseHeader, SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
     SaslHandshakeResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
@@ -61,6 +62,9 @@ macro_rules! api {
 api! {
     DescribeClusterRequest => DescribeClusterResponse, 60;
     OffsetCommitRequest => OffsetCommitResponse, 8;
+    OffsetFetchRequest => OffsetFetchResponse, 9;
+    MetadataRequest => MetadataResponse, 3;
+    ListOffsetsRequest => ListOffsetsResponse, 2;
     FindCoordinatorRequest => FindCoordinatorResponse, 10;
     ApiVersionsRequest => ApiVersionsResponse, 18;
     IncrementalAlterConfigsRequest => IncrementalAlterConfigsResponse, 44;
@@ -361,12 +365,7 @@ impl KnownBrokers {
         client_id: &str,
         timeout: Duration,
     ) -> Result<Conn, StreamsError> {
-        let mut addrs = self.learned().clone();
-        for a in bootstrap_list(bootstrap) {
-            if !addrs.contains(&a) {
-                addrs.push(a);
-            }
-        }
+        let addrs = self.addresses(bootstrap);
         let mut conn = connect_first(addrs, &self.security, client_id, timeout, |addr| {
             let mut learned = self.learned();
             if let Some(i) = learned.iter().position(|a| a == addr) {
@@ -382,6 +381,18 @@ impl KnownBrokers {
             }
         }
         Ok(conn)
+    }
+
+    /// Every broker known: the ones learned (see [`connect`](Self::connect)), then those of
+    /// `bootstrap` not among them.
+    pub(crate) fn addresses(&self, bootstrap: &str) -> Vec<String> {
+        let mut addrs = self.learned().clone();
+        for a in bootstrap_list(bootstrap) {
+            if !addrs.contains(&a) {
+                addrs.push(a);
+            }
+        }
+        addrs
     }
 
     fn learned(&self) -> std::sync::MutexGuard<'_, Vec<String>> {

@@ -30,6 +30,7 @@ use crate::runtime::produce::producer::{
     KafkaChangelogSink, KafkaCollector, PartitionCache, to_kafka_headers,
 };
 use crate::runtime::restore::updater::{Event, RestoreJob};
+use crate::runtime::streams_group::StreamsMember;
 use crate::runtime::tasks::TaskManager;
 use crate::runtime::topics::resets::mock_retention_error;
 
@@ -225,7 +226,7 @@ impl TaskManager {
             consumer
                 .pause(&self.task_partitions(id))
                 .map_err(|e| kafka_err("pause", e))?;
-            let bounds = restore_bounds(consumer, id.partition, &stores)?;
+            let bounds = restore_bounds(consumer, self.member.as_deref(), id.partition, &stores)?;
             bound(&mut stores, &bounds);
             let metrics = self.metrics.task(id);
             let seq = self.hand_over(id, stores, &metrics);
@@ -468,10 +469,11 @@ impl TaskManager {
 /// so there is nothing to restore: the bound is 0.
 fn restore_bounds<C: ConsumerContext>(
     consumer: &BaseConsumer<C>,
+    member: Option<&StreamsMember>,
     partition: i32,
     stores: &[TaskStore],
 ) -> Result<Vec<(String, i64)>, StreamsError> {
-    committed_bounds(consumer, partition, &sourced(stores))
+    committed_bounds(consumer, member, partition, &sourced(stores))
 }
 
 /// The stores restored from a source topic, as (store name, topic).
@@ -486,6 +488,7 @@ pub(in crate::runtime) fn sourced(stores: &[TaskStore]) -> Vec<(String, String)>
 /// [`restore_bounds`] of the stores `sourced` names (see [`sourced`]).
 pub(in crate::runtime) fn committed_bounds<C: ConsumerContext>(
     consumer: &BaseConsumer<C>,
+    member: Option<&StreamsMember>,
     partition: i32,
     sourced: &[(String, String)],
 ) -> Result<Vec<(String, i64)>, StreamsError> {
@@ -498,6 +501,7 @@ pub(in crate::runtime) fn committed_bounds<C: ConsumerContext>(
     }
     let committed = crate::runtime::topics::start_offsets::committed(
         consumer,
+        member,
         &tpl,
         crate::runtime::topics::start_offsets::COMMITTED_TIMEOUT,
     )?;

@@ -149,6 +149,12 @@ pub(crate) struct TaskManagerParts {
 }
 
 impl TaskManager {
+    /// The thread's streams-group member (`group.protocol=streams`), which also reads the
+    /// group's committed offsets.
+    pub(in crate::runtime) fn member(&self) -> Option<Arc<StreamsMember>> {
+        self.member.clone()
+    }
+
     pub fn new(parts: TaskManagerParts) -> Result<Self, StreamsError> {
         let TaskManagerParts {
             settings,

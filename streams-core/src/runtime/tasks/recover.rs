@@ -280,6 +280,7 @@ impl TaskManager {
         // reading as "no commit", which would restart the partition from the beginning.
         let committed = crate::runtime::topics::start_offsets::committed(
             consumer,
+            self.member.as_deref(),
             partitions,
             crate::runtime::topics::start_offsets::COMMITTED_TIMEOUT,
         )?;

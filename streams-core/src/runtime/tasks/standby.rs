@@ -217,7 +217,7 @@ impl TaskManager {
         consumer
             .pause(&self.task_partitions(id))
             .map_err(|e| kafka_err("pause", e))?;
-        let bounds = committed_bounds(consumer, id.partition, &held.sourced)?;
+        let bounds = committed_bounds(consumer, self.member.as_deref(), id.partition, &held.sourced)?;
         let metrics = self.metrics.task(id);
         self.handovers += 1;
         let seq = self.handovers;

@@ -37,6 +37,7 @@ use rdkafka::{Offset, TopicPartitionList};
 
 use crate::model::error::StreamsError;
 use crate::runtime::client::errors::kafka_err;
+use crate::runtime::streams_group::StreamsMember;
 
 /// How long the lookup may wait for the broker: an open transaction of a crashed producer
 /// is aborted after its `transaction.timeout.ms` (10 s by default here) plus the broker's
@@ -62,11 +63,17 @@ const COORDINATOR_BACKOFF: Duration = Duration::from_millis(200);
 /// coordinator's broker paused and back: the group moved to another one and maybe back),
 /// or no answer in time (the coordinator's broker paused), is asked again until `timeout`;
 /// librdkafka looks the coordinator up again meanwhile.
+///
+/// A streams-group member (`member`) reads them itself (see `streams_group/fetch.rs`).
 pub(crate) fn committed<C: ConsumerContext>(
     consumer: &BaseConsumer<C>,
+    member: Option<&StreamsMember>,
     partitions: &TopicPartitionList,
     timeout: Duration,
 ) -> Result<TopicPartitionList, StreamsError> {
+    if let Some(member) = member {
+        return committed_of_member(member, partitions, timeout);
+    }
     let deadline = Instant::now() + timeout;
     let committed = loop {
         let left = deadline.saturating_duration_since(Instant::now()).min(ATTEMPT);
@@ -92,6 +99,37 @@ pub(crate) fn committed<C: ConsumerContext>(
         }
     }
     Ok(committed)
+}
+
+/// [`committed`] as `member` reads them: in the layout librdkafka answers with (no offset
+/// where nothing is committed).
+fn committed_of_member(
+    member: &StreamsMember,
+    partitions: &TopicPartitionList,
+    timeout: Duration,
+) -> Result<TopicPartitionList, StreamsError> {
+    let asked: Vec<(String, i32)> = partitions
+        .elements()
+        .iter()
+        .map(|e| (e.topic().to_owned(), e.partition()))
+        .collect();
+    let found = member.committed_offsets(&asked, timeout)?;
+    let mut out = TopicPartitionList::new();
+    for (topic, partition) in &asked {
+        let committed = found.get(&(topic.clone(), *partition)).cloned().flatten();
+        let offset = committed
+            .as_ref()
+            .map_or(Offset::Invalid, |(o, _)| Offset::Offset(*o));
+        out.add_partition_offset(topic, *partition, offset)
+            .map_err(|e| kafka_err("committed offsets", e))?;
+        if let Some((_, metadata)) = committed
+            && !metadata.is_empty()
+            && let Some(mut e) = out.find_partition(topic, *partition)
+        {
+            e.set_metadata(metadata);
+        }
+    }
+    Ok(out)
 }
 
 /// Whether `e` says the group's coordinator is elsewhere or not ready yet.
@@ -171,13 +209,14 @@ impl ResetTo {
 /// else where `reset(topic)` puts it.
 pub(crate) fn explicit<C: ConsumerContext>(
     consumer: &BaseConsumer<C>,
+    member: Option<&StreamsMember>,
     assigned: &TopicPartitionList,
     reset: impl Fn(&str) -> ResetTo,
 ) -> Result<TopicPartitionList, StreamsError> {
     if assigned.count() == 0 {
         return Ok(assigned.clone());
     }
-    let committed = committed(consumer, assigned, COMMITTED_TIMEOUT)?;
+    let committed = committed(consumer, member, assigned, COMMITTED_TIMEOUT)?;
     let mut out = TopicPartitionList::new();
     for e in assigned.elements() {
         let found = committed.find_partition(e.topic(), e.partition());
@@ -301,7 +340,7 @@ mod tests {
         let mut assigned = TopicPartitionList::new();
         assigned.add_partition(&topic, 0);
         assert!(
-            committed(&consumer, &assigned, Duration::from_secs(2)).is_err(),
+            committed(&consumer, None, &assigned, Duration::from_secs(2)).is_err(),
             "an unstable offset is an error while the transaction is open"
         );
         // Aborted while a lookup waits (or before it starts: the answer is the same).
@@ -309,7 +348,7 @@ mod tests {
             std::thread::sleep(Duration::from_secs(1));
             producer.abort_transaction(Duration::from_secs(30)).unwrap();
         });
-        let start = explicit(&consumer, &assigned, |_| ResetTo::Earliest).unwrap();
+        let start = explicit(&consumer, None, &assigned, |_| ResetTo::Earliest).unwrap();
         aborter.join().unwrap();
         assert_eq!(
             start.find_partition(&topic, 0).map(|e| e.offset()),
@@ -337,17 +376,17 @@ mod tests {
             .unwrap();
         let mut assigned = TopicPartitionList::new();
         assigned.add_partition(&topic, 0);
-        let start = explicit(&consumer, &assigned, |_| ResetTo::Earliest).unwrap();
+        let start = explicit(&consumer, None, &assigned, |_| ResetTo::Earliest).unwrap();
         assert_eq!(
             start.find_partition(&topic, 0).map(|e| e.offset()),
             Some(Offset::Offset(7))
         );
-        let start = explicit(&consumer, &assigned, |_| ResetTo::Latest).unwrap();
+        let start = explicit(&consumer, None, &assigned, |_| ResetTo::Latest).unwrap();
         assert_eq!(
             start.find_partition(&topic, 0).map(|e| e.offset()),
             Some(Offset::Offset(20))
         );
-        let start = explicit(&consumer, &assigned, |_| ResetTo::Logical).unwrap();
+        let start = explicit(&consumer, None, &assigned, |_| ResetTo::Logical).unwrap();
         assert_eq!(
             start.find_partition(&topic, 0).map(|e| e.offset()),
             assigned.find_partition(&topic, 0).map(|e| e.offset())
