@@ -35,6 +35,7 @@
 //! manager then wipes the task's state and restores from the earliest offset, as Kafka
 //! Streams does for a `TaskCorruptedException`.
 
+pub(in crate::runtime) mod log_end;
 pub(in crate::runtime) mod offset_sums;
 pub(in crate::runtime) mod tailing;
 pub(in crate::runtime) mod updater;
@@ -55,12 +56,14 @@ use crate::runtime::client::errors::kafka_err;
 use crate::runtime::topics::resets::AssignedConsumer;
 
 /// The clients of a restoration: `reader` reads the changelogs (`read_committed` under
-/// exactly-once); `ends`, under exactly-once only, looks up where they end with
-/// `read_uncommitted`, so that the end includes transactions not yet marked (see the module
-/// docs).
+/// exactly-once); `log_ends`, where the cluster can be reached with the runtime's own
+/// client, looks up where they start and end at their current leaders (`log_end.rs`);
+/// otherwise `ends`, under exactly-once only, looks it up with `read_uncommitted`, so that
+/// the end includes transactions not yet marked (see the module docs).
 pub(crate) struct RestoreConsumers {
     pub reader: AssignedConsumer,
     pub ends: Option<AssignedConsumer>,
+    pub log_ends: Option<log_end::LogEnds>,
 }
 
 impl RestoreConsumers {
@@ -291,7 +294,18 @@ impl Restoration {
         let Some(topic) = s.changelog.clone() else {
             return Ok(Ok(None));
         };
-        let (low, high) = watermarks(consumers.ends(), &topic, partition)?;
+        let leaders = consumers
+            .log_ends
+            .as_ref()
+            .map(|l| l.watermarks(&topic, partition));
+        let (low, high) = match leaders {
+            Some(Ok(w)) => w,
+            Some(Err(e)) => {
+                tracing::debug!(%topic, partition, error = %e, "changelog offsets from the leaders failed; asking the consumer");
+                watermarks(consumers.ends(), &topic, partition)?
+            }
+            None => watermarks(consumers.ends(), &topic, partition)?,
+        };
         // A source topic used as changelog is restored up to the committed offset only: the
         // task processes what follows.
         let high = s.restore_until.map_or(high, |until| high.min(until));
@@ -489,6 +503,7 @@ mod tests {
         let consumers = RestoreConsumers {
             reader: assigned(&bootstrap, "read_committed"),
             ends: Some(assigned(&bootstrap, "read_uncommitted")),
+            log_ends: None,
         };
         let mut stores = vec![TaskStore {
             name: "counts".into(),

@@ -87,6 +87,32 @@ impl ThreadFactory {
         c
     }
 
+    /// The restorations' lookup of changelog offsets at the partitions' current leaders
+    /// (`restore/log_end.rs`), with the security settings of `config`; none on the embedded
+    /// mock cluster, nor where the runtime's own client cannot authenticate as librdkafka
+    /// would (GSSAPI, OAUTHBEARER): the restore consumer's watermarks serve then.
+    fn log_ends(&self, config: &ClientConfig, client_id: &str) -> Option<restore::log_end::LogEnds> {
+        if self.on_mock {
+            return None;
+        }
+        let props: std::collections::BTreeMap<String, String> = config
+            .config_map()
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        match crate::runtime::streams_group::Security::from_props(&props) {
+            Ok(security) => Some(restore::log_end::LogEnds::new(
+                Arc::new(crate::runtime::streams_group::wire::KnownBrokers::new(security)),
+                self.bootstrap.clone(),
+                client_id.to_owned(),
+            )),
+            Err(e) => {
+                tracing::debug!(error = %e, "changelog offsets come from the restore consumer's watermarks");
+                None
+            }
+        }
+    }
+
     /// A consumer with `config` whose client-level errors are warnings (see `resets.rs`).
     fn assigned_consumer(
         &self,
@@ -200,6 +226,7 @@ impl ThreadFactory {
         // A changelog offset out of range is corrupted state, never a silent skip: the
         // restore loop sees it as an error and wipes the store (see `restore/mod.rs`).
         let mut rc = self.assigned_consumer_config(&format!("{app_id}-restore"), eos);
+        defaults::restore_consumer(&mut rc);
         rc.set("client.id", format!("{name}-restore"))
             .set("auto.offset.reset", "error");
         let restore_consumer = self.assigned_consumer(&rc, format!("{name}-restore"))?;
@@ -215,6 +242,7 @@ impl ThreadFactory {
         let restore_consumers = restore::RestoreConsumers {
             reader: restore_consumer,
             ends,
+            log_ends: self.log_ends(&rc, &format!("{name}-restore-ends")),
         };
 
         let mut pc = self.client_config(cfg.producer_properties());

@@ -1,0 +1,288 @@
+//! Where a changelog partition starts and ends, as its *current* leader says.
+//!
+//! A broker that was paused (`SIGSTOP`, a long GC pause, a frozen VM) and resumes still
+//! believes it leads the partitions it led: until it has caught up with the cluster's
+//! metadata it answers metadata requests with its old view and `ListOffsets` with its old
+//! log end. A client that learns the partition's leader from that broker (its only
+//! bootstrap broker, say) gets an end offset from before every write made while it was
+//! paused. A restoration that stopped there would miss committed writes, and the task,
+//! starting at the group's committed offsets, would never process them again: counts
+//! emitted twice and short at the end, seen on a three-broker cluster under exactly-once.
+//!
+//! So the restoration asks every broker it knows for the partition's leader and its leader
+//! epoch (KIP-320), takes the newest epoch, and asks that leader for the offsets with that
+//! epoch as the current one: a stale leader refuses such a request (`FENCED_LEADER_EPOCH`)
+//! rather than answering from its old log. A broker that does not answer within
+//! [`TIMEOUT`] is left out; an answer from at least one is needed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, MetadataRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::model::error::StreamsError;
+use crate::runtime::streams_group::commit::error_name;
+use crate::runtime::streams_group::wire::{Conn, KnownBrokers, kafka};
+
+/// How long one broker may take to connect and answer.
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// `ListOffsets` timestamps: the log start and the high watermark.
+const EARLIEST: i64 = -2;
+const LATEST: i64 = -1;
+
+/// Looks up changelog offsets through the cluster's brokers (see the module docs).
+#[derive(Debug, Clone)]
+pub(crate) struct LogEnds {
+    known: Arc<KnownBrokers>,
+    bootstrap: String,
+    client_id: String,
+}
+
+/// One broker's view of a partition: its leader's address and leader epoch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct LeaderView {
+    leader: String,
+    epoch: i32,
+}
+
+impl LogEnds {
+    /// Looks offsets up through `bootstrap` and the brokers learned from it.
+    pub(crate) fn new(known: Arc<KnownBrokers>, bootstrap: String, client_id: String) -> Self {
+        LogEnds {
+            known,
+            bootstrap,
+            client_id,
+        }
+    }
+
+    /// The log start offset and the high watermark of `topic`-`partition`, from the leader
+    /// with the newest leader epoch any broker reports.
+    pub(crate) fn watermarks(&self, topic: &str, partition: i32) -> Result<(i64, i64), StreamsError> {
+        let mut addrs = self.known.addresses(&self.bootstrap);
+        if addrs.len() < 2 {
+            // Learn the cluster's brokers first (DescribeCluster through one of them).
+            drop(self.known.connect(&self.bootstrap, &self.client_id, TIMEOUT)?);
+            addrs = self.known.addresses(&self.bootstrap);
+        }
+        let views: Vec<Result<LeaderView, StreamsError>> = std::thread::scope(|s| {
+            let asks: Vec<_> = addrs
+                .iter()
+                .map(|addr| s.spawn(move || self.leader_view(addr, topic, partition)))
+                .collect();
+            asks.into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(kafka("a metadata lookup panicked".into(), true)))
+                })
+                .collect()
+        });
+        let best = newest(views)?;
+        let mut conn = self.known.connect_to(&best.leader, &self.client_id, TIMEOUT)?;
+        let low = list_offset(&mut conn, topic, partition, best.epoch, EARLIEST)?;
+        let high = list_offset(&mut conn, topic, partition, best.epoch, LATEST)?;
+        Ok((low, high))
+    }
+
+    /// The leader and leader epoch of `topic`-`partition` as the broker at `addr` sees them.
+    fn leader_view(&self, addr: &str, topic: &str, partition: i32) -> Result<LeaderView, StreamsError> {
+        let mut conn = self.known.connect_to(addr, &self.client_id, TIMEOUT)?;
+        let version = conn
+            .version(3, (9, 9))
+            .ok_or_else(|| kafka(format!("{addr} does not offer Metadata v9"), false))?;
+        let mut t = MetadataRequestTopic::default();
+        t.name = Some(TopicName(StrBytes::from_string(topic.to_owned())));
+        let mut req = MetadataRequest::default();
+        req.topics = Some(vec![t]);
+        let resp = conn.send(&req, version)?;
+        let p = resp
+            .topics
+            .iter()
+            .filter(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == topic))
+            .flat_map(|t| t.partitions.iter())
+            .find(|p| p.partition_index == partition)
+            .ok_or_else(|| kafka(format!("{addr} knows no partition {topic}-{partition}"), true))?;
+        if p.error_code != 0 || p.leader_id.0 < 0 {
+            return Err(kafka(
+                format!(
+                    "{addr}: {topic}-{partition} has no leader ({})",
+                    error_name(p.error_code)
+                ),
+                true,
+            ));
+        }
+        let leader = resp
+            .brokers
+            .iter()
+            .find(|b| b.node_id == BrokerId(p.leader_id.0))
+            .map(|b| format!("{}:{}", b.host.as_str(), b.port))
+            .ok_or_else(|| {
+                kafka(
+                    format!("{addr}: the leader of {topic}-{partition} is not listed"),
+                    true,
+                )
+            })?;
+        Ok(LeaderView {
+            leader,
+            epoch: p.leader_epoch,
+        })
+    }
+}
+
+/// The view with the newest leader epoch; the first error when no broker answered.
+fn newest(views: Vec<Result<LeaderView, StreamsError>>) -> Result<LeaderView, StreamsError> {
+    let mut first_error = None;
+    let mut best: Option<LeaderView> = None;
+    for v in views {
+        match v {
+            Ok(v) if best.as_ref().is_none_or(|b| v.epoch > b.epoch) => best = Some(v),
+            Ok(_) => {}
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    best.ok_or_else(|| first_error.unwrap_or_else(|| kafka("no broker known".into(), true)))
+}
+
+/// The offset at `timestamp` (`EARLIEST`, `LATEST`) of `topic`-`partition` from the leader
+/// on `conn`, which must be at leader epoch `epoch`.
+fn list_offset(
+    conn: &mut Conn,
+    topic: &str,
+    partition: i32,
+    epoch: i32,
+    timestamp: i64,
+) -> Result<i64, StreamsError> {
+    let version = conn
+        .version(2, (6, 9))
+        .ok_or_else(|| kafka(format!("{} does not offer ListOffsets v6", conn.addr()), false))?;
+    let mut p = ListOffsetsPartition::default();
+    p.partition_index = partition;
+    p.current_leader_epoch = epoch;
+    p.timestamp = timestamp;
+    let mut t = ListOffsetsTopic::default();
+    t.name = TopicName(StrBytes::from_string(topic.to_owned()));
+    t.partitions = vec![p];
+    let mut req = ListOffsetsRequest::default();
+    req.replica_id = BrokerId(-1);
+    req.isolation_level = 0; // read_uncommitted: the high watermark
+    req.topics = vec![t];
+    let resp = conn.send(&req, version)?;
+    let p = resp
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter())
+        .find(|p| p.partition_index == partition)
+        .ok_or_else(|| {
+            kafka(
+                format!("ListOffsets from {}: no {topic}-{partition}", conn.addr()),
+                true,
+            )
+        })?;
+    if p.error_code != 0 {
+        return Err(kafka(
+            format!(
+                "ListOffsets of {topic}-{partition} at leader epoch {epoch} from {}: {}",
+                conn.addr(),
+                error_name(p.error_code)
+            ),
+            true,
+        ));
+    }
+    Ok(p.offset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(leader: &str, epoch: i32) -> Result<LeaderView, StreamsError> {
+        Ok(LeaderView {
+            leader: leader.into(),
+            epoch,
+        })
+    }
+
+    #[test]
+    fn the_newest_leader_epoch_wins_over_a_stale_leader_that_answered_first() {
+        let stale = view("b1:9092", 7);
+        let current = view("b2:9092", 8);
+        let silent = Err(kafka("b3: timed out".into(), true));
+        assert_eq!(
+            newest(vec![stale, silent, current]).unwrap(),
+            view("b2:9092", 8).unwrap()
+        );
+    }
+
+    /// Against the real broker: the offsets equal librdkafka's `read_uncommitted`
+    /// watermarks, an open transaction's records included.
+    #[test]
+    fn the_leaders_offsets_include_an_open_transaction() {
+        use rdkafka::ClientConfig;
+        use rdkafka::consumer::{BaseConsumer, Consumer};
+        use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+        use streams_test_utils::kafka;
+
+        let Some(bootstrap) = kafka::require_kafka("log_end") else {
+            return;
+        };
+        let topic = kafka::unique_name("log-end");
+        kafka::create_topic(&bootstrap, &topic, 2, &[]).unwrap();
+        let producer: BaseProducer = kafka::producer_config(&bootstrap)
+            .set("transactional.id", kafka::unique_name("log-end-txn"))
+            .create()
+            .unwrap();
+        let timeout = Duration::from_secs(30);
+        producer.init_transactions(timeout).unwrap();
+        producer.begin_transaction().unwrap();
+        for i in 0..100 {
+            let key = format!("k{i}");
+            producer
+                .send(BaseRecord::to(&topic).partition(1).key(&key).payload("v"))
+                .unwrap();
+        }
+        producer.commit_transaction(timeout).unwrap();
+        producer.begin_transaction().unwrap();
+        for i in 0..50 {
+            let key = format!("o{i}");
+            producer
+                .send(BaseRecord::to(&topic).partition(1).key(&key).payload("v"))
+                .unwrap();
+        }
+        producer.flush(timeout).unwrap();
+
+        let ends = LogEnds::new(
+            Arc::new(KnownBrokers::default()),
+            bootstrap.clone(),
+            "log-end-test".into(),
+        );
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &bootstrap)
+            .set("isolation.level", "read_uncommitted")
+            .create()
+            .unwrap();
+        let (low, high) = ends.watermarks(&topic, 1).expect("the leader's offsets");
+        assert_eq!(
+            (low, high),
+            consumer.fetch_watermarks(&topic, 1, timeout).unwrap()
+        );
+        assert_eq!((low, high), (0, 151), "100 records, their commit marker, 50 open");
+        assert_eq!(ends.watermarks(&topic, 0).unwrap(), (0, 0));
+        assert!(ends.watermarks(&topic, 7).is_err(), "no such partition");
+        producer.abort_transaction(timeout).unwrap();
+    }
+
+    #[test]
+    fn without_any_answer_the_first_error_is_returned() {
+        let e = newest(vec![
+            Err(kafka("b1: refused".into(), true)),
+            Err(kafka("b2".into(), true)),
+        ])
+        .unwrap_err();
+        assert!(e.to_string().contains("b1: refused"), "{e}");
+    }
+}
