@@ -326,8 +326,12 @@ impl KafkaStreams {
                 Arc::new(move || status.state()),
             )?);
         }
+        let md = self.metadata_client(&self.factory())?;
+        if self.embedded.is_none() {
+            let topic = self.topology.source_topics().into_iter().next();
+            self.bootstrap = client::connect::with_cluster_brokers(&self.bootstrap, &md, topic.as_deref());
+        }
         let factory = self.factory();
-        let md = self.metadata_client(&factory)?;
         let app_id = self.config.application_id().to_owned();
         let mut plan = topics::plan(&self.topology, &app_id, &md)?;
         let _ = self

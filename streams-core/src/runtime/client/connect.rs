@@ -120,6 +120,35 @@ impl ConsumerContext for ConnectContext {}
 /// The client `start` uses for metadata and the checks before the threads start.
 pub(crate) type StartupConsumer = BaseConsumer<ConnectContext>;
 
+/// `bootstrap` followed by the other brokers the cluster lists (their `host:port` on the
+/// listener `client` reached), for every client of the stream threads.
+///
+/// librdkafka learns a cluster's brokers only from a metadata answer, and a client that has
+/// not asked anything yet knows only its bootstrap list. With one bootstrap broker paused
+/// (or gone), a client first used after that (a restore consumer, a new thread's consumer)
+/// could reach no broker at all until it came back, while the rest of the cluster served.
+/// The list is read once, at start; a failure to read it leaves `bootstrap` as it is.
+pub(crate) fn with_cluster_brokers(bootstrap: &str, client: &StartupConsumer, topic: Option<&str>) -> String {
+    let mut all: Vec<String> = bootstrap
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
+    match client.fetch_metadata(topic, Duration::from_secs(10)) {
+        Ok(md) => {
+            for b in md.brokers() {
+                let addr = format!("{}:{}", b.host(), b.port());
+                if !all.contains(&addr) {
+                    all.push(addr);
+                }
+            }
+        }
+        Err(e) => tracing::debug!(error = %e, "listing the cluster's brokers"),
+    }
+    all.join(",")
+}
+
 /// Waits until the cluster of `bootstrap` answers; fails at once on a TLS or SASL failure,
 /// and after `limit` when nothing answers. `props` are the client's properties (the SASL
 /// mechanism and user name are named in an authentication error).

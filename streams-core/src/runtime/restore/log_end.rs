@@ -62,12 +62,15 @@ impl LogEnds {
     /// The log start offset and the high watermark of `topic`-`partition`, from the leader
     /// with the newest leader epoch any broker reports.
     pub(crate) fn watermarks(&self, topic: &str, partition: i32) -> Result<(i64, i64), StreamsError> {
-        let mut addrs = self.known.addresses(&self.bootstrap);
-        if addrs.len() < 2 {
-            // Learn the cluster's brokers first (DescribeCluster through one of them).
-            drop(self.known.connect(&self.bootstrap, &self.client_id, TIMEOUT)?);
-            addrs = self.known.addresses(&self.bootstrap);
+        if !self.known.has_learned() {
+            // Learn the cluster's brokers (DescribeCluster through one of them); without
+            // an answer, the bootstrap list (the runtime's has every broker of the cluster
+            // at start) is asked.
+            if let Err(e) = self.known.connect(&self.bootstrap, &self.client_id, TIMEOUT) {
+                tracing::debug!(error = %e, "learning the cluster's brokers");
+            }
         }
+        let addrs = self.known.addresses(&self.bootstrap);
         let views: Vec<Result<LeaderView, StreamsError>> = std::thread::scope(|s| {
             let asks: Vec<_> = addrs
                 .iter()

@@ -395,6 +395,11 @@ impl KnownBrokers {
         addrs
     }
 
+    /// Whether brokers were learned from the cluster.
+    pub(crate) fn has_learned(&self) -> bool {
+        !self.learned().is_empty()
+    }
+
     fn learned(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
         self.learned.lock().unwrap_or_else(|p| p.into_inner())
     }

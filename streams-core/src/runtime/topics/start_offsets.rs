@@ -39,14 +39,11 @@ use crate::model::error::StreamsError;
 use crate::runtime::client::errors::kafka_err;
 use crate::runtime::streams_group::StreamsMember;
 
-/// How long the lookup may wait for the broker: an open transaction of a crashed producer
-/// is aborted after its `transaction.timeout.ms` (10 s by default here) plus the broker's
-/// abort-check interval (10 s), or when its successor starts.
-pub(crate) const LOOKUP_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// How long the committed-offsets lookup may wait for the group's coordinator: a paused or
-/// restarting coordinator answers again once it is back. Kafka Streams' `task.timeout.ms`
-/// default.
+/// How long the lookups of start offsets may wait: for the group's coordinator (a paused or
+/// restarting coordinator answers again once it is back), for a partition's leader, and for
+/// the open transaction of a crashed producer (aborted after its `transaction.timeout.ms`,
+/// 10 s by default here, plus the broker's abort-check interval, 10 s). Kafka Streams'
+/// `task.timeout.ms` default.
 pub(crate) const COMMITTED_TIMEOUT: Duration = crate::runtime::client::errors::RECOVERY_LIMIT;
 
 /// The longest one request of the lookup may wait: a request to a paused coordinator gets
@@ -182,9 +179,13 @@ impl ResetTo {
     }
 
     /// The concrete offset `topic`-`partition` starts at under this policy, or `None` for
-    /// [`ResetTo::Logical`]. The lookup is retried for up to [`LOOKUP_TIMEOUT`]: right after
-    /// a broker went down, the cached leader of a partition the group never committed (a
-    /// repartition topic's partition no key went to, say) answers `NotLeaderForPartition`.
+    /// [`ResetTo::Logical`]. The lookup is retried for up to [`COMMITTED_TIMEOUT`], as the
+    /// committed offsets are: right after a broker went down, the cached leader of a
+    /// partition the group never committed (a repartition topic's partition no key went to,
+    /// say) answers `NotLeaderForPartition`, and while it is paused it does not answer at
+    /// all until librdkafka's request times out and the new leader is looked up (a thread
+    /// failed after 60 s of this on a three-broker cluster with its only bootstrap broker
+    /// paused).
     pub(crate) fn resolve<C: ConsumerContext>(
         self,
         consumer: &BaseConsumer<C>,
@@ -198,7 +199,7 @@ impl ResetTo {
             consumer,
             topic,
             partition,
-            LOOKUP_TIMEOUT,
+            COMMITTED_TIMEOUT,
             crate::runtime::client::watermarks::stop_if_denied(topic),
         )?;
         Ok(Some(if self == Self::Earliest { low } else { high }))
