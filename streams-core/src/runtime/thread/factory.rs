@@ -64,10 +64,12 @@ impl ThreadFactory {
     pub(crate) fn client_config(&self, props: std::collections::BTreeMap<String, String>) -> ClientConfig {
         let mut c = ClientConfig::new();
         c.set_log_level(client_log::client_log_level());
-        c.set("bootstrap.servers", &self.bootstrap);
         for (k, v) in props {
             c.set(k, v);
         }
+        // After the properties, which carry the configured list: the runtime's also names
+        // the brokers the cluster listed at start (`client/connect.rs`).
+        c.set("bootstrap.servers", &self.bootstrap);
         c
     }
 
