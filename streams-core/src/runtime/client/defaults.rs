@@ -29,22 +29,22 @@ pub(crate) fn consumer(c: &mut ClientConfig) {
     }
 }
 
-/// How long a restore consumer waits for a broker's answer before it gives up on the
-/// connection and looks the partition's leader up again.
-const RESTORE_SOCKET_TIMEOUT_MS: &str = "10000";
+/// How long a consumer of a stream thread waits for a broker's answer before it gives up on
+/// the connection and looks the partition's leader up again.
+const SOCKET_TIMEOUT_MS: &str = "10000";
 
-/// The restore consumers' request timeout (`socket.timeout.ms`).
+/// The request timeout (`socket.timeout.ms`) of the stream threads' main and restore
+/// consumers.
 ///
-/// librdkafka waits 60 s by default for a request in flight. A restore consumer asks a
-/// changelog partition's leader for its watermarks and records; when that broker is paused,
-/// librdkafka learns of the new leader only once the request times out, and the task's
-/// restoration (and the group's progress on its input) stands still for the whole minute,
-/// seen on a three-broker cluster with its only bootstrap broker paused. The requests of a
-/// restore consumer are short (watermarks, fetches waiting at most `fetch.wait.max.ms`),
-/// so 10 s is ample.
-pub(crate) fn restore_consumer(c: &mut ClientConfig) {
+/// librdkafka waits 60 s by default for a request in flight (Kafka Streams' Java consumer
+/// 30 s). When a partition's leader is paused, a consumer learns of the new leader only once
+/// its request times out: restorations and the fetching of the partitions that broker led
+/// stood still for the whole minute, seen on a three-broker cluster with its only bootstrap
+/// broker paused. The consumers' requests are short (fetches wait at most
+/// `fetch.wait.max.ms`, 500 ms; a group join has a timeout of its own), so 10 s is ample.
+pub(crate) fn request_timeout(c: &mut ClientConfig) {
     if c.get("socket.timeout.ms").is_none() {
-        c.set("socket.timeout.ms", RESTORE_SOCKET_TIMEOUT_MS);
+        c.set("socket.timeout.ms", SOCKET_TIMEOUT_MS);
     }
 }
 
@@ -59,11 +59,11 @@ mod tests {
         consumer(&mut c);
         assert_eq!(c.get("queued.min.messages"), Some("5"));
         assert_eq!(c.get("fetch.queue.backoff.ms"), Some(FETCH_QUEUE_BACKOFF_MS));
-        restore_consumer(&mut c);
-        assert_eq!(c.get("socket.timeout.ms"), Some(RESTORE_SOCKET_TIMEOUT_MS));
+        request_timeout(&mut c);
+        assert_eq!(c.get("socket.timeout.ms"), Some(SOCKET_TIMEOUT_MS));
         let mut set = ClientConfig::new();
         set.set("socket.timeout.ms", "30000");
-        restore_consumer(&mut set);
+        request_timeout(&mut set);
         assert_eq!(set.get("socket.timeout.ms"), Some("30000"));
     }
 }

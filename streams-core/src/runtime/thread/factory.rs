@@ -179,6 +179,7 @@ impl ThreadFactory {
                 if eos { "read_committed" } else { "read_uncommitted" },
             );
         defaults::consumer(&mut cc);
+        defaults::request_timeout(&mut cc);
         if cc.get("statistics.interval.ms").is_none() {
             // End offsets for the lag metric.
             cc.set("statistics.interval.ms", "1000");
@@ -228,7 +229,7 @@ impl ThreadFactory {
         // A changelog offset out of range is corrupted state, never a silent skip: the
         // restore loop sees it as an error and wipes the store (see `restore/mod.rs`).
         let mut rc = self.assigned_consumer_config(&format!("{app_id}-restore"), eos);
-        defaults::restore_consumer(&mut rc);
+        defaults::request_timeout(&mut rc);
         rc.set("client.id", format!("{name}-restore"))
             .set("auto.offset.reset", "error");
         let restore_consumer = self.assigned_consumer(&rc, format!("{name}-restore"))?;
