@@ -227,8 +227,10 @@ mod tests {
     fn the_leaders_offsets_include_an_open_transaction() {
         use rdkafka::ClientConfig;
         use rdkafka::consumer::{BaseConsumer, Consumer};
-        use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+        use rdkafka::producer::{BaseProducer, Producer};
         use streams_test_utils::kafka;
+
+        use crate::runtime::restore::tests::send;
 
         let Some(bootstrap) = kafka::require_kafka("log_end") else {
             return;
@@ -242,21 +244,10 @@ mod tests {
         let timeout = Duration::from_secs(30);
         producer.init_transactions(timeout).unwrap();
         producer.begin_transaction().unwrap();
-        for i in 0..100 {
-            let key = format!("k{i}");
-            producer
-                .send(BaseRecord::to(&topic).partition(1).key(&key).payload("v"))
-                .unwrap();
-        }
+        send(&producer, &topic, 0..100, "k");
         producer.commit_transaction(timeout).unwrap();
         producer.begin_transaction().unwrap();
-        for i in 0..50 {
-            let key = format!("o{i}");
-            producer
-                .send(BaseRecord::to(&topic).partition(1).key(&key).payload("v"))
-                .unwrap();
-        }
-        producer.flush(timeout).unwrap();
+        send(&producer, &topic, 0..50, "o");
 
         let ends = LogEnds::new(
             Arc::new(KnownBrokers::default()),
@@ -268,13 +259,13 @@ mod tests {
             .set("isolation.level", "read_uncommitted")
             .create()
             .unwrap();
-        let (low, high) = ends.watermarks(&topic, 1).expect("the leader's offsets");
+        let (low, high) = ends.watermarks(&topic, 0).expect("the leader's offsets");
         assert_eq!(
             (low, high),
-            consumer.fetch_watermarks(&topic, 1, timeout).unwrap()
+            consumer.fetch_watermarks(&topic, 0, timeout).unwrap()
         );
         assert_eq!((low, high), (0, 151), "100 records, their commit marker, 50 open");
-        assert_eq!(ends.watermarks(&topic, 0).unwrap(), (0, 0));
+        assert_eq!(ends.watermarks(&topic, 1).unwrap(), (0, 0));
         assert!(ends.watermarks(&topic, 7).is_err(), "no such partition");
         producer.abort_transaction(timeout).unwrap();
     }

@@ -468,7 +468,13 @@ mod tests {
         .unwrap()
     }
 
-    fn send(producer: &BaseProducer, topic: &str, keys: std::ops::Range<u32>, prefix: &str) {
+    /// Sends keys `<prefix><n>` for `keys` to partition 0 of `topic` and flushes.
+    pub(in crate::runtime::restore) fn send(
+        producer: &BaseProducer,
+        topic: &str,
+        keys: std::ops::Range<u32>,
+        prefix: &str,
+    ) {
         for i in keys {
             let key = format!("{prefix}{i}");
             producer
