@@ -127,26 +127,50 @@ pub(crate) type StartupConsumer = BaseConsumer<ConnectContext>;
 /// not asked anything yet knows only its bootstrap list. With one bootstrap broker paused
 /// (or gone), a client first used after that (a restore consumer, a new thread's consumer)
 /// could reach no broker at all until it came back, while the rest of the cluster served.
-/// The list is read once, at start; a failure to read it leaves `bootstrap` as it is.
+/// The list is read once, at start, with a metadata request for `topic`; a failure to read
+/// it leaves `bootstrap` as it is.
 pub(crate) fn with_cluster_brokers(bootstrap: &str, client: &StartupConsumer, topic: Option<&str>) -> String {
-    let mut all: Vec<String> = bootstrap
+    let listed = listed_brokers(client.client(), topic, Duration::from_secs(10));
+    with_brokers(Some(bootstrap), &listed).unwrap_or_else(|| bootstrap.to_owned())
+}
+
+/// The brokers the cluster lists, as `host:port`, from a metadata request of `client` for
+/// `topic` (every topic when `None`; the broker list comes with either), waiting up to
+/// `timeout`; none when it fails.
+pub(crate) fn listed_brokers<C: ClientContext>(
+    client: &rdkafka::client::Client<C>,
+    topic: Option<&str>,
+    timeout: Duration,
+) -> Vec<String> {
+    match client.fetch_metadata(topic, timeout) {
+        Ok(md) => md
+            .brokers()
+            .iter()
+            .map(|b| format!("{}:{}", b.host(), b.port()))
+            .collect(),
+        Err(e) => {
+            tracing::debug!(error = %e, "listing the cluster's brokers failed");
+            Vec::new()
+        }
+    }
+}
+
+/// `configured` (a `bootstrap.servers` list) with each of `brokers` it does not name yet
+/// appended; `None` where nothing is added.
+pub(crate) fn with_brokers(configured: Option<&str>, brokers: &[String]) -> Option<String> {
+    let mut list: Vec<&str> = configured
+        .unwrap_or_default()
         .split(',')
         .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
+        .filter(|b| !b.is_empty())
         .collect();
-    match client.fetch_metadata(topic, Duration::from_secs(10)) {
-        Ok(md) => {
-            for b in md.brokers() {
-                let addr = format!("{}:{}", b.host(), b.port());
-                if !all.contains(&addr) {
-                    all.push(addr);
-                }
-            }
+    let before = list.len();
+    for b in brokers {
+        if !list.contains(&b.as_str()) {
+            list.push(b);
         }
-        Err(e) => tracing::debug!(error = %e, "listing the cluster's brokers"),
     }
-    all.join(",")
+    (list.len() > before).then(|| list.join(","))
 }
 
 /// Waits until the cluster of `bootstrap` answers; fails at once on a TLS or SASL failure,
@@ -210,6 +234,18 @@ pub(crate) fn connect(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reset_producer_also_bootstraps_from_the_listed_brokers() {
+        let listed = ["b:9092".to_owned(), "c:9092".to_owned(), "a:9092".to_owned()];
+        assert_eq!(
+            with_brokers(Some("a:9092, b:9092"), &listed).as_deref(),
+            Some("a:9092,b:9092,c:9092")
+        );
+        assert_eq!(with_brokers(Some("a:9092,b:9092,c:9092"), &listed), None);
+        assert_eq!(with_brokers(Some("a:9092"), &[]), None);
+        assert_eq!(with_brokers(None, &listed[..1]).as_deref(), Some("b:9092"));
+    }
 
     #[test]
     fn librdkafka_refusals_name_the_property_and_mask_secrets() {

@@ -14,14 +14,14 @@
 //! single bootstrap broker paused), the new producer could reach none of them and the
 //! thread would stall until they came back. So a reset producer's bootstrap list also
 //! names the brokers the cluster lists at that moment, as the old producer's metadata
-//! shows them ([`listed_brokers`]).
+//! shows them ([`connect::listed_brokers`]).
 
 use std::time::{Duration, Instant};
 
+use rdkafka::ClientConfig;
 use rdkafka::error::KafkaError;
 use rdkafka::producer::Producer;
 use rdkafka::types::RDKafkaErrorCode;
-use rdkafka::{ClientConfig, ClientContext};
 
 use crate::model::error::StreamsError;
 use crate::runtime::client::connect;
@@ -65,7 +65,7 @@ impl ProducerRecipe {
     /// `brokers` (`host:port`).
     fn create_knowing(&self, brokers: &[String]) -> Result<StreamProducer, StreamsError> {
         let mut config = self.config.clone();
-        if let Some(list) = with_brokers(self.config.get("bootstrap.servers"), brokers) {
+        if let Some(list) = connect::with_brokers(self.config.get("bootstrap.servers"), brokers) {
             config.set("bootstrap.servers", list);
         }
         config
@@ -135,40 +135,6 @@ impl ProducerRecipe {
     }
 }
 
-/// The brokers the cluster lists, as `host:port`, from a metadata request of `client`
-/// (waiting up to 5 s); none when it fails.
-pub(crate) fn listed_brokers<C: ClientContext>(client: &rdkafka::client::Client<C>) -> Vec<String> {
-    match client.fetch_metadata(None, Duration::from_secs(5)) {
-        Ok(md) => md
-            .brokers()
-            .iter()
-            .map(|b| format!("{}:{}", b.host(), b.port()))
-            .collect(),
-        Err(e) => {
-            tracing::debug!(error = %e, "listing the cluster's brokers failed");
-            Vec::new()
-        }
-    }
-}
-
-/// `configured` (a `bootstrap.servers` list) with each of `brokers` it does not name yet
-/// appended; `None` where nothing is added.
-fn with_brokers(configured: Option<&str>, brokers: &[String]) -> Option<String> {
-    let mut list: Vec<&str> = configured
-        .unwrap_or_default()
-        .split(',')
-        .map(str::trim)
-        .filter(|b| !b.is_empty())
-        .collect();
-    let before = list.len();
-    for b in brokers {
-        if !list.contains(&b.as_str()) {
-            list.push(b);
-        }
-    }
-    (list.len() > before).then(|| list.join(","))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,18 +149,6 @@ mod tests {
             tracker: DeliveryTracker::default(),
             application_id: "app".into(),
         }
-    }
-
-    #[test]
-    fn a_reset_producer_also_bootstraps_from_the_listed_brokers() {
-        let listed = ["b:9092".to_owned(), "c:9092".to_owned(), "a:9092".to_owned()];
-        assert_eq!(
-            with_brokers(Some("a:9092, b:9092"), &listed).as_deref(),
-            Some("a:9092,b:9092,c:9092")
-        );
-        assert_eq!(with_brokers(Some("a:9092,b:9092,c:9092"), &listed), None);
-        assert_eq!(with_brokers(Some("a:9092"), &[]), None);
-        assert_eq!(with_brokers(None, &listed[..1]).as_deref(), Some("b:9092"));
     }
 
     #[test]

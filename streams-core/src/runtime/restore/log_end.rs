@@ -120,7 +120,7 @@ impl LogEnds {
         let leader = resp
             .brokers
             .iter()
-            .find(|b| b.node_id == BrokerId(p.leader_id.0))
+            .find(|b| b.node_id == p.leader_id)
             .map(|b| format!("{}:{}", b.host.as_str(), b.port))
             .ok_or_else(|| {
                 kafka(

@@ -294,16 +294,15 @@ impl Restoration {
         let Some(topic) = s.changelog.clone() else {
             return Ok(Ok(None));
         };
-        let leaders = consumers
-            .log_ends
-            .as_ref()
-            .map(|l| l.watermarks(&topic, partition));
-        let (low, high) = match leaders {
-            Some(Ok(w)) => w,
-            Some(Err(e)) => {
-                tracing::debug!(%topic, partition, error = %e, "changelog offsets from the leaders failed; asking the consumer");
-                watermarks(consumers.ends(), &topic, partition)?
-            }
+        let from_leaders = consumers.log_ends.as_ref().and_then(|l| {
+            l.watermarks(&topic, partition)
+                .inspect_err(|e| {
+                    tracing::debug!(%topic, partition, error = %e, "changelog offsets from the leaders failed; asking the consumer");
+                })
+                .ok()
+        });
+        let (low, high) = match from_leaders {
+            Some(w) => w,
             None => watermarks(consumers.ends(), &topic, partition)?,
         };
         // A source topic used as changelog is restored up to the committed offset only: the

@@ -173,6 +173,27 @@ impl StreamsMember {
         }
     }
 
+    /// The connection to the group's coordinator kept in `slot` (the member's commits and
+    /// offset lookups share it), found first when there is none; `timeout` bounds finding it.
+    fn coordinator<'a>(
+        &self,
+        slot: &'a mut Option<Conn>,
+        timeout: Duration,
+    ) -> Result<&'a mut Conn, StreamsError> {
+        if slot.is_none() {
+            let s = &self.settings;
+            *slot = Some(wire::find_coordinator(
+                &s.known,
+                &s.bootstrap,
+                &s.group_id,
+                &s.client_id,
+                timeout,
+            )?);
+        }
+        slot.as_mut()
+            .ok_or_else(|| wire::kafka("no coordinator connection".into(), true))
+    }
+
     /// Commits `offsets` (topic, partition, next offset, metadata) as this member at its
     /// current epoch. `timeout` bounds connecting to the coordinator and the request.
     pub(crate) fn commit_offsets(
@@ -182,22 +203,7 @@ impl StreamsMember {
     ) -> Result<(), CommitError> {
         let (member_id, epoch) = self.member_id_and_epoch();
         let mut conn = self.commit_conn.lock().unwrap_or_else(|p| p.into_inner());
-        if conn.is_none() {
-            let s = &self.settings;
-            *conn = Some(wire::find_coordinator(
-                &s.known,
-                &s.bootstrap,
-                &s.group_id,
-                &s.client_id,
-                timeout,
-            )?);
-        }
-        let Some(c) = conn.as_mut() else {
-            return Err(CommitError::Failed(wire::kafka(
-                "no coordinator connection".into(),
-                true,
-            )));
-        };
+        let c = self.coordinator(&mut conn, timeout)?;
         let result = commit::commit(c, &self.settings.group_id, &member_id, epoch, offsets);
         if matches!(
             &result,
@@ -221,22 +227,13 @@ impl StreamsMember {
         let s = &self.settings;
         let mut conn = self.commit_conn.lock().unwrap_or_else(|p| p.into_inner());
         loop {
-            let attempt = match conn.as_mut() {
-                Some(c) => fetch::fetch(c, &s.group_id, partitions),
-                None => match wire::find_coordinator(
-                    &s.known,
-                    &s.bootstrap,
-                    &s.group_id,
-                    &s.client_id,
-                    IO_TIMEOUT,
-                ) {
-                    Ok(c) => fetch::fetch(conn.insert(c), &s.group_id, partitions),
-                    Err(e) if e.is_retriable() => Err(fetch::FetchError::Again {
-                        message: e.to_string(),
-                        reconnect: true,
-                    }),
-                    Err(e) => Err(fetch::FetchError::Failed(e)),
-                },
+            let attempt = match self.coordinator(&mut conn, IO_TIMEOUT) {
+                Ok(c) => fetch::fetch(c, &s.group_id, partitions),
+                Err(e) if e.is_retriable() => Err(fetch::FetchError::Again {
+                    message: e.to_string(),
+                    reconnect: true,
+                }),
+                Err(e) => Err(fetch::FetchError::Failed(e)),
             };
             let message = match attempt {
                 Ok(offsets) => return Ok(offsets),

@@ -252,7 +252,11 @@ impl TaskManager {
     /// producer, must be closed first.
     pub(in crate::runtime) fn reset_producer(&mut self) -> Result<(), StreamsError> {
         let started = Instant::now();
-        let brokers = crate::runtime::produce::producer_recipe::listed_brokers(self.producer.client());
+        let brokers = crate::runtime::client::connect::listed_brokers(
+            self.producer.client(),
+            None,
+            Duration::from_secs(5),
+        );
         let fresh = self.recipe.create_retrying(RECOVERY_LIMIT, &brokers)?;
         // The old producer goes now: its last delivery reports (purged records) reach the
         // tracker as it closes.

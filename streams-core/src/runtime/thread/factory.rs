@@ -90,19 +90,15 @@ impl ThreadFactory {
     }
 
     /// The restorations' lookup of changelog offsets at the partitions' current leaders
-    /// (`restore/log_end.rs`), with the security settings of `config`; none on the embedded
+    /// (`restore/log_end.rs`), with the restore consumers' security settings; none on the embedded
     /// mock cluster, nor where the runtime's own client cannot authenticate as librdkafka
     /// would (GSSAPI, OAUTHBEARER): the restore consumer's watermarks serve then.
-    fn log_ends(&self, config: &ClientConfig, client_id: &str) -> Option<restore::log_end::LogEnds> {
+    fn log_ends(&self, client_id: &str) -> Option<restore::log_end::LogEnds> {
         if self.on_mock {
             return None;
         }
-        let props: std::collections::BTreeMap<String, String> = config
-            .config_map()
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        match crate::runtime::streams_group::Security::from_props(&props) {
+        match crate::runtime::streams_group::Security::from_props(&self.config.restore_consumer_properties())
+        {
             Ok(security) => Some(restore::log_end::LogEnds::new(
                 Arc::new(crate::runtime::streams_group::wire::KnownBrokers::new(security)),
                 self.bootstrap.clone(),
@@ -245,7 +241,7 @@ impl ThreadFactory {
         let restore_consumers = restore::RestoreConsumers {
             reader: restore_consumer,
             ends,
-            log_ends: self.log_ends(&rc, &format!("{name}-restore-ends")),
+            log_ends: self.log_ends(&format!("{name}-restore-ends")),
         };
 
         let mut pc = self.client_config(cfg.producer_properties());
