@@ -59,7 +59,8 @@ impl<K: Clone + 'static, V: Clone + 'static> BranchedKStream<K, V> {
         self
     }
 
-    /// Adds a branch whose node is named `name`.
+    /// Adds a branch whose node is named `name` (under [`Naming::KafkaStreams`](crate::Naming),
+    /// `<split node><name>`, as Kafka Streams' `Branched.as`).
     pub fn branch_as(
         mut self,
         name: &str,
@@ -81,16 +82,26 @@ impl<K: Clone + 'static, V: Clone + 'static> BranchedKStream<K, V> {
 
     fn finish(self, with_default: bool) -> Vec<KStream<K, V>> {
         let shared = &self.stream.shared;
+        // Kafka Streams names branch `i` (from 1; the default branch 0) `<split><i>`, or
+        // `<split><Branched name>`, and takes a value of its counter for each.
+        let kafka = shared.kafka_names();
+        let branch_name = |given: Option<&str>, index: &str| {
+            let name = match (kafka, given) {
+                (true, Some(g)) => format!("{}{g}", self.name),
+                (true, None) => format!("{}{index}", self.name),
+                (false, Some(g)) => g.to_owned(),
+                (false, None) => format!("{}-{index}", self.name),
+            };
+            shared.burn_name();
+            shared.name(Some(&name), "", "")
+        };
         let mut names: Vec<String> = self
             .branches
             .iter()
             .enumerate()
-            .map(|(i, (given, _))| {
-                let derived = format!("{}-{}", self.name, i + 1);
-                shared.name(Some(given.as_deref().unwrap_or(&derived)), "", "")
-            })
+            .map(|(i, (given, _))| branch_name(given.as_deref(), &(i + 1).to_string()))
             .collect();
-        let default = with_default.then(|| shared.name(Some(&format!("{}-default", self.name)), "", ""));
+        let default = with_default.then(|| branch_name(None, if kafka { "0" } else { "default" }));
         let split = Split {
             branches: names
                 .iter()

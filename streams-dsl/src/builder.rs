@@ -12,6 +12,7 @@ use crate::dyn_serde::dyn_serde;
 use crate::error::{DslError, DslIssue};
 use crate::kstream::KStream;
 use crate::ktable::KTable;
+use crate::naming::Naming;
 use crate::optimization::Optimizations;
 use crate::options::{Consumed, Materialized};
 use crate::processors::{TableSource, open};
@@ -46,6 +47,16 @@ impl StreamsBuilder {
     /// topic a build error, so that no state depends on the naming rule.
     pub fn require_names(self) -> Self {
         self.shared.0.borrow_mut().require_names = true;
+        self
+    }
+
+    /// Names unnamed nodes, stores and internal topics as Kafka Streams does
+    /// (`KSTREAM-AGGREGATE-STATE-STORE-0000000001`, `<store>-repartition`): for an
+    /// application that takes over the state and topics of a Kafka Streams application
+    /// whose steps were left unnamed (see [`Naming::KafkaStreams`]). Call it first, before
+    /// adding anything, and build the same steps in the same order as the Java program.
+    pub fn with_kafka_streams_names(self) -> Self {
+        self.shared.0.borrow_mut().namer.set_naming(Naming::KafkaStreams);
         self
     }
 
@@ -117,8 +128,13 @@ impl StreamsBuilder {
         K: Clone + 'static,
         V: Clone + 'static,
     {
+        // Kafka Streams names an unnamed store `<topic>-STATE-STORE-<n>`, before the nodes.
+        let kafka_store = match &materialized.name {
+            None => self.shared.kafka_name(&format!("{topic}-STATE-STORE-")),
+            Some(_) => None,
+        };
         let source = self.shared.name(None, topic, "source");
-        let node = self.shared.name(None, topic, "table");
+        let node = self.shared.table_name(None, topic, "table");
         let (Some(ks), Some(vs)) = (materialized.key_serde.clone(), materialized.value_serde.clone()) else {
             self.shared.issue(DslIssue::MissingSerde {
                 operator: node.clone(),
@@ -129,6 +145,7 @@ impl StreamsBuilder {
         let store = materialized
             .name
             .clone()
+            .or(kafka_store)
             .unwrap_or_else(|| format!("{topic}-table-store"));
         let value_source = streams_state::serde::NullableSerde(vs.clone());
         self.shared.with(|t| {

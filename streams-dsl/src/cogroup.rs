@@ -51,15 +51,21 @@ pub(crate) enum Target<K, A> {
     },
 }
 
-/// Adds one input's aggregation node, named by the first argument.
-type AddInput<K, A> = Box<dyn Fn(&str, Target<K, A>)>;
+/// Adds one input's aggregation node, named by the first argument, fed by the node named
+/// by the second.
+type AddInput<K, A> = Box<dyn Fn(&str, &str, Target<K, A>)>;
+
+/// Repartitions an input whose repartition is deferred (under Kafka Streams' names), its
+/// topic named after the argument unless the grouping is named; the node to read it from.
+type Repartition = Box<dyn Fn(&str) -> String>;
 
 /// One grouped input of a cogroup.
 struct Input<K, A> {
-    /// The grouped stream's node (after any repartitioning).
+    /// The grouped stream's node (before a deferred repartitioning).
     node: String,
     /// The grouping name, if given.
     name: Option<String>,
+    repartition: Repartition,
     add: AddInput<K, A>,
 }
 
@@ -97,9 +103,13 @@ impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
         aggregator: impl Fn(&K, V, A) -> A + Send + Sync + 'static,
     ) -> Self {
         let s = grouped.stream();
-        let (shared, parent) = (s.shared.clone(), s.node.clone());
+        let shared = s.shared.clone();
+        // A deferred repartition (Kafka Streams' names) happens at the aggregation, named
+        // after its store, as Kafka Streams does.
+        let deferred = grouped.clone();
+        let repartition: Repartition = Box::new(move |base| deferred.repartitioned(base).node);
         let aggregator = Arc::new(aggregator);
-        let add: AddInput<K, A> = Box::new(move |node, target| {
+        let add: AddInput<K, A> = Box::new(move |node, parent, target| {
             let f = aggregator.clone();
             match target {
                 Target::Table {
@@ -120,7 +130,7 @@ impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
                                 old_values.is_on(),
                             )?)
                         },
-                        &parent,
+                        parent,
                     );
                 }
                 Target::Windows {
@@ -140,7 +150,7 @@ impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
                                 reduce: false,
                             })
                         },
-                        &parent,
+                        parent,
                     );
                 }
             }
@@ -148,6 +158,7 @@ impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
         self.inputs.push(Input {
             node: s.node.clone(),
             name: s.next_name.clone(),
+            repartition,
             add,
         });
         self
@@ -161,17 +172,7 @@ impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
         materialized: Materialized<K, A>,
     ) -> KTable<K, A> {
         let shared = &self.shared;
-        let (first, first_name) = self.first();
-        let given = materialized
-            .name
-            .clone()
-            .or_else(|| first_name.map(str::to_owned));
-        shared.check_named(given.is_some(), first, "a store");
-        let node = shared.name(given.as_deref(), first, "cogroup");
-        let store = materialized
-            .name
-            .clone()
-            .unwrap_or_else(|| format!("{node}-store"));
+        let (node, store) = self.names(materialized.name.as_deref(), "cogroup");
         let ks = materialized.key_serde.clone().or_else(|| self.key_serde.clone());
         let (Some(ks), Some(vs)) = (ks, materialized.value_serde.clone()) else {
             shared.issue(DslIssue::MissingSerde {
@@ -182,7 +183,7 @@ impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
         };
         let init: Init<A> = Arc::new(initializer);
         let old_values = OldValues::from_store();
-        let inputs = self.add_inputs(&node, || Target::Table {
+        let (node, inputs) = self.add_inputs(&node, &store, || Target::Table {
             store: store.clone(),
             init: init.clone(),
             old_values: old_values.clone(),
@@ -202,16 +203,59 @@ impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
         (&first.node, first.name.as_deref())
     }
 
-    /// Adds every input's aggregation node, `<node>-input-<n>`, on `target()`; returns
-    /// their names.
-    pub(crate) fn add_inputs(&self, node: &str, target: impl Fn() -> Target<K, A>) -> Vec<String> {
+    /// The aggregation's node and store (`op` the operator name): the `Materialized` name
+    /// `given`, else as the [module docs](self) say. Under Kafka Streams' names the store
+    /// is `COGROUPKSTREAM-AGGREGATE-STATE-STORE-<n>` and the node, named by
+    /// [`add_inputs`](Self::add_inputs), is the store's name until then.
+    pub(crate) fn names(&self, given: Option<&str>, op: &str) -> (String, String) {
+        let shared = &self.shared;
+        let (first, first_name) = self.first();
+        shared.check_named(given.or(first_name).is_some(), first, "a store");
+        if shared.kafka_names() {
+            let store = match given {
+                Some(g) => g.to_owned(),
+                None => shared
+                    .kafka_name("COGROUPKSTREAM-AGGREGATE-STATE-STORE-")
+                    .unwrap_or_default(),
+            };
+            return (store.clone(), store);
+        }
+        let node = shared.name(given.or(first_name), first, op);
+        let store = given.map_or_else(|| format!("{node}-store"), str::to_owned);
+        (node, store)
+    }
+
+    /// Adds every input's aggregation node on `target()`, each reading its input's
+    /// repartition topic (named after `store`) where one is deferred: `<node>-input-<n>`,
+    /// or under Kafka Streams' names `COGROUPKSTREAM-AGGREGATE-<n>` after every
+    /// repartition, then the merge node `COGROUPKSTREAM-MERGE-<n>`. Returns the merge
+    /// node's name and the inputs' nodes.
+    pub(crate) fn add_inputs(
+        &self,
+        node: &str,
+        store: &str,
+        target: impl Fn() -> Target<K, A>,
+    ) -> (String, Vec<String>) {
+        let parents: Vec<String> = self.inputs.iter().map(|i| (i.repartition)(store)).collect();
+        let kafka = self.shared.kafka_names();
         let mut names = Vec::new();
-        for (i, input) in self.inputs.iter().enumerate() {
-            let name = self.shared.name(Some(&format!("{node}-input-{}", i + 1)), "", "");
-            (input.add)(&name, target());
+        for (i, (input, parent)) in self.inputs.iter().zip(&parents).enumerate() {
+            let name = match kafka {
+                true => self
+                    .shared
+                    .kafka_name("COGROUPKSTREAM-AGGREGATE-")
+                    .unwrap_or_default(),
+                false => format!("{node}-input-{}", i + 1),
+            };
+            let name = self.shared.name(Some(&name), "", "");
+            (input.add)(&name, parent, target());
             names.push(name);
         }
-        names
+        let node = match self.shared.kafka_name("COGROUPKSTREAM-MERGE-") {
+            Some(merge) => self.shared.name(Some(&merge), "", ""),
+            None => node.to_owned(),
+        };
+        (node, names)
     }
 
     /// Adds the node `node` that forwards the updates of all `inputs`, keyed by `KR`.

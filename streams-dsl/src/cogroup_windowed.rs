@@ -56,13 +56,7 @@ impl<K: Clone + 'static, A: Clone + 'static> TimeWindowedCogroupedKStream<K, A> 
         let c = &self.cogrouped;
         let shared = &c.shared;
         let windows = self.windows;
-        let (first, first_name) = c.first();
-        let given = materialized
-            .name
-            .clone()
-            .or_else(|| first_name.map(str::to_owned));
-        shared.check_named(given.is_some(), first, "a store");
-        let node = shared.name(given.as_deref(), first, "windowed_cogroup");
+        let (node, store) = c.names(materialized.name.as_deref(), "windowed_cogroup");
         if !windows.valid() {
             shared.issue(DslIssue::InvalidWindows {
                 operator: node.clone(),
@@ -79,10 +73,6 @@ impl<K: Clone + 'static, A: Clone + 'static> TimeWindowedCogroupedKStream<K, A> 
                 least_ms,
             });
         }
-        let store = materialized
-            .name
-            .clone()
-            .unwrap_or_else(|| format!("{node}-store"));
         let ks = materialized.key_serde.clone().or_else(|| c.key_serde.clone());
         let (Some(ks), Some(vs)) = (ks, materialized.value_serde.clone()) else {
             shared.issue(DslIssue::MissingSerde {
@@ -106,7 +96,7 @@ impl<K: Clone + 'static, A: Clone + 'static> TimeWindowedCogroupedKStream<K, A> 
             old_values: old_values.clone(),
         };
         let init: Init<A> = Arc::new(initializer);
-        let inputs = c.add_inputs(&node, || Target::Windows {
+        let (node, inputs) = c.add_inputs(&node, &store, || Target::Windows {
             windows,
             params: params.clone(),
             init: init.clone(),

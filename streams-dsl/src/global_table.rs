@@ -64,11 +64,34 @@ impl StreamsBuilder {
         V: Clone + 'static,
     {
         let shared = &self.shared;
-        let source = shared.name(None, topic, "global_source");
-        let node = shared.name(None, topic, "global_table");
+        // Kafka Streams: store `<topic>-STATE-STORE-<n>`, source `KSTREAM-SOURCE-<n+1>`,
+        // processor `KTABLE-SOURCE-<n+2>`.
+        let kafka_store = match &materialized.name {
+            None => shared.kafka_name(&format!("{topic}-STATE-STORE-")),
+            Some(_) => None,
+        };
+        let source = shared.name(
+            None,
+            topic,
+            if shared.kafka_names() {
+                "source"
+            } else {
+                "global_source"
+            },
+        );
+        let node = shared.table_name(
+            None,
+            topic,
+            if shared.kafka_names() {
+                "table"
+            } else {
+                "global_table"
+            },
+        );
         let store = materialized
             .name
             .clone()
+            .or(kafka_store)
             .unwrap_or_else(|| format!("{topic}-global-store"));
         let table = GlobalKTable {
             store: store.clone(),

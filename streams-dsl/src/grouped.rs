@@ -26,12 +26,24 @@ use crate::processors::{AggregateProcessor, UpdateFn, open};
 /// them as dropped (see [null keys and values](crate#null-keys-and-values)).
 pub struct KGroupedStream<K, V> {
     stream: KStream<K, V>,
+    /// A repartitioning left to the aggregation, as Kafka Streams does (under
+    /// [`Naming::KafkaStreams`](crate::Naming), whose topic is named after the store).
+    deferred: Option<Deferred>,
+}
+
+/// A repartition topic a grouped stream still has to pass through.
+#[derive(Clone)]
+struct Deferred {
+    /// The `Grouped` name, else the topic is named after the aggregation's store.
+    name: Option<String>,
+    partitions: Option<std::num::NonZeroU16>,
 }
 
 impl<K, V> Clone for KGroupedStream<K, V> {
     fn clone(&self) -> Self {
         Self {
             stream: self.stream.clone(),
+            deferred: self.deferred.clone(),
         }
     }
 }
@@ -44,6 +56,26 @@ impl<K, V> KStream<K, V> {
         let given = materialized.name.clone().or_else(|| self.next_name.clone());
         self.shared.check_named(given.is_some(), &self.node, "a store");
         self.shared.name(given.as_deref(), &self.node, op)
+    }
+
+    /// The store name of an aggregation under [`Naming::KafkaStreams`](crate::Naming): the
+    /// `Materialized` name, else `store_prefix` and the next value of the counter, taken
+    /// before anything else of the aggregation. `materialized` comes back without its name.
+    pub(crate) fn kafka_store<A>(
+        &self,
+        mut materialized: Materialized<K, A>,
+        store_prefix: &str,
+    ) -> (String, Materialized<K, A>) {
+        self.shared
+            .check_named(materialized.name.is_some(), &self.node, "a store");
+        let store = match materialized.name.take() {
+            Some(n) => n,
+            None => {
+                let generated = self.shared.kafka_name(store_prefix).unwrap_or_default();
+                self.shared.name(Some(&generated), "", "")
+            }
+        };
+        (store, materialized)
     }
 
     /// The store of the aggregation `node`: its name (`<node>-store` unless named) and its
@@ -79,13 +111,20 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         let key_serde = grouped.key_serde.or_else(|| self.key_serde.clone());
         let value_serde = grouped.value_serde.or_else(|| self.value_serde.clone());
         let mut stream = self.derive(self.node.clone(), key_serde, value_serde, false);
-        if self.repartition_required {
+        let mut deferred = None;
+        if self.repartition_required && self.shared.kafka_names() {
+            stream.next_name = self.next_name.clone();
+            deferred = Some(Deferred {
+                name: grouped.name,
+                partitions: grouped.partitions,
+            });
+        } else if self.repartition_required {
             stream.next_name = grouped.name.or_else(|| self.next_name.clone());
             stream = stream.through_topic("group", grouped.partitions, false);
         } else {
             stream.next_name = self.next_name.clone();
         }
-        KGroupedStream { stream }
+        KGroupedStream { stream, deferred }
     }
 
     /// Groups the records by the key `f(key, value)`, through a repartition topic. The
@@ -98,7 +137,12 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     ) -> KGroupedStream<K2, V> {
         let mut keyed = self.clone();
         if let Some(name) = &grouped.name {
-            keyed.next_name = Some(format!("{name}-select"));
+            // Kafka Streams names the key-selecting node after the `Grouped` itself.
+            keyed.next_name = Some(if self.shared.kafka_names() {
+                name.clone()
+            } else {
+                format!("{name}-select")
+            });
         }
         keyed.select_key(f).group_by_key(grouped)
     }
@@ -128,49 +172,186 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         let given = self.next_name.clone();
         self.shared
             .check_named(given.is_some(), &self.node, "a repartition topic");
+        // An explicit repartition keeps its own topic whatever the optimizations.
+        let mergeable = op != "through";
+        if self.shared.kafka_names() {
+            // Kafka Streams names an explicit repartition `KSTREAM-REPARTITION-<n>`, and the
+            // topic in front of a join after the stream's node.
+            let base = given.unwrap_or_else(|| match op {
+                "through" => self.shared.name(None, &self.node, op),
+                _ => self.node.clone(),
+            });
+            return self.through_kafka(&base, partitions, keep_null_keys, mergeable);
+        }
+        if mergeable && let Some(source) = self.shared.merged_repartition(&self.node) {
+            return self.read_back(source, self.key_serde.clone(), self.value_serde.clone());
+        }
         let base = match &given {
             Some(n) => self.shared.name(Some(n), "", ""),
             None => self.shared.name(None, &self.node, op),
         };
         let topic = self.shared.repartition_topic(&base);
-        let (Some(ks), Some(vs)) = (self.key_serde.clone(), self.value_serde.clone()) else {
-            self.shared.issue(DslIssue::MissingSerde {
-                operator: base,
-                what: if self.key_serde.is_none() { "key" } else { "value" },
-            });
-            return self.clone();
-        };
-        let sink = self.shared.name(Some(&format!("{base}-sink")), "", "");
-        let source = self.shared.name(Some(&format!("{base}-source")), "", "");
-        let mut sink_config = SinkConfig::topic(&topic, ks.clone(), vs.clone());
-        if !keep_null_keys {
-            sink_config = sink_config.skip_null_keys();
+        let nodes = [format!("{base}-sink"), format!("{base}-source")];
+        let out = self.through_nodes(&base, &topic, nodes, None, partitions, keep_null_keys);
+        if mergeable && self.shared.merges_repartitions() {
+            self.shared.record_repartition(&self.node, &out.node);
         }
-        self.shared.with(|t| {
-            t.add_sink_with(&sink, sink_config, [&self.node]).add_source(
-                &source,
-                [&topic],
-                ks.clone(),
-                vs.clone(),
-            );
-            if let Some(n) = partitions {
-                t.set_repartition_partitions(&topic, n);
-            }
-        });
-        let mut out = self.derive(source, Some(ks), Some(vs), false);
+        out
+    }
+
+    /// This stream as read back from a repartition topic by the node `source`.
+    fn read_back(&self, source: String, ks: Option<DynSerde<K>>, vs: Option<DynSerde<V>>) -> Self {
+        let mut out = self.derive(source, ks, vs, false);
         out.repartition_required = false;
         out
     }
 }
 
+impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
+    /// This stream written to the repartition topic `<base>-repartition` and read back
+    /// through Kafka Streams' three nodes: a filter, the sink and the source, named after
+    /// the topic (`<topic>-filter`, `-sink`, `-source`), or generated when `base` is a
+    /// generated name and the topic is not `mergeable` under `merge.repartition.topics`.
+    /// Kafka Streams takes the three generated names whether it uses them or not.
+    pub(crate) fn through_kafka(
+        &self,
+        base: &str,
+        partitions: Option<std::num::NonZeroU16>,
+        keep_null_keys: bool,
+        mergeable: bool,
+    ) -> Self {
+        let generated = [
+            self.shared.kafka_name("KSTREAM-SINK-"),
+            self.shared.kafka_name("KSTREAM-FILTER-"),
+            self.shared.kafka_name("KSTREAM-SOURCE-"),
+        ];
+        let merged = mergeable && self.shared.merges_repartitions();
+        if merged && let Some(source) = self.shared.merged_repartition(&self.node) {
+            return self.read_back(source, self.key_serde.clone(), self.value_serde.clone());
+        }
+        let base = base.strip_suffix("-repartition").unwrap_or(base);
+        let topic = self.shared.repartition_topic(base);
+        let [sink, filter, source] = if crate::naming::is_generated(base) && !merged {
+            generated.map(Option::unwrap_or_default)
+        } else {
+            ["sink", "filter", "source"].map(|part| format!("{topic}-{part}"))
+        };
+        let out = self.through_nodes(
+            base,
+            &topic,
+            [sink, source],
+            Some(filter),
+            partitions,
+            keep_null_keys,
+        );
+        if merged {
+            self.shared.record_repartition(&self.node, &out.node);
+        }
+        out
+    }
+
+    /// This stream written to the repartition `topic` by the node `sink` (behind a
+    /// pass-through node `filter` if given) and read back by `source`; a missing serde is
+    /// reported against `operator`.
+    pub(crate) fn through_nodes(
+        &self,
+        operator: &str,
+        topic: &str,
+        [sink, source]: [String; 2],
+        filter: Option<String>,
+        partitions: Option<std::num::NonZeroU16>,
+        keep_null_keys: bool,
+    ) -> Self {
+        let [sink, source] = [sink, source].map(|name| self.shared.name(Some(&name), "", ""));
+        let (Some(ks), Some(vs)) = (self.key_serde.clone(), self.value_serde.clone()) else {
+            self.shared.issue(DslIssue::MissingSerde {
+                operator: operator.to_owned(),
+                what: if self.key_serde.is_none() { "key" } else { "value" },
+            });
+            return self.clone();
+        };
+        let mut sink_config = SinkConfig::topic(topic, ks.clone(), vs.clone());
+        if !keep_null_keys {
+            sink_config = sink_config.skip_null_keys();
+        }
+        let mut parent = self.node.clone();
+        if let Some(filter) = filter {
+            let filter = self.shared.name(Some(&filter), "", "");
+            let pass: crate::processors::OpFn<K, V, K, V> = Arc::new(|r, emit| emit(r));
+            self.shared.processor(
+                &filter,
+                move || crate::processors::OpProcessor { op: pass.clone() },
+                &parent,
+            );
+            parent = filter;
+        }
+        self.shared.with(|t| {
+            t.add_sink_with(&sink, sink_config, [&parent]).add_source(
+                &source,
+                [topic],
+                ks.clone(),
+                vs.clone(),
+            );
+            if let Some(n) = partitions {
+                t.set_repartition_partitions(topic, n);
+            }
+        });
+        self.read_back(source, Some(ks), Some(vs))
+    }
+}
+
 impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
-    /// The grouped records as a stream (after any repartitioning).
+    /// The grouped records as a stream, before a deferred repartitioning: for its serdes.
     pub(crate) fn stream(&self) -> &KStream<K, V> {
         &self.stream
     }
 
+    /// The grouped records as a stream, through the repartition topic if one is deferred
+    /// (named `<base>-repartition`, `base` the `Grouped` name, else `fallback`).
+    pub(crate) fn repartitioned(&self, fallback: &str) -> KStream<K, V> {
+        match &self.deferred {
+            None => self.stream.clone(),
+            Some(d) => {
+                let mut pre = self.stream.clone();
+                pre.next_name = None;
+                pre.through_kafka(d.name.as_deref().unwrap_or(fallback), d.partitions, false, true)
+            }
+        }
+    }
+
+    /// The stream an aggregation `op` reads (repartitioned if a repartition is deferred), its
+    /// node's name, and `materialized` with its store's name filled in under
+    /// [`Naming::KafkaStreams`](crate::Naming). Names are taken in Kafka Streams' order:
+    /// the store, the aggregation's node, then the repartition topic's nodes.
+    pub(crate) fn aggregation<A>(
+        &self,
+        op: &str,
+        materialized: Materialized<K, A>,
+        store_prefix: &str,
+    ) -> (KStream<K, V>, String, Materialized<K, A>) {
+        let s = &self.stream;
+        if !s.shared.kafka_names() {
+            let node = s.aggregation_node(op, &materialized);
+            return (s.clone(), node, materialized);
+        }
+        let (store, mut materialized) = s.kafka_store(materialized, store_prefix);
+        let node = s.shared.name(s.next_name.as_deref(), &s.node, op);
+        let input = self.repartitioned(&store);
+        materialized.name = Some(store);
+        (input, node, materialized)
+    }
+
+    /// Takes the value of Kafka Streams' name counter that its `count` (stream, time
+    /// windows and session windows) takes when given an unnamed `Materialized`.
+    pub(crate) fn count_burn(&self, materialized: &Materialized<K, u64>) {
+        if materialized.name.is_none() && !materialized.is_default() {
+            self.stream.shared.burn_name();
+        }
+    }
+
     /// The number of records per key.
     pub fn count(&self, materialized: Materialized<K, u64>) -> KTable<K, u64> {
+        self.count_burn(&materialized);
         let materialized = if materialized.value_serde.is_none() {
             materialized.with_value_serde(streams_core::serdes::U64Serde)
         } else {
@@ -226,8 +407,8 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
         materialized: Materialized<K, A>,
         value_fallback: Option<DynSerde<A>>,
     ) -> KTable<K, A> {
-        let s = &self.stream;
-        let node = s.aggregation_node(op, &materialized);
+        let (s, node, materialized) = self.aggregation(op, materialized, store_prefix(op));
+        let s = &s;
         let Some((store, ks, vs)) = s.aggregation_store(&node, &materialized, value_fallback) else {
             return KTable::new(s.shared.clone(), node, None);
         };
@@ -249,5 +430,14 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
         s.shared.store(materialized.store(&store, ks, vs), &[&node]);
         KTable::changes(s.shared.clone(), node, Some(store), old_values)
             .with_serdes(Some(ks_out), Some(vs_out))
+    }
+}
+
+/// Kafka Streams' store name prefix of the stream aggregation `op`.
+pub(crate) fn store_prefix(op: &str) -> &'static str {
+    if op.ends_with("reduce") {
+        "KSTREAM-REDUCE-STATE-STORE-"
+    } else {
+        "KSTREAM-AGGREGATE-STATE-STORE-"
     }
 }

@@ -196,7 +196,17 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         value_fallback: Option<DynSerde<V2>>,
     ) -> KTable<K, V2> {
         let given = materialized.as_ref().and_then(|m| m.name.clone());
-        let node = self.shared.name(given.as_deref(), &self.node, op);
+        let mut materialized = materialized;
+        let mut value_fallback = value_fallback;
+        if self.shared.kafka_names()
+            && let Some(m) = materialized.take_if(|m| m.name.is_none())
+        {
+            // Kafka Streams keeps no store for an unnamed `Materialized` here, but takes a
+            // value of its counter for one.
+            self.shared.burn_name();
+            value_fallback = m.value_serde.or(value_fallback);
+        }
+        let node = self.shared.table_name(given.as_deref(), &self.node, op);
         let mut store = None;
         let mut value_serde = value_fallback.clone();
         if let Some(m) = &materialized {
@@ -247,11 +257,26 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
     pub fn to_stream(&self) -> KStream<K, Option<V>> {
         let value_serde = self.value_serde.clone().map(|vs| dyn_serde(NullableSerde(vs)));
         let node = match self.changes {
+            // Kafka Streams adds its node after a suppression too; it passes records on.
+            None if self.shared.kafka_names() => self
+                .view
+                .get_or_init(|| {
+                    let node = self.shared.table_name(None, &self.node, "to_stream");
+                    let pass: crate::processors::OpFn<K, Option<V>, K, Option<V>> =
+                        Arc::new(|r, emit| emit(r));
+                    self.shared.processor(
+                        &node,
+                        move || crate::processors::OpProcessor { op: pass.clone() },
+                        &self.node,
+                    );
+                    node
+                })
+                .clone(),
             None => self.node.clone(),
             Some(_) => self
                 .view
                 .get_or_init(|| {
-                    let node = self.shared.name(None, &self.node, "to_stream");
+                    let node = self.shared.table_name(None, &self.node, "to_stream");
                     self.shared.processor_with::<_, K, Change<V>, K, Option<V>>(
                         &node,
                         |_| Ok(ChangeView),

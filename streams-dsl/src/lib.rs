@@ -87,6 +87,7 @@ pub use global_table::GlobalKTable;
 pub use grouped::KGroupedStream;
 pub use kstream::KStream;
 pub use ktable::KTable;
+pub use naming::Naming;
 pub use optimization::{InvalidOptimization, Optimizations};
 pub use options::{Consumed, Grouped, Materialized, Produced};
 pub use store_access::TableStoreRef;

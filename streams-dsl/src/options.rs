@@ -244,6 +244,21 @@ impl<K, V> Default for Materialized<K, V> {
     }
 }
 
+impl<K, V> Materialized<K, V> {
+    /// Whether nothing is set: Kafka Streams' aggregation called without a `Materialized`
+    /// (`count()`), which takes one value fewer of its name counter than one with an
+    /// unnamed `Materialized` (`count(Materialized.with(..))`).
+    pub(crate) fn is_default(&self) -> bool {
+        self.name.is_none()
+            && self.key_serde.is_none()
+            && self.value_serde.is_none()
+            && self.retention.is_none()
+            && self.persistent
+            && self.caching
+            && self.logging
+    }
+}
+
 impl<K: 'static, V: 'static> Materialized<K, V> {
     /// Unnamed (the store's name follows the naming rule), serdes from upstream.
     pub fn new() -> Self {

@@ -226,19 +226,59 @@ impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Change<V>, K, Option<V
         ctx: &mut ProcessorContext<'_, K, Option<V>>,
         r: Record<K, Change<V>>,
     ) -> ProcessResult {
-        let is_deletion = r.value.new.is_none();
-        ctx.forward(Record {
-            key: r.key,
-            value: r.value.new,
-            timestamp: r.timestamp,
-            headers: r.headers,
-            // A deletion is a null value: a stream aggregation skips it, as Kafka
-            // Streams' does.
-            nulls: Nulls {
-                key: false,
-                value: is_deletion,
-            },
-        })
+        ctx.forward(update_of(r))
+    }
+}
+
+/// A table's change as an update: the new value, `None` (a null value on the wire) for a
+/// deletion, which a stream aggregation skips, as Kafka Streams' does.
+fn update_of<K, V>(r: Record<K, Change<V>>) -> Record<K, Option<V>> {
+    let is_deletion = r.value.new.is_none();
+    Record {
+        key: r.key,
+        value: r.value.new,
+        timestamp: r.timestamp,
+        headers: r.headers,
+        nulls: Nulls {
+            key: false,
+            value: is_deletion,
+        },
+    }
+}
+
+/// A processor of a table's updates (`Option<V>`, as [`ChangeView`] makes them) reading the
+/// table's changes directly, with no node between: where Kafka Streams' topology has none.
+pub(crate) struct FromChanges<P>(pub P);
+
+impl<K, V, KO, VO, P> Processor<K, Change<V>, KO, VO> for FromChanges<P>
+where
+    K: Clone + 'static,
+    V: Clone + 'static,
+    P: Processor<K, Option<V>, KO, VO>,
+{
+    fn init(&mut self, ctx: &mut ProcessorContext<'_, KO, VO>) -> ProcessResult {
+        self.0.init(ctx)
+    }
+
+    fn process(&mut self, ctx: &mut ProcessorContext<'_, KO, VO>, r: Record<K, Change<V>>) -> ProcessResult {
+        self.0.process(ctx, update_of(r))
+    }
+
+    fn punctuate(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, KO, VO>,
+        schedule: streams_core::ScheduleId,
+        timestamp: i64,
+    ) -> ProcessResult {
+        self.0.punctuate(ctx, schedule, timestamp)
+    }
+
+    fn flush(&mut self, ctx: &mut ProcessorContext<'_, KO, VO>) -> ProcessResult {
+        self.0.flush(ctx)
+    }
+
+    fn close(&mut self) -> ProcessResult {
+        self.0.close()
     }
 }
 

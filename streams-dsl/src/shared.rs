@@ -14,7 +14,7 @@ use streams_state::StoreBuilder;
 
 use crate::dyn_serde::DynSerde;
 use crate::error::DslIssue;
-use crate::naming::Namer;
+use crate::naming::{Namer, Naming, On};
 use crate::optimization::Optimizations;
 
 /// How a table's store holds the values of the topic it is read from, for restoring it from
@@ -36,6 +36,9 @@ pub(crate) struct Inner {
     pub(crate) optimizations: Optimizations,
     /// The stream sources by their (sorted) topics, for [`Shared::merged_source`].
     pub(crate) stream_sources: std::collections::HashMap<Vec<String>, StreamSource>,
+    /// The source node of the repartition topic of each stream node repartitioned so far,
+    /// under `merge.repartition.topics` (see [`Optimizations`]).
+    pub(crate) repartitions: std::collections::HashMap<String, String>,
 }
 
 /// `topics` in order: the key of [`Inner::stream_sources`].
@@ -69,6 +72,7 @@ impl Shared {
             kv_refs: std::collections::HashMap::new(),
             optimizations: Optimizations::NONE,
             stream_sources: std::collections::HashMap::new(),
+            repartitions: std::collections::HashMap::new(),
         })))
     }
 
@@ -95,12 +99,68 @@ impl Shared {
 
     /// A node name by the naming rule; a taken user-given name is recorded as an issue.
     pub fn name(&self, given: Option<&str>, parent: &str, op: &str) -> String {
+        self.name_on(given, parent, op, On::Stream)
+    }
+
+    /// As [`name`](Self::name), for an operator on a table.
+    pub fn table_name(&self, given: Option<&str>, parent: &str, op: &str) -> String {
+        self.name_on(given, parent, op, On::Table)
+    }
+
+    fn name_on(&self, given: Option<&str>, parent: &str, op: &str, on: On) -> String {
         let mut inner = self.0.borrow_mut();
-        let (name, taken) = inner.namer.name(given, parent, op);
+        let (name, taken) = inner.namer.name(given, parent, op, on);
         if taken {
             inner.issues.push(DslIssue::DuplicateName(name.clone()));
         }
         name
+    }
+
+    /// The naming scheme in use.
+    pub fn naming(&self) -> Naming {
+        self.0.borrow().namer.naming()
+    }
+
+    /// Whether unnamed things get Kafka Streams' names.
+    pub fn kafka_names(&self) -> bool {
+        self.naming() == Naming::KafkaStreams
+    }
+
+    /// Under [`Naming::KafkaStreams`], `prefix` and the next value of the counter (a store
+    /// name such as `KSTREAM-AGGREGATE-STATE-STORE-0000000001`); `None` otherwise.
+    pub fn kafka_name(&self, prefix: &str) -> Option<String> {
+        let mut inner = self.0.borrow_mut();
+        (inner.namer.naming() == Naming::KafkaStreams).then(|| inner.namer.generate(prefix))
+    }
+
+    /// Takes a value of Kafka Streams' counter where Kafka Streams takes one without
+    /// naming anything (no effect under [`Naming::Derived`]).
+    pub fn burn_name(&self) {
+        self.0.borrow_mut().namer.burn();
+    }
+
+    /// Under `merge.repartition.topics`, the source node of the repartition topic that
+    /// stream node `node` is already written to; `None` otherwise.
+    pub fn merged_repartition(&self, node: &str) -> Option<String> {
+        let inner = self.0.borrow();
+        if !inner.optimizations.merges_repartition_topics() {
+            return None;
+        }
+        inner.repartitions.get(node).cloned()
+    }
+
+    /// Records that stream node `node` is written to the repartition topic read by the node
+    /// `source`, for [`merged_repartition`](Self::merged_repartition).
+    pub fn record_repartition(&self, node: &str, source: &str) {
+        self.0
+            .borrow_mut()
+            .repartitions
+            .insert(node.to_owned(), source.to_owned());
+    }
+
+    /// Whether repartition topics of one stream node are merged.
+    pub fn merges_repartitions(&self) -> bool {
+        self.0.borrow().optimizations.merges_repartition_topics()
     }
 
     /// Records a problem reported by `build`.

@@ -40,6 +40,10 @@ pub struct KGroupedTable<K, V> {
     /// The repartition topic's source: changes keyed by the new key.
     stream: KStream<K, Change<V>>,
     value_serde: Option<DynSerde<V>>,
+    /// Under [`Naming::KafkaStreams`](crate::Naming), the repartition topic is added by the
+    /// aggregation (named after its store unless the `Grouped` is named, given here), and
+    /// `stream` is the selecting node's output.
+    deferred: Option<(Option<String>, Option<std::num::NonZeroU16>)>,
 }
 
 impl<K, V> Clone for KGroupedTable<K, V> {
@@ -47,6 +51,7 @@ impl<K, V> Clone for KGroupedTable<K, V> {
         Self {
             stream: self.stream.clone(),
             value_serde: self.value_serde.clone(),
+            deferred: self.deferred.clone(),
         }
     }
 }
@@ -66,8 +71,16 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         K2: Clone + PartialEq + 'static,
         V2: Clone + 'static,
     {
-        let select_name = grouped.name.as_ref().map(|n| format!("{n}-select"));
-        let node = self.shared.name(select_name.as_deref(), &self.node, "group_by");
+        let kafka = self.shared.kafka_names();
+        // Kafka Streams names the selecting node after the `Grouped` itself.
+        let select_name = match (&grouped.name, kafka) {
+            (Some(n), true) => Some(n.clone()),
+            (Some(n), false) => Some(format!("{n}-select")),
+            (None, _) => None,
+        };
+        let node = self
+            .shared
+            .table_name(select_name.as_deref(), &self.node, "group_by");
         let old_values = self.old_values();
         if old_values.available() {
             old_values.enable();
@@ -87,11 +100,19 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         let value_serde = grouped.value_serde.or_else(|| carry(&self.value_serde));
         let change_serde = value_serde.clone().map(|vs| dyn_serde(ChangeSerde(vs)));
         let mut mapped = KStream::new(self.shared.clone(), node, key_serde, change_serde);
-        mapped.next_name = grouped.name;
         mapped.repartition_required = true;
+        if kafka {
+            return KGroupedTable {
+                stream: mapped,
+                value_serde,
+                deferred: Some((grouped.name, grouped.partitions)),
+            };
+        }
+        mapped.next_name = grouped.name;
         KGroupedTable {
             stream: mapped.through_topic("group", grouped.partitions, false),
             value_serde,
+            deferred: None,
         }
     }
 }
@@ -155,6 +176,37 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedTable<K, V> {
         )
     }
 
+    /// The stream the aggregation `op` reads, its node's name and `materialized` with its
+    /// store's name filled in under [`Naming::KafkaStreams`](crate::Naming), taken in Kafka
+    /// Streams' order: the store, the repartition sink and source, the node.
+    fn aggregation<A>(
+        &self,
+        op: &str,
+        materialized: Materialized<K, A>,
+    ) -> (KStream<K, Change<V>>, String, Materialized<K, A>) {
+        let s = &self.stream;
+        let Some((grouped_name, partitions)) = &self.deferred else {
+            let node = s.aggregation_node(op, &materialized);
+            return (s.clone(), node, materialized);
+        };
+        let (store, mut materialized) = s.kafka_store(materialized, "KTABLE-AGGREGATE-STATE-STORE-");
+        let [sink, source] =
+            [("-sink", "KSTREAM-SINK-"), ("-source", "KSTREAM-SOURCE-")].map(|(suffix, prefix)| {
+                let generated = s.shared.kafka_name(prefix).unwrap_or_default();
+                match &s.next_name {
+                    Some(n) => format!("{n}{suffix}"),
+                    None => generated,
+                }
+            });
+        let node = s.shared.table_name(s.next_name.as_deref(), &s.node, op);
+        let topic = s
+            .shared
+            .repartition_topic(grouped_name.as_deref().unwrap_or(&store));
+        let input = s.through_nodes(&store, &topic, [sink, source], None, *partitions, false);
+        materialized.name = Some(store);
+        (input, node, materialized)
+    }
+
     fn aggregate_with<A: Clone + 'static>(
         &self,
         op: &str,
@@ -163,8 +215,8 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedTable<K, V> {
         materialized: Materialized<K, A>,
         value_fallback: Option<DynSerde<A>>,
     ) -> KTable<K, A> {
-        let s = &self.stream;
-        let node = s.aggregation_node(op, &materialized);
+        let (s, node, materialized) = self.aggregation(op, materialized);
+        let s = &s;
         let Some((store, ks, vs)) = s.aggregation_store(&node, &materialized, value_fallback) else {
             return KTable::new(s.shared.clone(), node, None);
         };

@@ -160,14 +160,19 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         (this_kept, other_kept): (bool, bool),
     ) -> KTable<K, VR> {
         let shared = &self.shared;
-        let node = shared.name(None, &self.node, op);
+        let node = shared.table_name(None, &self.node, op);
         let (Some((this_store, other_store)), Some(this_rows), Some(other_rows)) =
             (self.join_stores(other, &node), self.lookup(), other.lookup())
         else {
             return KTable::new(shared.clone(), node, None);
         };
-        let this_side = shared.name(Some(&format!("{node}-this")), "", "");
-        let other_side = shared.name(Some(&format!("{node}-other")), "", "");
+        let [this_side, other_side] = [("KTABLE-JOINTHIS-", "this"), ("KTABLE-JOINOTHER-", "other")]
+            .map(|(prefix, side)| {
+                shared
+                    .kafka_name(prefix)
+                    .unwrap_or_else(|| format!("{node}-{side}"))
+            })
+            .map(|name| shared.name(Some(&name), "", ""));
 
         let (this_old, other_old) = (self.old_values(), other.old_values());
         if this_kept {

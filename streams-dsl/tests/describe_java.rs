@@ -19,6 +19,9 @@
 
 mod common;
 
+#[path = "describe_java/generated_names.rs"]
+mod generated_names;
+
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
@@ -414,15 +417,19 @@ fn every_kafka_case_has_a_twin() {
         return;
     };
     let java: Vec<&str> = kafka.keys().map(String::as_str).collect();
-    let mut ours: Vec<&str> = CASES.iter().map(|c| c.name).collect();
+    let mut ours: Vec<&str> = cases().map(|c| c.name).collect();
     ours.sort_unstable();
     assert_eq!(java, ours, "the Java program's cases and this file's differ");
 }
 
+/// Every case: the named twins here, then those of generated names.
+fn cases() -> impl Iterator<Item = &'static Case> {
+    CASES.iter().chain(generated_names::CASES)
+}
+
 /// Compares case `name`'s two descriptions.
 fn check(name: &str) {
-    let case = CASES
-        .iter()
+    let case = cases()
         .find(|c| c.name == name)
         .unwrap_or_else(|| panic!("no case {name}"));
     let Some(kafka) = kafka_descriptions(name) else {
@@ -436,6 +443,30 @@ fn check(name: &str) {
         expected = rename(&expected, r.kafka, r.ours);
     }
     let ours = (case.build)().describe().to_string();
+    let stores_and_topics = generated_names::STORES_AND_TOPICS_ONLY.contains(&name);
+    if generated_names::NAMES_ONLY.contains(&name) || stores_and_topics {
+        let names = |text: &str| {
+            let mut names = generated_names::names(text);
+            if stores_and_topics {
+                // Kafka Streams keeps no store for the result of a foreign-key join with an
+                // unnamed `Materialized`; this crate keeps one, under the name Kafka
+                // Streams takes for it (docs/dsl.md, "Kafka Streams' generated names").
+                names.retain(|n| {
+                    (n.starts_with("store ") || n.starts_with("topic "))
+                        && !n.starts_with("store KTABLE-FK-JOIN-OUTPUT-STATE-STORE-")
+                });
+            }
+            names
+        };
+        let (kafka, ours) = (names(&expected), names(&ours));
+        let missing: Vec<_> = kafka.difference(&ours).collect();
+        let extra: Vec<_> = ours.difference(&kafka).collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "{name}: names differ from Kafka Streams 4.4.0\nonly in Kafka Streams: {missing:?}\nonly here: {extra:?}"
+        );
+        return;
+    }
     if let Some(diff) = first_difference(&expected, &ours) {
         panic!(
             "{name}: describe() differs from Kafka Streams 4.4.0{}\n{diff}",

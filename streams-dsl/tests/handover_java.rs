@@ -10,6 +10,9 @@
 //! count over everything so far, which only holds if each side read the other's changelog
 //! (keys, values and timestamps) and offsets; and no internal topic may appear that Kafka
 //! Streams does not create. The topologies: a count (a timestamped key-value store), a
+//! count of unnamed steps after a key-selecting one (Kafka Streams' generated names for
+//! the store, its changelog and the repartition topic, which this runtime generates under
+//! `with_kafka_streams_names`), a
 //! windowed count (a timestamped window store, time-windowed keys on the output topic), a
 //! session count (a session store, session-windowed keys), a re-grouped table count (a
 //! repartition topic of table changes), a table-table join (two table stores) and a
@@ -93,7 +96,11 @@ impl Run {
 
     /// This runtime's application, not started: the same DSL topology and store names.
     fn rust(&self, state: &std::path::Path) -> KafkaStreams {
-        let b = StreamsBuilder::new();
+        let b = if self.topo == Topo::UnnamedCount {
+            StreamsBuilder::new().with_kafka_streams_names()
+        } else {
+            StreamsBuilder::new()
+        };
         // A topic read as a stream of Strings.
         let stream = |topic: &str| b.stream([topic], Consumed::with(StringSerde, StringSerde));
         let grouped = || stream(&self.input).group_by_key(Grouped::new());
@@ -114,6 +121,12 @@ impl Run {
         match self.topo {
             Topo::Count => grouped()
                 .count(counts)
+                .to_stream()
+                .to(&self.output, Produced::with(StringSerde, NullableSerde(U64Serde))),
+            Topo::UnnamedCount => stream(&self.input)
+                .select_key(|k: &String, _: &String| k.clone())
+                .group_by_key(Grouped::with(StringSerde, StringSerde))
+                .count(Materialized::with(StringSerde, U64Serde))
                 .to_stream()
                 .to(&self.output, Produced::with(StringSerde, NullableSerde(U64Serde))),
             Topo::WindowedCount => grouped()
@@ -312,6 +325,7 @@ impl Run {
             let bytes = r.key.as_deref().expect("a key");
             let key = match self.topo {
                 Topo::Count
+                | Topo::UnnamedCount
                 | Topo::TableRegroup
                 | Topo::TableJoin
                 | Topo::StreamJoin
@@ -380,6 +394,14 @@ fn a_count_moves_from_kafka_streams_to_this_runtime_and_back() {
     hand_over(
         "a_count_moves_from_kafka_streams_to_this_runtime_and_back",
         Topo::Count,
+    );
+}
+
+#[test]
+fn an_unnamed_count_moves_from_kafka_streams_to_this_runtime_and_back() {
+    hand_over(
+        "an_unnamed_count_moves_from_kafka_streams_to_this_runtime_and_back",
+        Topo::UnnamedCount,
     );
 }
 

@@ -46,6 +46,7 @@ use crate::error::DslIssue;
 use crate::ktable::KTable;
 use crate::options::Materialized;
 use crate::processors::open;
+use crate::shared::Shared;
 use processors::{
     FkFn, FkJoinFn, ForeignJoin, ResponseJoin, SubscriptionJoin, SubscriptionSend, SubscriptionStore,
 };
@@ -152,7 +153,13 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         let shared = &self.shared;
         let given = materialized.name.clone();
         shared.check_named(given.is_some(), &self.node, "a store and subscription topics");
-        let node = shared.name(given.as_deref(), &self.node, op);
+        let kafka = shared.kafka_names();
+        // Under Kafka Streams' names every name is taken after the checks below, in Kafka
+        // Streams' order; until then problems are reported against a provisional name.
+        let mut node = match kafka {
+            true => given.clone().unwrap_or_else(|| format!("{}-{op}", self.node)),
+            false => shared.name(given.as_deref(), &self.node, op),
+        };
         let failed = || KTable::new(shared.clone(), node.clone(), None);
         let Some((left_store, right_store)) = self.join_stores(other, &node) else {
             return failed();
@@ -182,21 +189,26 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         // The left side needs the old value of each update to unsubscribe its old key.
         self.old_values().enable();
 
-        let part = |suffix: &str| shared.name(Some(&format!("{node}-{suffix}")), "", "");
-        let (send, reg_sink, reg_source) = (
-            part("subscription-send"),
-            part("subscription-registration-sink"),
-            part("subscription-registration-source"),
-        );
-        let (sub_join, foreign_join) = (part("subscription-join"), part("foreign-join"));
-        let (resp_sink, resp_source) = (
-            part("subscription-response-sink"),
-            part("subscription-response-source"),
-        );
-        let reg_topic = format!("{node}-subscription-registration-topic");
-        let resp_topic = format!("{node}-subscription-response-topic");
-        let sub_store = format!("{node}-subscription-store");
-        let result_store = given.clone().unwrap_or_else(|| format!("{node}-store"));
+        let names = match kafka {
+            true => FkNames::kafka(shared, given.as_deref()),
+            false => FkNames::derived(&node, given.as_deref()),
+        }
+        .claimed(shared, kafka);
+        let FkNames {
+            send,
+            reg_sink,
+            reg_source,
+            sub_join,
+            foreign_join,
+            resp_sink,
+            resp_source,
+            reg_topic,
+            resp_topic,
+            sub_store,
+            result_store,
+            result,
+        } = names;
+        node = result;
 
         let (extractor_fk, vs_send, fks_send) = (extractor, vs.clone(), fks.clone());
         self.add_child(&send, move |_| {
@@ -282,5 +294,126 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         );
         KTable::changes(shared.clone(), node, Some(result_store), old_values)
             .with_serdes(Some(rks), Some(rvs))
+    }
+}
+
+/// The names of a foreign-key join's nodes, topics and stores.
+struct FkNames {
+    send: String,
+    reg_sink: String,
+    reg_source: String,
+    sub_join: String,
+    foreign_join: String,
+    resp_sink: String,
+    resp_source: String,
+    reg_topic: String,
+    resp_topic: String,
+    sub_store: String,
+    result_store: String,
+    /// The result node (under [`Naming::Derived`](crate::Naming), the join's node itself).
+    result: String,
+}
+
+impl FkNames {
+    /// The names derived from the join's node `node`; the result store is `given`, else
+    /// `<node>-store`.
+    fn derived(node: &str, given: Option<&str>) -> Self {
+        let part = |suffix: &str| format!("{node}-{suffix}");
+        Self {
+            send: part("subscription-send"),
+            reg_sink: part("subscription-registration-sink"),
+            reg_source: part("subscription-registration-source"),
+            sub_join: part("subscription-join"),
+            foreign_join: part("foreign-join"),
+            resp_sink: part("subscription-response-sink"),
+            resp_source: part("subscription-response-source"),
+            reg_topic: part("subscription-registration-topic"),
+            resp_topic: part("subscription-response-topic"),
+            sub_store: part("subscription-store"),
+            result_store: given.map_or_else(|| part("store"), str::to_owned),
+            result: node.to_owned(),
+        }
+    }
+
+    /// These names with every node name claimed (the result node's too when `result_too`:
+    /// under [`Naming::Derived`](crate::Naming) it is the join's node, claimed already).
+    fn claimed(mut self, shared: &Shared, result_too: bool) -> Self {
+        for name in [
+            &mut self.send,
+            &mut self.reg_sink,
+            &mut self.reg_source,
+            &mut self.sub_join,
+            &mut self.foreign_join,
+            &mut self.resp_sink,
+            &mut self.resp_source,
+        ] {
+            *name = shared.name(Some(name), "", "");
+        }
+        if result_too {
+            self.result = shared.name(Some(&self.result), "", "");
+        }
+        self
+    }
+
+    /// Kafka Streams' names of a join whose `TableJoined` is unnamed, taking thirteen
+    /// values of its counter in its order (fourteen without a result store name `given`).
+    /// Kafka Streams has two nodes more than this crate (a second subscription processor
+    /// and the response resolver, whose work the subscription join and the result node do
+    /// here): their values are taken unused. Kafka Streams keeps no result store for an
+    /// unnamed `Materialized`; this crate needs one, named as Kafka Streams would have
+    /// named it.
+    fn kafka(shared: &Shared, given: Option<&str>) -> Self {
+        // In Kafka Streams' order; the second subscription processor and the response
+        // resolver are Kafka Streams' nodes this crate does without.
+        let [
+            reg_topic,
+            send,
+            reg_sink,
+            reg_source,
+            sub_store,
+            sub_join,
+            _join_foreign,
+            foreign_join,
+            resp_topic,
+            resp_sink,
+            resp_source,
+            _resolver,
+            result,
+        ] = [
+            "KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-",
+            "KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-",
+            "KTABLE-SINK-",
+            "KTABLE-SOURCE-",
+            "KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-",
+            "KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-",
+            "KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-",
+            "KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-",
+            "KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-",
+            "KTABLE-SINK-",
+            "KTABLE-SOURCE-",
+            "KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-",
+            "KTABLE-FK-JOIN-OUTPUT-",
+        ]
+        .map(|prefix| shared.kafka_name(prefix).unwrap_or_default());
+        let result_store = match given {
+            Some(g) => g.to_owned(),
+            None => shared
+                .kafka_name("KTABLE-FK-JOIN-OUTPUT-STATE-STORE-")
+                .unwrap_or_default(),
+        };
+        Self {
+            send,
+            reg_sink,
+            reg_source,
+            sub_join,
+            foreign_join,
+            resp_sink,
+            resp_source,
+            reg_topic: format!("{reg_topic}-topic"),
+            resp_topic: format!("{resp_topic}-topic"),
+            sub_store,
+            result_store,
+            result,
+        }
     }
 }

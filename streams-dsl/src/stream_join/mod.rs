@@ -174,7 +174,14 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         VR: Clone + 'static,
     {
         let shared = &self.shared;
-        let node = self.child_name(op);
+        let kafka = shared.kafka_names();
+        // Under Kafka Streams' names the nodes are named after any repartitioning, as
+        // Kafka Streams does; until then problems are reported against a provisional name.
+        let mut node = match (kafka, &self.next_name) {
+            (true, Some(n)) => n.clone(),
+            (true, None) => format!("{}-{op}", self.node),
+            (false, _) => self.child_name(op),
+        };
         let node_named = self.next_name.is_some();
         let outer = joiners.unmatched.is_some();
         shared.check_named(node_named || joined.names_given(outer), &node, "a store");
@@ -202,19 +209,30 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             shared.check_named(node_named, &node, "a repartition topic");
         }
         // A side whose unmatched records are emitted takes records with a null key.
-        let left = co_partitioned(self, &node, "left", &ks, &v1s, joiners.unmatched.is_some());
-        let right = co_partitioned(other, &node, "right", &ks, &v2s, joiners.right_outer);
+        // Kafka Streams names an unnamed join's repartition topics after the streams' nodes.
+        let prefix = (!kafka || node_named).then_some(node.as_str());
+        let left = co_partitioned(self, prefix, "left", &ks, &v1s, joiners.unmatched.is_some());
+        let right = co_partitioned(other, prefix, "right", &ks, &v2s, joiners.right_outer);
 
+        let outer_kinds = (joiners.unmatched.is_some(), joiners.right_outer);
+        let (this_side, other_side, generated) = if kafka {
+            let names = KafkaJoinNames::take(shared, self.next_name.as_deref(), outer_kinds);
+            node = shared.name(Some(&names.merge), "", "");
+            (names.this.clone(), names.other.clone(), Some(names))
+        } else {
+            (format!("{node}-this"), format!("{node}-other"), None)
+        };
+        let this_side = shared.name(Some(&this_side), "", "");
+        let other_side = shared.name(Some(&other_side), "", "");
         let stores = add_stores(
             self,
             &node,
+            generated.as_ref(),
             &joined,
             &windows,
-            (joiners.unmatched.is_some(), joiners.right_outer),
+            outer_kinds,
             (&ks, &v1s, &v2s),
         );
-        let this_side = shared.name(Some(&format!("{node}-this")), "", "");
-        let other_side = shared.name(Some(&format!("{node}-other")), "", "");
         let join_id = JOIN_IDS.fetch_add(1, Ordering::Relaxed);
         let outer_params = joiners.unmatched.map(|unmatched| OuterParams {
             store: stores.outer.clone().unwrap_or_default(),
@@ -323,11 +341,86 @@ fn add_side<K, VT, VO, V1, V2, VR>(
     );
 }
 
+/// The names Kafka Streams gives a stream-stream join's nodes and, unless the
+/// `StreamJoined` names them, its stores. Kafka Streams has two more nodes (one writing each
+/// side's window store) whose counter values are taken here unused: this crate's side
+/// nodes write their own store.
+struct KafkaJoinNames {
+    this: String,
+    other: String,
+    merge: String,
+    /// The generated names the stores are named after (`<name>-store`).
+    this_generated: String,
+    other_generated: String,
+}
+
+impl KafkaJoinNames {
+    /// Takes the names in Kafka Streams' order, for a join named `named` (`Named`), whose
+    /// left and right sides may go out unmatched as `outer`.
+    fn take(shared: &Shared, named: Option<&str>, (left_outer, right_outer): (bool, bool)) -> Self {
+        let generate = |prefix: &str| shared.kafka_name(prefix).unwrap_or_default();
+        let _this_windowed = generate("KSTREAM-WINDOWED-");
+        let _other_windowed = generate("KSTREAM-WINDOWED-");
+        let this_generated = generate(if right_outer {
+            "KSTREAM-OUTERTHIS-"
+        } else {
+            "KSTREAM-JOINTHIS-"
+        });
+        let other_generated = generate(if left_outer {
+            "KSTREAM-OUTEROTHER-"
+        } else {
+            "KSTREAM-JOINOTHER-"
+        });
+        let merge = generate("KSTREAM-MERGE-");
+        let this_suffix = if right_outer {
+            "-outer-this-join"
+        } else {
+            "-this-join"
+        };
+        let other_suffix = if left_outer {
+            "-outer-other-join"
+        } else {
+            "-other-join"
+        };
+        match named {
+            Some(n) => Self {
+                this: format!("{n}{this_suffix}"),
+                other: format!("{n}{other_suffix}"),
+                merge: format!("{n}-merge"),
+                this_generated,
+                other_generated,
+            },
+            None => Self {
+                this: this_generated.clone(),
+                other: other_generated.clone(),
+                merge,
+                this_generated,
+                other_generated,
+            },
+        }
+    }
+
+    /// The store names of an unnamed `StreamJoined`: each side's window store, and the
+    /// shared store of unmatched records (`KSTREAM-OUTERSHARED-<n>-store`, `n` the counter
+    /// value of this side's name).
+    fn stores(&self) -> (String, String, String) {
+        let shared = match self.this_generated.rsplit_once('-') {
+            Some((_, n)) => format!("KSTREAM-OUTERSHARED-{n}-store"),
+            None => format!("{}-shared-store", self.this_generated),
+        };
+        (
+            format!("{}-store", self.this_generated),
+            format!("{}-store", self.other_generated),
+            shared,
+        )
+    }
+}
+
 /// `stream`, or (when its key changed upstream) `stream` through the repartition topic
-/// `<join>-<side>-repartition`.
+/// `<join>-<side>-repartition` (without `join`: named after the stream's node).
 fn co_partitioned<K: Clone + 'static, V: Clone + 'static>(
     stream: &KStream<K, V>,
-    join: &str,
+    join: Option<&str>,
     side: &str,
     key_serde: &DynSerde<K>,
     value_serde: &DynSerde<V>,
@@ -339,7 +432,7 @@ fn co_partitioned<K: Clone + 'static, V: Clone + 'static>(
     let mut s = stream.clone();
     s.key_serde = Some(key_serde.clone());
     s.value_serde = Some(value_serde.clone());
-    s.next_name = Some(format!("{join}-{side}"));
+    s.next_name = join.map(|join| format!("{join}-{side}"));
     s.through_topic("group", None, keep_null_keys)
 }
 
@@ -347,6 +440,7 @@ fn co_partitioned<K: Clone + 'static, V: Clone + 'static>(
 fn add_stores<K, V1, V2, X>(
     stream: &KStream<K, X>,
     node: &str,
+    generated: Option<&KafkaJoinNames>,
     joined: &StreamJoined<K, V1, V2>,
     windows: &JoinWindows,
     (left_outer, right_outer): (bool, bool),
@@ -358,23 +452,30 @@ where
     V2: 'static,
 {
     // Kafka Streams' names: a side whose records can go out unmatched is an "outer" store.
+    // Under Kafka Streams' names an unnamed `StreamJoined` gets generated store names.
+    let generated = generated
+        .filter(|_| joined.store_name.is_none())
+        .map(KafkaJoinNames::stores);
     let base = joined.store_name.clone().unwrap_or_else(|| node.to_owned());
     let outer_prefix = |outer: bool| if outer { "-outer" } else { "" };
-    let this = joined
-        .this_store
-        .clone()
-        .unwrap_or_else(|| format!("{base}{}-this-join-store", outer_prefix(right_outer)));
-    let other = joined
-        .other_store
-        .clone()
-        .unwrap_or_else(|| format!("{base}{}-other-join-store", outer_prefix(left_outer)));
+    let this = joined.this_store.clone().unwrap_or_else(|| match &generated {
+        Some((this, _, _)) => this.clone(),
+        None => format!("{base}{}-this-join-store", outer_prefix(right_outer)),
+    });
+    let other = joined.other_store.clone().unwrap_or_else(|| match &generated {
+        Some((_, other, _)) => other.clone(),
+        None => format!("{base}{}-other-join-store", outer_prefix(left_outer)),
+    });
     let retention = Duration::from_millis(windows.retention_ms().unsigned_abs());
     let size = Duration::from_millis(windows.size_ms().unsigned_abs());
     let (persistent, logging) = (joined.persistent, joined.logging);
     let this_builder = window_store(this, (retention, size), (persistent, logging), ks, v1s);
     let other_builder = window_store(other, (retention, size), (persistent, logging), ks, v2s);
     let shared_kind = if right_outer { "outer" } else { "left" };
-    let outer = left_outer.then(|| format!("{base}-{shared_kind}-shared-join-store"));
+    let outer = left_outer.then(|| match &generated {
+        Some((_, _, shared)) => shared.clone(),
+        None => format!("{base}-{shared_kind}-shared-join-store"),
+    });
     stream.shared.with(|t| {
         let this = t.window_store(this_builder);
         let other = t.window_store(other_builder);

@@ -22,16 +22,20 @@ mod processor;
 use std::sync::Arc;
 use std::time::Duration;
 
-use streams_core::Stores;
+use streams_core::{ProcessorContext, ProcessorError, Stores};
 use streams_state::serde::BytesSerde;
 use streams_state::{Serde, SerdeError};
 
+use crate::change::Change;
 use crate::dyn_serde::{DynSerde, dyn_serde};
 use crate::error::DslIssue;
+use crate::kstream::KStream;
 use crate::ktable::KTable;
+use crate::processors::FromChanges;
 use crate::windowed::Windowed;
 use crate::windowed::millis;
 use processor::SuppressProcessor;
+use streams_state::serde::NullableSerde;
 
 /// The buffer time of a key, when it is not the record's timestamp.
 type TimeFn<K> = Arc<dyn Fn(&K) -> i64 + Send + Sync>;
@@ -201,11 +205,29 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
     /// This table's updates held back by `suppressed`: only the latest update per key is
     /// forwarded, when its time comes. The result is not materialized.
     pub fn suppress(&self, suppressed: Suppressed<K>) -> KTable<K, V> {
-        let updates = self.to_stream();
-        let node = self
-            .shared
-            .name(suppressed.name.as_deref(), &self.node, "suppress");
-        let store = format!("{node}-store");
+        // Kafka Streams' suppression reads the table's changes with no node between.
+        let direct = self.shared.kafka_names() && self.changes.is_some();
+        let updates = if direct {
+            let value_serde = self.value_serde.clone().map(|vs| dyn_serde(NullableSerde(vs)));
+            KStream::new(
+                self.shared.clone(),
+                self.node.clone(),
+                self.key_serde.clone(),
+                value_serde,
+            )
+        } else {
+            self.to_stream()
+        };
+        // A named suppression takes no value of Kafka Streams' counter.
+        let node = match &suppressed.name {
+            Some(n) => self.shared.name(Some(n), "", ""),
+            None => self.shared.table_name(None, &self.node, "suppress"),
+        };
+        let store = match &suppressed.name {
+            None => self.shared.kafka_name("KTABLE-SUPPRESS-STATE-STORE-"),
+            Some(_) => None,
+        }
+        .unwrap_or_else(|| format!("{node}-store"));
         let invalid = |reason: &'static str| DslIssue::InvalidSuppression {
             operator: node.clone(),
             reason,
@@ -239,23 +261,28 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         let (buffer, time_of, store_name, name) =
             (suppressed.buffer, suppressed.time_of, store.clone(), node.clone());
         let (key_serde, value_serde) = (ks.clone(), vs.clone());
-        self.shared.processor_with(
-            &node,
-            move |ctx| {
-                Ok(SuppressProcessor::<K, V> {
-                    node: name.clone(),
-                    buffer: buffer::Buffer::new(ctx.kv_store::<BytesSerde, BytesSerde>(&store_name)?),
-                    key_serde: key_serde.clone(),
-                    value_serde: value_serde.clone(),
-                    time_of: time_of.clone(),
-                    limit_ms,
-                    config: buffer,
-                    drop_deletions,
-                    observed: crate::windowed::NO_TIMESTAMP,
-                })
-            },
-            &updates.node,
-        );
+        let make = move |ctx: &mut ProcessorContext<'_, K, Option<V>>| {
+            Ok::<_, ProcessorError>(SuppressProcessor::<K, V> {
+                node: name.clone(),
+                buffer: buffer::Buffer::new(ctx.kv_store::<BytesSerde, BytesSerde>(&store_name)?),
+                key_serde: key_serde.clone(),
+                value_serde: value_serde.clone(),
+                time_of: time_of.clone(),
+                limit_ms,
+                config: buffer,
+                drop_deletions,
+                observed: crate::windowed::NO_TIMESTAMP,
+            })
+        };
+        if direct {
+            self.shared.processor_with::<_, K, Change<V>, K, Option<V>>(
+                &node,
+                move |ctx| Ok(FromChanges(make(ctx)?)),
+                &updates.node,
+            );
+        } else {
+            self.shared.processor_with(&node, make, &updates.node);
+        }
         let (header, format) = buffer::FORMAT_HEADER;
         self.shared.store(
             Stores::in_memory_kv(store, BytesSerde, BytesSerde).with_changelog_header(header, format),

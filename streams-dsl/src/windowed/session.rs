@@ -77,6 +77,7 @@ impl<K: Clone + PartialEq + 'static, V: Clone + 'static> SessionWindowedKStream<
 
     /// The number of records per key and session; merged sessions add up.
     pub fn count(&self, materialized: Materialized<K, u64>) -> KTable<Windowed<K>, u64> {
+        self.grouped.count_burn(&materialized);
         let materialized = if materialized.value_serde.is_none() {
             materialized.with_value_serde(U64Serde)
         } else {
@@ -144,9 +145,11 @@ impl<K: Clone + PartialEq + 'static, V: Clone + 'static> SessionWindowedKStream<
         materialized: Materialized<K, A>,
         value_fallback: Option<DynSerde<A>>,
     ) -> KTable<Windowed<K>, A> {
-        let s = self.grouped.stream();
+        let (s, node, materialized) =
+            self.grouped
+                .aggregation(op, materialized, crate::grouped::store_prefix(op));
+        let s = &s;
         let windows = self.windows;
-        let node = s.aggregation_node(op, &materialized);
         let least_ms = windows.min_retention_ms();
         let retention_ms = materialized.retention.map_or(least_ms, millis);
         if retention_ms < least_ms {

@@ -138,6 +138,9 @@ macro_rules! windowed_ops {
 
             /// The number of records per key and window.
             pub fn count(&self, materialized: Materialized<K, u64>) -> KTable<Windowed<K>, u64> {
+                if $count == "windowed_count" {
+                    self.grouped.count_burn(&materialized);
+                }
                 let update: UpdateFn<K, V, u64> = Arc::new(|_, _, old| old.unwrap_or(0) + 1);
                 build(
                     &self.grouped,
@@ -223,8 +226,8 @@ where
     V: Clone + 'static,
     A: Clone + 'static,
 {
-    let s = grouped.stream();
-    let node = s.aggregation_node(op, &materialized);
+    let (s, node, materialized) = grouped.aggregation(op, materialized, crate::grouped::store_prefix(op));
+    let s = &s;
     let reduce = op.ends_with("reduce");
     if let Kind::Time(w) = kind
         && !w.valid()

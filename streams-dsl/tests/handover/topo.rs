@@ -18,6 +18,11 @@ pub const FINAL_WINDOW: Duration = Duration::from_secs(5);
 pub enum Topo {
     /// A count per key, in the store `counts`.
     Count,
+    /// A count per key after a key-selecting step, every step unnamed: both sides generate
+    /// Kafka Streams' names (this runtime with `with_kafka_streams_names`), so the store is
+    /// `KSTREAM-AGGREGATE-STATE-STORE-0000000003` and it is fed through the repartition topic
+    /// named after it.
+    UnnamedCount,
     /// A count per key and 10-second window (an hour of grace), in the store `wcounts`.
     WindowedCount,
     /// A count per key and session of 5 s inactivity (an hour of grace), in the store
@@ -75,6 +80,7 @@ impl Topo {
     pub fn java_name(self) -> &'static str {
         match self {
             Self::Count => "count",
+            Self::UnnamedCount => "unnamed-count",
             Self::WindowedCount => "windowed-count",
             Self::SessionCount => "session-count",
             Self::TableRegroup => "table-regroup-count",
@@ -93,6 +99,7 @@ impl Topo {
     pub fn store(self) -> &'static str {
         match self {
             Self::Count => "counts",
+            Self::UnnamedCount => "KSTREAM-AGGREGATE-STATE-STORE-0000000003",
             Self::WindowedCount => "wcounts",
             Self::SessionCount => "scounts",
             Self::TableRegroup => "gcounts",
@@ -348,7 +355,7 @@ fn counts_after(topo: Topo, n: usize) -> BTreeMap<String, u64> {
         let (key, at) = input(topo, 0, i);
         // Every input of a key in a window has the same time: one session per window.
         let key = match topo {
-            Topo::Count => key,
+            Topo::Count | Topo::UnnamedCount => key,
             Topo::SuppressedCount | Topo::EmitFinalCount if !closed(at) => continue,
             Topo::WindowedCount | Topo::SuppressedCount | Topo::EmitFinalCount => {
                 format!("{key}@{}", at - at % size)

@@ -269,6 +269,7 @@ public final class DescribeTopologies {
         cases.put("dsl-stream-table-join", DescribeTopologies::dslStreamTableJoin);
         cases.put("dsl-table-table-join", DescribeTopologies::dslTableTableJoin);
         cases.put("dsl-global-table-join", DescribeTopologies::dslGlobalTableJoin);
+        GeneratedNames.register(cases);
         final StringBuilder out = new StringBuilder();
         for (final Map.Entry<String, Supplier<Topology>> c : cases.entrySet()) {
             out.append("=== BEGIN ").append(c.getKey()).append(" ===\n");

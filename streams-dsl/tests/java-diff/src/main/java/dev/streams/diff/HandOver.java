@@ -120,6 +120,12 @@ public final class HandOver {
                             .withValueSerde(Serdes.Long()))
                     .toStream()
                     .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+            case "unnamed-count" -> stream(b, input)
+                    .selectKey((k, v) -> k)
+                    .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+                    .count(Materialized.with(Serdes.String(), Serdes.Long()))
+                    .toStream()
+                    .to(output, Produced.with(Serdes.String(), Serdes.Long()));
             case "windowed-count" -> stream(b, input)
                     .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
                     .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofHours(1)))
