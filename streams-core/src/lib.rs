@@ -74,8 +74,9 @@ pub use runtime::{
     EmbeddedKafka, GroupProtocol, KafkaStreams, NeededTopic, State, ThreadFailureResponse, TopicCheck,
 };
 pub use topology::{
-    ConnectableStore, NodeRef, OffsetReset, SessionStoreRef, SinkConfig, SourceConfig, SourceValues,
-    StoreRef, Topology, TopologyBuilder, TopologyDescription, VersionedStoreRef, WindowStoreRef,
+    ConnectableStore, DescribedNames, NameDifferences, NodeRef, OffsetReset, SessionStoreRef, SinkConfig,
+    SourceConfig, SourceValues, StoreRef, Topology, TopologyBuilder, TopologyDescription, VersionedStoreRef,
+    WindowStoreRef,
 };
 
 /// The state-store crate, re-exported: stores, builders, serdes.

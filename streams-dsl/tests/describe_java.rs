@@ -443,27 +443,10 @@ fn check(name: &str) {
         expected = rename(&expected, r.kafka, r.ours);
     }
     let ours = (case.build)().describe().to_string();
-    let stores_and_topics = generated_names::STORES_AND_TOPICS_ONLY.contains(&name);
-    if generated_names::NAMES_ONLY.contains(&name) || stores_and_topics {
-        let names = |text: &str| {
-            let mut names = generated_names::names(text);
-            if stores_and_topics {
-                // Kafka Streams keeps no store for the result of a foreign-key join with an
-                // unnamed `Materialized`; this crate keeps one, under the name Kafka
-                // Streams takes for it (docs/dsl.md, "Kafka Streams' generated names").
-                names.retain(|n| {
-                    (n.starts_with("store ") || n.starts_with("topic "))
-                        && !n.starts_with("store KTABLE-FK-JOIN-OUTPUT-STATE-STORE-")
-                });
-            }
-            names
-        };
-        let (kafka, ours) = (names(&expected), names(&ours));
-        let missing: Vec<_> = kafka.difference(&ours).collect();
-        let extra: Vec<_> = ours.difference(&kafka).collect();
+    if let Some(diff) = generated_names::by_names(name, &(case.build)().describe(), &expected) {
         assert!(
-            missing.is_empty() && extra.is_empty(),
-            "{name}: names differ from Kafka Streams 4.4.0\nonly in Kafka Streams: {missing:?}\nonly here: {extra:?}"
+            diff.is_empty(),
+            "{name}: names differ from Kafka Streams 4.4.0 (NameDifferences)\n{diff}"
         );
         return;
     }

@@ -1,5 +1,6 @@
 //! `describe()`: the topology in Kafka Streams' text format.
 
+mod names;
 mod order;
 
 use std::collections::HashMap;
@@ -7,6 +8,7 @@ use std::fmt;
 
 use super::Topology;
 use super::spec::{NodeKind, SinkTarget};
+pub use names::{DescribedNames, NameDifferences};
 use order::{DEFAULT_CAPACITY, NodeSet, compare_nodes, copy_capacity, hash_set_order};
 
 /// One node as described.

@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 
 pub use crate::processor::{ConnectableStore, SessionStoreRef, StoreRef, VersionedStoreRef, WindowStoreRef};
 pub use builder::{SinkConfig, SourceConfig, TopologyBuilder};
-pub use describe::TopologyDescription;
+pub use describe::{DescribedNames, NameDifferences, TopologyDescription};
 pub use spec::{OffsetReset, SourceValues, TimestampExtractor};
 pub use typed::NodeRef;
 
