@@ -10,9 +10,9 @@
 //! count over everything so far, which only holds if each side read the other's changelog
 //! (keys, values and timestamps) and offsets; and no internal topic may appear that Kafka
 //! Streams does not create. The topologies: a count (a timestamped key-value store), a
-//! count of unnamed steps after a key-selecting one (Kafka Streams' generated names for
-//! the store, its changelog and the repartition topic, which this runtime generates under
-//! `with_kafka_streams_names`), a
+//! count of unnamed steps after a key-selecting one and a re-grouped table count of unnamed
+//! steps (Kafka Streams' generated names for the stores, their changelogs and the
+//! repartition topic, which this runtime generates under `with_kafka_streams_names`), a
 //! windowed count (a timestamped window store, time-windowed keys on the output topic), a
 //! session count (a session store, session-windowed keys), a re-grouped table count (a
 //! repartition topic of table changes), a table-table join (two table stores) and a
@@ -96,7 +96,7 @@ impl Run {
 
     /// This runtime's application, not started: the same DSL topology and store names.
     fn rust(&self, state: &std::path::Path) -> KafkaStreams {
-        let b = if self.topo == Topo::UnnamedCount {
+        let b = if matches!(self.topo, Topo::UnnamedCount | Topo::UnnamedTableRegroup) {
             StreamsBuilder::new().with_kafka_streams_names()
         } else {
             StreamsBuilder::new()
@@ -169,6 +169,15 @@ impl Run {
                     &self.output,
                     Produced::with(SessionWindowedSerde::new(StringSerde), NullableSerde(U64Serde)),
                 ),
+            Topo::UnnamedTableRegroup => b
+                .table(&self.input, Materialized::with(StringSerde, StringSerde))
+                .group_by(
+                    |k: &String, v: &String| (v.clone(), k.clone()),
+                    Grouped::with(StringSerde, StringSerde),
+                )
+                .count(Materialized::with(StringSerde, U64Serde))
+                .to_stream()
+                .to(&self.output, Produced::with(StringSerde, NullableSerde(U64Serde))),
             Topo::TableRegroup => b
                 .table(&self.input, strings("latest"))
                 .group_by(
@@ -327,6 +336,7 @@ impl Run {
                 Topo::Count
                 | Topo::UnnamedCount
                 | Topo::TableRegroup
+                | Topo::UnnamedTableRegroup
                 | Topo::TableJoin
                 | Topo::StreamJoin
                 | Topo::FkJoin
@@ -450,6 +460,14 @@ fn a_regrouped_table_count_moves_from_kafka_streams_to_this_runtime_and_back() {
     hand_over(
         "a_regrouped_table_count_moves_from_kafka_streams_to_this_runtime_and_back",
         Topo::TableRegroup,
+    );
+}
+
+#[test]
+fn an_unnamed_regrouped_table_count_moves_from_kafka_streams_to_this_runtime_and_back() {
+    hand_over(
+        "an_unnamed_regrouped_table_count_moves_from_kafka_streams_to_this_runtime_and_back",
+        Topo::UnnamedTableRegroup,
     );
 }
 

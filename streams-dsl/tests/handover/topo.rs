@@ -31,6 +31,10 @@ pub enum Topo {
     /// The input read as a table (`latest`), re-grouped by value through the repartition
     /// topic `by-group`, and the keys per group counted in the store `gcounts`.
     TableRegroup,
+    /// As [`Topo::TableRegroup`], every step unnamed: the table's store is
+    /// `<input>-STATE-STORE-0000000000`, the count's `KTABLE-AGGREGATE-STATE-STORE-0000000004`,
+    /// and the repartition topic is named after it.
+    UnnamedTableRegroup,
     /// The input and `<input>-right` read as tables (`left`, `right`) and joined: String
     /// values `left+right`.
     TableJoin,
@@ -84,6 +88,7 @@ impl Topo {
             Self::WindowedCount => "windowed-count",
             Self::SessionCount => "session-count",
             Self::TableRegroup => "table-regroup-count",
+            Self::UnnamedTableRegroup => "unnamed-table-regroup-count",
             Self::TableJoin => "table-join",
             Self::StreamJoin => "stream-join",
             Self::FkJoin => "fk-join",
@@ -103,6 +108,7 @@ impl Topo {
             Self::WindowedCount => "wcounts",
             Self::SessionCount => "scounts",
             Self::TableRegroup => "gcounts",
+            Self::UnnamedTableRegroup => "KTABLE-AGGREGATE-STATE-STORE-0000000004",
             Self::TableJoin => "left",
             Self::StreamJoin => "sj-this-join-store",
             Self::FkJoin => "fk-subscription-store",
@@ -332,7 +338,7 @@ pub fn values_after(topo: Topo, n: usize) -> BTreeMap<String, String> {
 /// The counts after the first `n` inputs, keyed as the test's `Run::last_values` keys them.
 fn counts_after(topo: Topo, n: usize) -> BTreeMap<String, u64> {
     let mut counts = BTreeMap::new();
-    if topo == Topo::TableRegroup {
+    if matches!(topo, Topo::TableRegroup | Topo::UnnamedTableRegroup) {
         // The keys of the table per group, as they are after each update.
         let mut latest = BTreeMap::new();
         for i in 0..n {

@@ -164,6 +164,11 @@ public final class HandOver {
                             .withValueSerde(Serdes.Long()))
                     .toStream()
                     .to(output, Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
+            case "unnamed-table-regroup-count" -> b.table(input, Consumed.with(Serdes.String(), Serdes.String()))
+                    .groupBy((k, v) -> KeyValue.pair(v, k), Grouped.with(Serdes.String(), Serdes.String()))
+                    .count(Materialized.with(Serdes.String(), Serdes.Long()))
+                    .toStream()
+                    .to(output, Produced.with(Serdes.String(), Serdes.Long()));
             case "table-regroup-count" -> table(b, input, "latest")
                     .groupBy((k, v) -> KeyValue.pair(v, k), Grouped.with("by-group", Serdes.String(), Serdes.String()))
                     .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("gcounts")
