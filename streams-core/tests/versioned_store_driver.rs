@@ -1,6 +1,7 @@
 //! A versioned store in a topology, in the test driver: prices are kept with their
 //! history; each order is priced as of its own timestamp, so a late order gets the price
 //! that held when it was placed, and an order older than the history retention gets none.
+//! Its changelog is Kafka Streams': one record per version, at the version's timestamp.
 
 use std::time::Duration;
 
@@ -40,8 +41,9 @@ impl Processor<String, u64, String, u64> for PriceOrder {
     }
 }
 
-#[test]
-fn orders_are_priced_as_of_their_own_time() {
+/// The topology of the tests: prices kept in the versioned store `price-history` (60 s of
+/// history), orders priced as of their time and written to `totals`.
+fn pricing() -> Topology {
     let mut b = Topology::builder();
     let prices = b.source("prices", SourceConfig::new(["prices"], StringSerde, U64Serde));
     let orders = b.source("orders", SourceConfig::new(["orders"], StringSerde, U64Serde));
@@ -73,7 +75,12 @@ fn orders_are_priced_as_of_their_own_time() {
         streams_core::SinkConfig::topic("totals", StringSerde, U64Serde),
         [&price],
     );
-    let driver = TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap();
+    b.build().unwrap()
+}
+
+#[test]
+fn orders_are_priced_as_of_their_own_time() {
+    let driver = TopologyTestDriver::new(pricing(), DriverConfig::default()).unwrap();
 
     let prices = driver.input_topic("prices", StringSerde, U64Serde);
     let orders = driver.input_topic("orders", StringSerde, U64Serde);
@@ -92,4 +99,36 @@ fn orders_are_priced_as_of_their_own_time() {
         .map(|r| (r.value, r.timestamp))
         .collect();
     assert_eq!(got, [(40, 101_000), (30, 50_000)]);
+}
+
+#[test]
+fn the_changelog_has_one_record_per_version_at_its_time() {
+    let driver = TopologyTestDriver::new(pricing(), DriverConfig::default()).unwrap();
+    let prices = driver.input_topic("prices", StringSerde, U64Serde);
+    prices.pipe_at("apple".into(), 10, 1_000).unwrap();
+    prices.pipe_at("pear".into(), 7, 5_000).unwrap();
+    prices.pipe_at("apple".into(), 11, 3_000).unwrap(); // out of order
+    // Far enough ahead to remove apple's version at 1 000 when apple is written again.
+    prices.pipe_at("apple".into(), 20, 100_000).unwrap();
+    let changelog = driver.output_topic(
+        "test-driver-price-history-changelog",
+        StringSerde,
+        streams_core::state::serde::NullableSerde(U64Serde),
+    );
+    let got: Vec<_> = changelog
+        .read_records()
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.key, r.value, r.timestamp))
+        .collect();
+    // No record of the stream time, none of the removed version: Kafka Streams' records.
+    assert_eq!(
+        got,
+        [
+            ("apple".to_owned(), Some(10), 1_000),
+            ("pear".to_owned(), Some(7), 5_000),
+            ("apple".to_owned(), Some(11), 3_000),
+            ("apple".to_owned(), Some(20), 100_000),
+        ]
+    );
 }

@@ -10,7 +10,8 @@
 //! count over everything so far, which only holds if each side read the other's changelog
 //! (keys, values and timestamps) and offsets; and no internal topic may appear that Kafka
 //! Streams does not create. The topologies: a count (a timestamped key-value store), a
-//! count of unnamed steps after a key-selecting one and a re-grouped table count of unnamed
+//! versioned store read as of each record's time (Processor API; one changelog record per
+//! version, at its time), a count of unnamed steps after a key-selecting one and a re-grouped table count of unnamed
 //! steps (Kafka Streams' generated names for the stores, their changelogs and the
 //! repartition topic, which this runtime generates under `with_kafka_streams_names`), a
 //! windowed count (a timestamped window store, time-windowed keys on the output topic), a
@@ -43,19 +44,18 @@ use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use common::java::{self, JavaProgram, Outcome};
-use streams_core::serdes::{StringSerde, U64Serde};
+use streams_core::serdes::StringSerde;
 use streams_core::state::Serde as _;
-use streams_core::state::serde::NullableSerde;
 use streams_core::{KafkaStreams, State};
-use streams_dsl::{
-    BufferConfig, Consumed, EmitStrategy, Grouped, JoinWindows, Materialized, Produced, SessionWindowedSerde,
-    SessionWindows, StreamJoined, StreamsBuilder, Suppressed, TimeWindows, WindowedSerde,
-};
+use streams_dsl::{SessionWindowedSerde, WindowedSerde};
 use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
-use topo::{FINAL_WINDOW, PER_THIRD, Topo, WINDOW, input_on, value, values_after};
+use topo::{PER_THIRD, Topo, WINDOW, input_on, value, values_after};
 
 #[path = "handover/topo.rs"]
 mod topo;
+
+#[path = "handover/twin.rs"]
+mod twin;
 
 const AT_LEAST_ONCE: &str = "at_least_once";
 const EXACTLY_ONCE: &str = "exactly_once_v2";
@@ -94,181 +94,16 @@ impl Run {
         program.build_and_run()
     }
 
-    /// This runtime's application, not started: the same DSL topology and store names.
+    /// This runtime's application, not started: the same topology and store names.
     fn rust(&self, state: &std::path::Path) -> KafkaStreams {
-        let b = if matches!(self.topo, Topo::UnnamedCount | Topo::UnnamedTableRegroup) {
-            StreamsBuilder::new().with_kafka_streams_names()
-        } else {
-            StreamsBuilder::new()
-        };
-        // A topic read as a stream of Strings.
-        let stream = |topic: &str| b.stream([topic], Consumed::with(StringSerde, StringSerde));
-        let grouped = || stream(&self.input).group_by_key(Grouped::new());
-        let counts = Materialized::as_(self.topo.store());
-        // A String table's store.
-        let strings = |store: &str| {
-            Materialized::as_(store)
-                .with_key_serde(StringSerde)
-                .with_value_serde(StringSerde)
-        };
-        // The input and `<input>-right` as String tables in the stores `left` and `right`.
-        let tables = || {
-            (
-                b.table(&self.input, strings("left")),
-                b.table(&self.right(), strings("right")),
-            )
-        };
-        match self.topo {
-            Topo::Count => grouped()
-                .count(counts)
-                .to_stream()
-                .to(&self.output, Produced::with(StringSerde, NullableSerde(U64Serde))),
-            Topo::UnnamedCount => stream(&self.input)
-                .select_key(|k: &String, _: &String| k.clone())
-                .group_by_key(Grouped::with(StringSerde, StringSerde))
-                .count(Materialized::with(StringSerde, U64Serde))
-                .to_stream()
-                .to(&self.output, Produced::with(StringSerde, NullableSerde(U64Serde))),
-            Topo::WindowedCount => grouped()
-                .windowed_by(TimeWindows::of_size_with_grace(WINDOW, Duration::from_secs(3600)))
-                .count(counts)
-                .to_stream()
-                .to(
-                    &self.output,
-                    Produced::with(WindowedSerde::new(StringSerde, WINDOW), NullableSerde(U64Serde)),
-                ),
-            Topo::SuppressedCount => grouped()
-                .windowed_by(TimeWindows::of_size_no_grace(WINDOW))
-                .count(Materialized::as_("wcounts"))
-                .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()).with_name("sup"))
-                .to_stream()
-                .to(
-                    &self.output,
-                    Produced::with(WindowedSerde::new(StringSerde, WINDOW), NullableSerde(U64Serde)),
-                ),
-            Topo::EmitFinalCount => grouped()
-                .windowed_by(TimeWindows::of_size_no_grace(FINAL_WINDOW))
-                .emit_strategy(EmitStrategy::on_window_close())
-                .count(Materialized::as_("ecounts").with_retention(Duration::from_secs(3600)))
-                .to_stream()
-                .to(
-                    &self.output,
-                    Produced::with(
-                        WindowedSerde::new(StringSerde, FINAL_WINDOW),
-                        NullableSerde(U64Serde),
-                    ),
-                ),
-            Topo::SessionCount => grouped()
-                .windowed_by_session(SessionWindows::of_inactivity_gap_with_grace(
-                    Duration::from_secs(5),
-                    Duration::from_secs(3600),
-                ))
-                .count(counts)
-                .to_stream()
-                .to(
-                    &self.output,
-                    Produced::with(SessionWindowedSerde::new(StringSerde), NullableSerde(U64Serde)),
-                ),
-            Topo::UnnamedTableRegroup => b
-                .table(&self.input, Materialized::with(StringSerde, StringSerde))
-                .group_by(
-                    |k: &String, v: &String| (v.clone(), k.clone()),
-                    Grouped::with(StringSerde, StringSerde),
-                )
-                .count(Materialized::with(StringSerde, U64Serde))
-                .to_stream()
-                .to(&self.output, Produced::with(StringSerde, NullableSerde(U64Serde))),
-            Topo::TableRegroup => b
-                .table(&self.input, strings("latest"))
-                .group_by(
-                    |k: &String, v: &String| (v.clone(), k.clone()),
-                    Grouped::with(StringSerde, StringSerde).named("by-group"),
-                )
-                .count(counts)
-                .to_stream()
-                .to(&self.output, Produced::with(StringSerde, NullableSerde(U64Serde))),
-            Topo::TableJoin => {
-                let (left, right) = tables();
-                left.join(&right, |_, l: String, r: String| format!("{l}+{r}"))
-                    .to_stream()
-                    .to(
-                        &self.output,
-                        Produced::with(StringSerde, NullableSerde(StringSerde)),
-                    );
-            }
-            Topo::FkJoin => {
-                let (left, right) = tables();
-                left.join_foreign(
-                    &right,
-                    |v: &String| format!("k{}", &v[1..]),
-                    |l, r| format!("{l}+{r}"),
-                    Materialized::as_("fk").with_value_serde(StringSerde),
-                )
-                .to_stream()
-                .to(
-                    &self.output,
-                    Produced::with(StringSerde, NullableSerde(StringSerde)),
-                );
-            }
-            Topo::StreamTable => {
-                let table = b.table(&self.right(), strings("right"));
-                stream(&self.input)
-                    .join(&table, |_, l: String, r: String| format!("{l}+{r}"))
-                    .to(&self.output, Produced::with(StringSerde, StringSerde));
-            }
-            Topo::GlobalJoin => {
-                let table = b.global_table(&self.right(), strings("right"));
-                stream(&self.input)
-                    .join_global(
-                        &table,
-                        |k: &String, _: &String| k.clone(),
-                        |_, l: String, r: String| format!("{l}+{r}"),
-                    )
-                    .to(&self.output, Produced::with(StringSerde, StringSerde));
-            }
-            Topo::LeftJoin => {
-                stream(&self.input)
-                    .left_join_stream(
-                        &stream(&self.right()),
-                        |_, l: &String, r: Option<&String>| {
-                            format!("{l}+{}", r.map_or("null", String::as_str))
-                        },
-                        JoinWindows::of_time_difference_no_grace(Duration::from_secs(2)),
-                        StreamJoined::with(StringSerde, StringSerde, StringSerde).with_store_name("lj"),
-                    )
-                    .to(&self.output, Produced::with(StringSerde, StringSerde));
-            }
-            Topo::OuterJoin => {
-                stream(&self.input)
-                    .outer_join_stream(
-                        &stream(&self.right()),
-                        |_, l: Option<&String>, r: Option<&String>| {
-                            let (l, r) = (l.map_or("null", String::as_str), r.map_or("null", String::as_str));
-                            format!("{l}+{r}")
-                        },
-                        JoinWindows::of_time_difference_no_grace(Duration::from_secs(2)),
-                        StreamJoined::with(StringSerde, StringSerde, StringSerde).with_store_name("oj"),
-                    )
-                    .to(&self.output, Produced::with(StringSerde, StringSerde));
-            }
-            Topo::StreamJoin => {
-                stream(&self.input)
-                    .join_stream(
-                        &stream(&self.right()),
-                        |_, l: &String, r: &String| format!("{l}+{r}"),
-                        JoinWindows::of_time_difference_with_grace(WINDOW, Duration::from_secs(3600)),
-                        StreamJoined::with(StringSerde, StringSerde, StringSerde).with_store_name("sj"),
-                    )
-                    .to(&self.output, Produced::with(StringSerde, StringSerde));
-            }
-        }
+        let topology = twin::topology(self.topo, &self.input, &self.right(), &self.output);
         let guarantee = self.guarantee.parse().expect("a processing guarantee");
         let config = broker::config(&self.bootstrap, &self.app_id, state)
             .to_builder()
             .processing_guarantee(guarantee)
             .build()
             .unwrap();
-        KafkaStreams::new(b.build().unwrap(), config).unwrap()
+        KafkaStreams::new(topology, config).unwrap()
     }
 
     /// The second input topic (the right table of the join).
@@ -334,6 +169,7 @@ impl Run {
             let bytes = r.key.as_deref().expect("a key");
             let key = match self.topo {
                 Topo::Count
+                | Topo::Versioned
                 | Topo::UnnamedCount
                 | Topo::TableRegroup
                 | Topo::UnnamedTableRegroup
@@ -365,7 +201,11 @@ impl Run {
                 Some(_)
                     if matches!(
                         self.topo,
-                        Topo::TableJoin | Topo::FkJoin | Topo::StreamTable | Topo::GlobalJoin
+                        Topo::TableJoin
+                            | Topo::FkJoin
+                            | Topo::StreamTable
+                            | Topo::GlobalJoin
+                            | Topo::Versioned
                     ) =>
                 {
                     counts.insert(key, r.value_str().expect("a String value"));
@@ -404,6 +244,14 @@ fn a_count_moves_from_kafka_streams_to_this_runtime_and_back() {
     hand_over(
         "a_count_moves_from_kafka_streams_to_this_runtime_and_back",
         Topo::Count,
+    );
+}
+
+#[test]
+fn a_versioned_store_moves_from_kafka_streams_to_this_runtime_and_back() {
+    hand_over(
+        "a_versioned_store_moves_from_kafka_streams_to_this_runtime_and_back",
+        Topo::Versioned,
     );
 }
 

@@ -163,7 +163,10 @@ impl TaskFactory {
                 .logging_config()
                 .filter(|_| !def.global)
                 .map(|_| changelog_topic(&self.app_id, name));
-            let values = if def.builder.layout().timestamped() {
+            let layout = def.builder.layout();
+            let values = if matches!(layout, streams_state::StoreLayout::Versioned) {
+                crate::topology::SourceValues::Versioned
+            } else if layout.timestamped() {
                 crate::topology::SourceValues::Timestamped
             } else {
                 crate::topology::SourceValues::Plain

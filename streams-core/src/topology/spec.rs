@@ -52,34 +52,48 @@ pub enum OffsetReset {
     Latest,
 }
 
-/// How a store holds the values of the topic it is restored from: its changelog, or a
+/// How a store holds the records of the topic it is restored from: its changelog, or a
 /// source topic (see
 /// [`TopologyBuilder::use_source_topic_as_changelog`](crate::TopologyBuilder::use_source_topic_as_changelog)).
 ///
-/// A timestamped store's changelog is written as Kafka Streams writes it: the plain value,
-/// with the stored timestamp as the record's timestamp. So a topic holds plain values in
-/// both cases, and the variant says what the store makes of them.
+/// Changelogs are written as Kafka Streams writes them: a timestamped store's plain value
+/// with the stored timestamp as the record's timestamp, a versioned store's key and value
+/// with the version's timestamp. So a topic holds plain keys and values, and the variant
+/// says what the store makes of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum SourceValues {
-    /// The value bytes as they are in the topic.
+    /// The key and value bytes as they are in the topic.
     #[default]
     Plain,
     /// The record's timestamp (8 bytes, big-endian) then the value bytes, as
     /// [`ValueAndTimestampSerde`](streams_state::ValueAndTimestampSerde) writes them (Kafka
     /// Streams' timestamped key-value stores).
     Timestamped,
+    /// One entry per version, at the record's timestamp (a versioned key-value store; see
+    /// [`streams_state::versioned::changelog`]).
+    Versioned,
 }
 
+/// A changelog record as it goes out: key, value (`None`: a tombstone) and timestamp.
+pub type ChangelogOut<'a> = (&'a [u8], Option<&'a [u8]>, i64);
+
 impl SourceValues {
-    /// The value and timestamp of the changelog record that logs `value`, a stored value
-    /// (`None`: a delete) written while processing a record at `timestamp`: a timestamped
-    /// value goes out without its timestamp, which becomes the record's; anything else as
-    /// it is, at `timestamp`. An error names a timestamped value shorter than 8 bytes.
-    pub fn changelog_value(
+    /// The changelog record that logs the stored `key` → `value` (`None`: a delete),
+    /// written while processing a record at `timestamp`, or `None` when nothing is logged:
+    /// - a timestamped value goes out without its timestamp, which becomes the record's (a
+    ///   delete at `timestamp`);
+    /// - a versioned entry goes out as its key and value at the version's timestamp; the
+    ///   stream time and removed versions are not logged;
+    /// - anything else as it is, at `timestamp`.
+    ///
+    /// An error names stored bytes of no such store.
+    pub fn changelog_record<'a>(
         self,
-        value: Option<&[u8]>,
+        key: &'a [u8],
+        value: Option<&'a [u8]>,
         timestamp: i64,
-    ) -> Result<(Option<&[u8]>, i64), streams_state::ChangelogError> {
+    ) -> Result<Option<ChangelogOut<'a>>, streams_state::ChangelogError> {
         match (self, value) {
             (Self::Timestamped, Some(v)) => {
                 let raw = streams_state::ValueAndTimestamp::from_bytes(v).ok_or_else(|| {
@@ -88,9 +102,11 @@ impl SourceValues {
                         v.len()
                     ))
                 })?;
-                Ok((Some(raw.value), raw.timestamp))
+                Ok(Some((key, Some(raw.value), raw.timestamp)))
             }
-            (_, value) => Ok((value, timestamp)),
+            (Self::Versioned, value) => streams_state::versioned::changelog::to_changelog(key, value)
+                .map_err(|e| streams_state::ChangelogError::new(format!("a versioned store's entry: {e}"))),
+            (_, value) => Ok(Some((key, value, timestamp))),
         }
     }
 }

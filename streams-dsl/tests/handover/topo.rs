@@ -18,6 +18,12 @@ pub const FINAL_WINDOW: Duration = Duration::from_secs(5);
 pub enum Topo {
     /// A count per key, in the store `counts`.
     Count,
+    /// The Processor API with a versioned store `versions` (an hour of history): each input
+    /// puts, as its key's version at its time, one more than the key's value as of that
+    /// time, and sends it out. A key's inputs cycle through three times (see [`input`]), so
+    /// each version counts on one written a cycle earlier: a chain through every side's
+    /// versions, which breaks if a side did not restore the other's.
+    Versioned,
     /// A count per key after a key-selecting step, every step unnamed: both sides generate
     /// Kafka Streams' names (this runtime with `with_kafka_streams_names`), so the store is
     /// `KSTREAM-AGGREGATE-STATE-STORE-0000000003` and it is fed through the repartition topic
@@ -84,6 +90,7 @@ impl Topo {
     pub fn java_name(self) -> &'static str {
         match self {
             Self::Count => "count",
+            Self::Versioned => "versioned",
             Self::UnnamedCount => "unnamed-count",
             Self::WindowedCount => "windowed-count",
             Self::SessionCount => "session-count",
@@ -104,6 +111,7 @@ impl Topo {
     pub fn store(self) -> &'static str {
         match self {
             Self::Count => "counts",
+            Self::Versioned => "versions",
             Self::UnnamedCount => "KSTREAM-AGGREGATE-STATE-STORE-0000000003",
             Self::WindowedCount => "wcounts",
             Self::SessionCount => "scounts",
@@ -235,6 +243,19 @@ pub fn value(t: usize, i: usize) -> String {
 
 /// The last values out after the first `n` inputs, keyed as the test's `Run::last_values` keys them.
 pub fn values_after(topo: Topo, n: usize) -> BTreeMap<String, String> {
+    if topo == Topo::Versioned {
+        // Each key's versions by time; an input reads the newest at or before its time.
+        let mut versions: BTreeMap<String, BTreeMap<i64, u64>> = BTreeMap::new();
+        let mut out = BTreeMap::new();
+        for i in 0..n {
+            let (key, at) = input(topo, 0, i);
+            let history = versions.entry(key.clone()).or_default();
+            let next = history.range(..=at).next_back().map_or(0, |(_, v)| *v) + 1;
+            history.insert(at, next);
+            out.insert(key, next.to_string());
+        }
+        return out;
+    }
     if topo == Topo::TableJoin {
         // Both tables have every key updated by every input: the latest of each, joined.
         return (0..n)

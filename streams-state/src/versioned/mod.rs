@@ -31,7 +31,8 @@
 //! The length prefix keeps every key's versions contiguous (no key is a byte prefix of
 //! another's entries); the inverted timestamp orders a key's versions newest first, so the
 //! version as of `t` is the first entry at or after `[key][inverted t]`. The stream time is
-//! kept (and logged) under the key `[0xFF 0xFF 0xFF 0xFF]`, which no version's key can be.
+//! kept under the key `[0xFF 0xFF 0xFF 0xFF]`, which no version's key can be. The changelog
+//! is Kafka Streams' (see [`changelog`]): one record per version, at its timestamp.
 //!
 //! ```
 //! use std::{cell::RefCell, rc::Rc, time::Duration};
@@ -55,6 +56,7 @@
 //! ```
 
 mod builder;
+pub mod changelog;
 mod schema;
 mod store;
 

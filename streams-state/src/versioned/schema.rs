@@ -19,7 +19,7 @@ fn inverted(timestamp: i64) -> [u8; TS] {
 }
 
 /// The timestamp back from [`inverted`] bytes.
-fn from_inverted(bytes: [u8; TS]) -> i64 {
+pub(crate) fn from_inverted(bytes: [u8; TS]) -> i64 {
     ((!u64::from_be_bytes(bytes)) ^ (1 << 63)) as i64
 }
 

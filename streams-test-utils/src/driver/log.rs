@@ -111,8 +111,9 @@ pub(crate) struct DriverChangelog {
     pub topic: String,
     pub partition: i32,
     pub timestamp: Arc<AtomicI64>,
-    /// How the store holds the changelog's values: a timestamped store's value goes out
-    /// without its timestamp, which becomes the record's, as the runtime writes it.
+    /// How the store holds the changelog's records: a timestamped store's value goes out
+    /// without its timestamp, which becomes the record's, a versioned store's entry as its
+    /// key and value at the version's timestamp, as the runtime writes them.
     pub values: SourceValues,
     /// The store's changelog headers, on every record but tombstones.
     pub headers: Headers,
@@ -120,10 +121,13 @@ pub(crate) struct DriverChangelog {
 
 impl ChangelogSink for DriverChangelog {
     fn send(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), ChangelogError> {
-        let (value, timestamp) = self
+        let Some((key, value, timestamp)) = self
             .values
-            .changelog_value(value, self.timestamp.load(Ordering::Relaxed))
-            .map_err(|e| ChangelogError::new(format!("changelog `{}`: {e}", self.topic)))?;
+            .changelog_record(key, value, self.timestamp.load(Ordering::Relaxed))
+            .map_err(|e| ChangelogError::new(format!("changelog `{}`: {e}", self.topic)))?
+        else {
+            return Ok(());
+        };
         let record = OutputRecord {
             topic: self.topic.clone(),
             partition: Some(self.partition),

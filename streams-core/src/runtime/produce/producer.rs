@@ -519,8 +519,9 @@ impl KafkaCollector {
 /// with the timestamp of the record being processed, or, for a timestamped store, each
 /// value without its leading timestamp, which becomes the record's timestamp (Kafka
 /// Streams' `ChangeLoggingTimestampedKeyValueBytesStore` format; a tombstone carries the
-/// processed record's). Records other than tombstones carry the store's changelog
-/// headers, if it has any.
+/// processed record's), or for a versioned store each version at its own timestamp (see
+/// [`SourceValues::changelog_record`](crate::topology::SourceValues::changelog_record)).
+/// Records other than tombstones carry the store's changelog headers, if it has any.
 pub(crate) struct KafkaChangelogSink {
     pub producer: Arc<StreamProducer>,
     pub topic: String,
@@ -532,10 +533,13 @@ pub(crate) struct KafkaChangelogSink {
 
 impl ChangelogSink for KafkaChangelogSink {
     fn send(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), ChangelogError> {
-        let (value, ts) = self
+        let Some((key, value, ts)) = self
             .values
-            .changelog_value(value, self.timestamp.load(Ordering::Relaxed))
-            .map_err(|e| ChangelogError::new(format!("changelog `{}`: {e}", self.topic)))?;
+            .changelog_record(key, value, self.timestamp.load(Ordering::Relaxed))
+            .map_err(|e| ChangelogError::new(format!("changelog `{}`: {e}", self.topic)))?
+        else {
+            return Ok(());
+        };
         send(
             &self.producer,
             Written::Changelog,

@@ -37,23 +37,25 @@
 
 pub(in crate::runtime) mod log_end;
 pub(in crate::runtime) mod offset_sums;
+mod records;
 pub(in crate::runtime) mod tailing;
 pub(in crate::runtime) mod updater;
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use rdkafka::consumer::Consumer;
 use rdkafka::error::KafkaError;
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Message, Offset, TopicPartitionList};
-use streams_state::{ChangelogRecord, KeyValueStore, ValueAndTimestamp};
+use streams_state::{ChangelogRecord, KeyValueStore};
 
 use crate::engine::TaskStore;
 use crate::model::error::StreamsError;
 use crate::runtime::client::errors::kafka_err;
 use crate::runtime::topics::resets::AssignedConsumer;
+use crate::topology::SourceValues;
+pub(crate) use records::{changelog_record, with_stream_time};
 
 /// The clients of a restoration: `reader` reads the changelogs (`read_committed` under
 /// exactly-once); `log_ends`, where the cluster can be reached with the runtime's own
@@ -95,24 +97,6 @@ pub(crate) enum Step {
     },
 }
 
-/// The record to restore from changelog record `m`: for a `timestamped` store, the value
-/// behind the record's timestamp (how Kafka Streams restores a timestamped store from the
-/// plain values of its changelog, or of a source topic).
-pub(crate) fn changelog_record<M: Message>(m: &M, timestamped: bool) -> ChangelogRecord {
-    let value = match m.payload() {
-        Some(v) if timestamped => {
-            let ts = m.timestamp().to_millis().unwrap_or(-1);
-            Some(Bytes::from(ValueAndTimestamp::new(v, ts).to_bytes()))
-        }
-        v => v.map(Bytes::copy_from_slice),
-    };
-    ChangelogRecord {
-        key: Bytes::copy_from_slice(m.key().unwrap_or_default()),
-        value,
-        offset: m.offset(),
-    }
-}
-
 /// The store being read: its index, its changelog partition and where it stands.
 struct Active {
     index: usize,
@@ -120,9 +104,8 @@ struct Active {
     high: i64,
     position: i64,
     restored: u64,
-    /// The store holds values behind their record's timestamp (a timestamped store, restored
-    /// from its changelog or a source topic): restored values get it prepended.
-    timestamped: bool,
+    /// How the store holds the topic's records (see [`changelog_record`]).
+    values: SourceValues,
     /// The changelog is a source topic: its records without a key are skipped, as the
     /// store's processor dropped them.
     from_source: bool,
@@ -213,7 +196,7 @@ impl Restoration {
                     }
                     Some(Ok(m)) => {
                         a.position = m.offset() + 1;
-                        a.batch.push(changelog_record(&m, a.timestamped));
+                        a.batch.push(changelog_record(&m, a.values));
                         a.last_progress = Instant::now();
                     }
                     Some(Err(KafkaError::MessageConsumption(RDKafkaErrorCode::AutoOffsetReset))) => {
@@ -339,7 +322,7 @@ impl Restoration {
             high,
             position: start,
             restored: 0,
-            timestamped: s.values == crate::topology::SourceValues::Timestamped,
+            values: s.values,
             from_source: s.from_source.is_some(),
             started: Instant::now(),
             last_progress: Instant::now(),
@@ -429,8 +412,9 @@ fn apply(stores: &mut [TaskStore], a: &mut Active) -> Result<u64, StreamsError> 
     if a.batch.is_empty() {
         return Ok(0);
     }
-    stores[a.index].store.restore_batch(&a.batch)?;
     let n = a.batch.len() as u64;
+    with_stream_time(&*stores[a.index].store, a.values, &mut a.batch)?;
+    stores[a.index].store.restore_batch(&a.batch)?;
     a.restored += n;
     a.batch.clear();
     Ok(n)
@@ -452,7 +436,7 @@ mod tests {
     use crate::engine::TaskStore;
     use crate::runtime::topics::resets::QuietContext;
 
-    fn assigned(bootstrap: &str, isolation: &str) -> AssignedConsumer {
+    pub(in crate::runtime::restore) fn assigned(bootstrap: &str, isolation: &str) -> AssignedConsumer {
         let mut c = ClientConfig::new();
         c.set("bootstrap.servers", bootstrap)
             .set("group.id", kafka::unique_name("restore-test"))
@@ -481,6 +465,25 @@ mod tests {
                 .unwrap();
         }
         producer.flush(Duration::from_secs(30)).unwrap();
+    }
+
+    /// Steps `restoration` until it is done (a minute at most); the records restored.
+    pub(in crate::runtime::restore) fn restore_all(
+        restoration: &mut Restoration,
+        consumers: &RestoreConsumers,
+        stores: &mut [TaskStore],
+    ) -> u64 {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            match restoration
+                .step(consumers, stores, Duration::from_secs(1))
+                .unwrap()
+            {
+                Step::Done(n) => return n,
+                Step::Pending => assert!(Instant::now() < deadline, "restoration did not end"),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     /// Under exactly-once a restoration ends at the changelog's high watermark: a
@@ -525,17 +528,7 @@ mod tests {
         assert_eq!(first, Step::Pending, "the open transaction is waited for");
 
         producer.commit_transaction(Duration::from_secs(30)).unwrap();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let restored = loop {
-            match restoration
-                .step(&consumers, &mut stores, Duration::from_secs(1))
-                .unwrap()
-            {
-                Step::Done(n) => break n,
-                Step::Pending => assert!(Instant::now() < deadline, "restoration did not end"),
-                other => panic!("{other:?}"),
-            }
-        };
+        let restored = restore_all(&mut restoration, &consumers, &mut stores);
         assert_eq!(restored, 150);
         let store = &stores[0].store;
         assert!(store.get(b"a99").unwrap().is_some());

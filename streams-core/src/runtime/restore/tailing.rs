@@ -59,8 +59,8 @@ struct Part {
     position: Option<i64>,
     /// The offset the store's checkpoint says it contains.
     checkpointed: Option<i64>,
-    /// The store holds values behind their record's timestamp (see `changelog_record`).
-    timestamped: bool,
+    /// How the store holds the changelog's records (see `changelog_record`).
+    values: crate::topology::SourceValues,
     batch: Vec<ChangelogRecord>,
     /// The partition's (log start, end) offsets when last asked.
     watermarks: Option<(i64, i64)>,
@@ -101,7 +101,7 @@ impl Tailing {
                 topic,
                 position: checkpoint.map(|c| c + 1),
                 checkpointed: checkpoint,
-                timestamped: s.values == crate::topology::SourceValues::Timestamped,
+                values: s.values,
                 batch: Vec::new(),
                 watermarks: None,
             });
@@ -153,7 +153,7 @@ impl Tailing {
             return Ok(true);
         }
         p.position = Some(m.offset() + 1);
-        p.batch.push(changelog_record(m, p.timestamped));
+        p.batch.push(changelog_record(m, p.values));
         if p.batch.len() >= BATCH {
             self.applied += apply(stores, p)?;
         }
@@ -345,8 +345,9 @@ fn apply(stores: &mut [TaskStore], p: &mut Part) -> Result<u64, StreamsError> {
     if p.batch.is_empty() {
         return Ok(0);
     }
-    stores[p.index].store.restore_batch(&p.batch)?;
     let n = p.batch.len() as u64;
+    super::with_stream_time(&*stores[p.index].store, p.values, &mut p.batch)?;
+    stores[p.index].store.restore_batch(&p.batch)?;
     p.batch.clear();
     Ok(n)
 }

@@ -34,7 +34,13 @@ import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.VersionedKeyValueStore;
+import org.apache.kafka.streams.state.VersionedRecord;
 import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.WindowStore;
 
@@ -97,6 +103,30 @@ public final class HandOver {
         return b.stream(topic, Consumed.with(Serdes.String(), Serdes.String()));
     }
 
+    /**
+     * Puts, as the version of each record's key at the record's time in the versioned store
+     * `versions`, one more than the key's value as of that time (0 without one), and
+     * forwards it: a chain of versions that crosses every hand-over.
+     */
+    static final class AsOf implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+        private VersionedKeyValueStore<String, String> versions;
+
+        @Override
+        public void init(final ProcessorContext<String, String> context) {
+            this.context = context;
+            this.versions = context.getStateStore("versions");
+        }
+
+        @Override
+        public void process(final Record<String, String> r) {
+            final VersionedRecord<String> before = versions.get(r.key(), r.timestamp());
+            final String next = Long.toString(before == null ? 1 : Long.parseLong(before.value()) + 1);
+            versions.put(r.key(), next, r.timestamp());
+            context.forward(r.withValue(next));
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         if (args.length != 7 && args.length != 8) {
             throw new IllegalArgumentException(
@@ -120,6 +150,14 @@ public final class HandOver {
                             .withValueSerde(Serdes.Long()))
                     .toStream()
                     .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+            case "versioned" -> {
+                b.addStateStore(Stores.versionedKeyValueStoreBuilder(
+                        Stores.persistentVersionedKeyValueStore("versions", Duration.ofHours(1)),
+                        Serdes.String(), Serdes.String()));
+                stream(b, input)
+                        .process(AsOf::new, "versions")
+                        .to(output, Produced.with(Serdes.String(), Serdes.String()));
+            }
             case "unnamed-count" -> stream(b, input)
                     .selectKey((k, v) -> k)
                     .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
