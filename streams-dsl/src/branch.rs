@@ -6,7 +6,7 @@ use std::sync::Arc;
 use streams_core::{ProcessResult, Processor, ProcessorContext, Record};
 
 use crate::kstream::KStream;
-use crate::processors::{OpFn, OpProcessor};
+use crate::processors::PassThrough;
 
 type Predicate<K, V> = Arc<dyn Fn(&K, &V) -> bool + Send + Sync>;
 
@@ -124,8 +124,7 @@ impl<K: Clone + 'static, V: Clone + 'static> BranchedKStream<K, V> {
         names
             .into_iter()
             .map(|name| {
-                let op: OpFn<K, V, K, V> = Arc::new(|r, emit| emit(r));
-                shared.processor(&name, move || OpProcessor { op: op.clone() }, &self.name);
+                shared.processor(&name, PassThrough::<K, V>::new, &self.name);
                 self.stream.derive(
                     name,
                     self.stream.key_serde.clone(),

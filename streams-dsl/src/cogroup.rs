@@ -28,7 +28,7 @@ use crate::error::DslIssue;
 use crate::grouped::KGroupedStream;
 use crate::ktable::KTable;
 use crate::options::Materialized;
-use crate::processors::{AggregateProcessor, OpFn, OpProcessor, UpdateFn, open};
+use crate::processors::{AggregateProcessor, PassThrough, UpdateFn, open};
 use crate::shared::Shared;
 use crate::windowed::{CoreParams, TimeWindowAggregate, TimeWindows, Windowed};
 
@@ -260,9 +260,8 @@ impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
 
     /// Adds the node `node` that forwards the updates of all `inputs`, keyed by `KR`.
     pub(crate) fn merge<KR: Clone + 'static>(&self, node: &str, inputs: &[String]) {
-        let merge: OpFn<KR, Change<A>, KR, Change<A>> = Arc::new(|r, emit| emit(r));
         self.shared.with(|t| {
-            t.add_processor(node, move || OpProcessor { op: merge.clone() }, inputs.iter());
+            t.add_processor(node, PassThrough::<KR, Change<A>>::new, inputs.iter());
         });
     }
 }

@@ -17,7 +17,7 @@ use crate::error::DslIssue;
 use crate::kstream::KStream;
 use crate::ktable::KTable;
 use crate::options::{Grouped, Materialized};
-use crate::processors::{AggregateProcessor, UpdateFn, open};
+use crate::processors::{AggregateProcessor, PassThrough, UpdateFn, open};
 
 /// A stream grouped by key, ready to aggregate. Made by [`KStream::group_by_key`] or
 /// [`KStream::group_by`].
@@ -277,12 +277,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         let mut parent = self.node.clone();
         if let Some(filter) = filter {
             let filter = self.shared.name(Some(&filter), "", "");
-            let pass: crate::processors::OpFn<K, V, K, V> = Arc::new(|r, emit| emit(r));
-            self.shared.processor(
-                &filter,
-                move || crate::processors::OpProcessor { op: pass.clone() },
-                &parent,
-            );
+            self.shared.processor(&filter, PassThrough::<K, V>::new, &parent);
             parent = filter;
         }
         self.shared.with(|t| {

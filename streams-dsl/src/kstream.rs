@@ -8,7 +8,7 @@ use streams_state::Serde;
 
 use crate::dyn_serde::{DynSerde, carry};
 use crate::options::Produced;
-use crate::processors::{Emit, OpFn, OpProcessor};
+use crate::processors::{Emit, OpFn, OpProcessor, PassThrough};
 use crate::shared::Shared;
 
 /// A stream of `Record<K, V>`: every record is an independent event.
@@ -228,10 +228,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     /// The records of this stream and of `other`, interleaved as they are processed.
     pub fn merge(&self, other: &KStream<K, V>) -> Self {
         let name = self.child_name("merge");
-        let op: OpFn<K, V, K, V> = Arc::new(|r, emit| emit(r));
         let parents = [self.node.clone(), other.node.clone()];
         self.shared.with(|t| {
-            t.add_processor(&name, move || OpProcessor { op: op.clone() }, parents);
+            t.add_processor(&name, PassThrough::<K, V>::new, parents);
         });
         let mut merged = self.same(name);
         merged.repartition_required |= other.repartition_required;

@@ -21,7 +21,7 @@ use crate::dyn_serde::{DynSerde, dyn_serde};
 use crate::error::DslIssue;
 use crate::kstream::KStream;
 use crate::options::Materialized;
-use crate::processors::{ChangeView, JoinFn, StreamTableJoin, TableFn, TableOpProcessor, open};
+use crate::processors::{ChangeView, JoinFn, PassThrough, StreamTableJoin, TableFn, TableOpProcessor, open};
 use crate::shared::Shared;
 use crate::table_lookup::{OpenLookup, kv_lookup};
 
@@ -262,13 +262,8 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
                 .view
                 .get_or_init(|| {
                     let node = self.shared.table_name(None, &self.node, "to_stream");
-                    let pass: crate::processors::OpFn<K, Option<V>, K, Option<V>> =
-                        Arc::new(|r, emit| emit(r));
-                    self.shared.processor(
-                        &node,
-                        move || crate::processors::OpProcessor { op: pass.clone() },
-                        &self.node,
-                    );
+                    self.shared
+                        .processor(&node, PassThrough::<K, Option<V>>::new, &self.node);
                     node
                 })
                 .clone(),

@@ -42,6 +42,24 @@ where
     }
 }
 
+/// Forwards every record as it is: a merge of several parents, a split's branch, and the
+/// nodes that only name a step (a repartition's filter, Kafka Streams' `toStream` after a
+/// suppression).
+pub(crate) struct PassThrough<K, V>(std::marker::PhantomData<fn(K, V)>);
+
+impl<K, V> PassThrough<K, V> {
+    /// The processor, for a node of records `K`, `V`.
+    pub(crate) fn new() -> Self {
+        Self(std::marker::PhantomData)
+    }
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> Processor<K, V, K, V> for PassThrough<K, V> {
+    fn process(&mut self, ctx: &mut ProcessorContext<'_, K, V>, record: Record<K, V>) -> ProcessResult {
+        ctx.forward(record)
+    }
+}
+
 /// Opens the DSL store `name` (in a processor's supplier), values with their timestamps.
 pub(crate) fn open<K, V>(
     ctx: &ProcessorContext<'_, impl Sized, impl Sized>,

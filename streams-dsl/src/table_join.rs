@@ -30,7 +30,7 @@ use streams_core::{ProcessResult, Processor, ProcessorContext, Record};
 use crate::change::{Change, OldValues, TableIn};
 use crate::error::DslIssue;
 use crate::ktable::KTable;
-use crate::processors::{OpFn, OpProcessor};
+use crate::processors::PassThrough;
 use crate::table_lookup::Lookup;
 
 /// Joins the optional values of both sides for one key.
@@ -205,10 +205,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
                 _types: PhantomData,
             })
         });
-        let merge: OpFn<K, Change<VR>, K, Change<VR>> = Arc::new(|r, emit| emit(r));
         let parents = [this_side.clone(), other_side.clone()];
         shared.with(|t| {
-            t.add_processor(&node, move || OpProcessor { op: merge.clone() }, parents)
+            t.add_processor(&node, PassThrough::<K, Change<VR>>::new, parents)
                 .connect_processor_and_state_stores(&this_side, [other_store])
                 .connect_processor_and_state_stores(&other_side, [this_store]);
         });

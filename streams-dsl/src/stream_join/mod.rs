@@ -58,7 +58,7 @@ use streams_core::{Stores, WindowStoreRef};
 use crate::dyn_serde::DynSerde;
 use crate::error::DslIssue;
 use crate::kstream::KStream;
-use crate::processors::{OpFn, OpProcessor};
+use crate::processors::PassThrough;
 use crate::shared::Shared;
 use outer::{OuterKeySerde, ValueListSerde};
 use side::{JoinSide, Outer, PairFn, Tracker, UnmatchedFn};
@@ -273,7 +273,6 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             other_spec,
             outer_params,
         );
-        let merge: OpFn<K, VR, K, VR> = Arc::new(|r, emit| emit(r));
         let mut names = vec![stores.this.name().to_owned(), stores.other.name().to_owned()];
         names.extend(stores.outer.clone());
         shared.with(|t| {
@@ -281,7 +280,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
                 .connect_processor_and_state_stores(&other_side, &names)
                 .add_processor(
                     &node,
-                    move || OpProcessor { op: merge.clone() },
+                    PassThrough::<K, VR>::new,
                     [this_side.clone(), other_side.clone()],
                 );
         });
