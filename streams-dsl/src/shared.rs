@@ -116,14 +116,9 @@ impl Shared {
         name
     }
 
-    /// The naming scheme in use.
-    pub fn naming(&self) -> Naming {
-        self.0.borrow().namer.naming()
-    }
-
     /// Whether unnamed things get Kafka Streams' names.
     pub fn kafka_names(&self) -> bool {
-        self.naming() == Naming::KafkaStreams
+        self.0.borrow().namer.naming() == Naming::KafkaStreams
     }
 
     /// Under [`Naming::KafkaStreams`], `prefix` and the next value of the counter (a store
@@ -139,14 +134,10 @@ impl Shared {
         self.0.borrow_mut().namer.burn();
     }
 
-    /// Under `merge.repartition.topics`, the source node of the repartition topic that
-    /// stream node `node` is already written to; `None` otherwise.
+    /// The source node of the repartition topic that stream node `node` is already written
+    /// to under `merge.repartition.topics` (only then recorded); `None` otherwise.
     pub fn merged_repartition(&self, node: &str) -> Option<String> {
-        let inner = self.0.borrow();
-        if !inner.optimizations.merges_repartition_topics() {
-            return None;
-        }
-        inner.repartitions.get(node).cloned()
+        self.0.borrow().repartitions.get(node).cloned()
     }
 
     /// Records that stream node `node` is written to the repartition topic read by the node

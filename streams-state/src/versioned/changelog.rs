@@ -13,11 +13,9 @@
 //! | the stream time | not logged: a restore raises it to the newest version restored |
 //! | a removed version (a delete) | not logged: it could no longer answer a query |
 
-use super::schema::{STREAM_TIME_KEY, decode_value, encode_value, from_inverted, key_prefix, version_key};
-
-/// Bytes of the key-length prefix and of the timestamp suffix of an entry key.
-const LEN: usize = 4;
-const TS: usize = 8;
+use super::schema::{
+    LEN, STREAM_TIME_KEY, TS, decode_value, encode_value, from_inverted, key_prefix, version_key,
+};
 
 /// Kafka Streams' changelog record (key, value or `None` for a tombstone, timestamp) of
 /// the entry `entry` → `value` (`None`: the entry was removed); `Ok(None)` for what is not

@@ -1,9 +1,9 @@
 //! The byte layout of a versioned store's entries (see the [module docs](crate::versioned)).
 
 /// Bytes of the key-length prefix.
-const LEN: usize = 4;
+pub(crate) const LEN: usize = 4;
 /// Bytes of the timestamp suffix.
-const TS: usize = 8;
+pub(crate) const TS: usize = 8;
 
 /// The key under which the observed stream time is kept.
 pub(crate) const STREAM_TIME_KEY: [u8; LEN] = [0xFF; LEN];

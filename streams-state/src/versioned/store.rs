@@ -8,6 +8,7 @@ use crate::handle::StoreHandle;
 use crate::serde::Serde;
 use crate::store::KeyValueStore;
 use crate::typed::SharedKeyValueStore;
+use crate::versioned::changelog::{decode_stream_time, encode_stream_time};
 use crate::versioned::schema::{
     STREAM_TIME_KEY, decode_value, encode_value, key_prefix, timestamp_of, version_key,
 };
@@ -104,7 +105,7 @@ impl<KS: Serde, VS: Serde> VersionedKeyValueStore<KS, VS> {
             return Ok(PutOutcome::Expired);
         }
         if stream_time != previous {
-            store.put(&STREAM_TIME_KEY, &stream_time.to_be_bytes())?;
+            store.put(&STREAM_TIME_KEY, &encode_stream_time(stream_time))?;
         }
         let newer = self.newer_than(&**store, &prefix, timestamp)?;
         store.put(&version_key(&prefix, timestamp), &encode_value(value.as_deref()))?;
@@ -209,9 +210,7 @@ impl<KS: Serde, VS: Serde> VersionedKeyValueStore<KS, VS> {
     fn stream_time(&self, store: &dyn KeyValueStore) -> Result<i64> {
         match store.get(&STREAM_TIME_KEY)? {
             None => Ok(i64::MIN),
-            Some(b) => Ok(i64::from_be_bytes(
-                b[..].try_into().map_err(|_| self.malformed("stream time"))?,
-            )),
+            Some(b) => decode_stream_time(&b).ok_or_else(|| self.malformed("stream time")),
         }
     }
 
