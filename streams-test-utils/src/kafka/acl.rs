@@ -1,8 +1,9 @@
 //! ACLs on the test broker, for tests of what an application may and may not do.
 //!
-//! rust-rdkafka has no ACL admin API, so this module speaks the two Kafka requests it needs
+//! rust-rdkafka has no ACL admin API, so this module sends the two Kafka requests it needs
 //! itself, over a plain TCP connection: `CreateAcls` and `DescribeAcls` (version 2, the
-//! first flexible one, which every broker from Apache Kafka 2.4 to 4.x serves). Send them to
+//! first flexible one, which every broker from Apache Kafka 2.4 to 4.x serves), as
+//! `kafka_protocol`'s generated messages. Send them to
 //! a listener whose principal may alter the cluster: on the test broker that is the
 //! PLAINTEXT listener, whose `User:ANONYMOUS` is a super user (see `docs/kafka-for-tests.md`,
 //! "Secure mode").
@@ -23,8 +24,14 @@ mod wire;
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use kafka_protocol::messages::create_acls_request::AclCreation;
+use kafka_protocol::messages::{
+    CreateAclsRequest, CreateAclsResponse, DescribeAclsRequest, DescribeAclsResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+
 use super::{TestKafkaError, TestResult, timeout_error};
-use wire::{Connection, Reader, put_compact_string, put_uvarint};
+use wire::Connection;
 
 /// The API key of `DescribeAcls`.
 const DESCRIBE_ACLS: i16 = 29;
@@ -286,32 +293,19 @@ pub fn create_acls(bootstrap: &str, bindings: &[AclBinding], timeout: Duration) 
     }
     let deadline = Instant::now() + timeout;
     let mut conn = Connection::open(bootstrap, timeout)?;
-    let mut body = Vec::new();
-    put_uvarint(&mut body, bindings.len() as u64 + 1);
-    for b in bindings {
-        body.push(b.resource_type.code() as u8);
-        put_compact_string(&mut body, Some(&b.name));
-        body.push(b.pattern.code() as u8);
-        put_compact_string(&mut body, Some(&b.principal));
-        put_compact_string(&mut body, Some("*"));
-        body.push(b.operation.code() as u8);
-        body.push(ALLOW as u8);
-        body.push(0); // tagged fields
-    }
-    body.push(0);
-    let response = conn.call(CREATE_ACLS, &body)?;
-    let mut r = Reader::new(&response);
-    let _throttle = r.i32()?;
-    let results = r.compact_len()?;
-    for i in 0..results {
-        let code = r.i16()?;
-        let message = r.compact_string()?;
-        r.skip_tagged()?;
-        if code != 0 {
+    let mut request = CreateAclsRequest::default();
+    request.creations = bindings.iter().map(creation).collect();
+    let response: CreateAclsResponse = conn.call(CREATE_ACLS, &request)?;
+    for (i, result) in response.results.iter().enumerate() {
+        if result.error_code != 0 {
             let what = bindings.get(i).map_or_else(String::new, ToString::to_string);
             return Err(TestKafkaError::Failed {
                 what: format!("CreateAcls ({what})"),
-                detail: format!("error code {code}: {}", message.unwrap_or_default()),
+                detail: format!(
+                    "error code {}: {}",
+                    result.error_code,
+                    result.error_message.as_deref().unwrap_or_default()
+                ),
             });
         }
     }
@@ -340,47 +334,62 @@ pub fn describe_acls(bootstrap: &str, timeout: Duration) -> TestResult<Vec<AclBi
     describe_on(&mut Connection::open(bootstrap, timeout)?)
 }
 
+/// The `CreateAcls` entry of `b`: ALLOW from any host.
+fn creation(b: &AclBinding) -> AclCreation {
+    let mut c = AclCreation::default();
+    c.resource_type = b.resource_type.code();
+    c.resource_name = StrBytes::from_string(b.name.clone());
+    c.resource_pattern_type = b.pattern.code();
+    c.principal = StrBytes::from_string(b.principal.clone());
+    c.host = StrBytes::from_static_str("*");
+    c.operation = b.operation.code();
+    c.permission_type = ALLOW;
+    c
+}
+
+/// Kafka's filter code that matches any value (of a resource type, pattern type,
+/// operation or permission type).
+const ANY: i8 = 1;
+
+/// A `DescribeAcls` request for every ACL: any resource, name, pattern, principal, host,
+/// operation and permission (the message's defaults would filter on empty names).
+fn describe_all() -> DescribeAclsRequest {
+    let mut request = DescribeAclsRequest::default();
+    request.resource_type_filter = ANY;
+    request.resource_name_filter = None;
+    request.pattern_type_filter = ANY;
+    request.principal_filter = None;
+    request.host_filter = None;
+    request.operation = ANY;
+    request.permission_type = ANY;
+    request
+}
+
 fn describe_on(conn: &mut Connection) -> TestResult<Vec<AclBinding>> {
-    // Filters: any resource type, any name, any pattern, any principal, any host, any
-    // operation, any permission.
-    let mut body = vec![1u8];
-    put_compact_string(&mut body, None);
-    body.push(1);
-    put_compact_string(&mut body, None);
-    put_compact_string(&mut body, None);
-    body.extend([1u8, 1u8, 0u8]);
-    let response = conn.call(DESCRIBE_ACLS, &body)?;
-    let mut r = Reader::new(&response);
-    let _throttle = r.i32()?;
-    let code = r.i16()?;
-    let message = r.compact_string()?;
-    if code != 0 {
+    let response: DescribeAclsResponse = conn.call(DESCRIBE_ACLS, &describe_all())?;
+    if response.error_code != 0 {
         return Err(TestKafkaError::Failed {
             what: "DescribeAcls".into(),
-            detail: format!("error code {code}: {}", message.unwrap_or_default()),
+            detail: format!(
+                "error code {}: {}",
+                response.error_code,
+                response.error_message.as_deref().unwrap_or_default()
+            ),
         });
     }
     let mut out = Vec::new();
-    for _ in 0..r.compact_len()? {
-        let resource_type = r.i8()?;
-        let name = r.compact_string()?.unwrap_or_default();
-        let pattern = r.i8()?;
-        for _ in 0..r.compact_len()? {
-            let principal = r.compact_string()?.unwrap_or_default();
-            let _host = r.compact_string()?;
-            let operation = r.i8()?;
-            let permission = r.i8()?;
-            r.skip_tagged()?;
-            if let (Some(t), Some(p), Some(op), true) = (
-                ResourceType::of(resource_type),
-                PatternType::of(pattern),
-                Operation::of(operation),
-                permission == ALLOW,
-            ) {
-                out.push(AclBinding::new(t, &name, p, &principal, op));
+    for resource in &response.resources {
+        let (Some(t), Some(p)) = (
+            ResourceType::of(resource.resource_type),
+            PatternType::of(resource.pattern_type),
+        ) else {
+            continue;
+        };
+        for acl in &resource.acls {
+            if let (Some(op), true) = (Operation::of(acl.operation), acl.permission_type == ALLOW) {
+                out.push(AclBinding::new(t, &resource.resource_name, p, &acl.principal, op));
             }
         }
-        r.skip_tagged()?;
     }
     Ok(out)
 }

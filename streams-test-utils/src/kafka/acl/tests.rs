@@ -1,19 +1,42 @@
-//! Unit tests of the ACL requests' field encoding and of the ACLs Kafka Streams documents.
+//! Unit tests of the ACL requests' encoding and of the ACLs Kafka Streams documents.
 
-use super::wire::{Reader, put_compact_string, put_uvarint};
-use super::{AclBinding, Operation, PatternType, ResourceType, streams_application};
+use kafka_protocol::messages::CreateAclsRequest;
+use kafka_protocol::protocol::Encodable;
+
+use super::wire::VERSION;
+use super::{AclBinding, Operation, PatternType, ResourceType, creation, describe_all, streams_application};
 
 #[test]
-fn varints_and_compact_strings_round_trip() {
-    let mut out = Vec::new();
-    put_uvarint(&mut out, 300);
-    put_compact_string(&mut out, Some("topic"));
-    put_compact_string(&mut out, None);
-    let mut r = Reader::new(&out);
-    assert_eq!(r.uvarint().unwrap(), 300);
-    assert_eq!(r.compact_string().unwrap().as_deref(), Some("topic"));
-    assert_eq!(r.compact_string().unwrap(), None);
-    assert!(r.i8().is_err(), "nothing left");
+fn a_create_request_carries_kafkas_codes_in_version_2_layout() {
+    let mut request = CreateAclsRequest::default();
+    request.creations = vec![creation(&AclBinding::topic_literal(
+        "User:a",
+        "t",
+        Operation::Read,
+    ))];
+    let mut out = bytes::BytesMut::new();
+    request.encode(&mut out, VERSION).unwrap();
+    let mut expected = vec![2u8]; // one creation (compact array: length + 1)
+    expected.push(2); // resource type TOPIC
+    expected.extend([2, b't']); // compact string "t"
+    expected.push(3); // pattern type LITERAL
+    expected.push(7); // compact string "User:a"
+    expected.extend(b"User:a");
+    expected.extend([2, b'*']); // any host
+    expected.push(3); // operation READ
+    expected.push(3); // permission ALLOW
+    expected.push(0); // the creation's tagged fields
+    expected.push(0); // the request's tagged fields
+    assert_eq!(&out[..], &expected[..]);
+}
+
+#[test]
+fn a_describe_request_filters_on_nothing() {
+    let mut out = bytes::BytesMut::new();
+    describe_all().encode(&mut out, VERSION).unwrap();
+    // ANY resource type, null name, ANY pattern, null principal and host, ANY operation
+    // and permission, no tagged fields.
+    assert_eq!(&out[..], &[1, 0, 1, 0, 0, 1, 1, 0]);
 }
 
 #[test]
