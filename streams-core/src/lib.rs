@@ -67,7 +67,7 @@ pub use processor::{
     Cancellable, Child, Processor, ProcessorContext, PunctuationType, ScheduleId, StoreAccess,
 };
 pub use runtime::query::{
-    HostInfo, KeyQueryMetadata, KeyValueCursor, Queries, QueryError, ReadOnlyKeyValueStore,
+    HostInfo, KeyQueryMetadata, KeyValueCursor, Queries, QueryError, QueryableStore, ReadOnlyKeyValueStore,
     ReadOnlySessionStore, ReadOnlyWindowStore, ResumeToken, StreamsMetadata, WindowCursor,
 };
 pub use runtime::{
@@ -75,13 +75,13 @@ pub use runtime::{
 };
 pub use topology::{
     ConnectableStore, DescribedNames, NameDifferences, NodeRef, OffsetReset, SessionStoreRef, SinkConfig,
-    SourceConfig, SourceValues, StoreRef, Topology, TopologyBuilder, TopologyDescription, VersionedStoreRef,
-    WindowStoreRef,
+    SourceConfig, SourceValues, StoreRef, Topology, TopologyBuilder, TopologyDescription, TypedStoreRef,
+    VersionedStoreRef, WindowStoreRef,
 };
 
 /// The state-store crate, re-exported: stores, builders, serdes.
 pub use streams_state as state;
 pub use streams_state::{
-    KvStore, KvStoreReader, SessionStore, SessionStoreReader, Stores, ValueAndTimestamp,
+    KvStore, KvStoreReader, SessionStore, SessionStoreReader, Stores, TypedStoreBuilder, ValueAndTimestamp,
     ValueAndTimestampSerde, WindowStore, WindowStoreReader, Windowed,
 };

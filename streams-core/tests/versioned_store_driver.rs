@@ -47,7 +47,7 @@ fn pricing() -> Topology {
     let mut b = Topology::builder();
     let prices = b.source("prices", SourceConfig::new(["prices"], StringSerde, U64Serde));
     let orders = b.source("orders", SourceConfig::new(["orders"], StringSerde, U64Serde));
-    let store = b.versioned_store(Stores::persistent_versioned_kv(
+    let store = b.store(Stores::persistent_versioned_kv(
         "price-history",
         Duration::from_secs(60),
         StringSerde,
@@ -57,7 +57,7 @@ fn pricing() -> Topology {
         let store = store.clone();
         move |ctx| {
             Ok(KeepPrice {
-                prices: ctx.versioned_store(&store)?,
+                prices: ctx.store(&store)?,
             })
         }
     });
@@ -65,7 +65,7 @@ fn pricing() -> Topology {
         let store = store.clone();
         move |ctx| {
             Ok(PriceOrder {
-                prices: ctx.versioned_store(&store)?,
+                prices: ctx.store(&store)?,
             })
         }
     });

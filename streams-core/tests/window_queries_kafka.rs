@@ -85,8 +85,8 @@ fn window_builder() -> streams_core::state::WindowStoreBuilder<StringSerde, U64S
 fn topology(input: &str) -> Topology {
     let mut b = Topology::builder();
     let src = b.source("src", SourceConfig::new([input], StringSerde, StringSerde));
-    let windows = b.window_store(window_builder());
-    let sessions = b.session_store(Stores::in_memory_session_store(
+    let windows = b.store(window_builder());
+    let sessions = b.store(Stores::in_memory_session_store(
         "sessions",
         DAY,
         StringSerde,
@@ -96,8 +96,8 @@ fn topology(input: &str) -> Topology {
         let (windows, sessions) = (windows.clone(), sessions.clone());
         move |ctx| {
             Ok(Count {
-                windows: ctx.window_store(&windows)?,
-                sessions: ctx.session_store(&sessions)?,
+                windows: ctx.store(&windows)?,
+                sessions: ctx.store(&sessions)?,
             })
         }
     });

@@ -59,7 +59,7 @@ impl Processor<String, String, String, u64> for Clicks {
 fn topology() -> Topology {
     let mut b = Topology::builder();
     let clicks = b.source("clicks", SourceConfig::new(["clicks"], StringSerde, StringSerde));
-    let windows = b.window_store(Stores::in_memory_window_store(
+    let windows = b.store(Stores::in_memory_window_store(
         "click-windows",
         Duration::from_secs(600),
         Duration::from_secs(60),
@@ -67,7 +67,7 @@ fn topology() -> Topology {
         StringSerde,
         U64Serde,
     ));
-    let sessions = b.session_store(Stores::persistent_session_store(
+    let sessions = b.store(Stores::persistent_session_store(
         "click-sessions",
         Duration::from_secs(3600),
         StringSerde,
@@ -77,8 +77,8 @@ fn topology() -> Topology {
         let (windows, sessions) = (windows.clone(), sessions.clone());
         move |ctx| {
             Ok(Clicks {
-                windows: ctx.window_store(&windows)?,
-                sessions: ctx.session_store(&sessions)?,
+                windows: ctx.store(&windows)?,
+                sessions: ctx.store(&sessions)?,
             })
         }
     });

@@ -42,7 +42,7 @@ impl Processor<String, String, String, u64> for PerMinute {
 fn topology(input: &str, output: &str) -> Topology {
     let mut b = Topology::builder();
     let src = b.source("src", SourceConfig::new([input], StringSerde, StringSerde));
-    let windows = b.window_store(
+    let windows = b.store(
         Stores::in_memory_window_store(
             "per-minute",
             RETENTION,
@@ -57,7 +57,7 @@ fn topology(input: &str, output: &str) -> Topology {
         let windows = windows.clone();
         move |ctx| {
             Ok(PerMinute {
-                windows: ctx.window_store(&windows)?,
+                windows: ctx.store(&windows)?,
             })
         }
     });

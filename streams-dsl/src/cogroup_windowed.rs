@@ -88,7 +88,7 @@ impl<K: Clone + 'static, A: Clone + 'static> TimeWindowedCogroupedKStream<K, A> 
             ks.clone(),
             ValueAndTimestampSerde(vs.clone()),
         );
-        let store_ref = shared.with(|t| t.window_store(builder));
+        let store_ref = shared.with(|t| t.store(builder));
         let old_values = OldValues::from_store();
         let params = CoreParams {
             store: store_ref,

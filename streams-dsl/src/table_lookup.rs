@@ -60,7 +60,7 @@ impl<K: 'static, A: 'static> TableLookup<Windowed<K>, A> for WindowLookup<K, A> 
 pub(crate) fn window_lookup<K: 'static, A: 'static>(
     store: WindowStoreRef<DynSerde<K>, ValueAndTimestampSerde<DynSerde<A>>>,
 ) -> OpenLookup<Windowed<K>, A> {
-    Arc::new(move |stores| Ok(Box::new(WindowLookup(stores.window_store(&store)?))))
+    Arc::new(move |stores| Ok(Box::new(WindowLookup(stores.store(&store)?))))
 }
 
 struct SessionLookup<K: 'static, A: 'static>(SessionStore<DynSerde<K>, DynSerde<A>>);
@@ -79,5 +79,5 @@ impl<K: 'static, A: 'static> TableLookup<Windowed<K>, A> for SessionLookup<K, A>
 pub(crate) fn session_lookup<K: 'static, A: 'static>(
     store: SessionStoreRef<DynSerde<K>, DynSerde<A>>,
 ) -> OpenLookup<Windowed<K>, A> {
-    Arc::new(move |stores| Ok(Box::new(SessionLookup(stores.session_store(&store)?))))
+    Arc::new(move |stores| Ok(Box::new(SessionLookup(stores.store(&store)?))))
 }

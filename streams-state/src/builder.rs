@@ -375,6 +375,13 @@ impl<KS: Clone, VS: Clone> KeyValueStoreBuilder<KS, VS> {
     }
 }
 
+impl<KS: Serde + Clone, VS: Serde + Clone> KeyValueStoreBuilder<KS, VS> {
+    /// The typed handle on `store`, a store this builder built.
+    pub fn open(&self, store: SharedKeyValueStore) -> KvStore<KS, VS> {
+        KvStore::new(store, self.key_serde.clone(), self.value_serde.clone())
+    }
+}
+
 impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for KeyValueStoreBuilder<KS, VS> {
     fn name(&self) -> &str {
         &self.name
@@ -404,11 +411,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for KeyValueStoreBuilder
     }
 
     fn typed_handle(&self, store: SharedKeyValueStore) -> Box<dyn Any> {
-        Box::new(KvStore::new(
-            store,
-            self.key_serde.clone(),
-            self.value_serde.clone(),
-        ))
+        Box::new(self.open(store))
     }
 
     fn layout(&self) -> StoreLayout {

@@ -23,6 +23,7 @@ mod error;
 mod flushed;
 mod handle;
 mod iter;
+mod kind;
 mod logging;
 mod memory;
 mod overlay;
@@ -50,6 +51,7 @@ pub use changelog::{ChangelogError, ChangelogRecord, ChangelogSink, VecChangelog
 pub use error::{Result, SerdeError, StoreError};
 pub use flushed::{Flushed, FlushedEntries, FlushedEntry};
 pub use iter::{KeyValue, KeyValueIter};
+pub use kind::TypedStoreBuilder;
 pub use logging::ChangeLoggingKeyValueStore;
 pub use memory::InMemoryKeyValueStore;
 pub use serde::{OrderedSerde, Serde};

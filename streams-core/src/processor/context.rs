@@ -3,11 +3,11 @@
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use streams_state::{KvStore, Serde, SessionStore, StoreError, VersionedKeyValueStore, WindowStore};
+use streams_state::{KvStore, Serde, StoreError, TypedStoreBuilder};
 
 use super::node::NodeContext;
 use super::store_access::StoreAccess;
-use super::{Cancellable, PunctuationType, SessionStoreRef, StoreRef, VersionedStoreRef, WindowStoreRef};
+use super::{Cancellable, PunctuationType, TypedStoreRef};
 use crate::model::TaskId;
 use crate::model::error::{ProcessResult, ProcessorError};
 use crate::model::record::{Record, RecordMetadata};
@@ -161,50 +161,9 @@ impl<'a, K, V> ProcessorContext<'a, K, V> {
         self.stores().kv_store(name)
     }
 
-    /// The typed handle of `store`; see [`StoreAccess::store`].
-    pub fn store<KS, VS>(&self, store: &StoreRef<KS, VS>) -> Result<KvStore<KS, VS>, StoreError>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
+    /// The typed handle of `store`, of any kind of store; see [`StoreAccess::store`].
+    pub fn store<B: TypedStoreBuilder>(&self, store: &TypedStoreRef<B>) -> Result<B::Handle, StoreError> {
         self.stores().store(store)
-    }
-
-    /// The typed handle of the window store `store`; see [`StoreAccess::window_store`].
-    pub fn window_store<KS, VS>(
-        &self,
-        store: &WindowStoreRef<KS, VS>,
-    ) -> Result<WindowStore<KS, VS>, StoreError>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
-        self.stores().window_store(store)
-    }
-
-    /// The typed handle of the session store `store`; see [`StoreAccess::session_store`].
-    pub fn session_store<KS, VS>(
-        &self,
-        store: &SessionStoreRef<KS, VS>,
-    ) -> Result<SessionStore<KS, VS>, StoreError>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
-        self.stores().session_store(store)
-    }
-
-    /// The typed handle of the versioned key-value store `store`; see
-    /// [`StoreAccess::versioned_store`].
-    pub fn versioned_store<KS, VS>(
-        &self,
-        store: &VersionedStoreRef<KS, VS>,
-    ) -> Result<VersionedKeyValueStore<KS, VS>, StoreError>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
-        self.stores().versioned_store(store)
     }
 }
 

@@ -11,7 +11,6 @@ pub(crate) mod holds;
 pub(crate) mod node;
 mod store_access;
 mod store_ref;
-mod versioned_ref;
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -23,8 +22,9 @@ pub use asynchronous::{AsyncNode, AsyncOptions, AsyncProcessor};
 pub use context::{Child, ProcessorContext};
 pub use holds::{OffsetHold, ThreadWaker};
 pub use store_access::StoreAccess;
-pub use store_ref::{ConnectableStore, SessionStoreRef, StoreRef, WindowStoreRef};
-pub use versioned_ref::VersionedStoreRef;
+pub use store_ref::{
+    ConnectableStore, SessionStoreRef, StoreRef, TypedStoreRef, VersionedStoreRef, WindowStoreRef,
+};
 
 use crate::model::error::ProcessResult;
 use crate::model::record::Record;

@@ -1,10 +1,10 @@
 //! [`StoreAccess`]: opening the stores connected to a processor, apart from the
 //! processor's output types.
 
-use streams_state::{KvStore, Serde, SessionStore, StoreError, VersionedKeyValueStore, WindowStore};
+use streams_state::{KvStore, Serde, StoreError, TypedStoreBuilder};
 
+use super::TypedStoreRef;
 use super::node::NodeContext;
-use super::{SessionStoreRef, StoreRef, VersionedStoreRef, WindowStoreRef};
 
 /// Opens the stores connected to one processor ([`ProcessorContext::stores`](super::ProcessorContext::stores)).
 ///
@@ -32,48 +32,11 @@ impl<'a> StoreAccess<'a> {
         self.cx.store(name)?.typed()
     }
 
-    /// The typed handle of the key-value store `store` (connected, or a global store).
-    pub fn store<KS, VS>(&self, store: &StoreRef<KS, VS>) -> Result<KvStore<KS, VS>, StoreError>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
-        Ok(store.open(self.cx.store(store.name())?.store.clone()))
-    }
-
-    /// The typed handle of the window store `store`.
-    pub fn window_store<KS, VS>(
-        &self,
-        store: &WindowStoreRef<KS, VS>,
-    ) -> Result<WindowStore<KS, VS>, StoreError>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
-        Ok(store.open(self.cx.store(store.name())?.store.clone()))
-    }
-
-    /// The typed handle of the session store `store`.
-    pub fn session_store<KS, VS>(
-        &self,
-        store: &SessionStoreRef<KS, VS>,
-    ) -> Result<SessionStore<KS, VS>, StoreError>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
-        Ok(store.open(self.cx.store(store.name())?.store.clone()))
-    }
-
-    /// The typed handle of the versioned key-value store `store`.
-    pub fn versioned_store<KS, VS>(
-        &self,
-        store: &VersionedStoreRef<KS, VS>,
-    ) -> Result<VersionedKeyValueStore<KS, VS>, StoreError>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
+    /// The typed handle of `store` (connected, or a global store): a
+    /// [`KvStore`](streams_state::KvStore) of a [`StoreRef`](super::StoreRef), a
+    /// [`WindowStore`](streams_state::WindowStore) of a [`WindowStoreRef`](super::WindowStoreRef),
+    /// and so on for each kind of store.
+    pub fn store<B: TypedStoreBuilder>(&self, store: &TypedStoreRef<B>) -> Result<B::Handle, StoreError> {
         Ok(store.open(self.cx.store(store.name())?.store.clone()))
     }
 }

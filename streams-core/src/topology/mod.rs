@@ -17,7 +17,9 @@ mod validate;
 
 use std::collections::BTreeSet;
 
-pub use crate::processor::{ConnectableStore, SessionStoreRef, StoreRef, VersionedStoreRef, WindowStoreRef};
+pub use crate::processor::{
+    ConnectableStore, SessionStoreRef, StoreRef, TypedStoreRef, VersionedStoreRef, WindowStoreRef,
+};
 pub use builder::{SinkConfig, SourceConfig, TopologyBuilder};
 pub use describe::{DescribedNames, NameDifferences, TopologyDescription};
 pub use spec::{OffsetReset, SourceValues, TimestampExtractor};

@@ -78,19 +78,16 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use streams_state::{
-    KeyValueStoreBuilder, KvStore, Serde, SessionStoreBuilder, VersionedStoreBuilder, WindowStoreBuilder,
-};
+use streams_state::{KeyValueStoreBuilder, KvStore, Serde, TypedStoreBuilder};
 
 use super::builder::{SinkConfig, SourceConfig, TopologyBuilder};
 use super::nodes::SuppliedNode;
 use super::spec::{NodeDef, NodeKind, RecordTypes, StoreDef};
 use crate::model::error::ProcessorError;
 use crate::processor::node::ErasedNode;
-use crate::processor::{
-    ConnectableStore, Processor, ProcessorContext, SessionStoreRef, StoreRef, VersionedStoreRef,
-    WindowStoreRef,
-};
+use crate::processor::{ConnectableStore, Processor, ProcessorContext, StoreRef, TypedStoreRef};
+#[cfg(doc)]
+use crate::processor::{SessionStoreRef, VersionedStoreRef, WindowStoreRef};
 
 /// A node of a topology being built, which forwards records of type `Record<K, V>`. Pass
 /// it as a parent of later nodes; the compiler checks that they take `Record<K, V>`.
@@ -244,80 +241,23 @@ impl TopologyBuilder {
         self.add_sink_with(name, config, parent_names(parents))
     }
 
-    /// Adds a key-value store; returns its handle. Connect it to the processors that use
-    /// it with [`connect`](Self::connect) (`build()` fails for a store connected to none).
-    pub fn store<KS, VS>(&mut self, builder: KeyValueStoreBuilder<KS, VS>) -> StoreRef<KS, VS>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
-        let store = StoreRef::new(
-            streams_state::StoreBuilder::name(&builder),
-            builder.key_serde(),
-            builder.value_serde(),
-        );
-        self.stores.push(StoreDef {
-            builder: Arc::new(builder),
-            processors: Vec::new(),
-            global: false,
-        });
-        store
-    }
-
-    /// Adds a window store (see [`streams_state::window`]); returns its handle, to
-    /// [`connect`](Self::connect) to the processors that use it.
-    pub fn window_store<KS, VS>(&mut self, builder: WindowStoreBuilder<KS, VS>) -> WindowStoreRef<KS, VS>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
+    /// Adds a state store of any kind (a [`KeyValueStoreBuilder`], or a window, session or
+    /// versioned store's builder: see [`streams_state::window`], [`streams_state::session`]
+    /// and [`streams_state::versioned`]); returns its handle ([`StoreRef`],
+    /// [`WindowStoreRef`], [`SessionStoreRef`] or [`VersionedStoreRef`]). Connect it to the
+    /// processors that use it with [`connect`](Self::connect) (`build()` fails for a store
+    /// connected to none).
+    pub fn store<B: TypedStoreBuilder>(&mut self, builder: B) -> TypedStoreRef<B> {
         let builder = Arc::new(builder);
         self.stores.push(StoreDef {
             builder: builder.clone(),
             processors: Vec::new(),
             global: false,
         });
-        WindowStoreRef::new(builder)
+        TypedStoreRef::new(builder)
     }
 
-    /// Adds a session store (see [`streams_state::session`]); returns its handle, to
-    /// [`connect`](Self::connect) to the processors that use it.
-    pub fn session_store<KS, VS>(&mut self, builder: SessionStoreBuilder<KS, VS>) -> SessionStoreRef<KS, VS>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
-        let builder = Arc::new(builder);
-        self.stores.push(StoreDef {
-            builder: builder.clone(),
-            processors: Vec::new(),
-            global: false,
-        });
-        SessionStoreRef::new(builder)
-    }
-
-    /// Adds a versioned key-value store (see [`streams_state::versioned`]); returns its
-    /// handle, to [`connect`](Self::connect) to the processors that use it.
-    pub fn versioned_store<KS, VS>(
-        &mut self,
-        builder: VersionedStoreBuilder<KS, VS>,
-    ) -> VersionedStoreRef<KS, VS>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
-        let builder = Arc::new(builder);
-        self.stores.push(StoreDef {
-            builder: builder.clone(),
-            processors: Vec::new(),
-            global: false,
-        });
-        VersionedStoreRef::new(builder)
-    }
-
-    /// Connects `store` (a [`StoreRef`], [`WindowStoreRef`], [`SessionStoreRef`] or
-    /// [`VersionedStoreRef`]) to
-    /// `processor`, which may then open it.
+    /// Connects `store` (of any kind) to `processor`, which may then open it.
     pub fn connect<K, V>(&mut self, processor: &NodeRef<K, V>, store: &impl ConnectableStore) -> &mut Self {
         self.link_store(processor.name(), store.store_name());
         self.connections
@@ -351,11 +291,8 @@ impl TopologyBuilder {
             + 'static,
         P: Processor<SK::Target, SV::Target, (), ()>,
     {
-        let store = StoreRef::new(
-            streams_state::StoreBuilder::name(&builder),
-            builder.key_serde(),
-            builder.value_serde(),
-        );
+        let builder = Arc::new(builder);
+        let store = StoreRef::new(builder.clone());
         let opened = store.clone();
         let supplier = move |ctx: &mut ProcessorContext<'_, (), ()>| {
             let handle = ctx.store(&opened)?;
@@ -371,7 +308,7 @@ impl TopologyBuilder {
             ));
         self.link_store(processor_name, store.name());
         self.stores.push(StoreDef {
-            builder: Arc::new(builder),
+            builder,
             processors: vec![processor_name.to_owned()],
             global: true,
         });

@@ -328,8 +328,8 @@ fn add_side<K, VT, VO, V1, V2, VR>(
             Ok(JoinSide {
                 left,
                 windows,
-                this_store: ctx.window_store(&this)?,
-                other_store: ctx.window_store(&other)?,
+                this_store: ctx.store(&this)?,
+                other_store: ctx.store(&other)?,
                 this_serde: this_serde.clone(),
                 pair: pair.clone(),
                 outer: outer.as_ref().map(|o| o.open(ctx)).transpose()?,
@@ -476,8 +476,8 @@ where
         None => format!("{base}-{shared_kind}-shared-join-store"),
     });
     stream.shared.with(|t| {
-        let this = t.window_store(this_builder);
-        let other = t.window_store(other_builder);
+        let this = t.store(this_builder);
+        let other = t.store(other_builder);
         if let Some(name) = &outer {
             let key_serde = OuterKeySerde(ks.clone());
             let b = if persistent {

@@ -95,7 +95,7 @@ impl<K: 'static, A: 'static> CoreParams<K, A> {
         ctx: &ProcessorContext<'_, Windowed<K>, Change<A>>,
     ) -> Result<WindowCore<K, A>, StoreError> {
         let emit = self.emit_final.as_deref().map(EmitFinal::new);
-        let store = ctx.window_store(&self.store)?;
+        let store = ctx.store(&self.store)?;
         let send_old = self.old_values.is_on();
         // Final results only: nothing is forwarded at updates, cached or not.
         let forwarding = match emit {

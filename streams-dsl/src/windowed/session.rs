@@ -173,7 +173,7 @@ impl<K: Clone + PartialEq + 'static, V: Clone + 'static> SessionWindowedKStream<
             vs.clone(),
             !on_close,
         );
-        let store_ref = s.shared.with(|t| t.session_store(builder));
+        let store_ref = s.shared.with(|t| t.store(builder));
         let lookup = session_lookup(store_ref.clone());
         let emit_name = on_close.then(|| store.clone());
         let key_serde = ks.clone();
@@ -183,7 +183,7 @@ impl<K: Clone + PartialEq + 'static, V: Clone + 'static> SessionWindowedKStream<
             &node,
             move |ctx| {
                 let emit = emit_name.as_deref().map(EmitFinal::new);
-                let store = ctx.session_store(&store_ref)?;
+                let store = ctx.store(&store_ref)?;
                 let send_old = send_old.is_on();
                 // Final results only: nothing is forwarded at updates, cached or not.
                 let forwarding = match emit {

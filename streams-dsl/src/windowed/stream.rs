@@ -262,7 +262,7 @@ where
         ks,
         ValueAndTimestampSerde(vs.clone()),
     );
-    let store_ref = s.shared.with(|t| t.window_store(builder));
+    let store_ref = s.shared.with(|t| t.store(builder));
     let old_values = OldValues::from_store();
     let lookup = window_lookup(store_ref.clone());
     let params = CoreParams {

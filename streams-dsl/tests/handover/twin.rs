@@ -180,7 +180,7 @@ pub fn topology(topo: Topo, input: &str, right: &str, output: &str) -> Topology 
 fn versioned(input: &str, output: &str) -> Topology {
     let mut b = Topology::builder();
     let source = b.source("in", SourceConfig::new([input], StringSerde, StringSerde));
-    let store = b.versioned_store(Stores::persistent_versioned_kv(
+    let store = b.store(Stores::persistent_versioned_kv(
         "versions",
         Duration::from_secs(3600),
         StringSerde,
@@ -190,7 +190,7 @@ fn versioned(input: &str, output: &str) -> Topology {
         let store = store.clone();
         move |ctx| {
             Ok(AsOf {
-                versions: ctx.versioned_store(&store)?,
+                versions: ctx.store(&store)?,
             })
         }
     });

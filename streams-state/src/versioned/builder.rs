@@ -78,6 +78,16 @@ impl<KS, VS> VersionedStoreBuilder<KS, VS> {
 }
 
 impl<KS: Serde + Clone, VS: Serde + Clone> VersionedStoreBuilder<KS, VS> {
+    /// The serde of the store's keys.
+    pub fn key_serde(&self) -> KS {
+        self.key_serde.clone()
+    }
+
+    /// The serde of the store's values.
+    pub fn value_serde(&self) -> VS {
+        self.value_serde.clone()
+    }
+
     /// The typed handle on `store`, a store this builder built.
     pub fn open(&self, store: SharedKeyValueStore) -> VersionedKeyValueStore<KS, VS> {
         VersionedKeyValueStore::new(

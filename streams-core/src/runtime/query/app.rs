@@ -16,16 +16,17 @@ use super::ReadOnlyWindowStore;
 use super::StreamsMetadata;
 use super::discovery::Directory;
 use super::discovery::Resolved;
+use super::kinds::QueryableStore;
 use super::router::Router;
 use super::router::Target;
 use super::window_store::Reader;
 use crate::model::State;
 use crate::model::TaskId;
 use crate::model::partitioner::default_partition;
-use crate::processor::{SessionStoreRef, WindowStoreRef};
+use crate::processor::TypedStoreRef;
 use crate::runtime::KafkaStreams;
 use crate::runtime::status::Status;
-use crate::topology::{StoreRef, Topology};
+use crate::topology::Topology;
 
 /// Interactive queries on a running application from any thread: cheap to clone, `Send`
 /// and `Sync` (a [`KafkaStreams`] is neither, as it may hold an embedded mock cluster).
@@ -58,12 +59,8 @@ impl KafkaStreams {
     /// See [`Queries::store`].
     ///
     /// # Errors
-    /// [`QueryError::UnknownStore`] when the topology has no store of that name.
-    pub fn store<KS, VS>(&self, store: &StoreRef<KS, VS>) -> Result<ReadOnlyKeyValueStore<KS, VS>, QueryError>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
+    /// As [`Queries::store`].
+    pub fn store<B: QueryableStore>(&self, store: &TypedStoreRef<B>) -> Result<B::ReadOnly, QueryError> {
         self.queries.store(store)
     }
 
@@ -84,21 +81,6 @@ impl KafkaStreams {
         self.queries.store_named(name, key_serde, value_serde)
     }
 
-    /// See [`Queries::window_store`].
-    ///
-    /// # Errors
-    /// As [`Queries::window_store`].
-    pub fn window_store<KS, VS>(
-        &self,
-        store: &WindowStoreRef<KS, VS>,
-    ) -> Result<ReadOnlyWindowStore<KS, VS>, QueryError>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
-        self.queries.window_store(store)
-    }
-
     /// See [`Queries::window_store_named`].
     ///
     /// # Errors
@@ -114,21 +96,6 @@ impl KafkaStreams {
         VS: Serde + Clone,
     {
         self.queries.window_store_named(name, key_serde, value_serde)
-    }
-
-    /// See [`Queries::session_store`].
-    ///
-    /// # Errors
-    /// As [`Queries::session_store`].
-    pub fn session_store<KS, VS>(
-        &self,
-        store: &SessionStoreRef<KS, VS>,
-    ) -> Result<ReadOnlySessionStore<KS, VS>, QueryError>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
-        self.queries.session_store(store)
     }
 
     /// See [`Queries::session_store_named`].
@@ -191,18 +158,17 @@ impl Queries {
     }
 
     /// A read-only view of the store `store` over this instance's tasks, for interactive
-    /// queries (see [`query`](crate::runtime::query)). Usable once the application runs;
+    /// queries (see [`query`](crate::runtime::query)): a [`ReadOnlyKeyValueStore`] of a
+    /// [`StoreRef`](crate::StoreRef), a [`ReadOnlyWindowStore`] of a
+    /// [`WindowStoreRef`](crate::WindowStoreRef), a [`ReadOnlySessionStore`] of a
+    /// [`SessionStoreRef`](crate::SessionStoreRef). Usable once the application runs;
     /// while it rebalances, queries fail with the retriable [`QueryError::Rebalancing`].
     ///
     /// # Errors
     /// [`QueryError::UnknownStore`] when the topology has no store of that name.
-    pub fn store<KS, VS>(&self, store: &StoreRef<KS, VS>) -> Result<ReadOnlyKeyValueStore<KS, VS>, QueryError>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
+    pub fn store<B: QueryableStore>(&self, store: &TypedStoreRef<B>) -> Result<B::ReadOnly, QueryError> {
         let (key_serde, value_serde) = store.serdes();
-        self.store_named(store.name(), key_serde, value_serde)
+        B::read_only(self, store.name(), key_serde, value_serde)
     }
 
     /// [`store`](Self::store) by name, with the serdes given here: for stores made
@@ -230,24 +196,7 @@ impl Queries {
         Ok(store)
     }
 
-    /// A read-only view of the window store `store` over this instance's tasks (see
-    /// [`ReadOnlyWindowStore`]).
-    ///
-    /// # Errors
-    /// [`QueryError::UnknownStore`]; [`QueryError::WrongKind`] when it is not a window store.
-    pub fn window_store<KS, VS>(
-        &self,
-        store: &WindowStoreRef<KS, VS>,
-    ) -> Result<ReadOnlyWindowStore<KS, VS>, QueryError>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
-        let (key_serde, value_serde) = store.serdes();
-        self.window_store_named(store.name(), key_serde, value_serde)
-    }
-
-    /// [`window_store`](Self::window_store) by name, with the serdes given here (e.g. for
+    /// A window store by name (see [`store`](Self::store)), with the serdes given here (e.g. for
     /// the DSL's windowed aggregations: a plain value serde reads values without their
     /// timestamps, a [`ValueAndTimestampSerde`](streams_state::ValueAndTimestampSerde)
     /// with them).
@@ -275,25 +224,7 @@ impl Queries {
         )))
     }
 
-    /// A read-only view of the session store `store` over this instance's tasks (see
-    /// [`ReadOnlySessionStore`]).
-    ///
-    /// # Errors
-    /// [`QueryError::UnknownStore`]; [`QueryError::WrongKind`] when it is not a session
-    /// store.
-    pub fn session_store<KS, VS>(
-        &self,
-        store: &SessionStoreRef<KS, VS>,
-    ) -> Result<ReadOnlySessionStore<KS, VS>, QueryError>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
-        let (key_serde, value_serde) = store.serdes();
-        self.session_store_named(store.name(), key_serde, value_serde)
-    }
-
-    /// [`session_store`](Self::session_store) by name, with the serdes given here (e.g.
+    /// A session store by name (see [`store`](Self::store)), with the serdes given here (e.g.
     /// for the DSL's session aggregations).
     ///
     /// # Errors

@@ -1,12 +1,11 @@
 //! Interactive queries: reading a running application's stores from outside its topology
 //! (an HTTP handler, a test, another thread).
 //!
-//! [`KafkaStreams::store`](crate::KafkaStreams::store) returns a
-//! [`ReadOnlyKeyValueStore`]: a typed, cloneable, `Send + Sync` handle over every local
-//! task's instance of one store; [`KafkaStreams::window_store`](crate::KafkaStreams::window_store)
-//! and [`KafkaStreams::session_store`](crate::KafkaStreams::session_store) return a
-//! [`ReadOnlyWindowStore`] and a [`ReadOnlySessionStore`], served the same way. See
-//! `docs/interactive-queries.md`.
+//! [`KafkaStreams::store`](crate::KafkaStreams::store) returns, for a key-value store's
+//! reference, a [`ReadOnlyKeyValueStore`]: a typed, cloneable, `Send + Sync` handle over
+//! every local task's instance of one store; for a window or session store's, a
+//! [`ReadOnlyWindowStore`] or a [`ReadOnlySessionStore`], served the same way (the kinds
+//! are [`QueryableStore`]'s). See `docs/interactive-queries.md`.
 //!
 //! # Kinds and timestamped stores
 //!
@@ -55,6 +54,8 @@
 
 mod app;
 pub use app::Queries;
+mod kinds;
+pub use kinds::QueryableStore;
 pub(crate) mod discovery;
 mod router;
 pub(crate) mod serve;

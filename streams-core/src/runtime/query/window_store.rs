@@ -150,7 +150,8 @@ macro_rules! handle_common {
 /// A read-only, typed view of one window store over every task of this instance that
 /// holds it, as Kafka Streams' `ReadOnlyWindowStore`.
 ///
-/// Made by [`KafkaStreams::window_store`](crate::KafkaStreams::window_store) or
+/// Made by [`KafkaStreams::store`](crate::KafkaStreams::store) of a
+/// [`WindowStoreRef`](crate::WindowStoreRef) or
 /// [`window_store_named`](crate::KafkaStreams::window_store_named); cheap to clone, `Send`
 /// and `Sync`. Ranges come as [`WindowCursor`]s of `(Windowed<K>, V)`, where a window's
 /// `end` is its start plus the store's window size. As in the store, a window is visible
@@ -220,7 +221,8 @@ impl<KS: Serde + Clone, VS: Serde + Clone> ReadOnlyWindowStore<KS, VS> {
 /// A read-only, typed view of one session store over every task of this instance that
 /// holds it, as Kafka Streams' `ReadOnlySessionStore`.
 ///
-/// Made by [`KafkaStreams::session_store`](crate::KafkaStreams::session_store) or
+/// Made by [`KafkaStreams::store`](crate::KafkaStreams::store) of a
+/// [`SessionStoreRef`](crate::SessionStoreRef) or
 /// [`session_store_named`](crate::KafkaStreams::session_store_named). Sessions come as
 /// `(Windowed<K>, V)` with `start` and `end` the session's first and last record times,
 /// ascending by end, then by start.

@@ -433,7 +433,7 @@ mod tests {
         let mut b = Topology::builder();
         let src = b.source("in", SourceConfig::new(["in"], StringSerde, StringSerde));
         let minute = Duration::from_secs(60);
-        let w = b.window_store(Stores::in_memory_window_store(
+        let w = b.store(Stores::in_memory_window_store(
             "w",
             minute,
             minute,
