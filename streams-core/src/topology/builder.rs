@@ -4,12 +4,10 @@ use std::sync::Arc;
 
 use streams_state::{Serde, StoreBuilder};
 
-use super::Topology;
 use super::nodes::{ProcessorNode, SinkDestination, SinkNode, SourceNode};
 use super::spec::{
     NodeDef, NodeKind, OffsetReset, RecordTypes, SinkTarget, SourceValues, StoreDef, TimestampExtractor,
 };
-use crate::model::error::TopologyError;
 use crate::model::partitioner::StreamPartitioner;
 use crate::model::record::RawRecord;
 use crate::processor::Processor;
@@ -439,10 +437,5 @@ impl TopologyBuilder {
         self.repartition_partitions
             .insert(topic.to_owned(), i32::from(partitions.get()));
         self
-    }
-
-    /// Validates the topology and computes its sub-topologies.
-    pub fn build(&self) -> Result<Topology, TopologyError> {
-        super::validate::build(self)
     }
 }

@@ -7,7 +7,14 @@ use super::spec::{NodeKind, SinkTarget, StoreDef};
 use super::{SubTopology, Topology};
 use crate::model::error::{TopologyError, TopologyIssue};
 
-pub(super) fn build(b: &TopologyBuilder) -> Result<Topology, TopologyError> {
+impl TopologyBuilder {
+    /// Validates the topology and computes its sub-topologies.
+    pub fn build(&self) -> Result<Topology, TopologyError> {
+        build(self)
+    }
+}
+
+fn build(b: &TopologyBuilder) -> Result<Topology, TopologyError> {
     let mut issues = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
     for (i, n) in b.nodes.iter().enumerate() {
