@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rdkafka::TopicPartitionList;
-use rdkafka::consumer::BaseConsumer;
+use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use streams_state::StoreError;
 use streams_test_utils::kafka::{self, ProduceRecord};
@@ -70,6 +70,20 @@ pub(crate) struct Setup {
     /// The records of [`write`](Self::write), by offset.
     log: Vec<ProduceRecord>,
     written: u64,
+}
+
+/// Closes the consumer as a stream thread does when its loop ends: marked closing (an
+/// assignment its group delivers while it leaves creates nothing and looks up no offsets:
+/// the lookup would wait out the recovery limit on a consumer that is closing) and
+/// unsubscribed.
+impl Drop for Setup {
+    fn drop(&mut self) {
+        self.consumer
+            .context()
+            .closing
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.consumer.unsubscribe();
+    }
 }
 
 impl Setup {
