@@ -14,9 +14,17 @@
 //! epoch as the current one: a stale leader refuses such a request (`FENCED_LEADER_EPOCH`)
 //! rather than answering from its old log. A broker that does not answer within
 //! [`TIMEOUT`] is left out; an answer from at least one is needed.
+//!
+//! A broker that let a lookup wait out [`TIMEOUT`] (paused, most likely) is not asked
+//! again for [`QUIET_FOR`], unless no other broker is left to ask: otherwise every store a
+//! restoration starts would wait [`TIMEOUT`] for it again. Leaving it out is safe: a
+//! paused broker's view is the stale one this lookup guards against, the other brokers
+//! learn the newest leader epoch from the controller, and the leader asked for the offsets
+//! refuses an epoch that is not its current one.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
@@ -29,6 +37,8 @@ use crate::runtime::streams_group::wire::{Conn, KnownBrokers, kafka};
 
 /// How long one broker may take to connect and answer.
 const TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a broker that waited out [`TIMEOUT`] is left out of lookups.
+const QUIET_FOR: Duration = Duration::from_secs(30);
 
 /// `ListOffsets` timestamps: the log start and the high watermark.
 const EARLIEST: i64 = -2;
@@ -40,6 +50,8 @@ pub(crate) struct LogEnds {
     known: Arc<KnownBrokers>,
     bootstrap: String,
     client_id: String,
+    /// The brokers that waited out a lookup, and until when they are left out.
+    quiet: Arc<Mutex<HashMap<String, Instant>>>,
 }
 
 /// One broker's view of a partition: its leader's address and leader epoch.
@@ -56,6 +68,7 @@ impl LogEnds {
             known,
             bootstrap,
             client_id,
+            quiet: Arc::default(),
         }
     }
 
@@ -71,23 +84,54 @@ impl LogEnds {
             }
         }
         let addrs = self.known.addresses(&self.bootstrap);
-        let views: Vec<Result<LeaderView, StreamsError>> = std::thread::scope(|s| {
+        let addrs = to_ask(addrs, &self.quiet_brokers(), Instant::now());
+        let views: Vec<(Result<LeaderView, StreamsError>, Duration)> = std::thread::scope(|s| {
             let asks: Vec<_> = addrs
                 .iter()
-                .map(|addr| s.spawn(move || self.leader_view(addr, topic, partition)))
+                .map(|addr| {
+                    s.spawn(move || {
+                        let started = Instant::now();
+                        (self.leader_view(addr, topic, partition), started.elapsed())
+                    })
+                })
                 .collect();
             asks.into_iter()
                 .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(kafka("a metadata lookup panicked".into(), true)))
+                    h.join().unwrap_or_else(|_| {
+                        let panicked = kafka("a metadata lookup panicked".into(), true);
+                        (Err(panicked), Duration::ZERO)
+                    })
                 })
                 .collect()
         });
-        let best = newest(views)?;
+        self.note_quiet(&addrs, &views);
+        let best = newest(views.into_iter().map(|(view, _)| view).collect())?;
         let mut conn = self.known.connect_to(&best.leader, &self.client_id, TIMEOUT)?;
         let low = list_offset(&mut conn, topic, partition, best.epoch, EARLIEST)?;
         let high = list_offset(&mut conn, topic, partition, best.epoch, LATEST)?;
         Ok((low, high))
+    }
+
+    fn quiet_brokers(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
+        self.quiet.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Leaves out, for [`QUIET_FOR`], each broker whose lookup failed after waiting out
+    /// [`TIMEOUT`]; a broker that answered is asked again at once.
+    fn note_quiet(&self, addrs: &[String], views: &[(Result<LeaderView, StreamsError>, Duration)]) {
+        let mut quiet = self.quiet_brokers();
+        for (addr, (view, took)) in addrs.iter().zip(views) {
+            match view {
+                Err(e) if *took >= TIMEOUT => {
+                    tracing::info!(broker = %addr, error = %e, "a broker did not answer a changelog offset lookup; leaving it out for {QUIET_FOR:?}");
+                    quiet.insert(addr.clone(), Instant::now() + QUIET_FOR);
+                }
+                Ok(_) => {
+                    quiet.remove(addr);
+                }
+                Err(_) => {}
+            }
+        }
     }
 
     /// The leader and leader epoch of `topic`-`partition` as the broker at `addr` sees them.
@@ -133,6 +177,17 @@ impl LogEnds {
             epoch: p.leader_epoch,
         })
     }
+}
+
+/// The brokers of `addrs` to ask at `now`: those not left out by `quiet`, or all of them when
+/// that leaves none.
+fn to_ask(addrs: Vec<String>, quiet: &HashMap<String, Instant>, now: Instant) -> Vec<String> {
+    let awake: Vec<String> = addrs
+        .iter()
+        .filter(|a| quiet.get(*a).is_none_or(|until| *until <= now))
+        .cloned()
+        .collect();
+    if awake.is_empty() { addrs } else { awake }
 }
 
 /// The view with the newest leader epoch; the first error when no broker answered.
@@ -268,6 +323,50 @@ mod tests {
         assert_eq!(ends.watermarks(&topic, 1).unwrap(), (0, 0));
         assert!(ends.watermarks(&topic, 7).is_err(), "no such partition");
         producer.abort_transaction(timeout).unwrap();
+    }
+
+    #[test]
+    fn brokers_left_out_are_asked_again_once_their_time_is_up_or_none_is_left() {
+        let addrs = || vec!["b1:9092".to_owned(), "b2:9092".to_owned(), "b3:9092".to_owned()];
+        let now = Instant::now();
+        let mut quiet = HashMap::from([("b2:9092".to_owned(), now + QUIET_FOR)]);
+        assert_eq!(to_ask(addrs(), &quiet, now), ["b1:9092", "b3:9092"]);
+        assert_eq!(
+            to_ask(addrs(), &quiet, now + QUIET_FOR),
+            addrs(),
+            "its time is up"
+        );
+        quiet.insert("b1:9092".into(), now + QUIET_FOR);
+        quiet.insert("b3:9092".into(), now + QUIET_FOR);
+        assert_eq!(
+            to_ask(addrs(), &quiet, now),
+            addrs(),
+            "none left: every broker is asked"
+        );
+    }
+
+    #[test]
+    fn a_broker_that_waited_out_the_timeout_is_left_out_and_one_that_answers_is_back() {
+        let ends = LogEnds::new(Arc::new(KnownBrokers::default()), "b1:9092".into(), "t".into());
+        let addrs = vec!["b1:9092".to_owned(), "b2:9092".to_owned(), "b3:9092".to_owned()];
+        let silent = || (Err(kafka("timed out".into(), true)), TIMEOUT);
+        let refused = || (Err(kafka("refused".into(), true)), Duration::from_millis(1));
+        ends.note_quiet(
+            &addrs,
+            &[silent(), refused(), (view("b1:9092", 3), Duration::ZERO)],
+        );
+        assert_eq!(ends.quiet_brokers().keys().collect::<Vec<_>>(), ["b1:9092"]);
+        let asked = to_ask(addrs.clone(), &ends.quiet_brokers(), Instant::now());
+        assert_eq!(
+            asked,
+            ["b2:9092", "b3:9092"],
+            "a refused connection costs nothing to retry"
+        );
+        ends.note_quiet(&addrs[..1], &[(view("b1:9092", 4), Duration::ZERO)]);
+        assert!(
+            ends.quiet_brokers().is_empty(),
+            "it answered: asked again at once"
+        );
     }
 
     #[test]
