@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance, RebalanceProtocol};
@@ -55,6 +55,9 @@ pub(crate) struct ThreadContext {
     /// Per source topic, where its partitions without a commit start when
     /// `auto.offset.reset` is not set: its source's [`OffsetReset`](crate::OffsetReset).
     pub topic_resets: HashMap<String, start_offsets::ResetTo>,
+    /// Whether the group's rebalances are cooperative, as librdkafka answered inside the
+    /// first rebalance callback (see [`incremental`]).
+    pub cooperative: OnceLock<bool>,
 }
 
 impl ClientContext for ThreadContext {
@@ -104,13 +107,24 @@ impl ClientContext for ThreadContext {
 /// rebalances (`group.protocol=consumer`), and the runtime's own assignments under the
 /// streams protocol (the consumer joins no group, so librdkafka knows no protocol).
 ///
-/// It asks librdkafka's group thread and waits for the answer, without a timeout: a
-/// rebalance callback asks once, before it applies the assignment (the group waits for it
-/// then). After the assignment is applied, a closing consumer's group may already be gone,
-/// and librdkafka drops a question put to it at that moment unanswered: the thread would
-/// wait for ever (librdkafka issue 4041).
-fn incremental<C: ConsumerContext>(consumer: &BaseConsumer<C>) -> bool {
-    !matches!(consumer.rebalance_protocol(), RebalanceProtocol::Eager)
+/// librdkafka answers from its group thread, and the caller waits without a timeout. A
+/// closing consumer's group may already be gone when a callback of its close asks, and
+/// librdkafka drops a question put to it at that moment unanswered: the thread would wait
+/// for ever (librdkafka issue 4041; seen as a stream thread that never closed after the
+/// whole cluster was paused). The protocol of a consumer's group never changes, so the
+/// first answer of a joined group (eager or cooperative) is kept and never asked again;
+/// only a consumer with no group (the streams protocol) is asked each time, which
+/// librdkafka answers at once without its group thread.
+fn incremental(consumer: &BaseConsumer<ThreadContext>) -> bool {
+    let known = &consumer.context().cooperative;
+    if let Some(cooperative) = known.get() {
+        return *cooperative;
+    }
+    match consumer.rebalance_protocol() {
+        RebalanceProtocol::Eager => *known.get_or_init(|| false),
+        RebalanceProtocol::Cooperative => *known.get_or_init(|| true),
+        RebalanceProtocol::None => true,
+    }
 }
 
 impl ConsumerContext for ThreadContext {
@@ -273,7 +287,24 @@ mod tests {
             resets: ResetWatch::default(),
             reset: start_offsets::ResetTo::Earliest,
             topic_resets: HashMap::new(),
+            cooperative: OnceLock::new(),
         }
+    }
+
+    /// A consumer that joined no group is asked each time (librdkafka answers at once); the
+    /// answer of a joined group is kept, and a kept answer is never asked again.
+    #[test]
+    fn the_protocol_of_a_joined_group_is_kept() {
+        let status = Arc::new(Status::new(Metrics::new("app", RecordingLevel::Info).unwrap()));
+        let c: BaseConsumer<ThreadContext> = ClientConfig::new()
+            .set("bootstrap.servers", "127.0.0.1:1")
+            .set("group.id", "g")
+            .create_with_context(context(&status, "c"))
+            .unwrap();
+        assert!(incremental(&c), "no group joined: the runtime's own assignments");
+        assert_eq!(c.context().cooperative.get(), None, "not kept");
+        c.context().cooperative.set(false).unwrap();
+        assert!(!incremental(&c), "eager, as the first callback found it");
     }
 
     /// Two threads of one instance: a rebalance callback on B's consumer must not look like

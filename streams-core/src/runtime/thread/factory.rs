@@ -204,6 +204,7 @@ impl ThreadFactory {
             resets: resets::ResetWatch::default(),
             reset: start_offsets::ResetTo::of(cc.get("auto.offset.reset")),
             topic_resets,
+            cooperative: std::sync::OnceLock::new(),
         };
         let consumer: BaseConsumer<ThreadContext> = cc
             .create_with_context(context)
