@@ -36,7 +36,7 @@ use crate::iter::KeyValueIter;
 use crate::overlay::{count_over, overlay};
 use crate::store::{KeyValueStore, StateStore, StoreStats};
 
-/// A store whose writes wait for [`commit_writes`](crate::StateStore::commit_writes); see
+/// A store whose writes wait for [`commit_writes`](crate::KeyValueStore::commit_writes); see
 /// the module docs.
 pub struct TransactionalKeyValueStore {
     inner: Box<dyn KeyValueStore>,

@@ -117,7 +117,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> SinkConfig<KS, VS> {
     }
 }
 
-/// Builds a [`Topology`]. Methods chain; every problem (unknown parents, duplicate names,
+/// Builds a [`Topology`](super::Topology). Methods chain; every problem (unknown parents, duplicate names,
 /// cycles, type mismatches, unconnected stores, topics read twice) is reported together by
 /// [`build`](TopologyBuilder::build).
 ///
