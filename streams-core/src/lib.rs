@@ -67,8 +67,9 @@ pub use processor::{
     Cancellable, Child, Processor, ProcessorContext, PunctuationType, ScheduleId, StoreAccess,
 };
 pub use runtime::query::{
-    HostInfo, KeyQueryMetadata, KeyValueCursor, Queries, QueryError, QueryableStore, ReadOnlyKeyValueStore,
-    ReadOnlySessionStore, ReadOnlyWindowStore, ResumeToken, StreamsMetadata, WindowCursor,
+    HostInfo, KeyQueryMetadata, KeyValueCursor, LagInfo, Queries, QueryError, QueryableStore,
+    ReadOnlyKeyValueStore, ReadOnlySessionStore, ReadOnlyWindowStore, Replica, ResumeToken, StreamsMetadata,
+    WindowCursor,
 };
 pub use runtime::{
     EmbeddedKafka, GroupProtocol, KafkaStreams, NeededTopic, State, ThreadFailureResponse, TopicCheck,

@@ -7,11 +7,11 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use streams_core::serdes::StringSerde;
-use streams_core::{QueryError, State};
+use streams_core::{QueryError, Replica, State};
 use streams_test_utils::kafka;
 
 use crate::app::{fixture, start_and_process};
-use crate::{Entries, Model, N, Store, USERS, read, retry, wait_until};
+use crate::{Entries, Model, N, PARTITIONS, Store, USERS, read, retry, wait_until};
 
 /// The entries of `model` within the bounds, ascending.
 fn model_range(model: &Model, from: Bound<&str>, to: Bound<&str>) -> Entries {
@@ -207,6 +207,22 @@ fn in_memory_store_and_global_store_answer_point_range_and_prefix_queries() {
     assert_eq!(retry("count", || store.approximate_num_entries()), N as u64);
     let named = f.app.store_named("kv", StringSerde, StringSerde).unwrap();
     assert_eq!(retry("get", || named.get(&key)).as_ref(), f.model.get(&key));
+    // Without standbys, every partition's copy is a running active task's, and a stale
+    // handle reads what the plain one does.
+    let lags = retry("lags", || store.partition_lags());
+    assert_eq!(
+        lags.keys().copied().collect::<Vec<_>>(),
+        (0..PARTITIONS).collect::<Vec<_>>()
+    );
+    assert!(
+        lags.values()
+            .all(|l| l.replica == Replica::Active && l.offset_lag == Some(0)),
+        "{lags:?}"
+    );
+    let stale = store.clone().stale_stores();
+    assert_eq!(retry("stale get", || stale.get(&key)).as_ref(), f.model.get(&key));
+    let all = read("stale all", || Ok(stale.all().chunk_size(7)));
+    assert_eq!(all, f.model.clone().into_iter().collect::<Entries>());
 
     // (c) The global store (RocksDB here), answered from one thread's replica.
     let users = f.app.store(f.users_store.as_ref().unwrap()).unwrap();
@@ -220,6 +236,10 @@ fn in_memory_store_and_global_store_answer_point_range_and_prefix_queries() {
         assert_eq!(retry("global get", || users.get(k)).as_ref(), Some(v));
     }
     assert_eq!(retry("global get", || users.get(&"u999".to_owned())), None);
+    assert!(
+        users.partition_lags().unwrap().is_empty(),
+        "a global store is no task's"
+    );
     let from = "u010".to_owned();
     let got = read("global range", || {
         Ok(users

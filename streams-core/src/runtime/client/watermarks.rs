@@ -14,8 +14,10 @@
 //! as a broker may take to come back, as Kafka Streams' `task.timeout.ms` does: one failure
 //! right after a broker moved its leaderships is not a reason to stop a stream thread.
 
+use std::ffi::CString;
 use std::time::{Duration, Instant};
 
+use rdkafka::bindings as rdsys;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, KafkaResult};
 
@@ -47,6 +49,36 @@ pub(crate) fn fetch<C: ConsumerContext>(
             tracing::debug!(topic, partition, error = %e, refresh = %refresh, "watermarks failed, and so did refreshing the topic's metadata");
         }
     })
+}
+
+/// The watermarks of `topic`-`partition` as `consumer`'s last fetch response for it carried
+/// (librdkafka's cache: no request): the high watermark, and the log start offset when
+/// librdkafka knows it. `None` before the partition was fetched.
+///
+/// rust-rdkafka has no binding for this call (`rd_kafka_get_watermark_offsets`): one of the
+/// two `unsafe` blocks of the workspace (the other is in `produce/txn_offsets.rs`).
+#[allow(unsafe_code)]
+pub(crate) fn cached<C: ConsumerContext>(
+    consumer: &BaseConsumer<C>,
+    topic: &str,
+    partition: i32,
+) -> Option<(Option<i64>, i64)> {
+    let topic = CString::new(topic).ok()?;
+    let (mut low, mut high) = (-1_i64, -1_i64);
+    // SAFETY: the client handle stays valid while `consumer` is borrowed; `topic` is a
+    // NUL-terminated string alive across the call; librdkafka writes the two offsets
+    // through pointers to live locals and keeps none of the pointers.
+    let error = unsafe {
+        rdsys::rd_kafka_get_watermark_offsets(
+            consumer.client().native_ptr(),
+            topic.as_ptr(),
+            partition,
+            &mut low,
+            &mut high,
+        )
+    };
+    let found = error == rdsys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR && high >= 0;
+    found.then_some(((low >= 0).then_some(low), high))
 }
 
 /// [`fetch`], tried again every 200 ms for up to `limit` while the lookup fails (a leader

@@ -34,7 +34,8 @@ impl std::fmt::Display for TxnOffsetsError {
 /// Adds `offsets` to `producer`'s open transaction as the offsets of member `member_id`
 /// at `epoch` of group `group`.
 ///
-/// The one place of the workspace with `unsafe`: without the member and its epoch the
+/// One of the two places of the workspace with `unsafe` (the other reads cached
+/// watermarks, `client/watermarks.rs`): without the member and its epoch the
 /// broker accepts the offsets unchecked (a transactional commit may omit them), so a
 /// thread that lost its tasks without knowing it could still commit them. With them, the
 /// group coordinator refuses such a commit, as it fences a stale consumer group member.

@@ -263,6 +263,7 @@ impl Queries {
                 store: Arc::from(name),
                 global,
                 partition: None,
+                stale: false,
             },
             router: self.router.clone(),
             key_serde,

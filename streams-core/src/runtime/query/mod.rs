@@ -51,14 +51,25 @@
 //!   during an incremental rebalance a partition moving between two threads of this
 //!   instance is briefly hosted by neither. With it, a partition not hosted here fails
 //!   with [`QueryError::NotHosted`]: the answer for one key is exact.
+//!
+//! # Stale stores
+//!
+//! A handle made [`stale_stores`](ReadOnlyKeyValueStore::stale_stores) also reads this
+//! instance's standby and restoring tasks, and is answered during rebalances: each thread
+//! answers for its running tasks and passes the query to its state updater, which answers
+//! for the copies it holds (`stale.rs`). Such an answer may be behind the active
+//! task elsewhere; [`partition_lags`](ReadOnlyKeyValueStore::partition_lags) says by how
+//! much ([`LagInfo`]).
 
 mod app;
 pub use app::Queries;
 mod kinds;
 pub use kinds::QueryableStore;
 pub(crate) mod discovery;
+mod read;
 mod router;
 pub(crate) mod serve;
+mod stale;
 mod store;
 mod window_store;
 mod windowed;
@@ -113,6 +124,47 @@ pub struct KeyQueryMetadata {
     pub partition: i32,
     /// The instance hosting that partition's task; `None` while none is known (retry).
     pub active: Option<HostInfo>,
+}
+
+/// Which kind of copy of a store a task's part was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Replica {
+    /// A running active task: up to date with what this instance processed.
+    Active,
+    /// An active task restoring its stores from their changelogs.
+    Restoring,
+    /// A standby task following the changelogs of a task another instance runs.
+    Standby,
+}
+
+/// How far one store instance is behind its changelog, as Kafka Streams' `LagInfo`
+/// ([`ReadOnlyKeyValueStore::partition_lags`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LagInfo {
+    /// The kind of copy.
+    pub replica: Replica,
+    /// The next changelog offset it will apply, when known.
+    pub position: Option<i64>,
+    /// The changelog's end offset when last asked, when known.
+    pub end: Option<i64>,
+    /// Changelog records it has not applied yet: 0 for a running active task (its store is
+    /// where the changelog comes from); `None` while not known (a standby before its first
+    /// look at the changelog's end, a store queued for restoration).
+    pub offset_lag: Option<i64>,
+}
+
+impl LagInfo {
+    /// A running active task's store: no lag.
+    pub(crate) fn active() -> Self {
+        Self {
+            replica: Replica::Active,
+            position: None,
+            end: None,
+            offset_lag: Some(0),
+        }
+    }
 }
 
 /// Why a query was not answered.

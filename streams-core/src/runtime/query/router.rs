@@ -9,12 +9,15 @@
 //! - no thread answered that it is rebalancing or restoring;
 //! - no task answered twice (a task that moved between two threads of this instance).
 //!
-//! Otherwise the caller gets [`QueryError::Rebalancing`]: retry. A thread that does not
+//! Otherwise the caller gets [`QueryError::Rebalancing`]: retry. A stale query (standbys
+//! allowed) is exempt from these checks but the first: each thread's state updater answers
+//! too, and a task that answers twice counts once. A thread that does not
 //! answer within the timeout makes it [`QueryError::Timeout`].
 //!
 //! The channel is the only thing the stream thread touches: an empty inbox costs it one
 //! atomic load per loop iteration, and no lock is taken on its per-record path.
 
+use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -23,8 +26,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::QueryError;
 use super::windowed::{Hit, TimeScan};
+use super::{LagInfo, QueryError};
 use crate::model::TaskId;
 use crate::runtime::status::{State, Status};
 
@@ -44,6 +47,8 @@ pub(crate) enum Op {
     Count,
     /// Entries of a window or session store.
     Time(TimeScan),
+    /// How far the instance is behind its changelog.
+    Lag,
 }
 
 /// One task's part of an answer.
@@ -53,6 +58,7 @@ pub(crate) enum Partial {
     Scan(Vec<(Bytes, Bytes)>),
     Count(u64),
     Time(Vec<Hit>),
+    Lag(LagInfo),
 }
 
 /// A thread's answer.
@@ -74,9 +80,14 @@ pub(crate) struct Target {
     pub global: bool,
     /// Only the task of this partition (which must be hosted here).
     pub partition: Option<i32>,
+    /// Standbys and restoring tasks answer too, and a rebalance does not stop the query
+    /// (Kafka Streams' `enableStaleStores`): each thread's state updater is asked besides
+    /// the thread.
+    pub stale: bool,
 }
 
-/// A query on its way to one thread.
+/// A query on its way to one thread (and, for a stale query, on to its state updater).
+#[derive(Clone)]
 pub(crate) struct Request {
     pub target: Target,
     pub op: Op,
@@ -154,8 +165,9 @@ impl Router {
         let store = &target.store;
         // A global store is whole on every thread whatever the tasks do: only a stopped
         // application cannot answer for it.
+        let stale = target.stale && !target.global;
         let check = |state| {
-            if target.global {
+            if target.global || stale {
                 stopped(state)
             } else {
                 running(state)
@@ -171,6 +183,8 @@ impl Router {
                 .lock()
                 .map_err(|_| QueryError::NotRunning { state: State::Error })?;
             let n = if target.global { 1 } else { threads.len() };
+            // A thread passes a stale query on to its state updater, which answers too.
+            let answers_per_thread = if stale { 2 } else { 1 };
             for m in threads.iter().take(n) {
                 m.pending.fetch_add(1, Ordering::AcqRel);
                 let sent = m.tx.send(Request {
@@ -183,7 +197,7 @@ impl Router {
                     // The thread has ended: its tasks are nowhere to be read here now.
                     return Err(QueryError::Rebalancing);
                 }
-                asked += 1;
+                asked += answers_per_thread;
             }
         }
         drop(reply);
@@ -210,12 +224,18 @@ impl Router {
         if target.global {
             return Ok(Answered { parts, epoch: None });
         }
-        if unavailable || self.status.rebalance_epoch() != epoch {
-            return Err(QueryError::Rebalancing);
-        }
         let mut seen = std::collections::HashSet::new();
-        if !parts.iter().all(|(t, _)| seen.insert(*t)) {
-            return Err(QueryError::Rebalancing);
+        if stale {
+            // A task between two owners of this instance (a standby being promoted) may
+            // answer twice: its first answer stands.
+            parts.retain(|(t, _)| seen.insert(*t));
+        } else {
+            if unavailable || self.status.rebalance_epoch() != epoch {
+                return Err(QueryError::Rebalancing);
+            }
+            if !parts.iter().all(|(t, _)| seen.insert(*t)) {
+                return Err(QueryError::Rebalancing);
+            }
         }
         if let Some(partition) = target.partition
             && parts.is_empty()
@@ -229,6 +249,29 @@ impl Router {
             parts,
             epoch: Some(epoch),
         })
+    }
+
+    /// Where each local copy of `target`'s store stands against its changelog, by partition:
+    /// running active tasks, restoring tasks and standbys (a stale query of [`Op::Lag`]);
+    /// nothing for a global store.
+    pub fn lags(&self, target: &Target, timeout: Duration) -> Result<BTreeMap<i32, LagInfo>, QueryError> {
+        // A global store is no task's: it has no lag to report.
+        if target.global {
+            return Ok(BTreeMap::new());
+        }
+        let target = Target {
+            stale: true,
+            ..target.clone()
+        };
+        let answered = self.ask(&target, &Op::Lag, timeout)?;
+        Ok(answered
+            .parts
+            .into_iter()
+            .filter_map(|(task, p)| match p {
+                Partial::Lag(lag) => Some((task.partition, lag)),
+                _ => None,
+            })
+            .collect())
     }
 }
 

@@ -4,11 +4,14 @@
 //! task restores or waits for another thread's state directory, or while tasks are
 //! suspended, it answers `Unavailable`, so that a caller never merges a partial set of
 //! tasks.
+//!
+//! A stale query (standbys allowed) is answered at once from the tasks the thread has,
+//! whatever it is doing, and passed on to the thread's state updater, which answers for
+//! the standbys and restoring tasks it holds (`stale.rs`).
 
-use std::ops::Bound;
-
+use super::LagInfo;
+use super::read::read;
 use super::router::{Answer, Inbox, Op, Partial, Request};
-use crate::engine::StoreSlot;
 use crate::model::TaskId;
 use crate::runtime::tasks::TaskManager;
 
@@ -23,14 +26,34 @@ pub(crate) fn serve(inbox: &Inbox, tm: &TaskManager, rebalancing: bool) {
             && !tm.is_restoring()
             && tm.waiting.is_empty()
             && tm.suspended.is_empty();
+        let stale = request.target.stale && !request.target.global;
+        if stale {
+            pass_to_updater(tm, &request);
+        }
         // A thread's global replica is whole whatever its tasks do.
-        let answer = if ready || request.target.global {
+        let answer = if ready || stale || request.target.global {
             answer(tm, &request)
         } else {
             Answer::Unavailable
         };
         // The caller may have given up (timeout): nothing to do then.
         let _ = request.reply.send(answer);
+    }
+}
+
+/// Hands a stale query to the thread's state updater, which answers on the same channel
+/// (with nothing when the store is not in the topology or the updater is gone).
+fn pass_to_updater(tm: &TaskManager, request: &Request) {
+    let topology = tm.settings.factory.topology();
+    let builder = topology
+        .stores
+        .iter()
+        .find(|s| s.builder.name() == &*request.target.store)
+        .map(|s| s.builder.clone());
+    let passed =
+        builder.is_some_and(|builder| tm.updater.visit(super::stale::answer(request.clone(), builder)));
+    if !passed {
+        let _ = request.reply.send(Answer::Tasks(Vec::new()));
     }
 }
 
@@ -44,7 +67,7 @@ fn answer(tm: &TaskManager, request: &Request) -> Answer {
             subtopology: u32::MAX,
             partition: -1,
         };
-        return match read(slot, &request.op) {
+        return match read(&slot.store, slot.builder.as_ref(), &request.op) {
             Ok(p) => Answer::Tasks(vec![(id, p)]),
             Err(e) => Answer::Failed(e),
         };
@@ -57,47 +80,15 @@ fn answer(tm: &TaskManager, request: &Request) -> Answer {
         let Some(slot) = task.stores().iter().find(|s| *s.name == *target.store) else {
             continue;
         };
-        match read(slot, &request.op) {
+        let part = match request.op {
+            // A running task's store is where its changelog comes from.
+            Op::Lag => Ok(Partial::Lag(LagInfo::active())),
+            _ => read(&slot.store, slot.builder.as_ref(), &request.op),
+        };
+        match part {
             Ok(p) => parts.push((*id, p)),
             Err(e) => return Answer::Failed(e),
         }
     }
     Answer::Tasks(parts)
-}
-
-/// One store instance's part of `op`.
-fn read(slot: &StoreSlot, op: &Op) -> Result<Partial, String> {
-    if let Op::Time(scan) = op {
-        return super::windowed::read(slot, scan).map(Partial::Time);
-    }
-    // Between two loop iterations no processor holds the store.
-    let store = slot
-        .store
-        .try_borrow()
-        .map_err(|_| "the store is in use by its task".to_owned())?;
-    let part = match op {
-        Op::Get(key) => store.get(key).map(Partial::Get),
-        Op::Count => store.approximate_num_entries().map(Partial::Count),
-        Op::Scan {
-            from,
-            to,
-            reverse,
-            limit,
-        } => {
-            let (from, to) = (as_slice(from), as_slice(to));
-            let iter = if *reverse {
-                store.reverse_range(from, to)
-            } else {
-                store.range(from, to)
-            };
-            iter.and_then(|i| i.take(*limit).collect::<Result<Vec<_>, _>>())
-                .map(Partial::Scan)
-        }
-        Op::Time(_) => return Err("not a key-value query".to_owned()),
-    };
-    part.map_err(|e| e.to_string())
-}
-
-fn as_slice(b: &Bound<bytes::Bytes>) -> Bound<&[u8]> {
-    b.as_ref().map(|k| k.as_ref())
 }

@@ -1,7 +1,7 @@
 //! [`ReadOnlyKeyValueStore`], the typed query handle over every local task's instance of
 //! a store, and [`KeyValueCursor`], a resumable range read in chunks.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -10,8 +10,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use streams_state::{KeyRange, OrderedSerde, Serde};
 
-use super::QueryError;
 use super::router::{EpochPin, Op, Partial, Router, Target, merge_scans};
+use super::{LagInfo, QueryError};
 
 /// How long a query waits for the stream threads by default.
 pub const DEFAULT_QUERY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -66,6 +66,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> ReadOnlyKeyValueStore<KS, VS> {
                 store: Arc::from(name),
                 global,
                 partition: None,
+                stale: false,
             },
             router,
             key_serde,
@@ -97,6 +98,27 @@ impl<KS: Serde + Clone, VS: Serde + Clone> ReadOnlyKeyValueStore<KS, VS> {
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
+    }
+
+    /// The same handle reading this instance's standby and restoring tasks too, and
+    /// answering during a rebalance: Kafka Streams' `StoreQueryParameters.enableStaleStores()`.
+    /// A partition this instance holds only as a standby reads as far as the standby has
+    /// applied its changelog, which may be behind the active task elsewhere;
+    /// [`partition_lags`](Self::partition_lags) says how far. A range over several
+    /// partitions may then mix copies of different freshness, and a partition moving
+    /// between two owners of this instance during the query may be missing from it.
+    #[must_use]
+    pub fn stale_stores(mut self) -> Self {
+        self.target.stale = true;
+        self
+    }
+
+    /// How far each copy of the store on this instance is behind its changelog, by input
+    /// partition: a running active task's is 0, a restoring task's and a standby's what
+    /// they have not applied yet (Kafka Streams' `allLocalStorePartitionLags`, for this
+    /// store). Standbys and restoring tasks are always included.
+    pub fn partition_lags(&self) -> Result<BTreeMap<i32, LagInfo>, QueryError> {
+        self.router.lags(&self.target, self.timeout)
     }
 
     fn ask(&self, op: &Op) -> Result<Vec<Partial>, QueryError> {

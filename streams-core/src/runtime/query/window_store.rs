@@ -7,7 +7,7 @@
 //! fails with [`QueryError::Rebalancing`], and a cursor never continues across a rebalance
 //! of this instance. How the chunks continue is in `windowed.rs`.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,7 +18,7 @@ use streams_state::{Serde, Windowed};
 use crate::runtime::query::router::{EpochPin, Op, Partial, Router, Target};
 use crate::runtime::query::store::plain_value;
 use crate::runtime::query::windowed::{Hit, TimeKind, TimeScan, merge};
-use crate::runtime::query::{DEFAULT_CHUNK_SIZE, QueryError};
+use crate::runtime::query::{DEFAULT_CHUNK_SIZE, LagInfo, QueryError};
 
 /// What both handles share: where to ask, and how to read the answers.
 pub(super) struct Reader<KS, VS> {
@@ -142,6 +142,20 @@ macro_rules! handle_common {
             pub fn with_timeout(mut self, timeout: Duration) -> Self {
                 self.0.timeout = timeout;
                 self
+            }
+
+            /// The same handle reading standby and restoring tasks too, as
+            /// [`ReadOnlyKeyValueStore::stale_stores`](super::ReadOnlyKeyValueStore::stale_stores).
+            #[must_use]
+            pub fn stale_stores(mut self) -> Self {
+                self.0.target.stale = true;
+                self
+            }
+
+            /// How far each local copy of the store is behind its changelog, by partition,
+            /// as [`ReadOnlyKeyValueStore::partition_lags`](super::ReadOnlyKeyValueStore::partition_lags).
+            pub fn partition_lags(&self) -> Result<BTreeMap<i32, LagInfo>, QueryError> {
+                self.0.router.lags(&self.0.target, self.0.timeout)
             }
         }
     };

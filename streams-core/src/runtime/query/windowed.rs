@@ -21,9 +21,7 @@
 use std::cmp::Ordering;
 
 use bytes::Bytes;
-use streams_state::{StoreLayout, Windowed};
-
-use crate::engine::StoreSlot;
+use streams_state::{SharedKeyValueStore, StoreBuilder, StoreLayout, Windowed};
 
 /// Which kind of store a [`TimeScan`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,14 +87,18 @@ fn beyond(order: &[u8], after: &[u8], reverse: bool) -> bool {
 }
 
 /// One store instance's part of `scan`.
-pub(crate) fn read(slot: &StoreSlot, scan: &TimeScan) -> Result<Vec<Hit>, String> {
+pub(crate) fn read(
+    bytes: &SharedKeyValueStore,
+    builder: &dyn StoreBuilder,
+    scan: &TimeScan,
+) -> Result<Vec<Hit>, String> {
     let err = |e: streams_state::StoreError| e.to_string();
-    let hits = match (slot.builder.layout(), scan.kind) {
+    let hits = match (builder.layout(), scan.kind) {
         (StoreLayout::Window { store, .. }, TimeKind::Window) => {
             let interval = store.segment_interval_ms();
             let size = store.window_size_ms();
             let (from, to) = narrow(scan, interval);
-            let ws = store.open(slot.store.clone());
+            let ws = store.open(bytes.clone());
             let reader = ws.read().map_err(err)?;
             let window = |key: Vec<u8>, start: i64| Windowed {
                 key: Bytes::from(key),
@@ -139,7 +141,7 @@ pub(crate) fn read(slot: &StoreSlot, scan: &TimeScan) -> Result<Vec<Hit>, String
                 return Err("a session query names its key".to_owned());
             };
             let (from, to) = narrow(scan, interval);
-            let ss = store.open(slot.store.clone());
+            let ss = store.open(bytes.clone());
             let reader = ss.read().map_err(err)?;
             let k = key.to_vec();
             let iter = if scan.reverse {

@@ -35,6 +35,8 @@
 //! manager then wipes the task's state and restores from the earliest offset, as Kafka
 //! Streams does for a `TaskCorruptedException`.
 
+pub(in crate::runtime) mod held;
+mod jobs;
 pub(in crate::runtime) mod log_end;
 pub(in crate::runtime) mod offset_sums;
 mod records;
@@ -145,6 +147,16 @@ impl Restoration {
         self.active
             .as_ref()
             .map_or(0, |a| u64::try_from(a.high - a.position).unwrap_or(0))
+    }
+
+    /// Where store `index` stands: (next offset, changelog end) while it is read; nothing
+    /// known while it waits for its turn; caught up once it was read (or is not logged).
+    pub fn store_lag(&self, index: usize) -> held::ChangelogLag {
+        match &self.active {
+            Some(a) if a.index == index => held::ChangelogLag::at(Some(a.position), Some(a.high)),
+            _ if self.todo.contains(&index) => held::ChangelogLag::at(None, None),
+            _ => held::ChangelogLag::caught_up(),
+        }
     }
 
     /// Restores for up to `budget` (at least one poll). The restore consumer is assigned the

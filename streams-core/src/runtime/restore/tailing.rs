@@ -38,8 +38,10 @@ use crate::runtime::topics::resets::AssignedConsumer;
 
 /// How many records of one store are applied at once, at most.
 const BATCH: usize = 10_000;
-/// How often the lag metric asks for the changelogs' watermarks.
-const WATERMARKS_EVERY: Duration = Duration::from_secs(1);
+/// The longest a standby step waits for records at a time.
+const SLICE: Duration = Duration::from_millis(10);
+/// A standby step ends once no record came for this long after a first one.
+const QUIET: Duration = Duration::from_millis(100);
 
 /// What one [`Tailing::step`] ended with.
 #[derive(Debug, PartialEq, Eq)]
@@ -62,8 +64,10 @@ struct Part {
     /// How the store holds the changelog's records (see `changelog_record`).
     values: crate::topology::SourceValues,
     batch: Vec<ChangelogRecord>,
-    /// The partition's (log start, end) offsets when last asked.
-    watermarks: Option<(i64, i64)>,
+    /// The partition's log start offset, when known.
+    log_start: Option<i64>,
+    /// The partition's end offset (high watermark) of the last fetch response.
+    end: Option<i64>,
 }
 
 /// The reading of one standby task's changelog partitions.
@@ -72,8 +76,6 @@ pub(crate) struct Tailing {
     parts: Vec<Part>,
     /// Records applied so far, all stores.
     pub applied: u64,
-    /// When the watermarks were last asked for.
-    watermarks_at: Option<Instant>,
 }
 
 impl Tailing {
@@ -103,14 +105,14 @@ impl Tailing {
                 checkpointed: checkpoint,
                 values: s.values,
                 batch: Vec::new(),
-                watermarks: None,
+                log_start: None,
+                end: None,
             });
         }
         Ok(Self {
             partition,
             parts,
             applied: 0,
-            watermarks_at: None,
         })
     }
 
@@ -223,30 +225,42 @@ impl Tailing {
         Ok(())
     }
 
-    /// Changelog end offsets minus the positions, summed; the watermarks are asked for at
-    /// most every [`WATERMARKS_EVERY`]. `None` while an end offset is unknown.
+    /// Changelog end offsets minus the positions, summed, by the watermarks of the last
+    /// fetch responses. `None` while an end offset is unknown.
     pub fn lag(&mut self, consumer: &AssignedConsumer) -> Option<i64> {
-        if self
-            .watermarks_at
-            .is_none_or(|at| at.elapsed() >= WATERMARKS_EVERY)
-        {
-            self.watermarks_at = Some(Instant::now());
-            for p in &mut self.parts {
-                p.watermarks = crate::runtime::client::watermarks::fetch(
-                    consumer,
-                    &p.topic,
-                    self.partition,
-                    Duration::from_secs(1),
-                )
-                .ok();
-            }
-        }
+        self.refresh_watermarks(consumer);
         let mut sum = 0;
         for p in &self.parts {
-            let (low, high) = p.watermarks?;
-            sum += (high - p.position.unwrap_or(low)).max(0);
+            sum += (p.end? - p.position.or(p.log_start)?).max(0);
         }
         Some(sum)
+    }
+
+    /// Where store `index` stands against its changelog's end (by the watermarks of the
+    /// last fetch responses, as [`lag`](Self::lag)); a store not followed (not logged, or restored from a source
+    /// topic at promotion) has nothing known.
+    pub fn store_lag(&mut self, index: usize, consumer: &AssignedConsumer) -> super::held::ChangelogLag {
+        self.refresh_watermarks(consumer);
+        let Some(p) = self.parts.iter().find(|p| p.index == index) else {
+            return super::held::ChangelogLag::at(None, None);
+        };
+        super::held::ChangelogLag::at(p.position.or(p.log_start), p.end)
+    }
+
+    /// Takes the watermarks the restore consumer's last fetch responses carried for each
+    /// changelog partition (librdkafka's cache: no request). Asking the broker instead
+    /// (`ListOffsets`) waits behind the connection's pending long-poll fetch, up to
+    /// `fetch.wait.max.ms` for each partition, on every refresh of an idle standby. A
+    /// partition not fetched yet keeps what was known.
+    fn refresh_watermarks(&mut self, consumer: &AssignedConsumer) {
+        for p in &mut self.parts {
+            if let Some((low, high)) =
+                crate::runtime::client::watermarks::cached(consumer, &p.topic, self.partition)
+            {
+                p.log_start = low.or(p.log_start);
+                p.end = Some(high);
+            }
+        }
     }
 }
 
@@ -268,24 +282,27 @@ pub(crate) fn assign_all(
 /// Reads for every standby of `tails` at once, from the assignment of [`assign_all`], for
 /// up to `budget` (less when nothing arrives for 100 ms after a first record; before it,
 /// the fetch that follows an assignment may take longer), then applies and checkpoints what
-/// each read. One outcome per standby, in order.
+/// each read. One outcome per standby, in order. It also ends, within [`SLICE`], once
+/// `interrupted` (a query waits for the updater).
 pub(crate) fn step_all(
     consumer: &AssignedConsumer,
     tails: &mut [(&mut Tailing, &mut Vec<TaskStore>)],
     budget: Duration,
+    interrupted: &dyn Fn() -> bool,
 ) -> Vec<Result<TailStep, StreamsError>> {
     let mut out: Vec<Result<TailStep, StreamsError>> = tails.iter().map(|_| Ok(TailStep::Applied)).collect();
     let deadline = Instant::now() + budget;
-    let mut received = false;
+    // When the last record arrived.
+    let mut received: Option<Instant> = None;
     let mut gap = false;
     loop {
         let now = Instant::now();
-        if now >= deadline {
+        if now >= deadline || interrupted() {
             break;
         }
-        match consumer.poll((deadline - now).min(Duration::from_millis(100))) {
+        match consumer.poll((deadline - now).min(SLICE)) {
             Some(Ok(m)) => {
-                received = true;
+                received = Some(Instant::now());
                 for (i, (tail, stores)) in tails.iter_mut().enumerate() {
                     match tail.take(&m, stores) {
                         Ok(false) => continue,
@@ -318,7 +335,7 @@ pub(crate) fn step_all(
                 tracing::debug!(error = %e, "standby consumer");
                 break;
             }
-            None if received => break,
+            None if received.is_some_and(|at| at.elapsed() >= QUIET) => break,
             None => {}
         }
     }

@@ -26,17 +26,17 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use prometheus::{IntCounter, IntGauge};
-
+pub(crate) use super::jobs::{Event, Promotion, RestoreJob, StandbyJob};
 use crate::engine::TaskStore;
-use crate::metrics::handles::StandbyMetrics;
 use crate::model::TaskId;
 use crate::model::error::StreamsError;
 use crate::runtime::restore::RestoreConsumers;
+use crate::runtime::restore::held::{HeldTask, Visit};
 use crate::runtime::restore::offset_sums::OffsetSums;
 use crate::runtime::restore::tailing::{self, TailStep, Tailing};
 use crate::runtime::restore::{Restoration, Step};
@@ -47,70 +47,20 @@ const STEP: Duration = Duration::from_millis(200);
 /// numbers never reach it).
 const ALL_STANDBYS: u64 = u64::MAX;
 
-/// The stores of one task to restore.
-pub(crate) struct RestoreJob {
-    pub id: TaskId,
-    /// Which hand-over of the task this is (see `creation.rs`).
-    pub seq: u64,
-    pub stores: Vec<TaskStore>,
-    /// The task's `restore_records` counter and `restore_remaining` gauge.
-    pub gauges: Option<(IntCounter, IntGauge)>,
-}
-
-/// The stores of one standby task to keep warm.
-pub(crate) struct StandbyJob {
-    pub id: TaskId,
-    /// Which hand-over of the task this is (shares the numbering of [`RestoreJob`]).
-    pub seq: u64,
-    pub stores: Vec<TaskStore>,
-    pub metrics: StandbyMetrics,
-}
-
-/// A standby to turn into a restoring task ([`StateUpdater::promote`]).
-pub(crate) struct Promotion {
-    pub id: TaskId,
-    /// The sequence number of the restoring task's hand-over.
-    pub seq: u64,
-    /// The restoring task's `restore_records` counter and `restore_remaining` gauge.
-    pub gauges: Option<(IntCounter, IntGauge)>,
-    /// Where the stores restored from a source topic stop, by store name.
-    pub bounds: Vec<(String, i64)>,
-}
-
-/// What the updater reports back.
-pub(crate) enum Event {
-    /// Every store of the task is up to date; `records` were applied.
-    Restored { job: RestoreJob, records: u64 },
-    /// A changelog of the task has a gap, or its local files are corrupt (`topic` empty):
-    /// wipe its state and hand it over again.
-    Corrupted {
-        job: RestoreJob,
-        store: String,
-        topic: String,
-        reason: String,
-    },
-    /// A standby's changelog has a gap, or its local files are corrupt: wipe its state and
-    /// hand it over again.
-    StandbyCorrupted { job: StandbyJob, reason: String },
-    /// Restoring (or keeping the standby of) the task failed; the stream thread fails with it.
-    Failed {
-        id: TaskId,
-        seq: u64,
-        error: StreamsError,
-    },
-}
-
 enum Command {
     Add(RestoreJob),
     Remove(TaskId),
     AddStandby(StandbyJob),
     RemoveStandby(TaskId),
     Promote(Promotion),
+    Visit(Visit),
 }
 
 /// The stream thread's handle on its state updater.
 pub(crate) struct StateUpdater {
     commands: Option<Sender<Command>>,
+    /// Visits sent and not taken yet: a standby step waiting for records ends early.
+    visits: Arc<AtomicUsize>,
     events: Receiver<Event>,
     thread: Option<JoinHandle<()>>,
 }
@@ -125,6 +75,8 @@ impl StateUpdater {
     ) -> Result<Self, StreamsError> {
         let (commands, inbox) = mpsc::channel();
         let (outbox, events) = mpsc::channel();
+        let visits = Arc::new(AtomicUsize::new(0));
+        let waiting = visits.clone();
         let span = tracing::info_span!("state_updater", thread = %name);
         let thread = std::thread::Builder::new()
             .name(name)
@@ -137,12 +89,14 @@ impl StateUpdater {
                     assigned: None,
                     outbox,
                     sums,
+                    visits: waiting,
                 }
                 .run(&inbox);
             })
             .map_err(|e| StreamsError::Usage(format!("cannot start the state updater thread: {e}")))?;
         Ok(Self {
             commands: Some(commands),
+            visits,
             events,
             thread: Some(thread),
         })
@@ -174,6 +128,17 @@ impl StateUpdater {
     /// reported corrupted meanwhile) is ignored: the stream thread handles that report.
     pub fn promote(&self, promotion: Promotion) {
         self.send(Command::Promote(promotion));
+    }
+
+    /// Runs `visit` on the updater's thread, between two steps, with the tasks it holds
+    /// (see `held.rs`); `false` when the updater is gone (`visit` is dropped, not run).
+    pub fn visit(&self, visit: Visit) -> bool {
+        self.visits.fetch_add(1, Ordering::AcqRel);
+        let sent = (self.commands.as_ref()).is_some_and(|c| c.send(Command::Visit(visit)).is_ok());
+        if !sent {
+            self.visits.fetch_sub(1, Ordering::AcqRel);
+        }
+        sent
     }
 
     fn send(&self, command: Command) {
@@ -231,6 +196,8 @@ struct Worker {
     outbox: Sender<Event>,
     /// Where standbys record how much state they hold.
     sums: Arc<OffsetSums>,
+    /// Visits waiting (see [`StateUpdater`]).
+    visits: Arc<AtomicUsize>,
 }
 
 impl Worker {
@@ -266,6 +233,11 @@ impl Worker {
                     self.promote(p);
                     continue;
                 }
+                Ok(Command::Visit(v)) => {
+                    self.visits.fetch_sub(1, Ordering::AcqRel);
+                    self.visit(v);
+                    continue;
+                }
                 Err(TryRecvError::Disconnected) => break,
                 Err(TryRecvError::Empty) => {}
             }
@@ -283,6 +255,30 @@ impl Worker {
                 close_standby(s, "closing");
             }
         }
+    }
+
+    /// Lends the restoring tasks and the standbys to `visit`.
+    fn visit(&mut self, visit: Visit) {
+        let consumer = &self.consumers.reader;
+        let restoring = self.jobs.iter_mut().map(|j| {
+            let r = &j.restoration;
+            HeldTask::new(
+                j.job.id,
+                false,
+                &mut j.job.stores,
+                Box::new(move |i| r.store_lag(i)),
+            )
+        });
+        let standbys = self.standbys.iter_mut().map(|s| {
+            let tail = &mut s.tail;
+            HeldTask::new(
+                s.job.id,
+                true,
+                &mut s.job.stores,
+                Box::new(move |i| tail.store_lag(i, consumer)),
+            )
+        });
+        visit(restoring.chain(standbys).collect());
     }
 
     /// Starts keeping a standby warm, from its stores' checkpoints.
@@ -339,7 +335,9 @@ impl Worker {
             }
         }
         let before: Vec<u64> = tails.iter().map(|(t, _)| t.applied).collect();
-        let outcomes = tailing::step_all(&self.consumers.reader, &mut tails, budget);
+        let visits = &self.visits;
+        let visited = || visits.load(Ordering::Acquire) > 0;
+        let outcomes = tailing::step_all(&self.consumers.reader, &mut tails, budget, &visited);
         drop(tails);
         for (s, before) in self.standbys.iter_mut().zip(before) {
             s.job
@@ -558,13 +556,5 @@ fn close_standby(s: Standby, why: &str) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::standby_next;
-
-    #[test]
-    fn standbys_step_only_while_no_task_restores() {
-        assert!(!standby_next(true, true), "a restoring task goes first");
-        assert!(standby_next(false, true), "standbys step when nothing restores");
-        assert!(!standby_next(true, false) && !standby_next(false, false));
-    }
-}
+#[path = "updater_tests.rs"]
+mod tests;
