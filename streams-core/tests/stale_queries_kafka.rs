@@ -12,6 +12,9 @@
 //! - with `stale_stores`: every key with its last value and every window with its count,
 //!   the standby partitions included, read by scans, by key and by partition.
 //!
+//! Each instance's metadata names, for every partition, the instance running its task and
+//! the one keeping its standby (both set `application.server`).
+//!
 //! Fresh topics and application ids; without a broker the test says it was skipped.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::{
-    KafkaStreams, KvStore, LagInfo, ProcessResult, Processor, ProcessorContext, QueryError,
+    HostInfo, KafkaStreams, KvStore, LagInfo, ProcessResult, Processor, ProcessorContext, QueryError,
     ReadOnlyKeyValueStore, ReadOnlyWindowStore, Record, Replica, SourceConfig, Stores, StreamsConfig,
     Topology, WindowStore, default_partition,
 };
@@ -77,9 +80,10 @@ fn topology(input: &str) -> Topology {
     b.build().unwrap()
 }
 
-fn config(bootstrap: &str, app_id: &str, state: &Path) -> StreamsConfig {
+fn config(bootstrap: &str, app_id: &str, state: &Path, endpoint: &str) -> StreamsConfig {
     let state = state.display().to_string();
     StreamsConfig::from_properties([
+        ("application.server", endpoint),
         ("application.id", app_id),
         ("bootstrap.servers", bootstrap),
         ("state.dir", &state),
@@ -137,9 +141,10 @@ struct Instance {
     _state: tempfile::TempDir,
 }
 
-fn instance(bootstrap: &str, app_id: &str, input: &str) -> Instance {
+fn instance(bootstrap: &str, app_id: &str, input: &str, endpoint: &str) -> Instance {
     let state = tempfile::tempdir().unwrap();
-    let mut app = KafkaStreams::new(topology(input), config(bootstrap, app_id, state.path())).unwrap();
+    let config = config(bootstrap, app_id, state.path(), endpoint);
+    let mut app = KafkaStreams::new(topology(input), config).unwrap();
     let kv = app.store_named("kv", StringSerde, StringSerde).unwrap();
     let minutes = app.window_store_named("minutes", StringSerde, U64Serde).unwrap();
     app.start().unwrap();
@@ -209,10 +214,8 @@ fn standbys_answer_stale_queries_with_their_lag() {
     let input = kafka::unique_name("stale-in");
     kafka::create_topic(&bootstrap, &input, PARTITIONS, &[]).unwrap();
     let model = feed(&bootstrap, &input);
-    let instances = [
-        instance(&bootstrap, &app_id, &input),
-        instance(&bootstrap, &app_id, &input),
-    ];
+    let endpoints = ["a.example:8080", "b.example:8080"];
+    let instances = endpoints.map(|e| instance(&bootstrap, &app_id, &input, e));
 
     // Both instances hold every partition (active or standby), each copy caught up, and
     // the two split the active tasks.
@@ -241,6 +244,41 @@ fn standbys_answer_stale_queries_with_their_lag() {
         );
         std::thread::sleep(Duration::from_millis(200));
     };
+
+    // Each instance learns where every partition is active and where its standby is.
+    let endpoint = |h: &HostInfo| h.endpoint.clone().unwrap_or_default();
+    for (n, i) in instances.iter().enumerate() {
+        let wanted: Vec<(String, Vec<String>)> = (0..PARTITIONS)
+            .map(|p| {
+                let owner = usize::from(lags[1].0[&p].replica == Replica::Active);
+                (endpoints[owner].to_owned(), vec![endpoints[1 - owner].to_owned()])
+            })
+            .collect();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let known: Vec<(String, Vec<String>)> = (0..PARTITIONS)
+                .map(|p| {
+                    let m = i.app.query_metadata_for_partition("kv", p).unwrap();
+                    let active = m.active.as_ref().map(endpoint).unwrap_or_default();
+                    (active, m.standbys.iter().map(endpoint).collect())
+                })
+                .collect();
+            if known == wanted {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "instance {n}: metadata {known:?}, want {wanted:?}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let all = i.app.all_metadata();
+        assert!(
+            all.iter()
+                .all(|m| m.standby_stores.contains("kv") && m.standby_stores.contains("minutes")),
+            "{all:?}"
+        );
+    }
 
     for (n, (i, (kv_lags, minute_lags))) in instances.iter().zip(&lags).enumerate() {
         let active: BTreeSet<i32> = kv_lags

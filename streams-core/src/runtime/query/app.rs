@@ -320,11 +320,11 @@ impl Queries {
             .collect()
     }
 
-    /// The instances hosting at least one task of the store `store`.
+    /// The instances hosting at least one task of the store `store`, or a standby of one.
     pub fn metadata_for_store(&self, store: &str) -> Vec<StreamsMetadata> {
         self.all_metadata()
             .into_iter()
-            .filter(|m| m.stores.contains(store))
+            .filter(|m| m.stores.contains(store) || m.standby_stores.contains(store))
             .collect()
     }
 
@@ -365,13 +365,21 @@ impl Queries {
             subtopology,
             partition,
         };
-        let active = self
-            .directory
-            .instances()
-            .into_iter()
+        let instances = self.directory.instances();
+        let active = instances
+            .iter()
             .find(|r| r.tasks.contains(&task))
-            .map(|r| self.host(&r));
-        Ok(KeyQueryMetadata { partition, active })
+            .map(|r| self.host(r));
+        let standbys = instances
+            .iter()
+            .filter(|r| r.standbys.contains(&task))
+            .map(|r| self.host(r))
+            .collect();
+        Ok(KeyQueryMetadata {
+            partition,
+            active,
+            standbys,
+        })
     }
 
     /// The sub-topology of `store` (a non-global store) and its partition count.
@@ -406,9 +414,19 @@ impl Queries {
     }
 
     fn metadata(&self, r: Resolved) -> StreamsMetadata {
-        let subs: BTreeSet<u32> = r.tasks.iter().map(|t| t.subtopology).collect();
-        let stores = self
-            .topology
+        StreamsMetadata {
+            host: self.host(&r),
+            stores: self.stores_of(&r.tasks),
+            standby_stores: self.stores_of(&r.standbys),
+            tasks: r.tasks,
+            standby_tasks: r.standbys,
+        }
+    }
+
+    /// The stores of `tasks`' sub-topologies.
+    fn stores_of(&self, tasks: &BTreeSet<TaskId>) -> BTreeSet<String> {
+        let subs: BTreeSet<u32> = tasks.iter().map(|t| t.subtopology).collect();
+        self.topology
             .subtopologies()
             .iter()
             .filter(|s| subs.contains(&s.id))
@@ -417,12 +435,7 @@ impl Queries {
                     .iter()
                     .map(|&i| self.topology.stores[i].builder.name().to_owned())
             })
-            .collect();
-        StreamsMetadata {
-            host: self.host(&r),
-            tasks: r.tasks,
-            stores,
-        }
+            .collect()
     }
 }
 

@@ -50,16 +50,23 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// The tasks this instance hosts, by stream thread, each with the time hosting began.
+/// The tasks this instance hosts, by stream thread, each with the time hosting began, and
+/// the standby tasks it keeps.
 #[derive(Default)]
 pub(crate) struct Hosting {
-    threads: Mutex<BTreeMap<String, BTreeMap<TaskId, i64>>>,
+    threads: Mutex<BTreeMap<String, Hosted>>,
     version: AtomicU64,
 }
 
+#[derive(Default)]
+struct Hosted {
+    tasks: BTreeMap<TaskId, i64>,
+    standbys: BTreeSet<TaskId>,
+}
+
 impl Hosting {
-    /// `thread` hosts exactly `tasks` now.
-    pub fn set(&self, thread: &str, tasks: impl IntoIterator<Item = TaskId>) {
+    /// `thread` hosts exactly `tasks` now, and keeps `standbys`.
+    pub fn set(&self, thread: &str, tasks: impl IntoIterator<Item = TaskId>, standbys: BTreeSet<TaskId>) {
         let Ok(mut threads) = self.threads.lock() else {
             return;
         };
@@ -67,21 +74,31 @@ impl Hosting {
         let now = now_ms();
         let new: BTreeMap<TaskId, i64> = tasks
             .into_iter()
-            .map(|t| (t, old.get(&t).copied().unwrap_or(now)))
+            .map(|t| (t, old.tasks.get(&t).copied().unwrap_or(now)))
             .collect();
-        if !new.keys().eq(old.keys()) {
+        if !new.keys().eq(old.tasks.keys()) || standbys != old.standbys {
             self.version.fetch_add(1, Ordering::AcqRel);
         }
-        threads.insert(thread.to_owned(), new);
+        threads.insert(thread.to_owned(), Hosted { tasks: new, standbys });
     }
 
     /// `thread` has ended.
     pub fn remove(&self, thread: &str) {
         if let Ok(mut threads) = self.threads.lock()
-            && threads.remove(thread).is_some_and(|t| !t.is_empty())
+            && threads
+                .remove(thread)
+                .is_some_and(|t| !t.tasks.is_empty() || !t.standbys.is_empty())
         {
             self.version.fetch_add(1, Ordering::AcqRel);
         }
+    }
+
+    /// Every standby task of the instance.
+    pub fn standbys(&self) -> BTreeSet<TaskId> {
+        self.threads
+            .lock()
+            .map(|t| t.values().flat_map(|h| h.standbys.iter().copied()).collect())
+            .unwrap_or_default()
     }
 
     fn version(&self) -> u64 {
@@ -92,8 +109,8 @@ impl Hosting {
     pub fn snapshot(&self) -> BTreeMap<TaskId, i64> {
         let mut all = BTreeMap::new();
         if let Ok(threads) = self.threads.lock() {
-            for tasks in threads.values() {
-                for (t, since) in tasks {
+            for hosted in threads.values() {
+                for (t, since) in &hosted.tasks {
                     let e = all.entry(*t).or_insert(*since);
                     *e = (*e).max(*since);
                 }
@@ -110,6 +127,10 @@ pub(crate) struct Announcement {
     pub endpoint: Option<String>,
     /// `(sub-topology, partition, hosted since)`.
     pub tasks: Vec<(u32, i32, i64)>,
+    /// The standby tasks it keeps, `(sub-topology, partition)` (absent from announcements
+    /// of versions before standbys were announced).
+    #[serde(default)]
+    pub standbys: Vec<(u32, i32)>,
     pub time_ms: i64,
 }
 
@@ -123,17 +144,24 @@ impl Announcement {
                 .into_iter()
                 .map(|(t, since)| (t.subtopology, t.partition, since))
                 .collect(),
+            standbys: hosting
+                .standbys()
+                .into_iter()
+                .map(|t| (t.subtopology, t.partition))
+                .collect(),
             time_ms: now_ms(),
         }
     }
 }
 
-/// An instance and the tasks it owns, after resolving competing claims.
+/// An instance and the tasks it owns, after resolving competing claims, and the standby
+/// tasks it keeps (of tasks it does not own).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Resolved {
     pub process_id: String,
     pub endpoint: Option<String>,
     pub tasks: BTreeSet<TaskId>,
+    pub standbys: BTreeSet<TaskId>,
 }
 
 /// Resolves `announcements` (one per instance): each task goes to its latest claim (the
@@ -154,16 +182,32 @@ pub(crate) fn resolve(announcements: &[Announcement], now: i64, keep: &str) -> V
             }
         }
     }
+    let owned_by = |process_id: &str| -> BTreeSet<TaskId> {
+        owner
+            .iter()
+            .filter(|(_, (_, p))| *p == process_id)
+            .map(|(t, _)| *t)
+            .collect()
+    };
     announcements
         .iter()
-        .map(|a| Resolved {
-            process_id: a.process_id.clone(),
-            endpoint: a.endpoint.clone(),
-            tasks: owner
+        .map(|a| {
+            let tasks = owned_by(&a.process_id);
+            let standbys = a
+                .standbys
                 .iter()
-                .filter(|(_, (_, p))| *p == a.process_id)
-                .map(|(t, _)| *t)
-                .collect(),
+                .map(|&(subtopology, partition)| TaskId {
+                    subtopology,
+                    partition,
+                })
+                .filter(|t| !tasks.contains(t))
+                .collect();
+            Resolved {
+                process_id: a.process_id.clone(),
+                endpoint: a.endpoint.clone(),
+                tasks,
+                standbys,
+            }
         })
         .zip(announcements)
         .filter(|(r, a)| !r.tasks.is_empty() || now - a.time_ms < SILENT || a.process_id == keep)
@@ -339,6 +383,7 @@ mod tests {
             process_id: id.into(),
             endpoint: Some(format!("{id}:1")),
             tasks: tasks.iter().map(|&(p, s)| (0, p, s)).collect(),
+            standbys: Vec::new(),
             time_ms,
         }
     }
@@ -378,16 +423,36 @@ mod tests {
             subtopology: 0,
             partition: p,
         };
-        h.set("t1", [t(0), t(1)]);
+        h.set("t1", [t(0), t(1)], BTreeSet::new());
         let v = h.version();
         let first = h.snapshot();
-        h.set("t1", [t(1), t(0)]);
+        h.set("t1", [t(1), t(0)], BTreeSet::new());
         assert_eq!(h.version(), v, "the same tasks: nothing to announce");
         assert_eq!(h.snapshot(), first);
-        h.set("t1", [t(1)]);
+        h.set("t1", [t(1)], BTreeSet::new());
         assert_ne!(h.version(), v);
         assert_eq!(h.snapshot().get(&t(1)), first.get(&t(1)));
+        let v = h.version();
+        h.set("t1", [t(1)], BTreeSet::from([t(2)]));
+        assert_ne!(h.version(), v, "a new standby is announced");
+        assert_eq!(h.standbys(), BTreeSet::from([t(2)]));
         h.remove("t1");
-        assert!(h.snapshot().is_empty());
+        assert!(h.snapshot().is_empty() && h.standbys().is_empty());
+    }
+
+    #[test]
+    fn standbys_are_listed_beside_the_owner() {
+        let mut b = a("b", &[(1, 10)], 1_000);
+        // A standby of a task b itself owns (an announcement caught mid-promotion) is not
+        // listed as one.
+        b.standbys = vec![(0, 0), (0, 1)];
+        let all = [a("a", &[(0, 10)], 1_000), b];
+        let r = resolve(&all, 1_000, "a");
+        assert_eq!(parts(&r[0]), [0]);
+        assert_eq!(r[1].standbys.iter().map(|t| t.partition).collect::<Vec<_>>(), [0]);
+        // An announcement of an instance that did not announce standbys reads as none.
+        let old = br#"{"process_id":"c","endpoint":null,"tasks":[[0,2,5]],"time_ms":7}"#;
+        let parsed: Announcement = serde_json::from_slice(old).unwrap();
+        assert!(parsed.standbys.is_empty());
     }
 }

@@ -107,6 +107,11 @@ pub struct StreamsMetadata {
     pub tasks: BTreeSet<TaskId>,
     /// The stores of those tasks.
     pub stores: BTreeSet<String>,
+    /// The standby tasks it keeps (held, or waiting for their state directory): warm
+    /// copies it can answer stale queries from.
+    pub standby_tasks: BTreeSet<TaskId>,
+    /// The stores of those standby tasks.
+    pub standby_stores: BTreeSet<String>,
 }
 
 impl StreamsMetadata {
@@ -124,6 +129,10 @@ pub struct KeyQueryMetadata {
     pub partition: i32,
     /// The instance hosting that partition's task; `None` while none is known (retry).
     pub active: Option<HostInfo>,
+    /// The instances keeping a standby of that task, which answer a
+    /// [`stale_stores`](ReadOnlyKeyValueStore::stale_stores) query for it (Kafka Streams'
+    /// `standbyHosts`).
+    pub standbys: Vec<HostInfo>,
 }
 
 /// Which kind of copy of a store a task's part was read from.

@@ -153,7 +153,7 @@ fn run_loop(
         let restoring = tm.is_restoring();
         // The thread's rebalance ends once its new tasks are restored and running.
         if !restoring && consumer.context().in_rebalance.swap(false, Ordering::Relaxed) {
-            settings.hosting.set(name, tm.hosted());
+            settings.hosting.set(name, tm.hosted(), tm.standby_ids());
             status.leave_rebalance();
         }
         callback_failure(tm)?;
@@ -194,7 +194,7 @@ fn run_loop(
                 .map(|h| h.clone())
                 .unwrap_or_default();
             tm.publish_metrics(&fetch);
-            settings.hosting.set(name, tm.hosted());
+            settings.hosting.set(name, tm.hosted(), tm.standby_ids());
             last_publish = Instant::now();
         }
         status.set_processed(name, tm.processed_total);
