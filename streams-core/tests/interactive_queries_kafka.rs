@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use streams_core::serdes::StringSerde;
 use streams_core::{KeyValueCursor, QueryError, ReadOnlyKeyValueStore, StoreRef};
+use streams_test_utils::queries::retry;
 
 /// Distinct keys written.
 const N: usize = 2_000;
@@ -52,21 +53,6 @@ fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
     while !done() {
         assert!(Instant::now() < deadline, "{what}: not within {timeout:?}");
         std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// `query`, asked again while it fails with a retriable error (a late rebalance of the
-/// group), for at most 30 s.
-fn retry<T>(what: &str, mut query: impl FnMut() -> Result<T, QueryError>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        match query() {
-            Ok(t) => return t,
-            Err(e) if e.is_retriable() && Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Err(e) => panic!("{what}: {e}"),
-        }
     }
 }
 

@@ -28,6 +28,7 @@ use streams_core::{
     Topology, WindowStore, default_partition,
 };
 use streams_test_utils::kafka::{self, ProduceRecord};
+use streams_test_utils::queries::retry;
 
 const PARTITIONS: i32 = 4;
 const KEYS: usize = 400;
@@ -169,20 +170,6 @@ fn caught_up(i: &Instance) -> Option<(BTreeMap<i32, LagInfo>, BTreeMap<i32, LagI
             })
     };
     (whole(&kv) && whole(&minutes)).then_some((kv, minutes))
-}
-
-/// `query` again while it fails with a retriable error, for at most 30 s.
-fn retry<T>(what: &str, mut query: impl FnMut() -> Result<T, QueryError>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        match query() {
-            Ok(t) => return t,
-            Err(e) if e.is_retriable() && Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(50))
-            }
-            Err(e) => panic!("{what}: {e}"),
-        }
-    }
 }
 
 /// The key-value entries and windows `i` returns, stale or not.

@@ -26,6 +26,7 @@ use streams_core::{
     default_partition,
 };
 use streams_test_utils::kafka::{self, ProduceRecord};
+use streams_test_utils::queries::retry;
 
 const PARTITIONS: i32 = 4;
 const KEYS: usize = 40;
@@ -144,20 +145,6 @@ fn feed(bootstrap: &str, topic: &str) -> (Windows, Sessions) {
     }
     kafka::produce(bootstrap, topic, &records, Duration::from_secs(60)).unwrap();
     (windows, sessions)
-}
-
-/// Asks `query` again while it fails with a retriable error, for at most 20 s.
-fn retry<T>(what: &str, mut query: impl FnMut() -> Result<T, QueryError>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        match query() {
-            Ok(t) => return t,
-            Err(e) if e.is_retriable() && Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Err(e) => panic!("{what}: {e}"),
-        }
-    }
 }
 
 fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {

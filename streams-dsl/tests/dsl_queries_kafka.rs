@@ -20,6 +20,7 @@ use streams_dsl::{
     ValueAndTimestampSerde, Windowed, WindowedSerde,
 };
 use streams_test_utils::kafka::{self, ProduceRecord};
+use streams_test_utils::queries::retry;
 
 const PARTITIONS: i32 = 3;
 const MINUTE: i64 = 60_000;
@@ -36,20 +37,6 @@ fn config(bootstrap: &str, app_id: &str, state_dir: &std::path::Path) -> Streams
         ("commit.interval.ms", "100"),
     ])
     .unwrap()
-}
-
-/// Asks `query` again while it fails with a retriable error, for at most 20 s.
-fn retry<T>(what: &str, mut query: impl FnMut() -> Result<T, QueryError>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        match query() {
-            Ok(t) => return t,
-            Err(e) if e.is_retriable() && Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Err(e) => panic!("{what}: {e}"),
-        }
-    }
 }
 
 fn partition_of(key: &str) -> i32 {

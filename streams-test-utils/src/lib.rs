@@ -16,11 +16,13 @@
 //! |---|---|
 //! | `driver/` | [`TopologyTestDriver`] and [`DriverConfig`]; its typed topics ([`TestInputTopic`], [`TestOutputTopic`], [`TestRecord`]); its in-memory topic log, record collector and changelog sinks |
 //! | [`kafka`] | the broker test kit: [`kafka::kafka_bootstrap`], [`kafka::require_kafka`], [`kafka::create_topic`], [`kafka::produce`], [`kafka::consume_all`], ... |
+//! | [`queries`] | interactive queries in tests: [`queries::retry`] |
 //!
 //! The driver is a host of `streams_core::engine`, as the runtime is: it builds tasks with
 //! the engine's task factory and feeds them records.
 
 mod driver;
 pub mod kafka;
+pub mod queries;
 
 pub use driver::{DriverConfig, TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDriver};
