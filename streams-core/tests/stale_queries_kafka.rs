@@ -15,6 +15,10 @@
 //! Each instance's metadata names, for every partition, the instance running its task and
 //! the one keeping its standby (both set `application.server`).
 //!
+//! A second test reads with `stale_stores` while a second instance joins: every read
+//! answers, with the key's last value or a value the input wrote for it (a restoring copy)
+//! or nothing (a partition in transit), never `Rebalancing`.
+//!
 //! Fresh topics and application ids; without a broker the test says it was skipped.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -188,26 +192,12 @@ fn read_all(i: &Instance, stale: bool) -> (BTreeMap<String, String>, BTreeMap<(S
     (values, windows)
 }
 
-#[test]
-fn standbys_answer_stale_queries_with_their_lag() {
-    let Some(bootstrap) = kafka::require_kafka("standbys_answer_stale_queries_with_their_lag") else {
-        return;
-    };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
-    let app_id = kafka::unique_name("stale");
-    let input = kafka::unique_name("stale-in");
-    kafka::create_topic(&bootstrap, &input, PARTITIONS, &[]).unwrap();
-    let model = feed(&bootstrap, &input);
-    let endpoints = ["a.example:8080", "b.example:8080"];
-    let instances = endpoints.map(|e| instance(&bootstrap, &app_id, &input, e));
-
-    // Both instances hold every partition (active or standby), each copy caught up, and
-    // the two split the active tasks.
+/// Waits until both instances hold every partition (active or standby), each copy caught
+/// up, the two splitting the active tasks, and every record is processed; the lags of
+/// each instance's two stores.
+fn settled(instances: &[Instance]) -> Vec<(BTreeMap<i32, LagInfo>, BTreeMap<i32, LagInfo>)> {
     let deadline = Instant::now() + Duration::from_secs(120);
-    let lags = loop {
+    loop {
         let lags: Vec<_> = instances.iter().filter_map(caught_up).collect();
         let split = lags.len() == 2
             && (0..PARTITIONS).all(|p| {
@@ -230,7 +220,26 @@ fn standbys_answer_stale_queries_with_their_lag() {
                 .collect::<Vec<_>>()
         );
         std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn standbys_answer_stale_queries_with_their_lag() {
+    let Some(bootstrap) = kafka::require_kafka("standbys_answer_stale_queries_with_their_lag") else {
+        return;
     };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let app_id = kafka::unique_name("stale");
+    let input = kafka::unique_name("stale-in");
+    kafka::create_topic(&bootstrap, &input, PARTITIONS, &[]).unwrap();
+    let model = feed(&bootstrap, &input);
+    let endpoints = ["a.example:8080", "b.example:8080"];
+    let instances = endpoints.map(|e| instance(&bootstrap, &app_id, &input, e));
+
+    let lags = settled(&instances);
 
     // Each instance learns where every partition is active and where its standby is.
     let endpoint = |h: &HostInfo| h.endpoint.clone().unwrap_or_default();
@@ -344,6 +353,84 @@ fn standbys_answer_stale_queries_with_their_lag() {
         assert!(
             entries > 0,
             "instance {n}: {entries} entries over every partition"
+        );
+    }
+    for mut i in instances {
+        assert!(i.app.close(Duration::from_secs(30)), "close");
+    }
+}
+
+/// Whether `value` is one the input wrote for key number `i`.
+fn written(value: &str, i: usize) -> bool {
+    (0..ROUNDS).any(|round| value == format!("r{round}-{i}"))
+}
+
+#[test]
+fn stale_queries_are_answered_through_a_rebalance() {
+    let Some(bootstrap) = kafka::require_kafka("stale_queries_are_answered_through_a_rebalance") else {
+        return;
+    };
+    let app_id = kafka::unique_name("stale-rebalance");
+    let input = kafka::unique_name("stale-rebalance-in");
+    kafka::create_topic(&bootstrap, &input, PARTITIONS, &[]).unwrap();
+    let model = feed(&bootstrap, &input);
+    let a = instance(&bootstrap, &app_id, &input, "a.example:8080");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while a.app.processed_records() < (KEYS * ROUNDS) as u64 {
+        assert!(Instant::now() < deadline, "A alone: not processed within 120 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // B joins: the group rebalances, B restores the tasks it takes, A keeps standbys of
+    // them. Meanwhile every stale read of both instances answers (never `Rebalancing`):
+    // A, which processed everything, with each key's last value or nothing (a partition
+    // in transit); B with some value the input wrote for the key (its restoration may be
+    // part-way) or nothing.
+    let b = instance(&bootstrap, &app_id, &input, "b.example:8080");
+    let sample: Vec<(usize, &String, &String)> = model
+        .values
+        .iter()
+        .enumerate()
+        .step_by(37)
+        .map(|(i, (k, v))| (i, k, v))
+        .collect();
+    let (mut reads, mut found_on_b) = (0, 0);
+    let instances = [a, b];
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        for (i, key, last) in &sample {
+            let on_a = instances[0].kv.clone().stale_stores().get(key);
+            match on_a {
+                Ok(Some(v)) => assert_eq!(&v, *last, "A: key {key}"),
+                Ok(None) => {}
+                Err(e) => panic!("A: a stale get of {key} during the rebalance: {e}"),
+            }
+            match instances[1].kv.clone().stale_stores().get(key) {
+                Ok(Some(v)) => {
+                    assert!(written(&v, *i), "B: key {key} reads {v}, never written");
+                    found_on_b += 1;
+                }
+                Ok(None) => {}
+                Err(e) => panic!("B: a stale get of {key} during the rebalance: {e}"),
+            }
+            reads += 2;
+        }
+        if instances.iter().filter_map(caught_up).count() == 2 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the two instances did not settle within 120 s"
+        );
+    }
+    println!("{reads} stale reads during the rebalance, {found_on_b} found on B");
+    // Settled: each instance has every key through its standbys.
+    let _ = settled(&instances);
+    for (n, i) in instances.iter().enumerate() {
+        let (values, _) = read_all(i, true);
+        assert_eq!(
+            values, model.values,
+            "instance {n}: every key, stale, after the rebalance"
         );
     }
     for mut i in instances {
