@@ -283,7 +283,7 @@ pub(crate) fn assign_all(
 /// up to `budget` (less when nothing arrives for 100 ms after a first record; before it,
 /// the fetch that follows an assignment may take longer), then applies and checkpoints what
 /// each read. One outcome per standby, in order. It also ends, within [`SLICE`], once
-/// `interrupted` (a query waits for the updater).
+/// `interrupted` (a query waits for the updater), after at least one poll.
 pub(crate) fn step_all(
     consumer: &AssignedConsumer,
     tails: &mut [(&mut Tailing, &mut Vec<TaskStore>)],
@@ -297,7 +297,7 @@ pub(crate) fn step_all(
     let mut gap = false;
     loop {
         let now = Instant::now();
-        if now >= deadline || interrupted() {
+        if now >= deadline {
             break;
         }
         match consumer.poll((deadline - now).min(SLICE)) {
@@ -337,6 +337,10 @@ pub(crate) fn step_all(
             }
             None if received.is_some_and(|at| at.elapsed() >= QUIET) => break,
             None => {}
+        }
+        // After the poll, not before it: queries back to back still let every step read.
+        if interrupted() {
+            break;
         }
     }
     for (i, (tail, stores)) in tails.iter_mut().enumerate() {
