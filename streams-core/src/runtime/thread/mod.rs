@@ -67,7 +67,7 @@ pub(crate) fn run(
     // Dropped before the consumer leaves its group: its stores and producer are closed.
     drop(tasks);
     settings.hosting.remove(name);
-    consumer.unsubscribe();
+    crate::runtime::group::rebalance::leave_group(&consumer, settings.member.is_none());
     // The streams-group member leaves when the runtime drops its own handle, right after
     // this returns: the tasks are closed (their offsets committed) by then, so the broker
     // moves them at once rather than after the session timeout. The runtime keeps that

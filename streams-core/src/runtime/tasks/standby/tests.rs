@@ -82,7 +82,7 @@ impl Drop for Setup {
             .context()
             .closing
             .store(true, std::sync::atomic::Ordering::Relaxed);
-        self.consumer.unsubscribe();
+        crate::runtime::group::rebalance::leave_group(&self.consumer, true);
     }
 }
 
