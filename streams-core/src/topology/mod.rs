@@ -142,10 +142,13 @@ impl Topology {
 
     /// The changelog topic configuration of store `name` (`None` if not logged).
     pub fn changelog_config(&self, name: &str) -> Option<std::collections::BTreeMap<String, String>> {
-        self.stores
-            .iter()
-            .find(|s| s.builder.name() == name)
+        self.store_def(name)
             .and_then(|s| s.builder.logging_config().cloned())
+    }
+
+    /// Store `name` of the topology, if there is one.
+    pub(crate) fn store_def(&self, name: &str) -> Option<&StoreDef> {
+        self.stores.iter().find(|s| s.builder.name() == name)
     }
 
     /// Where `offset.reset` sends the consumer of `topic` when there is no committed offset.

@@ -284,9 +284,7 @@ impl Queries {
     ) -> Result<(bool, bool), QueryError> {
         let def = self
             .topology
-            .stores
-            .iter()
-            .find(|s| s.builder.name() == name)
+            .store_def(name)
             .ok_or_else(|| QueryError::UnknownStore(name.to_owned()))?;
         let layout = def.builder.layout();
         let timestamped = layout.timestamped();

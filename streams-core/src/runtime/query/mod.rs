@@ -84,6 +84,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use crate::model::{State, TaskId};
+use crate::runtime::restore::held::ChangelogLag;
 
 /// An instance of the application: how to reach it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -165,13 +166,13 @@ pub struct LagInfo {
 }
 
 impl LagInfo {
-    /// A running active task's store: no lag.
-    pub(crate) fn active() -> Self {
+    /// A copy of kind `replica` standing at `lag`.
+    pub(crate) fn of(replica: Replica, lag: ChangelogLag) -> Self {
         Self {
-            replica: Replica::Active,
-            position: None,
-            end: None,
-            offset_lag: Some(0),
+            replica,
+            position: lag.position,
+            end: lag.end,
+            offset_lag: lag.offset_lag,
         }
     }
 }

@@ -9,10 +9,11 @@
 //! whatever it is doing, and passed on to the thread's state updater, which answers for
 //! the standbys and restoring tasks it holds (`stale.rs`).
 
-use super::LagInfo;
 use super::read::read;
 use super::router::{Answer, Inbox, Op, Partial, Request};
+use super::{LagInfo, Replica};
 use crate::model::TaskId;
+use crate::runtime::restore::held::ChangelogLag;
 use crate::runtime::tasks::TaskManager;
 
 /// Answers every waiting query. `rebalancing`: the thread's consumer is in a rebalance.
@@ -46,9 +47,7 @@ pub(crate) fn serve(inbox: &Inbox, tm: &TaskManager, rebalancing: bool) {
 fn pass_to_updater(tm: &TaskManager, request: &Request) {
     let topology = tm.settings.factory.topology();
     let builder = topology
-        .stores
-        .iter()
-        .find(|s| s.builder.name() == &*request.target.store)
+        .store_def(&request.target.store)
         .map(|s| s.builder.clone());
     let passed =
         builder.is_some_and(|builder| tm.updater.visit(super::stale::answer(request.clone(), builder)));
@@ -82,7 +81,10 @@ fn answer(tm: &TaskManager, request: &Request) -> Answer {
         };
         let part = match request.op {
             // A running task's store is where its changelog comes from.
-            Op::Lag => Ok(Partial::Lag(LagInfo::active())),
+            Op::Lag => Ok(Partial::Lag(LagInfo::of(
+                Replica::Active,
+                ChangelogLag::caught_up(),
+            ))),
             _ => read(&slot.store, slot.builder.as_ref(), &request.op),
         };
         match part {

@@ -34,17 +34,12 @@ pub(crate) fn answer(request: Request, builder: Arc<dyn StoreBuilder>) -> Visit 
             };
             let part = match &request.op {
                 Op::Lag => {
-                    let lag = (task.lag)(index);
-                    Ok(Partial::Lag(LagInfo {
-                        replica: if task.standby {
-                            Replica::Standby
-                        } else {
-                            Replica::Restoring
-                        },
-                        position: lag.position,
-                        end: lag.end,
-                        offset_lag: lag.offset_lag,
-                    }))
+                    let replica = if task.standby {
+                        Replica::Standby
+                    } else {
+                        Replica::Restoring
+                    };
+                    Ok(Partial::Lag(LagInfo::of(replica, (task.lag)(index))))
                 }
                 op => read_owned(&mut task.stores[index], builder.as_ref(), op),
             };

@@ -34,6 +34,7 @@ use crate::engine::TaskStore;
 use crate::model::error::StreamsError;
 use crate::runtime::client::errors::kafka_err;
 use crate::runtime::restore::changelog_record;
+use crate::runtime::restore::held::ChangelogLag;
 use crate::runtime::topics::resets::AssignedConsumer;
 
 /// How many records of one store are applied at once, at most.
@@ -68,6 +69,13 @@ struct Part {
     log_start: Option<i64>,
     /// The partition's end offset (high watermark) of the last fetch response.
     end: Option<i64>,
+}
+
+impl Part {
+    /// Where the store stands: before its first record, at the partition's log start.
+    fn lag(&self) -> ChangelogLag {
+        ChangelogLag::at(self.position.or(self.log_start), self.end)
+    }
 }
 
 /// The reading of one standby task's changelog partitions.
@@ -229,22 +237,18 @@ impl Tailing {
     /// fetch responses. `None` while an end offset is unknown.
     pub fn lag(&mut self, consumer: &AssignedConsumer) -> Option<i64> {
         self.refresh_watermarks(consumer);
-        let mut sum = 0;
-        for p in &self.parts {
-            sum += (p.end? - p.position.or(p.log_start)?).max(0);
-        }
-        Some(sum)
+        self.parts.iter().map(|p| p.lag().offset_lag).sum()
     }
 
     /// Where store `index` stands against its changelog's end (by the watermarks of the
-    /// last fetch responses, as [`lag`](Self::lag)); a store not followed (not logged, or restored from a source
-    /// topic at promotion) has nothing known.
-    pub fn store_lag(&mut self, index: usize, consumer: &AssignedConsumer) -> super::held::ChangelogLag {
+    /// last fetch responses, as [`lag`](Self::lag)); a store not followed (not logged, or
+    /// restored from a source topic at promotion) has nothing known.
+    pub fn store_lag(&mut self, index: usize, consumer: &AssignedConsumer) -> ChangelogLag {
         self.refresh_watermarks(consumer);
-        let Some(p) = self.parts.iter().find(|p| p.index == index) else {
-            return super::held::ChangelogLag::at(None, None);
-        };
-        super::held::ChangelogLag::at(p.position.or(p.log_start), p.end)
+        match self.parts.iter().find(|p| p.index == index) {
+            Some(p) => p.lag(),
+            None => ChangelogLag::at(None, None),
+        }
     }
 
     /// Takes the watermarks the restore consumer's last fetch responses carried for each
