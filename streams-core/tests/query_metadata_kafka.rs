@@ -9,6 +9,10 @@
 //! Then one instance leaves: the two others' views converge on the two of them, covering
 //! every partition again, and every key is found where they say.
 //!
+//! The scenario runs twice: under the default group protocol the instances learn of each
+//! other from the `<application.id>-instances` topic; under `group.protocol=streams` from
+//! the group coordinator's endpoint map, and that topic must not exist.
+//!
 //! Fresh topics and application id; without a broker the test says it was skipped
 //! (`scripts/test.sh` always provides one).
 
@@ -31,17 +35,21 @@ struct Instance {
 }
 
 impl Instance {
-    fn start(bootstrap: &str, app_id: &str, input: &str, output: &str, port: u16) -> Self {
+    fn start(bootstrap: &str, app_id: &str, topics: &Topics, port: u16, protocol: Option<&str>) -> Self {
         let state = tempfile::tempdir().unwrap();
         let endpoint = format!("127.0.0.1:{port}");
-        let config = StreamsConfig::from_properties([
+        let mut props = vec![
             ("application.id", app_id.to_owned()),
             ("bootstrap.servers", bootstrap.to_owned()),
             ("state.dir", state.path().display().to_string()),
             ("application.server", endpoint.clone()),
             ("commit.interval.ms", "100".into()),
-        ])
-        .unwrap();
+        ];
+        if let Some(p) = protocol {
+            props.push(("group.protocol", p.to_owned()));
+        }
+        let config = StreamsConfig::from_properties(props).unwrap();
+        let (input, output) = (&topics.input, &topics.output);
         let mut app = KafkaStreams::new(common::count_topology(input, output), config).unwrap();
         app.start().unwrap();
         Self {
@@ -126,8 +134,24 @@ fn every_key_where_metadata_says(live: &[&Instance], deadline: Instant) {
     }
 }
 
+struct Topics {
+    input: String,
+    output: String,
+}
+
 #[test]
 fn every_instance_knows_which_instance_hosts_each_key_also_after_one_leaves() {
+    hosts_are_found_and_follow_a_leave(None, 18_001);
+}
+
+#[test]
+fn under_the_streams_protocol_the_group_coordinator_tells_who_hosts_each_key() {
+    hosts_are_found_and_follow_a_leave(Some("streams"), 18_011);
+}
+
+/// The scenario of this file under `protocol` (the default when `None`), the instances
+/// listening on ports `port..port + 3`.
+fn hosts_are_found_and_follow_a_leave(protocol: Option<&str>, port: u16) {
     let Some(bootstrap) = kafka::require_kafka("query_metadata_kafka") else {
         return;
     };
@@ -136,21 +160,30 @@ fn every_instance_knows_which_instance_hosts_each_key_also_after_one_leaves() {
         .with_test_writer()
         .try_init();
     let app_id = kafka::unique_name("iq-md");
-    let input = kafka::unique_name("iq-md-in");
-    let output = kafka::unique_name("iq-md-out");
-    kafka::create_topic(&bootstrap, &input, PARTITIONS, &[]).unwrap();
-    kafka::create_topic(&bootstrap, &output, PARTITIONS, &[]).unwrap();
-    common::produce_words(&bootstrap, &input, KEYS, 1, "v");
+    let topics = Topics {
+        input: kafka::unique_name("iq-md-in"),
+        output: kafka::unique_name("iq-md-out"),
+    };
+    kafka::create_topic(&bootstrap, &topics.input, PARTITIONS, &[]).unwrap();
+    kafka::create_topic(&bootstrap, &topics.output, PARTITIONS, &[]).unwrap();
+    common::produce_words(&bootstrap, &topics.input, KEYS, 1, "v");
 
-    let a = Instance::start(&bootstrap, &app_id, &input, &output, 18_001);
-    let b = Instance::start(&bootstrap, &app_id, &input, &output, 18_002);
-    let mut c = Instance::start(&bootstrap, &app_id, &input, &output, 18_003);
+    let a = Instance::start(&bootstrap, &app_id, &topics, port, protocol);
+    let b = Instance::start(&bootstrap, &app_id, &topics, port + 1, protocol);
+    let mut c = Instance::start(&bootstrap, &app_id, &topics, port + 2, protocol);
     let deadline = Instant::now() + Duration::from_secs(120);
     let view = converged(&[&a, &b, &c], deadline);
     println!("three instances: {view:?}");
     for i in [&a, &b, &c] {
         assert!(i.app.wait_for_state(State::Running, Duration::from_secs(60)));
     }
+    let instances_topic = format!("{app_id}-instances");
+    let listed = kafka::topics_with_prefix(&bootstrap, &app_id).unwrap();
+    assert_eq!(
+        listed.contains(&instances_topic),
+        protocol != Some("streams"),
+        "{instances_topic} among {listed:?}"
+    );
 
     // The union of the stores holds every key exactly once.
     let mut seen = BTreeMap::new();

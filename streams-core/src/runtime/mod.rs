@@ -256,6 +256,7 @@ impl KafkaStreams {
             offset_sums: self.offset_sums.clone(),
             rocksdb: self.rocksdb.clone(),
             hosting: self.queries.directory.hosting().clone(),
+            group_endpoints: self.queries.directory.group_endpoints().clone(),
             purger: self.purger.clone(),
             repartition_topics: Arc::new(topics::repartition_topic_names(&self.topology)),
         })
@@ -338,16 +339,6 @@ impl KafkaStreams {
             .queries
             .partitions
             .set(topics::subtopology_partitions(&self.topology, &plan, &md)?);
-        if self.config.application_server().is_some() {
-            plan.push(topics::InternalTopic {
-                name: query::discovery::instances_topic(&app_id),
-                partitions: 1,
-                config: std::collections::BTreeMap::from([(
-                    "cleanup.policy".to_owned(),
-                    "compact".to_owned(),
-                )]),
-            });
-        }
         let admin = factory.client_config(self.config.admin_properties());
         self.group_protocol = Some(client::protocol::choose(
             &self.config.main_consumer_properties(),
@@ -364,6 +355,22 @@ impl KafkaStreams {
                           and group.protocol=streams need a broker (Apache Kafka 4.2 or later)"
                     .into(),
             });
+        }
+        // Under the streams protocol the group coordinator tells where every task runs;
+        // otherwise the instances announce it on a topic of their own.
+        let announce =
+            self.config.application_server().is_some() && self.group_protocol != Some(GroupProtocol::Streams);
+        if announce {
+            plan.push(topics::InternalTopic {
+                name: query::discovery::instances_topic(&app_id),
+                partitions: 1,
+                config: std::collections::BTreeMap::from([(
+                    "cleanup.policy".to_owned(),
+                    "compact".to_owned(),
+                )]),
+            });
+        } else if self.group_protocol == Some(GroupProtocol::Streams) {
+            self.queries.directory.follow_group();
         }
         if self.group_protocol == Some(GroupProtocol::Streams) {
             self.group_security =
@@ -385,7 +392,7 @@ impl KafkaStreams {
         if self.embedded.is_none() {
             self.purger = Some(topics::purge::Purger::start(&app_id, &admin)?);
         }
-        if self.config.application_server().is_some() {
+        if announce {
             let mut consumer = factory.client_config(self.config.consumer_properties());
             // Assigned, never subscribed: the group only names the consumer (it never joins
             // or commits), prefixed by the application id like every group it uses.

@@ -307,9 +307,10 @@ impl Queries {
     }
 
     /// Every instance of the application this one knows of, with the tasks it hosts and
-    /// their stores. Other instances are known only when `application.server` is set
-    /// (they announce themselves on the `<application.id>-instances` topic; see
-    /// `docs/interactive-queries.md`); without it, only this instance is listed.
+    /// their stores. Other instances are known only when `application.server` is set:
+    /// under `group.protocol=streams` from the group coordinator's endpoint map, otherwise
+    /// from their announcements on the `<application.id>-instances` topic (see
+    /// `docs/interactive-queries.md`). Without it, only this instance is listed.
     pub fn all_metadata(&self) -> Vec<StreamsMetadata> {
         self.directory
             .instances()
@@ -407,7 +408,7 @@ impl Queries {
         HostInfo {
             process_id: r.process_id.clone(),
             endpoint: r.endpoint.clone(),
-            local: r.process_id == self.directory.process_id(),
+            local: r.process_id.as_deref() == Some(self.directory.process_id()),
         }
     }
 

@@ -1,6 +1,14 @@
-//! Which instance hosts which task: every instance announces its endpoint
-//! (`application.server`) and its tasks on a compacted internal topic,
-//! `<application.id>-instances`, and reads everyone's announcements from it.
+//! Which instance hosts which task, from one of two sources:
+//!
+//! - **The streams group's endpoint map** (`group.protocol=streams`). The group coordinator
+//!   knows every member's `application.server` and tasks and sends the map with the
+//!   heartbeats (`streams_group/endpoints.rs`). Other instances are listed from the latest
+//!   map, by endpoint (the map names no process ids), and this one from its live state.
+//!   Members without `application.server` are not in the map. No topic is involved.
+//! - **The instances topic** (the classic and consumer protocols, whose coordinators know
+//!   nothing of tasks): every instance announces its endpoint (`application.server`) and its
+//!   tasks on a compacted internal topic, `<application.id>-instances`, and reads everyone's
+//!   announcements from it, as follows.
 //!
 //! - **What is announced.** The record's key is the instance's process id; its value lists
 //!   the endpoint and the tasks the instance hosts (running, restoring or waiting for a
@@ -14,12 +22,15 @@
 //!   for 15 s is not listed.
 //! - **Limits.** Claims are ordered by wall clocks: instances whose clocks differ by more
 //!   than the time between two hand-overs of one task may disagree about its owner for a
-//!   while. An answer is a hint, checked where it matters: a query for one partition fails
-//!   with the retriable [`QueryError::NotHosted`](super::QueryError::NotHosted) on an
-//!   instance that does not host it.
+//!   while.
+//!
+//! Either way an answer is a hint, checked where it matters: a query for one partition fails
+//! with the retriable [`QueryError::NotHosted`](super::QueryError::NotHosted) on an
+//! instance that does not host it.
 //!
 //! The stream threads only write their task sets into [`Hosting`] (a lock once a second
-//! per thread, never per record); this module's own thread does all the Kafka I/O.
+//! per thread, never per record); this module's own thread does all the Kafka I/O of the
+//! instances topic.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -33,6 +44,7 @@ use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
 use crate::model::TaskId;
 use crate::model::error::StreamsError;
+use crate::runtime::streams_group::endpoints::GroupEndpoints;
 
 /// How often an instance announces itself even when nothing changed.
 const REFRESH: Duration = Duration::from_secs(5);
@@ -158,7 +170,8 @@ impl Announcement {
 /// tasks it keeps (of tasks it does not own).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Resolved {
-    pub process_id: String,
+    /// `None` for an instance known from the group's endpoint map.
+    pub process_id: Option<String>,
     pub endpoint: Option<String>,
     pub tasks: BTreeSet<TaskId>,
     pub standbys: BTreeSet<TaskId>,
@@ -203,7 +216,7 @@ pub(crate) fn resolve(announcements: &[Announcement], now: i64, keep: &str) -> V
                 .filter(|t| !tasks.contains(t))
                 .collect();
             Resolved {
-                process_id: a.process_id.clone(),
+                process_id: Some(a.process_id.clone()),
                 endpoint: a.endpoint.clone(),
                 tasks,
                 standbys,
@@ -215,13 +228,17 @@ pub(crate) fn resolve(announcements: &[Announcement], now: i64, keep: &str) -> V
         .collect()
 }
 
-/// What the discovery thread and the application share.
+/// What the discovery thread, the streams-group members and the application share.
 pub(crate) struct Directory {
     process_id: String,
     endpoint: Option<String>,
     hosting: Arc<Hosting>,
     /// The latest announcement of every other instance, by process id.
     others: Mutex<BTreeMap<String, Announcement>>,
+    /// The endpoint map the streams-group members receive.
+    group: Arc<GroupEndpoints>,
+    /// Whether the instances come from `group` rather than from announcements.
+    from_group: AtomicBool,
 }
 
 impl Directory {
@@ -231,11 +248,26 @@ impl Directory {
             endpoint: endpoint.map(str::to_owned),
             hosting,
             others: Mutex::new(BTreeMap::new()),
+            group: Arc::default(),
+            from_group: AtomicBool::new(false),
         }
+    }
+
+    /// Lists the other instances from the streams group's endpoint map from now on.
+    pub fn follow_group(&self) {
+        self.from_group.store(true, Ordering::Release);
+    }
+
+    /// Where the streams-group members leave the endpoint maps they receive.
+    pub fn group_endpoints(&self) -> &Arc<GroupEndpoints> {
+        &self.group
     }
 
     /// Every known instance (this one from its live state) with the tasks it owns.
     pub fn instances(&self) -> Vec<Resolved> {
+        if self.from_group.load(Ordering::Acquire) {
+            return self.group_instances();
+        }
         let mut all: Vec<Announcement> = self
             .others
             .lock()
@@ -247,6 +279,36 @@ impl Directory {
             &self.hosting,
         ));
         resolve(&all, now_ms(), &self.process_id)
+    }
+
+    /// This instance from its live state, then every other endpoint of the group's map.
+    fn group_instances(&self) -> Vec<Resolved> {
+        let hosting = &self.hosting;
+        let tasks: BTreeSet<TaskId> = hosting.snapshot().into_keys().collect();
+        let standbys = hosting
+            .standbys()
+            .into_iter()
+            .filter(|t| !tasks.contains(t))
+            .collect();
+        let this = Resolved {
+            process_id: Some(self.process_id.clone()),
+            endpoint: self.endpoint.clone(),
+            tasks,
+            standbys,
+        };
+        let others = self.group.hosts().unwrap_or_default().into_iter();
+        std::iter::once(this)
+            .chain(
+                others
+                    .filter(|(endpoint, _)| Some(endpoint) != self.endpoint.as_ref())
+                    .map(|(endpoint, t)| Resolved {
+                        process_id: None,
+                        endpoint: Some(endpoint),
+                        tasks: t.active,
+                        standbys: t.standby,
+                    }),
+            )
+            .collect()
     }
 
     pub fn process_id(&self) -> &str {
@@ -411,7 +473,9 @@ mod tests {
         assert_eq!(parts(&r[2]), [0]);
         let r = resolve(&all, 100 + SILENT, "a");
         assert_eq!(
-            r.iter().map(|r| r.process_id.as_str()).collect::<Vec<_>>(),
+            r.iter()
+                .map(|r| r.process_id.as_deref().unwrap())
+                .collect::<Vec<_>>(),
             ["a", "c"]
         );
     }

@@ -90,8 +90,10 @@ use crate::runtime::restore::held::ChangelogLag;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HostInfo {
-    /// Its process id (kept in its state directory across restarts).
-    pub process_id: String,
+    /// Its process id (kept in its state directory across restarts); `None` for an instance
+    /// known from the streams group's endpoint map (`group.protocol=streams`), which names
+    /// instances by endpoint only.
+    pub process_id: Option<String>,
     /// Its `application.server`, if it set one.
     pub endpoint: Option<String>,
     /// Whether it is this instance.

@@ -12,7 +12,8 @@
 //!   and found again before the next heartbeat (a retriable failure: the loop backs off and
 //!   heartbeats again; the thread never panics on what the broker sends);
 //! - every request carries the last `EndpointInformationEpoch` the coordinator sent, so the
-//!   endpoint map comes only when it changed.
+//!   endpoint map comes only when it changed; it is left in the instance's
+//!   [`GroupEndpoints`](super::endpoints::GroupEndpoints) for interactive queries;
 //! - task offsets (the offset sums of the tasks whose state the instance holds) go with
 //!   the join heartbeat, then at most once per the coordinator's `TaskOffsetIntervalMs`
 //!   and only when they changed; a failed request makes the next one report them again.
@@ -58,7 +59,8 @@ pub(crate) struct Heartbeat {
     server_error_since: Option<Instant>,
     /// How long UNKNOWN_SERVER_ERROR answers may last before the member fails.
     pub(crate) server_error_grace: Duration,
-    /// The endpoint information epoch the coordinator last sent.
+    /// The endpoint information epoch the coordinator last sent (-1 before the first, so
+    /// the first response carries the map whatever the group's epoch is).
     endpoint_epoch: i32,
     /// How often task offsets are reported (the coordinator's `TaskOffsetIntervalMs`).
     offset_interval: Duration,
@@ -80,7 +82,7 @@ impl Heartbeat {
             failing_status_since: None,
             server_error_since: None,
             server_error_grace: SERVER_ERROR_GRACE,
-            endpoint_epoch: 0,
+            endpoint_epoch: -1,
             offset_interval: DEFAULT_OFFSET_INTERVAL,
             offsets_sent: RefCell::new(None),
         }
@@ -258,6 +260,9 @@ impl Heartbeat {
         }
         st.epoch = resp.member_epoch;
         self.endpoint_epoch = resp.endpoint_information_epoch;
+        if let Some(map) = &resp.partitions_by_endpoint {
+            self.settings.endpoints.offer(map, &self.settings.topology);
+        }
         if resp.heartbeat_interval_ms > 0 {
             self.interval = Duration::from_millis(resp.heartbeat_interval_ms as u64);
         }

@@ -114,6 +114,7 @@ fn settings(bootstrap: &str) -> Arc<MemberSettings> {
         thread_name: "t".into(),
         group_configs: vec![],
         task_offsets: Default::default(),
+        endpoints: Default::default(),
     })
 }
 
@@ -122,6 +123,11 @@ fn an_undecodable_response_is_a_retriable_failure_on_a_dropped_connection() {
     let (addr, _seen) = broker(vec![HOSTILE, GOOD]);
     let mut hb = Heartbeat::new(settings(&addr), "member".into());
     let mut st = State::default();
+    assert_eq!(
+        hb.request(&st).endpoint_information_epoch,
+        -1,
+        "the first request asks for the endpoint map whatever the group's epoch"
+    );
     let e = hb.exchange(&hb.request(&st)).expect_err("does not decode");
     assert!(e.is_retriable(), "{e}");
     assert!(e.to_string().contains("length 2147483646"), "{e}");

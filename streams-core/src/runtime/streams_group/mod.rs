@@ -12,6 +12,7 @@
 //! - [`topology`]: the group topology sent on join, from our [`Topology`](crate::topology::Topology);
 //! - [`member`] and [`heartbeat`]: the membership state machine on its own thread, and the
 //!   handle a stream thread drives ([`StreamsMember`]);
+//! - [`endpoints`]: the group's endpoint map, which interactive queries read;
 //! - [`commit`]: offset commits fenced by the member epoch;
 //! - [`fetch`]: committed offsets read from the coordinator the member finds;
 //! - [`group_config`]: the application's group settings, applied before joining.
@@ -19,6 +20,7 @@
 pub(crate) mod codec;
 pub(crate) mod commit;
 pub(crate) mod decode;
+pub(crate) mod endpoints;
 pub(crate) mod fetch;
 pub(crate) mod group_config;
 pub(crate) mod heartbeat;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::model::TaskId;
 use crate::model::error::StreamsError;
+use crate::runtime::streams_group::endpoints::GroupEndpoints;
 use crate::runtime::streams_group::topology::GroupTopology;
 use crate::runtime::streams_group::wire;
 
@@ -70,6 +71,9 @@ pub(crate) struct MemberSettings {
     pub group_configs: Vec<(String, String)>,
     /// How much of each task's state the instance holds.
     pub task_offsets: TaskOffsetSource,
+    /// Where the member leaves the endpoint maps it receives (shared by the instance's
+    /// members).
+    pub endpoints: Arc<GroupEndpoints>,
 }
 
 /// The tasks a member is assigned, or owns.

@@ -29,6 +29,7 @@ fn holding(bootstrap: &str, group: &str, topic: &str, process: &str, holds: [i32
     MemberSettings {
         group_configs: vec![("streams.initial.rebalance.delay.ms".into(), "3000".into())],
         task_offsets: TaskOffsetSource(Arc::new(move || sums.clone())),
+        endpoints: Default::default(),
         ..settings(bootstrap, group, topic, process, 0)
     }
 }

@@ -54,6 +54,9 @@ pub(in crate::runtime) struct ThreadFactory {
     pub(in crate::runtime) rocksdb: streams_state::RocksDbResources,
     /// Where the threads report the tasks they host (for interactive queries).
     pub(in crate::runtime) hosting: Arc<crate::runtime::query::discovery::Hosting>,
+    /// Under the streams protocol: where the members leave the group's endpoint map (for
+    /// interactive queries).
+    pub(in crate::runtime) group_endpoints: Arc<crate::runtime::streams_group::endpoints::GroupEndpoints>,
     /// Deletes the committed records of repartition topics (none on the embedded cluster).
     pub(in crate::runtime) purger: Option<crate::runtime::topics::purge::Purger>,
     /// The topology's repartition topics.
@@ -380,6 +383,7 @@ impl ThreadFactory {
                 let sums = self.offset_sums.clone();
                 crate::runtime::streams_group::TaskOffsetSource(Arc::new(move || sums.snapshot()))
             },
+            endpoints: self.group_endpoints.clone(),
         })
     }
 }

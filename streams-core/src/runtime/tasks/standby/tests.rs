@@ -128,6 +128,7 @@ impl Setup {
             )),
             rocksdb: streams_state::RocksDbResources::default(),
             hosting: Arc::default(),
+            group_endpoints: Arc::default(),
             purger: None,
             repartition_topics: Arc::default(),
         });
