@@ -16,7 +16,7 @@
 #
 # Secure mode, always on: besides the PLAINTEXT listener the suite uses, the broker has a
 # SASL_SSL listener on KAFKA_SECURE_PORT (TLS with a CA and broker certificate the script
-# generates once per run dir into $KAFKA_RUN_DIR/tls; SCRAM-SHA-512 and PLAIN) and the standard
+# generates once per run dir into $KAFKA_RUN_DIR/tls; SCRAM-SHA-512, PLAIN and OAUTHBEARER with unsecured JWTs) and the standard
 # authorizer. PLAINTEXT and controller connections are the principal User:ANONYMOUS, a super
 # user like User:admin, so for them nothing changes; the SASL_SSL users admin (super user),
 # streams and no-acls (both without ACLs until a test grants some) are created when the storage
@@ -452,14 +452,17 @@ listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL
 log.dirs=$DATA_DIR
 
 # Secure mode: the SASL_SSL listener (TLS with the certificate in $TLS_DIR; SCRAM-SHA-512 users
-# created at format time, PLAIN users listed below) and ACLs. PLAINTEXT and controller
-# connections are User:ANONYMOUS, a super user: the authorizer changes nothing for them.
-sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN
+# created at format time, PLAIN users listed below, OAUTHBEARER with unsecured JWTs, Kafka's
+# default validator) and ACLs. PLAINTEXT and controller connections are User:ANONYMOUS, a
+# super user: the authorizer changes nothing for them.
+sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN,OAUTHBEARER
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required$sasl_users;
-# PLAIN sessions last 4 s (KIP-368): clients must authenticate again on the connection
-# (SCRAM-SHA-512 sessions are not limited).
+listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="admin";
+# PLAIN and OAUTHBEARER sessions last 4 s (KIP-368): clients must authenticate again on the
+# connection (SCRAM-SHA-512 sessions are not limited).
 listener.name.sasl_ssl.plain.connections.max.reauth.ms=4000
+listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms=4000
 ssl.keystore.type=PKCS12
 ssl.keystore.location=$TLS_DIR/broker.p12
 ssl.keystore.password=$TLS_STORE_PASSWORD

@@ -2,8 +2,10 @@
 //! test broker's SASL_SSL listener, with only the ACLs it documents: the group's members
 //! connect with TLS and SCRAM-SHA-512 like the application's other clients, hold standby
 //! tasks, and a task that moves to its standby is not restored from the changelog's start.
-//! Every count is checked exactly once (exactly-once). Test data goes in and out through the
-//! PLAINTEXT listener. Skipped without the secure listener unless `STREAMS_REQUIRE_KAFKA=1`.
+//! Every count is checked exactly once (exactly-once). A second test runs the application
+//! with OAUTHBEARER instead (unsecured JWTs naming the same user, whose sessions the broker
+//! limits to 4 s), every client of it, the group's members included. Test data goes in and
+//! out through the PLAINTEXT listener. Skipped without the secure listener unless `STREAMS_REQUIRE_KAFKA=1`.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -19,7 +21,15 @@ use common::{committed_counts, count_topology, produce_words};
 
 const KEYS: usize = 200;
 
-fn config(broker: &SecureKafka, app: &str, state_dir: &Path) -> StreamsConfig {
+/// How the application authenticates as `STREAMS`.
+#[derive(Clone, Copy)]
+enum Login {
+    Scram,
+    /// An unsecured JWT naming the user, made by librdkafka and by the group's members.
+    OAuthBearer,
+}
+
+fn config(broker: &SecureKafka, app: &str, state_dir: &Path, login: Login) -> StreamsConfig {
     let dir = state_dir.display().to_string();
     let mut props: Vec<(String, String)> = [
         ("application.id", app),
@@ -33,7 +43,22 @@ fn config(broker: &SecureKafka, app: &str, state_dir: &Path) -> StreamsConfig {
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
     .collect();
-    props.extend(broker.client_properties(&STREAMS, "SCRAM-SHA-512"));
+    match login {
+        Login::Scram => props.extend(broker.client_properties(&STREAMS, "SCRAM-SHA-512")),
+        Login::OAuthBearer => props.extend(
+            broker
+                .client_properties(&STREAMS, "OAUTHBEARER")
+                .into_iter()
+                .filter(|(k, _)| !k.starts_with("sasl.username") && !k.starts_with("sasl.password"))
+                .chain([
+                    ("enable.sasl.oauthbearer.unsecure.jwt".into(), "true".into()),
+                    (
+                        "sasl.oauthbearer.config".into(),
+                        format!("principal={}", STREAMS.name),
+                    ),
+                ]),
+        ),
+    }
     StreamsConfig::from_properties(props).unwrap()
 }
 
@@ -68,8 +93,16 @@ fn counts_reach(broker: &SecureKafka, output: &str, expected: u64) -> bool {
     done
 }
 
-fn start(broker: &SecureKafka, app_id: &str, input: &str, output: &str, state: &Path) -> KafkaStreams {
-    let mut app = KafkaStreams::new(count_topology(input, output), config(broker, app_id, state)).unwrap();
+fn start(
+    broker: &SecureKafka,
+    app_id: &str,
+    topics: (&str, &str),
+    state: &Path,
+    login: Login,
+) -> KafkaStreams {
+    let (input, output) = topics;
+    let config = config(broker, app_id, state, login);
+    let mut app = KafkaStreams::new(count_topology(input, output), config).unwrap();
     app.start().unwrap();
     assert!(
         app.wait_for_state(State::Running, Duration::from_secs(90)),
@@ -78,6 +111,48 @@ fn start(broker: &SecureKafka, app_id: &str, input: &str, output: &str, state: &
     );
     assert_eq!(app.group_protocol(), Some(GroupProtocol::Streams));
     app
+}
+
+/// The documented ACLs of `STREAMS` for the application, and the group's configs: the
+/// members set the group's standby count (`streams.num.standby.replicas`) before joining.
+fn grant(broker: &SecureKafka, app_id: &str, input: &str, output: &str) {
+    let principal = STREAMS.principal();
+    let mut acls = acl::streams_application(&principal, app_id, &[input], &[output], true);
+    acls.extend(
+        [acl::Operation::AlterConfigs, acl::Operation::DescribeConfigs]
+            .map(|op| AclBinding::prefixed(acl::ResourceType::Group, &principal, app_id, op)),
+    );
+    acl::create_acls(&broker.plaintext_bootstrap, &acls, DEFAULT_TIMEOUT).unwrap();
+}
+
+#[test]
+fn an_application_authenticated_with_unsecured_jwts_counts_every_key_once() {
+    let Some(broker) = secure::require_secure_kafka("an_application_authenticated_with_unsecured_jwts")
+    else {
+        return;
+    };
+    let app_id = kafka::unique_name("secure-oauth");
+    let input = kafka::unique_name("secure-oauth-words");
+    let output = kafka::unique_name("secure-oauth-counts");
+    kafka::create_topic(&broker.plaintext_bootstrap, &input, 4, &[]).unwrap();
+    kafka::create_topic(&broker.plaintext_bootstrap, &output, 4, &[]).unwrap();
+    produce_words(&broker.plaintext_bootstrap, &input, KEYS, 3, "a");
+    grant(&broker, &app_id, &input, &output);
+    let state = tempfile::tempdir().unwrap();
+    let mut app = start(
+        &broker,
+        &app_id,
+        (&input, &output),
+        state.path(),
+        Login::OAuthBearer,
+    );
+    wait("three counts per key", || counts_reach(&broker, &output, 3));
+    // Longer than a session (4 s): every client authenticates again on its connections.
+    std::thread::sleep(Duration::from_secs(5));
+    produce_words(&broker.plaintext_bootstrap, &input, KEYS, 3, "b");
+    wait("six counts per key", || counts_reach(&broker, &output, 6));
+    assert_eq!(app.state(), State::Running);
+    assert!(app.close(Duration::from_secs(60)));
 }
 
 #[test]
@@ -97,20 +172,12 @@ fn standbys_over_sasl_ssl_take_their_tasks_over_without_a_full_restore() {
     kafka::create_topic(&broker.plaintext_bootstrap, &input, 4, &[]).unwrap();
     kafka::create_topic(&broker.plaintext_bootstrap, &output, 4, &[]).unwrap();
     produce_words(&broker.plaintext_bootstrap, &input, KEYS, 5, "a");
-    // The documented ACLs, and the group's configs: the members set the group's standby
-    // count (`streams.num.standby.replicas`) before joining.
-    let principal = STREAMS.principal();
-    let mut acls = acl::streams_application(&principal, &app_id, &[&input], &[&output], true);
-    acls.extend(
-        [acl::Operation::AlterConfigs, acl::Operation::DescribeConfigs]
-            .map(|op| AclBinding::prefixed(acl::ResourceType::Group, &principal, &app_id, op)),
-    );
-    acl::create_acls(&broker.plaintext_bootstrap, &acls, DEFAULT_TIMEOUT).unwrap();
+    grant(&broker, &app_id, &input, &output);
 
     let (state_a, state_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let mut a = start(&broker, &app_id, &input, &output, state_a.path());
+    let mut a = start(&broker, &app_id, (&input, &output), state_a.path(), Login::Scram);
     wait("five counts per key", || counts_reach(&broker, &output, 5));
-    let mut b = start(&broker, &app_id, &input, &output, state_b.path());
+    let mut b = start(&broker, &app_id, (&input, &output), state_b.path(), Login::Scram);
     // The coordinator, reached over SASL_SSL, gives each instance the other's tasks as
     // standbys, and A's standbys read B's changelog.
     wait("standbys on both instances", || {

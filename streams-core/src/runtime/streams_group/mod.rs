@@ -5,8 +5,8 @@
 //! connection per member, PLAINTEXT or secured as the application's other clients are.
 //!
 //! - [`wire`]: connections, framing, API versions, finding the coordinator;
-//! - [`security`] and [`sasl`]: TLS (rustls) and SASL (PLAIN, SCRAM) from the
-//!   `security.protocol`, `ssl.*` and `sasl.*` properties;
+//! - [`security`], [`sasl`] and [`oauth`]: TLS (rustls) and SASL (PLAIN, SCRAM,
+//!   OAUTHBEARER) from the `security.protocol`, `ssl.*` and `sasl.*` properties;
 //! - [`codec`]: the `StreamsGroupHeartbeat` request and response;
 //! - [`decode`] and [`responses`]: bounds-checked decoding of everything read off the wire;
 //! - [`topology`]: the group topology sent on join, from our [`Topology`](crate::topology::Topology);
@@ -25,6 +25,7 @@ pub(crate) mod fetch;
 pub(crate) mod group_config;
 pub(crate) mod heartbeat;
 pub(crate) mod member;
+pub(crate) mod oauth;
 pub(crate) mod responses;
 pub(crate) mod sasl;
 pub(crate) mod security;

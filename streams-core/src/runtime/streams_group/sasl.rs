@@ -1,6 +1,7 @@
 //! SASL authentication of a streams-group connection, as Kafka's clients do it:
 //! `SaslHandshake` (v1) names the mechanism, then `SaslAuthenticate` requests carry the
-//! mechanism's messages (rsasl computes them: PLAIN, SCRAM-SHA-256/512).
+//! mechanism's messages (rsasl computes them for PLAIN and SCRAM-SHA-256/512; OAUTHBEARER's
+//! one message is [`oauth`]'s).
 //!
 //! Invariants: a connection authenticates right after `ApiVersions` (the one request a
 //! broker answers before); when the broker gives the session a lifetime (KIP-368,
@@ -8,7 +9,7 @@
 //! 85% of it, as the Java client does), and the connection does so before its next request.
 //! Errors name the broker, mechanism and user, never the password.
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use kafka_protocol::messages::{
     SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
@@ -17,7 +18,8 @@ use kafka_protocol::protocol::StrBytes;
 use rsasl::prelude::{Mechname, SASLClient, SASLConfig};
 
 use crate::model::error::StreamsError;
-use crate::runtime::streams_group::security::Sasl;
+use crate::runtime::streams_group::oauth;
+use crate::runtime::streams_group::security::{Sasl, Secret};
 
 /// The connection an authentication runs on (`wire::Conn`).
 pub(crate) trait SaslExchange {
@@ -78,34 +80,49 @@ pub(crate) fn authenticate(
         code => return Err(refused(format!("SaslHandshake error {code}"))),
     }
 
-    let config = SASLConfig::with_credentials(None, sasl.username.clone(), sasl.password.clone())
-        .map_err(|e| refused(e.to_string()))?;
-    let mechname = Mechname::parse(sasl.mechanism.name().as_bytes()).map_err(|e| refused(e.to_string()))?;
-    let mut session = SASLClient::new(config)
-        .start_suggested(&[mechname])
-        .map_err(|e| refused(e.to_string()))?;
-    let mut input: Option<bytes::Bytes> = None;
-    let mut lifetime_ms = 0;
-    loop {
-        let mut out = Vec::new();
-        let state = session
-            .step(input.as_deref(), &mut out)
-            .map_err(|e| refused(e.to_string()))?;
-        if state.has_sent_message() {
-            let mut req = SaslAuthenticateRequest::default();
-            req.auth_bytes = out.into();
-            let resp = conn.authenticate(&req, auth_version)?;
-            if resp.error_code != 0 {
-                let why = resp.error_message.map(|m| m.to_string()).unwrap_or_default();
-                return Err(refused(format!("error {}: {why}", resp.error_code)));
+    let lifetime_ms = match &sasl.secret {
+        Secret::Password(password) => {
+            let config = SASLConfig::with_credentials(None, sasl.username.clone(), password.clone())
+                .map_err(|e| refused(e.to_string()))?;
+            let mechname =
+                Mechname::parse(sasl.mechanism.name().as_bytes()).map_err(|e| refused(e.to_string()))?;
+            let mut session = SASLClient::new(config)
+                .start_suggested(&[mechname])
+                .map_err(|e| refused(e.to_string()))?;
+            let mut input: Option<bytes::Bytes> = None;
+            let mut lifetime_ms = 0;
+            loop {
+                let mut out = Vec::new();
+                let state = session
+                    .step(input.as_deref(), &mut out)
+                    .map_err(|e| refused(e.to_string()))?;
+                if state.has_sent_message() {
+                    let resp = send(conn, out, auth_version, &refused)?;
+                    lifetime_ms = resp.session_lifetime_ms;
+                    input = Some(resp.auth_bytes);
+                }
+                if state.is_finished() {
+                    break lifetime_ms;
+                }
             }
-            lifetime_ms = resp.session_lifetime_ms;
-            input = Some(resp.auth_bytes);
         }
-        if state.is_finished() {
-            break;
+        Secret::UnsecuredJwt(jwt) => {
+            let resp = send(
+                conn,
+                jwt.client_message(SystemTime::now()),
+                auth_version,
+                &refused,
+            )?;
+            if !resp.auth_bytes.is_empty() {
+                // An error challenge (RFC 7628 §3.2.2): the server fails the exchange once
+                // the client acknowledges it; its JSON says why.
+                let why = String::from_utf8_lossy(&resp.auth_bytes).into_owned();
+                let _ = send(conn, oauth::ERROR_ACK.to_vec(), auth_version, &refused);
+                return Err(refused(format!("the token was refused: {why}")));
+            }
+            resp.session_lifetime_ms
         }
-    }
+    };
     tracing::debug!(
         broker = conn.addr(),
         mechanism = sasl.mechanism.name(),
@@ -113,6 +130,28 @@ pub(crate) fn authenticate(
         "authenticated"
     );
     Ok(renew_at(started, lifetime_ms))
+}
+
+/// Sends one `SaslAuthenticate` request carrying `bytes`; a response with an error is
+/// `refused`.
+fn send(
+    conn: &mut impl SaslExchange,
+    bytes: Vec<u8>,
+    version: i16,
+    refused: &impl Fn(String) -> StreamsError,
+) -> Result<SaslAuthenticateResponse, StreamsError> {
+    let mut req = SaslAuthenticateRequest::default();
+    req.auth_bytes = bytes.into();
+    let resp = conn.authenticate(&req, version)?;
+    if resp.error_code != 0 {
+        let why = resp
+            .error_message
+            .as_ref()
+            .map(|m| m.to_string())
+            .unwrap_or_default();
+        return Err(refused(format!("error {}: {why}", resp.error_code)));
+    }
+    Ok(resp)
 }
 
 /// When a session of `lifetime_ms` (0: unlimited) authenticated at `started` is renewed.

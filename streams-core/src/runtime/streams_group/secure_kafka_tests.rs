@@ -1,7 +1,8 @@
 //! The streams group client over the test broker's SASL_SSL listener (TLS with the broker's
-//! own CA; SCRAM-SHA-512 and PLAIN): members join, split the tasks, hold standbys and fail
-//! over as they do on PLAINTEXT; a wrong password, an untrusted certificate and a mechanism
-//! the listener does not enable are typed errors that name what is wrong and no secret.
+//! own CA; SCRAM-SHA-512, PLAIN and OAUTHBEARER): members join, split the tasks, hold
+//! standbys and fail over as they do on PLAINTEXT; a wrong password, a refused token, an
+//! untrusted certificate and a mechanism the listener does not enable are typed errors that
+//! name what is wrong and no secret.
 //! Skipped without the secure listener unless `STREAMS_REQUIRE_KAFKA=1`.
 
 use std::collections::BTreeMap;
@@ -72,6 +73,50 @@ fn members_split_hold_standbys_and_fail_over_over_sasl_ssl() {
     eprintln!("over SASL_SSL: failover after a crash in {failover:?}");
     assert_eq!(a.lost, 0);
     a.member.leave(Duration::from_secs(10));
+}
+
+/// Client properties for OAUTHBEARER with an unsecured JWT made from `config`.
+fn oauth(config: &str) -> impl FnOnce(&mut BTreeMap<String, String>) + '_ {
+    move |p| {
+        p.remove("sasl.username");
+        p.remove("sasl.password");
+        p.insert("enable.sasl.oauthbearer.unsecure.jwt".into(), "true".into());
+        p.insert("sasl.oauthbearer.config".into(), config.into());
+    }
+}
+
+#[test]
+fn a_member_authenticated_with_an_unsecured_jwt_joins_and_takes_every_task() {
+    let Some((broker, group, topic)) = fresh("sg_secure_oauth") else {
+        return;
+    };
+    let settings = secure_settings(
+        &broker,
+        (&group, &topic, "process-a"),
+        &ADMIN,
+        "OAUTHBEARER",
+        oauth("principal=admin scope=streams extension_traceId=t1"),
+    );
+    let mut a = Player::join(settings.unwrap());
+    until(&mut [&mut a], SETTLE, |p| p[0].owns.active == tasks(0..4));
+    a.member.leave(Duration::from_secs(10));
+
+    // A token the validator refuses (its principal is not in the `sub` claim): a typed
+    // error naming the principal and the broker's reason.
+    let e = join_error(secure_settings(
+        &broker,
+        (&group, &topic, "process-b"),
+        &ADMIN,
+        "OAUTHBEARER",
+        oauth("principal=admin principalClaimName=user"),
+    ));
+    let StreamsError::Authentication { message } = &e else {
+        panic!("expected an authentication error, got {e:?}");
+    };
+    assert!(
+        message.contains("sasl.mechanism=OAUTHBEARER as user `admin`") && message.contains("refused"),
+        "{message}"
+    );
 }
 
 /// The error `StreamsMember::join` gives with `settings`.
@@ -158,28 +203,39 @@ fn a_session_the_broker_limits_is_authenticated_again_on_the_same_connection() {
         return;
     };
     let connect = |mechanism: &str| {
-        let props: BTreeMap<String, String> =
+        let mut props: BTreeMap<String, String> =
             broker.client_properties(&ADMIN, mechanism).into_iter().collect();
+        if mechanism == "OAUTHBEARER" {
+            oauth("principal=admin")(&mut props);
+        }
         let security = Security::from_props(&props).unwrap();
         Conn::connect(&broker.bootstrap, "reauth", Duration::from_secs(10), &security).unwrap()
     };
-    // scripts/kafka.sh limits PLAIN sessions to 4 s and SCRAM-SHA-512 ones not at all.
+    // scripts/kafka.sh limits PLAIN and OAUTHBEARER sessions to 4 s and SCRAM-SHA-512 ones
+    // not at all.
     const LIFETIME: Duration = Duration::from_secs(4);
     assert_eq!(connect("SCRAM-SHA-512").renew_at(), None);
-    let mut conn = connect("PLAIN");
-    let first = conn.renew_at().expect("the broker limits PLAIN sessions");
-    assert!(
-        first <= Instant::now() + LIFETIME,
-        "renewed after the session's end"
-    );
-    // Each request comes after the session has ended: the broker closes a connection used
-    // so, unless the client has authenticated again first.
-    for round in 0..2 {
-        let due = conn.renew_at().unwrap();
-        std::thread::sleep(LIFETIME + Duration::from_millis(500));
-        let brokers = super::wire::describe_brokers(&mut conn)
-            .unwrap_or_else(|e| panic!("round {round}: a request after the session's end failed: {e}"));
-        assert!(!brokers.is_empty());
-        assert!(conn.renew_at().unwrap() > due, "round {round}: not renewed");
+    for mechanism in ["PLAIN", "OAUTHBEARER"] {
+        let mut conn = connect(mechanism);
+        let first = conn.renew_at().expect("the broker limits the session");
+        assert!(
+            first <= Instant::now() + LIFETIME,
+            "{mechanism}: renewed after the session's end"
+        );
+        // Each request comes after the session has ended: the broker closes a connection
+        // used so, unless the client has authenticated again first (OAUTHBEARER: with a
+        // fresh token).
+        for round in 0..2 {
+            let due = conn.renew_at().unwrap();
+            std::thread::sleep(LIFETIME + Duration::from_millis(500));
+            let brokers = super::wire::describe_brokers(&mut conn).unwrap_or_else(|e| {
+                panic!("{mechanism} round {round}: a request after the session's end failed: {e}")
+            });
+            assert!(!brokers.is_empty());
+            assert!(
+                conn.renew_at().unwrap() > due,
+                "{mechanism} round {round}: not renewed"
+            );
+        }
     }
 }

@@ -11,9 +11,11 @@
 //! | `ssl.endpoint.identification.algorithm` | `https` (the default) checks the broker's name; `none` only its chain |
 //! | `enable.ssl.certificate.verification=false` | trusts any certificate (tests only) |
 //! | `sasl.mechanism(s)`, `sasl.username`, `sasl.password` | `PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512` (rsasl) |
+//! | `sasl.mechanism=OAUTHBEARER`, `enable.sasl.oauthbearer.unsecure.jwt=true`, `sasl.oauthbearer.config` | unsecured JWTs, as librdkafka makes them ([`oauth`](super::oauth)) |
 //!
 //! What this client cannot do is refused when the application starts, naming the property:
-//! a PKCS#12 key store, an encrypted key, `GSSAPI` and `OAUTHBEARER`. Invariants: no secret
+//! a PKCS#12 key store, an encrypted key, `GSSAPI`, and OAUTHBEARER tokens from anything
+//! but the unsecured-JWT source (`sasl.oauthbearer.method=oidc`). Invariants: no secret
 //! (password, key) appears in `Debug` output or in an error; a TLS connection has finished
 //! its handshake before [`Security::open`] returns, so a certificate problem is a
 //! [`StreamsError::Tls`] naming the broker, not a later read error.
@@ -33,6 +35,7 @@ use rustls::{
 
 use crate::config::invalid;
 use crate::model::error::StreamsError;
+use crate::runtime::streams_group::oauth::UnsecuredJwt;
 
 /// A SASL mechanism this client speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +43,7 @@ pub(crate) enum Mechanism {
     Plain,
     ScramSha256,
     ScramSha512,
+    OAuthBearer,
 }
 
 impl Mechanism {
@@ -49,6 +53,7 @@ impl Mechanism {
             Mechanism::Plain => "PLAIN",
             Mechanism::ScramSha256 => "SCRAM-SHA-256",
             Mechanism::ScramSha512 => "SCRAM-SHA-512",
+            Mechanism::OAuthBearer => "OAUTHBEARER",
         }
     }
 }
@@ -57,8 +62,18 @@ impl Mechanism {
 #[derive(Clone)]
 pub(crate) struct Sasl {
     pub mechanism: Mechanism,
+    /// The user (OAUTHBEARER: the token's principal).
     pub username: String,
-    pub password: String,
+    pub secret: Secret,
+}
+
+/// What proves the user's identity.
+#[derive(Clone)]
+pub(crate) enum Secret {
+    /// PLAIN and SCRAM.
+    Password(String),
+    /// OAUTHBEARER: an unsecured JWT made anew for each authentication.
+    UnsecuredJwt(UnsecuredJwt),
 }
 
 impl std::fmt::Debug for Sasl {
@@ -194,12 +209,13 @@ fn sasl_of(props: &BTreeMap<String, String>) -> Result<Sasl, StreamsError> {
         "PLAIN" => Mechanism::Plain,
         "SCRAM-SHA-256" => Mechanism::ScramSha256,
         "SCRAM-SHA-512" => Mechanism::ScramSha512,
+        "OAUTHBEARER" => return oauth_of(props),
         other => {
             return Err(invalid(
                 key,
                 format!(
-                    "group.protocol=streams authenticates with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, \
-                     not {other}; use one of them, or group.protocol=consumer"
+                    "group.protocol=streams authenticates with PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 \
+                     or OAUTHBEARER, not {other}; use one of them, or group.protocol=consumer"
                 ),
             ));
         }
@@ -213,7 +229,44 @@ fn sasl_of(props: &BTreeMap<String, String>) -> Result<Sasl, StreamsError> {
     Ok(Sasl {
         mechanism,
         username: need("sasl.username")?,
-        password: need("sasl.password")?,
+        secret: Secret::Password(need("sasl.password")?),
+    })
+}
+
+/// OAUTHBEARER credentials: librdkafka's unsecured JWT, the one token source this client
+/// has.
+fn oauth_of(props: &BTreeMap<String, String>) -> Result<Sasl, StreamsError> {
+    if let Some(method) = prop(props, "sasl.oauthbearer.method")
+        && !method.eq_ignore_ascii_case("default")
+    {
+        return Err(invalid(
+            "sasl.oauthbearer.method",
+            format!(
+                "group.protocol=streams does not fetch OAUTHBEARER tokens ({method}); it presents \
+                 unsecured JWTs (enable.sasl.oauthbearer.unsecure.jwt=true) only: use \
+                 group.protocol=consumer with this token source"
+            ),
+        ));
+    }
+    let unsecured = prop(props, "enable.sasl.oauthbearer.unsecure.jwt");
+    if !unsecured.is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+        return Err(invalid(
+            "enable.sasl.oauthbearer.unsecure.jwt",
+            "group.protocol=streams presents OAUTHBEARER tokens as unsecured JWTs only: set it to \
+             true, with the principal in sasl.oauthbearer.config, or use group.protocol=consumer",
+        ));
+    }
+    let config = prop(props, "sasl.oauthbearer.config").ok_or_else(|| {
+        invalid(
+            "sasl.oauthbearer.config",
+            "required by enable.sasl.oauthbearer.unsecure.jwt=true (principal=<name> ...)",
+        )
+    })?;
+    let jwt = UnsecuredJwt::from_config(config).map_err(|m| invalid("sasl.oauthbearer.config", m))?;
+    Ok(Sasl {
+        mechanism: Mechanism::OAuthBearer,
+        username: jwt.principal().to_owned(),
+        secret: Secret::UnsecuredJwt(jwt),
     })
 }
 

@@ -60,6 +60,45 @@ fn each_protocol_sets_tls_and_sasl() {
     assert_eq!(s.sasl().unwrap().mechanism, Mechanism::Plain);
 }
 
+/// OAUTHBEARER: unsecured JWTs from `sasl.oauthbearer.config`, as librdkafka makes them;
+/// any other token source is refused, naming the property.
+#[test]
+fn oauthbearer_presents_an_unsecured_jwt_only() {
+    let oauth = [
+        ("security.protocol", "SASL_SSL"),
+        ("sasl.mechanism", "OAUTHBEARER"),
+        ("enable.sasl.oauthbearer.unsecure.jwt", "true"),
+        (
+            "sasl.oauthbearer.config",
+            "principal=admin extension_k=hidden-ext",
+        ),
+    ];
+    let s = Security::from_props(&props(&oauth)).unwrap();
+    let sasl = s.sasl().unwrap();
+    assert_eq!(
+        (sasl.mechanism, sasl.username.as_str()),
+        (Mechanism::OAuthBearer, "admin")
+    );
+    assert!(matches!(sasl.secret, Secret::UnsecuredJwt(_)));
+    assert!(!format!("{s:?}").contains("hidden-ext"));
+    assert_eq!(refused(&oauth[..3]).0, "sasl.oauthbearer.config");
+    assert_eq!(refused(&oauth[..2]).0, "enable.sasl.oauthbearer.unsecure.jwt");
+    let mut p = oauth.to_vec();
+    p[2] = ("enable.sasl.oauthbearer.unsecure.jwt", "false");
+    assert_eq!(refused(&p).0, "enable.sasl.oauthbearer.unsecure.jwt");
+    let mut p = oauth.to_vec();
+    p.push(("sasl.oauthbearer.method", "oidc"));
+    assert_eq!(refused(&p).0, "sasl.oauthbearer.method");
+    let mut p = oauth.to_vec();
+    p[3] = ("sasl.oauthbearer.config", "principal=admin lifeSeconds=never");
+    let (property, message) = refused(&p);
+    assert_eq!(property, "sasl.oauthbearer.config");
+    assert!(
+        message.contains("lifeSeconds") && !message.contains("never"),
+        "{message}"
+    );
+}
+
 #[test]
 fn debug_output_names_no_secret() {
     let s = Security::from_props(&props(&SASL)).unwrap();
@@ -79,7 +118,7 @@ fn what_this_client_cannot_do_is_refused_naming_the_property() {
     assert_eq!(property, "sasl.mechanism");
     assert!(message.contains("GSSAPI"), "{message}");
     let mut p = SASL.to_vec();
-    p[1] = ("sasl.mechanism", "OAUTHBEARER");
+    p[1] = ("sasl.mechanism", "GSSAPI");
     assert_eq!(refused(&p).0, "sasl.mechanism");
     assert_eq!(refused(&SASL[..3]).0, "sasl.password");
     let ssl = ("security.protocol", "SSL");
