@@ -42,25 +42,54 @@ fn options() -> AdminOptions {
 /// Creates `topics` with `partitions` partitions (broker-default replication) where they do
 /// not exist yet, then waits until each has a leader for every partition. An existing topic
 /// is left as it is, whatever its partition count.
+///
+/// Topics the metadata already lists are not asked for again: a restarted program then
+/// needs no admin request, which a paused broker (the one the cluster named to take them)
+/// could hold up. A request that times out is made again until [`ADMIN_TIMEOUT`] has
+/// passed: by then the cluster names another broker.
 pub fn create_topics(bootstrap: &str, topics: &[String], partitions: i32) -> Result<(), ExampleError> {
-    let admin = admin(bootstrap)?;
-    let new: Vec<NewTopic<'_>> = topics
-        .iter()
-        .map(|t| NewTopic::new(t, partitions, TopicReplication::Fixed(-1)))
-        .collect();
-    let results =
-        block_on_timeout(admin.create_topics(new.iter(), &options()), ADMIN_TIMEOUT).ok_or_else(|| {
-            ExampleError::Other(format!("creating topics {topics:?} on {bootstrap}: timed out"))
-        })??;
-    for result in results {
-        match result {
-            Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-            Err((topic, code)) => {
-                return Err(ExampleError::Other(format!("creating topic {topic}: {code}")));
+    let consumer: BaseConsumer = ClientConfig::new().set("bootstrap.servers", bootstrap).create()?;
+    let listed: Vec<String> = consumer
+        .fetch_metadata(None, Duration::from_secs(10))
+        .map(|m| m.topics().iter().map(|t| t.name().to_owned()).collect())
+        .unwrap_or_default();
+    let missing: Vec<&String> = topics.iter().filter(|t| !listed.contains(t)).collect();
+    if !missing.is_empty() {
+        let admin = admin(bootstrap)?;
+        let new: Vec<NewTopic<'_>> = missing
+            .iter()
+            .map(|t| NewTopic::new(t, partitions, TopicReplication::Fixed(-1)))
+            .collect();
+        let deadline = Instant::now() + ADMIN_TIMEOUT;
+        let attempt = Duration::from_secs(10);
+        let options = AdminOptions::new()
+            .request_timeout(Some(attempt))
+            .operation_timeout(Some(attempt));
+        let results = loop {
+            match block_on_timeout(
+                admin.create_topics(new.iter(), &options),
+                attempt + Duration::from_secs(1),
+            ) {
+                Some(Ok(results)) => break results,
+                Some(Err(e)) if Instant::now() >= deadline => return Err(e.into()),
+                None if Instant::now() >= deadline => {
+                    return Err(ExampleError::Other(format!(
+                        "creating topics {missing:?} on {bootstrap}: timed out"
+                    )));
+                }
+                // Timed out (a broker that does not answer), or failed as a whole: again.
+                Some(Err(_)) | None => {}
+            }
+        };
+        for result in results {
+            match result {
+                Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+                Err((topic, code)) => {
+                    return Err(ExampleError::Other(format!("creating topic {topic}: {code}")));
+                }
             }
         }
     }
-    let consumer: BaseConsumer = ClientConfig::new().set("bootstrap.servers", bootstrap).create()?;
     for t in topics {
         wait_for_leaders(&consumer, t, ADMIN_TIMEOUT)?;
     }
