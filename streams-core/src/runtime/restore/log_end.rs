@@ -21,14 +21,21 @@
 //! paused broker's view is the stale one this lookup guards against, the other brokers
 //! learn the newest leader epoch from the controller, and the leader asked for the offsets
 //! refuses an epoch that is not its current one.
+//!
+//! Connections are kept between lookups, one per broker ([`LogEnds::on_conn`]): a
+//! restoration of many stores, over TLS and SASL most of all, would otherwise open (and
+//! authenticate) a connection to every broker for each store. A kept connection that fails
+//! quickly (the broker closed it while idle) is replaced once; one that waited out
+//! [`TIMEOUT`] is not, so a paused broker still costs one timeout per lookup at most.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, MetadataRequest, TopicName};
+use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::model::error::StreamsError;
@@ -52,6 +59,10 @@ pub(crate) struct LogEnds {
     client_id: String,
     /// The brokers that waited out a lookup, and until when they are left out.
     quiet: Arc<Mutex<HashMap<String, Instant>>>,
+    /// The connections kept between lookups, by broker address (taken out while in use).
+    idle: Arc<Mutex<HashMap<String, Conn>>>,
+    /// How many connections lookups have opened.
+    opened: Arc<AtomicUsize>,
 }
 
 /// One broker's view of a partition: its leader's address and leader epoch.
@@ -69,6 +80,8 @@ impl LogEnds {
             bootstrap,
             client_id,
             quiet: Arc::default(),
+            idle: Arc::default(),
+            opened: Arc::default(),
         }
     }
 
@@ -106,10 +119,45 @@ impl LogEnds {
         });
         self.note_quiet(&addrs, &views);
         let best = newest(views.into_iter().map(|(view, _)| view).collect())?;
-        let mut conn = self.known.connect_to(&best.leader, &self.client_id, TIMEOUT)?;
-        let low = list_offset(&mut conn, topic, partition, best.epoch, EARLIEST)?;
-        let high = list_offset(&mut conn, topic, partition, best.epoch, LATEST)?;
-        Ok((low, high))
+        self.on_conn(&best.leader, |conn| {
+            let low = match list_offset(conn, topic, partition, best.epoch, EARLIEST)? {
+                Ok(low) => low,
+                Err(e) => return Ok(Err(e)),
+            };
+            let high = list_offset(conn, topic, partition, best.epoch, LATEST)?;
+            Ok(high.map(|high| (low, high)))
+        })
+    }
+
+    /// Runs `f` on a connection to `addr`: the one kept from an earlier lookup, else a new
+    /// one, kept again once the broker answered (an error answer included). A kept
+    /// connection that fails before [`TIMEOUT`] (closed by the broker while idle, most
+    /// likely) is dropped and `f` runs once more on a new one; `f` only reads, so running it
+    /// twice is harmless.
+    fn on_conn<T>(&self, addr: &str, f: impl Fn(&mut Conn) -> Answered<T>) -> Result<T, StreamsError> {
+        let kept = self.idle_conns().remove(addr);
+        if let Some(mut conn) = kept {
+            let started = Instant::now();
+            match f(&mut conn) {
+                Ok(answer) => {
+                    self.idle_conns().insert(addr.to_owned(), conn);
+                    return answer;
+                }
+                Err(e) if started.elapsed() >= TIMEOUT => return Err(e),
+                Err(e) => {
+                    tracing::debug!(broker = addr, error = %e, "a kept connection failed; connecting again")
+                }
+            }
+        }
+        let mut conn = self.known.connect_to(addr, &self.client_id, TIMEOUT)?;
+        self.opened.fetch_add(1, Ordering::Relaxed);
+        let answer = f(&mut conn)?;
+        self.idle_conns().insert(addr.to_owned(), conn);
+        answer
+    }
+
+    fn idle_conns(&self) -> std::sync::MutexGuard<'_, HashMap<String, Conn>> {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn quiet_brokers(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
@@ -136,47 +184,66 @@ impl LogEnds {
 
     /// The leader and leader epoch of `topic`-`partition` as the broker at `addr` sees them.
     fn leader_view(&self, addr: &str, topic: &str, partition: i32) -> Result<LeaderView, StreamsError> {
-        let mut conn = self.known.connect_to(addr, &self.client_id, TIMEOUT)?;
-        let version = conn
-            .version(3, (9, 9))
-            .ok_or_else(|| kafka(format!("{addr} does not offer Metadata v9"), false))?;
-        let mut t = MetadataRequestTopic::default();
-        t.name = Some(TopicName(StrBytes::from_string(topic.to_owned())));
-        let mut req = MetadataRequest::default();
-        req.topics = Some(vec![t]);
-        let resp = conn.send(&req, version)?;
-        let p = resp
-            .topics
-            .iter()
-            .filter(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == topic))
-            .flat_map(|t| t.partitions.iter())
-            .find(|p| p.partition_index == partition)
-            .ok_or_else(|| kafka(format!("{addr} knows no partition {topic}-{partition}"), true))?;
-        if p.error_code != 0 || p.leader_id.0 < 0 {
-            return Err(kafka(
-                format!(
-                    "{addr}: {topic}-{partition} has no leader ({})",
-                    error_name(p.error_code)
-                ),
-                true,
-            ));
-        }
-        let leader = resp
-            .brokers
-            .iter()
-            .find(|b| b.node_id == p.leader_id)
-            .map(|b| format!("{}:{}", b.host.as_str(), b.port))
-            .ok_or_else(|| {
-                kafka(
-                    format!("{addr}: the leader of {topic}-{partition} is not listed"),
-                    true,
-                )
-            })?;
-        Ok(LeaderView {
-            leader,
-            epoch: p.leader_epoch,
-        })
+        self.on_conn(addr, |conn| leader_view(conn, topic, partition))
     }
+}
+
+/// What a broker answered (inside: its answer, possibly an error), or how the connection
+/// failed (outside).
+type Answered<T> = Result<Result<T, StreamsError>, StreamsError>;
+
+/// The leader and leader epoch of `topic`-`partition` as the broker on `conn` sees them.
+fn leader_view(conn: &mut Conn, topic: &str, partition: i32) -> Answered<LeaderView> {
+    let addr = conn.addr().to_owned();
+    let Some(version) = conn.version(3, (9, 9)) else {
+        return Ok(Err(kafka(format!("{addr} does not offer Metadata v9"), false)));
+    };
+    let mut t = MetadataRequestTopic::default();
+    t.name = Some(TopicName(StrBytes::from_string(topic.to_owned())));
+    let mut req = MetadataRequest::default();
+    req.topics = Some(vec![t]);
+    let resp = conn.send(&req, version)?;
+    Ok(view_of(&addr, &resp, topic, partition))
+}
+
+/// The leader view of `topic`-`partition` in `resp`, the metadata from `addr`.
+fn view_of(
+    addr: &str,
+    resp: &MetadataResponse,
+    topic: &str,
+    partition: i32,
+) -> Result<LeaderView, StreamsError> {
+    let p = resp
+        .topics
+        .iter()
+        .filter(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == topic))
+        .flat_map(|t| t.partitions.iter())
+        .find(|p| p.partition_index == partition)
+        .ok_or_else(|| kafka(format!("{addr} knows no partition {topic}-{partition}"), true))?;
+    if p.error_code != 0 || p.leader_id.0 < 0 {
+        return Err(kafka(
+            format!(
+                "{addr}: {topic}-{partition} has no leader ({})",
+                error_name(p.error_code)
+            ),
+            true,
+        ));
+    }
+    let leader = resp
+        .brokers
+        .iter()
+        .find(|b| b.node_id == p.leader_id)
+        .map(|b| format!("{}:{}", b.host.as_str(), b.port))
+        .ok_or_else(|| {
+            kafka(
+                format!("{addr}: the leader of {topic}-{partition} is not listed"),
+                true,
+            )
+        })?;
+    Ok(LeaderView {
+        leader,
+        epoch: p.leader_epoch,
+    })
 }
 
 /// The brokers of `addrs` to ask at `now`: those not left out by `quiet`, or all of them when
@@ -208,16 +275,13 @@ fn newest(views: Vec<Result<LeaderView, StreamsError>>) -> Result<LeaderView, St
 
 /// The offset at `timestamp` (`EARLIEST`, `LATEST`) of `topic`-`partition` from the leader
 /// on `conn`, which must be at leader epoch `epoch`.
-fn list_offset(
-    conn: &mut Conn,
-    topic: &str,
-    partition: i32,
-    epoch: i32,
-    timestamp: i64,
-) -> Result<i64, StreamsError> {
-    let version = conn
-        .version(2, (6, 9))
-        .ok_or_else(|| kafka(format!("{} does not offer ListOffsets v6", conn.addr()), false))?;
+fn list_offset(conn: &mut Conn, topic: &str, partition: i32, epoch: i32, timestamp: i64) -> Answered<i64> {
+    let Some(version) = conn.version(2, (6, 9)) else {
+        return Ok(Err(kafka(
+            format!("{} does not offer ListOffsets v6", conn.addr()),
+            false,
+        )));
+    };
     let mut p = ListOffsetsPartition::default();
     p.partition_index = partition;
     p.current_leader_epoch = epoch;
@@ -230,28 +294,28 @@ fn list_offset(
     req.isolation_level = 0; // read_uncommitted: the high watermark
     req.topics = vec![t];
     let resp = conn.send(&req, version)?;
-    let p = resp
+    let addr = conn.addr();
+    let Some(p) = resp
         .topics
         .iter()
         .flat_map(|t| t.partitions.iter())
         .find(|p| p.partition_index == partition)
-        .ok_or_else(|| {
-            kafka(
-                format!("ListOffsets from {}: no {topic}-{partition}", conn.addr()),
-                true,
-            )
-        })?;
+    else {
+        return Ok(Err(kafka(
+            format!("ListOffsets from {addr}: no {topic}-{partition}"),
+            true,
+        )));
+    };
     if p.error_code != 0 {
-        return Err(kafka(
+        return Ok(Err(kafka(
             format!(
-                "ListOffsets of {topic}-{partition} at leader epoch {epoch} from {}: {}",
-                conn.addr(),
+                "ListOffsets of {topic}-{partition} at leader epoch {epoch} from {addr}: {}",
                 error_name(p.error_code)
             ),
             true,
-        ));
+        )));
     }
-    Ok(p.offset)
+    Ok(Ok(p.offset))
 }
 
 #[cfg(test)]
@@ -322,6 +386,31 @@ mod tests {
         assert_eq!((low, high), (0, 151), "100 records, their commit marker, 50 open");
         assert_eq!(ends.watermarks(&topic, 1).unwrap(), (0, 0));
         assert!(ends.watermarks(&topic, 7).is_err(), "no such partition");
+        assert_eq!(
+            ends.opened.load(Ordering::Relaxed),
+            1,
+            "one broker: one connection for every lookup, an error answer included"
+        );
+        // A kept connection the broker closed: the lookup connects again and answers.
+        let addr = ends.idle_conns().keys().next().cloned().unwrap();
+        let broken = ends.on_conn(&addr, |_| -> Answered<()> { Err(kafka("closed".into(), true)) });
+        assert!(broken.is_err(), "a new connection that fails fails the lookup");
+        assert_eq!(ends.opened.load(Ordering::Relaxed), 2);
+        assert!(ends.idle_conns().is_empty(), "a failed connection is not kept");
+        assert_eq!(ends.watermarks(&topic, 0).unwrap(), (0, 151));
+        assert_eq!(ends.opened.load(Ordering::Relaxed), 3);
+        let calls = std::cell::Cell::new(0);
+        let answer = ends.on_conn(&addr, |conn| {
+            calls.set(calls.get() + 1);
+            if calls.get() == 1 {
+                return Err(kafka("closed while idle".into(), true));
+            }
+            list_offset(conn, &topic, 0, -1, LATEST)
+        });
+        assert_eq!(answer.unwrap(), 151);
+        assert_eq!(ends.opened.load(Ordering::Relaxed), 4, "replaced once");
+        assert_eq!(ends.watermarks(&topic, 0).unwrap(), (0, 151));
+        assert_eq!(ends.opened.load(Ordering::Relaxed), 4, "and kept");
         producer.abort_transaction(timeout).unwrap();
     }
 

@@ -95,7 +95,9 @@ impl ThreadFactory {
     /// The restorations' lookup of changelog offsets at the partitions' current leaders
     /// (`restore/log_end.rs`), with the restore consumers' security settings; none on the embedded
     /// mock cluster, nor where the runtime's own client cannot authenticate as librdkafka
-    /// would (GSSAPI, OAUTHBEARER): the restore consumer's watermarks serve then.
+    /// would (GSSAPI, OAUTHBEARER tokens other than unsecured JWTs): the restore
+    /// consumer's watermarks serve then. The lookup keeps its connections, one per broker,
+    /// for the thread's life.
     fn log_ends(&self, client_id: &str) -> Option<restore::log_end::LogEnds> {
         if self.on_mock {
             return None;
