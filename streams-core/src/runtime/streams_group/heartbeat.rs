@@ -53,6 +53,10 @@ pub(crate) struct Heartbeat {
     delivered: Option<TaskAssignment>,
     /// The group status last logged.
     status: Option<Vec<GroupStatus>>,
+    /// Since when that status has held (unset while it is empty), and whether its lasting
+    /// was logged: a condition such as a delayed assignment that never clears leaves the
+    /// member waiting with nothing else in its log.
+    status_since: Option<(Instant, bool)>,
     /// Since when the group's status reports a fatal condition (see [`status_failure`]).
     failing_status_since: Option<Instant>,
     /// Since when every heartbeat has been answered UNKNOWN_SERVER_ERROR.
@@ -79,6 +83,7 @@ impl Heartbeat {
             target: TaskAssignment::default(),
             delivered: None,
             status: None,
+            status_since: None,
             failing_status_since: None,
             server_error_since: None,
             server_error_grace: SERVER_ERROR_GRACE,
@@ -273,7 +278,20 @@ impl Heartbeat {
             for s in resp.status.iter().flatten() {
                 tracing::warn!(group = %group, code = s.code, "streams group status: {}", s.detail);
             }
+            if let Some((since, true)) = self.status_since {
+                tracing::info!(group = %group, "the streams group status that lasted {:?} has changed", since.elapsed());
+            }
             self.status = resp.status.clone();
+            let empty = self.status.as_ref().is_none_or(Vec::is_empty);
+            self.status_since = (!empty).then(|| (Instant::now(), false));
+        }
+        if let Some((since, logged @ false)) = &mut self.status_since
+            && since.elapsed() >= STATUS_LASTING
+        {
+            *logged = true;
+            for s in self.status.iter().flatten() {
+                tracing::warn!(group = %group, member = %self.member_id, code = s.code, "streams group status unchanged for {:?}: {}", since.elapsed(), s.detail);
+            }
         }
         match status_failure(group, resp.status.iter().flatten()) {
             // A topic just created or repartitioned may reach the coordinator's metadata a
@@ -538,6 +556,9 @@ pub(crate) fn fatal(group: &str, code: i16, message: Option<&str>) -> Option<Str
         message,
     })
 }
+
+/// How long a group status may hold before it is logged again, as lasting.
+const STATUS_LASTING: Duration = Duration::from_secs(30);
 
 /// How long a fatal group status may last before the member fails.
 const STATUS_GRACE: Duration = Duration::from_secs(10);

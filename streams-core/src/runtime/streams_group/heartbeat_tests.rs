@@ -443,3 +443,44 @@ fn a_member_rejoins_owning_nothing_even_if_the_thread_reported_tasks_after_the_l
     st.epoch = 5;
     assert!(st.set_owned(&old), "a new assignment is reported again");
 }
+
+/// A group status that holds is logged again once it has lasted `STATUS_LASTING`; a change
+/// starts the count anew, and an empty status stops it.
+#[test]
+fn a_status_that_lasts_is_noted_once() {
+    let mut hb = Heartbeat::new(settings("127.0.0.1:1"), "member".into());
+    let mut st = State::default();
+    let delayed = || HeartbeatResponse {
+        member_epoch: 1,
+        status: Some(vec![crate::runtime::streams_group::codec::GroupStatus {
+            code: 5,
+            detail: "Assignment delayed".into(),
+        }]),
+        ..HeartbeatResponse::default()
+    };
+    hb.handle(delayed(), &mut st).unwrap();
+    assert!(matches!(hb.status_since, Some((_, false))));
+    // Unchanged, or not sent again (null): the same condition, still not lasting.
+    hb.handle(
+        HeartbeatResponse {
+            member_epoch: 1,
+            ..HeartbeatResponse::default()
+        },
+        &mut st,
+    )
+    .unwrap();
+    hb.handle(delayed(), &mut st).unwrap();
+    assert!(matches!(hb.status_since, Some((_, false))));
+    // It has held for longer than STATUS_LASTING: noted once.
+    hb.status_since = Some((Instant::now() - STATUS_LASTING, false));
+    hb.handle(delayed(), &mut st).unwrap();
+    assert!(matches!(hb.status_since, Some((_, true))));
+    // Cleared: nothing holds.
+    let cleared = HeartbeatResponse {
+        member_epoch: 1,
+        status: Some(Vec::new()),
+        ..HeartbeatResponse::default()
+    };
+    hb.handle(cleared, &mut st).unwrap();
+    assert_eq!(hb.status_since, None);
+}
