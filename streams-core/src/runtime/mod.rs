@@ -369,8 +369,6 @@ impl KafkaStreams {
                     "compact".to_owned(),
                 )]),
             });
-        } else if self.group_protocol == Some(GroupProtocol::Streams) {
-            self.queries.directory.follow_group();
         }
         if self.group_protocol == Some(GroupProtocol::Streams) {
             self.group_security =
@@ -380,6 +378,7 @@ impl KafkaStreams {
                 &app_id,
                 &plan,
             )));
+            self.queries.directory.follow_group();
         }
         topics::ensure(
             &plan,

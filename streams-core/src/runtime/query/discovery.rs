@@ -283,21 +283,10 @@ impl Directory {
 
     /// This instance from its live state, then every other endpoint of the group's map.
     fn group_instances(&self) -> Vec<Resolved> {
-        let hosting = &self.hosting;
-        let tasks: BTreeSet<TaskId> = hosting.snapshot().into_keys().collect();
-        let standbys = hosting
-            .standbys()
-            .into_iter()
-            .filter(|t| !tasks.contains(t))
-            .collect();
-        let this = Resolved {
-            process_id: Some(self.process_id.clone()),
-            endpoint: self.endpoint.clone(),
-            tasks,
-            standbys,
-        };
+        let this = Announcement::local(&self.process_id, self.endpoint.as_deref(), &self.hosting);
         let others = self.group.hosts().unwrap_or_default().into_iter();
-        std::iter::once(this)
+        resolve(&[this], now_ms(), &self.process_id)
+            .into_iter()
             .chain(
                 others
                     .filter(|(endpoint, _)| Some(endpoint) != self.endpoint.as_ref())
