@@ -113,16 +113,25 @@ fn start(
     app
 }
 
-/// The documented ACLs of `STREAMS` for the application, and the group's configs: the
-/// members set the group's standby count (`streams.num.standby.replicas`) before joining.
-fn grant(broker: &SecureKafka, app_id: &str, input: &str, output: &str) {
+/// A fresh application id `<prefix>` with its 4-partition input and output topics (`-words`,
+/// `-counts`), `rounds` words per key already in the input, and the documented ACLs of
+/// `STREAMS` for it, with the group's configs: the members set the group's standby count
+/// (`streams.num.standby.replicas`) before joining.
+fn prepare(broker: &SecureKafka, prefix: &str, rounds: usize) -> (String, String, String) {
+    let app_id = kafka::unique_name(prefix);
+    let input = kafka::unique_name(&format!("{prefix}-words"));
+    let output = kafka::unique_name(&format!("{prefix}-counts"));
+    kafka::create_topic(&broker.plaintext_bootstrap, &input, 4, &[]).unwrap();
+    kafka::create_topic(&broker.plaintext_bootstrap, &output, 4, &[]).unwrap();
+    produce_words(&broker.plaintext_bootstrap, &input, KEYS, rounds, "a");
     let principal = STREAMS.principal();
-    let mut acls = acl::streams_application(&principal, app_id, &[input], &[output], true);
+    let mut acls = acl::streams_application(&principal, &app_id, &[&input], &[&output], true);
     acls.extend(
         [acl::Operation::AlterConfigs, acl::Operation::DescribeConfigs]
-            .map(|op| AclBinding::prefixed(acl::ResourceType::Group, &principal, app_id, op)),
+            .map(|op| AclBinding::prefixed(acl::ResourceType::Group, &principal, &app_id, op)),
     );
     acl::create_acls(&broker.plaintext_bootstrap, &acls, DEFAULT_TIMEOUT).unwrap();
+    (app_id, input, output)
 }
 
 #[test]
@@ -131,13 +140,7 @@ fn an_application_authenticated_with_unsecured_jwts_counts_every_key_once() {
     else {
         return;
     };
-    let app_id = kafka::unique_name("secure-oauth");
-    let input = kafka::unique_name("secure-oauth-words");
-    let output = kafka::unique_name("secure-oauth-counts");
-    kafka::create_topic(&broker.plaintext_bootstrap, &input, 4, &[]).unwrap();
-    kafka::create_topic(&broker.plaintext_bootstrap, &output, 4, &[]).unwrap();
-    produce_words(&broker.plaintext_bootstrap, &input, KEYS, 3, "a");
-    grant(&broker, &app_id, &input, &output);
+    let (app_id, input, output) = prepare(&broker, "secure-oauth", 3);
     let state = tempfile::tempdir().unwrap();
     let mut app = start(
         &broker,
@@ -166,13 +169,7 @@ fn standbys_over_sasl_ssl_take_their_tasks_over_without_a_full_restore() {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-    let app_id = kafka::unique_name("secure-sg");
-    let input = kafka::unique_name("secure-sg-words");
-    let output = kafka::unique_name("secure-sg-counts");
-    kafka::create_topic(&broker.plaintext_bootstrap, &input, 4, &[]).unwrap();
-    kafka::create_topic(&broker.plaintext_bootstrap, &output, 4, &[]).unwrap();
-    produce_words(&broker.plaintext_bootstrap, &input, KEYS, 5, "a");
-    grant(&broker, &app_id, &input, &output);
+    let (app_id, input, output) = prepare(&broker, "secure-sg", 5);
 
     let (state_a, state_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let mut a = start(&broker, &app_id, (&input, &output), state_a.path(), Login::Scram);
