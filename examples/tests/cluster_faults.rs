@@ -22,6 +22,10 @@
 //!   partition 0 paused for `CLUSTER_PAUSE_S` seconds; 5 s into the pause instance A is
 //!   killed (SIGKILL) and 5 s later started again, restoring its tasks while the broker is
 //!   still paused;
+//! - `three_brokers_long_eos_survives_a_coordinator_paused_mid_rebalance`: A and B run
+//!   alone until every input partition is committed; C starts, and
+//!   `CLUSTER_REBALANCE_PAUSE_AFTER_MS` (1,500 by default) later, while tasks move to it,
+//!   the group coordinator's node is paused for `CLUSTER_PAUSE_S` seconds;
 //! - `three_brokers_long_eos_survives_a_rolling_restart`: each node in turn stopped cleanly
 //!   and started again (`restart`);
 //! - `three_brokers_long_eos_goes_on_while_its_only_bootstrap_broker_is_paused`: the
@@ -99,6 +103,10 @@ enum Faults {
     /// `pause` the leader of input partition 0 this long; during it kill instance A
     /// (SIGKILL) and start it again.
     PauseAndKillInstance(Duration),
+    /// Instances A and B alone until every input partition is committed; then C starts and
+    /// `CLUSTER_REBALANCE_PAUSE_AFTER_MS` (1,500 by default) later, while tasks move to it,
+    /// the group coordinator's node is paused this long.
+    PauseCoordinatorMidRebalance(Duration),
     /// `restart` (a clean stop and start) each node in turn.
     RollingRestart,
     /// The instances know the cluster through one node only, the group coordinator's:
@@ -162,6 +170,19 @@ fn three_brokers_long_eos_survives_a_paused_broker() {
 fn three_brokers_long_eos_survives_an_instance_killed_during_a_pause() {
     let test = "three_brokers_long_eos_survives_an_instance_killed_during_a_pause";
     scenario(test, Guarantee::ExactlyOnce, Faults::pause_and_kill_instance());
+}
+
+/// In the full run only: a task revoked from A or B reaches C only through a coordinator
+/// that took the group over from the paused one.
+#[test]
+fn three_brokers_long_eos_survives_a_coordinator_paused_mid_rebalance() {
+    let test = "three_brokers_long_eos_survives_a_coordinator_paused_mid_rebalance";
+    let pause = Duration::from_secs(env_number("CLUSTER_PAUSE_S", 30));
+    scenario(
+        test,
+        Guarantee::ExactlyOnce,
+        Faults::PauseCoordinatorMidRebalance(pause),
+    );
 }
 
 /// In the full run only.
@@ -364,7 +385,8 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
         args.extend(["--group-protocol", protocol]);
     }
     let mut instances = Instance::named(INSTANCES, &logs, guarantee.config(), &args);
-    for instance in &mut instances {
+    let late = matches!(faults, Faults::PauseCoordinatorMidRebalance(_)) as usize;
+    for instance in &mut instances[..INSTANCES.len() - late] {
         instance.start(&run);
     }
     // Every input partition processed and committed before the first fault.
@@ -472,6 +494,19 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
             sleep_alive(BETWEEN_FAULTS.saturating_sub(paused.elapsed()), &mut instances);
             cluster.on("resume", node);
             fault(format!("node {node} resumed"), Instant::now(), &mut instances);
+        }
+        Faults::PauseCoordinatorMidRebalance(pause) => {
+            let node = cluster.group_coordinator(&run.app);
+            instances[2].start(&run);
+            let after = Duration::from_millis(env_number("CLUSTER_REBALANCE_PAUSE_AFTER_MS", 1500));
+            sleep_alive(after, &mut instances);
+            cluster.on("pause", node);
+            sleep_alive(pause, &mut instances);
+            cluster.on("resume", node);
+            let what = format!(
+                "a pause of {pause:?}: node {node} (the group coordinator), {after:?} after C started"
+            );
+            fault(what, Instant::now(), &mut instances);
         }
         Faults::RollingRestart => {
             for node in 1..=3 {

@@ -130,19 +130,19 @@ fn put_len(buf: &mut Vec<u8>, len: Option<usize>) {
     put_uvarint(buf, len.map_or(0, |n| n as u32 + 1));
 }
 
-fn put_str(buf: &mut Vec<u8>, s: &str) {
+pub(crate) fn put_str(buf: &mut Vec<u8>, s: &str) {
     put_len(buf, Some(s.len()));
     buf.put_slice(s.as_bytes());
 }
 
-fn put_nullable_str(buf: &mut Vec<u8>, s: Option<&str>) {
+pub(crate) fn put_nullable_str(buf: &mut Vec<u8>, s: Option<&str>) {
     match s {
         Some(s) => put_str(buf, s),
         None => put_len(buf, None),
     }
 }
 
-fn put_array<T>(buf: &mut Vec<u8>, items: Option<&[T]>, mut each: impl FnMut(&mut Vec<u8>, &T)) {
+pub(crate) fn put_array<T>(buf: &mut Vec<u8>, items: Option<&[T]>, mut each: impl FnMut(&mut Vec<u8>, &T)) {
     put_len(buf, items.map(<[T]>::len));
     for item in items.unwrap_or_default() {
         each(buf, item);
@@ -150,26 +150,26 @@ fn put_array<T>(buf: &mut Vec<u8>, items: Option<&[T]>, mut each: impl FnMut(&mu
 }
 
 /// An empty tagged-field section.
-fn put_no_tags(buf: &mut Vec<u8>) {
+pub(crate) fn put_no_tags(buf: &mut Vec<u8>) {
     put_uvarint(buf, 0);
 }
 
 // ---- the request --------------------------------------------------------------------------
 
-fn put_task_ids(buf: &mut Vec<u8>, t: &TaskIds) {
+pub(crate) fn put_task_ids(buf: &mut Vec<u8>, t: &TaskIds) {
     put_str(buf, &t.subtopology);
     put_array(buf, Some(&t.partitions), |b, p| b.put_i32(*p));
     put_no_tags(buf);
 }
 
-fn put_task_offset(buf: &mut Vec<u8>, t: &TaskOffset) {
+pub(crate) fn put_task_offset(buf: &mut Vec<u8>, t: &TaskOffset) {
     put_str(buf, &t.subtopology);
     buf.put_i32(t.partition);
     buf.put_i64(t.offset);
     put_no_tags(buf);
 }
 
-fn put_key_value(buf: &mut Vec<u8>, (k, v): &(String, String)) {
+pub(crate) fn put_key_value(buf: &mut Vec<u8>, (k, v): &(String, String)) {
     put_str(buf, k);
     put_str(buf, v);
     put_no_tags(buf);
@@ -246,7 +246,7 @@ impl HeartbeatRequest {
 
 // ---- the response -------------------------------------------------------------------------
 
-fn get_task_ids(buf: &mut &[u8]) -> Result<TaskIds, DecodeError> {
+pub(crate) fn get_task_ids(buf: &mut &[u8]) -> Result<TaskIds, DecodeError> {
     let subtopology = get_str(buf)?;
     let partitions = get_array(buf, get_i32)?;
     skip_tags(buf)?;

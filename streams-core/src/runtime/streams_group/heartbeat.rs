@@ -28,7 +28,8 @@ use crate::model::error::{StreamsError, StreamsGroupFailure};
 use crate::runtime::streams_group::codec::{
     self, GroupStatus, HeartbeatRequest, HeartbeatResponse, TaskIds, TaskOffset,
 };
-use crate::runtime::streams_group::commit::error_name;
+use crate::runtime::streams_group::describe;
+pub(crate) use crate::runtime::streams_group::failures::{fatal, status_failure};
 use crate::runtime::streams_group::shared::{
     MemberEvent, MemberSettings, RETRY_BACKOFF, Shared, State, Stop, TaskAssignment,
 };
@@ -70,6 +71,10 @@ pub(crate) struct Heartbeat {
     offset_interval: Duration,
     /// The task offsets last reported, and when (a request is built from `&self`).
     offsets_sent: RefCell<Option<(Instant, Vec<TaskOffset>)>>,
+    /// A heartbeat of the member failed since its assignment was last known for sure: the
+    /// coordinator may have changed the tasks in an answer that never arrived (see
+    /// [`describe`]).
+    unsure: bool,
 }
 
 impl Heartbeat {
@@ -90,6 +95,7 @@ impl Heartbeat {
             endpoint_epoch: -1,
             offset_interval: DEFAULT_OFFSET_INTERVAL,
             offsets_sent: RefCell::new(None),
+            unsure: false,
         }
     }
 
@@ -195,6 +201,9 @@ impl Heartbeat {
             });
         if result.is_err() {
             self.conn = None;
+            // The coordinator may have acted on it: a join is answered with the whole
+            // assignment anyway, a heartbeat only when its tasks changed.
+            self.unsure |= req.member_epoch > 0;
             // The report may not have arrived: the next request makes it again.
             *self.offsets_sent.borrow_mut() = None;
         }
@@ -322,21 +331,84 @@ impl Heartbeat {
                 changed = true;
             }
         }
-        if changed && self.delivered.as_ref() != Some(&self.target) {
-            tracing::info!(
-                group = %group,
-                member = %self.member_id,
-                epoch = st.epoch,
-                active = ?self.target.active,
-                standby = ?self.target.standby,
-                warmup = ?self.target.warmup,
-                "new streams group assignment"
-            );
-            st.events.retain(|e| !matches!(e, MemberEvent::Assigned(_)));
-            st.events.push_back(MemberEvent::Assigned(self.target.clone()));
-            self.delivered = Some(self.target.clone());
+        if changed {
+            // The answer carries the tasks: whatever an earlier lost one said, this is it.
+            self.unsure = false;
+            self.deliver(st);
         }
         Ok(self.interval)
+    }
+
+    /// Hands the target assignment to the stream thread, unless it was the last handed.
+    fn deliver(&mut self, st: &mut State) {
+        if self.delivered.as_ref() == Some(&self.target) {
+            return;
+        }
+        tracing::info!(
+            group = %self.settings.group_id,
+            member = %self.member_id,
+            epoch = st.epoch,
+            active = ?self.target.active,
+            standby = ?self.target.standby,
+            warmup = ?self.target.warmup,
+            "new streams group assignment"
+        );
+        st.events.retain(|e| !matches!(e, MemberEvent::Assigned(_)));
+        st.events.push_back(MemberEvent::Assigned(self.target.clone()));
+        self.delivered = Some(self.target.clone());
+    }
+
+    /// After a failed heartbeat, asks the coordinator for the member's assignment once
+    /// (`StreamsGroupDescribe`) and takes it when it differs from the one the member has: the
+    /// answer that carried it was lost. Kept for the next heartbeat when the coordinator
+    /// cannot be asked now; given up (logged) when it refuses to be asked.
+    fn confirm_assignment(&mut self, shared: &Shared) {
+        let s = &self.settings;
+        let Some(conn) = &mut self.conn else { return };
+        if conn.version(describe::API_KEY, (0, 0)).is_none() {
+            self.unsure = false;
+            return;
+        }
+        let described = describe::member_assignment(conn, &s.group_id, &self.member_id);
+        let member = match described {
+            Ok(m) => m,
+            Err(e) if e.is_retriable() => {
+                tracing::debug!(group = %s.group_id, "asking for the member's assignment: {e}; again after the next heartbeat");
+                self.conn = None;
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(group = %s.group_id, member = %self.member_id, "cannot check the member's assignment after a failed heartbeat: {e}");
+                self.unsure = false;
+                return;
+            }
+        };
+        self.unsure = false;
+        let mut st = shared.lock();
+        let Some(m) = member.filter(|m| m.member_epoch == st.epoch) else {
+            return; // left, fenced or moved on since: the heartbeats say what follows
+        };
+        let [active, standby, warmup] = m.assignment.map(|lists| task_set(&lists));
+        let held = TaskAssignment {
+            active,
+            standby,
+            warmup,
+        };
+        if held == self.target {
+            tracing::debug!(group = %s.group_id, member = %self.member_id, "after a failed heartbeat: the coordinator holds the assignment the member has");
+        } else {
+            tracing::warn!(
+                group = %s.group_id,
+                member = %self.member_id,
+                epoch = st.epoch,
+                "the coordinator holds an assignment this member was never sent (a heartbeat's \
+                 answer was lost): taking it"
+            );
+            self.target = held;
+            self.deliver(&mut st);
+            drop(st);
+            shared.wake.notify_all();
+        }
     }
 
     /// The heartbeat thread's loop, until the handle stops it or a fatal error.
@@ -404,9 +476,13 @@ impl Heartbeat {
                     if req.shutdown_application && resp.error_code == 0 {
                         st.shutdown_acknowledged = true;
                     }
+                    let answered = resp.error_code == 0;
                     let d = self.handle(resp, &mut st);
                     drop(st);
                     shared.wake.notify_all(); // events for a waiting handle
+                    if answered && d.is_ok() && self.unsure {
+                        self.confirm_assignment(shared);
+                    }
                     d
                 }
                 Err(e) if e.is_retriable() => {
@@ -505,58 +581,6 @@ pub(crate) fn task_lists(set: &BTreeSet<TaskId>) -> Vec<TaskIds> {
     out
 }
 
-/// A fatal error for heartbeat error `code`, or `None` when the member retries.
-pub(crate) fn fatal(group: &str, code: i16, message: Option<&str>) -> Option<StreamsError> {
-    let static_refused = code == 42 && message.is_some_and(|m| m.contains("Static member"));
-    let mut message = format!("{}: {}", error_name(code), message.unwrap_or(""));
-    if static_refused {
-        message.push_str(
-            " (static membership, group.instance.id, needs Apache Kafka 4.4 or later under \
-             group.protocol=streams)",
-        );
-    }
-    let kind = match code {
-        // INVALID_REQUEST from a broker before 4.4 to a member with `group.instance.id`.
-        42 if static_refused => StreamsGroupFailure::Unsupported,
-        // GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED
-        29..=31 => {
-            return Some(StreamsError::Authorization {
-                resource: format!("group `{group}`"),
-                message: format!(
-                    "{message} (grant READ on the group, DESCRIBE on the source topics, and \
-                     CREATE on the internal topics)"
-                ),
-            });
-        }
-        130 => StreamsGroupFailure::InvalidTopology,
-        131 | 132 => StreamsGroupFailure::TopologyEpoch,
-        // INCONSISTENT_GROUP_PROTOCOL, GROUP_ID_NOT_FOUND (a group of another type)
-        23 | 69 => StreamsGroupFailure::OtherGroupType,
-        81 => StreamsGroupFailure::GroupFull,
-        // FENCED_INSTANCE_ID: another member joined with this member's `group.instance.id`.
-        82 => StreamsGroupFailure::InstanceIdInUse,
-        35 => StreamsGroupFailure::Unsupported,
-        // INVALID_REQUEST, UNRELEASED_INSTANCE_ID and anything unexpected
-        _ if wire::coordinator_moved(code) => return None,
-        _ => StreamsGroupFailure::Protocol,
-    };
-    let message = if kind == StreamsGroupFailure::OtherGroupType {
-        format!(
-            "{message}: the group exists as a consumer or classic group (an earlier run with \
-             another group.protocol, or another application with this id); the broker does not \
-             turn it into a streams group, so keep the earlier group.protocol, or delete the \
-             group (its committed offsets go with it) or use a new application.id"
-        )
-    } else {
-        message
-    };
-    Some(StreamsError::StreamsGroup {
-        group: group.to_owned(),
-        kind,
-        message,
-    })
-}
-
 /// How long a group status may hold before it is logged again, as lasting.
 const STATUS_LASTING: Duration = Duration::from_secs(30);
 
@@ -569,30 +593,6 @@ const UNRELEASED_BACKOFF: Duration = Duration::from_secs(1);
 
 /// How long heartbeats may be answered UNKNOWN_SERVER_ERROR before the member fails.
 const SERVER_ERROR_GRACE: Duration = Duration::from_secs(10);
-
-/// The fatal condition a group status reports, as Kafka Streams treats them: missing
-/// source topics and incorrectly partitioned topics fail the thread (nothing of the
-/// topology can be assigned until someone fixes the topics), and so does a shutdown
-/// another instance requested. Stale topology, missing internal topics and a delayed
-/// assignment only wait.
-pub(crate) fn status_failure<'a>(
-    group: &str,
-    status: impl IntoIterator<Item = &'a GroupStatus>,
-) -> Option<StreamsError> {
-    status.into_iter().find_map(|s| {
-        let kind = match s.code {
-            1 => StreamsGroupFailure::MissingSourceTopics,
-            2 => StreamsGroupFailure::IncorrectlyPartitioned,
-            4 => StreamsGroupFailure::ShutdownRequested,
-            _ => return None,
-        };
-        Some(StreamsError::StreamsGroup {
-            group: group.to_owned(),
-            kind,
-            message: s.detail.clone(),
-        })
-    })
-}
 
 #[cfg(test)]
 #[path = "heartbeat_tests.rs"]

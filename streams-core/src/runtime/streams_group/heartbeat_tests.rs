@@ -54,6 +54,14 @@ fn write_response(s: &mut TcpStream, corr: i32, header_tags: bool, body: &[u8]) 
 /// with the next of `script` (the last one again when it runs out). Heartbeat request
 /// bodies go to the receiver.
 fn broker(script: Vec<&'static [u8]>) -> (String, mpsc::Receiver<Vec<u8>>) {
+    broker_describing(script, None)
+}
+
+/// [`broker`], answering `StreamsGroupDescribe` with `describe` (hanging up without it).
+fn broker_describing(
+    script: Vec<&'static [u8]>,
+    describe: Option<Vec<u8>>,
+) -> (String, mpsc::Receiver<Vec<u8>>) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
     let (tx, rx) = mpsc::channel();
@@ -63,10 +71,10 @@ fn broker(script: Vec<&'static [u8]>) -> (String, mpsc::Receiver<Vec<u8>>) {
             let Ok(mut s) = stream else { return };
             while let Some((key, corr, body)) = read_request(&mut s) {
                 let resp: Vec<u8> = match key {
-                    // ApiVersions v3: 18 0-3, 10 0-6, 88 0-0; response header v0.
+                    // ApiVersions v3: 18 0-3, 10 0-6, 88 0-0, 89 0-0; response header v0.
                     18 => {
-                        let mut b = vec![0, 0, 0x04];
-                        for (k, max) in [(18u8, 3u8), (10, 6), (88, 0)] {
+                        let mut b = vec![0, 0, 0x05];
+                        for (k, max) in [(18u8, 3u8), (10, 6), (88, 0), (89, 0)] {
                             b.extend_from_slice(&[0, k, 0, 0, 0, max, 0]);
                         }
                         b.extend_from_slice(&[0, 0, 0, 0, 0]);
@@ -88,6 +96,10 @@ fn broker(script: Vec<&'static [u8]>) -> (String, mpsc::Receiver<Vec<u8>>) {
                         next += 1;
                         r.to_vec()
                     }
+                    89 => match &describe {
+                        Some(d) => d.clone(),
+                        None => return,
+                    },
                     _ => return,
                 };
                 write_response(&mut s, corr, true, &resp);
@@ -483,4 +495,60 @@ fn a_status_that_lasts_is_noted_once() {
     };
     hb.handle(cleared, &mut st).unwrap();
     assert_eq!(hb.status_since, None);
+}
+
+/// GOOD with the tasks null: the assignment is unchanged.
+#[rustfmt::skip]
+const UNCHANGED: &[u8] = &[
+    0, 0, 0, 0, 0, 0, 0x00, 0x02, b'm',
+    0, 0, 0, 1, 0, 0, 0, 50,
+    0, 0, 0, 0, 0, 0, 0, 0,
+    0x00, 0x00, 0x00, 0x00,             // Status null; Active, Standby, Warmup tasks null
+    0, 0, 0, 42,
+    0x00, 0x00,
+];
+
+#[test]
+fn after_a_lost_answer_the_member_takes_the_tasks_the_coordinator_holds_for_it() {
+    // The coordinator holds active tasks 0_0, 0_2, 1_1 and standby 0_1 for "member" at epoch 1.
+    let body = describe::KAFKA_RESPONSE.to_vec();
+    let (addr, _seen) = broker_describing(vec![GOOD, HOSTILE, UNCHANGED], Some(body));
+    let mut hb = Heartbeat::new(settings(&addr), "member".into());
+    let shared = Shared::default();
+    let join = hb.exchange(&hb.request(&shared.lock())).expect("joined");
+    hb.handle(join, &mut shared.lock()).expect("applied");
+    shared.lock().events.clear();
+    // An answer with the tasks unchanged asks nothing more.
+    assert!(!hb.unsure);
+    // A heartbeat whose answer is lost (here: does not decode), then one answered "unchanged".
+    hb.exchange(&hb.request(&shared.lock())).expect_err("lost");
+    assert!(hb.unsure, "a failed heartbeat leaves the assignment unsure");
+    let resp = hb.exchange(&hb.request(&shared.lock())).expect("answered");
+    hb.handle(resp, &mut shared.lock()).expect("applied");
+    assert!(
+        shared.lock().events.is_empty(),
+        "nothing new said by the heartbeat"
+    );
+    hb.confirm_assignment(&shared);
+    assert!(!hb.unsure);
+    let task = |subtopology, partition| TaskId {
+        subtopology,
+        partition,
+    };
+    let expected = TaskAssignment {
+        active: [task(0, 0), task(0, 2), task(1, 1)].into(),
+        standby: [task(0, 1)].into(),
+        ..Default::default()
+    };
+    assert_eq!(
+        shared.lock().events.iter().collect::<Vec<_>>(),
+        vec![&MemberEvent::Assigned(expected.clone())],
+        "the tasks the coordinator holds for the member reach its thread"
+    );
+    // Asked again, the same assignment is not handed over twice.
+    hb.unsure = true;
+    shared.lock().events.clear();
+    hb.confirm_assignment(&shared);
+    assert!(shared.lock().events.is_empty());
+    assert_eq!(hb.target, expected);
 }

@@ -13,8 +13,8 @@ use streams_test_utils::kafka;
 use crate::model::TaskId;
 use crate::runtime::streams_group::commit::{self, CommitError};
 use crate::runtime::streams_group::topology::{GroupSubtopology, GroupTopology, TopicInfo};
-use crate::runtime::streams_group::wire;
 use crate::runtime::streams_group::{MemberEvent, MemberSettings, StreamsMember, TaskAssignment};
+use crate::runtime::streams_group::{describe, heartbeat, wire};
 
 /// A fresh group (application id) and its 4-partition source topic.
 fn fresh(test: &str) -> Option<(String, String, String)> {
@@ -160,6 +160,19 @@ fn one_member_gets_every_task() {
     let (id, epoch) = a.member.member_id_and_epoch();
     assert!(!id.is_empty() && epoch > 0, "{id} {epoch}");
     assert_eq!(a.lost, 0);
+    // The coordinator describes the member with the tasks it sent it (what a member asks
+    // for after a heartbeat whose answer was lost).
+    let s = settings(&bootstrap, &group, &topic, "describer", 0);
+    let mut conn = wire::find_coordinator(&s.known, &bootstrap, &group, "describer", Duration::from_secs(30))
+        .expect("the coordinator");
+    let held = describe::member_assignment(&mut conn, &group, &id)
+        .expect("described")
+        .expect("the member is in the group");
+    assert_eq!(held.member_epoch, epoch);
+    assert_eq!(heartbeat::task_set(&held.assignment[0]), tasks(0..4));
+    assert!(held.assignment[1].is_empty() && held.assignment[2].is_empty());
+    let nobody = describe::member_assignment(&mut conn, &group, "no-such-member").expect("described");
+    assert!(nobody.is_none());
     a.member.leave(Duration::from_secs(10));
 }
 

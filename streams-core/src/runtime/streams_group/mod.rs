@@ -8,6 +8,9 @@
 //! - [`security`], [`sasl`] and [`oauth`]: TLS (rustls) and SASL (PLAIN, SCRAM,
 //!   OAUTHBEARER) from the `security.protocol`, `ssl.*` and `sasl.*` properties;
 //! - [`codec`]: the `StreamsGroupHeartbeat` request and response;
+//! - [`failures`]: which of the coordinator's errors and group statuses fail a member;
+//! - [`describe`]: a member's assignment as the coordinator holds it, read after a
+//!   heartbeat failed (its lost answer may have carried new tasks);
 //! - [`decode`] and [`responses`]: bounds-checked decoding of everything read off the wire;
 //! - [`topology`]: the group topology sent on join, from our [`Topology`](crate::topology::Topology);
 //! - [`member`] and [`heartbeat`]: the membership state machine on its own thread, and the
@@ -20,7 +23,9 @@
 pub(crate) mod codec;
 pub(crate) mod commit;
 pub(crate) mod decode;
+pub(crate) mod describe;
 pub(crate) mod endpoints;
+pub(crate) mod failures;
 pub(crate) mod fetch;
 pub(crate) mod group_config;
 pub(crate) mod heartbeat;
