@@ -1,7 +1,8 @@
 //! Committing a thread's tasks: flush the stores and caches, then under at-least-once wait
 //! for every produce acknowledgement, write the checkpoints and commit the input offsets;
-//! under exactly-once add the offsets to the transaction, wait for its records and commit
-//! it, after which the stores apply what they held with their checkpoints.
+//! under exactly-once add the offsets to the transaction (while the stores flush, see
+//! `commit_eos.rs`), wait for its records and commit it, after which the stores apply what
+//! they held with their checkpoints.
 //!
 //! Offsets go to the group the thread is in: its consumer's group (classic and consumer
 //! protocols), or under the streams protocol its group member, with the member's id and
@@ -47,32 +48,39 @@ impl TaskManager {
 
     /// Commits every task: flushes stores and caches, then (at-least-once) waits for the
     /// producer, writes checkpoints and commits offsets, or (exactly-once) commits the
-    /// transaction with the offsets in it.
+    /// transaction with the offsets in it (`commit_eos.rs`).
     pub fn commit<C: ConsumerContext>(&mut self, consumer: &BaseConsumer<C>) -> Result<bool, StreamsError> {
         if !self.dirty {
             return Ok(false);
         }
         let mut since = Instant::now();
-        let flushed = self.flush_tasks(consumer);
-        if self.transaction_failed() {
-            // A record of the transaction failed (or the flush's changelog writes found it
-            // failed): it cannot commit.
-            if let Err(e) = &flushed {
-                tracing::debug!(error = %e, "flushing after the transaction failed");
+        let tpl = if self.settings.eos {
+            // The flush processes no input: the offsets are final before it.
+            let tpl = self.offsets_to_commit()?;
+            tracing::debug!(offsets = %crate::runtime::topics::start_offsets::describe(&tpl), "committing");
+            if !self.commit_transaction_with(consumer, &tpl, &mut since)? {
+                return Ok(false);
             }
-            self.recover_failed_transaction(consumer)?;
-            return Ok(false);
+            tpl
+        } else {
+            match self.commit_at_least_once(consumer, &mut since)? {
+                Some(tpl) => tpl,
+                None => return Ok(false),
+            }
+        };
+        if let Some(purge) = &mut self.settings.purge {
+            purge.committed(&tpl);
         }
-        if !flushed? {
-            // Exactly-once, a store found corrupt: the transaction was aborted and the
-            // tasks are being created again.
-            return Ok(false);
-        }
-        self.metrics.lap(CommitPhase::FlushStores, &mut since);
+        self.commit_failing_since = None;
+        self.dirty = false;
+        Ok(true)
+    }
+
+    /// The input offsets of every task, each with the task's stream time and processor
+    /// metadata, as Kafka Streams commits them.
+    fn offsets_to_commit(&self) -> Result<TopicPartitionList, StreamsError> {
         let mut tpl = TopicPartitionList::new();
         for task in self.tasks.values() {
-            // Each offset carries the task's stream time and processor metadata, as Kafka
-            // Streams commits them.
             let metadata = crate::runtime::topics::offset_metadata::encode(
                 task.stream_time(),
                 &task.processor_metadata(),
@@ -85,75 +93,48 @@ impl TaskManager {
                 }
             }
         }
-        // Under exactly-once no step waits longer than the transaction may stay open: past
-        // `transaction.timeout.ms` the coordinator aborts it anyway, and the thread
-        // recovers at once rather than after minutes of silent waiting (rust-rdkafka's
-        // commit flushes before it commits, doubling any timeout given to it).
-        let timeout = match self.settings.eos {
-            true => self.recipe.transaction_timeout(),
-            false => Duration::from_secs(60),
-        };
+        Ok(tpl)
+    }
+
+    /// The at-least-once part of [`commit`](Self::commit): the offsets committed, or `None`
+    /// when nothing was (retried at the next commit, or the tasks are being re-created).
+    fn commit_at_least_once<C: ConsumerContext>(
+        &mut self,
+        consumer: &BaseConsumer<C>,
+        since: &mut Instant,
+    ) -> Result<Option<TopicPartitionList>, StreamsError> {
+        let flushed = self.flush_tasks(consumer);
+        if self.transaction_failed() {
+            // The producer raised a fatal error (or the flush's changelog writes found it):
+            // records since the last commit may be lost, so nothing is committed.
+            if let Err(e) = &flushed {
+                tracing::debug!(error = %e, "flushing after the producer failed");
+            }
+            self.recover_failed_transaction(consumer)?;
+            return Ok(None);
+        }
+        flushed?;
+        self.metrics.lap(CommitPhase::FlushStores, since);
+        // After the flush: a task rebuilt there commits what it has now.
+        let tpl = self.offsets_to_commit()?;
         tracing::debug!(offsets = %crate::runtime::topics::start_offsets::describe(&tpl), "committing");
-        if self.settings.eos {
-            if tpl.count() > 0 {
-                if let Some(member) = &self.member {
-                    let (id, epoch) = member.member_id_and_epoch();
-                    let group = self.settings.factory.app_id().clone();
-                    if let Err(e) = crate::runtime::produce::txn_offsets::send_offsets_as_member(
-                        &self.producer,
-                        &tpl,
-                        &group,
-                        &id,
-                        epoch,
-                        timeout,
-                    ) {
-                        return self.recover_after("send offsets", &e.message, e.fatal, consumer);
-                    }
-                } else {
-                    let meta = consumer
-                        .group_metadata()
-                        .ok_or_else(|| kafka_err("commit", "no group metadata"))?;
-                    if let Err(e) = self.producer.send_offsets_to_transaction(&tpl, &meta, timeout) {
-                        return self.recover_transaction("send offsets", e, consumer);
-                    }
-                }
-                self.metrics.lap(CommitPhase::SendOffsets, &mut since);
-            }
-            // Wait for the transaction's records here: `commit_transaction` flushes first
-            // through rust-rdkafka's `flush`, which sleeps in 100 ms slices while any record
-            // is in flight (the `ThreadedProducer`'s thread serves the delivery reports), so
-            // every commit took 100 ms more than the broker needed. Nothing is sent between
-            // this flush and the commit, so librdkafka's own flush then finds nothing to wait for.
-            if let Err(e) = crate::runtime::produce::producer::flush(&self.producer, timeout) {
-                return self.recover_transaction("flush producer", e, consumer);
-            }
-            self.metrics.lap(CommitPhase::FlushProducer, &mut since);
-            if let Err(e) = self.commit_transaction_resuming(timeout) {
-                return self.recover_after("commit transaction", &e.message, e.fatal, consumer);
-            }
-            self.metrics.lap(CommitPhase::CommitTransaction, &mut since);
-            self.in_transaction = false;
-            self.tracker.skips.committed();
-            self.check_deliveries()?;
-            // Committed: the stores apply what they held, with their checkpoints.
-            self.commit_writes()?;
-            self.metrics.lap(CommitPhase::CommitStores, &mut since);
-        } else {
-            let flushed = crate::runtime::produce::producer::flush(&self.producer, timeout);
-            if self.transaction_failed() {
-                // The producer raised a fatal error: records since the last commit may be
-                // lost, so nothing is committed; a new producer processes them again.
-                self.recover_failed_transaction(consumer)?;
-                return Ok(false);
-            }
-            if let Err(e) = flushed {
-                return self.commit_failed("flush producer", e);
-            }
-            self.metrics.lap(CommitPhase::FlushProducer, &mut since);
-            self.check_deliveries()?;
-            let corrupt = self.write_checkpoints()?;
-            if tpl.count() > 0 {
-                let committed = match &self.member {
+        let timeout = Duration::from_secs(60);
+        let flushed = crate::runtime::produce::producer::flush(&self.producer, timeout);
+        if self.transaction_failed() {
+            // The producer raised a fatal error: records since the last commit may be
+            // lost, so nothing is committed; a new producer processes them again.
+            self.recover_failed_transaction(consumer)?;
+            return Ok(None);
+        }
+        if let Err(e) = flushed {
+            return self.commit_failed("flush producer", e).map(|_| None);
+        }
+        self.metrics.lap(CommitPhase::FlushProducer, since);
+        self.check_deliveries()?;
+        let corrupt = self.write_checkpoints()?;
+        if tpl.count() > 0 {
+            let committed =
+                match &self.member {
                     // A member that lost its tasks learns it from its heartbeat too, and
                     // the loop then drops them; until then this is retried as any failure.
                     Some(member) => member.commit_offsets(&offsets_of(&tpl), timeout).map_err(|e| {
@@ -164,29 +145,22 @@ impl TaskManager {
                     }),
                     None => consumer.commit(&tpl, CommitMode::Sync).map_err(|e| e.to_string()),
                 };
-                if let Err(e) = committed {
-                    return self.commit_failed("commit offsets", e);
-                }
-            }
-            self.metrics.lap(CommitPhase::CommitOffsets, &mut since);
-            // Their changelog writes were delivered and their offsets are committed: they
-            // are rebuilt from there.
-            for (id, what) in corrupt {
-                self.recover_corrupted(id, &what, consumer)?;
+            if let Err(e) = committed {
+                return self.commit_failed("commit offsets", e).map(|_| None);
             }
         }
-        if let Some(purge) = &mut self.settings.purge {
-            purge.committed(&tpl);
+        self.metrics.lap(CommitPhase::CommitOffsets, since);
+        // Their changelog writes were delivered and their offsets are committed: they
+        // are rebuilt from there.
+        for (id, what) in corrupt {
+            self.recover_corrupted(id, &what, consumer)?;
         }
-        self.commit_failing_since = None;
-        self.dirty = false;
-        Ok(true)
+        Ok(Some(tpl))
     }
 
-    /// Flushes every task's stores. A store found corrupt has its task rebuilt (see
-    /// `corrupted.rs`): under at-least-once the other tasks are flushed and committed on;
-    /// under exactly-once everything was aborted, and the result is `false`.
-    fn flush_tasks<C: ConsumerContext>(&mut self, consumer: &BaseConsumer<C>) -> Result<bool, StreamsError> {
+    /// Flushes every task's stores under at-least-once. A store found corrupt has its task
+    /// rebuilt (see `corrupted.rs`) and the other tasks are flushed and committed on.
+    fn flush_tasks<C: ConsumerContext>(&mut self, consumer: &BaseConsumer<C>) -> Result<(), StreamsError> {
         loop {
             let mut corrupt = None;
             for (id, task) in &mut self.tasks {
@@ -197,12 +171,9 @@ impl TaskManager {
                 }
             }
             let Some((id, what)) = corrupt else {
-                return Ok(true);
+                return Ok(());
             };
             self.recover_corrupted(id, &what, consumer)?;
-            if self.settings.eos {
-                return Ok(false);
-            }
         }
     }
 

@@ -15,6 +15,7 @@
 
 pub(in crate::runtime) mod backpressure;
 pub(in crate::runtime) mod commit;
+pub(in crate::runtime) mod commit_eos;
 pub(in crate::runtime) mod corrupted;
 pub(in crate::runtime) mod creation;
 pub(in crate::runtime) mod deliveries;
