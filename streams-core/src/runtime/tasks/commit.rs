@@ -18,6 +18,7 @@ use rdkafka::producer::Producer;
 use rdkafka::{Offset, TopicPartitionList};
 
 use crate::metrics::handles::CommitPhase;
+use crate::model::TaskId;
 use crate::model::error::StreamsError;
 use crate::runtime::client::errors::kafka_err;
 use crate::runtime::tasks::TaskManager;
@@ -161,20 +162,23 @@ impl TaskManager {
     /// Flushes every task's stores under at-least-once. A store found corrupt has its task
     /// rebuilt (see `corrupted.rs`) and the other tasks are flushed and committed on.
     fn flush_tasks<C: ConsumerContext>(&mut self, consumer: &BaseConsumer<C>) -> Result<(), StreamsError> {
-        loop {
-            let mut corrupt = None;
-            for (id, task) in &mut self.tasks {
-                if let Err(e) = task.flush() {
-                    let what = crate::runtime::tasks::corrupted::corruption(&e).ok_or(e)?;
-                    corrupt = Some((*id, what));
-                    break;
-                }
-            }
-            let Some((id, what)) = corrupt else {
-                return Ok(());
-            };
+        while let Some((id, what)) = self.flush_until_corrupt()? {
             self.recover_corrupted(id, &what, consumer)?;
         }
+        Ok(())
+    }
+
+    /// Flushes every task's caches and stores; the first store found corrupt stops it and
+    /// is returned with how it is corrupt (under exactly-once the transaction is then
+    /// aborted, so the others need no flush; at-least-once rebuilds it and flushes again).
+    pub(super) fn flush_until_corrupt(&mut self) -> Result<Option<(TaskId, String)>, StreamsError> {
+        for (id, task) in &mut self.tasks {
+            if let Err(e) = task.flush() {
+                let what = crate::runtime::tasks::corrupted::corruption(&e).ok_or(e)?;
+                return Ok(Some((*id, what)));
+            }
+        }
+        Ok(None)
     }
 
     /// An at-least-once commit failed (a broker restarting, a coordinator moving, a

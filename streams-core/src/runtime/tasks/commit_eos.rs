@@ -22,7 +22,6 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::producer::Producer;
 
 use crate::metrics::handles::CommitPhase;
-use crate::model::TaskId;
 use crate::model::error::StreamsError;
 use crate::runtime::client::errors::{is_fatal, kafka_err};
 use crate::runtime::produce::txn_offsets::{TxnOffsetsError, send_offsets_as_member};
@@ -47,7 +46,7 @@ impl TaskManager {
         let send = self.offsets_sender(consumer, tpl, timeout)?;
         let (flushed, sent) = std::thread::scope(|scope| {
             let sending = send.map(|send| scope.spawn(send));
-            let flushed = self.flush_for_transaction();
+            let flushed = self.flush_until_corrupt();
             let sent = sending.map(|helper| {
                 helper.join().unwrap_or_else(|_| {
                     Err(TxnOffsetsError {
@@ -131,17 +130,5 @@ impl TaskManager {
                     fatal: is_fatal(&e),
                 })
         })))
-    }
-
-    /// Flushes every task's caches and stores; the first store found corrupt stops it and
-    /// is returned (the transaction is then aborted, so the others need no flush).
-    fn flush_for_transaction(&mut self) -> Result<Option<(TaskId, String)>, StreamsError> {
-        for (id, task) in &mut self.tasks {
-            if let Err(e) = task.flush() {
-                let what = crate::runtime::tasks::corrupted::corruption(&e).ok_or(e)?;
-                return Ok(Some((*id, what)));
-            }
-        }
-        Ok(None)
     }
 }
