@@ -94,6 +94,10 @@ else
 fi
 
 if [[ ${SKIP_BUILD:-0} != 1 ]]; then
+    # A fresh machine lacks the system packages the build needs (libclang for RocksDB's
+    # bindings, OpenSSL for librdkafka); the script installs what is missing and is quick
+    # when everything is there.
+    bash scripts/install-deps.sh
     say "building (release)"
     cargo build --workspace --release --bins
 fi
