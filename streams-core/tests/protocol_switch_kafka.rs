@@ -54,6 +54,7 @@ fn run_once(
     );
     let expected = match protocol {
         Some("streams") => GroupProtocol::Streams,
+        Some("classic") => GroupProtocol::Classic,
         _ => GroupProtocol::Consumer,
     };
     assert_eq!(s.group_protocol(), Some(expected));
@@ -106,4 +107,33 @@ fn switching_to_the_streams_protocol_is_refused_and_the_application_goes_on_with
     // And with the state directory gone: the stores restore from their changelogs.
     let fresh = tempfile::tempdir().unwrap();
     run_once(&bootstrap, &app, topics, fresh.path(), None, 3);
+}
+
+/// Kafka 4.2+ converts an empty classic group into a streams group when a streams member
+/// joins, and an empty streams group into a classic group when a classic member joins,
+/// keeping the committed offsets (Kafka's "offline migration"). A Kafka Streams
+/// application runs with the classic protocol, so this is the path from one to this
+/// project's streams protocol too. Every round must end at exactly five per key: a run that
+/// lost the offsets would count its input again.
+#[test]
+fn an_empty_classic_group_becomes_a_streams_group_and_back_with_its_offsets() {
+    let Some(bootstrap) = kafka::require_kafka("protocol_switch_classic") else {
+        return;
+    };
+    let app = kafka::unique_name("protocol-switch-classic");
+    let input = kafka::unique_name("protocol-switch-classic-in");
+    let output = kafka::unique_name("protocol-switch-classic-out");
+    kafka::create_topic(&bootstrap, &input, 4, &[]).unwrap();
+    kafka::create_topic(&bootstrap, &output, 4, &[]).unwrap();
+    let topics = (input.as_str(), output.as_str());
+    let state = tempfile::tempdir().unwrap();
+    run_once(&bootstrap, &app, topics, state.path(), Some("classic"), 1);
+    // The same state directory: the stores' checkpoints carry over with the offsets.
+    run_once(&bootstrap, &app, topics, state.path(), Some("streams"), 2);
+    // Back, with the state directory gone: the stores restore from their changelogs.
+    let fresh = tempfile::tempdir().unwrap();
+    run_once(&bootstrap, &app, topics, fresh.path(), Some("classic"), 3);
+    // And to the streams protocol once more, also from changelogs alone.
+    let empty = tempfile::tempdir().unwrap();
+    run_once(&bootstrap, &app, topics, empty.path(), Some("streams"), 4);
 }
