@@ -27,7 +27,9 @@
 //! the offsets: no final result may go out twice), a stream-stream left
 //! join (its shared store of records waiting for a partner, emitted unmatched by the side
 //! that sees their windows close), a stream-stream outer join (the same store, with the
-//! records of both sides); and the count again under exactly-once. Before taking over,
+//! records of both sides); and the count again under exactly-once, also with this
+//! runtime on the streams rebalance protocol (the broker turns Kafka Streams' empty classic
+//! group into a streams group and back, keeping the offsets). Before taking over,
 //! `KafkaStreams::check_topics` must find every internal topic this runtime needs and no
 //! other (and, before Kafka Streams ran, none of them).
 //!
@@ -46,7 +48,7 @@ use std::time::{Duration, Instant};
 use common::java::{self, JavaProgram, Outcome};
 use streams_core::serdes::StringSerde;
 use streams_core::state::Serde as _;
-use streams_core::{KafkaStreams, State};
+use streams_core::{GroupProtocol, KafkaStreams, State};
 use streams_dsl::{SessionWindowedSerde, WindowedSerde};
 use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
 use topo::{PER_THIRD, Topo, WINDOW, input_on, value, values_after};
@@ -71,6 +73,9 @@ struct Run {
     base: i64,
     /// `processing.guarantee` on both sides.
     guarantee: &'static str,
+    /// This runtime's `group.protocol` (Kafka Streams runs with the classic protocol);
+    /// `None` is the default.
+    protocol: Option<&'static str>,
 }
 
 impl Run {
@@ -98,11 +103,13 @@ impl Run {
     fn rust(&self, state: &std::path::Path) -> KafkaStreams {
         let topology = twin::topology(self.topo, &self.input, &self.right(), &self.output);
         let guarantee = self.guarantee.parse().expect("a processing guarantee");
-        let config = broker::config(&self.bootstrap, &self.app_id, state)
+        let mut builder = broker::config(&self.bootstrap, &self.app_id, state)
             .to_builder()
-            .processing_guarantee(guarantee)
-            .build()
-            .unwrap();
+            .processing_guarantee(guarantee);
+        if let Some(protocol) = self.protocol {
+            builder = builder.set("group.protocol", protocol);
+        }
+        let config = builder.build().unwrap();
         KafkaStreams::new(topology, config).unwrap()
     }
 
@@ -376,11 +383,27 @@ fn a_count_moves_under_exactly_once_with_no_count_written_twice() {
     );
 }
 
+/// Kafka Streams' classic group becomes this runtime's streams group (KIP-1071) and back:
+/// the broker converts an empty group of one type into the other and keeps its offsets.
+#[test]
+fn a_count_moves_to_the_streams_protocol_and_back_under_exactly_once() {
+    hand_over_as(
+        "a_count_moves_to_the_streams_protocol_and_back_under_exactly_once",
+        Topo::Count,
+        EXACTLY_ONCE,
+        Some("streams"),
+    );
+}
+
 fn hand_over(test: &str, topo: Topo) {
     hand_over_with(test, topo, AT_LEAST_ONCE);
 }
 
 fn hand_over_with(test: &str, topo: Topo, guarantee: &'static str) {
+    hand_over_as(test, topo, guarantee, None);
+}
+
+fn hand_over_as(test: &str, topo: Topo, guarantee: &'static str, protocol: Option<&'static str>) {
     // This runtime's log, with RUST_LOG (e.g. `streams_core=info`), in the test's output.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -397,6 +420,7 @@ fn hand_over_with(test: &str, topo: Topo, guarantee: &'static str) {
         output: kafka::unique_name("handover-out"),
         base: kafka::recent_minute(5),
         guarantee,
+        protocol,
     };
     for topic in run.inputs().iter().chain([&run.output]) {
         kafka::create_topic(&run.bootstrap, topic, 2, &[]).unwrap();
@@ -435,6 +459,9 @@ fn hand_over_with(test: &str, topo: Topo, guarantee: &'static str) {
         "{:?}",
         app.state()
     );
+    if protocol == Some("streams") {
+        assert_eq!(app.group_protocol(), Some(GroupProtocol::Streams));
+    }
     run.produce(PER_THIRD..2 * PER_THIRD);
     let deadline = Instant::now() + Duration::from_secs(60);
     while run.committed() < topo.records(2 * PER_THIRD) as i64

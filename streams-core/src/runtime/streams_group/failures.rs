@@ -44,10 +44,14 @@ pub(crate) fn fatal(group: &str, code: i16, message: Option<&str>) -> Option<Str
     };
     let message = if kind == StreamsGroupFailure::OtherGroupType {
         format!(
-            "{message}: the group exists as a consumer or classic group (an earlier run with \
-             another group.protocol, or another application with this id); the broker does not \
-             turn it into a streams group, so keep the earlier group.protocol, or delete the \
-             group (its committed offsets go with it) or use a new application.id"
+            "{message}: the group exists as a consumer group, or as a classic group that still \
+             has members (an earlier run with another group.protocol, or another application \
+             with this id). Kafka turns an empty classic group into a streams group and keeps \
+             its committed offsets, but not a consumer group: stop every instance (one that did \
+             not leave counts until its session times out), and coming \
+             from group.protocol=consumer start the application once with \
+             group.protocol=classic and close it; then start it with group.protocol=streams. \
+             Or keep the earlier group.protocol, or use a new application.id"
         )
     } else {
         message
