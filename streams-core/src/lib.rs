@@ -73,6 +73,7 @@ pub use runtime::query::{
 };
 pub use runtime::{
     EmbeddedKafka, GroupProtocol, KafkaStreams, NeededTopic, State, ThreadFailureResponse, TopicCheck,
+    limit_malloc_arenas,
 };
 pub use topology::{
     ConnectableStore, DescribedNames, NameDifferences, NodeRef, OffsetReset, SessionStoreRef, SinkConfig,

@@ -74,6 +74,10 @@ struct Args {
 }
 
 fn main() -> Result<(), MainError> {
+    // Before any thread starts: two malloc arenas for the whole process, so the memory one
+    // thread frees serves the others instead of staying resident in an arena of its own
+    // (the resident memory then stays flat as the input grows; docs/benchmarks.md).
+    streams_core::limit_malloc_arenas(2);
     tracing_subscriber::fmt()
         .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
         .init();

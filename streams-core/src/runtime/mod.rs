@@ -6,6 +6,7 @@
 //! (transactional under `exactly_once_v2`) and the tasks of the partitions assigned to it.
 //! See `docs/runtime.md` for threads, tasks, commits and guarantees.
 
+mod allocator;
 mod client;
 mod group;
 mod produce;
@@ -24,6 +25,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use crate::topology::changelog_topic;
+pub use allocator::limit_malloc_arenas;
 pub use client::embedded::EmbeddedKafka;
 pub use client::protocol::GroupProtocol;
 pub use status::{State, StateListener};
