@@ -210,8 +210,10 @@ pub enum StreamsGroupFailure {
     /// or `streams.version` not finalized).
     #[error("the broker does not offer streams groups")]
     Unsupported,
-    /// The group exists as a group of another type (a consumer or classic group, e.g.
-    /// from an earlier run with another `group.protocol`).
+    /// The group exists as a group of another type that the broker does not turn into a
+    /// streams group: a consumer group, or a classic group that still has members (e.g.
+    /// from an earlier run with another `group.protocol`). An empty classic group is
+    /// turned into a streams group, keeping its committed offsets.
     #[error("the group exists with another protocol")]
     OtherGroupType,
     /// The coordinator rejected the topology (`STREAMS_INVALID_TOPOLOGY`).
