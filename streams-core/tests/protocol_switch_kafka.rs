@@ -21,7 +21,12 @@ use common::{count_topology, latest_counts, produce_words, wait_for_counts};
 
 const KEYS: usize = 50;
 
-fn config(bootstrap: &str, app: &str, state: &std::path::Path, protocol: Option<&str>) -> StreamsConfig {
+fn config(
+    bootstrap: &str,
+    app: &str,
+    state: &std::path::Path,
+    protocol: Option<GroupProtocol>,
+) -> StreamsConfig {
     let mut props = vec![
         ("application.id", app.to_owned()),
         ("bootstrap.servers", bootstrap.to_owned()),
@@ -30,7 +35,7 @@ fn config(bootstrap: &str, app: &str, state: &std::path::Path, protocol: Option<
         ("commit.interval.ms", "100".to_owned()),
     ];
     if let Some(p) = protocol {
-        props.push(("group.protocol", p.to_owned()));
+        props.push(("group.protocol", p.name().to_owned()));
     }
     StreamsConfig::from_properties(props).unwrap()
 }
@@ -40,7 +45,7 @@ fn run_once(
     app: &str,
     (input, output): (&str, &str),
     state: &std::path::Path,
-    protocol: Option<&str>,
+    protocol: Option<GroupProtocol>,
     rounds: u64,
 ) {
     let mut s = KafkaStreams::new(
@@ -54,11 +59,9 @@ fn run_once(
         "{protocol:?}: state {:?}",
         s.state()
     );
-    let expected = match protocol {
-        Some("streams") => GroupProtocol::Streams,
-        Some("classic") => GroupProtocol::Classic,
-        _ => GroupProtocol::Consumer,
-    };
+    // Without `group.protocol` the runtime takes the consumer protocol from a broker that
+    // offers it.
+    let expected = protocol.unwrap_or(GroupProtocol::Consumer);
     assert_eq!(s.group_protocol(), Some(expected));
     produce_words(bootstrap, input, KEYS, 5, &format!("{protocol:?}"));
     wait_for_counts(bootstrap, output, KEYS, rounds * 5, Duration::from_secs(120));
@@ -84,11 +87,18 @@ fn from_the_consumer_protocol_to_streams_by_way_of_classic_and_back_with_the_off
     kafka::create_topic(&bootstrap, &output, 4, &[]).unwrap();
     let state = tempfile::tempdir().unwrap();
     let topics = (input.as_str(), output.as_str());
-    run_once(&bootstrap, &app, topics, state.path(), Some("consumer"), 1);
+    run_once(
+        &bootstrap,
+        &app,
+        topics,
+        state.path(),
+        Some(GroupProtocol::Consumer),
+        1,
+    );
 
     let mut s = KafkaStreams::new(
         count_topology(&input, &output),
-        config(&bootstrap, &app, state.path(), Some("streams")),
+        config(&bootstrap, &app, state.path(), Some(GroupProtocol::Streams)),
     )
     .unwrap();
     match s.start() {
@@ -107,12 +117,33 @@ fn from_the_consumer_protocol_to_streams_by_way_of_classic_and_back_with_the_off
 
     // The way over: a classic member turns the empty consumer group into a classic group,
     // and a streams member turns that into a streams group, each keeping the offsets.
-    run_once(&bootstrap, &app, topics, state.path(), Some("classic"), 2);
-    run_once(&bootstrap, &app, topics, state.path(), Some("streams"), 3);
+    run_once(
+        &bootstrap,
+        &app,
+        topics,
+        state.path(),
+        Some(GroupProtocol::Classic),
+        2,
+    );
+    run_once(
+        &bootstrap,
+        &app,
+        topics,
+        state.path(),
+        Some(GroupProtocol::Streams),
+        3,
+    );
     // And back, with the state directory gone each time: the stores restore from their
     // changelogs.
     let fresh = tempfile::tempdir().unwrap();
-    run_once(&bootstrap, &app, topics, fresh.path(), Some("classic"), 4);
+    run_once(
+        &bootstrap,
+        &app,
+        topics,
+        fresh.path(),
+        Some(GroupProtocol::Classic),
+        4,
+    );
     let fresh = tempfile::tempdir().unwrap();
     run_once(&bootstrap, &app, topics, fresh.path(), None, 5);
 }

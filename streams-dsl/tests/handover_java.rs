@@ -75,7 +75,7 @@ struct Run {
     guarantee: &'static str,
     /// This runtime's `group.protocol` (Kafka Streams runs with the classic protocol);
     /// `None` is the default.
-    protocol: Option<&'static str>,
+    protocol: Option<GroupProtocol>,
 }
 
 impl Run {
@@ -107,7 +107,7 @@ impl Run {
             .to_builder()
             .processing_guarantee(guarantee);
         if let Some(protocol) = self.protocol {
-            builder = builder.set("group.protocol", protocol);
+            builder = builder.set("group.protocol", protocol.name());
         }
         let config = builder.build().unwrap();
         KafkaStreams::new(topology, config).unwrap()
@@ -391,7 +391,7 @@ fn a_count_moves_to_the_streams_protocol_and_back_under_exactly_once() {
         "a_count_moves_to_the_streams_protocol_and_back_under_exactly_once",
         Topo::Count,
         EXACTLY_ONCE,
-        Some("streams"),
+        Some(GroupProtocol::Streams),
     );
 }
 
@@ -403,7 +403,7 @@ fn hand_over_with(test: &str, topo: Topo, guarantee: &'static str) {
     hand_over_as(test, topo, guarantee, None);
 }
 
-fn hand_over_as(test: &str, topo: Topo, guarantee: &'static str, protocol: Option<&'static str>) {
+fn hand_over_as(test: &str, topo: Topo, guarantee: &'static str, protocol: Option<GroupProtocol>) {
     // This runtime's log, with RUST_LOG (e.g. `streams_core=info`), in the test's output.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -459,8 +459,8 @@ fn hand_over_as(test: &str, topo: Topo, guarantee: &'static str, protocol: Optio
         "{:?}",
         app.state()
     );
-    if protocol == Some("streams") {
-        assert_eq!(app.group_protocol(), Some(GroupProtocol::Streams));
+    if let Some(protocol) = protocol {
+        assert_eq!(app.group_protocol(), Some(protocol));
     }
     run.produce(PER_THIRD..2 * PER_THIRD);
     let deadline = Instant::now() + Duration::from_secs(60);
