@@ -56,7 +56,7 @@ pub(crate) fn fetch<C: ConsumerContext>(
 /// librdkafka knows it. `None` before the partition was fetched.
 ///
 /// rust-rdkafka has no binding for this call (`rd_kafka_get_watermark_offsets`): one of the
-/// two `unsafe` blocks of the workspace (the other is in `produce/txn_offsets.rs`).
+/// workspace's few `unsafe` blocks (the root `Cargo.toml` lists them).
 #[allow(unsafe_code)]
 pub(crate) fn cached<C: ConsumerContext>(
     consumer: &BaseConsumer<C>,

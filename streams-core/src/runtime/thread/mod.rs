@@ -6,21 +6,17 @@
 //! loop lends them the task manager for each poll (`lend.rs`).
 
 pub(in crate::runtime) mod factory;
+mod poll;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::KafkaError;
-use rdkafka::types::RDKafkaErrorCode;
 
 use crate::model::error::StreamsError;
-use crate::runtime::client::consumed::{TopicNames, to_raw};
 use crate::runtime::group::assignment::TaskPartitions;
-use crate::runtime::group::lend::lend;
 pub(crate) use crate::runtime::group::rebalance::ThreadContext;
-use crate::runtime::group::rebalance::drop_revoked;
 use crate::runtime::query::Inbox;
 use crate::runtime::query::serve::serve;
 use crate::runtime::status::Status;
@@ -100,7 +96,7 @@ fn run_loop(
     };
     let mut last_commit = Instant::now();
     let mut last_publish = Instant::now();
-    let mut topics = TopicNames::default();
+    let mut poller = poll::Poller::new(consumer, settings.max_poll_records)?;
     while !shutdown.load(Ordering::Relaxed) {
         if let Some((member, tasks)) = &settings.member {
             member.polled();
@@ -109,30 +105,8 @@ fn run_loop(
             }
             crate::runtime::group::assignment::apply_pending(consumer, tm, member, tasks)?;
         }
-        let mut batch = Vec::new();
-        let mut timeout = settings.poll;
         let poll_started = Instant::now();
-        while batch.len() < settings.max_poll_records {
-            let generation = consumer.context().generation.load(Ordering::Relaxed);
-            let polled = poll_sliced(consumer, tm, timeout, inbox);
-            if consumer.context().generation.load(Ordering::Relaxed) != generation {
-                drop_revoked(consumer, &mut batch);
-            }
-            match polled {
-                Some(Ok(m)) => batch.push(to_raw(&m, &mut topics)),
-                Some(Err(e)) if let Some(denied) = poll_denied(consumer, settings, &e) => {
-                    // Not transient: librdkafka would retry for ever.
-                    return Err(denied);
-                }
-                Some(Err(e)) => {
-                    tracing::warn!(thread = name, error = %e, "poll error");
-                    m.consumer_errors.inc();
-                    break;
-                }
-                None => break,
-            }
-            timeout = Duration::ZERO;
-        }
+        let mut batch = poller.poll(tm, settings, inbox, &m)?;
         let polled_for = poll_started.elapsed().as_secs_f64();
         m.poll_latency.observe(polled_for);
         m.blocked_seconds.inc_by(polled_for);
@@ -201,79 +175,6 @@ fn run_loop(
         serve(inbox, tm, consumer.context().in_rebalance.load(Ordering::Relaxed));
     }
     Ok(())
-}
-
-/// How long an idle thread waits for records before it looks at its query inbox.
-const QUERY_SLICE: Duration = Duration::from_millis(5);
-
-/// Polls one message, waiting at most `timeout`, in slices of [`QUERY_SLICE`], with `tm`
-/// lent to the rebalance callbacks the poll may run: returns early (with nothing) when a
-/// query arrives, async work completed (the tasks' processors woke the thread through the
-/// waker its task factory gives them) or a rebalance callback ran.
-///
-/// A zero timeout (every poll of a batch after its first) is one poll that does not read
-/// the clock: a clock read costs 25 ns on a virtualised machine, and the per-record path
-/// had two of them here (a fifth of the stream thread's time went to clock reads).
-fn poll_sliced<'c>(
-    consumer: &'c BaseConsumer<ThreadContext>,
-    tm: &mut TaskManager,
-    timeout: Duration,
-    inbox: &Inbox,
-) -> Option<rdkafka::error::KafkaResult<rdkafka::message::BorrowedMessage<'c>>> {
-    if timeout.is_zero() {
-        return lend(tm, || consumer.poll(Duration::ZERO));
-    }
-    let deadline = Instant::now() + timeout;
-    let generation = consumer.context().generation.load(Ordering::Relaxed);
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let polled = lend(tm, || consumer.poll(left.min(QUERY_SLICE)));
-        if polled.is_some()
-            || left <= QUERY_SLICE
-            || inbox.has_pending()
-            || tm.settings.factory.waker().take()
-            || consumer.context().generation.load(Ordering::Relaxed) != generation
-        {
-            return polled;
-        }
-    }
-}
-
-/// The authorization error a poll of the main consumer reported, naming the group or the
-/// source topics.
-fn poll_denied(
-    consumer: &BaseConsumer<ThreadContext>,
-    settings: &LoopSettings,
-    e: &KafkaError,
-) -> Option<StreamsError> {
-    let code = e
-        .rdkafka_error_code()
-        .filter(|c| crate::runtime::client::connect::is_authorization(*c))?;
-    let app = &settings.application_id;
-    if code == RDKafkaErrorCode::GroupAuthorizationFailed {
-        return Some(crate::runtime::client::connect::denied(
-            format!("group `{app}`"),
-            "joining the consumer group or reading its offsets",
-            code,
-            &format!("READ and DESCRIBE on groups prefixed `{app}`"),
-        ));
-    }
-    let topics = consumer
-        .subscription()
-        .map(|s| {
-            s.elements()
-                .iter()
-                .map(|e| format!("`{}`", e.topic()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
-        .unwrap_or_default();
-    Some(crate::runtime::client::connect::denied(
-        format!("source topics {topics}"),
-        "reading them",
-        code,
-        &format!("READ on each source topic (READ on topics prefixed `{app}` for repartition topics)"),
-    ))
 }
 
 /// How often task counts and gauges are published to the registry.

@@ -1,0 +1,412 @@
+//! A stream thread's fetch queue: consumed records taken from librdkafka a batch at a time.
+//!
+//! rust-rdkafka's `poll` hands out one message per call, and each call costs a queue lock,
+//! an event object, an `Arc` and clock reads: on a pinned map or count that is a fifth of
+//! the thread's time. A [`FetchQueue`] is a librdkafka queue of the thread's own to which
+//! every partition the thread is assigned sends its fetched messages ([`FetchQueue::route`],
+//! librdkafka's queue forwarding); [`FetchQueue::take`] then moves everything waiting
+//! there into the batch with one `rd_kafka_consume_batch_queue` call.
+//!
+//! Invariants:
+//! - Only messages and per-partition fetch errors arrive here. The consumer's own queue
+//!   still carries the rebalances, errors, logs and statistics, and the messages of a
+//!   partition that is not routed yet (between its assignment and the thread's next
+//!   [`FetchQueue::route`]). A rebalance must never reach this queue: librdkafka serves
+//!   one found by a batch consume by unassigning everything.
+//! - A partition's order: its messages that reached the consumer's queue before it was
+//!   routed are older than every message routed here, so the thread drains the consumer's
+//!   queue before it takes from this one, in every round.
+//! - A forwarding the application sets is kept by librdkafka when it (re)starts fetching the
+//!   partition, and messages of a revoked, paused or sought partition that are still queued
+//!   here are discarded by librdkafka's version barrier, as on the consumer's queue.
+//! - The queue borrows its consumer, so it is destroyed before the consumer is.
+
+use std::ffi::{CStr, CString, c_int};
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use rdkafka::TopicPartitionList;
+use rdkafka::bindings as rdsys;
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::error::KafkaError;
+use rdkafka::types::RDKafkaErrorCode;
+
+use crate::model::record::{Headers, RawRecord};
+use crate::runtime::client::consumed::TopicNames;
+
+/// A stream thread's own queue of fetched messages (see the module doc).
+pub(crate) struct FetchQueue<'c, C: ConsumerContext + 'static> {
+    consumer: &'c BaseConsumer<C>,
+    queue: NonNull<rdsys::rd_kafka_queue_t>,
+    /// The messages of one `take`, as librdkafka hands them over (destroyed before it
+    /// returns).
+    messages: Vec<*mut rdsys::rd_kafka_message_t>,
+    /// The topic of each topic handle met in one `take` (a handle stays alive while a
+    /// message of the batch refers to it, so it names one topic for the whole batch).
+    handles: Vec<(*const rdsys::rd_kafka_topic_t, Arc<str>)>,
+}
+
+impl<'c, C: ConsumerContext + 'static> FetchQueue<'c, C> {
+    /// A new, empty queue of `consumer`'s client, taking at most `batch` messages per
+    /// [`take`](Self::take).
+    #[allow(unsafe_code)]
+    pub fn new(consumer: &'c BaseConsumer<C>, batch: usize) -> Option<Self> {
+        // SAFETY: the client handle is valid while `consumer` is borrowed; the queue
+        // librdkafka returns is owned here and destroyed once, in `drop`.
+        let queue = NonNull::new(unsafe { rdsys::rd_kafka_queue_new(consumer.client().native_ptr()) })?;
+        Some(Self {
+            consumer,
+            queue,
+            messages: Vec::with_capacity(batch.max(1)),
+            handles: Vec::new(),
+        })
+    }
+
+    /// Sends the fetched messages of every partition of `partitions` to this queue. A
+    /// partition routed before stays routed; one librdkafka does not know (a topic name
+    /// with a NUL byte) is left on the consumer's queue, where it is still consumed.
+    #[allow(unsafe_code)]
+    pub fn route(&self, partitions: &TopicPartitionList) {
+        let client = self.consumer.client().native_ptr();
+        for e in partitions.elements() {
+            let Ok(topic) = CString::new(e.topic()) else {
+                continue;
+            };
+            // SAFETY: `client` is valid while the consumer is borrowed; `topic` is a
+            // NUL-terminated string alive across the call. The partition's queue handle
+            // librdkafka returns is owned here and destroyed right after the forwarding,
+            // which keeps its own references to both queues.
+            unsafe {
+                let partition = rdsys::rd_kafka_queue_get_partition(client, topic.as_ptr(), e.partition());
+                if !partition.is_null() {
+                    rdsys::rd_kafka_queue_forward(partition, self.queue.as_ptr());
+                    rdsys::rd_kafka_queue_destroy(partition);
+                }
+            }
+        }
+    }
+
+    /// Routes every partition of the consumer's current assignment (see [`route`](Self::route)).
+    pub fn route_assignment(&self) {
+        if let Ok(assigned) = self.consumer.assignment() {
+            self.route(&assigned);
+        }
+    }
+
+    /// Moves up to `max` messages waiting here (at most the batch size given to `new`)
+    /// into `out` as raw records, waiting up to `timeout` for the first one, and returns
+    /// how many it moved and the fetch errors met among them (a record is never dropped
+    /// for an error beside it).
+    pub fn take(
+        &mut self,
+        timeout: Duration,
+        max: usize,
+        topics: &mut TopicNames,
+        out: &mut Vec<RawRecord>,
+    ) -> (usize, Vec<KafkaError>) {
+        let max = max.min(self.messages.capacity());
+        if max == 0 {
+            return (0, Vec::new());
+        }
+        // librdkafka's batch consume waits until the batch is full or the time is up:
+        // waiting is for one message, the rest is taken without waiting.
+        let mut moved = 0;
+        let mut errors = Vec::new();
+        if !timeout.is_zero() {
+            let (n, e) = self.take_once(timeout, 1, topics, out);
+            if n == 0 && e.is_empty() {
+                return (0, e);
+            }
+            moved += n;
+            errors.extend(e);
+        }
+        let (n, e) = self.take_once(Duration::ZERO, max - moved.min(max), topics, out);
+        errors.extend(e);
+        (moved + n, errors)
+    }
+
+    /// One `rd_kafka_consume_batch_queue` call (see [`take`](Self::take)).
+    #[allow(unsafe_code)]
+    fn take_once(
+        &mut self,
+        timeout: Duration,
+        max: usize,
+        topics: &mut TopicNames,
+        out: &mut Vec<RawRecord>,
+    ) -> (usize, Vec<KafkaError>) {
+        let mut errors = Vec::new();
+        if max == 0 {
+            return (0, errors);
+        }
+        let timeout_ms = c_int::try_from(timeout.as_millis()).unwrap_or(c_int::MAX);
+        self.messages.clear();
+        // SAFETY: the queue is valid until `drop`; librdkafka writes at most `max` message
+        // pointers into the vector's spare capacity (`max` is at most its capacity) and
+        // returns how many, or -1 with none written.
+        let n = unsafe {
+            rdsys::rd_kafka_consume_batch_queue(
+                self.queue.as_ptr(),
+                timeout_ms,
+                self.messages.as_mut_ptr(),
+                max,
+            )
+        };
+        let n = usize::try_from(n).unwrap_or(0).min(max);
+        // SAFETY: librdkafka initialised the first `n` slots.
+        unsafe { self.messages.set_len(n) };
+        self.handles.clear();
+        let mut moved = 0;
+        let messages = std::mem::take(&mut self.messages);
+        for &m in &messages {
+            // SAFETY: each pointer is a message librdkafka handed over, valid until it is
+            // destroyed right after it is read, and read by this thread alone.
+            let message = unsafe { &*m };
+            if message.err == rdsys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+                out.push(self.record(message, topics));
+                moved += 1;
+            } else {
+                errors.push(fetch_error(message));
+            }
+            // SAFETY: destroyed once; nothing read from it after this point (the record
+            // holds copies of its bytes).
+            unsafe { rdsys::rd_kafka_message_destroy(m) };
+        }
+        self.messages = messages;
+        self.messages.clear();
+        self.handles.clear();
+        (moved, errors)
+    }
+
+    /// The record of `m`, its key, value and header bytes copied (key and value into the
+    /// thread's payload arena, as `consumed::to_raw` does).
+    #[allow(unsafe_code)]
+    fn record(&mut self, m: &rdsys::rd_kafka_message_t, topics: &mut TopicNames) -> RawRecord {
+        // SAFETY (every block below): `m` is a live message of this batch. librdkafka
+        // documents its key and payload as `key_len` and `len` readable bytes when not
+        // null, its topic handle as valid while the message lives, and its headers and
+        // their names and values as owned by the message.
+        let topic = match self.handles.iter().find(|(h, _)| *h == m.rkt.cast_const()) {
+            Some((_, t)) => t.clone(),
+            None => {
+                let name = unsafe { CStr::from_ptr(rdsys::rd_kafka_topic_name(m.rkt)) };
+                let t = topics.get(&name.to_string_lossy());
+                self.handles.push((m.rkt.cast_const(), t.clone()));
+                t
+            }
+        };
+        let bytes = |ptr: *mut std::ffi::c_void, len: usize| -> Option<&[u8]> {
+            (!ptr.is_null()).then(|| unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) })
+        };
+        let (key, value) = crate::runtime::client::payloads::with_arena(|a| {
+            (
+                bytes(m.key, m.key_len).map(|k| a.copy(k)),
+                bytes(m.payload, m.len).map(|v| a.copy(v)),
+            )
+        });
+        let mut kind = rdsys::rd_kafka_timestamp_type_t::RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
+        let timestamp = unsafe { rdsys::rd_kafka_message_timestamp(m, &mut kind) };
+        let timestamp = match kind {
+            rdsys::rd_kafka_timestamp_type_t::RD_KAFKA_TIMESTAMP_NOT_AVAILABLE => 0,
+            _ => timestamp,
+        };
+        RawRecord {
+            topic,
+            partition: m.partition,
+            offset: m.offset,
+            key,
+            value,
+            timestamp,
+            headers: headers(m),
+        }
+    }
+}
+
+/// The headers of `m`, names read as UTF-8 (invalid bytes replaced), values copied.
+#[allow(unsafe_code)]
+fn headers(m: &rdsys::rd_kafka_message_t) -> Headers {
+    let mut out = Headers::new();
+    let mut list: *mut rdsys::rd_kafka_headers_t = std::ptr::null_mut();
+    // SAFETY: `m` is a live message; librdkafka writes a pointer to the headers it owns
+    // (valid while `m` lives) or reports that there are none.
+    let found = unsafe { rdsys::rd_kafka_message_headers(m, &mut list) };
+    if found != rdsys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR || list.is_null() {
+        return out;
+    }
+    for idx in 0.. {
+        let (mut name, mut value, mut size) = (std::ptr::null(), std::ptr::null(), 0_usize);
+        // SAFETY: `list` is valid while `m` lives; librdkafka writes the header's name (a
+        // NUL-terminated string), value and size through pointers to live locals, or
+        // reports that `idx` is past the last header.
+        let got = unsafe { rdsys::rd_kafka_header_get_all(list, idx, &mut name, &mut value, &mut size) };
+        if got != rdsys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR || name.is_null() {
+            break;
+        }
+        // SAFETY: as above: the name is NUL-terminated and the value `size` bytes long.
+        let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
+        if value.is_null() {
+            out.add_null(name);
+        } else {
+            let v = unsafe { std::slice::from_raw_parts(value.cast::<u8>(), size) };
+            out.add(name, Bytes::copy_from_slice(v));
+        }
+    }
+    out
+}
+
+/// The error a message with an error code stands for, as rust-rdkafka's `poll` reports it.
+fn fetch_error(m: &rdsys::rd_kafka_message_t) -> KafkaError {
+    let code: RDKafkaErrorCode = m.err.into();
+    if code == RDKafkaErrorCode::PartitionEOF {
+        KafkaError::PartitionEOF(m.partition)
+    } else {
+        KafkaError::MessageConsumption(code)
+    }
+}
+
+impl<C: ConsumerContext + 'static> Drop for FetchQueue<'_, C> {
+    #[allow(unsafe_code)]
+    fn drop(&mut self) {
+        // SAFETY: the queue was created in `new` and is destroyed once, here, while its
+        // consumer is still alive. Partitions still forwarding to it keep their own
+        // references, which librdkafka drops with the partitions.
+        unsafe { rdsys::rd_kafka_queue_destroy(self.queue.as_ptr()) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use rdkafka::ClientConfig;
+    use rdkafka::message::{Header, OwnedHeaders};
+    use rdkafka::mocking::MockCluster;
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+
+    use super::*;
+
+    /// A message's key, value and header `h` (absent, null, or bytes).
+    type Message = (Option<Vec<u8>>, Option<Vec<u8>>, Option<Option<Vec<u8>>>);
+
+    /// The key, value and header of message `i`: null and empty keys and values, and
+    /// headers on some (one null).
+    fn message(i: usize) -> Message {
+        let bytes = |len: usize| (0..len).map(|j| (i * 7 + j) as u8).collect::<Vec<u8>>();
+        let key = match i % 5 {
+            0 => None,
+            1 => Some(Vec::new()),
+            _ => Some(bytes(1 + i % 30)),
+        };
+        let value = match i % 4 {
+            0 => None,
+            1 => Some(Vec::new()),
+            _ => Some(bytes(1 + i % 3000)),
+        };
+        let header = match i % 6 {
+            0 => Some(Some(bytes(i % 9))),
+            1 => Some(None),
+            _ => None,
+        };
+        (key, value, header)
+    }
+
+    /// Every record of two partitions arrives through the fetch queue, in order within its
+    /// partition and with the bytes it was written with; those fetched before the
+    /// partitions were routed arrive through the consumer's queue first.
+    #[test]
+    fn routed_partitions_deliver_every_record_in_order_through_the_fetch_queue() {
+        const N: usize = 3000;
+        let cluster = MockCluster::new(1).unwrap();
+        cluster.create_topic("in", 2, 1).unwrap();
+        let producer: BaseProducer = ClientConfig::new()
+            .set("bootstrap.servers", cluster.bootstrap_servers())
+            .create()
+            .unwrap();
+        for i in 0..N {
+            let (key, value, header) = message(i);
+            let mut r: BaseRecord<'_, [u8], [u8]> = BaseRecord::to("in").partition((i % 2) as i32);
+            if let Some(k) = &key {
+                r = r.key(&k[..]);
+            }
+            if let Some(v) = &value {
+                r = r.payload(&v[..]);
+            }
+            if let Some(h) = &header {
+                r = r.headers(OwnedHeaders::new().insert(Header {
+                    key: "h",
+                    value: h.as_deref(),
+                }));
+            }
+            producer.send(r).map_err(|(e, _)| e).unwrap();
+        }
+        producer.flush(Duration::from_secs(10)).unwrap();
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", cluster.bootstrap_servers())
+            .set("group.id", "fetch-queue")
+            .set("auto.offset.reset", "earliest")
+            // Small fetches and a short prefetch: most records are fetched after the
+            // partitions are routed.
+            .set("max.partition.fetch.bytes", "20000")
+            .set("queued.max.messages.kbytes", "64")
+            .create()
+            .unwrap();
+        let mut tpl = TopicPartitionList::new();
+        for p in 0..2 {
+            tpl.add_partition_offset("in", p, rdkafka::Offset::Beginning)
+                .unwrap();
+        }
+        consumer.assign(&tpl).unwrap();
+        let mut queue = FetchQueue::new(&consumer, 500).unwrap();
+        let mut topics = TopicNames::default();
+        let mut records = Vec::new();
+        // Some records first through the consumer's queue, as between an assignment and
+        // the thread's next routing.
+        while records.len() < 10 {
+            if let Some(m) = consumer.poll(Duration::from_millis(100)) {
+                records.push(crate::runtime::client::consumed::to_raw(&m.unwrap(), &mut topics));
+            }
+        }
+        queue.route(&tpl);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let (mut batches, mut routed) = (0, 0);
+        while records.len() < N && Instant::now() < deadline {
+            while let Some(m) = consumer.poll(Duration::ZERO) {
+                records.push(crate::runtime::client::consumed::to_raw(&m.unwrap(), &mut topics));
+            }
+            let (n, errors) = queue.take(Duration::from_millis(100), 500, &mut topics, &mut records);
+            assert!(errors.is_empty(), "{errors:?}");
+            assert!(n <= 500);
+            batches += usize::from(n > 0);
+            routed += n;
+        }
+        assert_eq!(records.len(), N);
+        assert!(
+            routed > N / 2,
+            "only {routed} records came through the fetch queue"
+        );
+        assert!(
+            batches * 2 < routed,
+            "records came one at a time ({batches} batches of {routed})"
+        );
+        let mut next = [0_i64; 2];
+        for r in &records {
+            let p = r.partition as usize;
+            assert_eq!(r.offset, next[p], "partition {p} out of order");
+            next[p] += 1;
+            let i = r.offset as usize * 2 + p;
+            let (key, value, header) = message(i);
+            assert_eq!(&*r.topic, "in");
+            assert_eq!(r.key.as_deref(), key.as_deref(), "key of record {i}");
+            assert_eq!(r.value.as_deref(), value.as_deref(), "value of record {i}");
+            match header {
+                Some(Some(h)) => assert_eq!(r.headers.last("h"), Some(&h[..]), "header of record {i}"),
+                Some(None) => assert!(
+                    r.headers.iter().any(|(k, v)| k == "h" && v.is_none()),
+                    "null header of record {i}"
+                ),
+                None => assert_eq!(r.headers.iter().count(), 0, "headers of record {i}"),
+            }
+        }
+    }
+}
