@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -25,7 +25,10 @@ struct Broker {
 
 impl Broker {
     fn script() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/kafka.sh")
+        PathBuf::from(
+            std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+        )
+        .join("../scripts/kafka.sh")
     }
 
     fn run(&self, command: &str) {

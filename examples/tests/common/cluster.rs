@@ -2,7 +2,7 @@
 //! into it: its address from the environment, and its script's verbs.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -61,7 +61,10 @@ pub struct Cluster {
 
 impl Cluster {
     pub fn new(test: &'static str, started: Instant) -> Self {
-        let script = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("scripts/kafka-cluster.sh");
+        let script = PathBuf::from(
+            std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+        )
+        .join("../scripts/kafka-cluster.sh");
         Self {
             test,
             script,

@@ -56,7 +56,10 @@ pub(crate) fn tail(path: &Path, lines: usize) -> String {
 /// The Prometheus binary, from `scripts/prometheus.sh ensure` (which installs Debian's
 /// package where none is found). Fails the test when there is none.
 pub(crate) fn prometheus_binary() -> PathBuf {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/prometheus.sh");
+    let script = PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../scripts/prometheus.sh");
     let out = Command::new("bash")
         .arg(&script)
         .arg("ensure")

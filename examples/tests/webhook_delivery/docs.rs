@@ -9,7 +9,13 @@ use streams_examples::webhooks::{WEB_HOOK_REQUESTS, WebHookTopics, delivery_topo
 /// `describe()` prints them.
 #[test]
 fn docs_show_the_current_webhook_topology() {
-    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/examples.md")).unwrap();
+    let docs = std::fs::read_to_string(
+        std::path::PathBuf::from(
+            std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+        )
+        .join("../docs/examples.md"),
+    )
+    .unwrap();
     let join = topology(&WebHookTopics::default())
         .unwrap()
         .describe()

@@ -13,7 +13,8 @@ use serde_json::Value;
 
 /// The directory of `parse.mjs` and its npm packages.
 fn tools_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/diagram-parsers")
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()))
+        .join("tests/diagram-parsers")
 }
 
 /// The tools directory, once Node.js is found and the packages are installed; a clear

@@ -57,7 +57,8 @@ const MAIN_CLASS: &str = "dev.streams.diff.DiffCases";
 
 /// The directory of the case files.
 fn cases_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/diff-cases")
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()))
+        .join("tests/diff-cases")
 }
 
 /// How an output topic's values are read: strings (`StringSerde`, Java's `Serdes.String()`)

@@ -45,7 +45,11 @@ impl JavaProgram {
     /// A program in `tests/<dir>` of this crate.
     pub fn in_tests(dir: &str, main_class: &'static str, label: &'static str) -> Self {
         Self {
-            dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(dir),
+            dir: PathBuf::from(
+                std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+            )
+            .join("tests")
+            .join(dir),
             main_class,
             args: Vec::new(),
             label,
