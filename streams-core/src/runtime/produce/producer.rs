@@ -8,18 +8,16 @@
 //! path.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rdkafka::ClientContext;
 use rdkafka::error::{KafkaError, KafkaResult, RDKafkaErrorCode};
 use rdkafka::message::{Header, Message, OwnedHeaders};
-use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
-use streams_state::{ChangelogError, ChangelogSink};
+use rdkafka::producer::{DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 
-use crate::engine::{RecordCollector, SendError};
-use crate::model::record::{Headers, OutputRef, RawRecord};
+use crate::model::record::{Headers, RawRecord};
 
 /// What the producer's deliveries reported.
 #[derive(Default)]
@@ -113,7 +111,7 @@ impl DeliveryTracker {
     /// Notes a send that failed with `e`: under exactly-once, a send that
     /// [fails the transaction](fails_transaction); under at-least-once, a producer that
     /// raised a fatal error.
-    fn note_send_error(&self, e: &KafkaError) {
+    pub(crate) fn note_send_error(&self, e: &KafkaError) {
         let failed = if self.transactional {
             fails_transaction(e)
         } else {
@@ -202,7 +200,7 @@ pub(crate) enum Written {
 }
 
 impl Written {
-    fn opaque(self) -> usize {
+    pub(crate) fn opaque(self) -> usize {
         match self {
             Self::Output => 0,
             Self::Changelog => 1,
@@ -322,63 +320,6 @@ pub(crate) fn to_kafka_headers(h: &Headers) -> Option<OwnedHeaders> {
     Some(out)
 }
 
-/// How long a send waits for room in a full producer queue before it fails.
-const QUEUE_FULL_LIMIT: Duration = Duration::from_secs(30);
-
-/// Sends one record, waiting (bounded) while the producer's queue is full.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn send(
-    producer: &StreamProducer,
-    written: Written,
-    topic: &str,
-    partition: Option<i32>,
-    key: Option<&[u8]>,
-    value: Option<&[u8]>,
-    timestamp: i64,
-    headers: Option<OwnedHeaders>,
-) -> Result<(), KafkaError> {
-    let mut record: BaseRecord<'_, [u8], [u8], usize> =
-        BaseRecord::with_opaque_to(topic, written.opaque()).timestamp(timestamp);
-    if let Some(p) = partition {
-        record = record.partition(p);
-    }
-    if let Some(k) = key {
-        record = record.key(k);
-    }
-    if let Some(v) = value {
-        record = record.payload(v);
-    }
-    if let Some(h) = headers {
-        record = record.headers(h);
-    }
-    // A full queue drains at the broker's pace: wait in short steps (a long sleep would let
-    // it run dry and idle the producer), for at most QUEUE_FULL_LIMIT.
-    let mut full_since: Option<Instant> = None;
-    let result = loop {
-        match producer.send(record) {
-            Ok(()) => break Ok(()),
-            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r))
-                if full_since.get_or_insert_with(Instant::now).elapsed() < QUEUE_FULL_LIMIT =>
-            {
-                record = r;
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Err((e, _)) => break Err(e),
-        }
-    };
-    if let Some(since) = full_since {
-        let waited = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        producer
-            .context()
-            .queue_full_nanos
-            .fetch_add(waited, Ordering::Relaxed);
-    }
-    if let Err(e) = &result {
-        producer.context().note_send_error(e);
-    }
-    result
-}
-
 /// Partition counts of output topics, looked up once per topic. A failed lookup (the topic
 /// does not exist yet, the broker did not answer) is remembered for [`MISS_RETRY`], so a
 /// missing topic costs one metadata request per interval, not one per record; meanwhile
@@ -445,112 +386,6 @@ impl PartitionCache {
                 None
             }
         }
-    }
-}
-
-/// The record collector of one task.
-pub(crate) struct KafkaCollector {
-    pub producer: Arc<StreamProducer>,
-    pub partitions: PartitionCache,
-}
-
-impl RecordCollector for KafkaCollector {
-    fn send(&mut self, r: OutputRef<'_>) -> Result<(), SendError> {
-        if let Some((instead, error)) = self.producer.context().skips.take(&r) {
-            return self.send_instead(&r, instead, &error);
-        }
-        send(
-            &self.producer,
-            Written::Output,
-            r.topic,
-            r.partition,
-            r.key,
-            r.value,
-            r.timestamp,
-            to_kafka_headers(r.headers),
-        )
-        .inspect_err(|e| {
-            if let Ok(mut d) = self.producer.context().state.lock() {
-                d.note_denied(r.topic, e);
-            }
-        })
-        .map_err(|e| SendError {
-            retriable: matches!(e, KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull)),
-            // Never dropped by `log_and_continue`: the record is not at fault, and under
-            // at-least-once a fatal producer would otherwise drop every later output too.
-            transaction_failed: fails_transaction(&e),
-            message: e.to_string(),
-            topic: r.topic.to_owned(),
-        })
-    }
-
-    fn partitions(&mut self, topic: &str) -> Option<i32> {
-        self.partitions.get(topic)
-    }
-}
-
-impl KafkaCollector {
-    /// Exactly-once: `r` failed for good in an aborted transaction (see `skips.rs`); it is
-    /// dropped or its dead-letter record sent, as the production handler chose.
-    fn send_instead(
-        &mut self,
-        r: &OutputRef<'_>,
-        instead: crate::runtime::produce::skips::Instead,
-        error: &str,
-    ) -> Result<(), SendError> {
-        match instead {
-            crate::runtime::produce::skips::Instead::Drop => {
-                tracing::warn!(
-                    topic = r.topic,
-                    error,
-                    "skipping a record that cannot be produced (production handler)"
-                );
-                Ok(())
-            }
-            crate::runtime::produce::skips::Instead::DeadLetter(d) => {
-                tracing::warn!(topic = r.topic, error, dlq = %d.topic, "dead-lettering a record that cannot be produced");
-                self.send(d.as_output_ref())
-            }
-        }
-    }
-}
-
-/// The changelog sink of one store of one task: writes to the store's changelog partition
-/// with the timestamp of the record being processed, or, for a timestamped store, each
-/// value without its leading timestamp, which becomes the record's timestamp (Kafka
-/// Streams' `ChangeLoggingTimestampedKeyValueBytesStore` format; a tombstone carries the
-/// processed record's), or for a versioned store each version at its own timestamp (see
-/// [`SourceValues::changelog_record`](crate::topology::SourceValues::changelog_record)).
-/// Records other than tombstones carry the store's changelog headers, if it has any.
-pub(crate) struct KafkaChangelogSink {
-    pub producer: Arc<StreamProducer>,
-    pub topic: String,
-    pub partition: i32,
-    pub timestamp: Arc<AtomicI64>,
-    pub values: crate::topology::SourceValues,
-    pub headers: Option<OwnedHeaders>,
-}
-
-impl ChangelogSink for KafkaChangelogSink {
-    fn send(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), ChangelogError> {
-        let Some((key, value, ts)) = self
-            .values
-            .changelog_record(key, value, self.timestamp.load(Ordering::Relaxed))
-            .map_err(|e| ChangelogError::new(format!("changelog `{}`: {e}", self.topic)))?
-        else {
-            return Ok(());
-        };
-        send(
-            &self.producer,
-            Written::Changelog,
-            &self.topic,
-            Some(self.partition),
-            Some(key),
-            value,
-            ts,
-            value.and(self.headers.clone()),
-        )
-        .map_err(|e| ChangelogError::new(format!("changelog `{}`: {e}", self.topic)))
     }
 }
 

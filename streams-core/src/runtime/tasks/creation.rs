@@ -26,9 +26,8 @@ use crate::metrics::TaskMetrics;
 use crate::model::error::StreamsError;
 use crate::model::record::RawRecord;
 use crate::runtime::client::errors::kafka_err;
-use crate::runtime::produce::producer::{
-    KafkaChangelogSink, KafkaCollector, PartitionCache, to_kafka_headers,
-};
+use crate::runtime::produce::producer::to_kafka_headers;
+use crate::runtime::produce::sinks::{KafkaChangelogSink, KafkaCollector};
 use crate::runtime::restore::updater::{Event, RestoreJob};
 use crate::runtime::streams_group::StreamsMember;
 use crate::runtime::tasks::TaskManager;
@@ -418,10 +417,7 @@ impl TaskManager {
 
     /// The record collector of a new task.
     fn collector(&self) -> Box<KafkaCollector> {
-        Box::new(KafkaCollector {
-            producer: self.producer.clone(),
-            partitions: PartitionCache::new(self.producer.clone()),
-        })
+        Box::new(KafkaCollector::new(self.producer.clone()))
     }
 
     /// Builds the stores of task `id`; changelog writes are stamped with `timestamp`.
@@ -438,6 +434,7 @@ impl TaskManager {
                 Box::new(KafkaChangelogSink {
                     producer: producer.clone(),
                     topic: topic.to_owned(),
+                    handle: None,
                     partition,
                     timestamp: timestamp.clone(),
                     values,

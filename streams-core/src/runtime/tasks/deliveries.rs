@@ -97,7 +97,7 @@ impl TaskManager {
         for (raw, error) in failed {
             tracing::warn!(topic = %raw.topic, partition = raw.partition, error = %error, dlq = %topic, "dead-lettering a record that could not be produced");
             let r = crate::model::handlers::dead_letter(&topic, &raw, "production", &raw.topic, &error);
-            crate::runtime::produce::producer::send(
+            crate::runtime::produce::topic_handle::send_to(
                 &self.producer,
                 crate::runtime::produce::producer::Written::Output,
                 &r.topic,
@@ -105,7 +105,7 @@ impl TaskManager {
                 r.key.as_deref(),
                 r.value.as_deref(),
                 r.timestamp,
-                crate::runtime::produce::producer::to_kafka_headers(&r.headers),
+                crate::runtime::produce::topic_handle::RecordHeaders::Model(&r.headers),
             )
             .map_err(|e| kafka_err("dead-letter topic", e))?;
         }

@@ -316,15 +316,12 @@ mod tests {
 
     use crate::engine::RecordCollector;
     use crate::model::record::{Headers, OutputRef};
-    use crate::runtime::produce::producer::{KafkaCollector, PartitionCache};
+    use crate::runtime::produce::sinks::KafkaCollector;
     use crate::runtime::tasks::standby::tests::Setup;
 
     /// Sends `value` to the input topic through a collector of the task manager's producer.
     fn send(s: &Setup, value: &str) -> Result<(), crate::engine::SendError> {
-        let mut collector = KafkaCollector {
-            producer: s.tm.producer.clone(),
-            partitions: PartitionCache::new(s.tm.producer.clone()),
-        };
+        let mut collector = KafkaCollector::new(s.tm.producer.clone());
         collector.send(OutputRef {
             topic: &s.input,
             partition: Some(0),
