@@ -151,21 +151,33 @@ impl CachingKeyValueStore {
     fn write(&mut self, key: &[u8], value: Option<Bytes>) -> Result<()> {
         let seq = self.budget.next_seq();
         let size = entry_size(key, value.as_ref());
-        let entry = CacheEntry {
-            value,
-            dirty: true,
-            seq,
+        // A cached key is rewritten in place (one walk down the map, and its key buffer
+        // moves from its old stamp to the new one); only a new key is copied and inserted.
+        let old_size = match self.cache.get_mut(key) {
+            Some(entry) => {
+                let old_size = entry_size(key, entry.value.as_ref());
+                let old_seq = std::mem::replace(&mut entry.seq, seq);
+                entry.value = value;
+                entry.dirty = true;
+                let key = self
+                    .recency
+                    .remove(&old_seq)
+                    .unwrap_or_else(|| Bytes::copy_from_slice(key));
+                self.recency.insert(seq, key);
+                old_size
+            }
+            None => {
+                let key = Bytes::copy_from_slice(key);
+                let entry = CacheEntry {
+                    value,
+                    dirty: true,
+                    seq,
+                };
+                self.cache.insert(key.clone(), entry);
+                self.recency.insert(seq, key);
+                0
+            }
         };
-        let key = match self.cache.get_key_value(key) {
-            Some((k, _)) => k.clone(),
-            None => Bytes::copy_from_slice(key),
-        };
-        let mut old_size = 0;
-        if let Some(old) = self.cache.insert(key.clone(), entry) {
-            self.recency.remove(&old.seq);
-            old_size = entry_size(&key, old.value.as_ref());
-        }
-        self.recency.insert(seq, key);
         self.cached_bytes = self.cached_bytes - old_size + size;
         self.budget.charge(old_size, size);
         self.drop_stale()?;
