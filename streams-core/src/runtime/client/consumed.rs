@@ -54,6 +54,52 @@ pub(crate) fn to_raw(m: &rdkafka::message::BorrowedMessage<'_>, topics: &mut Top
     }
 }
 
+/// Test support: messages written to librdkafka's mock cluster for the consuming tests.
+#[cfg(test)]
+pub(crate) mod mock_messages {
+    use std::time::Duration;
+
+    use rdkafka::ClientConfig;
+    use rdkafka::message::{Header, OwnedHeaders};
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+
+    /// A message's key, value and header `h` (absent, null, or bytes).
+    pub(crate) type Message = (Option<Vec<u8>>, Option<Vec<u8>>, Option<Option<Vec<u8>>>);
+
+    /// Writes messages `message(0..n)` to `topic` on the mock cluster at `bootstrap`,
+    /// message `i` to partition `i % partitions`, and waits until they are written.
+    pub(crate) fn produce(
+        bootstrap: &str,
+        topic: &str,
+        partitions: usize,
+        n: usize,
+        message: impl Fn(usize) -> Message,
+    ) {
+        let producer: BaseProducer = ClientConfig::new()
+            .set("bootstrap.servers", bootstrap)
+            .create()
+            .unwrap();
+        for i in 0..n {
+            let (key, value, header) = message(i);
+            let mut r: BaseRecord<'_, [u8], [u8]> = BaseRecord::to(topic).partition((i % partitions) as i32);
+            if let Some(k) = &key {
+                r = r.key(&k[..]);
+            }
+            if let Some(v) = &value {
+                r = r.payload(&v[..]);
+            }
+            if let Some(h) = &header {
+                r = r.headers(OwnedHeaders::new().insert(Header {
+                    key: "h",
+                    value: h.as_deref(),
+                }));
+            }
+            producer.send(r).map_err(|(e, _)| e).unwrap();
+        }
+        producer.flush(Duration::from_secs(10)).unwrap();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, Instant};
@@ -64,8 +110,7 @@ mod tests {
 
     use super::*;
 
-    /// A message's key, value and header bytes, each possibly absent.
-    type Message = (Option<Vec<u8>>, Option<Vec<u8>>, Option<Vec<u8>>);
+    use super::mock_messages::Message;
 
     /// The key, value and header bytes of a message `i` of `to_raw_keeps_every_records_bytes`:
     /// null and empty keys and values, sizes around and above the arena's large-payload
@@ -83,7 +128,7 @@ mod tests {
             2 => Some(bytes(crate::runtime::client::payloads::LARGE_BYTES + 1 + i)),
             _ => Some(bytes(50 + (i * 37) % 400)),
         };
-        let header = i.is_multiple_of(5).then(|| bytes(3 + i % 9));
+        let header = i.is_multiple_of(5).then(|| Some(bytes(3 + i % 9)));
         (key, value, header)
     }
 
@@ -91,35 +136,12 @@ mod tests {
     /// kept alive) hold exactly their messages' bytes, and null stays distinct from empty.
     #[test]
     fn to_raw_keeps_every_records_bytes() {
-        use rdkafka::message::{Header, OwnedHeaders};
         use rdkafka::mocking::MockCluster;
-        use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 
         const N: usize = 1500;
         let cluster = MockCluster::new(1).unwrap();
         cluster.create_topic("in", 1, 1).unwrap();
-        let producer: BaseProducer = ClientConfig::new()
-            .set("bootstrap.servers", cluster.bootstrap_servers())
-            .create()
-            .unwrap();
-        for i in 0..N {
-            let (key, value, header) = message(i);
-            let mut r: BaseRecord<'_, [u8], [u8]> = BaseRecord::to("in").partition(0);
-            if let Some(k) = &key {
-                r = r.key(&k[..]);
-            }
-            if let Some(v) = &value {
-                r = r.payload(&v[..]);
-            }
-            if let Some(h) = &header {
-                r = r.headers(OwnedHeaders::new().insert(Header {
-                    key: "h",
-                    value: Some(&h[..]),
-                }));
-            }
-            producer.send(r).map_err(|(e, _)| e).unwrap();
-        }
-        producer.flush(Duration::from_secs(10)).unwrap();
+        super::mock_messages::produce(&cluster.bootstrap_servers(), "in", 1, N, message);
         let consumer: BaseConsumer = ClientConfig::new()
             .set("bootstrap.servers", cluster.bootstrap_servers())
             .set("group.id", "to-raw")
@@ -145,7 +167,11 @@ mod tests {
             assert_eq!(&*r.topic, "in");
             assert_eq!(r.key.as_deref(), key.as_deref(), "key of record {i}");
             assert_eq!(r.value.as_deref(), value.as_deref(), "value of record {i}");
-            assert_eq!(r.headers.last("h"), header.as_deref(), "header of record {i}");
+            assert_eq!(
+                r.headers.last("h"),
+                header.flatten().as_deref(),
+                "header of record {i}"
+            );
         }
     }
 }

@@ -280,14 +280,11 @@ mod tests {
     use std::time::Instant;
 
     use rdkafka::ClientConfig;
-    use rdkafka::message::{Header, OwnedHeaders};
     use rdkafka::mocking::MockCluster;
-    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 
     use super::*;
 
-    /// A message's key, value and header `h` (absent, null, or bytes).
-    type Message = (Option<Vec<u8>>, Option<Vec<u8>>, Option<Option<Vec<u8>>>);
+    use crate::runtime::client::consumed::mock_messages::{self, Message};
 
     /// The key, value and header of message `i`: null and empty keys and values, and
     /// headers on some (one null).
@@ -319,28 +316,7 @@ mod tests {
         const N: usize = 3000;
         let cluster = MockCluster::new(1).unwrap();
         cluster.create_topic("in", 2, 1).unwrap();
-        let producer: BaseProducer = ClientConfig::new()
-            .set("bootstrap.servers", cluster.bootstrap_servers())
-            .create()
-            .unwrap();
-        for i in 0..N {
-            let (key, value, header) = message(i);
-            let mut r: BaseRecord<'_, [u8], [u8]> = BaseRecord::to("in").partition((i % 2) as i32);
-            if let Some(k) = &key {
-                r = r.key(&k[..]);
-            }
-            if let Some(v) = &value {
-                r = r.payload(&v[..]);
-            }
-            if let Some(h) = &header {
-                r = r.headers(OwnedHeaders::new().insert(Header {
-                    key: "h",
-                    value: h.as_deref(),
-                }));
-            }
-            producer.send(r).map_err(|(e, _)| e).unwrap();
-        }
-        producer.flush(Duration::from_secs(10)).unwrap();
+        mock_messages::produce(&cluster.bootstrap_servers(), "in", 2, N, message);
         let consumer: BaseConsumer = ClientConfig::new()
             .set("bootstrap.servers", cluster.bootstrap_servers())
             .set("group.id", "fetch-queue")

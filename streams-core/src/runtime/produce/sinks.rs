@@ -14,7 +14,7 @@ use streams_state::{ChangelogError, ChangelogSink};
 use crate::engine::{RecordCollector, SendError};
 use crate::model::record::OutputRef;
 use crate::runtime::produce::producer::{PartitionCache, StreamProducer, Written, fails_transaction};
-use crate::runtime::produce::topic_handle::{RecordHeaders, TopicHandle, send, unknown_topic};
+use crate::runtime::produce::topic_handle::{Outgoing, RecordHeaders, TopicHandle, send, unknown_topic};
 
 /// The record collector of one task.
 pub(crate) struct KafkaCollector {
@@ -82,11 +82,13 @@ impl RecordCollector for KafkaCollector {
                 send(
                     topic,
                     Written::Output,
-                    r.partition,
-                    r.key,
-                    r.value,
-                    r.timestamp,
-                    RecordHeaders::Model(r.headers),
+                    Outgoing {
+                        partition: r.partition,
+                        key: r.key,
+                        value: r.value,
+                        timestamp: r.timestamp,
+                        headers: RecordHeaders::Model(r.headers),
+                    },
                 )
             })
             .inspect_err(|e| {
@@ -176,16 +178,14 @@ impl ChangelogSink for KafkaChangelogSink {
             (Some(_), Some(h)) => RecordHeaders::Kafka(h),
             _ => RecordHeaders::None,
         };
-        send(
-            topic,
-            Written::Changelog,
-            Some(self.partition),
-            Some(key),
+        let record = Outgoing {
+            partition: Some(self.partition),
+            key: Some(key),
             value,
-            ts,
+            timestamp: ts,
             headers,
-        )
-        .map_err(failed)
+        };
+        send(topic, Written::Changelog, record).map_err(failed)
     }
 }
 

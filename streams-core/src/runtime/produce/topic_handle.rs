@@ -45,6 +45,18 @@ unsafe impl Send for TopicHandle {}
 #[allow(unsafe_code)]
 unsafe impl Sync for TopicHandle {}
 
+/// One record to produce: where in the topic, and its bytes (copied by the produce call).
+#[derive(Clone, Copy)]
+pub(crate) struct Outgoing<'a> {
+    /// The partition, or `None` for the producer's partitioner.
+    pub partition: Option<i32>,
+    pub key: Option<&'a [u8]>,
+    pub value: Option<&'a [u8]>,
+    /// Milliseconds since the epoch.
+    pub timestamp: i64,
+    pub headers: RecordHeaders<'a>,
+}
+
 /// The headers of one record as the produce call takes them.
 #[derive(Clone, Copy)]
 pub(crate) enum RecordHeaders<'a> {
@@ -91,16 +103,15 @@ impl TopicHandle {
 
     /// Hands one record to librdkafka (bytes copied; `opaque` comes back with its delivery
     /// report): librdkafka's refusal (a full queue, an unknown partition, ...) as its code.
-    #[allow(unsafe_code, clippy::too_many_arguments)]
-    pub fn produce(
-        &self,
-        partition: Option<i32>,
-        key: Option<&[u8]>,
-        value: Option<&[u8]>,
-        timestamp: i64,
-        headers: RecordHeaders<'_>,
-        opaque: usize,
-    ) -> Result<(), RDKafkaErrorCode> {
+    #[allow(unsafe_code)]
+    pub fn produce(&self, record: Outgoing<'_>, opaque: usize) -> Result<(), RDKafkaErrorCode> {
+        let Outgoing {
+            partition,
+            key,
+            value,
+            timestamp,
+            headers,
+        } = record;
         let bytes = |b: Option<&[u8]>| {
             b.map_or((std::ptr::null_mut(), 0), |b| {
                 (b.as_ptr().cast_mut().cast::<c_void>(), b.len())
@@ -155,21 +166,13 @@ const QUEUE_FULL_LIMIT: Duration = Duration::from_secs(30);
 
 /// Sends one record through `topic`'s handle, waiting (bounded) while the producer's queue
 /// is full.
-pub(crate) fn send(
-    topic: &TopicHandle,
-    written: Written,
-    partition: Option<i32>,
-    key: Option<&[u8]>,
-    value: Option<&[u8]>,
-    timestamp: i64,
-    headers: RecordHeaders<'_>,
-) -> Result<(), KafkaError> {
+pub(crate) fn send(topic: &TopicHandle, written: Written, record: Outgoing<'_>) -> Result<(), KafkaError> {
     let producer = topic.producer();
     // A full queue drains at the broker's pace: wait in short steps (a long sleep would let
     // it run dry and idle the producer), for at most QUEUE_FULL_LIMIT.
     let mut full_since: Option<Instant> = None;
     let result = loop {
-        match topic.produce(partition, key, value, timestamp, headers, written.opaque()) {
+        match topic.produce(record, written.opaque()) {
             Ok(()) => break Ok(()),
             Err(RDKafkaErrorCode::QueueFull)
                 if full_since.get_or_insert_with(Instant::now).elapsed() < QUEUE_FULL_LIMIT =>
@@ -194,19 +197,14 @@ pub(crate) fn send(
 
 /// Sends one record to `topic` by name (a handle made for this record alone): for the
 /// rare sends that keep no handle (dead letters).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn send_to(
     producer: &Arc<StreamProducer>,
     written: Written,
     topic: &str,
-    partition: Option<i32>,
-    key: Option<&[u8]>,
-    value: Option<&[u8]>,
-    timestamp: i64,
-    headers: RecordHeaders<'_>,
+    record: Outgoing<'_>,
 ) -> Result<(), KafkaError> {
     let handle = TopicHandle::new(producer, topic).ok_or_else(|| unknown_topic(producer, topic))?;
-    send(&handle, written, partition, key, value, timestamp, headers)
+    send(&handle, written, record)
 }
 
 /// The error of a topic librdkafka gave no handle for (a name it refuses), noted like a

@@ -101,11 +101,13 @@ impl TaskManager {
                 &self.producer,
                 crate::runtime::produce::producer::Written::Output,
                 &r.topic,
-                None,
-                r.key.as_deref(),
-                r.value.as_deref(),
-                r.timestamp,
-                crate::runtime::produce::topic_handle::RecordHeaders::Model(&r.headers),
+                crate::runtime::produce::topic_handle::Outgoing {
+                    partition: None,
+                    key: r.key.as_deref(),
+                    value: r.value.as_deref(),
+                    timestamp: r.timestamp,
+                    headers: crate::runtime::produce::topic_handle::RecordHeaders::Model(&r.headers),
+                },
             )
             .map_err(|e| kafka_err("dead-letter topic", e))?;
         }
