@@ -3,27 +3,31 @@
 //! rust-rdkafka's `poll` hands out one message per call, and each call costs a queue lock,
 //! an event object, an `Arc` and clock reads: on a pinned map or count that is a fifth of
 //! the thread's time. A [`FetchQueue`] is a librdkafka queue of the thread's own to which
-//! every partition the thread is assigned sends its fetched messages ([`FetchQueue::route`],
+//! every partition the thread is assigned sends its fetched messages ([`FetchRoute::route`],
 //! librdkafka's queue forwarding); [`FetchQueue::take`] then moves everything waiting
 //! there into the batch with one `rd_kafka_consume_batch_queue` call.
 //!
 //! Invariants:
 //! - Only messages and per-partition fetch errors arrive here. The consumer's own queue
-//!   still carries the rebalances, errors, logs and statistics, and the messages of a
-//!   partition that is not routed yet (between its assignment and the thread's next
-//!   [`FetchQueue::route`]). A rebalance must never reach this queue: librdkafka serves
-//!   one found by a batch consume by unassigning everything.
-//! - A partition's order: its messages that reached the consumer's queue before it was
-//!   routed are older than every message routed here, so the thread drains the consumer's
-//!   queue before it takes from this one, in every round.
+//!   still carries the rebalances, errors, logs and statistics. A rebalance must never
+//!   reach this queue: librdkafka serves one found by a batch consume by unassigning
+//!   everything.
+//! - A partition is routed *before* it is assigned: the rebalance callback routes the
+//!   partitions it is about to assign ([`FetchRoute::route`]), so every message fetched for
+//!   the assignment arrives here, none on the consumer's queue. Routing after the
+//!   assignment would race librdkafka's fetcher: messages it fetched in between would sit
+//!   on the consumer's queue, and taken after newer ones from this queue they would look
+//!   like re-deliveries to the task, which drops them.
 //! - A forwarding the application sets is kept by librdkafka when it (re)starts fetching the
 //!   partition, and messages of a revoked, paused or sought partition that are still queued
 //!   here are discarded by librdkafka's version barrier, as on the consumer's queue.
-//! - The queue borrows its consumer, so it is destroyed before the consumer is.
+//! - The queue borrows its consumer, so it is destroyed before the consumer is; its
+//!   [`FetchRoute`] (in the consumer's context) points at it only while it exists.
 
 use std::ffi::{CStr, CString, c_int};
 use std::ptr::NonNull;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -36,63 +40,80 @@ use rdkafka::types::RDKafkaErrorCode;
 use crate::model::record::{Headers, RawRecord};
 use crate::runtime::client::consumed::TopicNames;
 
+/// Where a consumer's rebalance callback routes the partitions it assigns: the thread's
+/// [`FetchQueue`] while one exists, nowhere otherwise (the partitions' messages then stay
+/// on the consumer's queue). Kept in the consumer's context; set and cleared by the queue.
+#[derive(Debug, Default)]
+pub(crate) struct FetchRoute(AtomicPtr<rdsys::rd_kafka_queue_t>);
+
+impl FetchRoute {
+    /// Sends the fetched messages of every partition of `partitions` to the thread's fetch
+    /// queue, if it has one. Call it before assigning them (see the module doc). A
+    /// partition routed before stays routed; one librdkafka does not know (a topic name
+    /// with a NUL byte) is left on the consumer's queue.
+    #[allow(unsafe_code)]
+    pub fn route<C: ConsumerContext + 'static>(
+        &self,
+        consumer: &BaseConsumer<C>,
+        partitions: &TopicPartitionList,
+    ) {
+        let queue = self.0.load(Ordering::Acquire);
+        if queue.is_null() {
+            return;
+        }
+        let client = consumer.client().native_ptr();
+        for e in partitions.elements() {
+            let Ok(topic) = CString::new(e.topic()) else {
+                continue;
+            };
+            // SAFETY: `queue` is the live queue of the thread's `FetchQueue`, which clears
+            // this pointer before it destroys the queue (on the same thread, the only one
+            // that runs this consumer's callbacks); `client` is valid while the consumer is
+            // borrowed; `topic` is NUL-terminated and alive across the call. The partition's
+            // queue handle librdkafka returns is owned here and destroyed right after the
+            // forwarding, which keeps its own references to both queues.
+            unsafe {
+                let partition = rdsys::rd_kafka_queue_get_partition(client, topic.as_ptr(), e.partition());
+                if !partition.is_null() {
+                    rdsys::rd_kafka_queue_forward(partition, queue);
+                    rdsys::rd_kafka_queue_destroy(partition);
+                }
+            }
+        }
+    }
+}
+
 /// A stream thread's own queue of fetched messages (see the module doc).
 pub(crate) struct FetchQueue<'c, C: ConsumerContext + 'static> {
-    consumer: &'c BaseConsumer<C>,
     queue: NonNull<rdsys::rd_kafka_queue_t>,
+    /// The route the consumer's callbacks use, pointing at this queue until it is dropped.
+    route: &'c FetchRoute,
     /// The messages of one `take`, as librdkafka hands them over (destroyed before it
     /// returns).
     messages: Vec<*mut rdsys::rd_kafka_message_t>,
     /// The topic of each topic handle met in one `take` (a handle stays alive while a
     /// message of the batch refers to it, so it names one topic for the whole batch).
     handles: Vec<(*const rdsys::rd_kafka_topic_t, Arc<str>)>,
+    consumer: std::marker::PhantomData<&'c BaseConsumer<C>>,
 }
 
 impl<'c, C: ConsumerContext + 'static> FetchQueue<'c, C> {
     /// A new, empty queue of `consumer`'s client, taking at most `batch` messages per
-    /// [`take`](Self::take).
+    /// [`take`](Self::take), to which `route` sends the partitions assigned from now on
+    /// until the queue is dropped.
     #[allow(unsafe_code)]
-    pub fn new(consumer: &'c BaseConsumer<C>, batch: usize) -> Option<Self> {
+    pub fn new(consumer: &'c BaseConsumer<C>, route: &'c FetchRoute, batch: usize) -> Option<Self> {
         // SAFETY: the client handle is valid while `consumer` is borrowed; the queue
         // librdkafka returns is owned here and destroyed once, in `drop`.
         let queue = NonNull::new(unsafe { rdsys::rd_kafka_queue_new(consumer.client().native_ptr()) })?;
+        route.0.store(queue.as_ptr(), Ordering::Release);
         Some(Self {
-            consumer,
             queue,
+            route,
             messages: Vec::with_capacity(batch.max(1)),
             handles: Vec::new(),
+            consumer: std::marker::PhantomData,
         })
-    }
-
-    /// Sends the fetched messages of every partition of `partitions` to this queue. A
-    /// partition routed before stays routed; one librdkafka does not know (a topic name
-    /// with a NUL byte) is left on the consumer's queue, where it is still consumed.
-    #[allow(unsafe_code)]
-    pub fn route(&self, partitions: &TopicPartitionList) {
-        let client = self.consumer.client().native_ptr();
-        for e in partitions.elements() {
-            let Ok(topic) = CString::new(e.topic()) else {
-                continue;
-            };
-            // SAFETY: `client` is valid while the consumer is borrowed; `topic` is a
-            // NUL-terminated string alive across the call. The partition's queue handle
-            // librdkafka returns is owned here and destroyed right after the forwarding,
-            // which keeps its own references to both queues.
-            unsafe {
-                let partition = rdsys::rd_kafka_queue_get_partition(client, topic.as_ptr(), e.partition());
-                if !partition.is_null() {
-                    rdsys::rd_kafka_queue_forward(partition, self.queue.as_ptr());
-                    rdsys::rd_kafka_queue_destroy(partition);
-                }
-            }
-        }
-    }
-
-    /// Routes every partition of the consumer's current assignment (see [`route`](Self::route)).
-    pub fn route_assignment(&self) {
-        if let Ok(assigned) = self.consumer.assignment() {
-            self.route(&assigned);
-        }
     }
 
     /// Moves up to `max` messages waiting here (at most the batch size given to `new`)
@@ -268,6 +289,8 @@ fn fetch_error(m: &rdsys::rd_kafka_message_t) -> KafkaError {
 impl<C: ConsumerContext + 'static> Drop for FetchQueue<'_, C> {
     #[allow(unsafe_code)]
     fn drop(&mut self) {
+        // No callback routes a partition here any more.
+        self.route.0.store(std::ptr::null_mut(), Ordering::Release);
         // SAFETY: the queue was created in `new` and is destroyed once, here, while its
         // consumer is still alive. Partitions still forwarding to it keep their own
         // references, which librdkafka drops with the partitions.
@@ -308,9 +331,10 @@ mod tests {
         (key, value, header)
     }
 
-    /// Every record of two partitions arrives through the fetch queue, in order within its
-    /// partition and with the bytes it was written with; those fetched before the
-    /// partitions were routed arrive through the consumer's queue first.
+    /// Partitions routed before they are assigned deliver every record through the fetch
+    /// queue, in batches, in order within each partition and with the bytes it was written
+    /// with; the consumer's queue hands out none. A route whose queue is gone routes
+    /// nothing.
     #[test]
     fn routed_partitions_deliver_every_record_in_order_through_the_fetch_queue() {
         const N: usize = 3000;
@@ -321,8 +345,7 @@ mod tests {
             .set("bootstrap.servers", cluster.bootstrap_servers())
             .set("group.id", "fetch-queue")
             .set("auto.offset.reset", "earliest")
-            // Small fetches and a short prefetch: most records are fetched after the
-            // partitions are routed.
+            // Small fetches: the records arrive over many fetches.
             .set("max.partition.fetch.bytes", "20000")
             .set("queued.max.messages.kbytes", "64")
             .create()
@@ -332,38 +355,32 @@ mod tests {
             tpl.add_partition_offset("in", p, rdkafka::Offset::Beginning)
                 .unwrap();
         }
+        let route = FetchRoute::default();
+        let mut queue = FetchQueue::new(&consumer, &route, 500).unwrap();
+        route.route(&consumer, &tpl);
         consumer.assign(&tpl).unwrap();
-        let mut queue = FetchQueue::new(&consumer, 500).unwrap();
         let mut topics = TopicNames::default();
         let mut records = Vec::new();
-        // Some records first through the consumer's queue, as between an assignment and
-        // the thread's next routing.
-        while records.len() < 10 {
-            if let Some(m) = consumer.poll(Duration::from_millis(100)) {
-                records.push(crate::runtime::client::consumed::to_raw(&m.unwrap(), &mut topics));
-            }
-        }
-        queue.route(&tpl);
         let deadline = Instant::now() + Duration::from_secs(30);
-        let (mut batches, mut routed) = (0, 0);
+        let mut batches = 0;
         while records.len() < N && Instant::now() < deadline {
-            while let Some(m) = consumer.poll(Duration::ZERO) {
-                records.push(crate::runtime::client::consumed::to_raw(&m.unwrap(), &mut topics));
+            if let Some(m) = consumer.poll(Duration::ZERO) {
+                panic!(
+                    "a record on the consumer's queue: {:?}",
+                    m.map(|m| rdkafka::Message::offset(&m))
+                );
             }
             let (n, errors) = queue.take(Duration::from_millis(100), 500, &mut topics, &mut records);
             assert!(errors.is_empty(), "{errors:?}");
             assert!(n <= 500);
             batches += usize::from(n > 0);
-            routed += n;
         }
         assert_eq!(records.len(), N);
+        assert!(batches * 2 < N, "records came one at a time ({batches} batches)");
+        drop(queue);
         assert!(
-            routed > N / 2,
-            "only {routed} records came through the fetch queue"
-        );
-        assert!(
-            batches * 2 < routed,
-            "records came one at a time ({batches} batches of {routed})"
+            route.0.load(Ordering::Acquire).is_null(),
+            "the route outlived its queue"
         );
         let mut next = [0_i64; 2];
         for r in &records {

@@ -23,6 +23,7 @@ use rdkafka::{ClientContext, TopicPartitionList};
 
 use crate::model::record::RawRecord;
 use crate::runtime::client::client_log::forward_log;
+use crate::runtime::client::fetch_queue::FetchRoute;
 use crate::runtime::group::lend::with_lent;
 use crate::runtime::status::Status;
 use crate::runtime::tasks::publish::FetchPosition;
@@ -59,6 +60,9 @@ pub(crate) struct ThreadContext {
     /// Whether the group's rebalances are cooperative, as librdkafka answered inside the
     /// first rebalance callback (see [`incremental`]).
     pub cooperative: OnceLock<bool>,
+    /// Where assigned partitions send their records: the thread's fetch queue, routed to
+    /// before each assignment (see `client/fetch_queue.rs`).
+    pub fetch_route: FetchRoute,
 }
 
 impl ClientContext for ThreadContext {
@@ -191,6 +195,8 @@ impl ConsumerContext for ThreadContext {
                 })
             };
             with_lent(|tm| tm.note_start_offsets(&start, !cooperative));
+            // Before the assignment: librdkafka fetches for it from now on.
+            self.fetch_route.route(consumer, &start);
             if cooperative {
                 consumer.incremental_assign(&start)
             } else {
@@ -324,6 +330,7 @@ mod tests {
             reset: start_offsets::ResetTo::Earliest,
             topic_resets: HashMap::new(),
             cooperative: OnceLock::new(),
+            fetch_route: FetchRoute::default(),
         }
     }
 

@@ -210,6 +210,7 @@ impl ThreadFactory {
             reset: start_offsets::ResetTo::of(cc.get("auto.offset.reset")),
             topic_resets,
             cooperative: std::sync::OnceLock::new(),
+            fetch_route: Default::default(),
         };
         let consumer: BaseConsumer<ThreadContext> = cc
             .create_with_context(context)

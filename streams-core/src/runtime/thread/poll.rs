@@ -1,12 +1,11 @@
 //! One round's batch of records for the stream thread's loop.
 //!
-//! Records come from two librdkafka queues: the consumer's own (rebalances, errors, and the
-//! records of partitions assigned since the last routing) and the thread's fetch queue
-//! (`client/fetch_queue.rs`: every routed partition's records, taken a batch per call).
-//! Each round drains the consumer's queue first, with the task manager lent to the
-//! rebalance callbacks it may run, then routes the partitions assigned since, then takes
-//! from the fetch queue: a partition's records that reached the consumer's queue before it
-//! was routed are older than the ones in the fetch queue, so its order is kept.
+//! Records come from the thread's fetch queue (`client/fetch_queue.rs`: every assigned
+//! partition's records, routed there by the rebalance callback before the partition is
+//! assigned, taken a batch per call). The consumer's own queue carries the rebalances and
+//! errors: each round drains it first, with the task manager lent to the rebalance
+//! callbacks it may run, then takes from the fetch queue. A record the consumer's queue
+//! still hands out (none is expected) joins the batch.
 //!
 //! An idle thread waits on the fetch queue in slices of [`QUERY_SLICE`] and stops waiting
 //! when a query arrives, async work completed (the tasks' processors wake the thread
@@ -38,9 +37,6 @@ const QUERY_SLICE: Duration = Duration::from_millis(5);
 pub(super) struct Poller<'c> {
     consumer: &'c BaseConsumer<ThreadContext>,
     fetch: FetchQueue<'c, ThreadContext>,
-    /// The consumer's rebalance generation when the assignment was last routed to the
-    /// fetch queue.
-    routed: Option<u64>,
     topics: TopicNames,
 }
 
@@ -49,16 +45,17 @@ impl<'c> Poller<'c> {
         consumer: &'c BaseConsumer<ThreadContext>,
         max_poll_records: usize,
     ) -> Result<Self, StreamsError> {
-        let fetch = FetchQueue::new(consumer, max_poll_records).ok_or_else(|| {
-            kafka_err(
-                "creating the stream thread's fetch queue",
-                KafkaError::ClientCreation("librdkafka returned no queue".into()),
-            )
-        })?;
+        let fetch = FetchQueue::new(consumer, &consumer.context().fetch_route, max_poll_records).ok_or_else(
+            || {
+                kafka_err(
+                    "creating the stream thread's fetch queue",
+                    KafkaError::ClientCreation("librdkafka returned no queue".into()),
+                )
+            },
+        )?;
         Ok(Self {
             consumer,
             fetch,
-            routed: None,
             topics: TopicNames::default(),
         })
     }
@@ -98,11 +95,6 @@ impl<'c> Poller<'c> {
             }
             if !drained {
                 return Ok(batch);
-            }
-            let now = generation();
-            if self.routed != Some(now) {
-                self.fetch.route_assignment();
-                self.routed = Some(now);
             }
             let wait = if batch.is_empty() {
                 deadline
