@@ -3,10 +3,12 @@
 //! A leaf of the runtime: used by the stream thread, the global thread and the producer (a
 //! failed record handed to the production handler).
 
+use std::ffi::CStr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use rdkafka::message::{Headers as _, Message};
+use rdkafka::bindings as rdsys;
+use rdkafka::message::Message;
 
 use crate::model::record::{Headers, RawRecord};
 
@@ -30,28 +32,81 @@ impl TopicNames {
 /// A consumed message as the tasks take it (bytes copied out of librdkafka's buffers: key
 /// and value into this thread's payload arena, so the records of a batch share a few
 /// chunks instead of allocating two buffers each; see `payloads.rs`).
+#[allow(unsafe_code)]
 pub(crate) fn to_raw(m: &rdkafka::message::BorrowedMessage<'_>, topics: &mut TopicNames) -> RawRecord {
-    let mut headers = Headers::new();
-    if let Some(h) = m.headers() {
-        for hd in h.iter() {
-            match hd.value {
-                Some(v) => headers.add(hd.key, Bytes::copy_from_slice(v)),
-                None => headers.add_null(hd.key),
-            };
-        }
-    }
+    let topic = topics.get(m.topic());
+    // SAFETY: the message rust-rdkafka lends is alive and unchanged while `m` is borrowed.
+    raw_record(unsafe { &*m.ptr() }, topic)
+}
+
+/// The raw record of librdkafka's message `m` (see [`to_raw`]), whose topic is `topic`:
+/// key and value copied into the thread's payload arena, header names read as UTF-8
+/// (invalid bytes replaced, never a panic), header values copied, and a missing timestamp
+/// (none, or -1) read as 0. The one conversion of a consumed message, for messages
+/// rust-rdkafka lends ([`to_raw`]) and for those a batch consume hands over
+/// (`fetch_queue.rs`).
+#[allow(unsafe_code)]
+pub(crate) fn raw_record(m: &rdsys::rd_kafka_message_t, topic: Arc<str>) -> RawRecord {
+    // SAFETY (both blocks): `m` is a live message; librdkafka documents its key and
+    // payload as `key_len` and `len` readable bytes when not null, and fills the
+    // timestamp's type through a pointer to a live local.
+    let bytes = |ptr: *mut std::ffi::c_void, len: usize| -> Option<&[u8]> {
+        (!ptr.is_null()).then(|| unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) })
+    };
     let (key, value) = crate::runtime::client::payloads::with_arena(|a| {
-        (m.key().map(|k| a.copy(k)), m.payload().map(|v| a.copy(v)))
+        (
+            bytes(m.key, m.key_len).map(|k| a.copy(k)),
+            bytes(m.payload, m.len).map(|v| a.copy(v)),
+        )
     });
+    let mut kind = rdsys::rd_kafka_timestamp_type_t::RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
+    let timestamp = unsafe { rdsys::rd_kafka_message_timestamp(m, &mut kind) };
+    let timestamp = match kind {
+        rdsys::rd_kafka_timestamp_type_t::RD_KAFKA_TIMESTAMP_NOT_AVAILABLE => 0,
+        _ if timestamp == -1 => 0,
+        _ => timestamp,
+    };
     RawRecord {
-        topic: topics.get(m.topic()),
-        partition: m.partition(),
-        offset: m.offset(),
+        topic,
+        partition: m.partition,
+        offset: m.offset,
         key,
         value,
-        timestamp: m.timestamp().to_millis().unwrap_or(0),
-        headers,
+        timestamp,
+        headers: headers(m),
     }
+}
+
+/// The headers of `m`, names read as UTF-8 (invalid bytes replaced), values copied.
+#[allow(unsafe_code)]
+fn headers(m: &rdsys::rd_kafka_message_t) -> Headers {
+    let mut out = Headers::new();
+    let mut list: *mut rdsys::rd_kafka_headers_t = std::ptr::null_mut();
+    // SAFETY: `m` is a live message; librdkafka writes a pointer to the headers it owns
+    // (valid while `m` lives) or reports that there are none.
+    let found = unsafe { rdsys::rd_kafka_message_headers(m, &mut list) };
+    if found != rdsys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR || list.is_null() {
+        return out;
+    }
+    for idx in 0.. {
+        let (mut name, mut value, mut size) = (std::ptr::null(), std::ptr::null(), 0_usize);
+        // SAFETY: `list` is valid while `m` lives; librdkafka writes the header's name (a
+        // NUL-terminated string), value and size through pointers to live locals, or
+        // reports that `idx` is past the last header.
+        let got = unsafe { rdsys::rd_kafka_header_get_all(list, idx, &mut name, &mut value, &mut size) };
+        if got != rdsys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR || name.is_null() {
+            break;
+        }
+        // SAFETY: as above: the name is NUL-terminated and the value `size` bytes long.
+        let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
+        if value.is_null() {
+            out.add_null(name);
+        } else {
+            let v = unsafe { std::slice::from_raw_parts(value.cast::<u8>(), size) };
+            out.add(name, Bytes::copy_from_slice(v));
+        }
+    }
+    out
 }
 
 /// Test support: messages written to librdkafka's mock cluster for the consuming tests.

@@ -30,15 +30,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::time::Duration;
 
-use bytes::Bytes;
 use rdkafka::TopicPartitionList;
 use rdkafka::bindings as rdsys;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
 use rdkafka::types::RDKafkaErrorCode;
 
-use crate::model::record::{Headers, RawRecord};
-use crate::runtime::client::consumed::TopicNames;
+use crate::model::record::RawRecord;
+use crate::runtime::client::consumed::{TopicNames, raw_record};
 
 /// Where a consumer's rebalance callback routes the partitions it assigns: the thread's
 /// [`FetchQueue`] while one exists, nowhere otherwise (the partitions' messages then stay
@@ -162,7 +161,6 @@ impl<'c, C: ConsumerContext + 'static> FetchQueue<'c, C> {
             return (0, errors);
         }
         let timeout_ms = c_int::try_from(timeout.as_millis()).unwrap_or(c_int::MAX);
-        self.messages.clear();
         // SAFETY: the queue is valid until `drop`; librdkafka writes at most `max` message
         // pointers into the vector's spare capacity (`max` is at most its capacity) and
         // returns how many, or -1 with none written.
@@ -177,15 +175,14 @@ impl<'c, C: ConsumerContext + 'static> FetchQueue<'c, C> {
         let n = usize::try_from(n).unwrap_or(0).min(max);
         // SAFETY: librdkafka initialised the first `n` slots.
         unsafe { self.messages.set_len(n) };
-        self.handles.clear();
         let mut moved = 0;
-        let messages = std::mem::take(&mut self.messages);
-        for &m in &messages {
+        for &m in &self.messages {
             // SAFETY: each pointer is a message librdkafka handed over, valid until it is
             // destroyed right after it is read, and read by this thread alone.
             let message = unsafe { &*m };
             if message.err == rdsys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
-                out.push(self.record(message, topics));
+                let topic = topic_of(&mut self.handles, message, topics);
+                out.push(raw_record(message, topic));
                 moved += 1;
             } else {
                 errors.push(fetch_error(message));
@@ -194,86 +191,31 @@ impl<'c, C: ConsumerContext + 'static> FetchQueue<'c, C> {
             // holds copies of its bytes).
             unsafe { rdsys::rd_kafka_message_destroy(m) };
         }
-        self.messages = messages;
+        // Empty between calls: no pointer outlives its message.
         self.messages.clear();
         self.handles.clear();
         (moved, errors)
     }
-
-    /// The record of `m`, its key, value and header bytes copied (key and value into the
-    /// thread's payload arena, as `consumed::to_raw` does).
-    #[allow(unsafe_code)]
-    fn record(&mut self, m: &rdsys::rd_kafka_message_t, topics: &mut TopicNames) -> RawRecord {
-        // SAFETY (every block below): `m` is a live message of this batch. librdkafka
-        // documents its key and payload as `key_len` and `len` readable bytes when not
-        // null, its topic handle as valid while the message lives, and its headers and
-        // their names and values as owned by the message.
-        let topic = match self.handles.iter().find(|(h, _)| *h == m.rkt.cast_const()) {
-            Some((_, t)) => t.clone(),
-            None => {
-                let name = unsafe { CStr::from_ptr(rdsys::rd_kafka_topic_name(m.rkt)) };
-                let t = topics.get(&name.to_string_lossy());
-                self.handles.push((m.rkt.cast_const(), t.clone()));
-                t
-            }
-        };
-        let bytes = |ptr: *mut std::ffi::c_void, len: usize| -> Option<&[u8]> {
-            (!ptr.is_null()).then(|| unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) })
-        };
-        let (key, value) = crate::runtime::client::payloads::with_arena(|a| {
-            (
-                bytes(m.key, m.key_len).map(|k| a.copy(k)),
-                bytes(m.payload, m.len).map(|v| a.copy(v)),
-            )
-        });
-        let mut kind = rdsys::rd_kafka_timestamp_type_t::RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
-        let timestamp = unsafe { rdsys::rd_kafka_message_timestamp(m, &mut kind) };
-        let timestamp = match kind {
-            rdsys::rd_kafka_timestamp_type_t::RD_KAFKA_TIMESTAMP_NOT_AVAILABLE => 0,
-            _ => timestamp,
-        };
-        RawRecord {
-            topic,
-            partition: m.partition,
-            offset: m.offset,
-            key,
-            value,
-            timestamp,
-            headers: headers(m),
-        }
-    }
 }
 
-/// The headers of `m`, names read as UTF-8 (invalid bytes replaced), values copied.
+/// The shared name of the topic of message `m`, found first among the topic handles met
+/// in this batch (`handles`: a handle stays alive while a message of the batch refers to
+/// it, so it names one topic for the whole batch).
 #[allow(unsafe_code)]
-fn headers(m: &rdsys::rd_kafka_message_t) -> Headers {
-    let mut out = Headers::new();
-    let mut list: *mut rdsys::rd_kafka_headers_t = std::ptr::null_mut();
-    // SAFETY: `m` is a live message; librdkafka writes a pointer to the headers it owns
-    // (valid while `m` lives) or reports that there are none.
-    let found = unsafe { rdsys::rd_kafka_message_headers(m, &mut list) };
-    if found != rdsys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR || list.is_null() {
-        return out;
+fn topic_of(
+    handles: &mut Vec<(*const rdsys::rd_kafka_topic_t, Arc<str>)>,
+    m: &rdsys::rd_kafka_message_t,
+    topics: &mut TopicNames,
+) -> Arc<str> {
+    if let Some((_, t)) = handles.iter().find(|(h, _)| *h == m.rkt.cast_const()) {
+        return t.clone();
     }
-    for idx in 0.. {
-        let (mut name, mut value, mut size) = (std::ptr::null(), std::ptr::null(), 0_usize);
-        // SAFETY: `list` is valid while `m` lives; librdkafka writes the header's name (a
-        // NUL-terminated string), value and size through pointers to live locals, or
-        // reports that `idx` is past the last header.
-        let got = unsafe { rdsys::rd_kafka_header_get_all(list, idx, &mut name, &mut value, &mut size) };
-        if got != rdsys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR || name.is_null() {
-            break;
-        }
-        // SAFETY: as above: the name is NUL-terminated and the value `size` bytes long.
-        let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
-        if value.is_null() {
-            out.add_null(name);
-        } else {
-            let v = unsafe { std::slice::from_raw_parts(value.cast::<u8>(), size) };
-            out.add(name, Bytes::copy_from_slice(v));
-        }
-    }
-    out
+    // SAFETY: `m` is a live message; librdkafka documents its topic handle as valid, and
+    // the handle's name as a NUL-terminated string, while the message lives.
+    let name = unsafe { CStr::from_ptr(rdsys::rd_kafka_topic_name(m.rkt)) };
+    let t = topics.get(&name.to_string_lossy());
+    handles.push((m.rkt.cast_const(), t.clone()));
+    t
 }
 
 /// The error a message with an error code stands for, as rust-rdkafka's `poll` reports it.

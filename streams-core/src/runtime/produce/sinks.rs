@@ -165,14 +165,12 @@ impl ChangelogSink for KafkaChangelogSink {
             return Ok(());
         };
         let failed = |e: KafkaError| ChangelogError::new(format!("changelog `{}`: {e}", self.topic));
-        if self.handle.is_none() {
-            self.handle = Some(
+        let topic = match &mut self.handle {
+            Some(handle) => &*handle,
+            unmade => &*unmade.insert(
                 TopicHandle::new(&self.producer, &self.topic)
                     .ok_or_else(|| failed(unknown_topic(&self.producer, &self.topic)))?,
-            );
-        }
-        let Some(topic) = &self.handle else {
-            return Ok(());
+            ),
         };
         let headers = match (value, &self.headers) {
             (Some(_), Some(h)) => RecordHeaders::Kafka(h),
