@@ -4,7 +4,7 @@
 //!
 //! The contract is documented on [`CachingKeyValueStore`]; the budget's on [`ThreadCache`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
 
 use bytes::Bytes;
@@ -18,7 +18,7 @@ use crate::store::{FlushListener, KeyValueStore, StateStore, StoreStats};
 use crate::thread_cache::ThreadCache;
 
 /// The bytes each cached entry is charged for on top of its key and value: its share of
-/// the cache's map nodes and of the recency index's, the reference-counted buffers' headers,
+/// the cache's hash table, key-order and recency indexes, the reference-counted buffers' headers,
 /// and the allocator's rounding. Measured: an entry with a 16-byte key and a 100-byte value
 /// takes about 400 bytes of resident memory (glibc, x86-64; see docs/benchmarks.md, "Bounded
 /// memory"), so the charge is about the memory an entry really takes, and the budget a
@@ -49,6 +49,13 @@ fn entry_size(key: &[u8], value: Option<&Bytes>) -> usize {
 ///
 /// # Budget and eviction
 ///
+/// # Layout
+///
+/// Entries live in a hash table, so a point read or a rewrite of a cached key is one hash
+/// and (mostly) one probe, whatever the cache's size; a separate ordered set of the cached
+/// keys serves iteration and range deletes, and is touched only when a key enters or
+/// leaves the cache. A recency index (write stamp -> key) orders eviction.
+///
 /// Every cached entry costs `key.len() + value.len() +` [`ENTRY_OVERHEAD`] bytes, charged to
 /// a [`ThreadCache`]: the budget of one stream thread, shared by the caches of all its
 /// stores ([`with_thread_cache`](Self::with_thread_cache)), or a budget of the cache's own
@@ -75,8 +82,13 @@ fn entry_size(key: &[u8], value: Option<&Bytes>) -> usize {
 /// delegates. Neither is reported to the flush listener.
 pub struct CachingKeyValueStore {
     inner: Box<dyn KeyValueStore>,
-    cache: BTreeMap<Bytes, CacheEntry>,
-    /// Write stamp -> key, oldest write first.
+    /// Every cached key's entry (point reads and rewrites).
+    cache: HashMap<Bytes, CacheEntry, foldhash::fast::RandomState>,
+    /// The keys of `cache` in byte order (iteration and range deletes). Invariant: holds
+    /// exactly the keys of `cache`.
+    order: BTreeSet<Bytes>,
+    /// Write stamp -> key, oldest write first. Invariant: one stamp per key of `cache`, its
+    /// entry's `seq`.
     recency: BTreeMap<u64, Bytes>,
     /// The budget this cache draws on, with the thread's other caches.
     budget: ThreadCache,
@@ -112,7 +124,8 @@ impl CachingKeyValueStore {
         budget.register();
         Self {
             inner,
-            cache: BTreeMap::new(),
+            cache: HashMap::default(),
+            order: BTreeSet::new(),
             recency: BTreeMap::new(),
             budget,
             cached_bytes: 0,
@@ -151,8 +164,8 @@ impl CachingKeyValueStore {
     fn write(&mut self, key: &[u8], value: Option<Bytes>) -> Result<()> {
         let seq = self.budget.next_seq();
         let size = entry_size(key, value.as_ref());
-        // A cached key is rewritten in place (one walk down the map, and its key buffer
-        // moves from its old stamp to the new one); only a new key is copied and inserted.
+        // A cached key is rewritten in place (one hash probe, and its key buffer moves from
+        // its old stamp to the new one); only a new key is copied and indexed.
         let old_size = match self.cache.get_mut(key) {
             Some(entry) => {
                 let old_size = entry_size(key, entry.value.as_ref());
@@ -174,6 +187,7 @@ impl CachingKeyValueStore {
                     seq,
                 };
                 self.cache.insert(key.clone(), entry);
+                self.order.insert(key.clone());
                 self.recency.insert(seq, key);
                 0
             }
@@ -228,6 +242,7 @@ impl CachingKeyValueStore {
 
     fn remove_cached(&mut self, key: &[u8]) {
         if let Some((k, old)) = self.cache.remove_entry(key) {
+            self.order.remove(key);
             self.recency.remove(&old.seq);
             let size = entry_size(&k, old.value.as_ref());
             self.cached_bytes -= size;
@@ -238,6 +253,7 @@ impl CachingKeyValueStore {
     /// Empties the cache without writing anything down and gives its bytes back.
     fn release(&mut self) {
         self.cache.clear();
+        self.order.clear();
         self.recency.clear();
         self.budget.charge(self.cached_bytes, 0);
         self.cached_bytes = 0;
@@ -253,14 +269,17 @@ impl CachingKeyValueStore {
             .filter(|(_, e)| e.dirty)
             .map(|(k, e)| (e.seq, k.clone(), e.value.clone()))
             .collect();
+        if dirty.is_empty() {
+            return Ok(());
+        }
         if self.listener.is_some() {
             // The listener sees the entries in the order of their last writes, as Kafka
             // Streams' caches flush them (a forwarding aggregation then sends its updates
             // in the order it made them).
             dirty.sort_unstable_by_key(|(seq, _, _)| *seq);
-        }
-        if dirty.is_empty() {
-            return Ok(());
+        } else {
+            // Keys are unique: an unstable sort is deterministic.
+            dirty.sort_unstable_by(|(_, a, _), (_, b, _)| a.cmp(b));
         }
         if let (Some(listener), true) = (self.listener.as_mut(), self.listener_old) {
             for (_, key, value) in &dirty {
@@ -320,22 +339,36 @@ impl CachingKeyValueStore {
         if range.is_empty() {
             return;
         }
-        let keys: Vec<Bytes> = self
-            .cache
-            .range::<[u8], _>(range.as_bounds())
-            .map(|(k, _)| k.clone())
-            .collect();
+        let keys: Vec<Bytes> = self.order.range::<[u8], _>(range.as_bounds()).cloned().collect();
         for k in keys {
             self.remove_cached(&k);
         }
     }
 
+    /// Asserts the invariants tying the three indexes together.
+    #[cfg(test)]
+    fn check_indexes(&self) {
+        assert_eq!(self.order.len(), self.cache.len());
+        assert_eq!(self.recency.len(), self.cache.len());
+        assert!(self.order.iter().all(|k| self.cache.contains_key(k)));
+        for (seq, key) in &self.recency {
+            assert_eq!(self.cache.get(key).map(|e| e.seq), Some(*seq));
+        }
+        let charged: usize = self
+            .cache
+            .iter()
+            .map(|(k, e)| entry_size(k, e.value.as_ref()))
+            .sum();
+        assert_eq!(charged, self.cached_bytes);
+    }
+
     fn merged<'a>(&'a self, range: &KeyRange, inner: KeyValueIter<'a>, reverse: bool) -> KeyValueIter<'a> {
         // Nothing can be cached in the range later: the iterator borrows the store.
+        let cache = &self.cache;
         let cached = self
-            .cache
+            .order
             .range::<[u8], _>(range.as_bounds())
-            .map(|(k, e): (&'a Bytes, &'a CacheEntry)| (k, e.value.as_ref()));
+            .filter_map(move |k: &'a Bytes| cache.get(k).map(|e| (k, e.value.as_ref())));
         overlay(cached, inner, reverse)
     }
 }

@@ -148,3 +148,42 @@ fn range_delete_drops_dirty_entries() {
     s.close().unwrap();
     assert!(matches!(s.get(b"b"), Err(StoreError::Closed { .. })));
 }
+
+#[test]
+fn hash_order_and_recency_indexes_agree_under_random_operations() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    // Room for about eight entries: evictions (with flushes of dirty entries) are frequent.
+    let mut s = store(8 * (ENTRY_OVERHEAD + 4));
+    let mut model = std::collections::BTreeMap::new();
+    for i in 0..5_000u32 {
+        let key = [b'k', rng.random_range(0..32u8)];
+        match rng.random_range(0..10) {
+            0..=5 => {
+                let value = i.to_be_bytes();
+                s.put(&key, &value).unwrap();
+                model.insert(key.to_vec(), value.to_vec());
+            }
+            6 => {
+                s.delete(&key).unwrap();
+                model.remove(&key[..]);
+            }
+            7 => {
+                let from = [b'k', rng.random_range(0..32u8)];
+                s.delete_range(Bound::Included(&from[..]), Bound::Excluded(&key[..]))
+                    .unwrap();
+                if from < key {
+                    model.retain(|k, _| k[..] < from[..] || k[..] >= key[..]);
+                }
+            }
+            8 => s.flush().unwrap(),
+            _ => assert_eq!(
+                s.get(&key).unwrap().as_deref(),
+                model.get(&key[..]).map(Vec::as_slice)
+            ),
+        }
+        s.check_indexes();
+    }
+    let want: Vec<_> = model.into_iter().collect();
+    assert_eq!(entries(s.all().unwrap()), want);
+}
