@@ -105,6 +105,14 @@ fn main() -> Res<()> {
                 commit_ms: args[9].parse()?,
                 cache_bytes: args[10].parse()?,
             };
+            // `RUST_LOG` set: the runtime's log lines on stderr (the run's `.log` file), e.g.
+            // `streams_core=info` for a restoration's timeline. Off by default.
+            if let Ok(filter) = std::env::var("RUST_LOG") {
+                tracing_subscriber::fmt()
+                    .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+                    .with_writer(std::io::stderr)
+                    .init();
+            }
             match args[1].as_str() {
                 "ours" => run_ours(&a),
                 "raw" => run_raw(&a),
