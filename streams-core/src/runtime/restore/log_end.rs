@@ -22,6 +22,10 @@
 //! learn the newest leader epoch from the controller, and the leader asked for the offsets
 //! refuses an epoch that is not its current one.
 //!
+//! The partitions of one lookup go together ([`LogEnds::watermarks_of`]): one metadata
+//! request per broker for all of them, then two offset requests per leader, so a task with
+//! many logged stores costs a few round trips, not a few per store.
+//!
 //! Connections are kept between lookups, one per broker ([`LogEnds::on_conn`]): a
 //! restoration of many stores, over TLS and SASL most of all, would otherwise open (and
 //! authenticate) a connection to every broker for each store. A kept connection that fails
@@ -88,6 +92,18 @@ impl LogEnds {
     /// The log start offset and the high watermark of `topic`-`partition`, from the leader
     /// with the newest leader epoch any broker reports.
     pub(crate) fn watermarks(&self, topic: &str, partition: i32) -> Result<(i64, i64), StreamsError> {
+        self.watermarks_of(&[(topic, partition)])
+            .pop()
+            .unwrap_or_else(|| Err(kafka("no answer".into(), true)))
+    }
+
+    /// [`watermarks`](Self::watermarks) of each of `partitions` (topic, partition), in
+    /// their order: one metadata request per broker for all of them, then two offset
+    /// requests per leader.
+    pub(crate) fn watermarks_of(&self, partitions: &[(&str, i32)]) -> Vec<Result<(i64, i64), StreamsError>> {
+        if partitions.is_empty() {
+            return Vec::new();
+        }
         if !self.known.has_learned() {
             // Learn the cluster's brokers (DescribeCluster through one of them); without
             // an answer, the bootstrap list (the runtime's has every broker of the cluster
@@ -98,13 +114,15 @@ impl LogEnds {
         }
         let addrs = self.known.addresses(&self.bootstrap);
         let addrs = to_ask(addrs, &self.quiet_brokers(), Instant::now());
-        let views: Vec<(Result<LeaderView, StreamsError>, Duration)> = std::thread::scope(|s| {
+        type Views = Result<Vec<Result<LeaderView, StreamsError>>, StreamsError>;
+        let views: Vec<(Views, Duration)> = std::thread::scope(|s| {
             let asks: Vec<_> = addrs
                 .iter()
                 .map(|addr| {
                     s.spawn(move || {
                         let started = Instant::now();
-                        (self.leader_view(addr, topic, partition), started.elapsed())
+                        let views = self.on_conn(addr, |conn| leader_views(conn, partitions));
+                        (views, started.elapsed())
                     })
                 })
                 .collect();
@@ -118,15 +136,46 @@ impl LogEnds {
                 .collect()
         });
         self.note_quiet(&addrs, &views);
-        let best = newest(views.into_iter().map(|(view, _)| view).collect())?;
-        self.on_conn(&best.leader, |conn| {
-            let low = match list_offset(conn, topic, partition, best.epoch, EARLIEST)? {
-                Ok(low) => low,
-                Err(e) => return Ok(Err(e)),
-            };
-            let high = list_offset(conn, topic, partition, best.epoch, LATEST)?;
-            Ok(high.map(|high| (low, high)))
-        })
+        // Per partition, the newest view any broker gave; then the partitions by leader.
+        let mut out: Vec<Result<(i64, i64), StreamsError>> = Vec::with_capacity(partitions.len());
+        let mut by_leader: HashMap<String, Vec<(usize, i32)>> = HashMap::new();
+        for i in 0..partitions.len() {
+            let seen = views.iter().map(|(v, _)| match v {
+                Ok(per_partition) => per_partition[i].as_ref().cloned().map_err(again),
+                Err(e) => Err(again(e)),
+            });
+            match newest(seen.collect()) {
+                Ok(best) => {
+                    by_leader.entry(best.leader).or_default().push((i, best.epoch));
+                    out.push(Err(kafka("not looked up".into(), true)));
+                }
+                Err(e) => out.push(Err(e)),
+            }
+        }
+        for (leader, led) in by_leader {
+            let asked: Vec<(&str, i32, i32)> = led
+                .iter()
+                .map(|&(i, epoch)| (partitions[i].0, partitions[i].1, epoch))
+                .collect();
+            let answer = self.on_conn(&leader, |conn| {
+                let low = match list_offsets(conn, &asked, EARLIEST)? {
+                    Ok(low) => low,
+                    Err(e) => return Ok(Err(e)),
+                };
+                let high = list_offsets(conn, &asked, LATEST)?;
+                Ok(high.map(|high| low.into_iter().zip(high).collect::<Vec<_>>()))
+            });
+            for (k, &(i, _)) in led.iter().enumerate() {
+                out[i] = match &answer {
+                    Ok(both) => match &both[k] {
+                        (Ok(low), Ok(high)) => Ok((*low, *high)),
+                        (Err(e), _) | (_, Err(e)) => Err(again(e)),
+                    },
+                    Err(e) => Err(again(e)),
+                };
+            }
+        }
+        out
     }
 
     /// Runs `f` on a connection to `addr`: the one kept from an earlier lookup, else a new
@@ -166,7 +215,7 @@ impl LogEnds {
 
     /// Leaves out, for [`QUIET_FOR`], each broker whose lookup failed after waiting out
     /// [`TIMEOUT`]; a broker that answered is asked again at once.
-    fn note_quiet(&self, addrs: &[String], views: &[(Result<LeaderView, StreamsError>, Duration)]) {
+    fn note_quiet<T>(&self, addrs: &[String], views: &[(Result<T, StreamsError>, Duration)]) {
         let mut quiet = self.quiet_brokers();
         for (addr, (view, took)) in addrs.iter().zip(views) {
             match view {
@@ -181,10 +230,13 @@ impl LogEnds {
             }
         }
     }
+}
 
-    /// The leader and leader epoch of `topic`-`partition` as the broker at `addr` sees them.
-    fn leader_view(&self, addr: &str, topic: &str, partition: i32) -> Result<LeaderView, StreamsError> {
-        self.on_conn(addr, |conn| leader_view(conn, topic, partition))
+/// The same failure again, for another partition it stands for (errors are not `Clone`).
+fn again(e: &StreamsError) -> StreamsError {
+    match e {
+        StreamsError::Kafka { message, retriable } => kafka(message.clone(), *retriable),
+        other => kafka(other.to_string(), other.is_retriable()),
     }
 }
 
@@ -192,18 +244,35 @@ impl LogEnds {
 /// failed (outside).
 type Answered<T> = Result<Result<T, StreamsError>, StreamsError>;
 
-/// The leader and leader epoch of `topic`-`partition` as the broker on `conn` sees them.
-fn leader_view(conn: &mut Conn, topic: &str, partition: i32) -> Answered<LeaderView> {
+/// The leader and leader epoch of each of `partitions` as the broker on `conn` sees them,
+/// from one metadata request.
+fn leader_views(
+    conn: &mut Conn,
+    partitions: &[(&str, i32)],
+) -> Answered<Vec<Result<LeaderView, StreamsError>>> {
     let addr = conn.addr().to_owned();
     let Some(version) = conn.version(3, (9, 9)) else {
         return Ok(Err(kafka(format!("{addr} does not offer Metadata v9"), false)));
     };
-    let mut t = MetadataRequestTopic::default();
-    t.name = Some(TopicName(StrBytes::from_string(topic.to_owned())));
+    let mut topics: Vec<&str> = partitions.iter().map(|(t, _)| *t).collect();
+    topics.sort_unstable();
+    topics.dedup();
     let mut req = MetadataRequest::default();
-    req.topics = Some(vec![t]);
+    req.topics = Some(
+        topics
+            .into_iter()
+            .map(|topic| {
+                let mut t = MetadataRequestTopic::default();
+                t.name = Some(TopicName(StrBytes::from_string(topic.to_owned())));
+                t
+            })
+            .collect(),
+    );
     let resp = conn.send(&req, version)?;
-    Ok(view_of(&addr, &resp, topic, partition))
+    Ok(Ok(partitions
+        .iter()
+        .map(|&(topic, partition)| view_of(&addr, &resp, topic, partition))
+        .collect()))
 }
 
 /// The leader view of `topic`-`partition` in `resp`, the metadata from `addr`.
@@ -273,49 +342,67 @@ fn newest(views: Vec<Result<LeaderView, StreamsError>>) -> Result<LeaderView, St
     best.ok_or_else(|| first_error.unwrap_or_else(|| kafka("no broker known".into(), true)))
 }
 
-/// The offset at `timestamp` (`EARLIEST`, `LATEST`) of `topic`-`partition` from the leader
-/// on `conn`, which must be at leader epoch `epoch`.
-fn list_offset(conn: &mut Conn, topic: &str, partition: i32, epoch: i32, timestamp: i64) -> Answered<i64> {
+/// The offset at `timestamp` (`EARLIEST`, `LATEST`) of each of `asked` (topic, partition,
+/// leader epoch) from the leader on `conn`, which must be at that leader epoch for each, in
+/// one request.
+fn list_offsets(
+    conn: &mut Conn,
+    asked: &[(&str, i32, i32)],
+    timestamp: i64,
+) -> Answered<Vec<Result<i64, StreamsError>>> {
     let Some(version) = conn.version(2, (6, 9)) else {
         return Ok(Err(kafka(
             format!("{} does not offer ListOffsets v6", conn.addr()),
             false,
         )));
     };
-    let mut p = ListOffsetsPartition::default();
-    p.partition_index = partition;
-    p.current_leader_epoch = epoch;
-    p.timestamp = timestamp;
-    let mut t = ListOffsetsTopic::default();
-    t.name = TopicName(StrBytes::from_string(topic.to_owned()));
-    t.partitions = vec![p];
+    let mut topics: Vec<ListOffsetsTopic> = Vec::new();
+    for &(topic, partition, epoch) in asked {
+        let mut p = ListOffsetsPartition::default();
+        p.partition_index = partition;
+        p.current_leader_epoch = epoch;
+        p.timestamp = timestamp;
+        match topics.iter_mut().find(|t| t.name.0.as_str() == topic) {
+            Some(t) => t.partitions.push(p),
+            None => {
+                let mut t = ListOffsetsTopic::default();
+                t.name = TopicName(StrBytes::from_string(topic.to_owned()));
+                t.partitions = vec![p];
+                topics.push(t);
+            }
+        }
+    }
     let mut req = ListOffsetsRequest::default();
     req.replica_id = BrokerId(-1);
     req.isolation_level = 0; // read_uncommitted: the high watermark
-    req.topics = vec![t];
+    req.topics = topics;
     let resp = conn.send(&req, version)?;
     let addr = conn.addr();
-    let Some(p) = resp
-        .topics
-        .iter()
-        .flat_map(|t| t.partitions.iter())
-        .find(|p| p.partition_index == partition)
-    else {
-        return Ok(Err(kafka(
-            format!("ListOffsets from {addr}: no {topic}-{partition}"),
-            true,
-        )));
+    let offset = |&(topic, partition, epoch): &(&str, i32, i32)| {
+        let Some(p) = resp
+            .topics
+            .iter()
+            .filter(|t| t.name.0.as_str() == topic)
+            .flat_map(|t| t.partitions.iter())
+            .find(|p| p.partition_index == partition)
+        else {
+            return Err(kafka(
+                format!("ListOffsets from {addr}: no {topic}-{partition}"),
+                true,
+            ));
+        };
+        if p.error_code != 0 {
+            return Err(kafka(
+                format!(
+                    "ListOffsets of {topic}-{partition} at leader epoch {epoch} from {addr}: {}",
+                    error_name(p.error_code)
+                ),
+                true,
+            ));
+        }
+        Ok(p.offset)
     };
-    if p.error_code != 0 {
-        return Ok(Err(kafka(
-            format!(
-                "ListOffsets of {topic}-{partition} at leader epoch {epoch} from {addr}: {}",
-                error_name(p.error_code)
-            ),
-            true,
-        )));
-    }
-    Ok(Ok(p.offset))
+    Ok(Ok(asked.iter().map(offset).collect()))
 }
 
 #[cfg(test)]
@@ -405,12 +492,31 @@ mod tests {
             if calls.get() == 1 {
                 return Err(kafka("closed while idle".into(), true));
             }
-            list_offset(conn, &topic, 0, -1, LATEST)
+            let latest = list_offsets(conn, &[(topic.as_str(), 0, -1)], LATEST)?;
+            Ok(latest
+                .map(|mut per_partition| per_partition.remove(0))
+                .and_then(|r| r))
         });
         assert_eq!(answer.unwrap(), 151);
         assert_eq!(ends.opened.load(Ordering::Relaxed), 4, "replaced once");
         assert_eq!(ends.watermarks(&topic, 0).unwrap(), (0, 151));
         assert_eq!(ends.opened.load(Ordering::Relaxed), 4, "and kept");
+        // Several partitions, of two topics, in one lookup: each answered in its place, a
+        // missing one failing alone, on the kept connection.
+        let other = kafka::unique_name("log-end-other");
+        kafka::create_topic(&bootstrap, &other, 1, &[]).unwrap();
+        send(&producer, &other, 0..7, "x");
+        let many = ends.watermarks_of(&[(&topic, 1), (&other, 0), (&topic, 7), (&topic, 0)]);
+        assert_eq!(many.len(), 4);
+        assert_eq!(many[0].as_ref().ok(), Some(&(0, 0)));
+        assert_eq!(
+            many[1].as_ref().ok(),
+            Some(&(0, 7)),
+            "7 records of the open transaction"
+        );
+        assert!(many[2].is_err(), "no such partition: {:?}", many[2]);
+        assert_eq!(many[3].as_ref().ok(), Some(&(0, 151)));
+        assert_eq!(ends.opened.load(Ordering::Relaxed), 4, "no new connection");
         producer.abort_transaction(timeout).unwrap();
     }
 

@@ -43,7 +43,7 @@ mod records;
 pub(in crate::runtime) mod tailing;
 pub(in crate::runtime) mod updater;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::Consumer;
@@ -122,6 +122,10 @@ pub(crate) struct Restoration {
     /// Indexes of the stores to restore that were not started yet.
     todo: VecDeque<usize>,
     active: Option<Active>,
+    /// Where the changelog partition of each store still to start begins and ends (by
+    /// store index), from the leaders, looked up for all of them together when the first
+    /// store starts (`log_end.rs`); a store missing here asks alone.
+    ends: Option<HashMap<usize, (i64, i64)>>,
     /// Records applied so far, all stores.
     pub restored: u64,
 }
@@ -138,6 +142,7 @@ impl Restoration {
                 .map(|(i, _)| i)
                 .collect(),
             active: None,
+            ends: None,
             restored: 0,
         }
     }
@@ -278,7 +283,7 @@ impl Restoration {
     /// Starts store `index`: its watermarks, checkpoint and first offset. `Ok(None)` when it
     /// is up to date; `Err(step)` when its changelog has a gap.
     fn start(
-        &self,
+        &mut self,
         consumers: &RestoreConsumers,
         stores: &[TaskStore],
         index: usize,
@@ -290,11 +295,17 @@ impl Restoration {
             return Ok(Ok(None));
         };
         let from_leaders = consumers.log_ends.as_ref().and_then(|l| {
-            l.watermarks(&topic, partition)
-                .inspect_err(|e| {
-                    tracing::debug!(%topic, partition, error = %e, "changelog offsets from the leaders failed; asking the consumer");
-                })
-                .ok()
+            let ends = self.ends.get_or_insert_with(|| {
+                let todo: Vec<usize> = std::iter::once(index).chain(self.todo.iter().copied()).collect();
+                leader_ends(l, stores, partition, &todo)
+            });
+            ends.remove(&index).or_else(|| {
+                l.watermarks(&topic, partition)
+                    .inspect_err(|e| {
+                        tracing::debug!(%topic, partition, error = %e, "changelog offsets from the leaders failed; asking the consumer");
+                    })
+                    .ok()
+            })
         });
         let (low, high) = match from_leaders {
             Some(w) => w,
@@ -373,6 +384,35 @@ impl Restoration {
         }
         Ok(())
     }
+}
+
+/// The changelog offsets (log start, high watermark) of stores `todo` of a task of
+/// `partition`, from the leaders in one lookup, by store index; those without an answer
+/// are left out.
+fn leader_ends(
+    log_ends: &log_end::LogEnds,
+    stores: &[TaskStore],
+    partition: i32,
+    todo: &[usize],
+) -> HashMap<usize, (i64, i64)> {
+    let logged: Vec<(usize, &str)> = todo
+        .iter()
+        .filter_map(|&i| Some((i, stores.get(i)?.changelog.as_deref()?)))
+        .collect();
+    let asked: Vec<(&str, i32)> = logged.iter().map(|&(_, topic)| (topic, partition)).collect();
+    let answers = log_ends.watermarks_of(&asked);
+    logged
+        .iter()
+        .zip(answers)
+        .filter_map(|(&(i, topic), answer)| {
+            answer
+                .inspect_err(
+                    |e| tracing::debug!(%topic, partition, error = %e, "changelog offsets from the leaders"),
+                )
+                .ok()
+                .map(|ends| (i, ends))
+        })
+        .collect()
 }
 
 /// The watermarks of `topic`-`partition`. A partition just created may have no leader
