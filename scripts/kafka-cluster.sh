@@ -435,6 +435,15 @@ launch_node() { # launch_node N: starts the JVM, writes the pid file
         -cp "$KAFKA_LIBS/*" kafka.Kafka "$(props_file "$n")" >>"$dir/logs/console.out" 2>&1 </dev/null 9>&- &
     pid=$!
     echo "$pid" >"$(pid_file "$n")"
+    # The child runs this script's shell until it execs the JVM. node_pid checks the command
+    # line, so a look right after the launch could take a JVM about to start for one that
+    # exited (seen once under load: "node 2 exited right after its start" while it started
+    # normally). Wait for the exec, at most 10 s, or for the child to die.
+    local deadline=$(($(date +%s) + 10))
+    while alive "$pid" && ! tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "kafka.Kafka $(props_file "$n")"; do
+        (($(date +%s) < deadline)) || break
+        sleep 0.05
+    done
 }
 
 show_logs() { # show_logs N...
