@@ -186,8 +186,12 @@ node_pid() {
     [[ $pid =~ ^[0-9]+$ ]] || return 1
     alive "$pid" || return 1
     # Make sure the pid was not reused by an unrelated process.
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "kafka.Kafka $(props_file "$1")" || return 1
+    is_node_jvm "$pid" "$1" || return 1
     echo "$pid"
+}
+# Whether process PID is node N's JVM (its command line runs kafka.Kafka on N's properties).
+is_node_jvm() { # is_node_jvm PID N
+    tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF "kafka.Kafka $(props_file "$2")"
 }
 # running | paused | stopped
 node_state() {
@@ -440,7 +444,7 @@ launch_node() { # launch_node N: starts the JVM, writes the pid file
     # exited (seen once under load: "node 2 exited right after its start" while it started
     # normally). Wait for the exec, at most 10 s, or for the child to die.
     local deadline=$(($(date +%s) + 10))
-    while alive "$pid" && ! tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "kafka.Kafka $(props_file "$n")"; do
+    while alive "$pid" && ! is_node_jvm "$pid" "$n"; do
         (($(date +%s) < deadline)) || break
         sleep 0.05
     done
