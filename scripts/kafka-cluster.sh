@@ -92,22 +92,15 @@ JVM_OPTS=(-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupan
 # The helper JVMs (readiness probes, leader, controller, ...): cheap to start.
 TOOL_JVM_OPTS=(-Xms32m -Xmx128m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.awt.headless=true)
 
-say() { echo "kafka-cluster.sh: $*"; }
-die() {
-    echo "kafka-cluster.sh: error: $*" >&2
-    exit 1
-}
+SCRIPT_NAME=kafka-cluster.sh
+# shellcheck source=scripts/lib/common.sh
+source "$SCRIPT_DIR/lib/common.sh"
 usage() {
     local verbs="start|stop|status|ensure|kill N|start-node N|restart N|bounce N|pause N|resume N|pid N"
     verbs+="|leader TOPIC PARTITION|controller|describe TOPIC|create-topic TOPIC PARTITIONS [RF [KEY=VALUE...]]"
     verbs+="|transactions PREFIX|delete-topic TOPIC"
     echo "usage: $0 $verbs" >&2
     exit 2
-}
-now_ms() { date +%s%3N; }
-elapsed() { # elapsed START_MS -> "1.234s"
-    local ms=$(($(now_ms) - $1))
-    printf '%d.%03ds' $((ms / 1000)) $((ms % 1000))
 }
 
 for v in KAFKA_CLUSTER_START_TIMEOUT KAFKA_CLUSTER_STOP_TIMEOUT; do
@@ -143,18 +136,8 @@ check_node_arg() {
     [[ ${1:-} =~ ^[123]$ ]] || die "node must be 1, 2 or 3, not '${1:-}'"
 }
 
-# One change of the cluster at a time (two fault scripts would otherwise race). Taking it
-# again while held is a no-op.
-LOCKED=0
-lock_cluster() {
-    [[ $LOCKED == 0 ]] || return 0
-    mkdir -p "$KAFKA_CLUSTER_DIR"
-    if command -v flock >/dev/null 2>&1; then
-        exec 9>"$KAFKA_CLUSTER_DIR/.lock"
-        flock -w 300 9 || die "another scripts/kafka-cluster.sh holds $KAFKA_CLUSTER_DIR/.lock for more than 300 s"
-    fi
-    LOCKED=1
-}
+# One change of the cluster at a time (two fault scripts would otherwise race).
+lock_cluster() { lock_dir "$KAFKA_CLUSTER_DIR"; }
 
 # The process state letter of PID (R, S, D, T = stopped, Z = zombie, ...), empty when gone.
 proc_state() {
@@ -222,9 +205,8 @@ controllers_live() {
     echo "${out:-$all}"
 }
 
-need_java() {
-    command -v java >/dev/null 2>&1 ||
-        die "java not found on PATH: Kafka $KAFKA_VERSION needs Java 17+ (Debian: apt-get install openjdk-17-jdk-headless, or run scripts/install-deps.sh)"
+need_jdk() {
+    need_java "Kafka $KAFKA_VERSION"
     command -v javac >/dev/null 2>&1 ||
         die "javac not found on PATH: kafka-cluster.sh compiles a small Admin-client helper (it comes with the JDK: openjdk-17-jdk-headless)"
 }
@@ -256,7 +238,7 @@ TOOL_CP=""
 TOOL_LOG4J=""
 build_tool() {
     [[ -z $TOOL_CP ]] || return 0
-    need_java
+    need_jdk
     resolve_libs
     local dir stamp tmp
     dir=$(dirname "$KAFKA_LIBS")/cluster-tool
@@ -286,12 +268,6 @@ tool() {
         -cp "$TOOL_CP" StreamsKafkaClusterTool "$@" 9>&-
 }
 
-port_open() { timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
-port_owner() {
-    if command -v ss >/dev/null 2>&1; then
-        ss -Hltnp "sport = :$1" 2>/dev/null | head -n1 | sed 's/  */ /g'
-    fi
-}
 check_ports_free() { # check_ports_free N...
     local n port
     for n in "$@"; do
@@ -372,23 +348,8 @@ controller.quorum.election.timeout.ms=1000
 controller.quorum.election.backoff.max.ms=1000
 controller.quorum.request.timeout.ms=2000
 
-# Fast group joins for tests (as in scripts/kafka.sh): no initial rebalance delay, short session timeouts allowed.
-group.initial.rebalance.delay.ms=0
-group.min.session.timeout.ms=1000
-group.consumer.min.session.timeout.ms=6000
-group.consumer.session.timeout.ms=10000
-group.consumer.min.heartbeat.interval.ms=500
-group.consumer.heartbeat.interval.ms=1000
-group.streams.min.session.timeout.ms=6000
-group.streams.session.timeout.ms=10000
-group.streams.min.heartbeat.interval.ms=500
-group.streams.heartbeat.interval.ms=1000
-group.streams.initial.rebalance.delay.ms=0
-
-# Time retention checked once at start-up and then daily (as in scripts/kafka.sh).
-log.retention.hours=24
-log.initial.task.delay.ms=0
-log.retention.check.interval.ms=86400000
+# Fast group joins, time retention checked daily (as the single broker: scripts/lib/common.sh).
+$(test_broker_props)
 EOF
 }
 

@@ -78,16 +78,9 @@ JVM_OPTS=(-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupan
     -XX:+ExplicitGCInvokesConcurrent -XX:MaxInlineLevel=15 -XX:+ExitOnOutOfMemoryError
     -Djava.awt.headless=true)
 
-say() { echo "kafka.sh: $*"; }
-die() {
-    echo "kafka.sh: error: $*" >&2
-    exit 1
-}
-now_ms() { date +%s%3N; }
-elapsed() { # elapsed START_MS -> "1.234s"
-    local ms=$(($(now_ms) - $1))
-    printf '%d.%03ds' $((ms / 1000)) $((ms % 1000))
-}
+SCRIPT_NAME=kafka.sh
+# shellcheck source=scripts/lib/common.sh
+source "$SCRIPT_DIR/lib/common.sh"
 
 case "$KAFKA_PORT$KAFKA_CONTROLLER_PORT$KAFKA_SECURE_PORT" in
 *[!0-9]*) die "KAFKA_PORT ('$KAFKA_PORT'), KAFKA_CONTROLLER_PORT ('$KAFKA_CONTROLLER_PORT') and KAFKA_SECURE_PORT ('$KAFKA_SECURE_PORT') must be numbers" ;;
@@ -99,32 +92,8 @@ check_ports_differ() {
 }
 check_ports_differ
 
-# One start/stop at a time per run dir (two concurrent test scripts would otherwise race).
-# Taking it again while held is a no-op; unlock_run_dir releases it.
-RUN_DIR_LOCKED=0
-lock_run_dir() {
-    [[ $RUN_DIR_LOCKED == 0 ]] || return 0
-    mkdir -p "$KAFKA_RUN_DIR"
-    if command -v flock >/dev/null 2>&1; then
-        exec 9>"$KAFKA_RUN_DIR/.lock"
-        flock -w 300 9 || die "another scripts/kafka.sh holds $KAFKA_RUN_DIR/.lock for more than 300 s"
-    fi
-    RUN_DIR_LOCKED=1
-}
-unlock_run_dir() {
-    exec 9>&-
-    RUN_DIR_LOCKED=0
-}
-
-need_java() {
-    command -v java >/dev/null 2>&1 ||
-        die "java not found on PATH: Kafka $KAFKA_VERSION needs Java 17+ (Debian: apt-get install openjdk-17-jdk-headless, or run scripts/install-deps.sh)"
-    local v
-    v=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)
-    if [[ -n $v && $v -lt 17 ]]; then
-        die "java on PATH is version $v: Kafka $KAFKA_VERSION needs Java 17+"
-    fi
-}
+# One start/stop at a time per run dir.
+lock_run_dir() { lock_dir "$KAFKA_RUN_DIR"; }
 
 # Resolves the broker's jars with Maven once; a marker records a complete resolve of this POM.
 # Serialized per jar cache with a lock of its own (fd 8): kafka.sh and kafka-cluster.sh of
@@ -387,25 +356,8 @@ probe() {
     done
 }
 
-port_open() { timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
-
-port_owner() {
-    if command -v ss >/dev/null 2>&1; then
-        ss -Hltnp "sport = :$1" 2>/dev/null | head -n1 | sed 's/  */ /g'
-    fi
-}
-
 # Prints the pid of the broker of this run dir when it is running, else returns 1.
-running_pid() {
-    [[ -f $PID_FILE ]] || return 1
-    local pid
-    pid=$(cat "$PID_FILE" 2>/dev/null || true)
-    [[ $pid =~ ^[0-9]+$ ]] || return 1
-    kill -0 "$pid" 2>/dev/null || return 1
-    # Make sure the pid was not reused by an unrelated process.
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "kafka.Kafka $PROPS" || return 1
-    echo "$pid"
-}
+running_pid() { live_pid "$PID_FILE" "kafka.Kafka $PROPS"; }
 
 # Reads the ports of an existing server.properties (restart keeps the broker's identity). A
 # file written by an older kafka.sh has no SASL_SSL listener: its secure port is then the
@@ -492,29 +444,9 @@ transaction.state.log.num.partitions=10
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 
-# Fast group joins for tests: no initial rebalance delay, short session timeouts allowed.
-group.initial.rebalance.delay.ms=0
-group.min.session.timeout.ms=1000
-group.consumer.min.session.timeout.ms=6000
-group.consumer.session.timeout.ms=10000
-group.consumer.min.heartbeat.interval.ms=500
-group.consumer.heartbeat.interval.ms=1000
-# Streams groups (KIP-1071, group.protocol=streams): the same short timeouts.
-group.streams.min.session.timeout.ms=6000
-group.streams.session.timeout.ms=10000
-group.streams.min.heartbeat.interval.ms=500
-group.streams.heartbeat.interval.ms=1000
-group.streams.initial.rebalance.delay.ms=0
 
-log.retention.hours=24
-# Some tests write records with fixed timestamps years in the past; the broker deletes a
-# segment whose newest record is older than the topic's retention.ms. Topics of the
-# delete policy are checked by a periodic task: once at start-up, before any test has
-# written, and then daily, not every 5 minutes in the middle of a test. (Topics of the
-# compact,delete policy, such as window-store changelogs, are checked by the log cleaner
-# whatever this says: tests that write to them use recent timestamps.)
-log.initial.task.delay.ms=0
-log.retention.check.interval.ms=86400000
+# Fast group joins, time retention checked daily (scripts/lib/common.sh).
+$(test_broker_props)
 EOF
 }
 
@@ -628,7 +560,7 @@ do_start() { # do_start keep|fresh [announce]
     if [[ -n $announce ]]; then
         say "starting Kafka $KAFKA_VERSION on 127.0.0.1:$KAFKA_PORT, data in $KAFKA_RUN_DIR (a few seconds; the first time also resolves its jars from Maven Central)"
     fi
-    need_java
+    need_java "Kafka $KAFKA_VERSION"
     resolve_kafka
     build_probe
     if [[ $mode == fresh ]]; then
@@ -667,34 +599,7 @@ do_start() { # do_start keep|fresh [announce]
     echo "kafka listening on 127.0.0.1:$KAFKA_PORT"
 }
 
-do_stop() {
-    local t0 pid deadline
-    t0=$(now_ms)
-    lock_run_dir
-    if ! pid=$(running_pid); then
-        rm -f "$PID_FILE"
-        say "kafka not running (run dir $KAFKA_RUN_DIR)"
-        return 0
-    fi
-    kill -TERM "$pid" 2>/dev/null || true
-    deadline=$(($(date +%s) + KAFKA_STOP_TIMEOUT))
-    while kill -0 "$pid" 2>/dev/null && [[ $(date +%s) -lt $deadline ]]; do
-        sleep 0.2
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-        say "broker pid $pid still running after ${KAFKA_STOP_TIMEOUT}s: sending SIGKILL"
-        kill -KILL "$pid" 2>/dev/null || true
-        deadline=$(($(date +%s) + 10))
-        while kill -0 "$pid" 2>/dev/null && [[ $(date +%s) -lt $deadline ]]; do
-            sleep 0.2
-        done
-    fi
-    if kill -0 "$pid" 2>/dev/null; then
-        die "broker pid $pid did not exit even after SIGKILL"
-    fi
-    rm -f "$PID_FILE"
-    say "kafka stopped (pid $pid) in $(elapsed "$t0")"
-}
+do_stop() { stop_service kafka broker "$KAFKA_RUN_DIR" "$KAFKA_STOP_TIMEOUT"; }
 
 do_status() {
     local pid cluster_id
@@ -703,7 +608,7 @@ do_status() {
         return 3
     fi
     ports_from_props
-    need_java
+    need_java "Kafka $KAFKA_VERSION"
     build_probe
     if ! props_current; then
         # Started by an older kafka.sh: it answers, but has no secure listener.
@@ -743,7 +648,7 @@ do_ensure() {
     if pid=$(running_pid); then
         ports_from_props
         if props_current; then
-            need_java
+            need_java "Kafka $KAFKA_VERSION"
             build_probe
             cluster_id=$(probe "$KAFKA_START_TIMEOUT" "$pid" secure) || rc=$?
             if [[ $rc -eq 0 ]]; then
@@ -770,12 +675,12 @@ stop) do_stop ;;
 status) do_status ;;
 restart)
     do_stop
-    unlock_run_dir # release the lock between the two halves
+    unlock_dir # release the lock between the two halves
     do_start keep
     ;;
 ensure) do_ensure ;;
 resolve)
-    need_java
+    need_java "Kafka $KAFKA_VERSION"
     resolve_kafka
     echo "kafka jars in $KAFKA_LIBS"
     ;;

@@ -30,6 +30,7 @@
 #   MAVEN_CENTRAL_URL              Maven repository to fetch from (default Maven Central)
 set -euo pipefail
 
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 APICURIO_VERSION=3.0.9
 STREAMS_CACHE=${STREAMS_CACHE:-$HOME/.cache/streams-rs}
 DIST_DIR=$STREAMS_CACHE/apicurio-registry-$APICURIO_VERSION
@@ -49,38 +50,15 @@ SCHEMA_REGISTRY_STOP_TIMEOUT=${SCHEMA_REGISTRY_STOP_TIMEOUT:-20}
 MAVEN_CENTRAL_URL=${MAVEN_CENTRAL_URL:-https://repo.maven.apache.org/maven2}
 CCOMPAT=/apis/ccompat/v7
 
-say() { echo "schema-registry.sh: $*"; }
-die() {
-    echo "schema-registry.sh: error: $*" >&2
-    exit 1
-}
-now_ms() { date +%s%3N; }
-elapsed() { # elapsed START_MS -> "1.234s"
-    local ms=$(($(now_ms) - $1))
-    printf '%d.%03ds' $((ms / 1000)) $((ms % 1000))
-}
+SCRIPT_NAME=schema-registry.sh
+# shellcheck source=scripts/lib/common.sh
+source "$SCRIPT_DIR/lib/common.sh"
 
 [[ $SCHEMA_REGISTRY_PORT =~ ^[0-9]+$ ]] ||
     die "SCHEMA_REGISTRY_PORT must be a port number, not '$SCHEMA_REGISTRY_PORT'"
 
 # One start/stop at a time per run dir.
-lock_run_dir() {
-    mkdir -p "$RUN_DIR"
-    if command -v flock >/dev/null 2>&1; then
-        exec 9>"$RUN_DIR/.lock"
-        flock -w 300 9 || die "another scripts/schema-registry.sh holds $RUN_DIR/.lock for more than 300 s"
-    fi
-}
-
-need_java() {
-    command -v java >/dev/null 2>&1 ||
-        die "java not found on PATH: Apicurio Registry $APICURIO_VERSION needs Java 17+ (Debian: apt-get install openjdk-17-jdk-headless)"
-    local v
-    v=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)
-    if [[ -n $v && $v -lt 17 ]]; then
-        die "java on PATH is version $v: Apicurio Registry $APICURIO_VERSION needs Java 17+"
-    fi
-}
+lock_run_dir() { lock_dir "$RUN_DIR"; }
 
 need_curl() {
     command -v curl >/dev/null 2>&1 || die "curl not found on PATH (Debian: apt-get install curl)"
@@ -129,20 +107,8 @@ SETTINGS
     say "fetched Apicurio Registry $APICURIO_VERSION in $(elapsed "$t0")"
 }
 
-running_pid() { # prints the pid of the registry of this run dir when it is alive
-    local pid
-    [[ -f $PID_FILE ]] || return 1
-    pid=$(cat "$PID_FILE")
-    [[ $pid =~ ^[0-9]+$ ]] || return 1
-    kill -0 "$pid" 2>/dev/null || return 1
-    # The pid may have been reused by another program since.
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "apicurio-registry-app" || return 1
-    echo "$pid"
-}
-
-port_open() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
+# Prints the pid of the registry of this run dir when it is alive.
+running_pid() { live_pid "$PID_FILE" "apicurio-registry-app"; }
 
 url_of() { echo "http://127.0.0.1:$1$CCOMPAT"; }
 
@@ -181,7 +147,7 @@ do_start() {
         if port_open "$port"; then
             die "port $port on 127.0.0.1 is already in use by another process; stop it or choose another port (SCHEMA_REGISTRY_PORT=...)"
         fi
-        need_java
+        need_java "Apicurio Registry $APICURIO_VERSION"
         need_curl
         resolve
         say "starting Apicurio Registry $APICURIO_VERSION on 127.0.0.1:$port (in-memory storage; 6-60 s)"
@@ -217,29 +183,7 @@ do_start() {
     echo "schema registry listening on $(url_of "$port")"
 }
 
-do_stop() {
-    local t0 pid deadline
-    t0=$(now_ms)
-    lock_run_dir
-    if ! pid=$(running_pid); then
-        rm -f "$PID_FILE"
-        say "schema registry not running (run dir $RUN_DIR)"
-        return 0
-    fi
-    kill -TERM "$pid" 2>/dev/null || true
-    deadline=$(($(date +%s) + SCHEMA_REGISTRY_STOP_TIMEOUT))
-    while kill -0 "$pid" 2>/dev/null && [[ $(date +%s) -lt $deadline ]]; do
-        sleep 0.2
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-        say "registry pid $pid still running after ${SCHEMA_REGISTRY_STOP_TIMEOUT}s: sending SIGKILL"
-        kill -KILL "$pid" 2>/dev/null || true
-        sleep 1
-    fi
-    kill -0 "$pid" 2>/dev/null && die "registry pid $pid did not exit even after SIGKILL"
-    rm -f "$PID_FILE"
-    say "schema registry stopped (pid $pid) in $(elapsed "$t0")"
-}
+do_stop() { stop_service "schema registry" registry "$RUN_DIR" "$SCHEMA_REGISTRY_STOP_TIMEOUT"; }
 
 do_status() {
     local pid port
