@@ -29,6 +29,7 @@ pub mod count;
 pub mod file_aggregation;
 pub mod local_kafka;
 pub mod local_registry;
+pub mod logging;
 pub mod orders;
 pub mod retry;
 pub mod shutdown;

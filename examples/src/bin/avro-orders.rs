@@ -39,9 +39,7 @@ struct Args {
 }
 
 fn main() -> Result<(), MainError> {
-    tracing_subscriber::fmt()
-        .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
-        .init();
+    streams_examples::logging::init_logging();
     let args = Args::parse();
     if args.orders == 0 || args.customers == 0 {
         return Err(ExampleError::Other("--orders and --customers must be at least 1".into()).into());

@@ -38,9 +38,7 @@ struct Args {
 }
 
 fn main() -> Result<(), MainError> {
-    tracing_subscriber::fmt()
-        .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
-        .init();
+    streams_examples::logging::init_logging();
     let args = Args::parse();
     if args.clicks == 0 || args.users == 0 || args.window_secs == 0 {
         return Err(

@@ -82,10 +82,7 @@ struct Args {
 
 fn main() -> Result<(), MainError> {
     // The log goes to stderr; stdout carries the program's own lines (`started`, ...).
-    tracing_subscriber::fmt()
-        .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
-        .with_writer(std::io::stderr)
-        .init();
+    streams_examples::logging::init_logging();
     let a = Args::parse();
     let bootstrap = bootstrap_or_local(a.bootstrap_servers.clone())?;
     let own_state_dir = a.state_dir.is_none();

@@ -64,9 +64,7 @@ enum Command {
 }
 
 fn main() -> Result<(), MainError> {
-    tracing_subscriber::fmt()
-        .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
-        .init();
+    streams_examples::logging::init_logging();
     let args = Args::parse();
     let bootstrap = bootstrap_or_local(args.bootstrap_servers.clone())?;
     let mut tool = DlqTool::new(&bootstrap, &args.topic).with_timeout(Duration::from_secs(args.timeout_secs));

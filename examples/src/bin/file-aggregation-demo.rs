@@ -78,9 +78,7 @@ fn main() -> Result<(), MainError> {
     // thread frees serves the others instead of staying resident in an arena of its own
     // (the resident memory then stays flat as the input grows; docs/benchmarks.md).
     streams_core::limit_malloc_arenas(2);
-    tracing_subscriber::fmt()
-        .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
-        .init();
+    streams_examples::logging::init_logging();
     let args = Args::parse();
     if args.lines == 0 {
         return Err(ExampleError::Other("--lines must be at least 1".into()).into());

@@ -57,9 +57,7 @@ struct Args {
 }
 
 fn main() -> Result<(), MainError> {
-    tracing_subscriber::fmt()
-        .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
-        .init();
+    streams_examples::logging::init_logging();
     let a = Args::parse();
     let bootstrap = bootstrap_or_local(a.bootstrap_servers.clone())?;
     let topics = a

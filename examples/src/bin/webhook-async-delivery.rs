@@ -97,10 +97,7 @@ fn config(bootstrap: &str, app_id: &str, state_dir: &std::path::Path) -> Result<
 }
 
 fn main() -> Result<(), MainError> {
-    tracing_subscriber::fmt()
-        .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
-        .with_writer(std::io::stderr)
-        .init();
+    streams_examples::logging::init_logging();
     let args = Args::parse();
     let bootstrap = bootstrap_or_local(args.bootstrap_servers.clone())?;
     match args.mode {

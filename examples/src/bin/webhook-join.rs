@@ -109,9 +109,7 @@ struct Args {
 }
 
 fn main() -> Result<(), MainError> {
-    tracing_subscriber::fmt()
-        .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
-        .init();
+    streams_examples::logging::init_logging();
     let args = Args::parse();
     let demo = args.demo || args.bootstrap_servers.is_none();
     let delays = parse_delays(args.retry_delays.as_deref().unwrap_or(if demo {
