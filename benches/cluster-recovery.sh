@@ -3,7 +3,7 @@
 #
 #   bash benches/cluster-recovery.sh [RUNS] [TEST...]
 #
-# Runs each fault scenario of examples/tests/cluster_faults.rs RUNS times (3 by default; the
+# Runs each fault scenario of examples/tests/cluster_faults/ RUNS times (3 by default; the
 # scenarios: every `three_brokers_*` test unless TEST names some) and prints, per scenario,
 # the time from "broker back" (`start-node`, `restart` or `resume` returned) to the group's
 # next committed offset: on the first input partition and on every one, p50 and max over

@@ -16,7 +16,7 @@
 //! the test. The instances' output and logs (`RUST_LOG`, default
 //! `info,streams_core::runtime=debug`) go to `<target>/tmp/eos-churn/<application id>/{A,B}.log`,
 //! named in every failure and removed after a pass. The instances, the feeder and the check of
-//! what was committed are shared with `cluster_faults.rs` (`common/{instance,feed,verify}.rs`).
+//! what was committed are shared with `cluster_faults` (`common/{instance,feed,verify}.rs`).
 //!
 //! Two failures this test found are prevented by the runtime reading the start offsets of
 //! assigned partitions itself (`streams-core/src/runtime/topics/start_offsets.rs`): librdkafka

@@ -32,7 +32,17 @@ impl Run {
     /// A fresh application id and fresh topics (with an audit topic) of `partitions`
     /// partitions, all named after `prefix`.
     pub fn create(bootstrap: String, prefix: &str, partitions: i32) -> Self {
-        let topics = CountTopics::create(&bootstrap, prefix, partitions, true);
+        Self::create_with_audit(bootstrap, prefix, partitions, &[])
+    }
+
+    /// [`create`](Self::create) with an audit topic of the topic configs `audit_configs`.
+    pub fn create_with_audit(
+        bootstrap: String,
+        prefix: &str,
+        partitions: i32,
+        audit_configs: &[(&str, &str)],
+    ) -> Self {
+        let topics = CountTopics::create_with(&bootstrap, prefix, partitions, Some(audit_configs));
         Self {
             bootstrap,
             instance_bootstrap: None,

@@ -33,16 +33,27 @@ pub struct CountTopics {
 impl CountTopics {
     /// Creates fresh topics named after `prefix`, with `partitions` partitions each.
     pub fn create(bootstrap: &str, prefix: &str, partitions: i32, audit: bool) -> Self {
+        let audit_configs = audit.then_some(&[][..]);
+        Self::create_with(bootstrap, prefix, partitions, audit_configs)
+    }
+
+    /// [`create`](Self::create), with an audit topic of the topic configs `audit_configs`
+    /// where given.
+    pub fn create_with(
+        bootstrap: &str,
+        prefix: &str,
+        partitions: i32,
+        audit_configs: Option<&[(&str, &str)]>,
+    ) -> Self {
         let topics = Self {
             input: kafka::unique_name(&format!("{prefix}-in")),
             output: kafka::unique_name(&format!("{prefix}-out")),
-            audit: audit.then(|| kafka::unique_name(&format!("{prefix}-audit"))),
+            audit: audit_configs.map(|_| kafka::unique_name(&format!("{prefix}-audit"))),
         };
-        for topic in [Some(&topics.input), Some(&topics.output), topics.audit.as_ref()]
-            .into_iter()
-            .flatten()
-        {
-            kafka::create_topic(bootstrap, topic, partitions, &[]).unwrap();
+        kafka::create_topic(bootstrap, &topics.input, partitions, &[]).unwrap();
+        kafka::create_topic(bootstrap, &topics.output, partitions, &[]).unwrap();
+        if let (Some(audit), Some(configs)) = (&topics.audit, audit_configs) {
+            kafka::create_topic(bootstrap, audit, partitions, configs).unwrap();
         }
         topics
     }

@@ -35,10 +35,15 @@
 //! - `three_brokers_long_eos_survives_controller_kills`: the active KRaft controller
 //!   bounced, `CLUSTER_FAULT_ROUNDS` times;
 //! - `three_brokers_long_eos_survives_the_whole_cluster_paused`: every node paused for
-//!   `CLUSTER_ALL_DOWN_S` seconds (60 by default), then resumed.
+//!   `CLUSTER_ALL_DOWN_S` seconds (60 by default), then resumed;
+//! - `three_brokers_long_eos_survives_the_whole_cluster_killed`: every node killed
+//!   (SIGKILL), the cluster down for `CLUSTER_ALL_DOWN_S` seconds, then started again.
 //!
 //! The instances join with the classic group protocol unless `CLUSTER_GROUP_PROTOCOL` names
-//! another (`consumer`, `streams`).
+//! another (`consumer`, `streams`). `CLUSTER_GUARANTEE=at_least_once` (or `exactly_once_v2`)
+//! runs every scenario under that guarantee, whatever its name says. `CLUSTER_KILL_INSTANCE=1`
+//! also kills an instance (SIGKILL) during every fault, A, B, C in turn, and starts it again
+//! (`faults.rs`).
 //!
 //! After the faults the feeder runs 5 s more and stops; once the group has committed every
 //! input offset, the instances stop cleanly (SIGTERM, exit 0) and what was committed is read
@@ -64,12 +69,17 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+#[path = "../common/mod.rs"]
 mod common;
+mod faults;
+mod recovery;
 
-use common::cluster::{Cluster, cluster_bootstrap, env_number};
-use common::feed::{FeedPlan, Feeder, IDLE_LIMIT, committed_reader, read_committed, wait_processed};
-use common::instance::{Instance, Run, check_all_alive, logs_dir, logs_of, remove_logs, stalled};
+use common::cluster::{Cluster, cluster_bootstrap};
+use common::feed::{FeedPlan, Feeder, wait_processed};
+use common::instance::{Instance, Run, logs_dir, logs_of, remove_logs};
 use common::verify::{Guarantee, verify, verify_smoke};
+use faults::{Faults, Injection};
+use recovery::{Recovery, recovery, sleep_alive};
 use streams_examples::smoke::SmokeTopics;
 use streams_test_utils::kafka;
 
@@ -77,77 +87,12 @@ const PARTITIONS: i32 = 6;
 const THREADS: &str = "2";
 /// The instances, each of [`THREADS`] stream threads.
 const INSTANCES: [&str; 3] = ["A", "B", "C"];
-/// How long into a pause instance A is killed, and how long after that it starts again.
-const CRASH_AFTER: Duration = Duration::from_secs(5);
 /// ~1,000 records/s over 60 keys. Each record is retried by the idempotent producer for up to
 /// 5 minutes, longer than any fault here: a failed delivery report then means the record
 /// was not written, and it is written again.
 const FEED: FeedPlan = FeedPlan::new(60, 100).retrying_for(Duration::from_secs(300));
-/// Between a broker's return and the next fault, at least.
-const BETWEEN_FAULTS: Duration = Duration::from_secs(10);
 /// The input keeps flowing this long after the last fault.
 const AFTER_FAULTS: Duration = Duration::from_secs(5);
-
-#[derive(Debug, Clone, Copy)]
-enum Faults {
-    /// This many rounds of: `bounce` the leader of an input partition (0, 1, ...).
-    Bounces(usize),
-    /// `pause` the leader of input partition 0 this long, then `resume` it.
-    Pause(Duration),
-    /// This many rounds of: `bounce` the active KRaft controller.
-    ControllerBounces(usize),
-    /// `pause` every node this long (the whole cluster unreachable), then `resume` them.
-    PauseAll(Duration),
-    /// `pause` the node of the application's group coordinator this long, then `resume` it.
-    PauseGroupCoordinator(Duration),
-    /// `pause` the leader of input partition 0 this long; during it kill instance A
-    /// (SIGKILL) and start it again.
-    PauseAndKillInstance(Duration),
-    /// Instances A and B alone until every input partition is committed; then C starts and
-    /// `CLUSTER_REBALANCE_PAUSE_AFTER_MS` (1,500 by default) later, while tasks move to it,
-    /// the group coordinator's node is paused this long.
-    PauseCoordinatorMidRebalance(Duration),
-    /// `restart` (a clean stop and start) each node in turn.
-    RollingRestart,
-    /// The instances know the cluster through one node only, the group coordinator's:
-    /// `pause` it and wait, while it is paused, until the group commits again on every
-    /// input partition; then `resume` it.
-    PauseOnlyBootstrap,
-}
-
-impl Faults {
-    /// `CLUSTER_FAULT_ROUNDS` bounces (2 by default).
-    fn bounces() -> Self {
-        Self::Bounces(env_number("CLUSTER_FAULT_ROUNDS", 2) as usize)
-    }
-
-    /// A pause of `CLUSTER_PAUSE_S` seconds (30 by default).
-    fn pause() -> Self {
-        Self::Pause(Duration::from_secs(env_number("CLUSTER_PAUSE_S", 30)))
-    }
-
-    /// `CLUSTER_FAULT_ROUNDS` controller bounces (2 by default).
-    fn controller_bounces() -> Self {
-        Self::ControllerBounces(env_number("CLUSTER_FAULT_ROUNDS", 2) as usize)
-    }
-
-    /// Every node paused for `CLUSTER_ALL_DOWN_S` seconds (60 by default).
-    fn pause_all() -> Self {
-        Self::PauseAll(Duration::from_secs(env_number("CLUSTER_ALL_DOWN_S", 60)))
-    }
-
-    /// The group coordinator's node paused for `CLUSTER_PAUSE_S` seconds (30 by default).
-    fn pause_group_coordinator() -> Self {
-        Self::PauseGroupCoordinator(Duration::from_secs(env_number("CLUSTER_PAUSE_S", 30)))
-    }
-
-    /// A pause of `CLUSTER_PAUSE_S` seconds (30 by default, at least 15) with an instance
-    /// killed during it.
-    fn pause_and_kill_instance() -> Self {
-        let pause = Duration::from_secs(env_number("CLUSTER_PAUSE_S", 30));
-        Self::PauseAndKillInstance(pause.max(CRASH_AFTER * 3))
-    }
-}
 
 #[test]
 fn three_brokers_eos_survives_partition_leader_kills() {
@@ -177,11 +122,10 @@ fn three_brokers_long_eos_survives_an_instance_killed_during_a_pause() {
 #[test]
 fn three_brokers_long_eos_survives_a_coordinator_paused_mid_rebalance() {
     let test = "three_brokers_long_eos_survives_a_coordinator_paused_mid_rebalance";
-    let pause = Duration::from_secs(env_number("CLUSTER_PAUSE_S", 30));
     scenario(
         test,
         Guarantee::ExactlyOnce,
-        Faults::PauseCoordinatorMidRebalance(pause),
+        Faults::pause_coordinator_mid_rebalance(),
     );
 }
 
@@ -214,6 +158,14 @@ fn three_brokers_long_eos_survives_controller_kills() {
 fn three_brokers_long_eos_survives_the_whole_cluster_paused() {
     let test = "three_brokers_long_eos_survives_the_whole_cluster_paused";
     scenario(test, Guarantee::ExactlyOnce, Faults::pause_all());
+}
+
+/// In the full run only: every node killed (SIGKILL), the whole cluster down for a minute,
+/// then started again; the application must resume by itself.
+#[test]
+fn three_brokers_long_eos_survives_the_whole_cluster_killed() {
+    let test = "three_brokers_long_eos_survives_the_whole_cluster_killed";
+    scenario(test, Guarantee::ExactlyOnce, Faults::kill_all());
 }
 
 /// The broker that holds the group's offsets paused: every commit of the application needs
@@ -252,87 +204,19 @@ fn group_protocol() -> Option<String> {
     Some(protocol)
 }
 
-/// How long one read of the group's committed offsets may take during a recovery wait.
-const READ_LIMIT: Duration = Duration::from_secs(5);
-
-/// How long the group took to commit again after a fault ended: until the committed offset
-/// of one input partition moved, and of every one.
-struct Recovery {
-    first: Duration,
-    all: Duration,
-}
-
-/// Waits until the group has committed beyond `from` (where it had committed when the
-/// wait began when `None`) on every input partition, polling every 200 ms; fails after
-/// [`IDLE_LIMIT`] or when an instance dies.
-fn recovery(run: &Run, from: Option<BTreeMap<i32, i64>>, instances: &mut [Instance]) -> Recovery {
-    let began = Instant::now();
-    let mut from = from;
-    let mut first = None;
-    let mut last_error: Option<Instant> = None;
-    let mut reader = committed_reader(run);
-    loop {
-        check_all_alive(instances);
-        // The committed offsets may not be readable for a while after a fault; a failed
-        // read is said (at most every 10 s), since it delays what the wait measures. A read
-        // waits at most READ_LIMIT, so one stuck read delays the measurement by no more.
-        let read = read_committed(&mut reader, READ_LIMIT);
-        if let Err(e) = &read
-            && last_error.is_none_or(|at| at.elapsed() >= Duration::from_secs(10))
-        {
-            eprintln!(
-                "{}: {:.1} s into the wait: reading the group's committed offsets failed: {e}",
-                run.app,
-                began.elapsed().as_secs_f64()
-            );
-            last_error = Some(Instant::now());
-        }
-        if let Err(e) = &read
-            && began.elapsed() >= IDLE_LIMIT
-        {
-            stalled(
-                instances,
-                &format!("the group's committed offsets could not be read for {IDLE_LIMIT:?}: {e}"),
-            );
-        }
-        if let Ok(now) = read {
-            let from = from.get_or_insert_with(|| now.clone());
-            let moved = |p: &i32| now.get(p).copied().unwrap_or(0) > from.get(p).copied().unwrap_or(0);
-            if first.is_none() && (0..PARTITIONS).any(|p| moved(&p)) {
-                first = Some(began.elapsed());
-            }
-            let stuck: Vec<i32> = (0..PARTITIONS).filter(|p| !moved(p)).collect();
-            if stuck.is_empty() {
-                return Recovery {
-                    first: first.unwrap_or_default(),
-                    all: began.elapsed(),
-                };
-            }
-            if began.elapsed() >= IDLE_LIMIT {
-                stalled(
-                    instances,
-                    &format!(
-                        "the group's committed offsets of input partitions {stuck:?} have not \
-                         moved in {IDLE_LIMIT:?} (committed {from:?} at the start of the wait, \
-                         {now:?} now)"
-                    ),
-                );
-            }
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// Sleeps `how_long`, checking every 500 ms that the instances are alive.
-fn sleep_alive(how_long: Duration, instances: &mut [Instance]) {
-    let until = Instant::now() + how_long;
-    while Instant::now() < until {
-        check_all_alive(instances);
-        std::thread::sleep(Duration::from_millis(500).min(until.saturating_duration_since(Instant::now())));
+/// The guarantee `CLUSTER_GUARANTEE` names (`exactly_once_v2`, `at_least_once`), which runs
+/// every scenario under it; `default` otherwise.
+fn guarantee_or(default: Guarantee) -> Guarantee {
+    match std::env::var("CLUSTER_GUARANTEE").as_deref().map(str::trim) {
+        Err(_) => default,
+        Ok("exactly_once_v2") => Guarantee::ExactlyOnce,
+        Ok("at_least_once") => Guarantee::AtLeastOnce,
+        Ok(other) => panic!("CLUSTER_GUARANTEE={other}: not exactly_once_v2 or at_least_once"),
     }
 }
 
 fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
+    let guarantee = guarantee_or(guarantee);
     let Some(bootstrap) = cluster_bootstrap(test) else {
         return;
     };
@@ -357,12 +241,17 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
     let run = run;
     let smoke = smoke();
     eprintln!(
-        "{test}: application {} ({}, {} group protocol, {} topology), faults {faults:?}, logs \
-         in {}",
+        "{test}: application {} ({}, {} group protocol, {} topology), faults {faults:?}{}, \
+         logs in {}",
         run.app,
         guarantee.config(),
         protocol.as_deref().unwrap_or("classic"),
         if smoke { "smoke" } else { "count" },
+        if faults::kill_instances() {
+            " with an instance killed during each"
+        } else {
+            ""
+        },
         logs.display()
     );
     if smoke {
@@ -370,8 +259,7 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
             kafka::create_topic(&run.bootstrap, topic, PARTITIONS, &[]).unwrap();
         }
     }
-    let input = run.topics.input.clone();
-    let feeder = Feeder::start(&run.bootstrap, &input, FEED);
+    let feeder = Feeder::start(&run.bootstrap, &run.topics.input, FEED);
     // At least once, a commit every second rather than every 30 s: the recovery is measured
     // by the committed offsets.
     let mut args = vec!["--threads", THREADS];
@@ -397,139 +285,10 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
         warm_up.all.as_secs_f64()
     );
 
-    let mut recoveries: Vec<Recovery> = Vec::new();
-    let mut fault = |what: String, back: Instant, instances: &mut [Instance]| {
-        let r = recovery(&run, None, instances);
-        eprintln!(
-            "{test}: {:5.1} s: after {what}: committed offsets moved again {:.1} s after the \
-             broker was back, on every input partition after {:.1} s",
-            started.elapsed().as_secs_f64(),
-            r.first.as_secs_f64(),
-            r.all.as_secs_f64()
-        );
-        recoveries.push(r);
-        sleep_alive(BETWEEN_FAULTS.saturating_sub(back.elapsed()), instances);
-    };
-    match faults {
-        Faults::Bounces(rounds) => {
-            for round in 0..rounds {
-                let partition = round as i32 % PARTITIONS;
-                let node = cluster.leader(&input, partition);
-                cluster.on("bounce", node);
-                let what = format!(
-                    "bounce {} of {rounds}: node {node} (leader of input partition {partition})",
-                    round + 1
-                );
-                fault(what, Instant::now(), &mut instances);
-            }
-        }
-        Faults::Pause(pause) => {
-            let node = cluster.leader(&input, 0);
-            cluster.on("pause", node);
-            sleep_alive(pause, &mut instances);
-            cluster.on("resume", node);
-            let what = format!("a pause of {pause:?}: node {node} (leader of input partition 0)");
-            fault(what, Instant::now(), &mut instances);
-        }
-        Faults::ControllerBounces(rounds) => {
-            for round in 0..rounds {
-                let node: u32 = cluster
-                    .run(&["controller"], false)
-                    .trim()
-                    .parse()
-                    .expect("the active controller's node id");
-                cluster.on("bounce", node);
-                let what = format!("controller bounce {} of {rounds}: node {node}", round + 1);
-                fault(what, Instant::now(), &mut instances);
-            }
-        }
-        Faults::PauseGroupCoordinator(pause) => {
-            let node = cluster.group_coordinator(&run.app);
-            cluster.on("pause", node);
-            sleep_alive(pause, &mut instances);
-            cluster.on("resume", node);
-            let what = format!("a pause of {pause:?}: node {node} (the group coordinator)");
-            fault(what, Instant::now(), &mut instances);
-        }
-        Faults::PauseAndKillInstance(pause) => {
-            let node = cluster.leader(&input, 0);
-            cluster.on("pause", node);
-            let resume_at = Instant::now() + pause;
-            sleep_alive(CRASH_AFTER, &mut instances);
-            instances[0].crash();
-            eprintln!(
-                "{test}: {:5.1} s: instance A killed",
-                started.elapsed().as_secs_f64()
-            );
-            sleep_alive(CRASH_AFTER, &mut instances);
-            instances[0].start(&run);
-            eprintln!(
-                "{test}: {:5.1} s: instance A started again",
-                started.elapsed().as_secs_f64()
-            );
-            sleep_alive(
-                resume_at.saturating_duration_since(Instant::now()),
-                &mut instances,
-            );
-            cluster.on("resume", node);
-            let what = format!(
-                "a pause of {pause:?} of node {node} (leader of input partition 0), instance A \
-                 killed and started again during it"
-            );
-            fault(what, Instant::now(), &mut instances);
-        }
-        Faults::PauseOnlyBootstrap => {
-            let node = only_bootstrap.expect("chosen at the start");
-            cluster.on("pause", node);
-            let paused = Instant::now();
-            let r = recovery(&run, None, &mut instances);
-            eprintln!(
-                "{test}: {:5.1} s: with node {node}, the only bootstrap broker and the group \
-                 coordinator, paused: committed offsets moved again {:.1} s after the pause, \
-                 on every input partition after {:.1} s",
-                started.elapsed().as_secs_f64(),
-                r.first.as_secs_f64(),
-                r.all.as_secs_f64()
-            );
-            sleep_alive(BETWEEN_FAULTS.saturating_sub(paused.elapsed()), &mut instances);
-            cluster.on("resume", node);
-            fault(format!("node {node} resumed"), Instant::now(), &mut instances);
-        }
-        Faults::PauseCoordinatorMidRebalance(pause) => {
-            let node = cluster.group_coordinator(&run.app);
-            instances[2].start(&run);
-            let after = Duration::from_millis(env_number("CLUSTER_REBALANCE_PAUSE_AFTER_MS", 1500));
-            sleep_alive(after, &mut instances);
-            cluster.on("pause", node);
-            sleep_alive(pause, &mut instances);
-            cluster.on("resume", node);
-            let what = format!(
-                "a pause of {pause:?}: node {node} (the group coordinator), {after:?} after C started"
-            );
-            fault(what, Instant::now(), &mut instances);
-        }
-        Faults::RollingRestart => {
-            for node in 1..=3 {
-                cluster.on("restart", node);
-                fault(
-                    format!("a clean restart of node {node}"),
-                    Instant::now(),
-                    &mut instances,
-                );
-            }
-        }
-        Faults::PauseAll(pause) => {
-            for node in 1..=3 {
-                cluster.on("pause", node);
-            }
-            sleep_alive(pause, &mut instances);
-            for node in 1..=3 {
-                cluster.on("resume", node);
-            }
-            let what = format!("every node paused for {pause:?}");
-            fault(what, Instant::now(), &mut instances);
-        }
-    }
+    let mut injection = Injection::new(test, started, &cluster, &run, &mut instances);
+    injection.only_bootstrap = only_bootstrap;
+    injection.inject(faults);
+    let recoveries = injection.recoveries;
 
     sleep_alive(AFTER_FAULTS, &mut instances);
     let fed = feeder.stop();
