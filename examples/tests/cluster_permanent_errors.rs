@@ -1,6 +1,7 @@
 //! Permanent errors on the three-broker cluster of `scripts/kafka-cluster.sh`, where topics
 //! are not created on demand (`auto.create.topics.enable=false`, as in production): an
-//! output topic deleted while an exactly-once application writes to it.
+//! output topic deleted while an exactly-once application writes to it, and records larger
+//! than an output topic takes.
 //!
 //! With the default production handler (`log_and_fail`) the stream thread must fail with
 //! an error that names the topic, rather than abort and retry its transaction forever or
@@ -9,7 +10,13 @@
 //! application goes on: every input is then in the audit topic exactly once (read with
 //! `read_committed`) and no thread fails.
 //!
-//! Run like `cluster_faults.rs` (see there); `scripts/test.sh` runs it with the short fault
+//! With the `dead_letter_queue` handler, inputs of 5,000 bytes among the small ones, whose
+//! copies the audit topic (`max.message.bytes=4000`) refuses, go to the dead-letter topic
+//! with their original bytes and the broker's reason, exactly once under exactly-once (at
+//! least once under at-least-once), and every small input is in the audit topic exactly once
+//! (at least once).
+//!
+//! Run like `cluster_faults` (see `cluster_faults/main.rs`); `scripts/test.sh` runs it with the short fault
 //! suite.
 
 use std::time::{Duration, Instant};
@@ -18,8 +25,10 @@ mod common;
 
 use common::cluster::{Cluster, cluster_bootstrap};
 use common::feed::{FeedPlan, Feeder, wait_committed, wait_processed};
-use common::instance::{Instance, Run, logs_dir, logs_of, remove_logs};
+use common::instance::{Instance, Run, check_all_alive, logs_dir, logs_of, remove_logs};
 use common::verify::{Guarantee, verify_audit};
+use streams_core::handlers::headers::{EXCEPTION, MESSAGE, TOPIC};
+use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
 
 /// ~200 records/s over 20 keys.
 const FEED: FeedPlan = FeedPlan::new(20, 20);
@@ -157,4 +166,139 @@ fn three_brokers_eos_skips_records_for_an_output_topic_deleted_while_it_runs() {
         "{test}: transactions left open after a clean stop"
     );
     remove_logs(&logs);
+}
+
+/// Inputs too large for the audit topic, written among the feeder's.
+const LARGE: usize = 6;
+
+/// Two instances of one stream thread each under `guarantee` with the `dead_letter_queue`
+/// production handler; [`LARGE`] inputs of 5,000 bytes written one every 2 s among ~200
+/// small ones a second. Every small input in the audit topic, every large one in the
+/// dead-letter topic with its bytes and the broker's reason (once each under exactly-once).
+fn dead_letters_records_too_large(test: &'static str, guarantee: Guarantee) {
+    let Some(bootstrap) = cluster_bootstrap(test) else {
+        return;
+    };
+    let cluster = Cluster::new(test, Instant::now());
+    let run = Run::create_with_audit(bootstrap, "cluster-large", 2, &[("max.message.bytes", "4000")]);
+    let dlq = kafka::unique_name("cluster-large-dlq");
+    kafka::create_topic(&run.bootstrap, &dlq, 2, &[]).unwrap();
+    let logs = logs_dir("cluster-errors", &run.app);
+    let feeder = Feeder::start(&run.bootstrap, &run.topics.input, FEED);
+    let dead_letters = format!("errors.dead.letter.queue.topic.name={dlq}");
+    // Small records batch up to 3,000 bytes, under the audit topic's limit.
+    let args = [
+        "--threads",
+        "1",
+        "--property",
+        "production.exception.handler=dead_letter_queue",
+        "--property",
+        &dead_letters,
+        "--property",
+        "producer.batch.size=3000",
+    ];
+    let mut instances = Instance::named(["A", "B"], &logs, guarantee.config(), &args);
+    for instance in &mut instances {
+        instance.start(&run);
+    }
+    wait_committed(test, &run, 500, &mut instances[0]);
+    for i in 0..LARGE {
+        let record = ProduceRecord::new(format!("large-{i}"), vec![b'x'; 5_000]);
+        kafka::produce(
+            &run.bootstrap,
+            &run.topics.input,
+            &[record],
+            Duration::from_secs(60),
+        )
+        .unwrap();
+        let until = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < until {
+            check_all_alive(&mut instances);
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    let fed = feeder.stop();
+    wait_processed(&run, &fed.ends, &mut instances);
+    for instance in &mut instances {
+        instance.leave();
+    }
+    let aborts: usize = instances
+        .iter()
+        .map(|i| i.log_matches("aborting the transaction"))
+        .sum();
+    let report = verify_audit(&run.bootstrap, run.topics.audit(), &fed, guarantee);
+    let mut per_key: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut problems = Vec::new();
+    let dead = kafka::consume_all(
+        &run.bootstrap,
+        &dlq,
+        ConsumeUntil::Idle(Duration::ZERO),
+        Duration::from_secs(60),
+        true,
+    )
+    .unwrap();
+    for r in &dead {
+        let key = r.key_str().unwrap_or_default();
+        *per_key.entry(key.clone()).or_default() += 1;
+        let len = r.value.as_ref().map_or(0, Vec::len);
+        let message = r.header_str(MESSAGE).unwrap_or_default();
+        if !key.starts_with("large-")
+            || len != 5_000
+            || r.header_str(EXCEPTION).as_deref() != Some("production")
+            || r.header_str(TOPIC).as_deref() != Some(run.topics.audit())
+            || !message.contains("too large")
+        {
+            problems.push(format!("dead letter {key}: {len} bytes, reason {message:?}"));
+        }
+    }
+    for i in 0..LARGE {
+        let key = format!("large-{i}");
+        let n = per_key.get(&key).copied().unwrap_or(0);
+        if n == 0 || (n > 1 && guarantee == Guarantee::ExactlyOnce) {
+            problems.push(format!("{key} is {n} times in the dead-letter topic"));
+        }
+    }
+    eprintln!(
+        "{test}: {} small inputs, {} committed audit records ({} missing, {} duplicated); {} dead \
+         letters of {LARGE} large inputs; {aborts} transactions aborted",
+        fed.records(),
+        report.audit_records,
+        report.missing,
+        report.duplicated,
+        dead.len(),
+    );
+    report.assert_ok(&logs_of(&instances));
+    assert!(
+        problems.is_empty(),
+        "{test}: {problems:#?}; see {}",
+        logs_of(&instances)
+    );
+    let dead_threads: usize = instances.iter().map(Instance::threads_failed).sum();
+    assert_eq!(
+        dead_threads,
+        0,
+        "stream threads dead; see {}",
+        logs_of(&instances)
+    );
+    assert!(
+        cluster.open_transactions(&format!("{}-", run.app)).is_empty(),
+        "{test}: transactions left open after a clean stop"
+    );
+    remove_logs(&logs);
+}
+
+#[test]
+fn three_brokers_eos_dead_letters_records_larger_than_the_topic_takes() {
+    dead_letters_records_too_large(
+        "three_brokers_eos_dead_letters_records_larger_than_the_topic_takes",
+        Guarantee::ExactlyOnce,
+    );
+}
+
+#[test]
+fn three_brokers_alos_dead_letters_records_larger_than_the_topic_takes() {
+    dead_letters_records_too_large(
+        "three_brokers_alos_dead_letters_records_larger_than_the_topic_takes",
+        Guarantee::AtLeastOnce,
+    );
 }
