@@ -13,6 +13,7 @@ use crate::KeyRange;
 use crate::changelog::ChangelogRecord;
 use crate::error::{Result, StoreError};
 use crate::iter::KeyValueIter;
+use crate::layer::delegate_to_inner;
 use crate::overlay::{count_over, overlay};
 use crate::store::{FlushListener, KeyValueStore, StateStore, StoreStats};
 use crate::thread_cache::ThreadCache;
@@ -374,12 +375,8 @@ impl CachingKeyValueStore {
 }
 
 impl StateStore for CachingKeyValueStore {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn persistent(&self) -> bool {
-        self.inner.persistent()
-    }
+    delegate_to_inner!(name, persistent);
+
     fn is_open(&self) -> bool {
         self.open && self.inner.is_open()
     }
@@ -494,17 +491,7 @@ impl KeyValueStore for CachingKeyValueStore {
         self.inner.restore_batch(batch)
     }
 
-    fn checkpoint(&self) -> Result<Option<i64>> {
-        self.inner.checkpoint()
-    }
-
-    fn write_checkpoint(&mut self, offset: Option<i64>) -> Result<()> {
-        self.inner.write_checkpoint(offset)
-    }
-
-    fn commit_writes(&mut self, checkpoint: Option<i64>) -> Result<()> {
-        self.inner.commit_writes(checkpoint)
-    }
+    delegate_to_inner!(checkpoint, write_checkpoint, commit_writes);
 
     /// Tells `listener` about every dirty entry written down from now on (see
     /// [`FlushListener`]; `None` as the old value unless `old_values`, which costs a read

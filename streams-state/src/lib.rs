@@ -24,6 +24,7 @@ mod flushed;
 mod handle;
 mod iter;
 mod kind;
+mod layer;
 mod logging;
 mod memory;
 mod overlay;

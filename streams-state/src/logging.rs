@@ -6,10 +6,11 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 
-use crate::changelog::{ChangelogError, ChangelogRecord, ChangelogSink};
+use crate::changelog::{ChangelogError, ChangelogSink};
 use crate::error::{Result, StoreError};
 use crate::iter::KeyValueIter;
-use crate::store::{KeyValueStore, StateStore, StoreStats};
+use crate::layer::delegate_to_inner;
+use crate::store::{KeyValueStore, StateStore};
 
 /// A store that logs every change of its inner store.
 ///
@@ -66,15 +67,8 @@ fn tombstones(store: &str, keys: KeyValueIter<'_>, sink: &mut dyn ChangelogSink)
 }
 
 impl StateStore for ChangeLoggingKeyValueStore {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn persistent(&self) -> bool {
-        self.inner.persistent()
-    }
-    fn is_open(&self) -> bool {
-        self.inner.is_open()
-    }
+    delegate_to_inner!(name, persistent, is_open, stats);
+
     fn flush(&mut self) -> Result<()> {
         self.inner.flush()?;
         let store = self.inner.name();
@@ -87,15 +81,22 @@ impl StateStore for ChangeLoggingKeyValueStore {
         self.flush()?;
         self.inner.close()
     }
-    fn stats(&self) -> StoreStats {
-        self.inner.stats()
-    }
 }
 
 impl KeyValueStore for ChangeLoggingKeyValueStore {
-    fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
-        self.inner.get(key)
-    }
+    delegate_to_inner!(
+        get,
+        range,
+        reverse_range,
+        prefix_scan,
+        all,
+        reverse_all,
+        approximate_num_entries,
+        restore_batch,
+        checkpoint,
+        write_checkpoint,
+        commit_writes,
+    );
 
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         self.inner.put(key, value)?;
@@ -121,30 +122,6 @@ impl KeyValueStore for ChangeLoggingKeyValueStore {
         Ok(old)
     }
 
-    fn range(&self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<KeyValueIter<'_>> {
-        self.inner.range(from, to)
-    }
-
-    fn reverse_range(&self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<KeyValueIter<'_>> {
-        self.inner.reverse_range(from, to)
-    }
-
-    fn prefix_scan(&self, prefix: &[u8]) -> Result<KeyValueIter<'_>> {
-        self.inner.prefix_scan(prefix)
-    }
-
-    fn all(&self) -> Result<KeyValueIter<'_>> {
-        self.inner.all()
-    }
-
-    fn reverse_all(&self) -> Result<KeyValueIter<'_>> {
-        self.inner.reverse_all()
-    }
-
-    fn approximate_num_entries(&self) -> Result<u64> {
-        self.inner.approximate_num_entries()
-    }
-
     fn delete_range(&mut self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<()> {
         tombstones(self.inner.name(), self.inner.range(from, to)?, self.sink.as_mut())?;
         self.inner.delete_range(from, to)
@@ -158,28 +135,12 @@ impl KeyValueStore for ChangeLoggingKeyValueStore {
         )?;
         self.inner.delete_prefix(prefix)
     }
-
-    fn restore_batch(&mut self, batch: &[ChangelogRecord]) -> Result<()> {
-        self.inner.restore_batch(batch)
-    }
-
-    fn checkpoint(&self) -> Result<Option<i64>> {
-        self.inner.checkpoint()
-    }
-
-    fn write_checkpoint(&mut self, offset: Option<i64>) -> Result<()> {
-        self.inner.write_checkpoint(offset)
-    }
-
-    fn commit_writes(&mut self, checkpoint: Option<i64>) -> Result<()> {
-        self.inner.commit_writes(checkpoint)
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{InMemoryKeyValueStore, VecChangelog};
+    use crate::{ChangelogRecord, InMemoryKeyValueStore, VecChangelog};
 
     struct FailingSink;
     impl ChangelogSink for FailingSink {

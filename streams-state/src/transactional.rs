@@ -33,8 +33,9 @@ use crate::bounds::KeyRange;
 use crate::changelog::ChangelogRecord;
 use crate::error::Result;
 use crate::iter::KeyValueIter;
+use crate::layer::delegate_to_inner;
 use crate::overlay::{count_over, overlay};
-use crate::store::{KeyValueStore, StateStore, StoreStats};
+use crate::store::{KeyValueStore, StateStore};
 
 /// A store whose writes wait for [`commit_writes`](crate::KeyValueStore::commit_writes); see
 /// the module docs.
@@ -102,27 +103,20 @@ impl TransactionalKeyValueStore {
 }
 
 impl StateStore for TransactionalKeyValueStore {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn persistent(&self) -> bool {
-        self.inner.persistent()
-    }
-    fn is_open(&self) -> bool {
-        self.inner.is_open()
-    }
-    /// Flushes what is committed; the pending changes wait for `commit_writes`.
-    fn flush(&mut self) -> Result<()> {
-        self.inner.flush()
-    }
+    delegate_to_inner!(
+        name,
+        persistent,
+        is_open,
+        /// Flushes what is committed; the pending changes wait for `commit_writes`.
+        flush,
+        stats,
+    );
+
     /// Discards the pending changes (they were never committed) and closes the inner store.
     fn close(&mut self) -> Result<()> {
         self.pending.clear();
         self.deleted.clear();
         self.inner.close()
-    }
-    fn stats(&self) -> StoreStats {
-        self.inner.stats()
     }
 }
 
@@ -191,18 +185,12 @@ impl KeyValueStore for TransactionalKeyValueStore {
         Ok(())
     }
 
-    /// Restoration writes committed changelog records: straight to the inner store.
-    fn restore_batch(&mut self, batch: &[ChangelogRecord]) -> Result<()> {
-        self.inner.restore_batch(batch)
-    }
-
-    fn checkpoint(&self) -> Result<Option<i64>> {
-        self.inner.checkpoint()
-    }
-
-    fn write_checkpoint(&mut self, offset: Option<i64>) -> Result<()> {
-        self.inner.write_checkpoint(offset)
-    }
+    delegate_to_inner!(
+        /// Restoration writes committed changelog records: straight to the inner store.
+        restore_batch,
+        checkpoint,
+        write_checkpoint,
+    );
 
     fn commit_writes(&mut self, checkpoint: Option<i64>) -> Result<()> {
         // The ranges first: every pending change is newer than them. A crash before the

@@ -43,8 +43,9 @@ use crate::caching::CachingKeyValueStore;
 use crate::changelog::ChangelogRecord;
 use crate::error::{Result, SerdeError, StoreError};
 use crate::iter::KeyValueIter;
+use crate::layer::delegate_to_inner;
 use crate::logging::ChangeLoggingKeyValueStore;
-use crate::store::{KeyValueStore, StateStore, StoreStats};
+use crate::store::{KeyValueStore, StateStore};
 use crate::window::changelog_keys::{ChangelogKeys, store_records};
 use crate::window::schema::{SEGMENT_LEN, SEQ_LEN, Schema, Segments, encode_i64, segment_of};
 
@@ -171,24 +172,7 @@ impl RetentionFront {
 }
 
 impl StateStore for RetentionFront {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn persistent(&self) -> bool {
-        self.inner.persistent()
-    }
-    fn is_open(&self) -> bool {
-        self.inner.is_open()
-    }
-    fn flush(&mut self) -> Result<()> {
-        self.inner.flush()
-    }
-    fn close(&mut self) -> Result<()> {
-        self.inner.close()
-    }
-    fn stats(&self) -> StoreStats {
-        self.inner.stats()
-    }
+    delegate_to_inner!(name, persistent, is_open, flush, close, stats);
 }
 
 impl KeyValueStore for RetentionFront {
@@ -228,13 +212,7 @@ impl KeyValueStore for RetentionFront {
         Ok(self.filtered(self.inner.reverse_range(from, to)?))
     }
 
-    fn approximate_num_entries(&self) -> Result<u64> {
-        self.inner.approximate_num_entries()
-    }
-
-    fn delete_range(&mut self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<()> {
-        self.inner.delete_range(from, to)
-    }
+    delegate_to_inner!(approximate_num_entries, delete_range);
 
     /// `batch` holds changelog keys (Kafka Streams' layout, see `changelog_keys`): they
     /// become store keys before anything else reads them.
@@ -257,25 +235,13 @@ impl KeyValueStore for RetentionFront {
         self.inner.restore_batch(&batch)
     }
 
-    fn checkpoint(&self) -> Result<Option<i64>> {
-        self.inner.checkpoint()
-    }
-
-    fn write_checkpoint(&mut self, offset: Option<i64>) -> Result<()> {
-        self.inner.write_checkpoint(offset)
-    }
-
-    fn commit_writes(&mut self, checkpoint: Option<i64>) -> Result<()> {
-        self.inner.commit_writes(checkpoint)
-    }
-
-    fn set_flush_listener(&mut self, listener: crate::FlushListener, old_values: bool) -> bool {
-        self.inner.set_flush_listener(listener, old_values)
-    }
-
-    fn flush_cache(&mut self) -> Result<()> {
-        self.inner.flush_cache()
-    }
+    delegate_to_inner!(
+        checkpoint,
+        write_checkpoint,
+        commit_writes,
+        set_flush_listener,
+        flush_cache,
+    );
 }
 
 /// The layer right above the inner store that drops expired segments; see the
@@ -334,31 +300,24 @@ impl SegmentDropper {
 }
 
 impl StateStore for SegmentDropper {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn persistent(&self) -> bool {
-        self.inner.persistent()
-    }
-    fn is_open(&self) -> bool {
-        self.inner.is_open()
-    }
+    delegate_to_inner!(name, persistent, is_open, close, stats);
+
     fn flush(&mut self) -> Result<()> {
         self.drop_expired(false)?;
         self.inner.flush()
     }
-    fn close(&mut self) -> Result<()> {
-        self.inner.close()
-    }
-    fn stats(&self) -> StoreStats {
-        self.inner.stats()
-    }
 }
 
 impl KeyValueStore for SegmentDropper {
-    fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
-        self.inner.get(key)
-    }
+    delegate_to_inner!(
+        get,
+        range,
+        reverse_range,
+        approximate_num_entries,
+        delete_range,
+        checkpoint,
+        write_checkpoint,
+    );
 
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         self.before_write(key)?;
@@ -373,22 +332,6 @@ impl KeyValueStore for SegmentDropper {
         self.inner.delete(key)
     }
 
-    fn range(&self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<KeyValueIter<'_>> {
-        self.inner.range(from, to)
-    }
-
-    fn reverse_range(&self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<KeyValueIter<'_>> {
-        self.inner.reverse_range(from, to)
-    }
-
-    fn approximate_num_entries(&self) -> Result<u64> {
-        self.inner.approximate_num_entries()
-    }
-
-    fn delete_range(&mut self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<()> {
-        self.inner.delete_range(from, to)
-    }
-
     fn restore_batch(&mut self, batch: &[ChangelogRecord]) -> Result<()> {
         self.inner.restore_batch(batch)?;
         let min_live = self.spec.segments.min_live_segment(self.time.get());
@@ -396,14 +339,6 @@ impl KeyValueStore for SegmentDropper {
             .iter()
             .any(|r| matches!((segment_of(&r.key), min_live), (Some(s), Some(m)) if s < m));
         self.drop_expired(stale)
-    }
-
-    fn checkpoint(&self) -> Result<Option<i64>> {
-        self.inner.checkpoint()
-    }
-
-    fn write_checkpoint(&mut self, offset: Option<i64>) -> Result<()> {
-        self.inner.write_checkpoint(offset)
     }
 
     fn commit_writes(&mut self, checkpoint: Option<i64>) -> Result<()> {

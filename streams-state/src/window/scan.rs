@@ -139,6 +139,7 @@ mod tests {
     use bytes::Bytes;
 
     use super::*;
+    use crate::layer::delegate_to_inner;
     use crate::memory::InMemoryKeyValueStore;
     use crate::store::StateStore;
 
@@ -177,35 +178,22 @@ mod tests {
     }
 
     impl KeyValueStore for Hiding {
-        fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
-            self.inner.get(key)
-        }
-        fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-            self.inner.put(key, value)
-        }
-        fn delete(&mut self, key: &[u8]) -> Result<Option<Bytes>> {
-            self.inner.delete(key)
-        }
+        delegate_to_inner!(
+            get,
+            put,
+            delete,
+            approximate_num_entries,
+            delete_range,
+            restore_batch,
+            checkpoint,
+            write_checkpoint,
+        );
+
         fn range(&self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<KeyValueIter<'_>> {
             Ok(self.filtered(self.inner.range(from, to)?))
         }
         fn reverse_range(&self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<KeyValueIter<'_>> {
             Ok(self.filtered(self.inner.reverse_range(from, to)?))
-        }
-        fn approximate_num_entries(&self) -> Result<u64> {
-            self.inner.approximate_num_entries()
-        }
-        fn delete_range(&mut self, from: Bound<&[u8]>, to: Bound<&[u8]>) -> Result<()> {
-            self.inner.delete_range(from, to)
-        }
-        fn restore_batch(&mut self, batch: &[crate::ChangelogRecord]) -> Result<()> {
-            self.inner.restore_batch(batch)
-        }
-        fn checkpoint(&self) -> Result<Option<i64>> {
-            self.inner.checkpoint()
-        }
-        fn write_checkpoint(&mut self, offset: Option<i64>) -> Result<()> {
-            self.inner.write_checkpoint(offset)
         }
     }
 
