@@ -1,7 +1,6 @@
 //! [`SessionStore`]: the typed handle of a session store, and its reader.
 
 use std::cell::Ref;
-use std::ops::Bound;
 
 use crate::error::Result;
 use crate::flushed::{Flushed, FlushedEntries, FlushedEntry};
@@ -12,7 +11,6 @@ use crate::typed::SharedKeyValueStore;
 use crate::window::Windowed;
 use crate::window::scan::SegmentScan;
 use crate::window::schema::{SEGMENT_LEN, Schema, Segments, TIME_LEN, decode_i64, encode_i64};
-use crate::window::{key_range_upper, segment_bounds};
 
 /// The suffix after the user key: `[end][start]`.
 const SUFFIX: usize = 2 * TIME_LEN;
@@ -170,6 +168,12 @@ fn overlaps(key: &[u8], earliest_end: i64, latest_start: i64) -> bool {
 }
 
 impl<KS: Serde, VS: Serde> SessionStoreReader<'_, KS, VS> {
+    /// The segments that can hold a session ending at or after `earliest_end`.
+    fn span(&self, earliest_end: i64) -> (i64, i64) {
+        let segments = &self.ss.segments;
+        (segments.segment_id(earliest_end), segments.segment_id(i64::MAX))
+    }
+
     fn sessions<'r>(&'r self, scan: SegmentScan<'r>) -> SessionIter<'r, KS, VS> {
         SessionIter {
             inner: scan,
@@ -185,26 +189,18 @@ impl<KS: Serde, VS: Serde> SessionStoreReader<'_, KS, VS> {
         latest_start: i64,
     ) -> Result<SessionIter<'_, KS, VS>> {
         let key = self.ss.h.key_bytes(key)?;
-        let want = SEGMENT_LEN + key.len() + SUFFIX;
-        let span = (
-            self.ss.segments.segment_id(earliest_end),
-            self.ss.segments.segment_id(i64::MAX),
+        let span = self.span(earliest_end);
+        let tails = (encode_i64(earliest_end), [0xFF; SUFFIX]);
+        let overlapping = move |k: &[u8]| overlaps(k, earliest_end, latest_start);
+        let scan = SegmentScan::one_key(
+            &**self.store,
+            forward,
+            span,
+            (Schema::Session, key),
+            tails,
+            overlapping,
         );
-        let range_key = key.clone();
-        let range = Box::new(move |seg: i64| {
-            let mut lo = encode_i64(seg).to_vec();
-            lo.extend_from_slice(&range_key);
-            let mut hi = lo.clone();
-            lo.extend_from_slice(&encode_i64(earliest_end));
-            hi.extend_from_slice(&[0xFF; SUFFIX]);
-            (Bound::Included(lo), Bound::Included(hi))
-        });
-        let keep = Box::new(move |k: &[u8]| {
-            k.len() == want
-                && Schema::Session.user_key(k) == Some(&key[..])
-                && overlaps(k, earliest_end, latest_start)
-        });
-        Ok(self.sessions(SegmentScan::new(&**self.store, forward, span, range, keep)))
+        Ok(self.sessions(scan))
     }
 
     /// The sessions of `key` that end at or after `earliest_session_end` and start at or
@@ -254,32 +250,17 @@ impl<KS: Serde, VS: Serde> SessionStoreReader<'_, KS, VS> {
     ) -> Result<SessionIter<'_, KS, VS>> {
         let lo = key_from.map(|k| self.ss.h.key_bytes(k)).transpose()?;
         let hi = key_to.map(|k| self.ss.h.key_bytes(k)).transpose()?;
-        let span = (
-            self.ss.segments.segment_id(earliest_end),
-            self.ss.segments.segment_id(i64::MAX),
+        let span = self.span(earliest_end);
+        let overlapping = move |k: &[u8]| overlaps(k, earliest_end, latest_start);
+        let scan = SegmentScan::key_range(
+            &**self.store,
+            forward,
+            span,
+            Schema::Session,
+            (lo, hi),
+            overlapping,
         );
-        let (range_lo, range_hi) = (lo.clone(), hi.clone());
-        let range = Box::new(move |seg: i64| {
-            let (whole_lo, whole_hi) = segment_bounds(seg);
-            let lower = range_lo.as_ref().map_or(whole_lo, |k| {
-                let mut b = encode_i64(seg).to_vec();
-                b.extend_from_slice(k);
-                Bound::Included(b)
-            });
-            let upper = range_hi
-                .as_ref()
-                .map_or(whole_hi, |k| Bound::Included(key_range_upper(seg, k, SUFFIX)));
-            (lower, upper)
-        });
-        let keep = Box::new(move |k: &[u8]| {
-            let Some(user) = Schema::Session.user_key(k) else {
-                return false;
-            };
-            lo.as_deref().is_none_or(|lo| user >= lo)
-                && hi.as_deref().is_none_or(|hi| user <= hi)
-                && overlaps(k, earliest_end, latest_start)
-        });
-        Ok(self.sessions(SegmentScan::new(&**self.store, forward, span, range, keep)))
+        Ok(self.sessions(scan))
     }
 
     /// Every visible session, in the order of

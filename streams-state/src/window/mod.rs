@@ -83,7 +83,6 @@ mod store;
 pub use builder::{ADDITIONAL_CHANGELOG_RETENTION_MS, WindowStoreBuilder};
 pub(crate) use builder::{SegmentedRecipe, millis};
 pub use store::{KeyWindowIter, WindowIter, WindowStore, WindowStoreReader};
-pub(crate) use store::{key_range_upper, segment_bounds};
 
 /// A key in one time window (or one session).
 ///

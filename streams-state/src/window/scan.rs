@@ -18,7 +18,7 @@ use std::ops::Bound;
 use crate::error::Result;
 use crate::iter::{KeyValue, KeyValueIter};
 use crate::store::KeyValueStore;
-use crate::window::schema::{encode_i64, segment_of};
+use crate::window::schema::{SEGMENT_LEN, Schema, encode_i64, segment_of};
 
 /// Spans of fewer segments than this are visited segment by segment, without seeks.
 const DIRECT_SPAN: i64 = 3;
@@ -61,6 +61,66 @@ impl<'r> SegmentScan<'r> {
         }
     }
 
+    /// Scans the entries of the one user key `key` of a store of layout `schema` that
+    /// `times` keeps: in each segment `seg` of `span`, from `[seg][key][lo_tail]` to
+    /// `[seg][key][hi_tail]`, both included (keys of other user keys that share those
+    /// bytes are left out before `times` sees them).
+    pub(crate) fn one_key<const L: usize, const H: usize>(
+        store: &'r dyn KeyValueStore,
+        forward: bool,
+        span: (i64, i64),
+        (schema, key): (Schema, Vec<u8>),
+        (lo_tail, hi_tail): ([u8; L], [u8; H]),
+        times: impl Fn(&[u8]) -> bool + 'static,
+    ) -> Self {
+        let want = SEGMENT_LEN + key.len() + schema.suffix_len();
+        let range_key = key.clone();
+        let range = Box::new(move |seg: i64| {
+            let mut lo = encode_i64(seg).to_vec();
+            lo.extend_from_slice(&range_key);
+            let mut hi = lo.clone();
+            lo.extend_from_slice(&lo_tail);
+            hi.extend_from_slice(&hi_tail);
+            (Bound::Included(lo), Bound::Included(hi))
+        });
+        let keep =
+            Box::new(move |k: &[u8]| k.len() == want && schema.user_key(k) == Some(&key[..]) && times(k));
+        Self::new(store, forward, span, range, keep)
+    }
+
+    /// Scans the entries of the user keys in `lo..=hi` (their bytes; `None`: unbounded) of
+    /// a store of layout `schema` that `times` keeps, over the segments of `span`.
+    pub(crate) fn key_range(
+        store: &'r dyn KeyValueStore,
+        forward: bool,
+        span: (i64, i64),
+        schema: Schema,
+        (lo, hi): (Option<Vec<u8>>, Option<Vec<u8>>),
+        times: impl Fn(&[u8]) -> bool + 'static,
+    ) -> Self {
+        let suffix = schema.suffix_len();
+        let (range_lo, range_hi) = (lo.clone(), hi.clone());
+        let range = Box::new(move |seg: i64| {
+            let (whole_lo, whole_hi) = segment_bounds(seg);
+            let lower = range_lo.as_ref().map_or(whole_lo, |k| {
+                let mut b = encode_i64(seg).to_vec();
+                b.extend_from_slice(k);
+                Bound::Included(b)
+            });
+            let upper = range_hi
+                .as_ref()
+                .map_or(whole_hi, |k| Bound::Included(key_range_upper(seg, k, suffix)));
+            (lower, upper)
+        });
+        let keep = Box::new(move |k: &[u8]| {
+            let Some(user) = schema.user_key(k) else {
+                return false;
+            };
+            lo.as_deref().is_none_or(|lo| user >= lo) && hi.as_deref().is_none_or(|hi| user <= hi) && times(k)
+        });
+        Self::new(store, forward, span, range, keep)
+    }
+
     /// Opens the iterator of the next existing segment; `false` when there is none.
     fn open_next(&mut self) -> Result<bool> {
         let Some((lo, hi)) = self.remaining else {
@@ -101,6 +161,32 @@ impl<'r> SegmentScan<'r> {
         });
         Ok(true)
     }
+}
+
+/// The largest key of segment `seg` an entry of a user key `<= key` can have, with a
+/// suffix of `suffix` bytes: the entries of a key that is a proper byte prefix of `key`
+/// continue with their suffix where `key` continues with its own bytes, so the bound is
+/// the largest of `[seg][p][0xFF; suffix]` over every prefix `p` of `key`.
+fn key_range_upper(seg: i64, key: &[u8], suffix: usize) -> Vec<u8> {
+    let candidate = |p: &[u8]| {
+        let mut b = encode_i64(seg).to_vec();
+        b.extend_from_slice(p);
+        b.extend(std::iter::repeat_n(0xFF, suffix));
+        b
+    };
+    (0..=key.len())
+        .map(|i| candidate(&key[..i]))
+        .max()
+        .unwrap_or_else(|| candidate(key))
+}
+
+/// The whole of segment `seg`.
+pub(crate) fn segment_bounds(seg: i64) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let lo = Bound::Included(encode_i64(seg).to_vec());
+    let hi = seg
+        .checked_add(1)
+        .map_or(Bound::Unbounded, |n| Bound::Excluded(encode_i64(n).to_vec()));
+    (lo, hi)
 }
 
 impl Iterator for SegmentScan<'_> {

@@ -1,7 +1,6 @@
 //! [`WindowStore`]: the typed handle of a window store, and its reader.
 
 use std::cell::Ref;
-use std::ops::Bound;
 
 use bytes::Bytes;
 
@@ -12,7 +11,7 @@ use crate::serde::{OrderedSerde, Serde};
 use crate::store::KeyValueStore;
 use crate::typed::SharedKeyValueStore;
 use crate::window::Windowed;
-use crate::window::scan::SegmentScan;
+use crate::window::scan::{SegmentScan, segment_bounds};
 use crate::window::schema::{SEGMENT_LEN, SEQ_LEN, Schema, Segments, TIME_LEN, encode_i64};
 
 /// `[segment][key][start]`: the prefix of every entry of `key` at `start`.
@@ -197,21 +196,18 @@ impl<KS: Serde, VS: Serde> WindowStoreReader<'_, KS, VS> {
         let in_time = move |k: &[u8]| start_of(k).is_some_and(|t| (from..=to).contains(&t));
         match key {
             Some(key) => {
-                let want = SEGMENT_LEN + key.len() + TIME_LEN + SEQ_LEN;
-                let range_key = key.clone();
-                let range = Box::new(move |seg: i64| {
-                    let mut lo = encode_i64(seg).to_vec();
-                    lo.extend_from_slice(&range_key);
-                    let mut hi = lo.clone();
-                    lo.extend_from_slice(&encode_i64(from));
-                    hi.extend_from_slice(&encode_i64(to));
-                    hi.extend_from_slice(&[0xFF; SEQ_LEN]);
-                    (Bound::Included(lo), Bound::Included(hi))
-                });
-                let keep = Box::new(move |k: &[u8]| {
-                    k.len() == want && Schema::Window.user_key(k) == Some(&key[..]) && in_time(k)
-                });
-                SegmentScan::new(&**self.store, forward, span, range, keep)
+                // `[to][0xFF; SEQ_LEN]`: the last entry of the window at `to`.
+                let mut hi_tail = [0xFF; TIME_LEN + SEQ_LEN];
+                hi_tail[..TIME_LEN].copy_from_slice(&encode_i64(to));
+                let tails = (encode_i64(from), hi_tail);
+                SegmentScan::one_key(
+                    &**self.store,
+                    forward,
+                    span,
+                    (Schema::Window, key),
+                    tails,
+                    in_time,
+                )
             }
             None => SegmentScan::new(
                 &**self.store,
@@ -279,32 +275,6 @@ impl<KS: Serde, VS: Serde> WindowStoreReader<'_, KS, VS> {
     }
 }
 
-/// The largest key of segment `seg` an entry of a user key `<= key` can have, with a
-/// suffix of `suffix` bytes: the entries of a key that is a proper byte prefix of `key`
-/// continue with their suffix where `key` continues with its own bytes, so the bound is
-/// the largest of `[seg][p][0xFF; suffix]` over every prefix `p` of `key`.
-pub(crate) fn key_range_upper(seg: i64, key: &[u8], suffix: usize) -> Vec<u8> {
-    let candidate = |p: &[u8]| {
-        let mut b = encode_i64(seg).to_vec();
-        b.extend_from_slice(p);
-        b.extend(std::iter::repeat_n(0xFF, suffix));
-        b
-    };
-    (0..=key.len())
-        .map(|i| candidate(&key[..i]))
-        .max()
-        .unwrap_or_else(|| candidate(key))
-}
-
-/// The whole of segment `seg`.
-pub(crate) fn segment_bounds(seg: i64) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
-    let lo = Bound::Included(encode_i64(seg).to_vec());
-    let hi = seg
-        .checked_add(1)
-        .map_or(Bound::Unbounded, |n| Bound::Excluded(encode_i64(n).to_vec()));
-    (lo, hi)
-}
-
 impl<KS: OrderedSerde, VS: Serde> WindowStoreReader<'_, KS, VS> {
     fn key_range(
         &self,
@@ -316,28 +286,9 @@ impl<KS: OrderedSerde, VS: Serde> WindowStoreReader<'_, KS, VS> {
         let lo = key_from.map(|k| self.ws.h.key_bytes(k)).transpose()?;
         let hi = key_to.map(|k| self.ws.h.key_bytes(k)).transpose()?;
         let span = segment_span(&self.ws.segments, from, to);
-        let (range_lo, range_hi) = (lo.clone(), hi.clone());
-        let range = Box::new(move |seg: i64| {
-            let (whole_lo, whole_hi) = segment_bounds(seg);
-            let lower = range_lo.as_ref().map_or(whole_lo, |k| {
-                let mut b = encode_i64(seg).to_vec();
-                b.extend_from_slice(k);
-                Bound::Included(b)
-            });
-            let upper = range_hi.as_ref().map_or(whole_hi, |k| {
-                Bound::Included(key_range_upper(seg, k, TIME_LEN + SEQ_LEN))
-            });
-            (lower, upper)
-        });
-        let keep = Box::new(move |k: &[u8]| {
-            let (Some(user), Some(t)) = (Schema::Window.user_key(k), start_of(k)) else {
-                return false;
-            };
-            lo.as_deref().is_none_or(|lo| user >= lo)
-                && hi.as_deref().is_none_or(|hi| user <= hi)
-                && (from..=to).contains(&t)
-        });
-        Ok(self.keyed(SegmentScan::new(&**self.store, forward, span, range, keep)))
+        let in_time = move |k: &[u8]| start_of(k).is_some_and(|t| (from..=to).contains(&t));
+        let scan = SegmentScan::key_range(&**self.store, forward, span, Schema::Window, (lo, hi), in_time);
+        Ok(self.keyed(scan))
     }
 
     /// The windows of the keys in `key_from..=key_to` (`None`: unbounded) starting in
