@@ -1,7 +1,5 @@
 //! [`SessionStoreBuilder`]: the recipe of a session store.
 
-use std::any::Any;
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::builder::{StoreBuildContext, StoreBuilder, StoreLayout, handle_type_name};
@@ -10,8 +8,8 @@ use crate::serde::{BytesSerde, Serde};
 use crate::session::SessionStore;
 use crate::store::KeyValueStore;
 use crate::typed::SharedKeyValueStore;
-use crate::window::SegmentedRecipe;
 use crate::window::schema::Schema;
+use crate::window::{SegmentedRecipe, recipe_methods};
 
 /// Builds session stores with keys of `KS` and values of `VS`. Made by
 /// [`Stores::in_memory_session_store`](crate::Stores::in_memory_session_store) or
@@ -42,76 +40,25 @@ impl<KS, VS> SessionStoreBuilder<KS, VS> {
         }
     }
 
-    /// Puts a write-back cache in front of the store.
-    pub fn with_caching(mut self) -> Self {
-        self.recipe.caching = true;
-        self
-    }
-
-    /// Builds the store without a cache (the default).
-    pub fn without_caching(mut self) -> Self {
-        self.recipe.caching = false;
-        self
-    }
-
-    /// Logs every change to a changelog topic created with the defaults and
-    /// `topic_config` over them.
-    pub fn with_logging(mut self, topic_config: impl IntoIterator<Item = (String, String)>) -> Self {
-        self.recipe.log_with(topic_config);
-        self
-    }
-
-    /// Builds the store without a changelog: it is not restored after a failure.
-    pub fn without_logging(mut self) -> Self {
-        self.recipe.logging = None;
-        self
-    }
-
-    /// The retention (ms): how far behind the stream time session ends stay visible.
-    pub fn retention_ms(&self) -> i64 {
-        self.recipe.segments.retention
-    }
-
-    /// The segment interval (ms): `max(retention / 2, 60 s)`.
-    pub fn segment_interval_ms(&self) -> i64 {
-        self.recipe.segments.interval
+    recipe_methods! {
+        with_caching, without_caching, with_logging, without_logging,
+        /// The retention (ms): how far behind the stream time session ends stay visible.
+        retention_ms,
+        segment_interval_ms,
     }
 }
 
 impl<KS: Serde + Clone, VS: Serde + Clone> SessionStoreBuilder<KS, VS> {
-    /// The serde of the store's keys.
-    pub fn key_serde(&self) -> KS {
-        self.key_serde.clone()
-    }
-
-    /// The serde of the store's values.
-    pub fn value_serde(&self) -> VS {
-        self.value_serde.clone()
-    }
+    recipe_methods!(key_serde, value_serde, handle);
 
     /// The typed handle on `store`, a store this builder built.
     pub fn open(&self, store: SharedKeyValueStore) -> SessionStore<KS, VS> {
-        SessionStore::new(
-            store,
-            self.key_serde.clone(),
-            self.value_serde.clone(),
-            self.recipe.segments,
-        )
+        SessionStore::new(self.handle(store), self.recipe.segments)
     }
 }
 
 impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for SessionStoreBuilder<KS, VS> {
-    fn name(&self) -> &str {
-        &self.recipe.name
-    }
-
-    fn persistent(&self) -> bool {
-        self.recipe.persistent
-    }
-
-    fn logging_config(&self) -> Option<&BTreeMap<String, String>> {
-        self.recipe.logging.as_ref()
-    }
+    recipe_methods!(name, persistent, logging_config, typed_handle);
 
     fn caching(&self) -> bool {
         self.recipe.caching
@@ -120,10 +67,6 @@ impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for SessionStoreBuilder<
     fn build(&self, ctx: StoreBuildContext) -> Result<Box<dyn KeyValueStore>> {
         self.recipe
             .build(Schema::Session, false, self.recipe.caching, ctx)
-    }
-
-    fn typed_handle(&self, store: SharedKeyValueStore) -> Box<dyn Any> {
-        Box::new(self.open(store))
     }
 
     fn layout(&self) -> StoreLayout {

@@ -7,7 +7,6 @@ use crate::flushed::{Flushed, FlushedEntries, FlushedEntry};
 use crate::handle::StoreHandle;
 use crate::serde::{OrderedSerde, Serde};
 use crate::store::KeyValueStore;
-use crate::typed::SharedKeyValueStore;
 use crate::window::Windowed;
 use crate::window::scan::SegmentScan;
 use crate::window::schema::{SEGMENT_LEN, Schema, Segments, TIME_LEN, decode_i64, encode_i64};
@@ -45,16 +44,8 @@ impl<KS: Serde, VS: Serde> std::fmt::Debug for SessionStore<KS, VS> {
 }
 
 impl<KS: Serde, VS: Serde> SessionStore<KS, VS> {
-    pub(crate) fn new(
-        store: SharedKeyValueStore,
-        key_serde: KS,
-        value_serde: VS,
-        segments: Segments,
-    ) -> Self {
-        Self {
-            h: StoreHandle::new(store, key_serde, value_serde),
-            segments,
-        }
+    pub(crate) fn new(h: StoreHandle<KS, VS>, segments: Segments) -> Self {
+        Self { h, segments }
     }
 
     /// The store's name.

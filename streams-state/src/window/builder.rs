@@ -1,6 +1,5 @@
 //! [`WindowStoreBuilder`]: the recipe of a window store.
 
-use std::any::Any;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -88,6 +87,101 @@ impl SegmentedRecipe {
     }
 }
 
+/// Writes, inside the `impl` block of the window or the session store builder, the named
+/// methods the two share, on their fields `recipe`, `key_serde` and `value_serde`: the
+/// setters `with_caching`, `without_caching`, `with_logging` and `without_logging`, the
+/// getters `retention_ms`, `segment_interval_ms`, `key_serde` and `value_serde`, the
+/// private `handle` (the [`StoreHandle`] of a built store, with clones of the serdes), and
+/// the [`StoreBuilder`] methods `name`, `persistent`, `logging_config` and `typed_handle`
+/// (a boxed `open`). Doc comments before
+/// a name are added to the method's docs (`retention_ms` has only those).
+macro_rules! recipe_methods {
+    (@one $(#[$attr:meta])* with_caching) => {
+        /// Puts a write-back cache in front of the store.
+        $(#[$attr])*
+        pub fn with_caching(mut self) -> Self {
+            self.recipe.caching = true;
+            self
+        }
+    };
+    (@one $(#[$attr:meta])* retention_ms) => {
+        $(#[$attr])*
+        pub fn retention_ms(&self) -> i64 {
+            self.recipe.segments.retention
+        }
+    };
+    (@one without_caching) => {
+        /// Builds the store without a cache (the default).
+        pub fn without_caching(mut self) -> Self {
+            self.recipe.caching = false;
+            self
+        }
+    };
+    (@one with_logging) => {
+        /// Logs every change to a changelog topic created with the defaults and
+        /// `topic_config` over them.
+        pub fn with_logging(mut self, topic_config: impl IntoIterator<Item = (String, String)>) -> Self {
+            self.recipe.log_with(topic_config);
+            self
+        }
+    };
+    (@one without_logging) => {
+        /// Builds the store without a changelog: it is not restored after a failure.
+        pub fn without_logging(mut self) -> Self {
+            self.recipe.logging = None;
+            self
+        }
+    };
+    (@one segment_interval_ms) => {
+        /// The segment interval (ms): `max(retention / 2, 60 s)`.
+        pub fn segment_interval_ms(&self) -> i64 {
+            self.recipe.segments.interval
+        }
+    };
+    (@one key_serde) => {
+        /// The serde of the store's keys.
+        pub fn key_serde(&self) -> KS {
+            self.key_serde.clone()
+        }
+    };
+    (@one value_serde) => {
+        /// The serde of the store's values.
+        pub fn value_serde(&self) -> VS {
+            self.value_serde.clone()
+        }
+    };
+    (@one handle) => {
+        fn handle(&self, store: $crate::typed::SharedKeyValueStore) -> $crate::handle::StoreHandle<KS, VS> {
+            $crate::handle::StoreHandle::new(store, self.key_serde.clone(), self.value_serde.clone())
+        }
+    };
+    (@one typed_handle) => {
+        fn typed_handle(&self, store: $crate::typed::SharedKeyValueStore) -> Box<dyn ::std::any::Any> {
+            Box::new(self.open(store))
+        }
+    };
+    (@one name) => {
+        fn name(&self) -> &str {
+            &self.recipe.name
+        }
+    };
+    (@one persistent) => {
+        fn persistent(&self) -> bool {
+            self.recipe.persistent
+        }
+    };
+    (@one logging_config) => {
+        fn logging_config(&self) -> Option<&::std::collections::BTreeMap<String, String>> {
+            self.recipe.logging.as_ref()
+        }
+    };
+    ($($(#[$attr:meta])* $method:ident),* $(,)?) => {
+        $($crate::window::recipe_methods!(@one $(#[$attr])* $method);)*
+    };
+}
+
+pub(crate) use recipe_methods;
+
 /// Builds window stores with keys of `KS` and values of `VS`. Made by
 /// [`Stores::in_memory_window_store`](crate::Stores::in_memory_window_store) or
 /// [`Stores::persistent_window_store`](crate::Stores::persistent_window_store).
@@ -125,40 +219,14 @@ impl<KS, VS> WindowStoreBuilder<KS, VS> {
         }
     }
 
-    /// Puts a write-back cache in front of the store (ignored when duplicates are
-    /// retained: every put is a new entry, there is nothing to deduplicate).
-    pub fn with_caching(mut self) -> Self {
-        self.recipe.caching = true;
-        self
-    }
-
-    /// Builds the store without a cache (the default).
-    pub fn without_caching(mut self) -> Self {
-        self.recipe.caching = false;
-        self
-    }
-
-    /// Logs every change to a changelog topic created with the defaults and
-    /// `topic_config` over them.
-    pub fn with_logging(mut self, topic_config: impl IntoIterator<Item = (String, String)>) -> Self {
-        self.recipe.log_with(topic_config);
-        self
-    }
-
-    /// Builds the store without a changelog: it is not restored after a failure.
-    pub fn without_logging(mut self) -> Self {
-        self.recipe.logging = None;
-        self
-    }
-
-    /// The retention (ms): how far behind the stream time windows stay visible.
-    pub fn retention_ms(&self) -> i64 {
-        self.recipe.segments.retention
-    }
-
-    /// The segment interval (ms): `max(retention / 2, 60 s)`.
-    pub fn segment_interval_ms(&self) -> i64 {
-        self.recipe.segments.interval
+    recipe_methods! {
+        /// Ignored when duplicates are retained: every put is a new entry, there is nothing
+        /// to deduplicate.
+        with_caching,
+        without_caching, with_logging, without_logging,
+        /// The retention (ms): how far behind the stream time windows stay visible.
+        retention_ms,
+        segment_interval_ms,
     }
 
     /// The window size (ms).
@@ -173,41 +241,17 @@ impl<KS, VS> WindowStoreBuilder<KS, VS> {
 }
 
 impl<KS: Serde + Clone, VS: Serde + Clone> WindowStoreBuilder<KS, VS> {
-    /// The serde of the store's keys.
-    pub fn key_serde(&self) -> KS {
-        self.key_serde.clone()
-    }
-
-    /// The serde of the store's values.
-    pub fn value_serde(&self) -> VS {
-        self.value_serde.clone()
-    }
+    recipe_methods!(key_serde, value_serde, handle);
 
     /// The typed handle on `store`, a store this builder built.
     pub fn open(&self, store: SharedKeyValueStore) -> WindowStore<KS, VS> {
-        WindowStore::new(
-            store,
-            self.key_serde.clone(),
-            self.value_serde.clone(),
-            self.recipe.segments,
-            self.window_size,
-            self.retain_duplicates,
-        )
+        let (segments, size, duplicates) = (self.recipe.segments, self.window_size, self.retain_duplicates);
+        WindowStore::new(self.handle(store), segments, size, duplicates)
     }
 }
 
 impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for WindowStoreBuilder<KS, VS> {
-    fn name(&self) -> &str {
-        &self.recipe.name
-    }
-
-    fn persistent(&self) -> bool {
-        self.recipe.persistent
-    }
-
-    fn logging_config(&self) -> Option<&BTreeMap<String, String>> {
-        self.recipe.logging.as_ref()
-    }
+    recipe_methods!(name, persistent, logging_config, typed_handle);
 
     fn caching(&self) -> bool {
         self.recipe.caching && !self.retain_duplicates
@@ -217,10 +261,6 @@ impl<KS: Serde + Clone, VS: Serde + Clone> StoreBuilder for WindowStoreBuilder<K
         let caching = StoreBuilder::caching(self);
         self.recipe
             .build(Schema::Window, self.retain_duplicates, caching, ctx)
-    }
-
-    fn typed_handle(&self, store: SharedKeyValueStore) -> Box<dyn Any> {
-        Box::new(self.open(store))
     }
 
     fn layout(&self) -> StoreLayout {

@@ -81,7 +81,7 @@ pub(crate) mod schema;
 mod store;
 
 pub use builder::{ADDITIONAL_CHANGELOG_RETENTION_MS, WindowStoreBuilder};
-pub(crate) use builder::{SegmentedRecipe, millis};
+pub(crate) use builder::{SegmentedRecipe, millis, recipe_methods};
 pub use store::{KeyWindowIter, WindowIter, WindowStore, WindowStoreReader};
 
 /// A key in one time window (or one session).

@@ -9,7 +9,6 @@ use crate::flushed::{Flushed, FlushedEntries, FlushedEntry};
 use crate::handle::StoreHandle;
 use crate::serde::{OrderedSerde, Serde};
 use crate::store::KeyValueStore;
-use crate::typed::SharedKeyValueStore;
 use crate::window::Windowed;
 use crate::window::scan::{SegmentScan, segment_bounds};
 use crate::window::schema::{SEGMENT_LEN, SEQ_LEN, Schema, Segments, TIME_LEN, encode_i64};
@@ -34,9 +33,10 @@ fn start_of(key: &[u8]) -> Option<i64> {
 /// [`Stores::in_memory_window_store`](crate::Stores::in_memory_window_store)); the
 /// [module docs](crate::window) give the key layout, the iteration orders and retention.
 /// Like [`KvStore`](crate::KvStore), it is a cheap handle on a
-/// [`SharedKeyValueStore`]: single reads and writes borrow the store for the call;
-/// iteration goes through a [`WindowStoreReader`] ([`read`](Self::read)), and a write
-/// while a reader lives fails with [`StoreError::Borrowed`].
+/// [`SharedKeyValueStore`](crate::SharedKeyValueStore): single reads and writes borrow the
+/// store for the call; iteration goes through a [`WindowStoreReader`]
+/// ([`read`](Self::read)), and a write while a reader lives fails with
+/// [`StoreError::Borrowed`].
 #[derive(Clone)]
 pub struct WindowStore<KS: Serde, VS: Serde> {
     h: StoreHandle<KS, VS>,
@@ -57,15 +57,13 @@ impl<KS: Serde, VS: Serde> std::fmt::Debug for WindowStore<KS, VS> {
 
 impl<KS: Serde, VS: Serde> WindowStore<KS, VS> {
     pub(crate) fn new(
-        store: SharedKeyValueStore,
-        key_serde: KS,
-        value_serde: VS,
+        h: StoreHandle<KS, VS>,
         segments: Segments,
         window_size: i64,
         retain_duplicates: bool,
     ) -> Self {
         Self {
-            h: StoreHandle::new(store, key_serde, value_serde),
+            h,
             segments,
             window_size,
             retain_duplicates,
