@@ -3,6 +3,8 @@
 //! negative times and keys that are byte prefixes of each other, over the in-memory and the
 //! RocksDB stack and once through caching and change-logging.
 
+mod common;
+
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -14,6 +16,8 @@ use streams_state::{
     SessionStore, SessionStoreBuilder, SharedKeyValueStore, StoreBuildContext, StoreBuilder, Stores,
     VecChangelog, Windowed,
 };
+
+use common::{enc, in_byte_order, read, rev, stored_key, visible};
 
 const RETENTION: i64 = 240_000; // segments of 120 s
 const KEYS: [&str; 5] = ["", "a", "ab", "abc", "b"];
@@ -54,10 +58,6 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn enc(v: i64) -> [u8; 8] {
-    ((v as u64) ^ (1 << 63)).to_be_bytes()
-}
-
 type Entry = (Windowed<String>, u64);
 
 /// The documented model: sessions by (key, end, start); visible iff end > st - retention.
@@ -69,8 +69,7 @@ struct Model {
 
 impl Model {
     fn visible(&self, end: i64) -> bool {
-        self.stream_time
-            .is_none_or(|st| i128::from(end) > i128::from(st) - i128::from(RETENTION))
+        visible(self.stream_time, RETENTION, end)
     }
 
     fn observe(&mut self, end: i64) -> bool {
@@ -80,37 +79,21 @@ impl Model {
 
     /// Visible sessions passing `f`, in the store's byte order of `[segment][key][end][start]`.
     fn select(&self, f: impl Fn(&str, i64, i64) -> bool) -> Vec<Entry> {
-        let mut v: Vec<(Vec<u8>, Entry)> = self
+        let v = self
             .sessions
             .iter()
             .filter(|((k, e, s), _)| self.visible(*e) && f(k, *s, *e))
             .map(|((k, e, s), v)| {
-                let mut b = enc(e.div_euclid(RETENTION / 2)).to_vec();
-                b.extend_from_slice(k.as_bytes());
-                b.extend_from_slice(&enc(*e));
-                b.extend_from_slice(&enc(*s));
                 let w = Windowed {
                     key: k.clone(),
                     start: *s,
                     end: *e,
                 };
-                (b, (w, *v))
+                (stored_key(RETENTION, *e, k, &[&enc(*e), &enc(*s)]), (w, *v))
             })
             .collect();
-        v.sort_by(|a, b| a.0.cmp(&b.0));
-        v.into_iter().map(|(_, e)| e).collect()
+        in_byte_order(v)
     }
-}
-
-fn rev<T>(mut v: Vec<T>, r: bool) -> Vec<T> {
-    if r {
-        v.reverse();
-    }
-    v
-}
-
-fn collect<T>(it: impl Iterator<Item = streams_state::Result<T>>) -> Vec<T> {
-    it.collect::<Result<_, _>>().expect("iteration")
 }
 
 fn check(store: &SessionStore<StringSerde, U64Serde>, ops: &[Op]) {
@@ -152,18 +135,14 @@ fn check(store: &SessionStore<StringSerde, U64Serde>, ops: &[Op]) {
                 );
                 let key = KEYS[*k].to_owned();
                 let reader = store.read().unwrap();
-                let got = if *r {
-                    collect(reader.backward_find_sessions(&key, *ee, *ls).unwrap())
-                } else {
-                    collect(reader.find_sessions(&key, *ee, *ls).unwrap())
-                };
+                let got = read(
+                    *r,
+                    || reader.find_sessions(&key, *ee, *ls),
+                    || reader.backward_find_sessions(&key, *ee, *ls),
+                );
                 assert_eq!(got, want, "{op:?}");
                 let all_of_key = rev(model.select(|key, _, _| key == KEYS[*k]), *r);
-                let got = if *r {
-                    collect(reader.backward_fetch(&key).unwrap())
-                } else {
-                    collect(reader.fetch(&key).unwrap())
-                };
+                let got = read(*r, || reader.fetch(&key), || reader.backward_fetch(&key));
                 assert_eq!(got, all_of_key, "fetch of {op:?}");
             }
             Op::KeyRange(a, b, ee, ls, r) => {
@@ -176,41 +155,30 @@ fn check(store: &SessionStore<StringSerde, U64Serde>, ops: &[Op]) {
                 );
                 let (lo, hi) = (lo.map(str::to_owned), hi.map(str::to_owned));
                 let reader = store.read().unwrap();
-                let got = if *r {
-                    collect(
-                        reader
-                            .backward_find_sessions_in_key_range(lo.as_ref(), hi.as_ref(), *ee, *ls)
-                            .unwrap(),
-                    )
-                } else {
-                    collect(
-                        reader
-                            .find_sessions_in_key_range(lo.as_ref(), hi.as_ref(), *ee, *ls)
-                            .unwrap(),
-                    )
-                };
+                let (lo, hi) = (lo.as_ref(), hi.as_ref());
+                let got = read(
+                    *r,
+                    || reader.find_sessions_in_key_range(lo, hi, *ee, *ls),
+                    || reader.backward_find_sessions_in_key_range(lo, hi, *ee, *ls),
+                );
                 assert_eq!(got, want, "{op:?}");
                 let want = rev(
                     model.select(|k, _, _| {
-                        lo.as_deref().is_none_or(|lo| k >= lo) && hi.as_deref().is_none_or(|hi| k <= hi)
+                        lo.is_none_or(|lo| k >= lo.as_str()) && hi.is_none_or(|hi| k <= hi.as_str())
                     }),
                     *r,
                 );
-                let got = if *r {
-                    collect(reader.backward_fetch_key_range(lo.as_ref(), hi.as_ref()).unwrap())
-                } else {
-                    collect(reader.fetch_key_range(lo.as_ref(), hi.as_ref()).unwrap())
-                };
+                let got = read(
+                    *r,
+                    || reader.fetch_key_range(lo, hi),
+                    || reader.backward_fetch_key_range(lo, hi),
+                );
                 assert_eq!(got, want, "fetch_key_range of {op:?}");
             }
             Op::All(r) => {
                 let want = rev(model.select(|_, _, _| true), *r);
                 let reader = store.read().unwrap();
-                let got = if *r {
-                    collect(reader.backward_all().unwrap())
-                } else {
-                    collect(reader.all().unwrap())
-                };
+                let got = read(*r, || reader.all(), || reader.backward_all());
                 assert_eq!(got, want, "{op:?}");
             }
             Op::Flush => store.flush().unwrap(),

@@ -4,6 +4,8 @@
 //! caching (a budget small enough to evict) and change-logging. Every read is compared in
 //! full, orders included, as the `streams_state::window` docs state them.
 
+mod common;
+
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -15,6 +17,8 @@ use streams_state::{
     SharedKeyValueStore, StoreBuildContext, StoreBuilder, Stores, VecChangelog, WindowStore,
     WindowStoreBuilder, Windowed,
 };
+
+use common::{enc, in_byte_order, read, rev, stored_key, visible};
 
 const RETENTION: i64 = 240_000; // segments of 120 s
 const WINDOW: i64 = 30_000;
@@ -53,10 +57,6 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn enc(v: i64) -> [u8; 8] {
-    ((v as u64) ^ (1 << 63)).to_be_bytes()
-}
-
 /// The documented model: entries by (key, start, seq); visible iff start > st - retention.
 #[derive(Default)]
 struct Model {
@@ -68,8 +68,7 @@ struct Model {
 
 impl Model {
     fn visible(&self, t: i64) -> bool {
-        self.stream_time
-            .is_none_or(|st| i128::from(t) > i128::from(st) - i128::from(RETENTION))
+        visible(self.stream_time, RETENTION, t)
     }
 
     fn put(&mut self, key: &str, t: i64, v: Option<u64>) {
@@ -95,25 +94,23 @@ impl Model {
     /// Visible entries passing `f`, in the store's byte order of
     /// `[segment][key][start][seq]`.
     fn select(&self, f: impl Fn(&str, i64) -> bool) -> Vec<(Windowed<String>, u64)> {
-        let mut v: Vec<(Vec<u8>, Windowed<String>, u64)> = self
+        let v = self
             .entries
             .iter()
             .filter(|((k, t, _), _)| self.visible(*t) && f(k, *t))
             .map(|((k, t, s), v)| {
-                let mut b = enc(t.div_euclid(RETENTION / 2)).to_vec();
-                b.extend_from_slice(k.as_bytes());
-                b.extend_from_slice(&enc(*t));
-                b.extend_from_slice(&s.to_be_bytes());
                 let w = Windowed {
                     key: k.clone(),
                     start: *t,
                     end: t + WINDOW,
                 };
-                (b, w, *v)
+                (
+                    stored_key(RETENTION, *t, k, &[&enc(*t), &s.to_be_bytes()]),
+                    (w, *v),
+                )
             })
             .collect();
-        v.sort_by(|a, b| a.0.cmp(&b.0));
-        v.into_iter().map(|(_, w, v)| (w, v)).collect()
+        in_byte_order(v)
     }
 
     /// Entries in segments not yet dropped (the stored ones, visible or not).
@@ -127,17 +124,6 @@ impl Model {
         };
         self.entries.keys().filter(|(_, t, _)| live(*t)).count()
     }
-}
-
-fn rev<T>(mut v: Vec<T>, r: bool) -> Vec<T> {
-    if r {
-        v.reverse();
-    }
-    v
-}
-
-fn collect<T>(it: impl Iterator<Item = streams_state::Result<T>>) -> Vec<T> {
-    it.collect::<Result<_, _>>().expect("iteration")
 }
 
 /// Runs `ops` against `store` and the model; `exact_count`: the stack's entry count is exact.
@@ -173,11 +159,11 @@ fn check(store: &WindowStore<StringSerde, U64Serde>, dups: bool, ops: &[Op], exa
                 want.sort();
                 let want: Vec<(i64, u64)> = rev(want.into_iter().map(|(t, _, v)| (t, v)).collect(), *r);
                 let reader = store.read().unwrap();
-                let got = if *r {
-                    collect(reader.backward_fetch_range(&s(*k), *from, *to).unwrap())
-                } else {
-                    collect(reader.fetch_range(&s(*k), *from, *to).unwrap())
-                };
+                let got = read(
+                    *r,
+                    || reader.fetch_range(&s(*k), *from, *to),
+                    || reader.backward_fetch_range(&s(*k), *from, *to),
+                );
                 assert_eq!(got, want, "{op:?}");
             }
             Op::KeyRange(a, b, from, to, r) => {
@@ -192,39 +178,28 @@ fn check(store: &WindowStore<StringSerde, U64Serde>, dups: bool, ops: &[Op], exa
                 );
                 let (lo, hi) = (a.map(s), b.map(s));
                 let reader = store.read().unwrap();
-                let got = if *r {
-                    collect(
-                        reader
-                            .backward_fetch_key_range(lo.as_ref(), hi.as_ref(), *from, *to)
-                            .unwrap(),
-                    )
-                } else {
-                    collect(
-                        reader
-                            .fetch_key_range(lo.as_ref(), hi.as_ref(), *from, *to)
-                            .unwrap(),
-                    )
-                };
+                let (lo, hi) = (lo.as_ref(), hi.as_ref());
+                let got = read(
+                    *r,
+                    || reader.fetch_key_range(lo, hi, *from, *to),
+                    || reader.backward_fetch_key_range(lo, hi, *from, *to),
+                );
                 assert_eq!(got, want, "{op:?}");
             }
             Op::All(r) => {
                 let want = rev(model.select(|_, _| true), *r);
                 let reader = store.read().unwrap();
-                let got = if *r {
-                    collect(reader.backward_all().unwrap())
-                } else {
-                    collect(reader.all().unwrap())
-                };
+                let got = read(*r, || reader.all(), || reader.backward_all());
                 assert_eq!(got, want, "{op:?}");
             }
             Op::FetchAll(from, to, r) => {
                 let want = rev(model.select(|_, t| (*from..=*to).contains(&t)), *r);
                 let reader = store.read().unwrap();
-                let got = if *r {
-                    collect(reader.backward_fetch_all(*from, *to).unwrap())
-                } else {
-                    collect(reader.fetch_all(*from, *to).unwrap())
-                };
+                let got = read(
+                    *r,
+                    || reader.fetch_all(*from, *to),
+                    || reader.backward_fetch_all(*from, *to),
+                );
                 assert_eq!(got, want, "{op:?}");
             }
             Op::Flush => {
