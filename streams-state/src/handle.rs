@@ -120,6 +120,25 @@ impl<KS: Serde, VS: Serde> StoreHandle<KS, VS> {
     }
 }
 
+/// Implements `Debug` for a type of a typed handle's family (the handle, its reader, its
+/// iterators) that shows only the name of its store: `Type { <field>: "<name>", .. }`.
+/// `|x| expr` reads the name from the value `x`:
+/// `debug_store_name!(impl[KS: Serde, VS: Serde] KvStoreReader<'_, KS, VS>, "name", |r| r.kv.h.name);`
+macro_rules! debug_store_name {
+    (impl[$($generics:tt)*] $ty:ident<$($arg:tt),*>, $field:literal, |$this:ident| $name:expr) => {
+        impl<$($generics)*> ::std::fmt::Debug for $ty<$($arg),*> {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                let $this = self;
+                f.debug_struct(stringify!($ty))
+                    .field($field, &$name)
+                    .finish_non_exhaustive()
+            }
+        }
+    };
+}
+
+pub(crate) use debug_store_name;
+
 #[cfg(test)]
 mod tests {
     use std::cell::RefCell;

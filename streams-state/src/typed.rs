@@ -12,7 +12,7 @@ use bytes::Bytes;
 use crate::KeyRange;
 use crate::error::{Result, SerdeError, StoreError};
 use crate::flushed::{Flushed, FlushedEntries, FlushedEntry};
-use crate::handle::StoreHandle;
+use crate::handle::{StoreHandle, debug_store_name};
 use crate::iter::KeyValueIter;
 use crate::serde::{OrderedSerde, Serde};
 use crate::store::KeyValueStore;
@@ -96,13 +96,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> Clone for KvStore<KS, VS> {
     }
 }
 
-impl<KS: Serde, VS: Serde> std::fmt::Debug for KvStore<KS, VS> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KvStore")
-            .field("name", &self.h.name)
-            .finish_non_exhaustive()
-    }
-}
+debug_store_name!(impl[KS: Serde, VS: Serde] KvStore<KS, VS>, "name", |r| r.h.name);
 
 /// Runs `f` with `cell`'s buffer cleared, or a fresh one if it is in use.
 fn with_buf<R>(cell: &RefCell<Vec<u8>>, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
@@ -328,13 +322,7 @@ pub struct KvStoreReader<'a, KS: Serde, VS: Serde> {
     kv: &'a KvStore<KS, VS>,
 }
 
-impl<KS: Serde, VS: Serde> std::fmt::Debug for KvStoreReader<'_, KS, VS> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KvStoreReader")
-            .field("name", &self.kv.h.name)
-            .finish_non_exhaustive()
-    }
-}
+debug_store_name!(impl[KS: Serde, VS: Serde] KvStoreReader<'_, KS, VS>, "name", |r| r.kv.h.name);
 
 impl<KS: Serde, VS: Serde> KvStoreReader<'_, KS, VS> {
     fn typed<'r>(&'r self, inner: KeyValueIter<'r>) -> TypedIter<'r, KS, VS> {
@@ -423,13 +411,7 @@ pub struct TypedIter<'a, KS: Serde, VS: Serde> {
     store: &'a str,
 }
 
-impl<KS: Serde, VS: Serde> std::fmt::Debug for TypedIter<'_, KS, VS> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TypedIter")
-            .field("store", &self.store)
-            .finish_non_exhaustive()
-    }
-}
+debug_store_name!(impl[KS: Serde, VS: Serde] TypedIter<'_, KS, VS>, "store", |r| r.store);
 
 impl<KS: Serde, VS: Serde> Iterator for TypedIter<'_, KS, VS> {
     type Item = Result<(KS::Target, VS::Target)>;

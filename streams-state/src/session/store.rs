@@ -4,7 +4,7 @@ use std::cell::Ref;
 
 use crate::error::Result;
 use crate::flushed::{Flushed, FlushedEntries, FlushedEntry};
-use crate::handle::StoreHandle;
+use crate::handle::{StoreHandle, debug_store_name};
 use crate::serde::{OrderedSerde, Serde};
 use crate::store::KeyValueStore;
 use crate::window::Windowed;
@@ -144,13 +144,7 @@ pub struct SessionStoreReader<'a, KS: Serde, VS: Serde> {
     ss: &'a SessionStore<KS, VS>,
 }
 
-impl<KS: Serde, VS: Serde> std::fmt::Debug for SessionStoreReader<'_, KS, VS> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SessionStoreReader")
-            .field("name", &self.ss.h.name)
-            .finish_non_exhaustive()
-    }
-}
+debug_store_name!(impl[KS: Serde, VS: Serde] SessionStoreReader<'_, KS, VS>, "name", |r| r.ss.h.name);
 
 /// Whether a session `(start, end)` ends at or after `earliest_end` and starts at or before
 /// `latest_start`.
@@ -328,13 +322,7 @@ pub struct SessionIter<'r, KS: Serde, VS: Serde> {
     ss: &'r SessionStore<KS, VS>,
 }
 
-impl<KS: Serde, VS: Serde> std::fmt::Debug for SessionIter<'_, KS, VS> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SessionIter")
-            .field("store", &self.ss.h.name)
-            .finish_non_exhaustive()
-    }
-}
+debug_store_name!(impl[KS: Serde, VS: Serde] SessionIter<'_, KS, VS>, "store", |r| r.ss.h.name);
 
 impl<KS: Serde, VS: Serde> Iterator for SessionIter<'_, KS, VS> {
     type Item = Result<(Windowed<KS::Target>, VS::Target)>;

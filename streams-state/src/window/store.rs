@@ -6,7 +6,7 @@ use bytes::Bytes;
 
 use crate::error::{Result, StoreError};
 use crate::flushed::{Flushed, FlushedEntries, FlushedEntry};
-use crate::handle::StoreHandle;
+use crate::handle::{StoreHandle, debug_store_name};
 use crate::serde::{OrderedSerde, Serde};
 use crate::store::KeyValueStore;
 use crate::window::Windowed;
@@ -152,13 +152,7 @@ pub struct WindowStoreReader<'a, KS: Serde, VS: Serde> {
     ws: &'a WindowStore<KS, VS>,
 }
 
-impl<KS: Serde, VS: Serde> std::fmt::Debug for WindowStoreReader<'_, KS, VS> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WindowStoreReader")
-            .field("name", &self.ws.h.name)
-            .finish_non_exhaustive()
-    }
-}
+debug_store_name!(impl[KS: Serde, VS: Serde] WindowStoreReader<'_, KS, VS>, "name", |r| r.ws.h.name);
 
 /// Inclusive segment bounds of the times `from..=to`.
 fn segment_span(segments: &Segments, from: i64, to: i64) -> (i64, i64) {
@@ -320,13 +314,7 @@ pub struct WindowIter<'r, VS: Serde> {
     store: &'r str,
 }
 
-impl<VS: Serde> std::fmt::Debug for WindowIter<'_, VS> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WindowIter")
-            .field("store", &self.store)
-            .finish_non_exhaustive()
-    }
-}
+debug_store_name!(impl[VS: Serde] WindowIter<'_, VS>, "store", |r| r.store);
 
 impl<VS: Serde> Iterator for WindowIter<'_, VS> {
     type Item = Result<(i64, VS::Target)>;
@@ -357,13 +345,7 @@ pub struct KeyWindowIter<'r, KS: Serde, VS: Serde> {
     ws: &'r WindowStore<KS, VS>,
 }
 
-impl<KS: Serde, VS: Serde> std::fmt::Debug for KeyWindowIter<'_, KS, VS> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KeyWindowIter")
-            .field("store", &self.ws.h.name)
-            .finish_non_exhaustive()
-    }
-}
+debug_store_name!(impl[KS: Serde, VS: Serde] KeyWindowIter<'_, KS, VS>, "store", |r| r.ws.h.name);
 
 impl<KS: Serde, VS: Serde> Iterator for KeyWindowIter<'_, KS, VS> {
     type Item = Result<(Windowed<KS::Target>, VS::Target)>;
