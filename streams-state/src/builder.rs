@@ -31,7 +31,7 @@ use crate::store::KeyValueStore;
 use crate::thread_cache::ThreadCache;
 use crate::transactional::TransactionalKeyValueStore;
 use crate::typed::{KvStore, SharedKeyValueStore};
-use crate::window::WindowStoreBuilder;
+use crate::window::{SegmentedRecipe, WindowStoreBuilder};
 
 /// What a task gives a [`StoreBuilder`] to build its instance of a store.
 pub struct StoreBuildContext {
@@ -247,15 +247,8 @@ impl Stores {
         key_serde: KS,
         value_serde: VS,
     ) -> WindowStoreBuilder<KS, VS> {
-        let sizes = (retention, window_size);
-        WindowStoreBuilder::new(
-            name.into(),
-            false,
-            sizes,
-            retain_duplicates,
-            key_serde,
-            value_serde,
-        )
+        let recipe = SegmentedRecipe::new(name.into(), false, retention);
+        WindowStoreBuilder::new(recipe, window_size, retain_duplicates, key_serde, value_serde)
     }
 
     /// A builder of a persistent (RocksDB) window store; see
@@ -268,15 +261,8 @@ impl Stores {
         key_serde: KS,
         value_serde: VS,
     ) -> WindowStoreBuilder<KS, VS> {
-        let sizes = (retention, window_size);
-        WindowStoreBuilder::new(
-            name.into(),
-            true,
-            sizes,
-            retain_duplicates,
-            key_serde,
-            value_serde,
-        )
+        let recipe = SegmentedRecipe::new(name.into(), true, retention);
+        WindowStoreBuilder::new(recipe, window_size, retain_duplicates, key_serde, value_serde)
     }
 
     /// A builder of an in-memory session store keeping sessions for `retention` behind the
@@ -287,7 +273,8 @@ impl Stores {
         key_serde: KS,
         value_serde: VS,
     ) -> SessionStoreBuilder<KS, VS> {
-        SessionStoreBuilder::new(name.into(), false, retention, key_serde, value_serde)
+        let recipe = SegmentedRecipe::new(name.into(), false, retention);
+        SessionStoreBuilder::new(recipe, key_serde, value_serde)
     }
 
     /// A builder of a persistent (RocksDB) session store; see
@@ -298,7 +285,8 @@ impl Stores {
         key_serde: KS,
         value_serde: VS,
     ) -> SessionStoreBuilder<KS, VS> {
-        SessionStoreBuilder::new(name.into(), true, retention, key_serde, value_serde)
+        let recipe = SegmentedRecipe::new(name.into(), true, retention);
+        SessionStoreBuilder::new(recipe, key_serde, value_serde)
     }
 }
 

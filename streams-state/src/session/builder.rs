@@ -1,7 +1,5 @@
 //! [`SessionStoreBuilder`]: the recipe of a session store.
 
-use std::time::Duration;
-
 use crate::builder::{StoreBuildContext, StoreBuilder, StoreLayout, handle_type_name};
 use crate::error::Result;
 use crate::serde::{BytesSerde, Serde};
@@ -26,15 +24,9 @@ pub struct SessionStoreBuilder<KS, VS> {
 }
 
 impl<KS, VS> SessionStoreBuilder<KS, VS> {
-    pub(crate) fn new(
-        name: String,
-        persistent: bool,
-        retention: Duration,
-        key_serde: KS,
-        value_serde: VS,
-    ) -> Self {
+    pub(crate) fn new(recipe: SegmentedRecipe, key_serde: KS, value_serde: VS) -> Self {
         Self {
-            recipe: SegmentedRecipe::new(name, persistent, retention),
+            recipe,
             key_serde,
             value_serde,
         }

@@ -203,19 +203,18 @@ pub struct WindowStoreBuilder<KS, VS> {
 
 impl<KS, VS> WindowStoreBuilder<KS, VS> {
     pub(crate) fn new(
-        name: String,
-        persistent: bool,
-        (retention, window_size): (Duration, Duration),
+        recipe: SegmentedRecipe,
+        window_size: Duration,
         retain_duplicates: bool,
         key_serde: KS,
         value_serde: VS,
     ) -> Self {
         Self {
-            recipe: SegmentedRecipe::new(name, persistent, retention),
-            key_serde,
-            value_serde,
+            recipe,
             window_size: millis(window_size),
             retain_duplicates,
+            key_serde,
+            value_serde,
         }
     }
 
