@@ -91,10 +91,10 @@ impl SegmentedRecipe {
 /// methods the two share, on their fields `recipe`, `key_serde` and `value_serde`: the
 /// setters `with_caching`, `without_caching`, `with_logging` and `without_logging`, the
 /// getters `retention_ms`, `segment_interval_ms`, `key_serde` and `value_serde`, the
-/// private `handle` (the [`StoreHandle`] of a built store, with clones of the serdes), and
+/// private `handle` (the `StoreHandle` of a built store, with clones of the serdes), and
 /// the [`StoreBuilder`] methods `name`, `persistent`, `logging_config` and `typed_handle`
-/// (a boxed `open`). Doc comments before
-/// a name are added to the method's docs (`retention_ms` has only those).
+/// (a boxed `open`). Doc comments before a name are added to the method's docs
+/// (`retention_ms` has only those).
 macro_rules! recipe_methods {
     (@one $(#[$attr:meta])* with_caching) => {
         /// Puts a write-back cache in front of the store.
