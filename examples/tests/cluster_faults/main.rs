@@ -312,7 +312,8 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
     // (`transaction.timeout.ms`, 10 s); one of a clean stop never does.
     let open = cluster.open_transactions_after(&format!("{}-", run.app), Duration::from_secs(60));
 
-    let mut report = verify(&run.bootstrap, &run.topics, &fed, guarantee);
+    let killed = faults::kill_instances() || matches!(faults, Faults::PauseAndKillInstance(_));
+    let mut report = verify(&run.bootstrap, &run.topics, &fed, guarantee.killed(killed));
     let smoke_outputs = if smoke {
         let s = verify_smoke(&run.bootstrap, &run.topics.output, &fed, &mut report);
         format!(
