@@ -7,8 +7,6 @@
 //! `<application.id>-<name>-repartition` and read back, so that all records of a key meet
 //! in one task.
 
-use std::sync::Arc;
-
 use streams_core::SinkConfig;
 
 use crate::change::OldValues;
@@ -17,7 +15,7 @@ use crate::error::DslIssue;
 use crate::kstream::KStream;
 use crate::ktable::KTable;
 use crate::options::{Grouped, Materialized};
-use crate::processors::{AggregateProcessor, PassThrough, UpdateFn, open};
+use crate::processors::{AggregateProcessor, PassThrough, UpdateFn, aggregate_fn, count_fn, open, reduce_fn};
 
 /// A stream grouped by key, ready to aggregate. Made by [`KStream::group_by_key`] or
 /// [`KStream::group_by`].
@@ -347,17 +345,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
     /// The number of records per key.
     pub fn count(&self, materialized: Materialized<K, u64>) -> KTable<K, u64> {
         self.count_burn(&materialized);
-        let materialized = if materialized.value_serde.is_none() {
-            materialized.with_value_serde(streams_core::serdes::U64Serde)
-        } else {
-            materialized
-        };
-        self.aggregate_with(
-            "count",
-            Arc::new(|_, _, old| old.unwrap_or(0) + 1),
-            materialized,
-            None,
-        )
+        self.aggregate_with("count", count_fn(), materialized.or_count_serde(), None)
     }
 
     /// Combines the values of each key with `reducer(aggregate, value)`; the first value of
@@ -368,15 +356,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
         materialized: Materialized<K, V>,
     ) -> KTable<K, V> {
         let fallback = self.stream.value_serde.clone();
-        self.aggregate_with(
-            "reduce",
-            Arc::new(move |_, v, old| match old {
-                Some(agg) => reducer(agg, v),
-                None => v,
-            }),
-            materialized,
-            fallback,
-        )
+        self.aggregate_with("reduce", reduce_fn(reducer), materialized, fallback)
     }
 
     /// Folds the values of each key into an aggregate that starts as `initializer()`:
@@ -389,7 +369,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
     ) -> KTable<K, A> {
         self.aggregate_with(
             "aggregate",
-            Arc::new(move |k, v, old| aggregator(k, v, old.unwrap_or_else(&initializer))),
+            aggregate_fn(initializer, aggregator),
             materialized,
             None,
         )

@@ -259,6 +259,17 @@ impl<K, V> Materialized<K, V> {
     }
 }
 
+impl<K: 'static> Materialized<K, u64> {
+    /// This, with the `u64` serde of a count as its value serde unless one is set.
+    pub(crate) fn or_count_serde(self) -> Self {
+        if self.value_serde.is_none() {
+            self.with_value_serde(streams_core::serdes::U64Serde)
+        } else {
+            self
+        }
+    }
+}
+
 impl<K: 'static, V: 'static> Materialized<K, V> {
     /// Unnamed (the store's name follows the naming rule), serdes from upstream.
     pub fn new() -> Self {

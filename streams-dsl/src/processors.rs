@@ -124,6 +124,31 @@ impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Option<V>, K, Change<V
 /// Updates an aggregate per key: `update(key, value, old aggregate)`.
 pub(crate) type UpdateFn<K, V, A> = Arc<dyn Fn(&K, V, Option<A>) -> A + Send + Sync>;
 
+/// The update of `count`: one more record than the aggregate so far (`0` for none).
+pub(crate) fn count_fn<K, V>() -> UpdateFn<K, V, u64> {
+    Arc::new(|_, _, old| old.unwrap_or(0) + 1)
+}
+
+/// The update of `reduce`: `reducer(aggregate, value)`; a key's first value is its first
+/// aggregate.
+pub(crate) fn reduce_fn<K, V: 'static>(
+    reducer: impl Fn(V, V) -> V + Send + Sync + 'static,
+) -> UpdateFn<K, V, V> {
+    Arc::new(move |_, v, old| match old {
+        Some(agg) => reducer(agg, v),
+        None => v,
+    })
+}
+
+/// The update of `aggregate`: `aggregator(key, value, aggregate)`, the aggregate starting
+/// as `initializer()`.
+pub(crate) fn aggregate_fn<K, V, A: 'static>(
+    initializer: impl Fn() -> A + Send + Sync + 'static,
+    aggregator: impl Fn(&K, V, A) -> A + Send + Sync + 'static,
+) -> UpdateFn<K, V, A> {
+    Arc::new(move |k, v, old| aggregator(k, v, old.unwrap_or_else(&initializer)))
+}
+
 /// `count`, `reduce` and `aggregate` of a grouped stream: reads the key's aggregate,
 /// updates it, writes it back and forwards the change (the old aggregate when old values
 /// are on), at the largest timestamp of the key's records so far.

@@ -27,7 +27,7 @@ use crate::error::DslIssue;
 use crate::kstream::KStream;
 use crate::ktable::KTable;
 use crate::options::{Grouped, Materialized};
-use crate::processors::{DslStore, UpdateFn, aggregate_time, open, stamp};
+use crate::processors::{DslStore, UpdateFn, aggregate_fn, aggregate_time, count_fn, open, reduce_fn, stamp};
 
 /// Maps a row to its new key and value.
 type SelectFn<K, V, K2, V2> = Arc<dyn Fn(&K, &V) -> (K2, V2) + Send + Sync>;
@@ -121,16 +121,11 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedTable<K, V> {
     /// The number of rows per key (a group that loses its last row stays at `0`, as in
     /// Kafka Streams).
     pub fn count(&self, materialized: Materialized<K, u64>) -> KTable<K, u64> {
-        let materialized = if materialized.value_serde.is_none() {
-            materialized.with_value_serde(streams_core::serdes::U64Serde)
-        } else {
-            materialized
-        };
         self.aggregate_with(
             "count",
-            Arc::new(|_, _, agg| agg.unwrap_or(0) + 1),
+            count_fn(),
             Arc::new(|_, _, agg: u64| agg.saturating_sub(1)),
-            materialized,
+            materialized.or_count_serde(),
             None,
         )
     }
@@ -146,10 +141,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedTable<K, V> {
     ) -> KTable<K, V> {
         self.aggregate_with(
             "reduce",
-            Arc::new(move |_, v, agg| match agg {
-                Some(agg) => adder(agg, v),
-                None => v,
-            }),
+            reduce_fn(adder),
             Arc::new(move |_, v, agg| subtractor(agg, v)),
             materialized,
             self.value_serde.clone(),
@@ -169,7 +161,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedTable<K, V> {
     ) -> KTable<K, A> {
         self.aggregate_with(
             "aggregate",
-            Arc::new(move |k, v, agg| adder(k, v, agg.unwrap_or_else(&initializer))),
+            aggregate_fn(initializer, adder),
             Arc::new(subtractor),
             materialized,
             None,

@@ -16,8 +16,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use streams_core::serdes::U64Serde;
-
 use crate::cache_forward::CacheForwarding;
 use crate::change::OldValues;
 use crate::dyn_serde::{DynSerde, dyn_serde};
@@ -25,6 +23,7 @@ use crate::error::DslIssue;
 use crate::grouped::KGroupedStream;
 use crate::ktable::KTable;
 use crate::options::Materialized;
+use crate::processors::{aggregate_fn, count_fn, reduce_fn};
 use crate::table_lookup::session_lookup;
 use crate::windowed::NO_TIMESTAMP;
 use crate::windowed::common::{EmitFinal, connect_stores};
@@ -78,15 +77,11 @@ impl<K: Clone + PartialEq + 'static, V: Clone + 'static> SessionWindowedKStream<
     /// The number of records per key and session; merged sessions add up.
     pub fn count(&self, materialized: Materialized<K, u64>) -> KTable<Windowed<K>, u64> {
         self.grouped.count_burn(&materialized);
-        let materialized = if materialized.value_serde.is_none() {
-            materialized.with_value_serde(U64Serde)
-        } else {
-            materialized
-        };
+        let materialized = materialized.or_count_serde();
         let fns = SessionFns {
             init: Arc::new(|| Some(0)),
             merge: Arc::new(|_, agg: Option<u64>, other| agg.unwrap_or(0) + other),
-            add: Arc::new(|_, _, agg: Option<u64>| agg.unwrap_or(0) + 1),
+            add: count_fn(),
         };
         self.build("session_count", fns, materialized, None)
     }
@@ -107,10 +102,7 @@ impl<K: Clone + PartialEq + 'static, V: Clone + 'static> SessionWindowedKStream<
                 Some(agg) => r2(agg, other),
                 None => other,
             }),
-            add: Arc::new(move |_, v, agg: Option<V>| match agg {
-                Some(agg) => reducer(agg, v),
-                None => v,
-            }),
+            add: reduce_fn(move |agg, v| reducer(agg, v)),
         };
         let fallback = self.grouped.stream().value_serde.clone();
         self.build("session_reduce", fns, materialized, fallback)
@@ -132,7 +124,7 @@ impl<K: Clone + PartialEq + 'static, V: Clone + 'static> SessionWindowedKStream<
         let fns = SessionFns {
             init: Arc::new(move || Some(initializer())),
             merge: Arc::new(move |k, agg: Option<A>, other| merger(k, agg.unwrap_or_else(|| i2()), other)),
-            add: Arc::new(move |k, v, agg: Option<A>| aggregator(k, v, agg.unwrap_or_else(|| i3()))),
+            add: aggregate_fn(move || i3(), aggregator),
         };
         self.build("session_aggregate", fns, materialized, None)
     }

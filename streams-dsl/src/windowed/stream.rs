@@ -10,9 +10,6 @@
 //! window's largest record timestamp, with the window's aggregate before as old value when
 //! the table is re-grouped downstream (final results only carry none).
 
-use std::sync::Arc;
-
-use streams_core::serdes::U64Serde;
 use streams_state::ValueAndTimestampSerde;
 
 use crate::change::OldValues;
@@ -21,7 +18,7 @@ use crate::error::DslIssue;
 use crate::grouped::KGroupedStream;
 use crate::ktable::KTable;
 use crate::options::Materialized;
-use crate::processors::UpdateFn;
+use crate::processors::{UpdateFn, aggregate_fn, count_fn, reduce_fn};
 use crate::table_lookup::window_lookup;
 use crate::windowed::common::{CoreParams, connect_stores};
 use crate::windowed::serde::{Windowed, WindowedSerde};
@@ -105,28 +102,6 @@ impl Kind {
     }
 }
 
-fn count_of<K: 'static>(m: Materialized<K, u64>) -> Materialized<K, u64> {
-    if m.value_serde.is_none() {
-        m.with_value_serde(U64Serde)
-    } else {
-        m
-    }
-}
-
-fn reduce_fn<K, V: 'static>(reducer: impl Fn(V, V) -> V + Send + Sync + 'static) -> UpdateFn<K, V, V> {
-    Arc::new(move |_, v, old| match old {
-        Some(agg) => reducer(agg, v),
-        None => v,
-    })
-}
-
-fn aggregate_fn<K, V, A: 'static>(
-    initializer: impl Fn() -> A + Send + Sync + 'static,
-    aggregator: impl Fn(&K, V, A) -> A + Send + Sync + 'static,
-) -> UpdateFn<K, V, A> {
-    Arc::new(move |k, v, old| aggregator(k, v, old.unwrap_or_else(&initializer)))
-}
-
 macro_rules! windowed_ops {
     ($ty:ident, $kind:ident, $count:literal, $reduce:literal, $aggregate:literal) => {
         impl<K: Clone + 'static, V: Clone + 'static> $ty<K, V> {
@@ -141,14 +116,13 @@ macro_rules! windowed_ops {
                 if $count == "windowed_count" {
                     self.grouped.count_burn(&materialized);
                 }
-                let update: UpdateFn<K, V, u64> = Arc::new(|_, _, old| old.unwrap_or(0) + 1);
                 build(
                     &self.grouped,
                     Kind::$kind(self.windows),
                     self.emit,
                     $count,
-                    update,
-                    count_of(materialized),
+                    count_fn(),
+                    materialized.or_count_serde(),
                     None,
                 )
             }
