@@ -21,6 +21,7 @@ use streams_state::{ValueAndTimestamp, ValueAndTimestampSerde, WindowStore};
 use crate::cache_forward::CacheForwarding;
 use crate::change::{Change, OldValues};
 use crate::dyn_serde::DynSerde;
+use crate::nulls::{Skip, skipped};
 use crate::shared::Shared;
 use crate::windowed::serde::Windowed;
 
@@ -32,6 +33,24 @@ pub(crate) type AggStoreRef<K, A> = WindowStoreRef<DynSerde<K>, ValueAndTimestam
 
 /// Kafka Streams' `NO_TIMESTAMP`: the observed stream time before any record.
 pub(crate) const NO_TIMESTAMP: i64 = -1;
+
+/// Admits a record to a windowed aggregation whose observed stream time is `observed`:
+/// `None` when no window takes it (a negative timestamp, which the engine drops before, or
+/// a null `skip` drops, counted as dropped); else advances `observed` to its timestamp and
+/// returns the close time, `observed - grace_ms`.
+pub(crate) fn admit<K, V, KO, VO>(
+    ctx: &ProcessorContext<'_, KO, VO>,
+    r: &Record<K, V>,
+    skip: Skip,
+    observed: &mut i64,
+    grace_ms: i64,
+) -> Option<i64> {
+    if r.timestamp < 0 || skipped(ctx, r, skip) {
+        return None;
+    }
+    *observed = (*observed).max(r.timestamp);
+    Some(observed.saturating_sub(grace_ms))
+}
 
 /// Connects the aggregation `node` to its `store` and records the grace of its windows.
 pub(crate) fn connect_stores(shared: &Shared, node: &str, store: &str, grace_ms: i64) {

@@ -38,9 +38,9 @@ use streams_core::{Headers, ProcessResult, Processor, ProcessorContext, Record};
 use crate::cache_forward::CacheForwarding;
 use crate::change::Change;
 use crate::dyn_serde::DynSerde;
-use crate::nulls::{Skip, drop_record, skipped};
+use crate::nulls::{Skip, drop_record};
 use crate::windowed::NO_TIMESTAMP;
-use crate::windowed::common::EmitFinal;
+use crate::windowed::common::{EmitFinal, admit};
 use crate::windowed::serde::Windowed;
 use crate::windowed::session_windows::SessionWindows;
 
@@ -191,18 +191,12 @@ where
     A: Clone + 'static,
 {
     fn process(&mut self, ctx: Ctx<'_, '_, K, A>, r: Record<K, V>) -> ProcessResult {
-        if r.timestamp < 0 {
-            return Ok(()); // the engine drops these before
-        }
-        if skipped(ctx, &r, Skip::NullKey) {
+        let grace = self.windows.grace_ms;
+        let Some(close) = admit(ctx, &r, Skip::NullKey, &mut self.observed, grace) else {
             return Ok(());
-        }
+        };
         let (t, gap) = (r.timestamp, self.windows.gap_ms);
-        self.observed = self.observed.max(t);
-        let close = self
-            .observed
-            .saturating_sub(self.windows.grace_ms)
-            .saturating_sub(gap);
+        let close = close.saturating_sub(gap);
         self.emit_final(ctx, &r.headers, close)?;
 
         let earliest_end = t.saturating_sub(gap).max(

@@ -27,9 +27,9 @@ use std::collections::HashSet;
 use streams_core::{ProcessResult, Processor, ProcessorContext, ProcessorError, Record};
 
 use crate::change::Change;
-use crate::nulls::{Skip, drop_record, skipped};
+use crate::nulls::{Skip, drop_record};
 use crate::processors::UpdateFn;
-use crate::windowed::common::WindowCore;
+use crate::windowed::common::{WindowCore, admit};
 use streams_state::ValueAndTimestamp;
 
 use crate::windowed::serde::Windowed;
@@ -226,14 +226,10 @@ where
         ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
         r: Record<K, V>,
     ) -> ProcessResult {
-        if r.timestamp < 0 {
-            return Ok(()); // no window holds it (the engine drops these before)
-        }
-        if skipped(ctx, &r, Skip::NullKeyOrValue) {
+        let grace = self.windows.grace_ms;
+        let Some(close) = admit(ctx, &r, Skip::NullKeyOrValue, &mut self.core.observed, grace) else {
             return Ok(());
-        }
-        self.core.observed = self.core.observed.max(r.timestamp);
-        let close = self.core.observed.saturating_sub(self.windows.grace_ms);
+        };
         let d = self.diff();
         if r.timestamp.saturating_add(d) < close {
             drop_record(ctx, "every window holding it closed");

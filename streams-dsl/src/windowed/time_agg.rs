@@ -10,9 +10,9 @@
 use streams_core::{ProcessResult, Processor, ProcessorContext, Record};
 
 use crate::change::Change;
-use crate::nulls::{Skip, drop_record, skipped};
+use crate::nulls::{Skip, drop_record};
 use crate::processors::UpdateFn;
-use crate::windowed::common::WindowCore;
+use crate::windowed::common::{WindowCore, admit};
 use streams_state::ValueAndTimestamp;
 
 use crate::windowed::serde::Windowed;
@@ -39,15 +39,10 @@ where
         ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
         r: Record<K, V>,
     ) -> ProcessResult {
-        if r.timestamp < 0 {
-            return Ok(()); // no window holds it (the engine drops these before)
-        }
-        if skipped(ctx, &r, Skip::NullKey) {
-            return Ok(());
-        }
         let core = &mut self.core;
-        core.observed = core.observed.max(r.timestamp);
-        let close = core.observed.saturating_sub(self.windows.grace_ms);
+        let Some(close) = admit(ctx, &r, Skip::NullKey, &mut core.observed, self.windows.grace_ms) else {
+            return Ok(());
+        };
         for start in self.windows.window_starts(r.timestamp) {
             let key = core.windowed(&r.key, start);
             if key.end <= close {
