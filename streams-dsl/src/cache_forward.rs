@@ -14,7 +14,7 @@
 //! writes and at each flush, so no entry waits in [`FlushedEntries`] past the flush that
 //! wrote it down. Headers are not kept in the cache: a record forwarded at a flush has none.
 
-use streams_core::{Headers, KvStore, Nulls, ProcessResult, ProcessorContext, Record};
+use streams_core::{Headers, KvStore, ProcessResult, ProcessorContext};
 use streams_state::{
     Flushed, FlushedEntries, FlushedEntry, SessionStore, StoreError, ValueAndTimestamp, WindowStore,
 };
@@ -117,16 +117,11 @@ impl CacheForwarding {
                 .map(|v| v.timestamp)
                 .or_else(|| store.deleted_at(&f.key))
                 .unwrap_or_else(|| ctx.stream_time());
-            ctx.forward(Record {
-                key: f.key,
-                value: Change {
-                    new: f.new.map(|v| v.value),
-                    old: f.old.filter(|_| self.send_old).map(|v| v.value),
-                },
-                timestamp,
-                headers: Headers::default(),
-                nulls: Nulls::NONE,
-            })?;
+            let change = Change {
+                new: f.new.map(|v| v.value),
+                old: f.old.filter(|_| self.send_old).map(|v| v.value),
+            };
+            ctx.forward(change.into_record(f.key, timestamp, Headers::default()))?;
         }
         Ok(())
     }

@@ -22,6 +22,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use streams_core::{Headers, Nulls, Record};
 use streams_state::{Serde, SerdeError};
 
 use crate::dyn_serde::DynSerde;
@@ -33,6 +34,20 @@ pub(crate) struct Change<V> {
     pub new: Option<V>,
     /// The value before the update, when old values are on; else `None`.
     pub old: Option<V>,
+}
+
+impl<V> Change<V> {
+    /// The record that forwards this change of `key` at `timestamp`: neither its key nor
+    /// its value null on the wire.
+    pub fn into_record<K>(self, key: K, timestamp: i64, headers: Headers) -> Record<K, Change<V>> {
+        Record {
+            key,
+            value: self,
+            timestamp,
+            headers,
+            nulls: Nulls::NONE,
+        }
+    }
 }
 
 /// The value types a table operator may read: a plain update (`Option<V>`, from a table

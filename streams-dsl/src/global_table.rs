@@ -18,7 +18,7 @@ use crate::error::DslIssue;
 use crate::kstream::KStream;
 use crate::nulls::{Skip, drop_record, skipped};
 use crate::options::Materialized;
-use crate::processors::DslStore;
+use crate::processors::{DslStore, put_or_delete};
 
 /// A table of the latest value per key of a topic, every partition of it, readable from
 /// every task. Made by [`StreamsBuilder::global_table`]; streams join it with
@@ -131,13 +131,7 @@ impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Option<V>, (), ()> for
         if skipped(ctx, &r, Skip::NullKey) {
             return Ok(());
         }
-        let store = &self.store;
-        match &r.value {
-            Some(v) => store.put(&r.key, &crate::processors::stamp(v.clone(), r.timestamp))?,
-            None => {
-                store.delete(&r.key)?;
-            }
-        }
+        put_or_delete(&self.store, &r.key, r.value.as_ref(), r.timestamp)?;
         Ok(())
     }
 }

@@ -77,6 +77,20 @@ pub(crate) fn stamp<V>(value: V, timestamp: i64) -> ValueAndTimestamp<V> {
     ValueAndTimestamp { value, timestamp }
 }
 
+/// Writes `value` stamped `timestamp` as the row of `key`, or deletes the row when `value`
+/// is `None`.
+pub(crate) fn put_or_delete<K: 'static, V: Clone + 'static>(
+    store: &DslStore<K, V>,
+    key: &K,
+    value: Option<&V>,
+    timestamp: i64,
+) -> Result<(), StoreError> {
+    match value {
+        Some(v) => store.put(key, &stamp(v.clone(), timestamp)),
+        None => store.delete(key).map(|_| ()),
+    }
+}
+
 /// The timestamp an aggregation forwards: the largest of the record's and the old
 /// aggregate's (Kafka Streams' rule), the record's for a key without an aggregate.
 pub(crate) fn aggregate_time<A>(record: i64, old: Option<&ValueAndTimestamp<A>>) -> i64 {
@@ -105,19 +119,8 @@ impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Option<V>, K, Change<V
         } else {
             None
         };
-        match &r.value {
-            Some(v) => self.store.put(&r.key, &stamp(v.clone(), r.timestamp))?,
-            None => {
-                self.store.delete(&r.key)?;
-            }
-        }
-        ctx.forward(Record {
-            key: r.key,
-            value: Change { new: r.value, old },
-            timestamp: r.timestamp,
-            headers: r.headers,
-            nulls: Nulls::NONE,
-        })
+        put_or_delete(&self.store, &r.key, r.value.as_ref(), r.timestamp)?;
+        ctx.forward(Change { new: r.value, old }.into_record(r.key, r.timestamp, r.headers))
     }
 }
 
@@ -193,16 +196,11 @@ impl<K: Clone + 'static, V: 'static, A: Clone + 'static> Processor<K, V, K, Chan
         let kept = if self.send_old { old.clone() } else { None };
         let new = (self.update)(&r.key, r.value, old);
         self.store.put(&r.key, &stamp(new.clone(), timestamp))?;
-        ctx.forward(Record {
-            key: r.key,
-            value: Change {
-                new: Some(new),
-                old: kept,
-            },
-            timestamp,
-            headers: r.headers,
-            nulls: Nulls::NONE,
-        })
+        let change = Change {
+            new: Some(new),
+            old: kept,
+        };
+        ctx.forward(change.into_record(r.key, timestamp, r.headers))
     }
 
     fn flush(&mut self, ctx: &mut ProcessorContext<'_, K, Change<A>>) -> ProcessResult {
@@ -241,22 +239,11 @@ where
             if self.send_old {
                 old = store.get(&r.key)?.map(|o| o.value);
             }
-            match &new {
-                Some(v) => store.put(&r.key, &stamp(v.clone(), r.timestamp))?,
-                None => {
-                    store.delete(&r.key)?;
-                }
-            }
+            put_or_delete(store, &r.key, new.as_ref(), r.timestamp)?;
         } else if self.send_old {
             old = (self.f)(&r.key, change.old);
         }
-        ctx.forward(Record {
-            key: r.key,
-            value: Change { new, old },
-            timestamp: r.timestamp,
-            headers: r.headers,
-            nulls: Nulls::NONE,
-        })
+        ctx.forward(Change { new, old }.into_record(r.key, r.timestamp, r.headers))
     }
 }
 

@@ -16,7 +16,6 @@
 //! the aggregate's before (the record's for a key without an aggregate).
 
 use std::sync::Arc;
-use streams_core::Nulls;
 
 use streams_core::{ProcessResult, Processor, ProcessorContext, Record};
 
@@ -27,7 +26,9 @@ use crate::error::DslIssue;
 use crate::kstream::KStream;
 use crate::ktable::KTable;
 use crate::options::{Grouped, Materialized};
-use crate::processors::{DslStore, UpdateFn, aggregate_fn, aggregate_time, count_fn, open, reduce_fn, stamp};
+use crate::processors::{
+    DslStore, UpdateFn, aggregate_fn, aggregate_time, count_fn, open, put_or_delete, reduce_fn,
+};
 
 /// Maps a row to its new key and value.
 type SelectFn<K, V, K2, V2> = Arc<dyn Fn(&K, &V) -> (K2, V2) + Send + Sync>;
@@ -254,13 +255,7 @@ where
         let change = r.value.into_change();
         let old = change.old.map(|v| (self.selector)(&r.key, &v));
         let new = change.new.map(|v| (self.selector)(&r.key, &v));
-        let record = |key, new, old, headers| Record {
-            key,
-            value: Change { new, old },
-            timestamp: r.timestamp,
-            headers,
-            nulls: Nulls::NONE,
-        };
+        let record = |key, new, old, headers| Change { new, old }.into_record(key, r.timestamp, headers);
         match (old, new) {
             (Some((old_key, old)), Some((new_key, new))) if old_key == new_key => {
                 ctx.forward(record(new_key, Some(new), Some(old), r.headers))
@@ -319,25 +314,15 @@ where
             Some(new) => Some((self.add)(&r.key, new, intermediate)),
             None => intermediate,
         };
-        match &after {
-            Some(agg) => self.store.put(&r.key, &stamp(agg.clone(), timestamp))?,
-            None => {
-                self.store.delete(&r.key)?;
-            }
-        }
+        put_or_delete(&self.store, &r.key, after.as_ref(), timestamp)?;
         if let Some(f) = &self.forwarding {
             return f.forward(ctx, &self.store);
         }
-        ctx.forward(Record {
-            key: r.key,
-            value: Change {
-                new: after,
-                old: kept,
-            },
-            timestamp,
-            headers: r.headers,
-            nulls: Nulls::NONE,
-        })
+        let change = Change {
+            new: after,
+            old: kept,
+        };
+        ctx.forward(change.into_record(r.key, timestamp, r.headers))
     }
 
     fn flush(&mut self, ctx: &mut ProcessorContext<'_, K, Change<A>>) -> ProcessResult {

@@ -23,7 +23,6 @@
 
 use std::marker::PhantomData;
 use std::sync::Arc;
-use streams_core::Nulls;
 
 use streams_core::{ProcessResult, Processor, ProcessorContext, Record};
 
@@ -76,13 +75,7 @@ where
             None
         };
         let new = (self.joiner)(&r.key, change.new, other);
-        ctx.forward(Record {
-            key: r.key,
-            value: Change { new, old },
-            timestamp,
-            headers: r.headers,
-            nulls: Nulls::NONE,
-        })
+        ctx.forward(Change { new, old }.into_record(r.key, timestamp, r.headers))
     }
 }
 

@@ -24,7 +24,7 @@ use crate::fk_join::wire::{
     Instruction, Response, Subscription, SubscriptionSerde, hash128, subscription_key, subscription_prefix,
 };
 use crate::nulls::drop_record;
-use crate::processors::{DslStore, stamp};
+use crate::processors::{DslStore, put_or_delete};
 
 /// The subscription store: `[fk length][fk][pk]` to the stored subscription.
 pub(crate) type SubscriptionStore<K> = KvStore<BytesSerde, SubscriptionSerde<K>>;
@@ -267,18 +267,7 @@ where
         } else {
             None
         };
-        match &new {
-            Some(v) => self.store.put(&r.key, &stamp(v.clone(), r.timestamp))?,
-            None => {
-                self.store.delete(&r.key)?;
-            }
-        }
-        ctx.forward(Record {
-            key: r.key,
-            value: Change { new, old },
-            timestamp: r.timestamp,
-            headers: r.headers,
-            nulls: Nulls::NONE,
-        })
+        put_or_delete(&self.store, &r.key, new.as_ref(), r.timestamp)?;
+        ctx.forward(Change { new, old }.into_record(r.key, r.timestamp, r.headers))
     }
 }

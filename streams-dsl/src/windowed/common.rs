@@ -210,13 +210,7 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
             // Written already: it goes out when the cache writes it down.
             return f.forward(ctx, &self.store);
         }
-        ctx.forward(Record {
-            key,
-            value: change,
-            timestamp,
-            headers: headers.clone(),
-            nulls: Nulls::NONE,
-        })
+        ctx.forward(change.into_record(key, timestamp, headers.clone()))
     }
 
     /// At a task flush: writes the store's cache down and forwards what it held.
