@@ -18,7 +18,7 @@ use crate::error::DslIssue;
 use crate::kstream::KStream;
 use crate::nulls::{Skip, drop_record, skipped};
 use crate::options::Materialized;
-use crate::processors::{DslStore, put_or_delete};
+use crate::processors::{DslStore, forward_joined, put_or_delete};
 
 /// A table of the latest value per key of a topic, every partition of it, readable from
 /// every task. Made by [`StreamsBuilder::global_table`]; streams join it with
@@ -168,16 +168,7 @@ where
             .store
             .get(&(self.key_mapper)(&r.key, &r.value))?
             .map(|o| o.value);
-        match (self.joiner)(&r.key, r.value, other) {
-            Some(v) => ctx.forward(Record {
-                key: r.key,
-                value: v,
-                timestamp: r.timestamp,
-                headers: r.headers,
-                nulls: r.nulls.without_value(),
-            }),
-            None => Ok(()),
-        }
+        forward_joined(ctx, r, |k, v| (self.joiner)(k, v, other))
     }
 }
 

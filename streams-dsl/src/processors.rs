@@ -312,6 +312,32 @@ where
     }
 }
 
+/// Forwards `join(key, value)` of the stream record `r` with the record's key, timestamp
+/// and headers (a null key stays null); nothing when it is `None`.
+pub(crate) fn forward_joined<K: Clone + 'static, V, VR: Clone + 'static>(
+    ctx: &mut ProcessorContext<'_, K, VR>,
+    r: Record<K, V>,
+    join: impl FnOnce(&K, V) -> Option<VR>,
+) -> ProcessResult {
+    let Record {
+        key,
+        value,
+        timestamp,
+        headers,
+        nulls,
+    } = r;
+    match join(&key, value) {
+        Some(value) => ctx.forward(Record {
+            key,
+            value,
+            timestamp,
+            headers,
+            nulls: nulls.without_value(),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Joins a stream value with the table's current value, if any; `None` drops the record.
 pub(crate) type JoinFn<K, V, VT, VR> = Arc<dyn Fn(&K, V, Option<VT>) -> Option<VR> + Send + Sync>;
 
@@ -339,15 +365,6 @@ impl<K: Clone + 'static, V: 'static, VT: Clone + 'static, VR: Clone + 'static> P
         } else {
             self.table.get(&r.key)?.map(|o| o.value)
         };
-        match (self.joiner)(&r.key, r.value, other) {
-            Some(v) => ctx.forward(Record {
-                key: r.key,
-                value: v,
-                timestamp: r.timestamp,
-                headers: r.headers,
-                nulls: r.nulls.without_value(),
-            }),
-            None => Ok(()),
-        }
+        forward_joined(ctx, r, |k, v| (self.joiner)(k, v, other))
     }
 }

@@ -26,6 +26,7 @@ use streams_core::{Headers, ProcessResult, Processor, ProcessorContext, Record, 
 
 use crate::dyn_serde::DynSerde;
 use crate::nulls::{Skip, skipped};
+use crate::processors::forward_joined;
 use crate::stream_join::options::JoinWindows;
 use crate::stream_join::outer::{OuterKey, OuterStore};
 
@@ -186,16 +187,7 @@ where
         } else {
             (outer.unmatched)(&r.key, None, Some(&outer.right_serde.deserialize(&bytes)?))
         };
-        match value {
-            Some(value) => ctx.forward(Record {
-                key: r.key,
-                value,
-                timestamp: r.timestamp,
-                headers: r.headers,
-                nulls: r.nulls.without_value(),
-            }),
-            None => Ok(()),
-        }
+        forward_joined(ctx, r, |_, _| value)
     }
 
     /// Adds `value` to the waiting records of its key at `time`.
