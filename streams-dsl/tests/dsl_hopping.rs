@@ -12,40 +12,37 @@ use streams_dsl::{
 };
 use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
-const SIZE: Duration = Duration::from_secs(10);
+#[path = "common/window_counts.rs"]
+mod window_counts;
+use window_counts::{SIZE, counts_topic, w};
+
 const ADVANCE: Duration = Duration::from_secs(5);
 
 fn driver() -> TopologyTestDriver {
-    let b = StreamsBuilder::new();
-    b.stream(["clicks"], Consumed::with(StringSerde, StringSerde))
-        .group_by_key(Grouped::new())
-        .windowed_by(TimeWindows::of_size_with_grace(SIZE, Duration::from_secs(2)).advance_by(ADVANCE))
-        .count(Materialized::as_("clicks-10s-every-5s"))
-        .to_stream()
-        .to(
-            "counts",
-            Produced::with(WindowedSerde::new(StringSerde, SIZE), NullableSerde(U64Serde)),
-        );
-    TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap()
-}
-
-fn w(key: &str, start: i64) -> Windowed<String> {
-    Windowed {
-        key: key.into(),
-        start,
-        end: start + 10_000,
-    }
+    let windows = TimeWindows::of_size_with_grace(SIZE, Duration::from_secs(2)).advance_by(ADVANCE);
+    window_counts::count_driver(
+        Consumed::with(StringSerde, StringSerde),
+        windows,
+        "clicks-10s-every-5s",
+    )
 }
 
 fn output(driver: &TopologyTestDriver) -> Vec<(Windowed<String>, Option<u64>)> {
-    driver
-        .output_topic(
-            "counts",
-            WindowedSerde::new(StringSerde, SIZE),
-            NullableSerde(U64Serde),
-        )
-        .read_key_values()
-        .unwrap()
+    counts_topic(driver).read_key_values().unwrap()
+}
+
+type Store = streams_state::WindowStore<DynSerde<String>, ValueAndTimestampSerde<DynSerde<u64>>>;
+
+fn store(driver: &TopologyTestDriver, name: &str) -> Store {
+    driver.window_store(name).unwrap()
+}
+
+/// Asserts the aggregate `store` holds for each `(key, window start, aggregate)`.
+fn assert_stored<const N: usize>(store: &Store, expected: [(&str, i64, Option<u64>); N]) {
+    for (key, start, aggregate) in expected {
+        let got = store.fetch(&key.to_owned(), start).unwrap().map(|v| v.value);
+        assert_eq!(got, aggregate, "{key} in the window at {start}");
+    }
 }
 
 #[test]
@@ -67,17 +64,10 @@ fn hopping_windows_count_a_record_in_every_window_holding_it() {
             (w("b", 10_000), Some(1)),
         ]
     );
-    let store = driver
-        .window_store::<DynSerde<String>, ValueAndTimestampSerde<DynSerde<u64>>>("clicks-10s-every-5s")
-        .unwrap();
-    assert_eq!(store.fetch(&"a".to_owned(), 0).unwrap().map(|v| v.value), Some(2));
-    assert_eq!(
-        store.fetch(&"a".to_owned(), 5_000).unwrap().map(|v| v.value),
-        Some(1)
-    );
-    assert_eq!(
-        store.fetch(&"a".to_owned(), 10_000).unwrap().map(|v| v.value),
-        None
+    let store = store(&driver, "clicks-10s-every-5s");
+    assert_stored(
+        &store,
+        [("a", 0, Some(2)), ("a", 5_000, Some(1)), ("a", 10_000, None)],
     );
 }
 
@@ -109,30 +99,19 @@ fn hopping_windows_drop_late_records_per_window_and_expire() {
         ]
     );
 
-    let store = driver
-        .window_store::<DynSerde<String>, ValueAndTimestampSerde<DynSerde<u64>>>("clicks-10s-every-5s")
-        .unwrap();
-    assert_eq!(store.fetch(&"a".to_owned(), 0).unwrap().map(|v| v.value), Some(2));
-    assert_eq!(
-        store.fetch(&"a".to_owned(), 5_000).unwrap().map(|v| v.value),
-        Some(2)
-    );
+    let store = store(&driver, "clicks-10s-every-5s");
+    assert_stored(&store, [("a", 0, Some(2)), ("a", 5_000, Some(2))]);
     // Stream time far ahead: windows that started more than size + grace ago are removed.
     input.pipe_at("b".into(), "x".into(), 60_000).unwrap();
-    for start in [0, 5_000, 10_000] {
-        assert_eq!(
-            store.fetch(&"a".to_owned(), start).unwrap().map(|v| v.value),
-            None,
-            "window {start}"
-        );
-    }
-    assert_eq!(
-        store.fetch(&"b".to_owned(), 55_000).unwrap().map(|v| v.value),
-        Some(1)
-    );
-    assert_eq!(
-        store.fetch(&"b".to_owned(), 60_000).unwrap().map(|v| v.value),
-        Some(1)
+    assert_stored(
+        &store,
+        [
+            ("a", 0, None),
+            ("a", 5_000, None),
+            ("a", 10_000, None),
+            ("b", 55_000, Some(1)),
+            ("b", 60_000, Some(1)),
+        ],
     );
 }
 
@@ -156,14 +135,8 @@ fn hopping_aggregate_sums_per_window() {
     let input = driver.input_topic("amounts", StringSerde, U64Serde);
     input.pipe_at("a".into(), 3, 5_000).unwrap();
     input.pipe_at("a".into(), 4, 9_000).unwrap();
-    let store = driver
-        .window_store::<DynSerde<String>, ValueAndTimestampSerde<DynSerde<u64>>>("sums")
-        .unwrap();
-    assert_eq!(store.fetch(&"a".to_owned(), 0).unwrap().map(|v| v.value), Some(7));
-    assert_eq!(
-        store.fetch(&"a".to_owned(), 5_000).unwrap().map(|v| v.value),
-        Some(7)
-    );
+    let store = store(&driver, "sums");
+    assert_stored(&store, [("a", 0, Some(7)), ("a", 5_000, Some(7))]);
     assert_eq!(
         store.fetch(&"a".to_owned(), 0).unwrap().map(|v| v.timestamp),
         Some(9_000),

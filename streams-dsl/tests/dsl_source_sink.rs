@@ -9,19 +9,13 @@ use streams_core::state::KvStore;
 use streams_core::state::serde::NullableSerde;
 use streams_core::{ProcessResult, Processor, ProcessorContext, Record};
 use streams_dsl::{
-    Consumed, DynSerde, Grouped, Materialized, Produced, StreamsBuilder, TimeWindows, Windowed, WindowedSerde,
+    Consumed, DynSerde, Grouped, Materialized, Produced, StreamsBuilder, TimeWindows, Windowed,
 };
 use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
-const SIZE: Duration = Duration::from_secs(10);
-
-fn w(key: &str, start: i64) -> Windowed<String> {
-    Windowed {
-        key: key.into(),
-        start,
-        end: start + 10_000,
-    }
-}
+#[path = "common/window_counts.rs"]
+mod window_counts;
+use window_counts::{counts_topic, w};
 
 /// Values are `"<event time>,<payload>"`; the record timestamps are far from them.
 fn event_time(value: &str) -> Option<i64> {
@@ -29,27 +23,13 @@ fn event_time(value: &str) -> Option<i64> {
 }
 
 fn windowed_count(consumed: Consumed<StringSerde, StringSerde>) -> TopologyTestDriver {
-    let b = StreamsBuilder::new();
-    b.stream(["clicks"], consumed)
-        .group_by_key(Grouped::new())
-        .windowed_by(TimeWindows::of_size_with_grace(SIZE, Duration::ZERO))
-        .count(Materialized::as_("clicks-per-10s"))
-        .to_stream()
-        .to(
-            "counts",
-            Produced::with(WindowedSerde::new(StringSerde, SIZE), NullableSerde(U64Serde)),
-        );
-    TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap()
+    let windows = TimeWindows::of_size_with_grace(window_counts::SIZE, Duration::ZERO);
+    window_counts::count_driver(consumed, windows, "clicks-per-10s")
 }
 
 /// `(window, count, timestamp)` of every record on topic `counts`.
 fn counts(driver: &TopologyTestDriver) -> Vec<(Windowed<String>, Option<u64>, i64)> {
-    let out = driver.output_topic(
-        "counts",
-        WindowedSerde::new(StringSerde, SIZE),
-        NullableSerde(U64Serde),
-    );
-    let records = out.read_records().unwrap();
+    let records = counts_topic(driver).read_records().unwrap();
     records
         .into_iter()
         .map(|r| (r.key, r.value, r.timestamp))

@@ -4,36 +4,24 @@
 
 use std::time::Duration;
 
-use streams_core::serdes::{StringSerde, U64Serde};
-use streams_core::state::serde::NullableSerde;
+use streams_core::serdes::StringSerde;
 use streams_dsl::{
-    Consumed, DslError, DslIssue, DynSerde, Grouped, Materialized, Produced, StreamsBuilder, TimeWindows,
-    ValueAndTimestampSerde, Windowed, WindowedSerde,
+    Consumed, DslError, DslIssue, DynSerde, Grouped, Materialized, StreamsBuilder, TimeWindows,
+    ValueAndTimestampSerde,
 };
 use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
-const SIZE: Duration = Duration::from_secs(10);
+#[path = "common/window_counts.rs"]
+mod window_counts;
+use window_counts::{SIZE, count_topology, counts_topic, w};
 
 fn driver() -> TopologyTestDriver {
-    let b = StreamsBuilder::new();
-    b.stream(["clicks"], Consumed::with(StringSerde, StringSerde))
-        .group_by_key(Grouped::new())
-        .windowed_by(TimeWindows::of_size_with_grace(SIZE, Duration::from_secs(5)))
-        .count(Materialized::as_("clicks-per-10s"))
-        .to_stream()
-        .to(
-            "counts",
-            Produced::with(WindowedSerde::new(StringSerde, SIZE), NullableSerde(U64Serde)),
-        );
-    TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default()).unwrap()
-}
-
-fn w(key: &str, start: i64) -> Windowed<String> {
-    Windowed {
-        key: key.into(),
-        start,
-        end: start + 10_000,
-    }
+    let windows = TimeWindows::of_size_with_grace(SIZE, Duration::from_secs(5));
+    window_counts::count_driver(
+        Consumed::with(StringSerde, StringSerde),
+        windows,
+        "clicks-per-10s",
+    )
 }
 
 #[test]
@@ -49,11 +37,7 @@ fn counts_per_key_and_tumbling_window() {
     ] {
         input.pipe_at(k.into(), "x".into(), t).unwrap();
     }
-    let out = driver.output_topic(
-        "counts",
-        WindowedSerde::new(StringSerde, SIZE),
-        NullableSerde(U64Serde),
-    );
+    let out = counts_topic(&driver);
     assert_eq!(
         out.read_key_values().unwrap(),
         [
@@ -79,11 +63,7 @@ fn late_records_are_dropped_and_expired_windows_leave_the_store() {
     input.pipe_at("a".into(), "x".into(), 15_000).unwrap();
     // Now it is closed.
     input.pipe_at("a".into(), "too late".into(), 3_000).unwrap();
-    let out = driver.output_topic(
-        "counts",
-        WindowedSerde::new(StringSerde, SIZE),
-        NullableSerde(U64Serde),
-    );
+    let out = counts_topic(&driver);
     let got = out.read_key_values().unwrap();
     assert_eq!(got.iter().filter(|(k, _)| k.start == 0).count(), 2, "{got:?}");
 
@@ -145,18 +125,10 @@ fn a_longer_retention_keeps_windows_readable_and_a_shorter_one_is_a_build_error(
 /// `WindowedStreamPartitioner` places it, so every window of a key is in one partition.
 #[test]
 fn windowed_keys_are_partitioned_by_their_base_key() {
-    let b = StreamsBuilder::new();
-    b.stream(["clicks"], Consumed::with(StringSerde, StringSerde))
-        .group_by_key(Grouped::new())
-        .windowed_by(TimeWindows::of_size_no_grace(SIZE))
-        .count(Materialized::as_("clicks-per-10s"))
-        .to_stream()
-        .to(
-            "counts",
-            Produced::with(WindowedSerde::new(StringSerde, SIZE), NullableSerde(U64Serde)),
-        );
+    let consumed = Consumed::with(StringSerde, StringSerde);
+    let topology = count_topology(consumed, TimeWindows::of_size_no_grace(SIZE), "clicks-per-10s");
     let config = DriverConfig::default().partitions("counts", 8);
-    let driver = TopologyTestDriver::new(b.build().unwrap(), config).unwrap();
+    let driver = TopologyTestDriver::new(topology, config).unwrap();
     let clicks = driver.input_topic("clicks", StringSerde, StringSerde);
     let keys = ["a", "b", "c", "user-7", "user-42"];
     for window in 0..6i64 {
@@ -166,14 +138,7 @@ fn windowed_keys_are_partitioned_by_their_base_key() {
                 .unwrap();
         }
     }
-    let out = driver
-        .output_topic(
-            "counts",
-            WindowedSerde::new(StringSerde, SIZE),
-            NullableSerde(U64Serde),
-        )
-        .read_records()
-        .unwrap();
+    let out = counts_topic(&driver).read_records().unwrap();
     assert_eq!(out.len(), keys.len() * 6);
     for r in &out {
         assert_eq!(
