@@ -10,6 +10,10 @@ use streams_core::state::serde::{BytesSerde, NullableSerde};
 use streams_dsl::{DslError, DslIssue, KTable, Materialized, Produced, StreamsBuilder};
 use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
+#[path = "common/string_tables.rs"]
+mod string_tables;
+use string_tables::table;
+
 type Out = Vec<(String, Option<String>)>;
 
 fn out(p: &[(&str, Option<&str>)]) -> Out {
@@ -22,18 +26,8 @@ fn customer(order: &str) -> String {
 }
 
 fn tables(b: &StreamsBuilder) -> (KTable<String, String>, KTable<String, String>) {
-    let orders = b.table(
-        "orders",
-        Materialized::as_("orders")
-            .with_key_serde(StringSerde)
-            .with_value_serde(StringSerde),
-    );
-    let customers = b.table(
-        "customers",
-        Materialized::as_("customers")
-            .with_key_serde(StringSerde)
-            .with_value_serde(StringSerde),
-    );
+    let orders = table(b, "orders", StringSerde);
+    let customers = table(b, "customers", StringSerde);
     (orders, customers)
 }
 

@@ -17,6 +17,10 @@ use streams_test_utils::{DriverConfig, TopologyTestDriver};
 mod window_counts;
 use window_counts::{counts_topic, w};
 
+#[path = "common/string_tables.rs"]
+mod string_tables;
+use string_tables::table;
+
 /// Values are `"<event time>,<payload>"`; the record timestamps are far from them.
 fn event_time(value: &str) -> Option<i64> {
     value.split_once(',')?.0.parse().ok()
@@ -172,12 +176,7 @@ impl Processor<String, u64, String, String> for Addresses {
 #[test]
 fn a_user_processor_prefix_scans_a_tables_store_by_its_typed_handle() {
     let b = StreamsBuilder::new();
-    let table = b.table(
-        "addresses",
-        Materialized::as_("addresses")
-            .with_key_serde(StringSerde)
-            .with_value_serde(StringSerde),
-    );
+    let table = table(&b, "addresses", StringSerde);
     let store = table
         .store_ref()
         .expect("a table read from a topic has a store handle");
@@ -238,12 +237,7 @@ fn an_aggregation_table_has_no_typed_handle_yet_but_a_table_read_from_a_topic_ha
 #[test]
 fn optimized_tables_restore_from_their_topic_instead_of_a_changelog() {
     let program = |b: StreamsBuilder| {
-        let users = b.table(
-            "users",
-            Materialized::as_("users")
-                .with_key_serde(StringSerde)
-                .with_value_serde(StringSerde),
-        );
+        let users = table(&b, "users", StringSerde);
         b.table(
             "unlogged",
             Materialized::as_("unlogged")

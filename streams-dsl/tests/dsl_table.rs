@@ -5,6 +5,10 @@ use streams_core::state::serde::NullableSerde;
 use streams_dsl::{Consumed, DslError, DslIssue, DynSerde, Materialized, Produced, StreamsBuilder};
 use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
+#[path = "common/string_tables.rs"]
+mod string_tables;
+use string_tables::table;
+
 type Updates = Vec<(String, Option<u64>)>;
 
 fn up(p: &[(&str, Option<u64>)]) -> Updates {
@@ -40,12 +44,7 @@ fn table_keeps_the_latest_value_and_deletes_on_tombstones() {
 #[test]
 fn table_filter_forwards_failing_updates_as_deletes_and_map_values_maps() {
     let b = StreamsBuilder::new();
-    let table = b.table(
-        "prices",
-        Materialized::as_("prices")
-            .with_key_serde(StringSerde)
-            .with_value_serde(U64Serde),
-    );
+    let table = table(&b, "prices", U64Serde);
     table
         .filter_as(|_, v| *v >= 10, Materialized::as_("expensive"))
         .to_stream()
@@ -77,12 +76,7 @@ fn table_filter_forwards_failing_updates_as_deletes_and_map_values_maps() {
 
 fn join_driver(left: bool) -> TopologyTestDriver {
     let b = StreamsBuilder::new();
-    let users = b.table(
-        "users",
-        Materialized::as_("users")
-            .with_key_serde(StringSerde)
-            .with_value_serde(StringSerde),
-    );
+    let users = table(&b, "users", StringSerde);
     let clicks = b.stream(["clicks"], Consumed::with(StringSerde, StringSerde));
     let joined = if left {
         clicks.left_join(&users, |_, page, user| {
@@ -184,18 +178,8 @@ fn joining_an_unmaterialized_table_is_a_build_error() {
 
 fn table_join_driver(kind: &str) -> TopologyTestDriver {
     let b = StreamsBuilder::new();
-    let names = b.table(
-        "names",
-        Materialized::as_("names")
-            .with_key_serde(StringSerde)
-            .with_value_serde(StringSerde),
-    );
-    let ages = b.table(
-        "ages",
-        Materialized::as_("ages")
-            .with_key_serde(StringSerde)
-            .with_value_serde(U64Serde),
-    );
+    let names = table(&b, "names", StringSerde);
+    let ages = table(&b, "ages", U64Serde);
     let joined = match kind {
         "join" => names.join(&ages, |_, n, a| format!("{n}:{a}")),
         "left" => names.left_join(&ages, |_, n, a| format!("{n}:{a:?}")),
