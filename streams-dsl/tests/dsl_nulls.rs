@@ -9,6 +9,10 @@ use streams_core::state::serde::NullableSerde;
 use streams_dsl::{Consumed, Grouped, Materialized, Produced, StreamsBuilder};
 use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
+#[path = "common/key_counts.rs"]
+mod key_counts;
+use key_counts::count_by_key;
+
 type Nullable = NullableSerde<StringSerde>;
 
 /// The total of the series of metric `name` in Prometheus' text format.
@@ -29,11 +33,7 @@ fn driver(b: &StreamsBuilder) -> TopologyTestDriver {
 #[test]
 fn an_aggregation_skips_null_keys_and_values_and_counts_them_as_dropped() {
     let b = StreamsBuilder::new();
-    b.stream(["in"], Consumed::with(StringSerde, StringSerde))
-        .group_by_key(Grouped::new())
-        .count(Materialized::as_("counts"))
-        .to_stream()
-        .to("counts", Produced::with(StringSerde, NullableSerde(U64Serde)));
+    count_by_key(&b);
     let driver = driver(&b);
     let input = driver.input_topic("in", Nullable::default(), Nullable::default());
     input.pipe(Some("a".into()), Some("x".into())).unwrap();

@@ -6,8 +6,12 @@
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::Serde;
 use streams_core::state::serde::NullableSerde;
-use streams_dsl::{Consumed, DynSerde, Grouped, KTable, Materialized, Produced, StreamsBuilder, timestamped};
+use streams_dsl::{DynSerde, Grouped, KTable, Materialized, Produced, StreamsBuilder, timestamped};
 use streams_test_utils::{DriverConfig, TopologyTestDriver};
+
+#[path = "common/key_counts.rs"]
+mod key_counts;
+use key_counts::count_by_key;
 
 fn strings() -> Materialized<String, String> {
     Materialized::new()
@@ -36,11 +40,7 @@ fn read<VS: Serde + Clone + 'static>(
 #[test]
 fn an_aggregation_forwards_the_largest_timestamp_of_its_key() {
     let b = StreamsBuilder::new();
-    b.stream(["in"], Consumed::with(StringSerde, StringSerde))
-        .group_by_key(Grouped::new())
-        .count(Materialized::as_("counts"))
-        .to_stream()
-        .to("counts", Produced::with(StringSerde, NullableSerde(U64Serde)));
+    count_by_key(&b);
     let driver = driver(b);
     let input = driver.input_topic("in", StringSerde, StringSerde);
     for (k, ts) in [("a", 20), ("a", 10), ("b", 5), ("a", 30)] {
