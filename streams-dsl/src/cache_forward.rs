@@ -136,3 +136,13 @@ impl CacheForwarding {
         self.forward(ctx, store)
     }
 }
+
+/// At a task flush: writes a cached `store` down and forwards what it held through
+/// `forwarding`; nothing when `forwarding` is unset (the store is not cached).
+pub(crate) fn flush_cached<K: Clone + 'static, A: Clone + 'static>(
+    forwarding: Option<&CacheForwarding>,
+    ctx: &mut ProcessorContext<'_, K, Change<A>>,
+    store: &impl FlushSource<K, A>,
+) -> ProcessResult {
+    forwarding.map_or(Ok(()), |f| f.flush(ctx, store))
+}

@@ -8,7 +8,7 @@ use streams_core::Nulls;
 use streams_core::{KvStore, ProcessResult, Processor, ProcessorContext, Record};
 use streams_state::{StoreError, ValueAndTimestamp};
 
-use crate::cache_forward::CacheForwarding;
+use crate::cache_forward::{CacheForwarding, flush_cached};
 use crate::change::{Change, TableIn};
 use crate::dyn_serde::DynSerde;
 use crate::nulls::{Skip, skipped};
@@ -204,9 +204,7 @@ impl<K: Clone + 'static, V: 'static, A: Clone + 'static> Processor<K, V, K, Chan
     }
 
     fn flush(&mut self, ctx: &mut ProcessorContext<'_, K, Change<A>>) -> ProcessResult {
-        self.forwarding
-            .as_ref()
-            .map_or(Ok(()), |f| f.flush(ctx, &self.store))
+        flush_cached(self.forwarding.as_ref(), ctx, &self.store)
     }
 }
 

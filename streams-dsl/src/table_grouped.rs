@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use streams_core::{ProcessResult, Processor, ProcessorContext, Record};
 
-use crate::cache_forward::CacheForwarding;
+use crate::cache_forward::{CacheForwarding, flush_cached};
 use crate::change::{Change, ChangeSerde, OldValues, TableIn};
 use crate::dyn_serde::{DynSerde, carry, dyn_serde};
 use crate::error::DslIssue;
@@ -326,8 +326,6 @@ where
     }
 
     fn flush(&mut self, ctx: &mut ProcessorContext<'_, K, Change<A>>) -> ProcessResult {
-        self.forwarding
-            .as_ref()
-            .map_or(Ok(()), |f| f.flush(ctx, &self.store))
+        flush_cached(self.forwarding.as_ref(), ctx, &self.store)
     }
 }

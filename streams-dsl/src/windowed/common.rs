@@ -18,7 +18,7 @@ use streams_core::state::StoreError;
 use streams_core::{Headers, ProcessResult, ProcessorContext, Record, WindowStoreRef};
 use streams_state::{ValueAndTimestamp, ValueAndTimestampSerde, WindowStore};
 
-use crate::cache_forward::CacheForwarding;
+use crate::cache_forward::{CacheForwarding, flush_cached};
 use crate::change::{Change, OldValues};
 use crate::dyn_serde::DynSerde;
 use crate::nulls::{Skip, skipped};
@@ -215,9 +215,7 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
 
     /// At a task flush: writes the store's cache down and forwards what it held.
     pub fn flush(&self, ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>) -> ProcessResult {
-        self.forwarding
-            .as_ref()
-            .map_or(Ok(()), |f| f.flush(ctx, &self.store))
+        flush_cached(self.forwarding.as_ref(), ctx, &self.store)
     }
 
     /// The last emitted close time when final results are due at `close` (the close time
