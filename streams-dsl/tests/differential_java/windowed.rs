@@ -4,7 +4,10 @@
 use std::time::Duration;
 
 use streams_core::serdes::{StringSerde, U64Serde};
-use streams_dsl::{Grouped, Materialized, StreamsBuilder, TimeWindows, Windowed, WindowedSerde};
+use streams_dsl::{
+    BufferConfig, EmitStrategy, Grouped, KTable, Materialized, SlidingWindows, StreamsBuilder, Suppressed,
+    TimeWindows, Windowed, WindowedSerde,
+};
 
 use crate::diff::Values::{Long, Str};
 use crate::diff::check;
@@ -20,22 +23,84 @@ fn hopping() -> TimeWindows {
     tumbling().advance_by(Duration::from_millis(5))
 }
 
-fn windowed_count(b: &StreamsBuilder, windows: TimeWindows) {
-    grouped_input(b)
-        .windowed_by(windows)
-        .count(Materialized::new())
-        .to_windowed("counts", counts());
+/// Time or sliding windows, for the cases that run alike over both.
+#[derive(Clone, Copy)]
+enum Windows {
+    Time(TimeWindows),
+    Sliding(SlidingWindows),
 }
 
-fn windowed_concat(b: &StreamsBuilder, windows: TimeWindows) {
-    grouped_input(b)
-        .windowed_by(windows)
-        .aggregate(
-            String::new,
-            |_, v, a| a + &v,
-            Materialized::new().with_value_serde(StringSerde),
-        )
-        .to_windowed("aggregates", nullable_strings());
+impl From<TimeWindows> for Windows {
+    fn from(w: TimeWindows) -> Self {
+        Windows::Time(w)
+    }
+}
+
+impl From<SlidingWindows> for Windows {
+    fn from(w: SlidingWindows) -> Self {
+        Windows::Sliding(w)
+    }
+}
+
+/// Runs the same calls on the input grouped by key and cut into `windows`: `$s` is the
+/// windowed stream, of either type, in `$body`.
+macro_rules! over {
+    ($b:expr, $windows:expr, |$s:ident| $body:expr) => {
+        match $windows.into() {
+            Windows::Time(w) => {
+                let $s = grouped_input($b).windowed_by(w);
+                $body
+            }
+            Windows::Sliding(w) => {
+                let $s = grouped_input($b).windowed_by_sliding(w);
+                $body
+            }
+        }
+    };
+}
+
+/// The count of the input per key and window; only each window's final result when
+/// `final_only`.
+fn count(b: &StreamsBuilder, windows: impl Into<Windows>, final_only: bool) -> KTable<Windowed<String>, u64> {
+    over!(b, windows, |s| match final_only {
+        true => s.emit_strategy(EmitStrategy::on_window_close()),
+        false => s,
+    }
+    .count(Materialized::new()))
+}
+
+/// The input's count per key and window, written to `counts`.
+fn windowed_count(b: &StreamsBuilder, windows: impl Into<Windows>) {
+    count(b, windows, false).to_windowed("counts", counts());
+}
+
+/// Only each window's final count, written to `counts`.
+fn final_count(b: &StreamsBuilder, windows: impl Into<Windows>) {
+    count(b, windows, true).to_windowed("counts", counts());
+}
+
+/// The count per key and window suppressed until the window closes, written to `finals`.
+fn suppressed_count(b: &StreamsBuilder, windows: impl Into<Windows>) {
+    count(b, windows, false)
+        .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
+        .to_windowed("finals", counts());
+}
+
+/// The input's values per key and window concatenated, written to `aggregates`.
+fn windowed_concat(b: &StreamsBuilder, windows: impl Into<Windows>) {
+    over!(b, windows, |s| s.aggregate(
+        String::new,
+        |_, v, a| a + &v,
+        Materialized::new().with_value_serde(StringSerde),
+    ))
+    .to_windowed("aggregates", nullable_strings());
+}
+
+/// The input's values per key and window reduced to `a+b+…`, written to `reduced`.
+fn windowed_reduce(b: &StreamsBuilder, windows: impl Into<Windows>) {
+    over!(b, windows, |s| s
+        .reduce(|a, v| format!("{a}+{v}"), Materialized::new()))
+    .to_windowed("reduced", nullable_strings());
 }
 
 #[test]
@@ -50,9 +115,7 @@ fn tumbling_count() {
 fn windowed_key_bytes() {
     check("windowed-key-bytes", &[], &[("counts", Long)], |b| {
         let keys = WindowedSerde::new(StringSerde, Duration::from_millis(10));
-        grouped_input(b)
-            .windowed_by(tumbling())
-            .count(Materialized::new())
+        count(b, tumbling(), false)
             .to_stream()
             .map(move |k, v| (key_bytes(&keys, &k), v))
             .to("counts", counts());
@@ -122,39 +185,26 @@ fn hopping_group_by_reduce() {
 #[test]
 fn tumbling_reduce() {
     check("tumbling-reduce", &[], &[("reduced", Str)], |b| {
-        grouped_input(b)
-            .windowed_by(tumbling())
-            .reduce(|a, v| format!("{a}+{v}"), Materialized::new())
-            .to_windowed("reduced", nullable_strings());
+        windowed_reduce(b, tumbling())
     });
 }
 
 #[test]
 fn tumbling_count_emit_final() {
     check("tumbling-count-emit-final", &[], &[("counts", Long)], |b| {
-        grouped_input(b)
-            .windowed_by(tumbling())
-            .emit_strategy(streams_dsl::EmitStrategy::on_window_close())
-            .count(Materialized::new())
-            .to_windowed("counts", counts());
+        final_count(b, tumbling())
     });
 }
 
 #[test]
 fn suppress_window_close() {
-    use streams_dsl::{BufferConfig, Suppressed};
     check("suppress-window-close", &[], &[("finals", Long)], |b| {
-        grouped_input(b)
-            .windowed_by(tumbling())
-            .count(Materialized::new())
-            .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
-            .to_windowed("finals", counts());
+        suppressed_count(b, tumbling())
     });
 }
 
 #[test]
 fn suppress_time_limit() {
-    use streams_dsl::{BufferConfig, Suppressed};
     check("suppress-time-limit", &[], &[("limited", Long)], |b| {
         grouped_input(b)
             .count(Materialized::new())
@@ -169,96 +219,62 @@ fn suppress_time_limit() {
 
 // ---- sliding windows: 10 ms time difference, 5 ms grace ----
 
-fn sliding() -> streams_dsl::SlidingWindows {
-    streams_dsl::SlidingWindows::of_time_difference_with_grace(
-        Duration::from_millis(10),
-        Duration::from_millis(5),
-    )
+fn sliding() -> SlidingWindows {
+    SlidingWindows::of_time_difference_with_grace(Duration::from_millis(10), Duration::from_millis(5))
 }
 
 #[test]
 fn sliding_count() {
     check("sliding-count", &[], &[("counts", Long)], |b| {
-        grouped_input(b)
-            .windowed_by_sliding(sliding())
-            .count(Materialized::new())
-            .to_windowed("counts", counts());
+        windowed_count(b, sliding())
     });
 }
 
 #[test]
 fn sliding_aggregate() {
     check("sliding-aggregate", &[], &[("aggregates", Str)], |b| {
-        grouped_input(b)
-            .windowed_by_sliding(sliding())
-            .aggregate(
-                String::new,
-                |_, v, a| a + &v,
-                Materialized::new().with_value_serde(StringSerde),
-            )
-            .to_windowed("aggregates", nullable_strings());
+        windowed_concat(b, sliding())
     });
 }
 
 #[test]
 fn sliding_reduce() {
     check("sliding-reduce", &[], &[("reduced", Str)], |b| {
-        grouped_input(b)
-            .windowed_by_sliding(sliding())
-            .reduce(|a, v| format!("{a}+{v}"), Materialized::new())
-            .to_windowed("reduced", nullable_strings());
+        windowed_reduce(b, sliding())
     });
 }
 
 #[test]
 fn sliding_count_emit_final() {
     check("sliding-count-emit-final", &[], &[("counts", Long)], |b| {
-        grouped_input(b)
-            .windowed_by_sliding(sliding())
-            .emit_strategy(streams_dsl::EmitStrategy::on_window_close())
-            .count(Materialized::new())
-            .to_windowed("counts", counts());
+        final_count(b, sliding())
     });
 }
 
 #[test]
 fn sliding_count_no_grace() {
     check("sliding-count-no-grace", &[], &[("counts", Long)], |b| {
-        grouped_input(b)
-            .windowed_by_sliding(streams_dsl::SlidingWindows::of_time_difference_no_grace(
-                Duration::from_millis(10),
-            ))
-            .count(Materialized::new())
-            .to_windowed("counts", counts());
+        let no_grace = SlidingWindows::of_time_difference_no_grace(Duration::from_millis(10));
+        windowed_count(b, no_grace)
     });
 }
 
 #[test]
 fn sliding_suppress_window_close() {
-    use streams_dsl::{BufferConfig, Suppressed};
     check("sliding-suppress-window-close", &[], &[("finals", Long)], |b| {
-        grouped_input(b)
-            .windowed_by_sliding(sliding())
-            .count(Materialized::new())
-            .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
-            .to_windowed("finals", counts());
+        suppressed_count(b, sliding())
     });
 }
 
 #[test]
 fn hopping_count_emit_final() {
     check("hopping-count-emit-final", &[], &[("counts", Long)], |b| {
-        grouped_input(b)
-            .windowed_by(hopping())
-            .emit_strategy(streams_dsl::EmitStrategy::on_window_close())
-            .count(Materialized::new())
-            .to_windowed("counts", counts());
+        final_count(b, hopping())
     });
 }
 
 #[test]
 fn table_suppress_time_limit() {
-    use streams_dsl::{BufferConfig, Suppressed};
     check("table-suppress-time-limit", &[], &[("limited", Str)], |b| {
         crate::table(b, "t")
             .suppress(Suppressed::until_time_limit(
