@@ -42,35 +42,46 @@ fn rekeyed_stream_table_join() {
     });
 }
 
+/// Which join a case runs.
+#[derive(Clone, Copy)]
+enum Join {
+    Inner,
+    Left,
+    Outer,
+}
+
+/// Joins the tables `left` and `right` into `joined`: `l/r`, and for a left join `l/null`,
+/// for an outer join `null/r` too.
+fn joined_tables(b: &StreamsBuilder, join: Join) {
+    let left = table(b, "left");
+    let right = table(b, "right");
+    match join {
+        Join::Inner => left.join(&right, |_, l, r| format!("{l}/{r}")),
+        Join::Left => left.left_join(&right, |_, l, r| format!("{l}/{}", or_null(r))),
+        Join::Outer => left.outer_join(&right, |_, l, r| format!("{}/{}", or_null(l), or_null(r))),
+    }
+    .to_stream()
+    .to("joined", nullable_strings());
+}
+
 #[test]
 fn table_table_join() {
     check("table-table-join", &[], &[("joined", Str)], |b| {
-        table(b, "left")
-            .join(&table(b, "right"), |_, l, r| format!("{l}/{r}"))
-            .to_stream()
-            .to("joined", nullable_strings());
+        joined_tables(b, Join::Inner)
     });
 }
 
 #[test]
 fn table_table_left_join() {
     check("table-table-left-join", &[], &[("joined", Str)], |b| {
-        table(b, "left")
-            .left_join(&table(b, "right"), |_, l, r| format!("{l}/{}", or_null(r)))
-            .to_stream()
-            .to("joined", nullable_strings());
+        joined_tables(b, Join::Left)
     });
 }
 
 #[test]
 fn table_table_outer_join() {
     check("table-table-outer-join", &[], &[("joined", Str)], |b| {
-        table(b, "left")
-            .outer_join(&table(b, "right"), |_, l, r| {
-                format!("{}/{}", or_null(l), or_null(r))
-            })
-            .to_stream()
-            .to("joined", nullable_strings());
+        joined_tables(b, Join::Outer)
     });
 }
 
@@ -138,46 +149,34 @@ fn or_null_ref(v: Option<&String>) -> &str {
     v.map_or("null", String::as_str)
 }
 
-/// Joins `left` and `right` within `windows` into `joined`: `l/r`.
-fn joined_stream(b: &StreamsBuilder, windows: JoinWindows) {
-    input(b, "left")
-        .join_stream(
-            &input(b, "right"),
-            |_, l, r| format!("{l}/{r}"),
-            windows,
-            StreamJoined::new(),
-        )
-        .to("joined", strings());
-}
-
-/// Left-joins `left` and `right` within `windows` into `joined`: `l/r`, `l/null`.
-fn left_joined_stream(b: &StreamsBuilder, windows: JoinWindows) {
-    input(b, "left")
-        .left_join_stream(
-            &input(b, "right"),
+/// Joins the streams `left` and `right` within `windows` into `joined`: `l/r`, and for a
+/// left join `l/null`, for an outer join `null/r` too.
+fn joined_streams(b: &StreamsBuilder, join: Join, windows: JoinWindows) {
+    let left = input(b, "left");
+    let right = input(b, "right");
+    let joined = StreamJoined::new();
+    match join {
+        Join::Inner => left.join_stream(&right, |_, l, r| format!("{l}/{r}"), windows, joined),
+        Join::Left => left.left_join_stream(
+            &right,
             |_, l, r| format!("{l}/{}", or_null_ref(r)),
             windows,
-            StreamJoined::new(),
-        )
-        .to("joined", strings());
-}
-
-/// Outer-joins `left` and `right` within `windows` into `joined`: `l/r`, `l/null`, `null/r`.
-fn outer_joined_stream(b: &StreamsBuilder, windows: JoinWindows) {
-    input(b, "left")
-        .outer_join_stream(
-            &input(b, "right"),
+            joined,
+        ),
+        Join::Outer => left.outer_join_stream(
+            &right,
             |_, l, r| format!("{}/{}", or_null_ref(l), or_null_ref(r)),
             windows,
-            StreamJoined::new(),
-        )
-        .to("joined", strings());
+            joined,
+        ),
+    }
+    .to("joined", strings());
 }
 
 #[test]
 fn stream_stream_join() {
     check("stream-stream-join", &[], &[("joined", Str)], |b| {
-        joined_stream(b, within())
+        joined_streams(b, Join::Inner, within())
     });
 }
 
@@ -191,7 +190,7 @@ fn stream_stream_left_join() {
             ours: LEFT_JOIN,
         }],
         &[("joined", Str)],
-        |b| left_joined_stream(b, within()),
+        |b| joined_streams(b, Join::Left, within()),
     );
 }
 
@@ -205,7 +204,7 @@ fn stream_stream_outer_join() {
             ours: OUTER_JOIN,
         }],
         &[("joined", Str)],
-        |b| outer_joined_stream(b, within()),
+        |b| joined_streams(b, Join::Outer, within()),
     );
 }
 
@@ -223,20 +222,20 @@ fn in_time() -> JoinWindows {
 #[test]
 fn stream_stream_join_in_time() {
     check("stream-stream-join-in-time", &[], &[("joined", Str)], |b| {
-        joined_stream(b, in_time())
+        joined_streams(b, Join::Inner, in_time())
     });
 }
 
 #[test]
 fn stream_stream_left_join_in_time() {
     check("stream-stream-left-join-in-time", &[], &[("joined", Str)], |b| {
-        left_joined_stream(b, in_time())
+        joined_streams(b, Join::Left, in_time())
     });
 }
 
 #[test]
 fn stream_stream_outer_join_in_time() {
     check("stream-stream-outer-join-in-time", &[], &[("joined", Str)], |b| {
-        outer_joined_stream(b, in_time())
+        joined_streams(b, Join::Outer, in_time())
     });
 }
