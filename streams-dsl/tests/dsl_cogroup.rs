@@ -9,10 +9,10 @@ use proptest::prelude::*;
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
 use streams_dsl::{
-    Consumed, DslError, DslIssue, Grouped, KTable, Materialized, Produced, StreamsBuilder, TimeWindows,
-    Windowed,
+    Consumed, DslError, DslIssue, Grouped, KStream, KTable, Materialized, Produced, StreamsBuilder,
+    TimeWindows, Windowed,
 };
-use streams_test_utils::{DriverConfig, TopologyTestDriver};
+use streams_test_utils::{DriverConfig, TestOutputTopic, TopologyTestDriver};
 
 /// Clicks (`user -> page`) count 1 each; purchases (`item -> "user:amount"`, re-keyed by
 /// user) add their amount; refunds (`user -> amount`, a `u64` stream) subtract theirs.
@@ -38,12 +38,21 @@ fn totals(b: &StreamsBuilder, store: Materialized<String, String>) -> KTable<Str
         .aggregate(|| "|".to_owned(), store)
 }
 
+/// Writes `results` to `out` and runs `b`'s program under the application id `id`.
+fn run(b: &StreamsBuilder, results: KStream<String, Option<String>>, id: &str) -> TopologyTestDriver {
+    results.to("out", Produced::with(StringSerde, NullableSerde(StringSerde)));
+    TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default().application_id(id)).unwrap()
+}
+
+/// The topic `out`.
+fn out(d: &TopologyTestDriver) -> TestOutputTopic<StringSerde, NullableSerde<StringSerde>> {
+    d.output_topic("out", StringSerde, NullableSerde(StringSerde))
+}
+
 fn driver() -> TopologyTestDriver {
     let b = StreamsBuilder::new().require_names();
-    totals(&b, Materialized::as_("totals").with_value_serde(StringSerde))
-        .to_stream()
-        .to("out", Produced::with(StringSerde, NullableSerde(StringSerde)));
-    TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default().application_id("cg")).unwrap()
+    let totals = totals(&b, Materialized::as_("totals").with_value_serde(StringSerde));
+    run(&b, totals.to_stream(), "cg")
 }
 
 #[test]
@@ -57,10 +66,7 @@ fn every_input_updates_the_one_aggregate_of_its_key() {
     refunds.pipe("bob".into(), 3).unwrap();
     clicks.pipe("ann".into(), "cart".into()).unwrap();
     purchases.pipe("pen".into(), "bob:2".into()).unwrap();
-    let out = d
-        .output_topic("out", StringSerde, NullableSerde(StringSerde))
-        .read_key_values()
-        .unwrap();
+    let out = out(&d).read_key_values().unwrap();
     let expected: Vec<(String, Option<String>)> = [
         ("ann", "|c(home)"),
         ("ann", "|c(home)p(12)"),
@@ -174,7 +180,7 @@ proptest! {
             expected.entry(format!("u{user}")).or_insert_with(|| "|".to_owned()).push_str(&part);
         }
         let mut actual = BTreeMap::new();
-        for (k, v) in d.output_topic("out", StringSerde, NullableSerde(StringSerde)).read_key_values().unwrap() {
+        for (k, v) in out(&d).read_key_values().unwrap() {
             prop_assert!(v.is_some(), "an aggregation never deletes");
             actual.insert(k, v.unwrap_or_default());
         }
@@ -191,7 +197,7 @@ fn windowed_driver() -> TopologyTestDriver {
     let refunds = b
         .stream(["refunds"], Consumed::with(StringSerde, U64Serde))
         .group_by_key(Grouped::as_("refunds"));
-    clicks
+    let totals = clicks
         .cogroup(|_, page, agg: String| format!("{agg}c({page})"))
         .cogroup(&refunds, |_, r, agg| format!("{agg}r({r})"))
         .windowed_by(TimeWindows::of_size_with_grace(
@@ -203,9 +209,8 @@ fn windowed_driver() -> TopologyTestDriver {
             Materialized::as_("windowed-totals").with_value_serde(StringSerde),
         )
         .to_stream()
-        .map(|w: Windowed<String>, v| (format!("{}@{}/{}", w.key, w.start, w.end), v))
-        .to("out", Produced::with(StringSerde, NullableSerde(StringSerde)));
-    TopologyTestDriver::new(b.build().unwrap(), DriverConfig::default().application_id("wcg")).unwrap()
+        .map(|w: Windowed<String>, v| (format!("{}@{}/{}", w.key, w.start, w.end), v));
+    run(&b, totals, "wcg")
 }
 
 #[test]
@@ -219,10 +224,7 @@ fn windowed_cogroup_aggregates_every_input_per_key_and_window() {
     refunds.pipe_at("ann".into(), 5, 9).unwrap(); // window [0, 10) is open until 15
     clicks.pipe_at("ann".into(), "late".into(), 21).unwrap();
     clicks.pipe_at("ann".into(), "too-late".into(), 8).unwrap(); // the clicks' stream time is 21
-    let out = d
-        .output_topic("out", StringSerde, NullableSerde(StringSerde))
-        .read_records()
-        .unwrap();
+    let out = out(&d).read_records().unwrap();
     let got: Vec<(String, String, i64)> = out
         .into_iter()
         .map(|r| (r.key, r.value.unwrap_or_default(), r.timestamp))
