@@ -11,35 +11,37 @@ use crate::{global, input, nullable_strings, or_null, strings, table};
 
 // ---- joins ----
 
-#[test]
-fn stream_table_join() {
-    check("stream-table-join", &[], &[("joined", Str)], |b| {
+/// One test per case whose output is the topic `joined` of strings, compared in full:
+/// `test_name: "case-name" => |b| what the case builds on b;`.
+macro_rules! joined_cases {
+    ($($test:ident: $case:literal => $build:expr;)*) => {$(
+        #[test]
+        fn $test() {
+            check($case, &[], &[("joined", Str)], $build);
+        }
+    )*};
+}
+
+joined_cases! {
+    stream_table_join: "stream-table-join" => |b| {
         let users = table(b, "users");
         input(b, "orders")
             .join(&users, |_, o, u| format!("{o}/{u}"))
             .to("joined", strings());
-    });
-}
-
-#[test]
-fn stream_table_left_join() {
-    check("stream-table-left-join", &[], &[("joined", Str)], |b| {
+    };
+    stream_table_left_join: "stream-table-left-join" => |b| {
         let users = table(b, "users");
         input(b, "orders")
             .left_join(&users, |_, o, u| format!("{o}/{}", or_null(u)))
             .to("joined", strings());
-    });
-}
-
-#[test]
-fn rekeyed_stream_table_join() {
-    check("rekeyed-stream-table-join", &[], &[("joined", Str)], |b| {
+    };
+    rekeyed_stream_table_join: "rekeyed-stream-table-join" => |b| {
         let users = table(b, "users");
         input(b, "orders")
             .select_key(|_, v| v.split(':').next().unwrap_or_default().to_owned())
             .join(&users, |_, o, u| format!("{o}/{u}"))
             .to("joined", strings());
-    });
+    };
 }
 
 /// Which join a case runs.
@@ -64,45 +66,22 @@ fn joined_tables(b: &StreamsBuilder, join: Join) {
     .to("joined", nullable_strings());
 }
 
-#[test]
-fn table_table_join() {
-    check("table-table-join", &[], &[("joined", Str)], |b| {
-        joined_tables(b, Join::Inner)
-    });
-}
-
-#[test]
-fn table_table_left_join() {
-    check("table-table-left-join", &[], &[("joined", Str)], |b| {
-        joined_tables(b, Join::Left)
-    });
-}
-
-#[test]
-fn table_table_outer_join() {
-    check("table-table-outer-join", &[], &[("joined", Str)], |b| {
-        joined_tables(b, Join::Outer)
-    });
-}
-
-#[test]
-fn global_table_join() {
-    check("global-table-join", &[], &[("joined", Str)], |b| {
+joined_cases! {
+    table_table_join: "table-table-join" => |b| joined_tables(b, Join::Inner);
+    table_table_left_join: "table-table-left-join" => |b| joined_tables(b, Join::Left);
+    table_table_outer_join: "table-table-outer-join" => |b| joined_tables(b, Join::Outer);
+    global_table_join: "global-table-join" => |b| {
         let g = global(b, "g");
         input(b, "in")
             .join_global(&g, |_, v| v.clone(), |_, v, x| format!("{v}/{x}"))
             .to("joined", strings());
-    });
-}
-
-#[test]
-fn global_table_left_join() {
-    check("global-table-left-join", &[], &[("joined", Str)], |b| {
+    };
+    global_table_left_join: "global-table-left-join" => |b| {
         let g = global(b, "g");
         input(b, "in")
             .left_join_global(&g, |_, v| v.clone(), |_, v, x| format!("{v}/{}", or_null(x)))
             .to("joined", strings());
-    });
+    };
 }
 
 // ---- stream-stream joins: records at most 5 ms apart, 3 ms grace ----
@@ -173,11 +152,8 @@ fn joined_streams(b: &StreamsBuilder, join: Join, windows: JoinWindows) {
     .to("joined", strings());
 }
 
-#[test]
-fn stream_stream_join() {
-    check("stream-stream-join", &[], &[("joined", Str)], |b| {
-        joined_streams(b, Join::Inner, within())
-    });
+joined_cases! {
+    stream_stream_join: "stream-stream-join" => |b| joined_streams(b, Join::Inner, within());
 }
 
 #[test]
@@ -219,23 +195,8 @@ fn in_time() -> JoinWindows {
     JoinWindows::of_time_difference_with_grace(Duration::from_millis(10), Duration::from_millis(5))
 }
 
-#[test]
-fn stream_stream_join_in_time() {
-    check("stream-stream-join-in-time", &[], &[("joined", Str)], |b| {
-        joined_streams(b, Join::Inner, in_time())
-    });
-}
-
-#[test]
-fn stream_stream_left_join_in_time() {
-    check("stream-stream-left-join-in-time", &[], &[("joined", Str)], |b| {
-        joined_streams(b, Join::Left, in_time())
-    });
-}
-
-#[test]
-fn stream_stream_outer_join_in_time() {
-    check("stream-stream-outer-join-in-time", &[], &[("joined", Str)], |b| {
-        joined_streams(b, Join::Outer, in_time())
-    });
+joined_cases! {
+    stream_stream_join_in_time: "stream-stream-join-in-time" => |b| joined_streams(b, Join::Inner, in_time());
+    stream_stream_left_join_in_time: "stream-stream-left-join-in-time" => |b| joined_streams(b, Join::Left, in_time());
+    stream_stream_outer_join_in_time: "stream-stream-outer-join-in-time" => |b| joined_streams(b, Join::Outer, in_time());
 }
