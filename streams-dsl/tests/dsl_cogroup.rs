@@ -9,8 +9,8 @@ use proptest::prelude::*;
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::serde::NullableSerde;
 use streams_dsl::{
-    Consumed, DslError, DslIssue, Grouped, KStream, KTable, Materialized, Produced, StreamsBuilder,
-    TimeWindows, Windowed,
+    CogroupedKStream, Consumed, DslError, DslIssue, Grouped, KStream, KTable, Materialized, Produced,
+    StreamsBuilder, TimeWindows, Windowed,
 };
 use streams_test_utils::{DriverConfig, TestOutputTopic, TopologyTestDriver};
 
@@ -47,6 +47,13 @@ fn run(b: &StreamsBuilder, results: KStream<String, Option<String>>, id: &str) -
 /// The topic `out`.
 fn out(d: &TopologyTestDriver) -> TestOutputTopic<StringSerde, NullableSerde<StringSerde>> {
     d.output_topic("out", StringSerde, NullableSerde(StringSerde))
+}
+
+/// The values of the topic `a` grouped by key and cogrouped into their concatenation.
+fn concat_a(b: &StreamsBuilder) -> CogroupedKStream<String, String> {
+    b.stream(["a"], Consumed::with(StringSerde, StringSerde))
+        .group_by_key(Grouped::new())
+        .cogroup(|_, v, agg: String| agg + &v)
 }
 
 fn driver() -> TopologyTestDriver {
@@ -100,12 +107,7 @@ fn one_store_one_merge_node_and_a_repartition_topic_for_the_rekeyed_input() {
     assert_eq!(text.matches("Sub-topology").count(), 2, "{text}");
 
     let b = StreamsBuilder::new();
-    let grouped = b
-        .stream(["a"], Consumed::with(StringSerde, StringSerde))
-        .group_by_key(Grouped::new());
-    let t = grouped
-        .cogroup(|_, v, agg: String| agg + &v)
-        .aggregate(String::new, Materialized::new().with_value_serde(StringSerde));
+    let t = concat_a(&b).aggregate(String::new, Materialized::new().with_value_serde(StringSerde));
     assert_eq!(t.node_name(), "a-source-cogroup");
     assert_eq!(t.store_name(), Some("a-source-cogroup-store"));
     assert!(b.build().is_ok());
@@ -114,21 +116,11 @@ fn one_store_one_merge_node_and_a_repartition_topic_for_the_rekeyed_input() {
 #[test]
 fn unnamed_or_serde_less_cogroups_are_build_errors() {
     let b = StreamsBuilder::new().require_names();
-    let grouped = b
-        .stream(["a"], Consumed::with(StringSerde, StringSerde))
-        .group_by_key(Grouped::new());
-    grouped
-        .cogroup(|_, v, agg: String| agg + &v)
-        .aggregate(String::new, Materialized::new().with_value_serde(StringSerde));
+    concat_a(&b).aggregate(String::new, Materialized::new().with_value_serde(StringSerde));
     assert!(matches!(b.build(), Err(DslError::Invalid(i)) if matches!(i[..], [DslIssue::Unnamed { .. }])));
 
     let b = StreamsBuilder::new();
-    let grouped = b
-        .stream(["a"], Consumed::with(StringSerde, StringSerde))
-        .group_by_key(Grouped::new());
-    grouped
-        .cogroup(|_, v, agg: String| agg + &v)
-        .aggregate(String::new, Materialized::as_("agg"));
+    concat_a(&b).aggregate(String::new, Materialized::as_("agg"));
     assert!(
         matches!(b.build(), Err(DslError::Invalid(i)) if matches!(i[..], [DslIssue::MissingSerde { .. }]))
     );
@@ -245,11 +237,7 @@ fn windowed_cogroup_aggregates_every_input_per_key_and_window() {
 #[test]
 fn windowed_cogroup_names_its_nodes_and_checks_retention() {
     let b = StreamsBuilder::new();
-    let grouped = b
-        .stream(["a"], Consumed::with(StringSerde, StringSerde))
-        .group_by_key(Grouped::new());
-    let t = grouped
-        .cogroup(|_, v, agg: String| agg + &v)
+    let t = concat_a(&b)
         .windowed_by(TimeWindows::of_size_no_grace(Duration::from_millis(10)))
         .aggregate(String::new, Materialized::new().with_value_serde(StringSerde));
     assert_eq!(t.node_name(), "a-source-windowed_cogroup");
@@ -263,11 +251,7 @@ fn windowed_cogroup_names_its_nodes_and_checks_retention() {
     );
 
     let b = StreamsBuilder::new();
-    let grouped = b
-        .stream(["a"], Consumed::with(StringSerde, StringSerde))
-        .group_by_key(Grouped::new());
-    grouped
-        .cogroup(|_, v, agg: String| agg + &v)
+    concat_a(&b)
         .windowed_by(TimeWindows::of_size_no_grace(Duration::from_millis(10)))
         .aggregate(
             String::new,
