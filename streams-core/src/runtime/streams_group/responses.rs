@@ -39,20 +39,22 @@ use crate::runtime::streams_group::decode::{
 };
 
 /// A response body this client decodes itself.
-pub(crate) trait Response: HeaderVersion + Sized {
+pub(crate) trait Response: HeaderVersion + Default {
     /// The versions decoded.
     const VERSIONS: (i16, i16);
     /// The first flexible version.
     const FLEXIBLE: i16;
-    /// Reads the body of version `version` (checked against `VERSIONS`), flexible or not.
-    fn read(buf: &mut &[u8], version: i16, flexible: bool) -> Result<Self, DecodeError>;
+    /// Reads the non-tagged fields of version `version` (checked against `VERSIONS`),
+    /// flexible or not, into `self`.
+    fn read(&mut self, buf: &mut &[u8], version: i16, flexible: bool) -> Result<(), DecodeError>;
 
     /// Decodes a body of version `version`; bytes after it are left in `buf`.
     fn decode_body(buf: &mut &[u8], version: i16) -> Result<Self, DecodeError> {
         if !(Self::VERSIONS.0..=Self::VERSIONS.1).contains(&version) {
             return Err(DecodeError::Version(version));
         }
-        Self::read(buf, version, version >= Self::FLEXIBLE)
+        let flexible = version >= Self::FLEXIBLE;
+        tagged(buf, flexible, |r: &mut Self, b| r.read(b, version, flexible))
     }
 }
 
@@ -68,27 +70,61 @@ fn string(buf: &mut &[u8], flexible: bool) -> Result<StrBytes, DecodeError> {
     get_string(buf, flexible).map(str_bytes)
 }
 
+/// A struct of the schema: its non-tagged fields, read into a default value by `fields`,
+/// then (when `flexible`) its tagged section, skipped.
+fn tagged<T: Default>(
+    buf: &mut &[u8],
+    flexible: bool,
+    fields: impl FnOnce(&mut T, &mut &[u8]) -> Result<(), DecodeError>,
+) -> Result<T, DecodeError> {
+    let mut t = T::default();
+    fields(&mut t, buf)?;
+    skip_tags_if(buf, flexible)?;
+    Ok(t)
+}
+
+/// A non-nullable array of [`tagged`] structs.
+fn tagged_list<T: Default>(
+    buf: &mut &[u8],
+    flexible: bool,
+    mut fields: impl FnMut(&mut T, &mut &[u8]) -> Result<(), DecodeError>,
+) -> Result<Vec<T>, DecodeError> {
+    get_list(buf, flexible, |b| tagged(b, flexible, &mut fields))
+}
+
+/// The fields of a topic entry of `ListOffsets`, `OffsetFetch` and `OffsetCommit`: its name,
+/// then its partitions, each read by `partition`.
+fn topic<P: Default>(
+    buf: &mut &[u8],
+    flexible: bool,
+    partition: impl FnMut(&mut P, &mut &[u8]) -> Result<(), DecodeError>,
+) -> Result<(TopicName, Vec<P>), DecodeError> {
+    let name = TopicName(string(buf, flexible)?);
+    Ok((name, tagged_list(buf, flexible, partition)?))
+}
+
+/// A broker's address as the schemas spell it: node id, host, port.
+fn node(buf: &mut &[u8], flexible: bool) -> Result<(BrokerId, StrBytes, i32), DecodeError> {
+    Ok((BrokerId(get_i32(buf)?), string(buf, flexible)?, get_i32(buf)?))
+}
+
 impl Response for ApiVersionsResponse {
     const VERSIONS: (i16, i16) = (0, 4);
     const FLEXIBLE: i16 = 3;
 
-    fn read(b: &mut &[u8], version: i16, flexible: bool) -> Result<Self, DecodeError> {
-        let mut r = ApiVersionsResponse::default();
-        r.error_code = get_i16(b)?;
-        r.api_keys = get_list(b, flexible, |b| {
-            let mut k = ApiVersion::default();
+    // Tagged: SupportedFeatures, FinalizedFeaturesEpoch, FinalizedFeatures, ZkMigrationReady.
+    fn read(&mut self, b: &mut &[u8], version: i16, flexible: bool) -> Result<(), DecodeError> {
+        self.error_code = get_i16(b)?;
+        self.api_keys = tagged_list(b, flexible, |k: &mut ApiVersion, b| {
             k.api_key = get_i16(b)?;
             k.min_version = get_i16(b)?;
             k.max_version = get_i16(b)?;
-            skip_tags_if(b, flexible)?;
-            Ok(k)
+            Ok(())
         })?;
         if version >= 1 {
-            r.throttle_time_ms = get_i32(b)?;
+            self.throttle_time_ms = get_i32(b)?;
         }
-        // SupportedFeatures, FinalizedFeaturesEpoch, FinalizedFeatures, ZkMigrationReady.
-        skip_tags_if(b, flexible)?;
-        Ok(r)
+        Ok(())
     }
 }
 
@@ -96,31 +132,25 @@ impl Response for DescribeClusterResponse {
     const VERSIONS: (i16, i16) = (0, 2);
     const FLEXIBLE: i16 = 0;
 
-    fn read(b: &mut &[u8], version: i16, flexible: bool) -> Result<Self, DecodeError> {
-        let mut r = DescribeClusterResponse::default();
-        r.throttle_time_ms = get_i32(b)?;
-        r.error_code = get_i16(b)?;
-        r.error_message = nullable(b, flexible)?;
+    fn read(&mut self, b: &mut &[u8], version: i16, flexible: bool) -> Result<(), DecodeError> {
+        self.throttle_time_ms = get_i32(b)?;
+        self.error_code = get_i16(b)?;
+        self.error_message = nullable(b, flexible)?;
         if version >= 1 {
-            r.endpoint_type = get_i8(b)?;
+            self.endpoint_type = get_i8(b)?;
         }
-        r.cluster_id = string(b, flexible)?;
-        r.controller_id = BrokerId(get_i32(b)?);
-        r.brokers = get_list(b, flexible, |b| {
-            let mut broker = DescribeClusterBroker::default();
-            broker.broker_id = BrokerId(get_i32(b)?);
-            broker.host = string(b, flexible)?;
-            broker.port = get_i32(b)?;
-            broker.rack = nullable(b, flexible)?;
+        self.cluster_id = string(b, flexible)?;
+        self.controller_id = BrokerId(get_i32(b)?);
+        self.brokers = tagged_list(b, flexible, |k: &mut DescribeClusterBroker, b| {
+            (k.broker_id, k.host, k.port) = node(b, flexible)?;
+            k.rack = nullable(b, flexible)?;
             if version >= 2 {
-                broker.is_fenced = get_i8(b)? != 0;
+                k.is_fenced = get_i8(b)? != 0;
             }
-            skip_tags_if(b, flexible)?;
-            Ok(broker)
+            Ok(())
         })?;
-        r.cluster_authorized_operations = get_i32(b)?;
-        skip_tags_if(b, flexible)?;
-        Ok(r)
+        self.cluster_authorized_operations = get_i32(b)?;
+        Ok(())
     }
 }
 
@@ -128,34 +158,26 @@ impl Response for FindCoordinatorResponse {
     const VERSIONS: (i16, i16) = (0, 6);
     const FLEXIBLE: i16 = 3;
 
-    fn read(b: &mut &[u8], version: i16, flexible: bool) -> Result<Self, DecodeError> {
-        let mut r = FindCoordinatorResponse::default();
+    fn read(&mut self, b: &mut &[u8], version: i16, flexible: bool) -> Result<(), DecodeError> {
         if version >= 1 {
-            r.throttle_time_ms = get_i32(b)?;
+            self.throttle_time_ms = get_i32(b)?;
         }
         if version <= 3 {
-            r.error_code = get_i16(b)?;
+            self.error_code = get_i16(b)?;
             if version >= 1 {
-                r.error_message = nullable(b, flexible)?;
+                self.error_message = nullable(b, flexible)?;
             }
-            r.node_id = BrokerId(get_i32(b)?);
-            r.host = string(b, flexible)?;
-            r.port = get_i32(b)?;
+            (self.node_id, self.host, self.port) = node(b, flexible)?;
         } else {
-            r.coordinators = get_list(b, flexible, |b| {
-                let mut c = Coordinator::default();
+            self.coordinators = tagged_list(b, flexible, |c: &mut Coordinator, b| {
                 c.key = string(b, flexible)?;
-                c.node_id = BrokerId(get_i32(b)?);
-                c.host = string(b, flexible)?;
-                c.port = get_i32(b)?;
+                (c.node_id, c.host, c.port) = node(b, flexible)?;
                 c.error_code = get_i16(b)?;
                 c.error_message = nullable(b, flexible)?;
-                skip_tags_if(b, flexible)?;
-                Ok(c)
+                Ok(())
             })?;
         }
-        skip_tags_if(b, flexible)?;
-        Ok(r)
+        Ok(())
     }
 }
 
@@ -164,27 +186,20 @@ impl Response for MetadataResponse {
     const VERSIONS: (i16, i16) = (9, 9);
     const FLEXIBLE: i16 = 9;
 
-    fn read(b: &mut &[u8], _version: i16, flexible: bool) -> Result<Self, DecodeError> {
-        let mut r = MetadataResponse::default();
-        r.throttle_time_ms = get_i32(b)?;
-        r.brokers = get_list(b, flexible, |b| {
-            let mut k = MetadataResponseBroker::default();
-            k.node_id = BrokerId(get_i32(b)?);
-            k.host = string(b, flexible)?;
-            k.port = get_i32(b)?;
+    fn read(&mut self, b: &mut &[u8], _version: i16, flexible: bool) -> Result<(), DecodeError> {
+        self.throttle_time_ms = get_i32(b)?;
+        self.brokers = tagged_list(b, flexible, |k: &mut MetadataResponseBroker, b| {
+            (k.node_id, k.host, k.port) = node(b, flexible)?;
             k.rack = nullable(b, flexible)?;
-            skip_tags_if(b, flexible)?;
-            Ok(k)
+            Ok(())
         })?;
-        r.cluster_id = nullable(b, flexible)?;
-        r.controller_id = BrokerId(get_i32(b)?);
-        r.topics = get_list(b, flexible, |b| {
-            let mut t = MetadataResponseTopic::default();
+        self.cluster_id = nullable(b, flexible)?;
+        self.controller_id = BrokerId(get_i32(b)?);
+        self.topics = tagged_list(b, flexible, |t: &mut MetadataResponseTopic, b| {
             t.error_code = get_i16(b)?;
             t.name = Some(TopicName(string(b, flexible)?));
             t.is_internal = get_i8(b)? != 0;
-            t.partitions = get_list(b, flexible, |b| {
-                let mut p = MetadataResponsePartition::default();
+            t.partitions = tagged_list(b, flexible, |p: &mut MetadataResponsePartition, b| {
                 p.error_code = get_i16(b)?;
                 p.partition_index = get_i32(b)?;
                 p.leader_id = BrokerId(get_i32(b)?);
@@ -193,16 +208,13 @@ impl Response for MetadataResponse {
                 p.replica_nodes = ids(b)?;
                 p.isr_nodes = ids(b)?;
                 p.offline_replicas = ids(b)?;
-                skip_tags_if(b, flexible)?;
-                Ok(p)
+                Ok(())
             })?;
             t.topic_authorized_operations = get_i32(b)?;
-            skip_tags_if(b, flexible)?;
-            Ok(t)
+            Ok(())
         })?;
-        r.cluster_authorized_operations = get_i32(b)?;
-        skip_tags_if(b, flexible)?;
-        Ok(r)
+        self.cluster_authorized_operations = get_i32(b)?;
+        Ok(())
     }
 }
 
@@ -211,27 +223,20 @@ impl Response for ListOffsetsResponse {
     const VERSIONS: (i16, i16) = (6, 9);
     const FLEXIBLE: i16 = 6;
 
-    fn read(b: &mut &[u8], _version: i16, flexible: bool) -> Result<Self, DecodeError> {
-        let mut r = ListOffsetsResponse::default();
-        r.throttle_time_ms = get_i32(b)?;
-        r.topics = get_list(b, flexible, |b| {
-            let mut t = ListOffsetsTopicResponse::default();
-            t.name = TopicName(string(b, flexible)?);
-            t.partitions = get_list(b, flexible, |b| {
-                let mut p = ListOffsetsPartitionResponse::default();
+    fn read(&mut self, b: &mut &[u8], _version: i16, flexible: bool) -> Result<(), DecodeError> {
+        self.throttle_time_ms = get_i32(b)?;
+        self.topics = tagged_list(b, flexible, |t: &mut ListOffsetsTopicResponse, b| {
+            (t.name, t.partitions) = topic(b, flexible, |p: &mut ListOffsetsPartitionResponse, b| {
                 p.partition_index = get_i32(b)?;
                 p.error_code = get_i16(b)?;
                 p.timestamp = get_i64(b)?;
                 p.offset = get_i64(b)?;
                 p.leader_epoch = get_i32(b)?;
-                skip_tags_if(b, flexible)?;
-                Ok(p)
+                Ok(())
             })?;
-            skip_tags_if(b, flexible)?;
-            Ok(t)
+            Ok(())
         })?;
-        skip_tags_if(b, flexible)?;
-        Ok(r)
+        Ok(())
     }
 }
 
@@ -240,34 +245,25 @@ impl Response for OffsetFetchResponse {
     const VERSIONS: (i16, i16) = (8, 9);
     const FLEXIBLE: i16 = 6;
 
-    fn read(b: &mut &[u8], _version: i16, flexible: bool) -> Result<Self, DecodeError> {
-        let mut r = OffsetFetchResponse::default();
-        r.throttle_time_ms = get_i32(b)?;
-        r.groups = get_list(b, flexible, |b| {
-            let mut g = OffsetFetchResponseGroup::default();
+    fn read(&mut self, b: &mut &[u8], _version: i16, flexible: bool) -> Result<(), DecodeError> {
+        self.throttle_time_ms = get_i32(b)?;
+        self.groups = tagged_list(b, flexible, |g: &mut OffsetFetchResponseGroup, b| {
             g.group_id = GroupId(string(b, flexible)?);
-            g.topics = get_list(b, flexible, |b| {
-                let mut t = OffsetFetchResponseTopics::default();
-                t.name = TopicName(string(b, flexible)?);
-                t.partitions = get_list(b, flexible, |b| {
-                    let mut p = OffsetFetchResponsePartitions::default();
+            g.topics = tagged_list(b, flexible, |t: &mut OffsetFetchResponseTopics, b| {
+                (t.name, t.partitions) = topic(b, flexible, |p: &mut OffsetFetchResponsePartitions, b| {
                     p.partition_index = get_i32(b)?;
                     p.committed_offset = get_i64(b)?;
                     p.committed_leader_epoch = get_i32(b)?;
                     p.metadata = nullable(b, flexible)?;
                     p.error_code = get_i16(b)?;
-                    skip_tags_if(b, flexible)?;
-                    Ok(p)
+                    Ok(())
                 })?;
-                skip_tags_if(b, flexible)?;
-                Ok(t)
+                Ok(())
             })?;
             g.error_code = get_i16(b)?;
-            skip_tags_if(b, flexible)?;
-            Ok(g)
+            Ok(())
         })?;
-        skip_tags_if(b, flexible)?;
-        Ok(r)
+        Ok(())
     }
 }
 
@@ -276,26 +272,19 @@ impl Response for OffsetCommitResponse {
     const VERSIONS: (i16, i16) = (0, 9);
     const FLEXIBLE: i16 = 8;
 
-    fn read(b: &mut &[u8], version: i16, flexible: bool) -> Result<Self, DecodeError> {
-        let mut r = OffsetCommitResponse::default();
+    fn read(&mut self, b: &mut &[u8], version: i16, flexible: bool) -> Result<(), DecodeError> {
         if version >= 3 {
-            r.throttle_time_ms = get_i32(b)?;
+            self.throttle_time_ms = get_i32(b)?;
         }
-        r.topics = get_list(b, flexible, |b| {
-            let mut t = OffsetCommitResponseTopic::default();
-            t.name = TopicName(string(b, flexible)?);
-            t.partitions = get_list(b, flexible, |b| {
-                let mut p = OffsetCommitResponsePartition::default();
+        self.topics = tagged_list(b, flexible, |t: &mut OffsetCommitResponseTopic, b| {
+            (t.name, t.partitions) = topic(b, flexible, |p: &mut OffsetCommitResponsePartition, b| {
                 p.partition_index = get_i32(b)?;
                 p.error_code = get_i16(b)?;
-                skip_tags_if(b, flexible)?;
-                Ok(p)
+                Ok(())
             })?;
-            skip_tags_if(b, flexible)?;
-            Ok(t)
+            Ok(())
         })?;
-        skip_tags_if(b, flexible)?;
-        Ok(r)
+        Ok(())
     }
 }
 
@@ -303,32 +292,28 @@ impl Response for IncrementalAlterConfigsResponse {
     const VERSIONS: (i16, i16) = (0, 1);
     const FLEXIBLE: i16 = 1;
 
-    fn read(b: &mut &[u8], _version: i16, flexible: bool) -> Result<Self, DecodeError> {
-        let mut r = IncrementalAlterConfigsResponse::default();
-        r.throttle_time_ms = get_i32(b)?;
-        r.responses = get_list(b, flexible, |b| {
-            let mut a = AlterConfigsResourceResponse::default();
+    fn read(&mut self, b: &mut &[u8], _version: i16, flexible: bool) -> Result<(), DecodeError> {
+        self.throttle_time_ms = get_i32(b)?;
+        self.responses = tagged_list(b, flexible, |a: &mut AlterConfigsResourceResponse, b| {
             a.error_code = get_i16(b)?;
             a.error_message = nullable(b, flexible)?;
             a.resource_type = get_i8(b)?;
             a.resource_name = string(b, flexible)?;
-            skip_tags_if(b, flexible)?;
-            Ok(a)
+            Ok(())
         })?;
-        skip_tags_if(b, flexible)?;
-        Ok(r)
+        Ok(())
     }
 }
 
 impl Response for SaslHandshakeResponse {
+    // Never flexible: no tagged sections.
     const VERSIONS: (i16, i16) = (0, 1);
     const FLEXIBLE: i16 = i16::MAX;
 
-    fn read(b: &mut &[u8], _version: i16, flexible: bool) -> Result<Self, DecodeError> {
-        let mut r = SaslHandshakeResponse::default();
-        r.error_code = get_i16(b)?;
-        r.mechanisms = get_list(b, flexible, |b| string(b, flexible))?;
-        Ok(r)
+    fn read(&mut self, b: &mut &[u8], _version: i16, flexible: bool) -> Result<(), DecodeError> {
+        self.error_code = get_i16(b)?;
+        self.mechanisms = get_list(b, flexible, |b| string(b, flexible))?;
+        Ok(())
     }
 }
 
@@ -336,16 +321,14 @@ impl Response for SaslAuthenticateResponse {
     const VERSIONS: (i16, i16) = (0, 2);
     const FLEXIBLE: i16 = 2;
 
-    fn read(b: &mut &[u8], version: i16, flexible: bool) -> Result<Self, DecodeError> {
-        let mut r = SaslAuthenticateResponse::default();
-        r.error_code = get_i16(b)?;
-        r.error_message = nullable(b, flexible)?;
-        r.auth_bytes = get_bytes(b, flexible)?.into();
+    fn read(&mut self, b: &mut &[u8], version: i16, flexible: bool) -> Result<(), DecodeError> {
+        self.error_code = get_i16(b)?;
+        self.error_message = nullable(b, flexible)?;
+        self.auth_bytes = get_bytes(b, flexible)?.into();
         if version >= 1 {
-            r.session_lifetime_ms = get_i64(b)?;
+            self.session_lifetime_ms = get_i64(b)?;
         }
-        skip_tags_if(b, flexible)?;
-        Ok(r)
+        Ok(())
     }
 }
 
