@@ -6,7 +6,6 @@ use std::sync::{Arc, OnceLock};
 
 use streams_state::Serde;
 
-use super::DEFAULT_QUERY_TIMEOUT;
 use super::HostInfo;
 use super::KeyQueryMetadata;
 use super::QueryError;
@@ -16,10 +15,9 @@ use super::ReadOnlyWindowStore;
 use super::StreamsMetadata;
 use super::discovery::Directory;
 use super::discovery::Resolved;
+use super::handle::{Handle, Reader};
 use super::kinds::QueryableStore;
 use super::router::Router;
-use super::router::Target;
-use super::window_store::Reader;
 use crate::model::State;
 use crate::model::TaskId;
 use crate::model::partitioner::default_partition;
@@ -62,57 +60,6 @@ impl KafkaStreams {
     /// As [`Queries::store`].
     pub fn store<B: QueryableStore>(&self, store: &TypedStoreRef<B>) -> Result<B::ReadOnly, QueryError> {
         self.queries.store(store)
-    }
-
-    /// See [`Queries::store_named`].
-    ///
-    /// # Errors
-    /// [`QueryError::UnknownStore`] when the topology has no store of that name.
-    pub fn store_named<KS, VS>(
-        &self,
-        name: &str,
-        key_serde: KS,
-        value_serde: VS,
-    ) -> Result<ReadOnlyKeyValueStore<KS, VS>, QueryError>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
-        self.queries.store_named(name, key_serde, value_serde)
-    }
-
-    /// See [`Queries::window_store_named`].
-    ///
-    /// # Errors
-    /// As [`Queries::window_store_named`].
-    pub fn window_store_named<KS, VS>(
-        &self,
-        name: &str,
-        key_serde: KS,
-        value_serde: VS,
-    ) -> Result<ReadOnlyWindowStore<KS, VS>, QueryError>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
-        self.queries.window_store_named(name, key_serde, value_serde)
-    }
-
-    /// See [`Queries::session_store_named`].
-    ///
-    /// # Errors
-    /// As [`Queries::session_store_named`].
-    pub fn session_store_named<KS, VS>(
-        &self,
-        name: &str,
-        key_serde: KS,
-        value_serde: VS,
-    ) -> Result<ReadOnlySessionStore<KS, VS>, QueryError>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
-        self.queries.session_store_named(name, key_serde, value_serde)
     }
 
     /// See [`Queries::all_metadata`].
@@ -171,106 +118,22 @@ impl Queries {
         B::read_only(self, store.name(), key_serde, value_serde)
     }
 
-    /// [`store`](Self::store) by name, with the serdes given here: for stores made
-    /// elsewhere (e.g. named by the DSL's `Materialized`). For a timestamped store (the
-    /// DSL's), a plain `value_serde` reads the values without their timestamps and a
-    /// [`ValueAndTimestampSerde`](streams_state::ValueAndTimestampSerde) with them.
-    ///
-    /// # Errors
-    /// [`QueryError::UnknownStore`] when the topology has no store of that name;
-    /// [`QueryError::WrongKind`] when it is not a key-value store, or when timestamps are
-    /// asked of a plain one.
-    pub fn store_named<KS, VS>(
-        &self,
-        name: &str,
-        key_serde: KS,
-        value_serde: VS,
-    ) -> Result<ReadOnlyKeyValueStore<KS, VS>, QueryError>
+    /// The view of the store `name` of the kind `H` reads, with these serdes.
+    fn named<H, KS, VS>(&self, name: &str, key_serde: KS, value_serde: VS) -> Result<H, QueryError>
     where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
+        H: Handle<KS, VS>,
+        VS: Serde,
     {
-        let (global, strip) = self.check_kind(name, "key-value", &value_serde)?;
-        let mut store = ReadOnlyKeyValueStore::new(name, global, self.router.clone(), key_serde, value_serde);
-        store.strip_timestamp = strip;
-        Ok(store)
-    }
-
-    /// A window store by name (see [`store`](Self::store)), with the serdes given here (e.g. for
-    /// the DSL's windowed aggregations: a plain value serde reads values without their
-    /// timestamps, a [`ValueAndTimestampSerde`](streams_state::ValueAndTimestampSerde)
-    /// with them).
-    ///
-    /// # Errors
-    /// [`QueryError::UnknownStore`]; [`QueryError::WrongKind`] when it is not a window
-    /// store, or when timestamps are asked of a plain one.
-    pub fn window_store_named<KS, VS>(
-        &self,
-        name: &str,
-        key_serde: KS,
-        value_serde: VS,
-    ) -> Result<ReadOnlyWindowStore<KS, VS>, QueryError>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
-        let (global, strip) = self.check_kind(name, "window", &value_serde)?;
-        Ok(ReadOnlyWindowStore::new(self.reader(
+        let (global, strip) = self.check_kind(name, H::KIND, &value_serde)?;
+        let router = self.router.clone();
+        Ok(H::from_reader(Reader::new(
             name,
             global,
             strip,
+            router,
             key_serde,
             value_serde,
         )))
-    }
-
-    /// A session store by name (see [`store`](Self::store)), with the serdes given here (e.g.
-    /// for the DSL's session aggregations).
-    ///
-    /// # Errors
-    /// [`QueryError::UnknownStore`]; [`QueryError::WrongKind`] when it is not a session
-    /// store.
-    pub fn session_store_named<KS, VS>(
-        &self,
-        name: &str,
-        key_serde: KS,
-        value_serde: VS,
-    ) -> Result<ReadOnlySessionStore<KS, VS>, QueryError>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
-        let (global, strip) = self.check_kind(name, "session", &value_serde)?;
-        Ok(ReadOnlySessionStore::new(self.reader(
-            name,
-            global,
-            strip,
-            key_serde,
-            value_serde,
-        )))
-    }
-
-    fn reader<KS, VS>(
-        &self,
-        name: &str,
-        global: bool,
-        strip: bool,
-        key_serde: KS,
-        value_serde: VS,
-    ) -> Reader<KS, VS> {
-        Reader {
-            target: Target {
-                store: Arc::from(name),
-                global,
-                partition: None,
-                stale: false,
-            },
-            router: self.router.clone(),
-            key_serde,
-            value_serde,
-            timeout: DEFAULT_QUERY_TIMEOUT,
-            strip_timestamp: strip,
-        }
     }
 
     /// Checks that the store `name` is of kind `asked` ("key-value", "window" or
@@ -436,6 +299,73 @@ impl Queries {
             })
             .collect()
     }
+}
+
+/// The methods that read a store by name with the serdes given, one per kind of store:
+/// on [`Queries`] with the docs given here, and on [`KafkaStreams`] as the same.
+macro_rules! named_stores {
+    (@method $(#[$doc:meta])* fn $method:ident -> $view:ident = self $(.$call:ident)+) => {
+        $(#[$doc])*
+        pub fn $method<KS, VS>(
+            &self,
+            name: &str,
+            key_serde: KS,
+            value_serde: VS,
+        ) -> Result<$view<KS, VS>, QueryError>
+        where
+            KS: Serde + Clone,
+            VS: Serde + Clone,
+        {
+            self $(.$call)+(name, key_serde, value_serde)
+        }
+    };
+    ($($(#[$doc:meta])* fn $method:ident -> $view:ident;)*) => {
+        impl KafkaStreams {
+            $(named_stores! {
+                @method
+                #[doc = concat!("See [`Queries::", stringify!($method), "`].")]
+                ///
+                /// # Errors
+                #[doc = concat!("As [`Queries::", stringify!($method), "`].")]
+                fn $method -> $view = self.queries.$method
+            })*
+        }
+
+        impl Queries {
+            $(named_stores! { @method $(#[$doc])* fn $method -> $view = self.named })*
+        }
+    };
+}
+
+named_stores! {
+    /// [`store`](Self::store) by name, with the serdes given here: for stores made
+    /// elsewhere (e.g. named by the DSL's `Materialized`). For a timestamped store (the
+    /// DSL's), a plain `value_serde` reads the values without their timestamps and a
+    /// [`ValueAndTimestampSerde`](streams_state::ValueAndTimestampSerde) with them.
+    ///
+    /// # Errors
+    /// [`QueryError::UnknownStore`] when the topology has no store of that name;
+    /// [`QueryError::WrongKind`] when it is not a key-value store, or when timestamps are
+    /// asked of a plain one.
+    fn store_named -> ReadOnlyKeyValueStore;
+
+    /// A window store by name (see [`store`](Self::store)), with the serdes given here (e.g. for
+    /// the DSL's windowed aggregations: a plain value serde reads values without their
+    /// timestamps, a [`ValueAndTimestampSerde`](streams_state::ValueAndTimestampSerde)
+    /// with them).
+    ///
+    /// # Errors
+    /// [`QueryError::UnknownStore`]; [`QueryError::WrongKind`] when it is not a window
+    /// store, or when timestamps are asked of a plain one.
+    fn window_store_named -> ReadOnlyWindowStore;
+
+    /// A session store by name (see [`store`](Self::store)), with the serdes given here (e.g.
+    /// for the DSL's session aggregations).
+    ///
+    /// # Errors
+    /// [`QueryError::UnknownStore`]; [`QueryError::WrongKind`] when it is not a session
+    /// store.
+    fn session_store_named -> ReadOnlySessionStore;
 }
 
 #[cfg(test)]

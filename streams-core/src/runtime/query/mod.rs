@@ -66,6 +66,7 @@ pub use app::Queries;
 mod kinds;
 pub use kinds::QueryableStore;
 pub(crate) mod discovery;
+mod handle;
 mod read;
 mod router;
 pub(crate) mod serve;

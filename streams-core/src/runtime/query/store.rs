@@ -1,17 +1,17 @@
 //! [`ReadOnlyKeyValueStore`], the typed query handle over every local task's instance of
 //! a store, and [`KeyValueCursor`], a resumable range read in chunks.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::ops::Bound;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use streams_state::{KeyRange, OrderedSerde, Serde};
 
-use super::router::{EpochPin, Op, Partial, Router, Target, merge_scans};
-use super::{LagInfo, QueryError};
+use super::QueryError;
+use super::handle::{Reader, handle_common};
+use super::router::{EpochPin, Op, Partial, merge_scans};
 
 /// How long a query waits for the stream threads by default.
 pub const DEFAULT_QUERY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -25,104 +25,13 @@ pub const DEFAULT_CHUNK_SIZE: usize = 1000;
 /// and `Sync`, so an HTTP handler can keep one. Every method asks the stream threads (see
 /// the [module docs](super) for how, and for the consistency a caller gets). Range reads
 /// need an ordered key serde, as in processors.
-pub struct ReadOnlyKeyValueStore<KS, VS> {
-    pub(super) target: Target,
-    pub(super) router: Arc<Router>,
-    pub(super) key_serde: KS,
-    pub(super) value_serde: VS,
-    pub(super) timeout: Duration,
-    /// The store's values are timestamped and `value_serde` reads the plain value: drop the
-    /// 8-byte timestamp first.
-    pub(super) strip_timestamp: bool,
-}
+pub struct ReadOnlyKeyValueStore<KS, VS>(pub(super) Reader<KS, VS>);
 
-impl<KS: Clone, VS: Clone> Clone for ReadOnlyKeyValueStore<KS, VS> {
-    fn clone(&self) -> Self {
-        Self {
-            target: self.target.clone(),
-            router: self.router.clone(),
-            key_serde: self.key_serde.clone(),
-            value_serde: self.value_serde.clone(),
-            timeout: self.timeout,
-            strip_timestamp: self.strip_timestamp,
-        }
-    }
-}
-
-impl<KS, VS> fmt::Debug for ReadOnlyKeyValueStore<KS, VS> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ReadOnlyKeyValueStore")
-            .field("name", &self.target.store)
-            .field("partition", &self.target.partition)
-            .field("timeout", &self.timeout)
-            .finish_non_exhaustive()
-    }
-}
+handle_common!(ReadOnlyKeyValueStore, "key-value");
 
 impl<KS: Serde + Clone, VS: Serde + Clone> ReadOnlyKeyValueStore<KS, VS> {
-    pub(crate) fn new(name: &str, global: bool, router: Arc<Router>, key_serde: KS, value_serde: VS) -> Self {
-        Self {
-            target: Target {
-                store: Arc::from(name),
-                global,
-                partition: None,
-                stale: false,
-            },
-            router,
-            key_serde,
-            value_serde,
-            timeout: DEFAULT_QUERY_TIMEOUT,
-            strip_timestamp: false,
-        }
-    }
-
-    /// The store's name.
-    pub fn name(&self) -> &str {
-        &self.target.store
-    }
-
-    /// The same handle reading only the task of input partition `partition`, which this
-    /// instance must host: otherwise queries fail with the retriable
-    /// [`QueryError::NotHosted`] (the partition moved: ask where it is now). Use it to
-    /// answer for one key's partition (see
-    /// [`KafkaStreams::query_metadata_for_key`](crate::KafkaStreams::query_metadata_for_key)):
-    /// a key not found is then known to be absent, not hosted elsewhere.
-    #[must_use]
-    pub fn for_partition(mut self, partition: i32) -> Self {
-        self.target.partition = Some(partition);
-        self
-    }
-
-    /// The same handle, waiting at most `timeout` for the stream threads (default 10 s).
-    #[must_use]
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// The same handle reading this instance's standby and restoring tasks too, and
-    /// answering during a rebalance: Kafka Streams' `StoreQueryParameters.enableStaleStores()`.
-    /// A partition this instance holds only as a standby reads as far as the standby has
-    /// applied its changelog, which may be behind the active task elsewhere;
-    /// [`partition_lags`](Self::partition_lags) says how far. A range over several
-    /// partitions may then mix copies of different freshness, and a partition moving
-    /// between two owners of this instance during the query may be missing from it.
-    #[must_use]
-    pub fn stale_stores(mut self) -> Self {
-        self.target.stale = true;
-        self
-    }
-
-    /// How far each copy of the store on this instance is behind its changelog, by input
-    /// partition: a running active task's is 0, a restoring task's and a standby's what
-    /// they have not applied yet (Kafka Streams' `allLocalStorePartitionLags`, for this
-    /// store). Standbys and restoring tasks are always included.
-    pub fn partition_lags(&self) -> Result<BTreeMap<i32, LagInfo>, QueryError> {
-        self.router.lags(&self.target, self.timeout)
-    }
-
     fn ask(&self, op: &Op) -> Result<Vec<Partial>, QueryError> {
-        let answered = self.router.ask(&self.target, op, self.timeout)?;
+        let answered = self.0.router.ask(&self.0.target, op, self.0.timeout)?;
         Ok(answered.parts.into_iter().map(|(_, p)| p).collect())
     }
 
@@ -130,16 +39,12 @@ impl<KS: Serde + Clone, VS: Serde + Clone> ReadOnlyKeyValueStore<KS, VS> {
     /// partition hosted elsewhere: [`KafkaStreams::query_metadata_for_key`](crate::KafkaStreams::query_metadata_for_key)
     /// says which instance hosts it.
     pub fn get(&self, key: &KS::Target) -> Result<Option<VS::Target>, QueryError> {
-        let key = self
-            .key_serde
-            .serialize(key)
-            .map_err(|source| QueryError::Serde { what: "key", source })?;
-        let parts = self.ask(&Op::Get(Bytes::from(key)))?;
+        let parts = self.ask(&Op::Get(self.0.key(key)?))?;
         let found = parts.into_iter().find_map(|p| match p {
             Partial::Get(v) => v,
             _ => None,
         });
-        found.map(|v| self.value(&v)).transpose()
+        found.map(|v| self.0.value(&v)).transpose()
     }
 
     /// The approximate number of entries over the local tasks.
@@ -178,28 +83,15 @@ impl<KS: Serde + Clone, VS: Serde + Clone> ReadOnlyKeyValueStore<KS, VS> {
         }
     }
 
-    fn value(&self, bytes: &[u8]) -> Result<VS::Target, QueryError> {
-        self.value_serde
-            .deserialize(plain_value(bytes, self.strip_timestamp)?)
-            .map_err(|source| QueryError::Serde {
-                what: "value",
-                source,
-            })
-    }
-
     fn entry(&self, (k, v): (Bytes, Bytes)) -> Result<(KS::Target, VS::Target), QueryError> {
-        let key = self
-            .key_serde
-            .deserialize(&k)
-            .map_err(|source| QueryError::Serde { what: "key", source })?;
-        Ok((key, self.value(&v)?))
+        Ok((self.0.read_key(&k)?, self.0.value(&v)?))
     }
 }
 
 impl<KS: OrderedSerde + Clone, VS: Serde + Clone> ReadOnlyKeyValueStore<KS, VS> {
     fn bound(&self, b: Bound<&KS::Target>) -> Result<Bound<Vec<u8>>, QueryError> {
         let bytes = |k: &KS::Target| {
-            self.key_serde.serialize(k).map_err(|source| QueryError::Serde {
+            self.0.key_serde.serialize(k).map_err(|source| QueryError::Serde {
                 what: "bound",
                 source,
             })
@@ -211,17 +103,27 @@ impl<KS: OrderedSerde + Clone, VS: Serde + Clone> ReadOnlyKeyValueStore<KS, VS> 
         })
     }
 
+    /// The cursor over the keys between `from` and `to`, in the direction `reverse` says.
+    fn key_range(
+        &self,
+        from: Bound<&KS::Target>,
+        to: Bound<&KS::Target>,
+        reverse: bool,
+    ) -> Result<KeyValueCursor<KS, VS>, QueryError> {
+        let range = KeyRange {
+            from: self.bound(from)?,
+            to: self.bound(to)?,
+        };
+        Ok(self.cursor(range, reverse))
+    }
+
     /// The entries with keys between `from` and `to`, ascending.
     pub fn range(
         &self,
         from: Bound<&KS::Target>,
         to: Bound<&KS::Target>,
     ) -> Result<KeyValueCursor<KS, VS>, QueryError> {
-        let range = KeyRange {
-            from: self.bound(from)?,
-            to: self.bound(to)?,
-        };
-        Ok(self.cursor(range, false))
+        self.key_range(from, to, false)
     }
 
     /// The entries with keys between `from` and `to`, descending.
@@ -230,11 +132,7 @@ impl<KS: OrderedSerde + Clone, VS: Serde + Clone> ReadOnlyKeyValueStore<KS, VS> 
         from: Bound<&KS::Target>,
         to: Bound<&KS::Target>,
     ) -> Result<KeyValueCursor<KS, VS>, QueryError> {
-        let range = KeyRange {
-            from: self.bound(from)?,
-            to: self.bound(to)?,
-        };
-        Ok(self.cursor(range, true))
+        self.key_range(from, to, true)
     }
 
     /// The entries whose serialized key starts with the serialized `prefix`, ascending.
@@ -251,20 +149,6 @@ impl<KS: OrderedSerde + Clone, VS: Serde + Clone> ReadOnlyKeyValueStore<KS, VS> 
             })?;
         Ok(self.cursor(KeyRange::prefix(&p), false))
     }
-}
-
-/// The value bytes of a stored value: without its leading 8-byte timestamp when `strip`.
-pub(super) fn plain_value(bytes: &[u8], strip: bool) -> Result<&[u8], QueryError> {
-    if !strip {
-        return Ok(bytes);
-    }
-    bytes.get(8..).ok_or_else(|| QueryError::Serde {
-        what: "value",
-        source: streams_state::SerdeError::new(
-            "ValueAndTimestamp",
-            format!("needs at least 8 bytes of timestamp, got {}", bytes.len()),
-        ),
-    })
 }
 
 /// Where a scan stopped: the last key returned and the rebalance epoch its entries were read
@@ -338,7 +222,7 @@ pub struct KeyValueCursor<KS, VS> {
 impl<KS, VS> fmt::Debug for KeyValueCursor<KS, VS> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyValueCursor")
-            .field("store", &self.store.target.store)
+            .field("store", &self.store.0.target.store)
             .field("reverse", &self.reverse)
             .field("chunk", &self.chunk)
             .field("last_key", &self.last_key)
@@ -438,8 +322,9 @@ impl<KS: Serde + Clone, VS: Serde + Clone> KeyValueCursor<KS, VS> {
         };
         let answered = self
             .store
+            .0
             .router
-            .ask(&self.store.target, &op, self.store.timeout)?;
+            .ask(&self.store.0.target, &op, self.store.0.timeout)?;
         self.pin.observe(answered.epoch)?;
         let (entries, more) = merge_scans(answered.parts, self.reverse, self.chunk);
         self.exhausted = !more;

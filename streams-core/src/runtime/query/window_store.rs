@@ -7,71 +7,36 @@
 //! fails with [`QueryError::Rebalancing`], and a cursor never continues across a rebalance
 //! of this instance. How the chunks continue is in `windowed.rs`.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
-use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use streams_state::{Serde, Windowed};
 
-use crate::runtime::query::router::{EpochPin, Op, Partial, Router, Target};
-use crate::runtime::query::store::plain_value;
+use crate::runtime::query::handle::{Reader, handle_common};
+use crate::runtime::query::router::{EpochPin, Op, Partial};
 use crate::runtime::query::windowed::{Hit, TimeKind, TimeScan, merge};
-use crate::runtime::query::{DEFAULT_CHUNK_SIZE, LagInfo, QueryError};
-
-/// What both handles share: where to ask, and how to read the answers.
-pub(super) struct Reader<KS, VS> {
-    pub target: Target,
-    pub router: Arc<Router>,
-    pub key_serde: KS,
-    pub value_serde: VS,
-    pub timeout: Duration,
-    /// The store's values are timestamped and `value_serde` reads the plain value.
-    pub strip_timestamp: bool,
-}
-
-impl<KS: Clone, VS: Clone> Clone for Reader<KS, VS> {
-    fn clone(&self) -> Self {
-        Self {
-            target: self.target.clone(),
-            router: self.router.clone(),
-            key_serde: self.key_serde.clone(),
-            value_serde: self.value_serde.clone(),
-            timeout: self.timeout,
-            strip_timestamp: self.strip_timestamp,
-        }
-    }
-}
+use crate::runtime::query::{DEFAULT_CHUNK_SIZE, QueryError};
 
 impl<KS: Serde + Clone, VS: Serde + Clone> Reader<KS, VS> {
-    fn key(&self, key: &KS::Target) -> Result<Bytes, QueryError> {
-        self.key_serde
-            .serialize(key)
-            .map(Bytes::from)
-            .map_err(|source| QueryError::Serde { what: "key", source })
+    fn entry(&self, hit: Hit) -> Result<(Windowed<KS::Target>, VS::Target), QueryError> {
+        let window = Windowed {
+            key: self.read_key(&hit.window.key)?,
+            start: hit.window.start,
+            end: hit.window.end,
+        };
+        Ok((window, self.value(&hit.value)?))
     }
 
-    fn entry(&self, hit: Hit) -> Result<(Windowed<KS::Target>, VS::Target), QueryError> {
-        let key = self
-            .key_serde
-            .deserialize(&hit.window.key)
-            .map_err(|source| QueryError::Serde { what: "key", source })?;
-        let value = self
-            .value_serde
-            .deserialize(plain_value(&hit.value, self.strip_timestamp)?)
-            .map_err(|source| QueryError::Serde {
-                what: "value",
-                source,
-            })?;
-        Ok((
-            Windowed {
-                key,
-                start: hit.window.start,
-                end: hit.window.end,
-            },
-            value,
-        ))
+    /// The cursor over the times `span` of `key` alone.
+    fn keyed(
+        &self,
+        kind: TimeKind,
+        key: &KS::Target,
+        span: (i64, i64),
+        reverse: bool,
+    ) -> Result<WindowCursor<KS, VS>, QueryError> {
+        Ok(self.cursor(kind, Some(self.key(key)?), span, reverse))
     }
 
     fn cursor(
@@ -99,68 +64,6 @@ impl<KS: Serde + Clone, VS: Serde + Clone> Reader<KS, VS> {
     }
 }
 
-macro_rules! handle_common {
-    ($t:ident) => {
-        impl<KS: Clone, VS: Clone> Clone for $t<KS, VS> {
-            fn clone(&self) -> Self {
-                Self(self.0.clone())
-            }
-        }
-
-        impl<KS, VS> fmt::Debug for $t<KS, VS> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.debug_struct(stringify!($t))
-                    .field("name", &self.0.target.store)
-                    .field("partition", &self.0.target.partition)
-                    .field("timeout", &self.0.timeout)
-                    .finish_non_exhaustive()
-            }
-        }
-
-        impl<KS: Serde + Clone, VS: Serde + Clone> $t<KS, VS> {
-            pub(super) fn new(reader: Reader<KS, VS>) -> Self {
-                Self(reader)
-            }
-
-            /// The store's name.
-            pub fn name(&self) -> &str {
-                &self.0.target.store
-            }
-
-            /// The same handle reading only the task of input partition `partition`, which
-            /// this instance must host (else the retriable [`QueryError::NotHosted`]), as
-            /// [`ReadOnlyKeyValueStore::for_partition`](super::ReadOnlyKeyValueStore::for_partition).
-            #[must_use]
-            pub fn for_partition(mut self, partition: i32) -> Self {
-                self.0.target.partition = Some(partition);
-                self
-            }
-
-            /// The same handle, waiting at most `timeout` for the stream threads (default
-            /// 10 s).
-            #[must_use]
-            pub fn with_timeout(mut self, timeout: Duration) -> Self {
-                self.0.timeout = timeout;
-                self
-            }
-
-            /// The same handle reading standby and restoring tasks too, as
-            /// [`ReadOnlyKeyValueStore::stale_stores`](super::ReadOnlyKeyValueStore::stale_stores).
-            #[must_use]
-            pub fn stale_stores(mut self) -> Self {
-                self.0.target.stale = true;
-                self
-            }
-
-            /// How far each local copy of the store is behind its changelog, by partition,
-            /// as [`ReadOnlyKeyValueStore::partition_lags`](super::ReadOnlyKeyValueStore::partition_lags).
-            pub fn partition_lags(&self) -> Result<BTreeMap<i32, LagInfo>, QueryError> {
-                self.0.router.lags(&self.0.target, self.0.timeout)
-            }
-        }
-    };
-}
-
 /// A read-only, typed view of one window store over every task of this instance that
 /// holds it, as Kafka Streams' `ReadOnlyWindowStore`.
 ///
@@ -173,7 +76,7 @@ macro_rules! handle_common {
 /// absent (see [`for_partition`](Self::for_partition)).
 pub struct ReadOnlyWindowStore<KS, VS>(Reader<KS, VS>);
 
-handle_common!(ReadOnlyWindowStore);
+handle_common!(ReadOnlyWindowStore, "window");
 
 impl<KS: Serde + Clone, VS: Serde + Clone> ReadOnlyWindowStore<KS, VS> {
     /// The value of `key` in the window starting at `window_start`, if a local task holds
@@ -190,10 +93,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> ReadOnlyWindowStore<KS, VS> {
         time_from: i64,
         time_to: i64,
     ) -> Result<WindowCursor<KS, VS>, QueryError> {
-        let k = self.0.key(key)?;
-        Ok(self
-            .0
-            .cursor(TimeKind::Window, Some(k), (time_from, time_to), false))
+        self.0.keyed(TimeKind::Window, key, (time_from, time_to), false)
     }
 
     /// [`fetch_range`](Self::fetch_range), descending by start.
@@ -203,10 +103,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> ReadOnlyWindowStore<KS, VS> {
         time_from: i64,
         time_to: i64,
     ) -> Result<WindowCursor<KS, VS>, QueryError> {
-        let k = self.0.key(key)?;
-        Ok(self
-            .0
-            .cursor(TimeKind::Window, Some(k), (time_from, time_to), true))
+        self.0.keyed(TimeKind::Window, key, (time_from, time_to), true)
     }
 
     /// Every window starting in `time_from..=time_to`, of every key: by segment of the
@@ -242,7 +139,7 @@ impl<KS: Serde + Clone, VS: Serde + Clone> ReadOnlyWindowStore<KS, VS> {
 /// ascending by end, then by start.
 pub struct ReadOnlySessionStore<KS, VS>(Reader<KS, VS>);
 
-handle_common!(ReadOnlySessionStore);
+handle_common!(ReadOnlySessionStore, "session");
 
 impl<KS: Serde + Clone, VS: Serde + Clone> ReadOnlySessionStore<KS, VS> {
     /// Every visible session of `key`.
@@ -263,9 +160,8 @@ impl<KS: Serde + Clone, VS: Serde + Clone> ReadOnlySessionStore<KS, VS> {
         earliest_session_end: i64,
         latest_session_start: i64,
     ) -> Result<WindowCursor<KS, VS>, QueryError> {
-        let k = self.0.key(key)?;
         let span = (earliest_session_end, latest_session_start);
-        Ok(self.0.cursor(TimeKind::Session, Some(k), span, false))
+        self.0.keyed(TimeKind::Session, key, span, false)
     }
 
     /// [`find_sessions`](Self::find_sessions) in the reverse order.
@@ -275,9 +171,8 @@ impl<KS: Serde + Clone, VS: Serde + Clone> ReadOnlySessionStore<KS, VS> {
         earliest_session_end: i64,
         latest_session_start: i64,
     ) -> Result<WindowCursor<KS, VS>, QueryError> {
-        let k = self.0.key(key)?;
         let span = (earliest_session_end, latest_session_start);
-        Ok(self.0.cursor(TimeKind::Session, Some(k), span, true))
+        self.0.keyed(TimeKind::Session, key, span, true)
     }
 }
 
