@@ -154,8 +154,34 @@ pub struct TopologyBuilder {
     pub(crate) source_changelogs: std::collections::BTreeMap<String, (String, SourceValues)>,
 }
 
-fn names<T: AsRef<str>>(items: impl IntoIterator<Item = T>) -> Vec<String> {
+pub(super) fn names<T: AsRef<str>>(items: impl IntoIterator<Item = T>) -> Vec<String> {
     items.into_iter().map(|s| s.as_ref().to_owned()).collect()
+}
+
+/// The definition of a processor taking `KIn, VIn` records and forwarding `KOut, VOut`
+/// ones, whose instances (one per task) `make` makes.
+pub(super) fn processor_node<KIn, VIn, KOut, VOut, N>(
+    name: &str,
+    parents: Vec<String>,
+    global: bool,
+    make: impl Fn() -> N + Send + Sync + 'static,
+) -> NodeDef
+where
+    KIn: 'static,
+    VIn: 'static,
+    KOut: 'static,
+    VOut: 'static,
+    N: ErasedNode + 'static,
+{
+    NodeDef {
+        name: name.to_owned(),
+        kind: NodeKind::Processor,
+        parents,
+        input: Some(RecordTypes::of::<KIn, VIn>()),
+        output: Some(RecordTypes::of::<KOut, VOut>()),
+        factory: Arc::new(move || Box::new(make()) as Box<dyn ErasedNode>),
+        global,
+    }
 }
 
 impl TopologyBuilder {
@@ -251,17 +277,9 @@ impl TopologyBuilder {
         KOut: 'static,
         VOut: 'static,
     {
-        NodeDef {
-            name: name.to_owned(),
-            kind: NodeKind::Processor,
-            parents,
-            input: Some(RecordTypes::of::<KIn, VIn>()),
-            output: Some(RecordTypes::of::<KOut, VOut>()),
-            factory: Arc::new(move || {
-                Box::new(ProcessorNode::<P, KIn, VIn, KOut, VOut>::new(supplier())) as Box<dyn ErasedNode>
-            }),
-            global,
-        }
+        processor_node::<KIn, VIn, KOut, VOut, _>(name, parents, global, move || {
+            ProcessorNode::<P, KIn, VIn, KOut, VOut>::new(supplier())
+        })
     }
 
     /// Adds a sink named `name` writing the records of `parents` to `topic`.
@@ -356,11 +374,15 @@ impl TopologyBuilder {
         stores: impl IntoIterator<Item = T>,
     ) -> &mut Self {
         for s in stores {
-            self.link_store(processor, s.as_ref());
-            self.connections
-                .push((processor.to_owned(), s.as_ref().to_owned()));
+            self.connect_store(processor, s.as_ref());
         }
         self
+    }
+
+    /// Connects `store` to `processor`.
+    pub(super) fn connect_store(&mut self, processor: &str, store: &str) {
+        self.link_store(processor, store);
+        self.connections.push((processor.to_owned(), store.to_owned()));
     }
 
     /// Records that `processor` was connected to `store`, in order (see `store_links`).
@@ -388,20 +410,29 @@ impl TopologyBuilder {
         F: Fn() -> P + Send + Sync + 'static,
         P: Processor<KS::Target, VS::Target, (), ()>,
     {
-        self.nodes.push(Self::source_def(source_name, source, true));
-        self.nodes.push(Self::processor_def(
-            processor_name,
-            supplier,
-            vec![source_name.to_owned()],
-            true,
-        ));
-        self.link_store(processor_name, builder.name());
+        let source = Self::source_def(source_name, source, true);
+        let processor = Self::processor_def(processor_name, supplier, vec![source_name.to_owned()], true);
+        self.push_global(source, processor, Arc::new(builder));
+        self
+    }
+
+    /// Adds a global store: its source, the processor that writes it, and the store
+    /// connected to that processor.
+    pub(super) fn push_global(
+        &mut self,
+        source: NodeDef,
+        processor: NodeDef,
+        builder: Arc<dyn StoreBuilder>,
+    ) {
+        let processor_name = processor.name.clone();
+        self.nodes.push(source);
+        self.nodes.push(processor);
+        self.link_store(&processor_name, builder.name());
         self.stores.push(StoreDef {
-            builder: Arc::new(builder),
-            processors: vec![processor_name.to_owned()],
+            builder,
+            processors: vec![processor_name],
             global: true,
         });
-        self
     }
 
     /// Restores `store` from the source topic `topic` instead of a changelog of its own

@@ -80,11 +80,10 @@ use std::sync::Arc;
 
 use streams_state::{KeyValueStoreBuilder, KvStore, Serde, TypedStoreBuilder};
 
-use super::builder::{SinkConfig, SourceConfig, TopologyBuilder};
+use super::builder::{SinkConfig, SourceConfig, TopologyBuilder, names, processor_node};
 use super::nodes::SuppliedNode;
-use super::spec::{NodeDef, NodeKind, RecordTypes, StoreDef};
+use super::spec::{NodeDef, StoreDef};
 use crate::model::error::ProcessorError;
-use crate::processor::node::ErasedNode;
 use crate::processor::{ConnectableStore, Processor, ProcessorContext, StoreRef, TypedStoreRef};
 #[cfg(doc)]
 use crate::processor::{SessionStoreRef, VersionedStoreRef, WindowStoreRef};
@@ -149,17 +148,9 @@ where
     VOut: 'static,
 {
     let supplier = Arc::new(supplier);
-    NodeDef {
-        name: name.to_owned(),
-        kind: NodeKind::Processor,
-        parents,
-        input: Some(RecordTypes::of::<KIn, VIn>()),
-        output: Some(RecordTypes::of::<KOut, VOut>()),
-        factory: Arc::new(move || {
-            Box::new(SuppliedNode::<P, F, KIn, VIn, KOut, VOut>::new(supplier.clone())) as Box<dyn ErasedNode>
-        }),
-        global,
-    }
+    processor_node::<KIn, VIn, KOut, VOut, _>(name, parents, global, move || {
+        SuppliedNode::<P, F, KIn, VIn, KOut, VOut>::new(supplier.clone())
+    })
 }
 
 impl TopologyBuilder {
@@ -220,8 +211,8 @@ impl TopologyBuilder {
         VOut: 'static,
         T: AsRef<str>,
     {
-        let parents = parents.into_iter().map(|p| p.as_ref().to_owned()).collect();
-        self.nodes.push(supplied_def(name, parents, supplier, false));
+        self.nodes
+            .push(supplied_def(name, names(parents), supplier, false));
         self
     }
 
@@ -259,9 +250,7 @@ impl TopologyBuilder {
 
     /// Connects `store` (of any kind) to `processor`, which may then open it.
     pub fn connect<K, V>(&mut self, processor: &NodeRef<K, V>, store: &impl ConnectableStore) -> &mut Self {
-        self.link_store(processor.name(), store.store_name());
-        self.connections
-            .push((processor.name().to_owned(), store.store_name().to_owned()));
+        self.connect_store(processor.name(), store.store_name());
         self
     }
 
@@ -298,20 +287,11 @@ impl TopologyBuilder {
             let handle = ctx.store(&opened)?;
             supplier(ctx, handle)
         };
-        self.nodes.push(Self::source_def(source_name, source, true));
-        self.nodes
-            .push(supplied_def::<P, _, SK::Target, SV::Target, (), ()>(
-                processor_name,
-                vec![source_name.to_owned()],
-                supplier,
-                true,
-            ));
-        self.link_store(processor_name, store.name());
-        self.stores.push(StoreDef {
-            builder,
-            processors: vec![processor_name.to_owned()],
-            global: true,
-        });
+        let source = Self::source_def(source_name, source, true);
+        let parents = vec![source_name.to_owned()];
+        let processor =
+            supplied_def::<P, _, SK::Target, SV::Target, (), ()>(processor_name, parents, supplier, true);
+        self.push_global(source, processor, builder);
         store
     }
 }
