@@ -3,66 +3,27 @@
 //! exactly-once transactions. Each test uses fresh topics and groups, and every wait is
 //! bounded so a dead broker fails the test instead of hanging it.
 
+mod common;
+
 use std::error::Error;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions, ResourceSpecifier};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-use rdkafka::message::Message;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::producer::{BaseProducer, Producer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
-use streams_test_utils::kafka::{
-    self, ConsumeUntil, ConsumedRecord, DEFAULT_TIMEOUT, ProduceRecord, TestKafkaError,
-};
+use streams_test_utils::kafka::{self, ConsumeUntil, DEFAULT_TIMEOUT, ProduceRecord, TestKafkaError};
+
+use common::clients::{self, poll_n, send, values};
 
 type TestResult = Result<(), Box<dyn Error>>;
 
 const T: Duration = DEFAULT_TIMEOUT;
 
-/// Polls a subscribed consumer until it has `n` records or the bound runs out.
-fn poll_n(consumer: &BaseConsumer, n: usize, timeout: Duration) -> Result<Vec<(i32, i64, Vec<u8>)>, String> {
-    let deadline = Instant::now() + timeout;
-    let mut seen = Vec::new();
-    while seen.len() < n {
-        if Instant::now() >= deadline {
-            return Err(format!("got {} of {n} records within {timeout:?}", seen.len()));
-        }
-        match consumer.poll(Duration::from_millis(100)) {
-            Some(Ok(m)) => seen.push((
-                m.partition(),
-                m.offset(),
-                m.payload().unwrap_or_default().to_vec(),
-            )),
-            Some(Err(e)) => eprintln!("consumer: {e}"),
-            None => {}
-        }
-    }
-    Ok(seen)
-}
-
-fn values(records: &[ConsumedRecord]) -> Vec<String> {
-    records
-        .iter()
-        .map(|r| r.value_str().unwrap_or_default())
-        .collect()
-}
-
 fn transactional_producer(bootstrap: &str, name: &str) -> Result<BaseProducer, Box<dyn Error>> {
-    let producer: BaseProducer = kafka::producer_config(bootstrap)
-        .set("transactional.id", kafka::unique_name(name))
-        .set("transaction.timeout.ms", "60000")
-        .create()?;
-    producer.init_transactions(T)?;
-    Ok(producer)
-}
-
-fn send(producer: &BaseProducer, topic: &str, key: &str, value: &str) -> TestResult {
-    producer
-        .send(BaseRecord::to(topic).key(key).payload(value))
-        .map_err(|(e, _)| e)?;
-    Ok(())
+    clients::transactional_producer(bootstrap, name, &[("transaction.timeout.ms", "60000")], T)
 }
 
 #[test]

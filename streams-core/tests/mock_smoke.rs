@@ -16,6 +16,8 @@
 //! | `read_committed` hides aborted records | no: they are returned |
 //! | `send_offsets_to_transaction` stores the group's offsets | no: nothing is committed |
 
+mod common;
+
 use std::error::Error;
 use std::time::{Duration, Instant};
 
@@ -24,12 +26,13 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::error::KafkaError;
-use rdkafka::message::Message;
 use rdkafka::mocking::MockCluster;
-use rdkafka::producer::{BaseProducer, BaseRecord, DefaultProducerContext, Producer};
+use rdkafka::producer::{BaseProducer, DefaultProducerContext, Producer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::types::RDKafkaErrorCode;
 use streams_test_utils::kafka::{self, ConsumeUntil, ConsumedRecord, ProduceRecord};
+
+use common::clients::{self, poll_n, send, values};
 
 type TestResult = Result<(), Box<dyn Error>>;
 
@@ -42,46 +45,8 @@ fn mock() -> Result<(MockCluster<'static, DefaultProducerContext>, String), Box<
     Ok((cluster, bootstrap))
 }
 
-fn poll_n(consumer: &BaseConsumer, n: usize, timeout: Duration) -> Result<Vec<(i32, i64, Vec<u8>)>, String> {
-    let deadline = Instant::now() + timeout;
-    let mut seen = Vec::new();
-    while seen.len() < n {
-        if Instant::now() >= deadline {
-            return Err(format!("got {} of {n} records within {timeout:?}", seen.len()));
-        }
-        match consumer.poll(Duration::from_millis(100)) {
-            Some(Ok(m)) => seen.push((
-                m.partition(),
-                m.offset(),
-                m.payload().unwrap_or_default().to_vec(),
-            )),
-            Some(Err(e)) => eprintln!("consumer: {e}"),
-            None => {}
-        }
-    }
-    Ok(seen)
-}
-
-fn values(records: &[ConsumedRecord]) -> Vec<String> {
-    records
-        .iter()
-        .map(|r| r.value_str().unwrap_or_default())
-        .collect()
-}
-
 fn transactional_producer(bootstrap: &str) -> Result<BaseProducer, Box<dyn Error>> {
-    let producer: BaseProducer = kafka::producer_config(bootstrap)
-        .set("transactional.id", kafka::unique_name("mock-txn"))
-        .create()?;
-    producer.init_transactions(T)?;
-    Ok(producer)
-}
-
-fn send(producer: &BaseProducer, topic: &str, value: &str) -> TestResult {
-    producer
-        .send(BaseRecord::to(topic).key("k").payload(value))
-        .map_err(|(e, _)| e)?;
-    Ok(())
+    clients::transactional_producer(bootstrap, "mock-txn", &[], T)
 }
 
 #[test]
@@ -221,8 +186,8 @@ fn mock_transaction_commit_delivers_but_keeps_no_offsets() -> TestResult {
 
     let producer = transactional_producer(&bootstrap)?;
     producer.begin_transaction()?;
-    send(&producer, &output, "A")?;
-    send(&producer, &output, "B")?;
+    send(&producer, &output, "k", "A")?;
+    send(&producer, &output, "k", "B")?;
     let mut offsets = TopicPartitionList::new();
     offsets.add_partition_offset(&input, 0, Offset::Offset(seen[1].1 + 1))?;
     producer.send_offsets_to_transaction(&offsets, &group_metadata, T)?;
@@ -247,11 +212,11 @@ fn mock_read_committed_returns_aborted_records() -> TestResult {
     cluster.create_topic(&topic, 1, 1)?;
     let producer = transactional_producer(&bootstrap)?;
     producer.begin_transaction()?;
-    send(&producer, &topic, "aborted")?;
+    send(&producer, &topic, "k", "aborted")?;
     producer.flush(T)?;
     producer.abort_transaction(T)?;
     producer.begin_transaction()?;
-    send(&producer, &topic, "committed")?;
+    send(&producer, &topic, "k", "committed")?;
     producer.commit_transaction(T)?;
 
     let read = kafka::consume_all(&bootstrap, &topic, ConsumeUntil::Idle(Duration::ZERO), T, true)?;

@@ -4,6 +4,8 @@
 // Each test crate uses a part of this module.
 #![allow(dead_code)]
 
+pub mod clients;
+
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
