@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{BaseProducer, DefaultProducerContext, Producer};
@@ -112,23 +112,7 @@ fn mock_consumer_group_commits_and_resumes() -> TestResult {
     cluster.create_topic(&topic, 1, 1)?;
     let batch: Vec<_> = (0..5).map(|i| ProduceRecord::keyless(format!("v{i}"))).collect();
     kafka::produce(&bootstrap, &topic, &batch, T)?;
-    {
-        let consumer: BaseConsumer = kafka::consumer_config(&bootstrap, &group).create()?;
-        consumer.subscribe(&[&topic])?;
-        let seen = poll_n(&consumer, 3, T)?;
-        let mut offsets = TopicPartitionList::new();
-        offsets.add_partition_offset(&topic, 0, Offset::Offset(seen[2].1 + 1))?;
-        consumer.commit(&offsets, CommitMode::Sync)?;
-    }
-    assert_eq!(
-        kafka::committed_offsets(&bootstrap, &group, &topic, T)?,
-        vec![(0, Some(3))]
-    );
-    let consumer: BaseConsumer = kafka::consumer_config(&bootstrap, &group).create()?;
-    consumer.subscribe(&[&topic])?;
-    let rest = poll_n(&consumer, 2, T)?;
-    assert_eq!(rest.iter().map(|r| r.1).collect::<Vec<_>>(), vec![3, 4]);
-    Ok(())
+    clients::commit_three_then_resume(&bootstrap, &topic, &group, T)
 }
 
 #[test]
@@ -235,27 +219,6 @@ fn mock_consumer_group_protocol_kip848() -> TestResult {
     let topic = kafka::unique_name("mock-kip848");
     let group = kafka::unique_name("mock-kip848");
     cluster.create_topic(&topic, 2, 1)?;
-    let records = [
-        ProduceRecord::keyless("a").with_partition(0),
-        ProduceRecord::keyless("b").with_partition(1),
-    ];
-    kafka::produce(&bootstrap, &topic, &records, T)?;
     // The next-generation protocol: no session.timeout.ms / heartbeat.interval.ms on the client.
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", &bootstrap)
-        .set("group.id", &group)
-        .set("group.protocol", "consumer")
-        .set("enable.auto.commit", "false")
-        .set("auto.offset.reset", "earliest")
-        .create()?;
-    consumer.subscribe(&[&topic])?;
-    let mut seen = poll_n(&consumer, 2, T)?;
-    seen.sort();
-    assert_eq!(seen, vec![(0, 0, b"a".to_vec()), (1, 0, b"b".to_vec())]);
-    consumer.commit_consumer_state(CommitMode::Sync)?;
-    assert_eq!(
-        kafka::committed_offsets(&bootstrap, &group, &topic, T)?,
-        vec![(0, Some(1)), (1, Some(1))]
-    );
-    Ok(())
+    clients::kip848_round_trip(&bootstrap, &topic, &group, T)
 }
