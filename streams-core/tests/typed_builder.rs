@@ -7,8 +7,8 @@ use std::time::Duration;
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::KvStore;
 use streams_core::{
-    ProcessResult, Processor, ProcessorContext, PunctuationType, Record, ScheduleId, SinkConfig,
-    SourceConfig, StoreRef, Stores, Topology, TopologyIssue,
+    ProcessResult, Processor, ProcessorContext, ProcessorError, PunctuationType, Record, ScheduleId,
+    SinkConfig, SourceConfig, StoreRef, Stores, Topology, TopologyBuilder, TopologyIssue,
 };
 use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
@@ -29,24 +29,38 @@ impl Processor<String, String, String, u64> for Count {
     }
 }
 
-fn count_topology() -> (Topology, StoreRef<StringSerde, U64Serde>) {
+/// The supplier of a [`Count`] in `counts`.
+fn count_in(
+    counts: &StoreRef<StringSerde, U64Serde>,
+) -> impl Fn(&mut ProcessorContext<'_, String, u64>) -> Result<Count, ProcessorError> + Send + Sync + 'static
+{
+    let counts = counts.clone();
+    move |ctx| {
+        Ok(Count {
+            counts: ctx.store(&counts)?,
+        })
+    }
+}
+
+/// `words` -> `count` (in the store `counts`, connected when `connect`) -> `counts-out`.
+fn count_builder(connect: bool) -> (TopologyBuilder, StoreRef<StringSerde, U64Serde>) {
     let mut b = Topology::builder();
     let words = b.source("words", SourceConfig::new(["words"], StringSerde, StringSerde));
     let counts = b.store(Stores::in_memory_kv("counts", StringSerde, U64Serde));
-    let count = b.processor("count", [&words], {
-        let counts = counts.clone();
-        move |ctx| {
-            Ok(Count {
-                counts: ctx.store(&counts)?,
-            })
-        }
-    });
-    b.connect(&count, &counts);
+    let count = b.processor("count", [&words], count_in(&counts));
+    if connect {
+        b.connect(&count, &counts);
+    }
     b.sink(
         "out",
         SinkConfig::topic("counts-out", StringSerde, U64Serde),
         [&count],
     );
+    (b, counts)
+}
+
+fn count_topology() -> (Topology, StoreRef<StringSerde, U64Serde>) {
+    let (b, counts) = count_builder(true);
     (b.build().unwrap(), counts)
 }
 
@@ -96,22 +110,7 @@ impl Processor<String, String, String, u64> for Pass {
 
 #[test]
 fn a_store_connected_to_nothing_fails_the_build() {
-    let mut b = Topology::builder();
-    let words = b.source("words", SourceConfig::new(["words"], StringSerde, StringSerde));
-    let counts = b.store(Stores::in_memory_kv("counts", StringSerde, U64Serde));
-    let count = b.processor("count", [&words], {
-        let counts = counts.clone();
-        move |ctx| {
-            Ok(Count {
-                counts: ctx.store(&counts)?,
-            })
-        }
-    });
-    b.sink(
-        "out",
-        SinkConfig::topic("counts-out", StringSerde, U64Serde),
-        [&count],
-    );
+    let (b, _) = count_builder(false);
     let issues = b.build().expect_err("the store is connected to nothing").0;
     assert!(
         issues
@@ -126,23 +125,9 @@ fn a_store_opened_by_a_processor_it_is_not_connected_to_fails_at_start() {
     let mut b = Topology::builder();
     let words = b.source("words", SourceConfig::new(["words"], StringSerde, StringSerde));
     let counts = b.store(Stores::in_memory_kv("counts", StringSerde, U64Serde));
-    let owner = b.processor("owner", [&words], {
-        let counts = counts.clone();
-        move |ctx| {
-            Ok(Count {
-                counts: ctx.store(&counts)?,
-            })
-        }
-    });
+    let owner = b.processor("owner", [&words], count_in(&counts));
     b.connect(&owner, &counts);
-    let thief = b.processor("thief", [&words], {
-        let counts = counts.clone();
-        move |ctx| {
-            Ok(Count {
-                counts: ctx.store(&counts)?,
-            })
-        }
-    });
+    let thief = b.processor("thief", [&words], count_in(&counts));
     b.sink(
         "out",
         SinkConfig::topic("out", StringSerde, U64Serde),
