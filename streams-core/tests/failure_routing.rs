@@ -92,6 +92,24 @@ where
     b.build().unwrap()
 }
 
+/// `in` -> `first` -> `second` -> sink `out`, each processor named and made as given.
+fn chain<P, Q>((first, p): (&str, fn() -> P), (second, q): (&str, fn() -> Q)) -> Topology
+where
+    P: Processor<String, String, String, String>,
+    Q: Processor<String, String, String, String>,
+{
+    let mut b = Topology::builder();
+    let input = b.source("in", SourceConfig::new(["in"], StringSerde, StringSerde));
+    let first = b.processor(first, [&input], move |_| Ok(p()));
+    let second = b.processor(second, [&first], move |_| Ok(q()));
+    b.sink(
+        "out",
+        SinkConfig::topic("out", StringSerde, StringSerde),
+        [&second],
+    );
+    b.build().unwrap()
+}
+
 #[test]
 fn a_swallowed_sink_failure_still_reaches_the_production_handler() {
     let driver = TopologyTestDriver::new(with_middle(|| Swallow), fail_fast()).unwrap();
@@ -138,32 +156,16 @@ fn a_swallowed_sink_failure_is_skipped_by_a_continuing_production_handler() {
 
 #[test]
 fn a_processing_error_is_blamed_on_the_node_that_raised_it() {
-    let mut b = Topology::builder();
-    let input = b.source("in", SourceConfig::new(["in"], StringSerde, StringSerde));
-    let outer = b.processor("outer", [&input], |_| Ok(Swallow));
-    let inner = b.processor("inner", [&outer], |_| Ok(Boom));
-    b.sink(
-        "out",
-        SinkConfig::topic("out", StringSerde, StringSerde),
-        [&inner],
-    );
-    let driver = TopologyTestDriver::new(b.build().unwrap(), fail_fast()).unwrap();
+    let topology = chain(("outer", || Swallow), ("inner", || Boom));
+    let driver = TopologyTestDriver::new(topology, fail_fast()).unwrap();
     // `outer` swallows `inner`'s error: the record counts as processed.
     driver
         .input_topic("in", StringSerde, StringSerde)
         .pipe("k".into(), "boom".into())
         .unwrap();
 
-    let mut b = Topology::builder();
-    let input = b.source("in", SourceConfig::new(["in"], StringSerde, StringSerde));
-    let inner = b.processor("inner", [&input], |_| Ok(Boom));
-    let outer = b.processor("outer", [&inner], |_| Ok(Swallow));
-    b.sink(
-        "out",
-        SinkConfig::topic("out", StringSerde, StringSerde),
-        [&outer],
-    );
-    let driver = TopologyTestDriver::new(b.build().unwrap(), fail_fast()).unwrap();
+    let topology = chain(("inner", || Boom), ("outer", || Swallow));
+    let driver = TopologyTestDriver::new(topology, fail_fast()).unwrap();
     let err = driver
         .input_topic("in", StringSerde, StringSerde)
         .pipe("k".into(), "boom".into())
@@ -176,16 +178,8 @@ fn a_processing_error_is_blamed_on_the_node_that_raised_it() {
 
 #[test]
 fn a_node_that_fails_after_a_swallowed_child_error_is_blamed_itself() {
-    let mut b = Topology::builder();
-    let input = b.source("in", SourceConfig::new(["in"], StringSerde, StringSerde));
-    let outer = b.processor("outer", [&input], |_| Ok(SwallowThenFail));
-    let inner = b.processor("inner", [&outer], |_| Ok(Boom));
-    b.sink(
-        "out",
-        SinkConfig::topic("out", StringSerde, StringSerde),
-        [&inner],
-    );
-    let driver = TopologyTestDriver::new(b.build().unwrap(), fail_fast()).unwrap();
+    let topology = chain(("outer", || SwallowThenFail), ("inner", || Boom));
+    let driver = TopologyTestDriver::new(topology, fail_fast()).unwrap();
     let input = driver.input_topic("in", StringSerde, StringSerde);
     // `inner` fails on "boom", `outer` swallows it and succeeds.
     input.pipe("k".into(), "boom".into()).unwrap();
