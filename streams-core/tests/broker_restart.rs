@@ -159,19 +159,7 @@ fn application_survives_a_broker_restart_without_loss() {
 
     // Exactly-once: the committed output holds every count of every key once.
     let (_, _, output, _) = &apps[1];
-    let committed = kafka::consume_all(
-        &bootstrap,
-        output,
-        kafka::ConsumeUntil::Idle(Duration::ZERO),
-        Duration::from_secs(60),
-        true,
-    )
-    .unwrap();
-    let mut seen: std::collections::HashMap<String, Vec<u64>> = std::collections::HashMap::new();
-    for r in &committed {
-        let v = u64::from_be_bytes(r.value.as_deref().unwrap().try_into().unwrap());
-        seen.entry(r.key_str().unwrap()).or_default().push(v);
-    }
+    let seen = common::committed_counts(&bootstrap, output);
     assert_eq!(seen.len(), KEYS);
     for (key, mut counts) in seen {
         counts.sort_unstable();

@@ -152,20 +152,9 @@ fn source_offset_out_of_range_is_reset_logged_and_counted() {
 
 /// The records of `topic` in order (one partition), as key -> last count.
 fn last_counts(bootstrap: &str, topic: &str) -> (HashMap<String, u64>, usize) {
-    let records = kafka::consume_all(
-        bootstrap,
-        topic,
-        ConsumeUntil::Idle(Duration::ZERO),
-        Duration::from_secs(60),
-        false,
-    )
-    .unwrap();
-    let mut last = HashMap::new();
-    for r in &records {
-        let v = u64::from_be_bytes(r.value.as_deref().unwrap().try_into().unwrap());
-        last.insert(r.key_str().unwrap(), v);
-    }
-    (last, records.len())
+    let counts = common::read_counts(bootstrap, topic, false);
+    let n = counts.len();
+    (counts.into_iter().collect(), n)
 }
 
 fn count_record(key: &str, count: u64) -> ProduceRecord {

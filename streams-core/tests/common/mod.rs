@@ -53,20 +53,31 @@ pub fn count_topology(input: &str, output: &str) -> Topology {
     b.build().expect("count topology")
 }
 
-/// The committed (read-committed) counts of `output` per key, in the order written.
-pub fn committed_counts(bootstrap: &str, output: &str) -> HashMap<String, Vec<u64>> {
+/// The counts written to `topic`, as (key, count) in the order read (one partition's
+/// order); only committed ones when `read_committed`.
+pub fn read_counts(bootstrap: &str, topic: &str, read_committed: bool) -> Vec<(String, u64)> {
     let records = kafka::consume_all(
         bootstrap,
-        output,
+        topic,
         ConsumeUntil::Idle(Duration::ZERO),
         Duration::from_secs(60),
-        true,
+        read_committed,
     )
     .unwrap();
+    records
+        .iter()
+        .map(|r| {
+            let v = u64::from_be_bytes(r.value.as_deref().unwrap().try_into().unwrap());
+            (r.key_str().unwrap(), v)
+        })
+        .collect()
+}
+
+/// The committed (read-committed) counts of `output` per key, in the order written.
+pub fn committed_counts(bootstrap: &str, output: &str) -> HashMap<String, Vec<u64>> {
     let mut counts: HashMap<String, Vec<u64>> = HashMap::new();
-    for r in &records {
-        let v = u64::from_be_bytes(r.value.as_deref().unwrap().try_into().unwrap());
-        counts.entry(r.key_str().unwrap()).or_default().push(v);
+    for (k, v) in read_counts(bootstrap, output, true) {
+        counts.entry(k).or_default().push(v);
     }
     counts
 }
@@ -84,18 +95,9 @@ pub fn produce_words(bootstrap: &str, topic: &str, keys: usize, per_key: usize, 
 
 /// The largest count each key reached in the counts written to `topic`.
 pub fn latest_counts(bootstrap: &str, topic: &str) -> HashMap<String, u64> {
-    let records = kafka::consume_all(
-        bootstrap,
-        topic,
-        ConsumeUntil::Idle(Duration::ZERO),
-        Duration::from_secs(60),
-        false,
-    )
-    .unwrap();
     let mut latest = HashMap::new();
-    for r in &records {
-        let v = u64::from_be_bytes(r.value.as_deref().unwrap().try_into().unwrap());
-        let e = latest.entry(r.key_str().unwrap()).or_insert(0);
+    for (k, v) in read_counts(bootstrap, topic, false) {
+        let e = latest.entry(k).or_insert(0);
         *e = v.max(*e);
     }
     latest
