@@ -45,20 +45,26 @@ fn secure_settings(
     Ok(s)
 }
 
+/// The first member of a group, joined with [`secure_settings`], once it holds every task.
+fn join_alone(
+    broker: &SecureKafka,
+    member: (&str, &str, &str),
+    user: &User,
+    mechanism: &str,
+    change: impl FnOnce(&mut BTreeMap<String, String>),
+) -> Player {
+    let mut a = Player::join(secure_settings(broker, member, user, mechanism, change).unwrap());
+    until(&mut [&mut a], SETTLE, |p| p[0].owns.active == tasks(0..4));
+    a
+}
+
 #[test]
 fn members_split_hold_standbys_and_fail_over_over_sasl_ssl() {
     let Some((broker, group, topic)) = fresh("sg_secure_members") else {
         return;
     };
-    let a_settings = secure_settings(
-        &broker,
-        (&group, &topic, "process-a"),
-        &ADMIN,
-        "SCRAM-SHA-512",
-        |_| {},
-    );
-    let mut a = Player::join(a_settings.unwrap());
-    until(&mut [&mut a], SETTLE, |p| p[0].owns.active == tasks(0..4));
+    let member = (&*group, &*topic, "process-a");
+    let mut a = join_alone(&broker, member, &ADMIN, "SCRAM-SHA-512", |_| {});
     let b_settings = secure_settings(&broker, (&group, &topic, "process-b"), &ADMIN, "PLAIN", |_| {});
     let mut b = Player::join(b_settings.unwrap());
     let split = until(&mut [&mut a, &mut b], SETTLE, |p| {
@@ -90,15 +96,9 @@ fn a_member_authenticated_with_an_unsecured_jwt_joins_and_takes_every_task() {
     let Some((broker, group, topic)) = fresh("sg_secure_oauth") else {
         return;
     };
-    let settings = secure_settings(
-        &broker,
-        (&group, &topic, "process-a"),
-        &ADMIN,
-        "OAUTHBEARER",
-        oauth("principal=admin scope=streams extension_traceId=t1"),
-    );
-    let mut a = Player::join(settings.unwrap());
-    until(&mut [&mut a], SETTLE, |p| p[0].owns.active == tasks(0..4));
+    let member = (&*group, &*topic, "process-a");
+    let jwt = oauth("principal=admin scope=streams extension_traceId=t1");
+    let a = join_alone(&broker, member, &ADMIN, "OAUTHBEARER", jwt);
     a.member.leave(Duration::from_secs(10));
 
     // A token the validator refuses (its principal is not in the `sub` claim): a typed
@@ -110,13 +110,19 @@ fn a_member_authenticated_with_an_unsecured_jwt_joins_and_takes_every_task() {
         "OAUTHBEARER",
         oauth("principal=admin principalClaimName=user"),
     ));
-    let StreamsError::Authentication { message } = &e else {
-        panic!("expected an authentication error, got {e:?}");
-    };
+    let message = authentication_message(&e);
     assert!(
         message.contains("sasl.mechanism=OAUTHBEARER as user `admin`") && message.contains("refused"),
         "{message}"
     );
+}
+
+/// The message of `e`, an authentication error.
+fn authentication_message(e: &StreamsError) -> &str {
+    match e {
+        StreamsError::Authentication { message } => message,
+        _ => panic!("expected an authentication error, got {e:?}"),
+    }
 }
 
 /// The error `StreamsMember::join` gives with `settings`.
@@ -127,23 +133,31 @@ fn join_error(settings: Result<MemberSettings, StreamsError>) -> StreamsError {
     }
 }
 
+/// The secure broker, and the error the first member of a fresh group for `test` gets
+/// joining as `user` with `mechanism`, its properties changed by `change`; `None` without
+/// the secure listener.
+fn refused(
+    test: &str,
+    user: &User,
+    mechanism: &str,
+    change: impl FnOnce(&SecureKafka, &mut BTreeMap<String, String>),
+) -> Option<(SecureKafka, StreamsError)> {
+    let (broker, group, topic) = fresh(test)?;
+    let member = (&*group, &*topic, "process-a");
+    let e = join_error(secure_settings(&broker, member, user, mechanism, |p| {
+        change(&broker, p)
+    }));
+    Some((broker, e))
+}
+
 #[test]
 fn a_wrong_password_is_an_authentication_error_naming_user_and_mechanism() {
-    let Some((broker, group, topic)) = fresh("sg_secure_wrong_password") else {
+    let Some((broker, e)) = refused("sg_secure_wrong_password", &STREAMS, "SCRAM-SHA-512", |_, p| {
+        p.insert("sasl.password".into(), "wrong-pw-51e0".into());
+    }) else {
         return;
     };
-    let e = join_error(secure_settings(
-        &broker,
-        (&group, &topic, "process-a"),
-        &STREAMS,
-        "SCRAM-SHA-512",
-        |p| {
-            p.insert("sasl.password".into(), "wrong-pw-51e0".into());
-        },
-    ));
-    let StreamsError::Authentication { message } = &e else {
-        panic!("expected an authentication error, got {e:?}");
-    };
+    let message = authentication_message(&e);
     assert!(
         message.contains("sasl.mechanism=SCRAM-SHA-512 as user `streams`")
             && message.contains(&broker.bootstrap),
@@ -154,19 +168,10 @@ fn a_wrong_password_is_an_authentication_error_naming_user_and_mechanism() {
 
 #[test]
 fn a_mechanism_the_listener_does_not_enable_is_named_with_the_ones_it_does() {
-    let Some((broker, group, topic)) = fresh("sg_secure_mechanism") else {
+    let Some((_broker, e)) = refused("sg_secure_mechanism", &STREAMS, "SCRAM-SHA-256", |_, _| {}) else {
         return;
     };
-    let e = join_error(secure_settings(
-        &broker,
-        (&group, &topic, "process-a"),
-        &STREAMS,
-        "SCRAM-SHA-256",
-        |_| {},
-    ));
-    let StreamsError::Authentication { message } = &e else {
-        panic!("expected an authentication error, got {e:?}");
-    };
+    let message = authentication_message(&e);
     assert!(
         message.contains("SCRAM-SHA-512") && message.contains("PLAIN"),
         "{message}"
@@ -175,19 +180,13 @@ fn a_mechanism_the_listener_does_not_enable_is_named_with_the_ones_it_does() {
 
 #[test]
 fn a_broker_certificate_not_signed_by_the_configured_ca_is_a_tls_error() {
-    let Some((broker, group, topic)) = fresh("sg_secure_untrusted") else {
+    let untrusted = |broker: &SecureKafka, p: &mut BTreeMap<String, String>| {
+        let other_ca = broker.other_ca_location.display().to_string();
+        p.insert("ssl.ca.location".into(), other_ca);
+    };
+    let Some((broker, e)) = refused("sg_secure_untrusted", &STREAMS, "SCRAM-SHA-512", untrusted) else {
         return;
     };
-    let other_ca = broker.other_ca_location.clone();
-    let e = join_error(secure_settings(
-        &broker,
-        (&group, &topic, "process-a"),
-        &STREAMS,
-        "SCRAM-SHA-512",
-        |p| {
-            p.insert("ssl.ca.location".into(), other_ca.display().to_string());
-        },
-    ));
     let StreamsError::Tls { message } = &e else {
         panic!("expected a TLS error, got {e:?}");
     };
