@@ -21,6 +21,7 @@
 
 #[path = "interactive_queries_kafka/app.rs"]
 mod app;
+mod common;
 #[path = "interactive_queries_kafka/reads.rs"]
 mod reads;
 #[path = "interactive_queries_kafka/rebalance.rs"]

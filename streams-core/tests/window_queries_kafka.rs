@@ -14,6 +14,8 @@
 //!
 //! Fresh topics and application ids; without a broker the tests say they were skipped.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::LazyLock;
@@ -155,33 +157,14 @@ fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
     }
 }
 
-/// Whether both stream threads host tasks (created less closed, from the metrics).
-fn threads_share_tasks(app: &KafkaStreams) -> bool {
-    let mut hosted: BTreeMap<String, f64> = BTreeMap::new();
-    for line in app.metrics().encode().lines() {
-        let sign = match line.split_once('{') {
-            Some(("streams_thread_task_created_total", _)) => 1.0,
-            Some(("streams_thread_task_closed_total", _)) => -1.0,
-            _ => continue,
-        };
-        let thread = line
-            .split("thread_id=\"")
-            .nth(1)
-            .and_then(|r| r.split('"').next());
-        let value = line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
-        if let (Some(thread), Some(value)) = (thread, value) {
-            *hosted.entry(thread.to_owned()).or_default() += sign * value;
-        }
-    }
-    hosted.len() == 2 && hosted.values().all(|n| *n >= 1.0) && hosted.values().sum::<f64>() == 4.0
-}
-
 fn start(app: &mut KafkaStreams, records: u64) {
     app.start().unwrap();
     // The bound of interactive_queries_kafka's same wait: two threads joining the group and
     // settling on two tasks each took over 30 s on a 2-core machine also building in release.
     wait_until("processing the input", Duration::from_secs(60), || {
-        app.processed_records() >= records && app.state() == State::Running && threads_share_tasks(app)
+        app.processed_records() >= records
+            && app.state() == State::Running
+            && common::two_threads_share(app, 4.0)
     });
 }
 

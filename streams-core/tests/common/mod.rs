@@ -6,7 +6,7 @@
 
 pub mod clients;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
@@ -209,6 +209,34 @@ pub fn metric(app: &KafkaStreams, name: &str, label: &str) -> f64 {
         .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']) && l.contains(label))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
+}
+
+/// The tasks each stream thread of `app` hosts now, by thread id: created less closed,
+/// from the metrics.
+pub fn hosted_tasks(app: &KafkaStreams) -> BTreeMap<String, f64> {
+    let mut hosted = BTreeMap::new();
+    for line in app.metrics().encode().lines() {
+        let sign = match line.split_once('{') {
+            Some(("streams_thread_task_created_total", _)) => 1.0,
+            Some(("streams_thread_task_closed_total", _)) => -1.0,
+            _ => continue,
+        };
+        let thread = line
+            .split("thread_id=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next());
+        let value = line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
+        if let (Some(thread), Some(value)) = (thread, value) {
+            *hosted.entry(thread.to_owned()).or_default() += sign * value;
+        }
+    }
+    hosted
+}
+
+/// Whether the two stream threads of `app` share its `tasks` tasks, each hosting some.
+pub fn two_threads_share(app: &KafkaStreams, tasks: f64) -> bool {
+    let hosted = hosted_tasks(app);
+    hosted.len() == 2 && hosted.values().all(|n| *n >= 1.0) && hosted.values().sum::<f64>() == tasks
 }
 
 /// A plain HTTP/1.1 GET: (status, body). Status 0 when the server cannot be reached, with

@@ -1,7 +1,6 @@
 //! The application under test: its topology and configuration, its input fed over fresh
 //! topics, and starting it until both stream threads host tasks.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -13,6 +12,7 @@ use streams_core::{
 use streams_test_utils::kafka::{self, ProduceRecord};
 use tempfile::TempDir;
 
+use crate::common::two_threads_share;
 use crate::{Model, N, PARTITIONS, Ref, SPECIAL, Store, USERS, wait_until};
 
 /// Writes each record into its store.
@@ -162,27 +162,6 @@ pub(crate) fn fixture(bootstrap: String, persistent: bool, global: bool, rounds:
     }
 }
 
-/// The tasks each stream thread hosts now: created less closed, from the metrics.
-fn hosted_tasks(app: &KafkaStreams) -> BTreeMap<String, f64> {
-    let mut hosted = BTreeMap::new();
-    for line in app.metrics().encode().lines() {
-        let sign = match line.split_once('{') {
-            Some(("streams_thread_task_created_total", _)) => 1.0,
-            Some(("streams_thread_task_closed_total", _)) => -1.0,
-            _ => continue,
-        };
-        let thread = line
-            .split("thread_id=\"")
-            .nth(1)
-            .and_then(|r| r.split('"').next());
-        let value = line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
-        if let (Some(thread), Some(value)) = (thread, value) {
-            *hosted.entry(thread.to_owned()).or_default() += sign * value;
-        }
-    }
-    hosted
-}
-
 /// Starts `app` and waits until it has processed `records` records and its two threads
 /// share the partitions. (RUNNING and the records processed are not enough: the first
 /// thread to join takes every partition, and under the consumer protocol a partition it
@@ -195,12 +174,9 @@ pub(crate) fn start_and_process(app: &mut KafkaStreams, records: u64) {
         .try_init();
     app.start().unwrap();
     wait_until("processing the input", Duration::from_secs(60), || {
-        let hosted = hosted_tasks(app);
         app.processed_records() >= records
             && app.state() == State::Running
-            && hosted.len() == 2
-            && hosted.values().all(|n| *n >= 1.0)
-            && hosted.values().sum::<f64>() == f64::from(PARTITIONS)
+            && two_threads_share(app, f64::from(PARTITIONS))
     });
 }
 
