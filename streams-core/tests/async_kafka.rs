@@ -17,6 +17,8 @@
 //! Fresh topics and application id; without a broker the test says it was skipped
 //! (`scripts/test.sh` always provides one).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -245,10 +247,7 @@ fn a_full_buffer_pauses_the_input_and_resumes_it() {
         return;
     };
     const N: u64 = 3_000;
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
+    common::init_tracing();
     let app_id = kafka::unique_name("async-bp");
     let input = kafka::unique_name("async-bp-in");
     let output = kafka::unique_name("async-bp-out");

@@ -105,10 +105,7 @@ fn application_survives_a_broker_restart_without_loss() {
     if kafka::require_kafka("application_survives_a_broker_restart_without_loss").is_none() {
         return;
     }
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
+    common::init_tracing();
     let broker = Broker::start();
     let bootstrap = broker.bootstrap();
     let state = tempfile::tempdir().unwrap();

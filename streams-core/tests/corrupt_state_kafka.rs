@@ -110,10 +110,7 @@ fn a_corrupt_block_found_while_running_is_rebuilt_from_the_changelog() {
     else {
         return;
     };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
+    common::init_tracing();
     let (app, input, output, dir) = counted_once(&bootstrap, "corrupt-run");
 
     // The start of every table file's first data block is overwritten: the store opens

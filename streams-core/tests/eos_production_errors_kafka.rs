@@ -163,10 +163,7 @@ impl Run {
 }
 
 fn start(config: StreamsConfig, run: &Run) -> (KafkaStreams, Arc<Mutex<Option<String>>>) {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
+    common::init_tracing();
     let mut app = KafkaStreams::new(topology(&run.input, &run.output), config).unwrap();
     let failure = common::first_failure(&mut app);
     app.start().unwrap();

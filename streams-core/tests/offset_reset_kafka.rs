@@ -44,10 +44,7 @@ fn config(bootstrap: &str, app: &str, state_dir: &Path) -> StreamsConfig {
 }
 
 fn init_logs() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
+    common::init_tracing();
 }
 
 /// Commits `offset` for `group` on partition 0 of `topic`, outside any group membership.

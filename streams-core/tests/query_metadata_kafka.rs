@@ -155,10 +155,7 @@ fn hosts_are_found_and_follow_a_leave(protocol: Option<&str>, port: u16) {
     let Some(bootstrap) = kafka::require_kafka("query_metadata_kafka") else {
         return;
     };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
+    common::init_tracing();
     let app_id = kafka::unique_name("iq-md");
     let topics = Topics {
         input: kafka::unique_name("iq-md-in"),

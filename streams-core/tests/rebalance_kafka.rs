@@ -70,10 +70,7 @@ fn config(bootstrap: &str, app: &str, state: &Path, protocol: GroupProtocol, eos
 }
 
 fn start(topology: Topology, config: StreamsConfig) -> KafkaStreams {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
+    common::init_tracing();
     let mut app = KafkaStreams::new(topology, config).unwrap();
     app.start().unwrap();
     app

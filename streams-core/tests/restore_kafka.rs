@@ -110,10 +110,7 @@ fn run(test: &str, protocol: GroupProtocol) {
         props.push(("consumer.heartbeat.interval.ms", "500".into()));
     }
     let config = StreamsConfig::from_properties(props).unwrap();
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
+    common::init_tracing();
     let mut app = KafkaStreams::new(common::count_topology(&input, &output), config).unwrap();
     let running_at: Arc<Mutex<Option<i64>>> = Arc::default();
     {

@@ -41,10 +41,7 @@ fn config(
 }
 
 fn start(topology: Topology, config: StreamsConfig) -> KafkaStreams {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
+    common::init_tracing();
     let mut app = KafkaStreams::new(topology, config).unwrap();
     app.start().unwrap();
     assert!(

@@ -24,10 +24,7 @@ use common::{committed_counts, count_topology, produce_words};
 const FAIL_WITHIN: Duration = Duration::from_secs(30);
 
 fn logs() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
+    common::init_tracing();
 }
 
 /// An application of `app` connecting to the secure listener as `user`.

@@ -5,6 +5,8 @@
 //! With `ShutdownClient` the other instance goes on and processes the failed one's tasks.
 //! Against the real broker; skipped without it unless `STREAMS_REQUIRE_KAFKA=1`.
 
+mod common;
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -81,10 +83,7 @@ fn start(
 /// Returns B's state 20 s after A failed, and B's records.
 fn run(test: &str, a_response: ThreadFailureResponse) -> Option<(State, usize)> {
     let bootstrap = kafka::require_kafka(test)?;
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
+    common::init_tracing();
     let app = kafka::unique_name("shutdown-app");
     let input = kafka::unique_name("shutdown-in");
     let output = kafka::unique_name("shutdown-out");

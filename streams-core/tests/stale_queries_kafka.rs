@@ -21,6 +21,8 @@
 //!
 //! Fresh topics and application ids; without a broker the test says it was skipped.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -228,10 +230,7 @@ fn standbys_answer_stale_queries_with_their_lag() {
     let Some(bootstrap) = kafka::require_kafka("standbys_answer_stale_queries_with_their_lag") else {
         return;
     };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
+    common::init_tracing();
     let app_id = kafka::unique_name("stale");
     let input = kafka::unique_name("stale-in");
     kafka::create_topic(&bootstrap, &input, PARTITIONS, &[]).unwrap();

@@ -165,10 +165,7 @@ fn standbys_over_sasl_ssl_take_their_tasks_over_without_a_full_restore() {
     else {
         return;
     };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
+    common::init_tracing();
     let (app_id, input, output) = prepare(&broker, "secure-sg", 5);
 
     let (state_a, state_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());

@@ -17,6 +17,15 @@ use streams_core::{
 };
 use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
 
+/// Sends this test binary's tracing output, filtered by `RUST_LOG`, to the test's output
+/// (once: later calls change nothing).
+pub fn init_tracing() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+}
+
 /// Counts records per key in the store `counts` and forwards each new count.
 #[derive(Default)]
 pub struct Count {

@@ -168,10 +168,7 @@ pub(crate) fn fixture(bootstrap: String, persistent: bool, global: bool, rounds:
 /// hands over to the second thread is hosted by neither for up to a heartbeat, while the
 /// application is RUNNING and queries answer without it.)
 pub(crate) fn start_and_process(app: &mut KafkaStreams, records: u64) {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
+    crate::common::init_tracing();
     app.start().unwrap();
     wait_until("processing the input", Duration::from_secs(60), || {
         app.processed_records() >= records
