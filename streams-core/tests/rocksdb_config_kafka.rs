@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use streams_core::state::librocksdb::{DBCompactionStyle, DBCompressionType, Options};
-use streams_core::{KafkaStreams, State, StreamsConfig};
+use streams_core::{KafkaStreams, StreamsConfig};
 use streams_test_utils::kafka;
 
 mod common;
@@ -73,12 +73,7 @@ fn the_options_setter_shapes_every_store_the_runtime_opens() {
         .build()
         .unwrap();
     let mut app = KafkaStreams::new(count_topology(&input, &output), config).unwrap();
-    app.start().unwrap();
-    assert!(
-        app.wait_for_state(State::Running, Duration::from_secs(60)),
-        "state {:?}",
-        app.state()
-    );
+    common::start_running(&mut app, Duration::from_secs(60));
     wait_for_counts(&bootstrap, &output, KEYS, 5, Duration::from_secs(120));
     assert!(app.close(Duration::from_secs(60)));
 

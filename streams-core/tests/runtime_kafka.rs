@@ -43,12 +43,7 @@ fn config(
 fn start(topology: Topology, config: StreamsConfig) -> KafkaStreams {
     common::init_tracing();
     let mut app = KafkaStreams::new(topology, config).unwrap();
-    app.start().unwrap();
-    assert!(
-        app.wait_for_state(State::Running, Duration::from_secs(60)),
-        "state {:?}",
-        app.state()
-    );
+    common::start_running(&mut app, Duration::from_secs(60));
     app
 }
 

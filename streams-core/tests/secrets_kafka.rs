@@ -15,7 +15,7 @@ use std::net::TcpStream;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use streams_core::{GroupProtocol, KafkaStreams, State, StreamsConfig};
+use streams_core::{GroupProtocol, KafkaStreams, StreamsConfig};
 use streams_test_utils::kafka::acl;
 use streams_test_utils::kafka::secure::{self, STREAMS, SecureKafka};
 use streams_test_utils::kafka::{self, ConsumeUntil, DEFAULT_TIMEOUT};
@@ -95,12 +95,7 @@ fn run_counting(
     let topology = count_topology(input, output);
     shown.push(topology.describe().to_string());
     let mut app = KafkaStreams::new(topology, config).unwrap();
-    app.start().unwrap();
-    assert!(
-        app.wait_for_state(State::Running, Duration::from_secs(60)),
-        "state {:?}",
-        app.state()
-    );
+    common::start_running(&mut app, Duration::from_secs(60));
     if props.contains(&("group.protocol", "streams")) {
         assert_eq!(app.group_protocol(), Some(GroupProtocol::Streams));
     }

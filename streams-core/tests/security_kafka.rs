@@ -90,12 +90,7 @@ fn wait_for_counts(broker: &SecureKafka, output: &str, keys: usize, expected: u6
 
 /// Starts `app` and waits until it runs.
 fn run(app: &mut KafkaStreams) {
-    app.start().unwrap();
-    assert!(
-        app.wait_for_state(State::Running, Duration::from_secs(60)),
-        "state {:?}",
-        app.state()
-    );
+    common::start_running(app, Duration::from_secs(60));
 }
 
 #[test]

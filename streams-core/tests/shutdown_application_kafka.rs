@@ -70,12 +70,7 @@ fn start(
         seen.lock().unwrap().push(e.to_string());
         response
     });
-    s.start().unwrap();
-    assert!(
-        s.wait_for_state(State::Running, Duration::from_secs(60)),
-        "state {:?}",
-        s.state()
-    );
+    common::start_running(&mut s, Duration::from_secs(60));
     (s, errors)
 }
 

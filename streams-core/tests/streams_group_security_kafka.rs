@@ -103,12 +103,7 @@ fn start(
     let (input, output) = topics;
     let config = config(broker, app_id, state, login);
     let mut app = KafkaStreams::new(count_topology(input, output), config).unwrap();
-    app.start().unwrap();
-    assert!(
-        app.wait_for_state(State::Running, Duration::from_secs(90)),
-        "state {:?}",
-        app.state()
-    );
+    common::start_running(&mut app, Duration::from_secs(90));
     assert_eq!(app.group_protocol(), Some(GroupProtocol::Streams));
     app
 }

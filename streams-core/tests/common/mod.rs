@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::{
-    KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology,
+    KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, State, Stores, Topology,
 };
 use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
 
@@ -24,6 +24,16 @@ pub fn init_tracing() {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
+}
+
+/// Starts `app` and waits at most `timeout` for it to run.
+pub fn start_running(app: &mut KafkaStreams, timeout: Duration) {
+    app.start().unwrap();
+    assert!(
+        app.wait_for_state(State::Running, timeout),
+        "state {:?}",
+        app.state()
+    );
 }
 
 /// Counts records per key in the store `counts` and forwards each new count.
