@@ -35,17 +35,7 @@ fn config(
     state_dir: &Path,
     extra: &[(&str, &str)],
 ) -> StreamsConfig {
-    let dir = state_dir.display().to_string();
-    let mut props: Vec<(String, String)> = [
-        ("application.id", app),
-        ("bootstrap.servers", broker.bootstrap.as_str()),
-        ("state.dir", &dir),
-        ("processing.guarantee", "exactly_once_v2"),
-        ("commit.interval.ms", "200"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect();
+    let mut props = common::secure_app_props(broker, app, state_dir, &[]);
     props.extend(broker.client_properties(user, "SCRAM-SHA-512"));
     props.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     StreamsConfig::from_properties(props).unwrap()

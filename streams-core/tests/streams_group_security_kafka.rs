@@ -17,7 +17,7 @@ use streams_test_utils::kafka::{self, DEFAULT_TIMEOUT};
 
 mod common;
 
-use common::{committed_counts, count_topology, produce_words};
+use common::{committed_counts, count_topology, metric, produce_words};
 
 const KEYS: usize = 200;
 
@@ -30,19 +30,8 @@ enum Login {
 }
 
 fn config(broker: &SecureKafka, app: &str, state_dir: &Path, login: Login) -> StreamsConfig {
-    let dir = state_dir.display().to_string();
-    let mut props: Vec<(String, String)> = [
-        ("application.id", app),
-        ("bootstrap.servers", broker.bootstrap.as_str()),
-        ("state.dir", &dir),
-        ("processing.guarantee", "exactly_once_v2"),
-        ("commit.interval.ms", "200"),
-        ("group.protocol", "streams"),
-        ("num.standby.replicas", "1"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect();
+    let standbys = [("group.protocol", "streams"), ("num.standby.replicas", "1")];
+    let mut props = common::secure_app_props(broker, app, state_dir, &standbys);
     match login {
         Login::Scram => props.extend(broker.client_properties(&STREAMS, "SCRAM-SHA-512")),
         Login::OAuthBearer => props.extend(
@@ -60,16 +49,6 @@ fn config(broker: &SecureKafka, app: &str, state_dir: &Path, login: Login) -> St
         ),
     }
     StreamsConfig::from_properties(props).unwrap()
-}
-
-/// The sum of metric `name` over its series in `app`'s registry.
-fn metric(app: &KafkaStreams, name: &str) -> f64 {
-    app.metrics()
-        .encode()
-        .lines()
-        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
 }
 
 /// Waits until `done` holds for `app`, or fails naming `what`.
@@ -170,16 +149,17 @@ fn standbys_over_sasl_ssl_take_their_tasks_over_without_a_full_restore() {
     // The coordinator, reached over SASL_SSL, gives each instance the other's tasks as
     // standbys, and A's standbys read B's changelog.
     wait("standbys on both instances", || {
-        metric(&a, "streams_thread_standby_tasks") > 0.0 && metric(&b, "streams_thread_standby_tasks") > 0.0
+        metric(&a, "streams_thread_standby_tasks", "") > 0.0
+            && metric(&b, "streams_thread_standby_tasks", "") > 0.0
     });
     produce_words(&broker.plaintext_bootstrap, &input, KEYS, 5, "b");
     wait("ten counts per key", || counts_reach(&broker, &output, 10));
     // A's standbys have read what B committed (B processes nothing more).
     wait("A's standbys caught up with B's changelog", || {
-        metric(&a, "streams_task_standby_records_total") > 0.0
-            && metric(&a, "streams_task_standby_lag_records") == 0.0
+        metric(&a, "streams_task_standby_records_total", "") > 0.0
+            && metric(&a, "streams_task_standby_lag_records", "") == 0.0
     });
-    let restored_before = metric(&a, "streams_task_restore_records_total");
+    let restored_before = metric(&a, "streams_task_restore_records_total", "");
 
     // B leaves; A takes B's tasks over from its standbys and counts five more rounds.
     assert!(b.close(Duration::from_secs(60)));
@@ -192,7 +172,7 @@ fn standbys_over_sasl_ssl_take_their_tasks_over_without_a_full_restore() {
     );
     produce_words(&broker.plaintext_bootstrap, &input, KEYS, 5, "c");
     wait("fifteen counts per key", || counts_reach(&broker, &output, 15));
-    let restored = metric(&a, "streams_task_restore_records_total") - restored_before;
+    let restored = metric(&a, "streams_task_restore_records_total", "") - restored_before;
     eprintln!("A restored {restored} changelog records when B left");
     // Without the standbys A restores B's tasks from its checkpoint of before B joined:
     // the second round's update of each of B's ~100 keys (94 in a run without standbys).

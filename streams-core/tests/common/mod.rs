@@ -9,12 +9,14 @@ pub mod clients;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::{
     KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, State, Stores, Topology,
 };
+use streams_test_utils::kafka::secure::SecureKafka;
 use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
 
 /// Sends this test binary's tracing output, filtered by `RUST_LOG`, to the test's output
@@ -34,6 +36,29 @@ pub fn start_running(app: &mut KafkaStreams, timeout: Duration) {
         "state {:?}",
         app.state()
     );
+}
+
+/// The properties of the exactly-once application `app` on `broker`'s secure listener
+/// (before the client's security properties), its state in `state_dir`, committing every
+/// 200 ms, then `more`.
+pub fn secure_app_props(
+    broker: &SecureKafka,
+    app: &str,
+    state_dir: &Path,
+    more: &[(&str, &str)],
+) -> Vec<(String, String)> {
+    let dir = state_dir.display().to_string();
+    [
+        ("application.id", app),
+        ("bootstrap.servers", broker.bootstrap.as_str()),
+        ("state.dir", &dir),
+        ("processing.guarantee", "exactly_once_v2"),
+        ("commit.interval.ms", "200"),
+    ]
+    .into_iter()
+    .chain(more.iter().copied())
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
 }
 
 /// Counts records per key in the store `counts` and forwards each new count.
