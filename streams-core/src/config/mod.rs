@@ -43,7 +43,7 @@ mod parse;
 mod rocksdb_setter;
 mod security;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;

@@ -241,13 +241,7 @@ fn parse_jaas(text: &str) -> Result<JaasEntry, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::config::tests::map as props;
 
     #[test]
     fn jaas_entries_are_parsed_with_quoted_and_bare_values() {

@@ -38,7 +38,8 @@ fn fails_on(result: Result<StreamsConfig, StreamsError>, property: &str) -> Stri
     }
 }
 
-fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+/// The properties `pairs`, as the config and client code reads them.
+pub(crate) fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -188,13 +188,7 @@ fn broker_protocols<C: ConsumerContext>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::config::tests::map as props;
 
     #[test]
     fn configured_protocol_and_classic_only_settings_decide_before_the_broker() {

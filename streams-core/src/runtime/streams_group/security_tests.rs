@@ -10,13 +10,7 @@ use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, 
 use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use super::*;
-
-fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
+use crate::config::tests::map as props;
 
 /// The property a config error names.
 fn refused(pairs: &[(&str, &str)]) -> (String, String) {
