@@ -24,15 +24,7 @@ impl TaskManager {
             denied,
             ..
         } = self.take_failures(false)?;
-        if let Some((topic, code)) = denied {
-            return Err(self.write_denied(&topic, code));
-        }
-        if let Some(e) = changelog_error {
-            return Err(StreamsError::Kafka {
-                message: format!("changelog write failed: {e}"),
-                retriable: false,
-            });
-        }
+        self.fatal_write_failure(denied, changelog_error)?;
         if !failed.is_empty() {
             self.dead_letter_failed(failed)?;
         }
@@ -70,6 +62,25 @@ impl TaskManager {
             d.changelog_offsets.clear();
         }
         Ok(d.take_failures())
+    }
+
+    /// The failures no handler may skip: a write the broker denied (`denied`: the topic
+    /// and the error code) and a failed changelog write, in that order.
+    pub(in crate::runtime) fn fatal_write_failure(
+        &self,
+        denied: Option<(String, rdkafka::types::RDKafkaErrorCode)>,
+        changelog_error: Option<String>,
+    ) -> Result<(), StreamsError> {
+        if let Some((topic, code)) = denied {
+            return Err(self.write_denied(&topic, code));
+        }
+        if let Some(e) = changelog_error {
+            return Err(StreamsError::Kafka {
+                message: format!("changelog write failed: {e}"),
+                retriable: false,
+            });
+        }
+        Ok(())
     }
 
     /// The error of a write to `topic` the cluster refused with `code`, naming the ACL.

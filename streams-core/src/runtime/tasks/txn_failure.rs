@@ -51,15 +51,7 @@ impl TaskManager {
             purged,
             ..
         } = self.take_aborted()?;
-        if let Some((topic, code)) = denied {
-            return Err(self.write_denied(&topic, code));
-        }
-        if let Some(e) = changelog_error {
-            return Err(StreamsError::Kafka {
-                message: format!("changelog write failed: {e}"),
-                retriable: false,
-            });
-        }
+        self.fatal_write_failure(denied, changelog_error)?;
         if let Some(e) = &transient {
             tracing::info!(error = %e, "a record of the aborted transaction failed for a passing reason; its input is processed again");
         } else if failed.is_empty() && !purged.is_empty() {
