@@ -1,6 +1,7 @@
 //! [`Reader`], what every typed query handle holds (where to ask, and how to read the
 //! answers), and [`handle_common!`], the methods the handles share.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -111,6 +112,40 @@ fn plain_value(bytes: &[u8], strip: bool) -> Result<&[u8], QueryError> {
             format!("needs at least 8 bytes of timestamp, got {}", bytes.len()),
         ),
     })
+}
+
+/// A range read in chunks: the answers buffered, and how a chunk more is fetched.
+pub(super) trait Chunked {
+    /// An entry as the stream threads answer it.
+    type Raw;
+
+    /// The answers not returned yet.
+    fn buffered(&mut self) -> &mut VecDeque<Self::Raw>;
+
+    /// Reads the next chunk into the buffer, unless the range is exhausted.
+    fn fetch(&mut self) -> Result<(), QueryError>;
+
+    /// Every buffered answer, after fetching a chunk when none is: `None` at the end.
+    fn take_chunk(&mut self) -> Result<Option<Vec<Self::Raw>>, QueryError> {
+        if self.buffered().is_empty() {
+            self.fetch()?;
+        }
+        if self.buffered().is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(self.buffered().drain(..).collect()))
+    }
+
+    /// The next answer, after fetching a chunk when none is buffered: `None` at the end.
+    /// An error ends nothing: the next call retries the same chunk.
+    fn next_raw(&mut self) -> Option<Result<Self::Raw, QueryError>> {
+        if self.buffered().is_empty()
+            && let Err(e) = self.fetch()
+        {
+            return Some(Err(e));
+        }
+        self.buffered().pop_front().map(Ok)
+    }
 }
 
 /// A handle made from a [`Reader`] of a store of the kind `KIND`.

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use streams_state::{KeyRange, OrderedSerde, Serde};
 
 use super::QueryError;
-use super::handle::{Reader, handle_common};
+use super::handle::{Chunked, Reader, handle_common};
 use super::router::{EpochPin, Op, Partial, merge_scans};
 
 /// How long a query waits for the stream threads by default.
@@ -286,13 +286,9 @@ impl<KS: Serde + Clone, VS: Serde + Clone> KeyValueCursor<KS, VS> {
     /// The next chunk of entries (at most the chunk size), or `None` at the end of the
     /// range.
     pub fn next_chunk(&mut self) -> Result<Option<Chunk<KS, VS>>, QueryError> {
-        if self.buffered.is_empty() {
-            self.fetch()?;
-        }
-        if self.buffered.is_empty() {
+        let Some(entries) = self.take_chunk()? else {
             return Ok(None);
-        }
-        let entries: Vec<_> = self.buffered.drain(..).collect();
+        };
         if let Some((k, _)) = entries.last() {
             self.last_key = Some(k.clone());
         }
@@ -302,8 +298,15 @@ impl<KS: Serde + Clone, VS: Serde + Clone> KeyValueCursor<KS, VS> {
             .collect::<Result<Vec<_>, _>>()
             .map(Some)
     }
+}
 
-    /// Reads the next chunk into the buffer, unless the range is exhausted.
+impl<KS: Serde + Clone, VS: Serde + Clone> Chunked for KeyValueCursor<KS, VS> {
+    type Raw = (Bytes, Bytes);
+
+    fn buffered(&mut self) -> &mut VecDeque<(Bytes, Bytes)> {
+        &mut self.buffered
+    }
+
     fn fetch(&mut self) -> Result<(), QueryError> {
         self.pin.usable()?;
         if self.exhausted {
@@ -338,14 +341,10 @@ impl<KS: Serde + Clone, VS: Serde + Clone> Iterator for KeyValueCursor<KS, VS> {
 
     /// The next entry; an error ends nothing: the next call retries the same chunk.
     fn next(&mut self) -> Option<Self::Item> {
-        if self.buffered.is_empty()
-            && let Err(e) = self.fetch()
-        {
-            return Some(Err(e));
-        }
-        let (k, v) = self.buffered.pop_front()?;
-        self.last_key = Some(k.clone());
-        Some(self.store.entry((k, v)))
+        Some(self.next_raw()?.and_then(|(k, v)| {
+            self.last_key = Some(k.clone());
+            self.store.entry((k, v))
+        }))
     }
 }
 

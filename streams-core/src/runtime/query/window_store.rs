@@ -13,7 +13,7 @@ use std::fmt;
 use bytes::Bytes;
 use streams_state::{Serde, Windowed};
 
-use crate::runtime::query::handle::{Reader, handle_common};
+use crate::runtime::query::handle::{Chunked, Reader, handle_common};
 use crate::runtime::query::router::{EpochPin, Op, Partial};
 use crate::runtime::query::windowed::{Hit, TimeKind, TimeScan, merge};
 use crate::runtime::query::{DEFAULT_CHUNK_SIZE, QueryError};
@@ -219,17 +219,21 @@ impl<KS: Serde + Clone, VS: Serde + Clone> WindowCursor<KS, VS> {
 
     /// The next chunk of entries, or `None` at the end of the range.
     pub fn next_chunk(&mut self) -> Result<Option<WindowChunk<KS, VS>>, QueryError> {
-        if self.buffered.is_empty() {
-            self.fetch()?;
-        }
-        if self.buffered.is_empty() {
+        let Some(hits) = self.take_chunk()? else {
             return Ok(None);
-        }
-        let hits: Vec<Hit> = self.buffered.drain(..).collect();
+        };
         hits.into_iter()
             .map(|h| self.reader.entry(h))
             .collect::<Result<Vec<_>, _>>()
             .map(Some)
+    }
+}
+
+impl<KS: Serde + Clone, VS: Serde + Clone> Chunked for WindowCursor<KS, VS> {
+    type Raw = Hit;
+
+    fn buffered(&mut self) -> &mut VecDeque<Hit> {
+        &mut self.buffered
     }
 
     fn fetch(&mut self) -> Result<(), QueryError> {
@@ -262,12 +266,6 @@ impl<KS: Serde + Clone, VS: Serde + Clone> Iterator for WindowCursor<KS, VS> {
 
     /// The next entry; after an error the next call retries the same chunk.
     fn next(&mut self) -> Option<Self::Item> {
-        if self.buffered.is_empty()
-            && let Err(e) = self.fetch()
-        {
-            return Some(Err(e));
-        }
-        let hit = self.buffered.pop_front()?;
-        Some(self.reader.entry(hit))
+        Some(self.next_raw()?.and_then(|hit| self.reader.entry(hit)))
     }
 }
