@@ -17,10 +17,9 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::app::AppArgs;
 use crate::check::{Counts, Identities};
 use crate::child::{Event, EventKind, Instance};
-use crate::kafka_io::{Feed, Topics, end_offsets, key_index, load_avg, preload, read_topic, wait_committed};
+use crate::kafka_io::{Feed, Topics, end_offsets, key_index, preload, read_topic, wait_committed};
 use crate::{Common, Res};
 
 /// `eos-restarts`' settings.
@@ -83,20 +82,9 @@ pub(crate) fn run(a: &EosArgs) -> Res<()> {
     if a.min_ms >= a.max_ms {
         return Err("--min-ms must be below --max-ms".into());
     }
-    let (name, dir) = c.run_dir("eos-restarts")?;
-    println!(
-        "{name}: logs in {}; load average at start {}",
-        dir.display(),
-        load_avg()
-    );
-    let topics = Topics::create(&c.bootstrap, &name, c.partitions)?;
-    let changelog = format!("{name}-counts-changelog");
-    let result = measure(a, &name, &dir, &topics, &changelog);
-    println!("load average at the end: {}", load_avg());
-    if !c.keep_topics {
-        topics.delete(&c.bootstrap, &[&changelog]);
-    }
-    result
+    c.on_fresh_topics("eos-restarts", |name, dir, topics, changelog| {
+        measure(a, name, dir, topics, changelog)
+    })
 }
 
 fn measure(a: &EosArgs, name: &str, dir: &std::path::Path, topics: &Topics, changelog: &str) -> Res<()> {
@@ -104,29 +92,9 @@ fn measure(a: &EosArgs, name: &str, dir: &std::path::Path, topics: &Topics, chan
     let t = Instant::now();
     preload(&c.bootstrap, &topics.input, c.keys, c.partitions)?;
     println!("preloaded {} keys in {:.1} s", c.keys, t.elapsed().as_secs_f64());
-    let feed = Feed::start(
-        &c.bootstrap,
-        &topics.input,
-        c.keys,
-        c.partitions,
-        c.rate,
-        u64::from(c.keys),
-        c.seed,
-    )?;
+    let feed = c.start_feed(topics)?;
     let state = tempfile::tempdir()?;
-    let args = AppArgs {
-        bootstrap: c.bootstrap.clone(),
-        application_id: name.to_owned(),
-        input: topics.input.clone(),
-        output: topics.output.clone(),
-        audit: topics.audit.clone(),
-        state_dir: state.path().display().to_string(),
-        threads: a.threads,
-        guarantee: "exactly_once_v2".into(),
-        standbys: 0,
-        commit_ms: None,
-        group_protocol: None,
-    };
+    let args = c.app_args(name, topics, state.path(), a.threads, "exactly_once_v2".into());
     let mut rng = StdRng::seed_from_u64(c.seed);
     let mut lines = Vec::new();
     for run in 0..=a.restarts {

@@ -14,9 +14,7 @@ use std::time::{Duration, Instant};
 use crate::app::AppArgs;
 use crate::check::Identities;
 use crate::child::{Event, EventKind, Instance};
-use crate::kafka_io::{
-    Feed, Topics, broker_setting, end_offsets, load_avg, preload, read_topic, wait_committed,
-};
+use crate::kafka_io::{Topics, broker_setting, end_offsets, preload, read_topic, wait_committed};
 use crate::watch::Watcher;
 use crate::{Common, Res, now_ms};
 
@@ -114,40 +112,22 @@ pub(crate) fn run(a: &KillOneArgs) -> Res<()> {
     if a.victim >= a.instances || a.instances < 2 {
         return Err("need at least 2 instances and a victim among them".into());
     }
-    let (name, dir) = c.run_dir("failover")?;
-    let load_start = load_avg();
-    println!(
-        "{name}: logs in {}; load average at start {load_start}",
-        dir.display()
-    );
-    let topics = Topics::create(&c.bootstrap, &name, c.partitions)?;
-    let changelog = format!("{name}-counts-changelog");
-    let result = measure(a, &name, &dir, &topics);
-    println!("load average at the end: {}", load_avg());
-    if !c.keep_topics {
-        topics.delete(&c.bootstrap, &[&changelog]);
-    }
-    result
+    c.on_fresh_topics("failover", |name, dir, topics, changelog| {
+        measure(a, name, dir, topics, changelog)
+    })
 }
 
-fn measure(a: &KillOneArgs, name: &str, dir: &std::path::Path, topics: &Topics) -> Res<()> {
+fn measure(a: &KillOneArgs, name: &str, dir: &std::path::Path, topics: &Topics, changelog: &str) -> Res<()> {
     let c = &a.common;
     let mut states = Vec::new();
     let mut instances = Vec::new();
     for i in 0..a.instances {
         let state = tempfile::tempdir()?;
         let args = AppArgs {
-            bootstrap: c.bootstrap.clone(),
-            application_id: name.to_owned(),
-            input: topics.input.clone(),
-            output: topics.output.clone(),
-            audit: topics.audit.clone(),
-            state_dir: state.path().display().to_string(),
-            threads: a.threads,
-            guarantee: a.guarantee.clone(),
             standbys: a.standbys,
             commit_ms: a.commit_ms,
             group_protocol: a.group_protocol.clone(),
+            ..c.app_args(name, topics, state.path(), a.threads, a.guarantee.clone())
         };
         instances.push(Instance::spawn(
             &format!("i{i}"),
@@ -183,15 +163,7 @@ fn measure(a: &KillOneArgs, name: &str, dir: &std::path::Path, topics: &Topics) 
     preload(&c.bootstrap, &topics.input, c.keys, c.partitions)?;
     println!("preloaded {} keys in {:.1} s", c.keys, t.elapsed().as_secs_f64());
     let preload_ends = end_offsets(&c.bootstrap, &topics.input, c.partitions)?;
-    let feed = Feed::start(
-        &c.bootstrap,
-        &topics.input,
-        c.keys,
-        c.partitions,
-        c.rate,
-        u64::from(c.keys),
-        c.seed,
-    )?;
+    let feed = c.start_feed(topics)?;
     wait_committed(
         &c.bootstrap,
         name,
@@ -232,7 +204,7 @@ fn measure(a: &KillOneArgs, name: &str, dir: &std::path::Path, topics: &Topics) 
     println!("SIGKILLed {victim_name} (tasks {victim_tasks:?})");
     // What a survivor has to restore at most: the dead instance writes no more, and the
     // survivors are assigned nothing before the session timeout.
-    let changelog_ends = end_offsets(&c.bootstrap, &format!("{name}-counts-changelog"), c.partitions)?;
+    let changelog_ends = end_offsets(&c.bootstrap, changelog, c.partitions)?;
     // The survivors' view of a partition after the kill.
     let moved = |instances: &[Instance], seen: &[crate::watch::PartitionSeen], p: i32| -> Moved {
         let mut m = Moved {

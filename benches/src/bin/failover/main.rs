@@ -58,9 +58,12 @@ mod kafka_io;
 mod kill_one;
 mod watch;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
+
+use crate::app::AppArgs;
+use crate::kafka_io::{Feed, Topics, load_avg};
 
 /// The error type of the harness: any error, with its message.
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -118,6 +121,69 @@ impl Common {
             .unwrap_or_else(|| PathBuf::from("/tmp").join(&name));
         std::fs::create_dir_all(&dir)?;
         Ok((name, dir))
+    }
+
+    /// Runs `measure` with a fresh run name, its log directory, its new topics and the name
+    /// of the count's changelog, with the load average printed before and after; deletes the
+    /// topics (the changelog too) afterwards unless `--keep-topics`.
+    pub(crate) fn on_fresh_topics(
+        &self,
+        what: &str,
+        measure: impl FnOnce(&str, &Path, &Topics, &str) -> Res<()>,
+    ) -> Res<()> {
+        let (name, dir) = self.run_dir(what)?;
+        println!(
+            "{name}: logs in {}; load average at start {}",
+            dir.display(),
+            load_avg()
+        );
+        let topics = Topics::create(&self.bootstrap, &name, self.partitions)?;
+        let changelog = format!("{name}-counts-changelog");
+        let result = measure(&name, &dir, &topics, &changelog);
+        println!("load average at the end: {}", load_avg());
+        if !self.keep_topics {
+            topics.delete(&self.bootstrap, &[&changelog]);
+        }
+        result
+    }
+
+    /// Starts the feed that follows the preload: random keys, sequence numbers continuing
+    /// the preload's.
+    pub(crate) fn start_feed(&self, topics: &Topics) -> Res<Feed> {
+        Feed::start(
+            &self.bootstrap,
+            &topics.input,
+            self.keys,
+            self.partitions,
+            self.rate,
+            u64::from(self.keys),
+            self.seed,
+        )
+    }
+
+    /// The arguments of an application instance of run `name` with state in `state_dir`:
+    /// no standbys, the runtime's commit interval and group protocol.
+    pub(crate) fn app_args(
+        &self,
+        name: &str,
+        topics: &Topics,
+        state_dir: &Path,
+        threads: usize,
+        guarantee: String,
+    ) -> AppArgs {
+        AppArgs {
+            bootstrap: self.bootstrap.clone(),
+            application_id: name.to_owned(),
+            input: topics.input.clone(),
+            output: topics.output.clone(),
+            audit: topics.audit.clone(),
+            state_dir: state_dir.display().to_string(),
+            threads,
+            guarantee,
+            standbys: 0,
+            commit_ms: None,
+            group_protocol: None,
+        }
     }
 }
 
