@@ -265,6 +265,40 @@ pub fn output_reader(
     Ok(consumer)
 }
 
+/// Reads `consumer` into `state` with `take` until `done(state)` holds, checked every 500 ms;
+/// fails with `stalled(state)` once no record has come for `stall_timeout`: how the runs read
+/// their outputs until each holds exactly the expected result.
+pub(crate) fn read_until<S>(
+    consumer: &BaseConsumer,
+    stall_timeout: Duration,
+    state: &mut S,
+    mut take: impl FnMut(&mut S, &rdkafka::message::BorrowedMessage<'_>) -> Result<(), ExampleError>,
+    done: impl Fn(&S) -> bool,
+    stalled: impl Fn(&S) -> ExampleError,
+) -> Result<(), ExampleError> {
+    let mut last_record = Instant::now();
+    let mut last_check = Instant::now();
+    loop {
+        match consumer.poll(Duration::from_millis(200)) {
+            Some(Ok(m)) => {
+                last_record = Instant::now();
+                take(state, &m)?;
+            }
+            Some(Err(e)) => return Err(ExampleError::Kafka(e)),
+            None => {}
+        }
+        if last_check.elapsed() >= Duration::from_millis(500) {
+            last_check = Instant::now();
+            if done(state) {
+                return Ok(());
+            }
+            if last_record.elapsed() >= stall_timeout {
+                return Err(stalled(state));
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

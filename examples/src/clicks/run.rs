@@ -17,7 +17,7 @@ use streams_dsl::WindowedSerde;
 
 use super::{ClickPlan, ClickTopics, click_topology, per_user_value_serde};
 use crate::ExampleError;
-use crate::admin::{create_topics, output_reader};
+use crate::admin::{create_topics, output_reader, read_until};
 use crate::splitter::producer;
 
 /// How one run goes.
@@ -142,57 +142,56 @@ fn read_until_exact(options: &RunOptions, topics: &ClickTopics) -> Result<Result
     let windowed = WindowedSerde::new(StringSerde, options.plan.window);
     let user_value = NullableSerde(per_user_value_serde());
     let region_value = NullableSerde(U64Serde);
-    let mut per_user: BTreeMap<(String, i64), (u64, String)> = BTreeMap::new();
-    let mut per_region: BTreeMap<(String, i64), u64> = BTreeMap::new();
-    let (mut user_records, mut region_records) = (0u64, 0u64);
-    let mut last_record = Instant::now();
-    let mut last_check = Instant::now();
-    loop {
-        match consumer.poll(Duration::from_millis(200)) {
-            Some(Ok(m)) => {
-                last_record = Instant::now();
-                let key = windowed
-                    .deserialize(m.key().unwrap_or_default())
-                    .map_err(|e| ExampleError::Other(format!("{}: a bad key: {e}", m.topic())))?;
-                let bad = |e| ExampleError::Other(format!("{}: a bad value: {e}", m.topic()));
-                let payload = m.payload();
-                if m.topic() == topics.per_user {
-                    user_records += 1;
-                    match user_value.deserialize_nullable(payload).map_err(bad)? {
-                        Some(v) => per_user.insert((key.key, key.start), v),
-                        None => per_user.remove(&(key.key, key.start)),
-                    };
-                } else {
-                    region_records += 1;
-                    match region_value.deserialize_nullable(payload).map_err(bad)? {
-                        Some(v) => per_region.insert((key.key, key.start), v),
-                        None => per_region.remove(&(key.key, key.start)),
-                    };
-                }
+    type Tables = (
+        BTreeMap<(String, i64), (u64, String)>,
+        BTreeMap<(String, i64), u64>,
+        u64,
+        u64,
+    );
+    // Per user, per region, and the records read of each.
+    let mut read: Tables = (BTreeMap::new(), BTreeMap::new(), 0, 0);
+    read_until(
+        &consumer,
+        options.stall_timeout,
+        &mut read,
+        |(per_user, per_region, user_records, region_records), m| {
+            let key = windowed
+                .deserialize(m.key().unwrap_or_default())
+                .map_err(|e| ExampleError::Other(format!("{}: a bad key: {e}", m.topic())))?;
+            let bad = |e| ExampleError::Other(format!("{}: a bad value: {e}", m.topic()));
+            let payload = m.payload();
+            if m.topic() == topics.per_user {
+                *user_records += 1;
+                match user_value.deserialize_nullable(payload).map_err(bad)? {
+                    Some(v) => per_user.insert((key.key, key.start), v),
+                    None => per_user.remove(&(key.key, key.start)),
+                };
+            } else {
+                *region_records += 1;
+                match region_value.deserialize_nullable(payload).map_err(bad)? {
+                    Some(v) => per_region.insert((key.key, key.start), v),
+                    None => per_region.remove(&(key.key, key.start)),
+                };
             }
-            Some(Err(e)) => return Err(ExampleError::Kafka(e)),
-            None => {}
-        }
-        if last_check.elapsed() >= Duration::from_millis(500) {
-            last_check = Instant::now();
-            if per_user == expected_user && per_region == expected_region {
-                return Ok((user_records, region_records, per_user.len(), per_region));
-            }
-            if last_record.elapsed() >= options.stall_timeout {
-                let wrong = expected_region
-                    .iter()
-                    .filter(|(k, v)| per_region.get(*k) != Some(*v))
-                    .count();
-                return Err(ExampleError::Other(format!(
-                    "no output for {:?}: {} of {} per-user windows and {} of {} per-region windows \
-                     read, {wrong} per-region results differ from the expected ones",
-                    options.stall_timeout,
-                    per_user.len(),
-                    expected_user.len(),
-                    per_region.len(),
-                    expected_region.len(),
-                )));
-            }
-        }
-    }
+            Ok(())
+        },
+        |(per_user, per_region, ..)| *per_user == expected_user && *per_region == expected_region,
+        |(per_user, per_region, ..)| {
+            let wrong = expected_region
+                .iter()
+                .filter(|(k, v)| per_region.get(*k) != Some(*v))
+                .count();
+            ExampleError::Other(format!(
+                "no output for {:?}: {} of {} per-user windows and {} of {} per-region windows \
+                 read, {wrong} per-region results differ from the expected ones",
+                options.stall_timeout,
+                per_user.len(),
+                expected_user.len(),
+                per_region.len(),
+                expected_region.len(),
+            ))
+        },
+    )?;
+    let (per_user, per_region, user_records, region_records) = read;
+    Ok((user_records, region_records, per_user.len(), per_region))
 }

@@ -17,7 +17,7 @@ use super::{
     CustomerTotal, ORDER_SCHEMA, Order, OrderPlan, OrderTopics, TOTAL_SCHEMA, avro_values, orders_topology,
 };
 use crate::ExampleError;
-use crate::admin::{create_topics, output_reader};
+use crate::admin::{create_topics, output_reader, read_until};
 use crate::splitter::{producer, send};
 
 /// How one run goes.
@@ -213,56 +213,48 @@ fn read_until_exact(
         options.partitions,
     )?;
     let serde = avro_values::<CustomerTotal>(client, &topics.totals, TOTAL_SCHEMA)?;
-    let mut totals: BTreeMap<String, CustomerTotal> = BTreeMap::new();
-    let mut dead_letters = Vec::new();
-    let mut total_records = 0u64;
-    let mut last_record = Instant::now();
-    let mut last_check = Instant::now();
-    loop {
-        match consumer.poll(Duration::from_millis(200)) {
-            Some(Ok(m)) => {
-                last_record = Instant::now();
-                let value = m.payload().unwrap_or_default();
-                if m.topic() == topics.totals {
-                    total_records += 1;
-                    let key = String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned();
-                    let total = serde.deserialize(value).map_err(|e| {
-                        ExampleError::Other(format!("{}: a bad total for {key}: {e}", m.topic()))
-                    })?;
-                    totals.insert(key, total);
-                } else {
-                    let reason = m
-                        .headers()
-                        .and_then(|h| h.iter().find(|h| h.key == headers::MESSAGE))
-                        .and_then(|h| h.value)
-                        .map(|v| String::from_utf8_lossy(v).into_owned())
-                        .unwrap_or_default();
-                    dead_letters.push((value.to_vec(), reason));
-                }
+    // The totals, the dead letters and the total records read.
+    let mut read: Results = (BTreeMap::new(), 0, Vec::new());
+    read_until(
+        &consumer,
+        options.stall_timeout,
+        &mut read,
+        |(totals, total_records, dead_letters), m| {
+            let value = m.payload().unwrap_or_default();
+            if m.topic() == topics.totals {
+                *total_records += 1;
+                let key = String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned();
+                let total = serde
+                    .deserialize(value)
+                    .map_err(|e| ExampleError::Other(format!("{}: a bad total for {key}: {e}", m.topic())))?;
+                totals.insert(key, total);
+            } else {
+                let reason = m
+                    .headers()
+                    .and_then(|h| h.iter().find(|h| h.key == headers::MESSAGE))
+                    .and_then(|h| h.value)
+                    .map(|v| String::from_utf8_lossy(v).into_owned())
+                    .unwrap_or_default();
+                dead_letters.push((value.to_vec(), reason));
             }
-            Some(Err(e)) => return Err(ExampleError::Kafka(e)),
-            None => {}
-        }
-        if last_check.elapsed() >= Duration::from_millis(500) {
-            last_check = Instant::now();
-            if totals == expected && dead_letters.len() >= bad.len() {
-                return Ok((totals, total_records, dead_letters));
-            }
-            if last_record.elapsed() >= options.stall_timeout {
-                let wrong = expected
-                    .iter()
-                    .filter(|(k, v)| totals.get(*k) != Some(*v))
-                    .count();
-                return Err(ExampleError::Other(format!(
-                    "no output for {:?}: {} of {} customers' totals read, {wrong} differ from the expected \
-                     ones; {} of {} dead letters",
-                    options.stall_timeout,
-                    totals.len(),
-                    expected.len(),
-                    dead_letters.len(),
-                    bad.len(),
-                )));
-            }
-        }
-    }
+            Ok(())
+        },
+        |(totals, _, dead_letters)| *totals == expected && dead_letters.len() >= bad.len(),
+        |(totals, _, dead_letters)| {
+            let wrong = expected
+                .iter()
+                .filter(|(k, v)| totals.get(*k) != Some(*v))
+                .count();
+            ExampleError::Other(format!(
+                "no output for {:?}: {} of {} customers' totals read, {wrong} differ from the expected \
+                 ones; {} of {} dead letters",
+                options.stall_timeout,
+                totals.len(),
+                expected.len(),
+                dead_letters.len(),
+                bad.len(),
+            ))
+        },
+    )?;
+    Ok(read)
 }
