@@ -7,7 +7,7 @@ use prost::Message as _;
 use serde_json::json;
 use streams_serde_registry::{
     ProtobufSchema, ProtobufSerde, RecordPart, RegistryError, RegistrySerdeError, SchemaReference,
-    SchemaType, SerdeConfig, wire,
+    SchemaRegistryClient, SchemaType, SerdeConfig, wire,
 };
 use streams_state::Serde;
 
@@ -131,15 +131,18 @@ fn serde<M: prost::Message + Default>(
     message: &str,
     config: SerdeConfig,
 ) -> ProtobufSerde<M> {
-    ProtobufSerde::new(
-        client(url),
-        config,
-        topic,
-        RecordPart::Value,
-        schema(text),
-        message,
-    )
-    .expect("serde")
+    try_serde(client(url), topic, text, message, config).expect("serde")
+}
+
+/// A value serde of `message` in the order file `text`, through `client`.
+fn try_serde<M: prost::Message + Default>(
+    client: SchemaRegistryClient,
+    topic: &str,
+    text: &str,
+    message: &str,
+    config: SerdeConfig,
+) -> Result<ProtobufSerde<M>, RegistrySerdeError> {
+    ProtobufSerde::new(client, config, topic, RecordPart::Value, schema(text), message)
 }
 
 #[test]
@@ -227,15 +230,8 @@ fn protobuf_round_trip_with_references_and_message_indexes() {
 
     // The writer schema is fetched once per id: a fresh serde costs one lookup per new id.
     let c2 = client(&url);
-    let reader = ProtobufSerde::<Order>::new(
-        c2.clone(),
-        SerdeConfig::default(),
-        &topic,
-        RecordPart::Value,
-        schema(ORDER_V1),
-        "shop.Order",
-    )
-    .unwrap();
+    let reader =
+        try_serde::<Order>(c2.clone(), &topic, ORDER_V1, "shop.Order", SerdeConfig::default()).unwrap();
     for _ in 0..100 {
         assert_eq!(reader.deserialize(&framed).unwrap(), o);
     }
@@ -295,13 +291,12 @@ fn protobuf_evolution_and_lookup() {
     assert_eq!(v1_latest.serialize(&old).unwrap()[1..5], new_frame[1..5]);
 
     // A schema that declares no such message is refused at construction.
-    let e = ProtobufSerde::<Order>::new(
+    let e = try_serde::<Order>(
         client(&url),
-        SerdeConfig::default(),
         &topic,
-        RecordPart::Value,
-        schema(ORDER_V1),
+        ORDER_V1,
         "shop.Invoice",
+        SerdeConfig::default(),
     )
     .unwrap_err();
     assert!(
