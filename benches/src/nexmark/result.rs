@@ -182,16 +182,27 @@ where
 mod tests {
     use super::*;
 
+    type Records<'a> = &'a [(&'a [u8], &'a [u8])];
+
+    /// Digests of `query` fed `a`'s and `b`'s (key, value) records.
+    fn digests(query: &str, a: Records<'_>, b: Records<'_>) -> (Digest, Digest) {
+        let digest = |records: Records<'_>| {
+            let mut d = Digest::new(query);
+            for (k, v) in records {
+                d.add(query, k, v);
+            }
+            d
+        };
+        (digest(a), digest(b))
+    }
+
     #[test]
     fn stream_digests_ignore_order_and_json_layout() {
-        let (mut a, mut b) = (Digest::new("q0"), Digest::new("q0"));
         let one = br#"{"auction":1,"bidder":2,"price":3,"channel":"c","url":"u","dateTime":4,"extra":""}"#;
         let one_reordered =
             br#"{"bidder":2, "auction":1,"price":3,"channel":"c","url":"u","dateTime":4,"extra":""}"#;
         let two = br#"{"auction":5,"bidder":2,"price":3,"channel":"c","url":"u","dateTime":4,"extra":""}"#;
-        a.add("q0", b"", one);
-        a.add("q0", b"", two);
-        b.add("q0", b"", two);
+        let (a, mut b) = digests("q0", &[(b"", one), (b"", two)], &[(b"", two)]);
         assert!(a.diff(&b).is_some(), "a record missing");
         b.add("q0", b"", one_reordered);
         assert_eq!(a.diff(&b), None);
@@ -201,11 +212,11 @@ mod tests {
 
     #[test]
     fn totals_compare_sums_per_key_prefix() {
-        let (mut a, mut b) = (Digest::new("q12"), Digest::new("q12"));
-        a.add("q12", b"7@0", b"1");
-        a.add("q12", b"7@0", b"2");
-        a.add("q12", b"7@10", b"3");
-        b.add("q12", b"7@5", b"5");
+        let (a, mut b) = digests(
+            "q12",
+            &[(b"7@0", b"1"), (b"7@0", b"2"), (b"7@10", b"3")],
+            &[(b"7@5", b"5")],
+        );
         assert_eq!(a.diff(&b), None, "2 + 3 = 5");
         b.add("q12", b"8@5", b"1");
         assert_eq!(
@@ -216,12 +227,11 @@ mod tests {
 
     #[test]
     fn table_digests_keep_the_last_value_and_drop_deletions() {
-        let (mut a, mut b) = (Digest::new("q11"), Digest::new("q11"));
-        a.add("q11", b"k@0/5", b"1");
-        a.add("q11", b"k@0/5", b"");
-        a.add("q11", b"k@0/9", b"2");
-        b.add("q11", b"k@0/9", b"1");
-        b.add("q11", b"k@0/9", b"2");
+        let (a, mut b) = digests(
+            "q11",
+            &[(b"k@0/5", b"1"), (b"k@0/5", b""), (b"k@0/9", b"2")],
+            &[(b"k@0/9", b"1"), (b"k@0/9", b"2")],
+        );
         assert_eq!(a.diff(&b), None);
         b.add("q11", b"k@0/9", b"3");
         assert_eq!(
