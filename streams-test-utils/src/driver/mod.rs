@@ -360,12 +360,7 @@ impl TopologyTestDriver {
         KS: Serde + Clone,
         VS: Serde + Clone,
     {
-        let inner = self.inner.borrow();
-        let found = inner
-            .tasks
-            .values()
-            .find(|t| (t.id().partition <= 0) && t.stores().iter().any(|s| s.name() == name));
-        Self::typed(found, name)
+        self.with_slot(name, |p| p <= 0, StoreSlot::typed)
     }
 
     /// The window store `name` of partition 0, if its key and value serdes are `KS`/`VS`.
@@ -389,17 +384,28 @@ impl TopologyTestDriver {
     /// The handle of store `name` of partition 0 (or of the global task) as its builder
     /// makes it.
     fn handle<H: 'static>(&self, name: &str) -> Result<H, StoreError> {
+        self.with_slot(name, |p| p <= 0, StoreSlot::handle)
+    }
+
+    /// `open` applied to the slot of store `name` in the first task whose partition is
+    /// `wanted`.
+    fn with_slot<T>(
+        &self,
+        name: &str,
+        wanted: impl Fn(i32) -> bool,
+        open: impl FnOnce(&StoreSlot) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         let inner = self.inner.borrow();
-        inner
+        let slot = inner
             .tasks
             .values()
-            .filter(|t| t.id().partition <= 0)
+            .filter(|t| wanted(t.id().partition))
             .find_map(|t| t.stores().iter().find(|s| s.name() == name))
             .ok_or_else(|| StoreError::NotFound {
                 store: name.to_owned(),
                 place: "in the test driver's tasks".into(),
-            })?
-            .handle()
+            })?;
+        open(slot)
     }
 
     /// The store `name` of the task for `partition`.
@@ -408,12 +414,7 @@ impl TopologyTestDriver {
         KS: Serde + Clone,
         VS: Serde + Clone,
     {
-        let inner = self.inner.borrow();
-        let found = inner
-            .tasks
-            .values()
-            .find(|t| t.id().partition == partition && t.stores().iter().any(|s| s.name() == name));
-        Self::typed(found, name)
+        self.with_slot(name, |p| p == partition, StoreSlot::typed)
     }
 
     /// The typed handle of `store` in the task for `partition` (`-1` or `0` for the global
@@ -437,20 +438,6 @@ impl TopologyTestDriver {
                 store: store.name().to_owned(),
                 place: format!("in the task of partition {partition}"),
             })
-    }
-
-    fn typed<KS, VS>(task: Option<&Task>, name: &str) -> Result<KvStore<KS, VS>, StoreError>
-    where
-        KS: Serde + Clone,
-        VS: Serde + Clone,
-    {
-        let slot = task
-            .and_then(|t| t.stores().iter().find(|s| s.name() == name))
-            .ok_or_else(|| StoreError::NotFound {
-                store: name.to_owned(),
-                place: "in the test driver's tasks".into(),
-            })?;
-        slot.typed()
     }
 
     /// The names of every topic that holds records (inputs, outputs, changelogs).

@@ -72,12 +72,7 @@ impl<KS: Serde, VS: Serde> TestInputTopic<KS, VS> {
         timestamp: i64,
         headers: Headers,
     ) -> Result<(), StreamsError> {
-        self.next_timestamp.set(timestamp);
-        let k = Self::ser(&self.key_serde, &key)?;
-        let v = Self::ser(&self.value_serde, &value)?;
-        self.inner
-            .borrow_mut()
-            .pipe(&self.topic, None, k, v, timestamp, headers)
+        self.pipe_serialized(None, key, value, timestamp, headers)
     }
 
     /// Pipes a record into an explicit partition, as a producer with a custom partitioner
@@ -89,12 +84,25 @@ impl<KS: Serde, VS: Serde> TestInputTopic<KS, VS> {
         value: VS::Target,
         timestamp: i64,
     ) -> Result<(), StreamsError> {
+        self.pipe_serialized(Some(partition), key, value, timestamp, Headers::new())
+    }
+
+    /// Pipes a record through the serdes into `partition` (the driver's choice when `None`);
+    /// `timestamp` is also that of the next record piped without one.
+    fn pipe_serialized(
+        &self,
+        partition: Option<i32>,
+        key: KS::Target,
+        value: VS::Target,
+        timestamp: i64,
+        headers: Headers,
+    ) -> Result<(), StreamsError> {
         self.next_timestamp.set(timestamp);
         let k = Self::ser(&self.key_serde, &key)?;
         let v = Self::ser(&self.value_serde, &value)?;
         self.inner
             .borrow_mut()
-            .pipe(&self.topic, Some(partition), k, v, timestamp, Headers::new())
+            .pipe(&self.topic, partition, k, v, timestamp, headers)
     }
 
     /// Pipes raw bytes (e.g. an undeserializable record), bypassing the serdes.
