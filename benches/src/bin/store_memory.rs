@@ -27,6 +27,7 @@ use std::time::Instant;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use streams_benches::store_keys::{KeyIds, key_of};
 use streams_state::serde::StringSerde;
 use streams_state::{
     ChangelogError, ChangelogSink, KeyValueStore, RocksDbResources, StoreBuildContext, StoreBuilder, Stores,
@@ -50,14 +51,6 @@ fn commit(stores: &mut [Box<dyn KeyValueStore>], offset: usize) {
         s.write_checkpoint(Some(i64::try_from(offset).unwrap_or(i64::MAX)))
             .expect("checkpoint");
     }
-}
-
-/// The key of the `n`th distinct key: random-looking, so writes land all over each store.
-fn key_of(n: usize) -> String {
-    format!(
-        "{:016x}",
-        (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17)
-    )
 }
 
 /// The store the `n`th distinct key lives in (as a partitioner would place it).
@@ -167,16 +160,11 @@ fn main() {
     let mut rng = StdRng::seed_from_u64(11);
     let mut value = vec![0u8; value_bytes];
     let started = Instant::now();
-    let mut distinct = 0;
+    let mut ids = KeyIds::new(read_before_write);
     for n in 0..records {
         // With reads, an aggregation's read-modify-write: half the time a key written before
         // (a record-cache or block-cache hit, or a read from disk), else a new one.
-        let id = if read_before_write && distinct > 0 && rng.random_bool(0.5) {
-            rng.random_range(0..distinct)
-        } else {
-            distinct += 1;
-            distinct - 1
-        };
+        let id = ids.next(&mut rng);
         let (store, key) = (store_of(id, stores.len()), key_of(id));
         if read_before_write {
             let _ = stores[store].get(key.as_bytes()).expect("get");

@@ -30,6 +30,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use streams_benches::store_keys::{KeyIds, key_of};
 use streams_core::serdes::{BytesSerde, StringSerde};
 use streams_core::{
     KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, SourceConfig, State, Stores,
@@ -43,14 +44,6 @@ const STORES_PER_TASK: usize = 4;
 const VALUE_BYTES: usize = 100;
 const COMMIT_EVERY: u64 = 10_000;
 const CACHE_BYTES: u64 = 10 << 20;
-
-/// `store_memory`'s key of the `n`th distinct key.
-fn key_of(n: usize) -> String {
-    format!(
-        "{:016x}",
-        (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17)
-    )
-}
 
 /// The store of a task that `key` lives in: its last hex digit modulo the stores per task
 /// (the Java app's `storeOf`).
@@ -67,15 +60,10 @@ fn preload(bootstrap: &str, topic: &str, records: usize, rmw: bool) -> Res<()> {
         .create()?;
     let mut rng = StdRng::seed_from_u64(11);
     let mut value = [0u8; VALUE_BYTES];
-    let mut distinct = 0;
+    let mut ids = KeyIds::new(rmw);
     let started = Instant::now();
     for _ in 0..records {
-        let id = if rmw && distinct > 0 && rng.random_bool(0.5) {
-            rng.random_range(0..distinct)
-        } else {
-            distinct += 1;
-            distinct - 1
-        };
+        let id = ids.next(&mut rng);
         let key = key_of(id);
         rng.fill(&mut value[..]);
         let mut record = BaseRecord::to(topic).key(key.as_bytes()).payload(&value[..]);
@@ -92,7 +80,8 @@ fn preload(bootstrap: &str, topic: &str, records: usize, rmw: bool) -> Res<()> {
     }
     producer.flush(Duration::from_secs(60))?;
     println!(
-        "preloaded {records} records ({distinct} keys) into {topic} ({PARTITIONS} partitions) in {:.1} s",
+        "preloaded {records} records ({} keys) into {topic} ({PARTITIONS} partitions) in {:.1} s",
+        ids.distinct(),
         started.elapsed().as_secs_f64()
     );
     Ok(())
