@@ -6,6 +6,7 @@ pub mod store_keys;
 
 use std::time::Duration;
 
+use rdkafka::ClientConfig;
 use rdkafka::error::{KafkaError, KafkaResult, RDKafkaErrorCode};
 use rdkafka::message::ToBytes;
 use rdkafka::producer::{BaseProducer, BaseRecord};
@@ -27,4 +28,22 @@ where
             Err((e, _)) => return Err(e),
         }
     }
+}
+
+/// The settings of a producer that fills input topics in bulk: large batches, a deep queue
+/// and a long delivery timeout.
+pub fn bulk_producer_config(bootstrap: &str) -> ClientConfig {
+    let mut config = ClientConfig::new();
+    config
+        .set("bootstrap.servers", bootstrap)
+        .set("linger.ms", "20")
+        .set("batch.size", "1000000")
+        .set("queue.buffering.max.messages", "500000")
+        .set("message.timeout.ms", "120000");
+    config
+}
+
+/// A producer with the [bulk settings](bulk_producer_config).
+pub fn bulk_producer(bootstrap: &str) -> KafkaResult<BaseProducer> {
+    bulk_producer_config(bootstrap).create()
 }

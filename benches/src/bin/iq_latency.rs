@@ -35,8 +35,7 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use rdkafka::config::ClientConfig;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::producer::{BaseRecord, Producer};
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::{
     KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, QueryError, ReadOnlyKeyValueStore,
@@ -86,13 +85,7 @@ fn key(n: u64) -> String {
 /// Fills `topic` with `records` records over `keys` keys in a fixed pseudo-random order.
 fn preload(bootstrap: &str, topic: &str, records: u64, keys: u64) -> Res<()> {
     create_topic(bootstrap, topic, PARTITIONS, &[])?;
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("linger.ms", "20")
-        .set("batch.size", "1000000")
-        .set("queue.buffering.max.messages", "500000")
-        .set("message.timeout.ms", "120000")
-        .create()?;
+    let producer = streams_benches::bulk_producer(bootstrap)?;
     let mut rng = StdRng::seed_from_u64(0x5eed);
     for _ in 0..records {
         let k = key(rng.random_range(0..keys));

@@ -146,13 +146,7 @@ fn preload(
     what: &str,
 ) -> Res<()> {
     create_topic(bootstrap, topic, partitions, &[])?;
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("linger.ms", "20")
-        .set("batch.size", "1000000")
-        .set("queue.buffering.max.messages", "500000")
-        .set("message.timeout.ms", "120000")
-        .create()?;
+    let producer = streams_benches::bulk_producer(bootstrap)?;
     let started = Instant::now();
     // A fixed linear congruential sequence: every run of the harness sees the same keys.
     let mut state: u64 = 0x2545_f491_4f6c_dd1d;

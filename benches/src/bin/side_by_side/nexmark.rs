@@ -26,13 +26,8 @@ pub(crate) fn preload_nexmark(
         }
         std::thread::sleep(Duration::from_millis(500));
     }
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("linger.ms", "20")
-        .set("batch.size", "1000000")
+    let producer: BaseProducer = streams_benches::bulk_producer_config(bootstrap)
         .set("compression.type", "lz4")
-        .set("queue.buffering.max.messages", "500000")
-        .set("message.timeout.ms", "120000")
         .create()?;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?;
     let generator = Generator::new(now.as_millis() as i64, rate);
