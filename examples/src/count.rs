@@ -3,8 +3,8 @@
 
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::{
-    KvStore, ProcessResult, Processor, ProcessorContext, Record, SinkConfig, SourceConfig, Stores, Topology,
-    TopologyError,
+    KvStore, NodeRef, ProcessResult, Processor, ProcessorContext, Record, SinkConfig, SourceConfig, Stores,
+    Topology, TopologyBuilder, TopologyError,
 };
 
 /// Counts records per key and forwards each new count.
@@ -47,13 +47,7 @@ pub fn count_topology_with_audit(
 ) -> Result<Topology, TopologyError> {
     let mut b = Topology::builder();
     let source = b.source("source", SourceConfig::new([input], StringSerde, StringSerde));
-    let counts = b.store(Stores::persistent_kv("counts", StringSerde, U64Serde).with_caching());
-    let count = b.processor("count", [&source], {
-        let counts = counts.clone();
-        move |ctx| Ok(Count::new(ctx.store(&counts)?))
-    });
-    b.connect(&count, &counts);
-    b.sink("sink", SinkConfig::topic(output, StringSerde, U64Serde), [&count]);
+    add_count(&mut b, &source, output);
     if let Some(seen) = seen {
         b.sink(
             "seen",
@@ -62,4 +56,16 @@ pub fn count_topology_with_audit(
         );
     }
     b.build()
+}
+
+/// Adds to `b` the count per key of `source`'s records (processor `count`, store `counts`,
+/// cached and logged) and its sink `sink` to `output`.
+pub fn add_count(b: &mut TopologyBuilder, source: &NodeRef<String, String>, output: &str) {
+    let counts = b.store(Stores::persistent_kv("counts", StringSerde, U64Serde).with_caching());
+    let count = b.processor("count", [source], {
+        let counts = counts.clone();
+        move |ctx| Ok(Count::new(ctx.store(&counts)?))
+    });
+    b.connect(&count, &counts);
+    b.sink("sink", SinkConfig::topic(output, StringSerde, U64Serde), [&count]);
 }

@@ -178,9 +178,6 @@ impl Processor<String, String, String, String> for PrefixJoin {
     }
 }
 
-/// The keyed count (store `counts`, forwarding each new count) is the example's.
-pub(crate) use streams_examples::count::Count;
-
 /// The `avro` workload: a map whose serdes decode every value into [`AvroEvent`] and encode
 /// it again, through the registry at `SCHEMA_REGISTRY_URL`.
 fn avro_topology(input: &str, output: &str) -> Res<Topology> {
@@ -225,15 +222,7 @@ pub(crate) fn topology(workload: &str, input: &str, output: &str) -> Res<Topolog
                 ["filtermap"],
             );
         }
-        "count" => {
-            let counts = b.store(Stores::persistent_kv("counts", StringSerde, U64Serde).with_caching());
-            let count = b.processor("count", [&source], {
-                let counts = counts.clone();
-                move |ctx| Ok(Count::new(ctx.store(&counts)?))
-            });
-            b.connect(&count, &counts);
-            b.sink("sink", SinkConfig::topic(output, StringSerde, U64Serde), [&count]);
-        }
+        "count" => streams_examples::count::add_count(&mut b, &source, output),
         "join10" | "join100" => {
             let rows = if workload == "join10" { 10 } else { 100 };
             let hooks =

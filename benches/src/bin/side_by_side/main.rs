@@ -43,7 +43,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
-use streams_core::serdes::{StringSerde, U64Serde};
+use streams_core::serdes::StringSerde;
 use streams_core::{
     KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, StreamsConfig,
     Topology,
