@@ -28,20 +28,33 @@ pub struct TestRecord<K, V> {
 /// Pipes typed records into one topic of a [`TopologyTestDriver`](super::TopologyTestDriver).
 /// Each pipe runs the record through the topology before it returns.
 pub struct TestInputTopic<KS, VS> {
+    io: TopicIo<KS, VS>,
+    next_timestamp: Cell<i64>,
+}
+
+/// What a typed input or output topic holds: the driver, the topic's name and its serdes.
+struct TopicIo<KS, VS> {
     inner: Rc<RefCell<DriverInner>>,
     topic: String,
     key_serde: KS,
     value_serde: VS,
-    next_timestamp: Cell<i64>,
 }
 
-impl<KS: Serde, VS: Serde> TestInputTopic<KS, VS> {
-    pub(crate) fn new(inner: Rc<RefCell<DriverInner>>, topic: &str, key_serde: KS, value_serde: VS) -> Self {
+impl<KS, VS> TopicIo<KS, VS> {
+    fn new(inner: Rc<RefCell<DriverInner>>, topic: &str, key_serde: KS, value_serde: VS) -> Self {
         Self {
             inner,
             topic: topic.to_owned(),
             key_serde,
             value_serde,
+        }
+    }
+}
+
+impl<KS: Serde, VS: Serde> TestInputTopic<KS, VS> {
+    pub(crate) fn new(inner: Rc<RefCell<DriverInner>>, topic: &str, key_serde: KS, value_serde: VS) -> Self {
+        Self {
+            io: TopicIo::new(inner, topic, key_serde, value_serde),
             next_timestamp: Cell::new(0),
         }
     }
@@ -98,11 +111,12 @@ impl<KS: Serde, VS: Serde> TestInputTopic<KS, VS> {
         headers: Headers,
     ) -> Result<(), StreamsError> {
         self.next_timestamp.set(timestamp);
-        let k = Self::ser(&self.key_serde, &key)?;
-        let v = Self::ser(&self.value_serde, &value)?;
-        self.inner
+        let k = Self::ser(&self.io.key_serde, &key)?;
+        let v = Self::ser(&self.io.value_serde, &value)?;
+        self.io
+            .inner
             .borrow_mut()
-            .pipe(&self.topic, partition, k, v, timestamp, headers)
+            .pipe(&self.io.topic, partition, k, v, timestamp, headers)
     }
 
     /// Pipes raw bytes (e.g. an undeserializable record), bypassing the serdes.
@@ -112,8 +126,8 @@ impl<KS: Serde, VS: Serde> TestInputTopic<KS, VS> {
         value: Option<&[u8]>,
         timestamp: i64,
     ) -> Result<(), StreamsError> {
-        self.inner.borrow_mut().pipe(
-            &self.topic,
+        self.io.inner.borrow_mut().pipe(
+            &self.io.topic,
             None,
             key.map(Bytes::copy_from_slice),
             value.map(Bytes::copy_from_slice),
@@ -131,35 +145,29 @@ type Pair<KS, VS> = (<KS as Serde>::Target, <VS as Serde>::Target);
 /// Reads typed records from one topic of a [`TopologyTestDriver`](super::TopologyTestDriver),
 /// in the order they were produced.
 pub struct TestOutputTopic<KS, VS> {
-    inner: Rc<RefCell<DriverInner>>,
-    topic: String,
-    key_serde: KS,
-    value_serde: VS,
+    io: TopicIo<KS, VS>,
     position: Cell<usize>,
 }
 
 impl<KS: Serde, VS: Serde> TestOutputTopic<KS, VS> {
     pub(crate) fn new(inner: Rc<RefCell<DriverInner>>, topic: &str, key_serde: KS, value_serde: VS) -> Self {
         Self {
-            inner,
-            topic: topic.to_owned(),
-            key_serde,
-            value_serde,
+            io: TopicIo::new(inner, topic, key_serde, value_serde),
             position: Cell::new(0),
         }
     }
 
     /// The next unread record, if any.
     pub fn read_record(&self) -> Result<Option<Read<KS, VS>>, SerdeError> {
-        let inner = self.inner.borrow();
+        let inner = self.io.inner.borrow();
         let log = inner.log.lock();
-        let Some(raw) = log.read_from(&self.topic, self.position.get()).first() else {
+        let Some(raw) = log.read_from(&self.io.topic, self.position.get()).first() else {
             return Ok(None);
         };
         self.position.set(self.position.get() + 1);
         Ok(Some(TestRecord {
-            key: self.key_serde.deserialize_nullable(raw.key.as_deref())?,
-            value: self.value_serde.deserialize_nullable(raw.value.as_deref())?,
+            key: self.io.key_serde.deserialize_nullable(raw.key.as_deref())?,
+            value: self.io.value_serde.deserialize_nullable(raw.value.as_deref())?,
             timestamp: raw.timestamp,
             headers: raw.headers.clone(),
             partition: raw.partition,
@@ -192,8 +200,8 @@ impl<KS: Serde, VS: Serde> TestOutputTopic<KS, VS> {
 
     /// The number of unread records.
     pub fn queue_size(&self) -> usize {
-        let inner = self.inner.borrow();
-        let len = inner.log.lock().len(&self.topic);
+        let inner = self.io.inner.borrow();
+        let len = inner.log.lock().len(&self.io.topic);
         len.saturating_sub(self.position.get())
     }
 
