@@ -95,18 +95,7 @@ fn partitions_added(test: &str, protocol: Option<&str>) {
     wait_committed(test, &run, 200, a);
     add_partitions(&run.bootstrap, &run.topics.input, 4);
     let added = Instant::now();
-    let failure = loop {
-        let log = std::fs::read_to_string(&a.log).unwrap_or_default();
-        if let Some(line) = log.lines().find(|l| l.contains("stream thread failed")) {
-            break line.to_owned();
-        }
-        assert!(
-            added.elapsed() < Duration::from_secs(120),
-            "{test}: no stream thread failed 120 s after partitions were added; see {}",
-            a.log.display()
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    };
+    let failure = a.wait_thread_failure(test, added, Duration::from_secs(120), "partitions were added");
     eprintln!(
         "{test}: the thread failed {:.1} s after partitions were added: {failure}",
         added.elapsed().as_secs_f64()

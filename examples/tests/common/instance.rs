@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::CountTopics;
 
@@ -238,6 +238,23 @@ impl Instance {
         };
         if let Ok(mut log) = OpenOptions::new().append(true).open(&self.log) {
             let _ = write!(log, "==== {} (pid {pid}): thread stacks\n{text}", self.name);
+        }
+    }
+
+    /// Waits until one of its stream threads logs its failure, and returns that log line;
+    /// panics when none has `limit` after `since`, when `what` happened.
+    pub fn wait_thread_failure(&self, test: &str, since: Instant, limit: Duration, what: &str) -> String {
+        loop {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            if let Some(line) = log.lines().find(|l| l.contains(THREAD_FAILED)) {
+                return line.to_owned();
+            }
+            assert!(
+                since.elapsed() < limit,
+                "{test}: no stream thread failed {limit:?} after {what}; see {}",
+                self.log.display()
+            );
+            std::thread::sleep(Duration::from_millis(500));
         }
     }
 
