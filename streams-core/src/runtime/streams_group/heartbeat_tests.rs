@@ -277,6 +277,30 @@ fn group_statuses_that_no_rebalance_fixes_fail_the_member() {
     }
 }
 
+/// NOT_COORDINATOR: a join whose coordinator never takes the member (every heartbeat
+/// answered "not the coordinator") gives up after the rebalance timeout (at least the
+/// I/O timeout, 10 s) with a retriable error, rather than retrying forever.
+#[test]
+fn a_join_the_coordinator_never_answers_ends_at_its_deadline() {
+    const NOT_COORDINATOR: i16 = 16;
+    let (addr, seen) = broker(vec![error_response(NOT_COORDINATOR)]);
+    let mut settings = Arc::try_unwrap(settings(&addr)).unwrap_or_else(|_| panic!("one owner"));
+    settings.rebalance_timeout = Duration::from_secs(2);
+    let began = Instant::now();
+    let e = match crate::runtime::streams_group::member::StreamsMember::join(settings) {
+        Ok(_) => panic!("joined a group whose coordinator never answered"),
+        Err(e) => e,
+    };
+    let took = began.elapsed();
+    assert!(e.to_string().contains("no membership within 10s"), "{e}");
+    assert!(e.is_retriable(), "{e}");
+    assert!(
+        (Duration::from_secs(10)..Duration::from_secs(60)).contains(&took),
+        "gave up after {took:?}"
+    );
+    assert!(seen.try_iter().count() >= 2, "the join asked again");
+}
+
 /// A stream thread stuck (in user code) for longer than the rebalance timeout loses its
 /// tasks: the member leaves the group rather than heartbeating on for them.
 #[test]
