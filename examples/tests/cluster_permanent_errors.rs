@@ -25,7 +25,7 @@ mod common;
 
 use common::cluster::{Cluster, cluster_bootstrap};
 use common::feed::{FeedPlan, Feeder, wait_committed, wait_processed};
-use common::instance::{Instance, Run, check_all_alive, logs_dir, logs_of, remove_logs};
+use common::instance::{Instance, Run, logs_dir, logs_of, remove_logs, sleep_alive};
 use common::verify::{Guarantee, verify_audit};
 use streams_core::handlers::headers::{EXCEPTION, MESSAGE, TOPIC};
 use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
@@ -211,11 +211,7 @@ fn dead_letters_records_too_large(test: &'static str, guarantee: Guarantee) {
             Duration::from_secs(60),
         )
         .unwrap();
-        let until = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < until {
-            check_all_alive(&mut instances);
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        sleep_alive(Duration::from_secs(2), &mut instances);
     }
     let fed = feeder.stop();
     wait_processed(&run, &fed.ends, &mut instances);

@@ -5,9 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::cluster::{Cluster, env_number};
-use crate::common::instance::{Instance, Run};
-use crate::recovery::{Recovery, recovery, sleep_alive};
+use crate::common::cluster::{Cluster, env_flag, env_number};
+use crate::common::instance::{Instance, Run, sleep_alive};
+use crate::recovery::{Recovery, recovery};
 
 /// How long into a pause instance A is killed, and how long after that it starts again.
 pub(crate) const CRASH_AFTER: Duration = Duration::from_secs(5);
@@ -97,10 +97,7 @@ fn all_down_s() -> Duration {
 
 /// Whether `CLUSTER_KILL_INSTANCE` asks for an instance killed during every fault.
 pub(crate) fn kill_instances() -> bool {
-    std::env::var("CLUSTER_KILL_INSTANCE").is_ok_and(|v| {
-        let v = v.trim();
-        v == "1" || v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("yes")
-    })
+    env_flag("CLUSTER_KILL_INSTANCE")
 }
 
 /// One scenario's faults under way: what they act on, and what they measured.
@@ -112,7 +109,7 @@ pub(crate) struct Injection<'a> {
     pub(crate) instances: &'a mut [Instance],
     /// The node the instances know the cluster by, for `PauseOnlyBootstrap`.
     pub(crate) only_bootstrap: Option<u32>,
-    /// Kill an instance during every fault (`CLUSTER_KILL_INSTANCE`).
+    /// Kill an instance during every fault (`CLUSTER_KILL_INSTANCE`); off by default.
     pub(crate) kill_instances: bool,
     /// The instance killed next.
     next_victim: usize,
@@ -135,7 +132,7 @@ impl<'a> Injection<'a> {
             run,
             instances,
             only_bootstrap: None,
-            kill_instances: kill_instances(),
+            kill_instances: false,
             next_victim: 0,
             recoveries: Vec::new(),
         }
@@ -153,16 +150,18 @@ impl<'a> Injection<'a> {
         sleep_alive(how_long, self.instances);
     }
 
-    /// With `CLUSTER_KILL_INSTANCE`: kills the next instance (SIGKILL); its index.
+    /// With `CLUSTER_KILL_INSTANCE`: [`kill_next`](Self::kill_next).
     fn kill_one(&mut self) -> Option<usize> {
-        if !self.kill_instances {
-            return None;
-        }
+        self.kill_instances.then(|| self.kill_next())
+    }
+
+    /// Kills the next instance (SIGKILL), A, B, C in turn; its index.
+    fn kill_next(&mut self) -> usize {
         let victim = self.next_victim % self.instances.len();
         self.next_victim += 1;
         self.instances[victim].crash();
         self.say(&format!("instance {} killed", self.instances[victim].name));
-        Some(victim)
+        victim
     }
 
     /// Starts the instance [`kill_one`](Self::kill_one) killed, at least [`CRASH_AFTER`]
@@ -221,13 +220,10 @@ impl<'a> Injection<'a> {
         self.cluster.on("pause", node);
         let resume_at = Instant::now() + pause;
         if self.kill_instances || kill_anyway {
-            let kill = self.kill_instances;
-            self.kill_instances = true;
             self.sleep(CRASH_AFTER);
             let at = Instant::now();
-            let killed = self.kill_one();
-            self.kill_instances = kill;
-            self.start_again(killed, at);
+            let killed = self.kill_next();
+            self.start_again(Some(killed), at);
         }
         self.sleep(resume_at.saturating_duration_since(Instant::now()));
         self.cluster.on("resume", node);

@@ -76,10 +76,10 @@ mod recovery;
 
 use common::cluster::{Cluster, cluster_bootstrap};
 use common::feed::{FeedPlan, Feeder, wait_processed};
-use common::instance::{Instance, Run, logs_dir, logs_of, remove_logs};
+use common::instance::{Instance, Run, logs_dir, logs_of, remove_logs, sleep_alive};
 use common::verify::{Guarantee, verify, verify_smoke};
 use faults::{Faults, Injection};
-use recovery::{Recovery, recovery, sleep_alive};
+use recovery::{Recovery, recovery};
 use streams_examples::smoke::SmokeTopics;
 use streams_test_utils::kafka;
 
@@ -240,6 +240,7 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
     }
     let run = run;
     let smoke = smoke();
+    let kill_instances = faults::kill_instances();
     eprintln!(
         "{test}: application {} ({}, {} group protocol, {} topology), faults {faults:?}{}, \
          logs in {}",
@@ -247,7 +248,7 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
         guarantee.config(),
         protocol.as_deref().unwrap_or("classic"),
         if smoke { "smoke" } else { "count" },
-        if faults::kill_instances() {
+        if kill_instances {
             " with an instance killed during each"
         } else {
             ""
@@ -287,6 +288,7 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
 
     let mut injection = Injection::new(test, started, &cluster, &run, &mut instances);
     injection.only_bootstrap = only_bootstrap;
+    injection.kill_instances = kill_instances;
     injection.inject(faults);
     let recoveries = injection.recoveries;
 
@@ -312,7 +314,7 @@ fn scenario(test: &'static str, guarantee: Guarantee, faults: Faults) {
     // (`transaction.timeout.ms`, 10 s); one of a clean stop never does.
     let open = cluster.open_transactions_after(&format!("{}-", run.app), Duration::from_secs(60));
 
-    let killed = faults::kill_instances() || matches!(faults, Faults::PauseAndKillInstance(_));
+    let killed = kill_instances || matches!(faults, Faults::PauseAndKillInstance(_));
     let mut report = verify(&run.bootstrap, &run.topics, &fed, guarantee.killed(killed));
     let smoke_outputs = if smoke {
         let s = verify_smoke(&run.bootstrap, &run.topics.output, &fed, &mut report);

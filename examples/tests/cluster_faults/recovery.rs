@@ -78,12 +78,3 @@ pub(crate) fn recovery(run: &Run, from: Option<BTreeMap<i32, i64>>, instances: &
         std::thread::sleep(Duration::from_millis(200));
     }
 }
-
-/// Sleeps `how_long`, checking every 500 ms that the instances are alive.
-pub(crate) fn sleep_alive(how_long: Duration, instances: &mut [Instance]) {
-    let until = Instant::now() + how_long;
-    while Instant::now() < until {
-        check_all_alive(instances);
-        std::thread::sleep(Duration::from_millis(500).min(until.saturating_duration_since(Instant::now())));
-    }
-}

@@ -19,6 +19,14 @@ pub fn env_number(name: &str, default: u64) -> u64 {
             .unwrap_or_else(|_| panic!("{name}={v} is not a number"))
     })
 }
+/// Whether environment variable `name` is set to `1`, `true` or `yes`.
+pub fn env_flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| {
+        let v = v.trim();
+        v == "1" || v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("yes")
+    })
+}
+
 /// `String.hashCode` of the JVM, which the broker uses to place a group on a partition of
 /// `__consumer_offsets`.
 pub fn java_string_hash(s: &str) -> i32 {
@@ -33,12 +41,8 @@ pub fn cluster_bootstrap(test: &str) -> Option<String> {
         .map(|s| s.trim().to_owned())
         .filter(|s| !s.is_empty());
     if bootstrap.is_none() {
-        let required = std::env::var(REQUIRE_CLUSTER_ENV).is_ok_and(|v| {
-            let v = v.trim();
-            v == "1" || v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("yes")
-        });
         assert!(
-            !required,
+            !env_flag(REQUIRE_CLUSTER_ENV),
             "{test}: {REQUIRE_CLUSTER_ENV}=1 but {CLUSTER_ENV} is not set (run `bash \
              scripts/kafka-cluster.sh start` and set it to the addresses of its last line)"
         );

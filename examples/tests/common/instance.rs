@@ -351,6 +351,15 @@ pub fn stalled(instances: &[Instance], what: &str) -> ! {
     )
 }
 
+/// Sleeps `how_long`, checking every 500 ms that the instances are alive.
+pub fn sleep_alive(how_long: Duration, instances: &mut [Instance]) {
+    let until = Instant::now() + how_long;
+    while Instant::now() < until {
+        check_all_alive(instances);
+        std::thread::sleep(Duration::from_millis(500).min(until.saturating_duration_since(Instant::now())));
+    }
+}
+
 /// Checks every instance with [`Instance::check_alive`].
 pub fn check_all_alive(instances: &mut [Instance]) {
     for instance in instances {
