@@ -91,6 +91,7 @@ impl LogEnds {
 
     /// The log start offset and the high watermark of `topic`-`partition`, from the leader
     /// with the newest leader epoch any broker reports.
+    #[cfg(test)]
     pub(crate) fn watermarks(&self, topic: &str, partition: i32) -> Result<(i64, i64), StreamsError> {
         self.watermarks_of(&[(topic, partition)])
             .pop()
