@@ -48,6 +48,25 @@ pub(crate) fn request_timeout(c: &mut ClientConfig) {
     }
 }
 
+/// How long the broker may hold a restore consumer's fetch when no record lies beyond it.
+const RESTORE_FETCH_WAIT_MS: &str = "50";
+
+/// The fetch wait (`fetch.wait.max.ms`) of the restore consumer, which reads changelogs up
+/// to an end it knows and then stops.
+///
+/// Each store's restoration ends with a fetch at its changelog's end offset, which the
+/// broker holds for the whole wait (500 ms by default) because nothing lies beyond it; and
+/// librdkafka sends one fetch per broker connection at a time, so the next store's
+/// partition waits for it. A 2.95-million-record restore of four stores spent 1.5 s of 6.7 s
+/// so; with 50 ms it took 22% less time at the same CPU (docs/benchmarks.md). Standby
+/// tasks, which wait at their changelogs' ends all the time, read with a consumer of their
+/// own that keeps the default, so that an idle standby does not fetch twenty times a second.
+pub(crate) fn restore_fetch_wait(c: &mut ClientConfig) {
+    if c.get("fetch.wait.max.ms").is_none() {
+        c.set("fetch.wait.max.ms", RESTORE_FETCH_WAIT_MS);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,5 +84,10 @@ mod tests {
         set.set("socket.timeout.ms", "30000");
         request_timeout(&mut set);
         assert_eq!(set.get("socket.timeout.ms"), Some("30000"));
+        restore_fetch_wait(&mut c);
+        assert_eq!(c.get("fetch.wait.max.ms"), Some(RESTORE_FETCH_WAIT_MS));
+        set.set("fetch.wait.max.ms", "200");
+        restore_fetch_wait(&mut set);
+        assert_eq!(set.get("fetch.wait.max.ms"), Some("200"));
     }
 }

@@ -40,6 +40,7 @@ mod jobs;
 pub(in crate::runtime) mod log_end;
 pub(in crate::runtime) mod offset_sums;
 mod records;
+mod standby_reader;
 pub(in crate::runtime) mod tailing;
 pub(in crate::runtime) mod updater;
 
@@ -58,22 +59,31 @@ use crate::runtime::client::errors::kafka_err;
 use crate::runtime::topics::resets::AssignedConsumer;
 use crate::topology::SourceValues;
 pub(crate) use records::{changelog_record, with_stream_time};
+pub(crate) use standby_reader::StandbyReader;
 
 /// The clients of a restoration: `reader` reads the changelogs (`read_committed` under
 /// exactly-once); `log_ends`, where the cluster can be reached with the runtime's own
 /// client, looks up where they start and end at their current leaders (`log_end.rs`);
 /// otherwise `ends`, under exactly-once only, looks it up with `read_uncommitted`, so that
-/// the end includes transactions not yet marked (see the module docs).
+/// the end includes transactions not yet marked (see the module docs). Standby tasks read
+/// with `standby` (`standby_reader.rs`).
 pub(crate) struct RestoreConsumers {
     pub reader: AssignedConsumer,
     pub ends: Option<AssignedConsumer>,
     pub log_ends: Option<log_end::LogEnds>,
+    pub standby: StandbyReader,
 }
 
 impl RestoreConsumers {
     /// The client whose watermarks give the end of a restoration.
     fn ends(&self) -> &AssignedConsumer {
         self.ends.as_ref().unwrap_or(&self.reader)
+    }
+
+    /// The consumer whose cached watermarks tell the standbys' lags (the reader until the
+    /// standbys' own was made: a partition it never fetched keeps what was known).
+    pub(crate) fn standby_watermarks(&self) -> &AssignedConsumer {
+        self.standby.made().unwrap_or(&self.reader)
     }
 }
 

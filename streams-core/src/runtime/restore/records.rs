@@ -116,6 +116,7 @@ mod tests {
             reader: assigned(&bootstrap, "read_committed"),
             ends: None,
             log_ends: None,
+            standby: crate::runtime::restore::StandbyReader::unused(),
         };
         let mut stores = vec![TaskStore {
             name: "prices".into(),

@@ -87,6 +87,7 @@ fn an_open_transaction_below_the_end_is_waited_for_and_restored() {
         reader: assigned(&bootstrap, "read_committed"),
         ends: Some(assigned(&bootstrap, "read_uncommitted")),
         log_ends: None,
+        standby: crate::runtime::restore::StandbyReader::unused(),
     };
     let mut stores = vec![TaskStore {
         name: "counts".into(),

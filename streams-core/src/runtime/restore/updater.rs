@@ -12,9 +12,9 @@
 //!
 //! Standby tasks ([`StandbyJob`], `tailing.rs`) are held too: their stores follow their
 //! changelogs and are never reported done. Restoring tasks go first: standbys step only
-//! while no task restores, all of them at once (the restore consumer then holds every
-//! standby's partitions, and is assigned again only after a restoration used it or the
-//! standbys changed). A standby is removed
+//! while no task restores, all of them at once, with a consumer of their own
+//! (`standby_reader.rs`) that holds every standby's partitions and is assigned again only
+//! when the standbys changed. A standby is removed
 //! ([`StateUpdater::remove_standby`]: its stores are checkpointed and closed) or promoted
 //! ([`StateUpdater::promote`]: its stores, checkpointed, become a restoring task's, which
 //! restores only what the standby had not applied).
@@ -43,9 +43,6 @@ use crate::runtime::restore::{Restoration, Step};
 
 /// The most work the updater does between two looks at its commands.
 const STEP: Duration = Duration::from_millis(200);
-/// `Worker::assigned` when the restore consumer holds every standby's partitions (hand-over
-/// numbers never reach it).
-const ALL_STANDBYS: u64 = u64::MAX;
 
 enum Command {
     Add(RestoreJob),
@@ -87,6 +84,7 @@ impl StateUpdater {
                     jobs: VecDeque::new(),
                     standbys: VecDeque::new(),
                     assigned: None,
+                    standbys_assigned: false,
                     outbox,
                     sums,
                     visits: waiting,
@@ -193,6 +191,8 @@ struct Worker {
     standbys: VecDeque<Standby>,
     /// The hand-over whose changelog partition the restore consumer is assigned.
     assigned: Option<u64>,
+    /// Whether the standbys' consumer holds every standby's partitions.
+    standbys_assigned: bool,
     outbox: Sender<Event>,
     /// Where standbys record how much state they hold.
     sums: Arc<OffsetSums>,
@@ -259,7 +259,7 @@ impl Worker {
 
     /// Lends the restoring tasks and the standbys to `visit`.
     fn visit(&mut self, visit: Visit) {
-        let consumer = &self.consumers.reader;
+        let consumer = self.consumers.standby_watermarks();
         let restoring = self.jobs.iter_mut().map(|j| {
             let r = &j.restoration;
             HeldTask::new(
@@ -288,9 +288,7 @@ impl Worker {
                 tracing::info!(task = %job.id, "standby task started");
                 self.standbys.push_back(Standby { job, tail });
                 // Assigned with the others at the next standby step.
-                if self.assigned == Some(ALL_STANDBYS) {
-                    self.assigned = None;
-                }
+                self.standbys_assigned = false;
             }
             Err(error) if error.corrupt_store().is_some() => {
                 let reason = error.to_string();
@@ -307,8 +305,8 @@ impl Worker {
         }
     }
 
-    /// One step of every standby at once: the restore consumer holds all their partitions
-    /// (assigned again only after a restoration used it, or when the standbys changed).
+    /// One step of every standby at once: their consumer holds all their partitions
+    /// (assigned again only when the standbys changed).
     fn step_standby(&mut self) {
         if self.standbys.is_empty() {
             return;
@@ -319,12 +317,19 @@ impl Worker {
             .iter_mut()
             .map(|s| (&mut s.tail, &mut s.job.stores))
             .collect();
-        if self.assigned != Some(ALL_STANDBYS) {
-            match tailing::assign_all(&self.consumers.reader, &mut tails) {
-                Ok(()) => self.assigned = Some(ALL_STANDBYS),
+        let consumer = match self.consumers.standby.get() {
+            Ok(c) => c,
+            Err(error) => {
+                drop(tails);
+                tracing::warn!(error = %error, "creating the standby consumer; trying again");
+                return;
+            }
+        };
+        if !self.standbys_assigned {
+            match tailing::assign_all(consumer, &mut tails) {
+                Ok(()) => self.standbys_assigned = true,
                 Err((at, error)) => {
                     drop(tails);
-                    self.assigned = None;
                     match at {
                         Some(i) => self.standby_failed(i, Err(error)),
                         // The assignment itself (a transient client state): tried again next step.
@@ -337,14 +342,14 @@ impl Worker {
         let before: Vec<u64> = tails.iter().map(|(t, _)| t.applied).collect();
         let visits = &self.visits;
         let visited = || visits.load(Ordering::Acquire) > 0;
-        let outcomes = tailing::step_all(&self.consumers.reader, &mut tails, budget, &visited);
+        let outcomes = tailing::step_all(consumer, &mut tails, budget, &visited);
         drop(tails);
         for (s, before) in self.standbys.iter_mut().zip(before) {
             s.job
                 .metrics
                 .records
                 .inc_by(s.tail.applied.saturating_sub(before));
-            if let Some(lag) = s.tail.lag(&self.consumers.reader) {
+            if let Some(lag) = s.tail.lag(self.consumers.standby_watermarks()) {
                 s.job.metrics.lag.set(lag);
             }
             self.sums
@@ -369,8 +374,7 @@ impl Worker {
                 let Some(mut s) = self.standbys.remove(i) else {
                     return;
                 };
-                self.assigned = None;
-                let _ = rdkafka::consumer::Consumer::unassign(&self.consumers.reader);
+                self.unassign_standbys();
                 close_stores(s.job.id, &mut s.job.stores, "standby failed");
                 let _ = self.outbox.send(Event::Failed {
                     id: s.job.id,
@@ -383,8 +387,7 @@ impl Worker {
         let Some(s) = self.standbys.remove(i) else {
             return;
         };
-        self.assigned = None;
-        let _ = rdkafka::consumer::Consumer::unassign(&self.consumers.reader);
+        self.unassign_standbys();
         let _ = self.outbox.send(Event::StandbyCorrupted { job: s.job, reason });
     }
 
@@ -392,9 +395,8 @@ impl Worker {
     fn take_standby(&mut self, id: TaskId) -> Option<Standby> {
         let i = self.standbys.iter().position(|s| s.job.id == id)?;
         let mut s = self.standbys.remove(i)?;
-        if self.assigned == Some(ALL_STANDBYS) {
-            self.assigned = None;
-            let _ = rdkafka::consumer::Consumer::unassign(&self.consumers.reader);
+        if self.standbys_assigned {
+            self.unassign_standbys();
         }
         if let Err(e) = s.tail.checkpoint(&mut s.job.stores) {
             tracing::warn!(task = %id, error = %e, "checkpointing a standby");
@@ -402,6 +404,15 @@ impl Worker {
         self.sums.record(id, s.tail.offset_sum(&s.job.stores), true);
         tracing::info!(task = %id, applied = s.tail.applied, "standby task stopped");
         Some(s)
+    }
+
+    /// Takes every partition from the standbys' consumer: the next standby step assigns the
+    /// standbys left.
+    fn unassign_standbys(&mut self) {
+        self.standbys_assigned = false;
+        if let Some(consumer) = self.consumers.standby.made() {
+            let _ = rdkafka::consumer::Consumer::unassign(consumer);
+        }
     }
 
     /// Turns a standby into a restoring task, first in line.

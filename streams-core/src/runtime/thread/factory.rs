@@ -25,7 +25,7 @@ use crate::runtime::status::Status;
 use crate::runtime::streams_group::{MemberSettings, StreamsMember};
 use crate::runtime::tasks::{TaskManagerParts, TaskSettings};
 use crate::runtime::thread::{LoopSettings, ThreadContext};
-use crate::runtime::topics::resets::{self, AssignedConsumer, QuietContext};
+use crate::runtime::topics::resets::{self, AssignedConsumer};
 use crate::runtime::topics::start_offsets;
 use crate::topology::Topology;
 
@@ -122,14 +122,7 @@ impl ThreadFactory {
         config: &ClientConfig,
         name: String,
     ) -> Result<AssignedConsumer, StreamsError> {
-        let group = config.get("group.id").unwrap_or_default().to_owned();
-        config
-            .create_with_context(QuietContext {
-                name: name.clone(),
-                group,
-                application_id: self.config.application_id().to_owned(),
-            })
-            .map_err(|e| errors::kafka_err(&name, e))
+        resets::assigned_consumer(config, &name, self.config.application_id())
     }
 
     pub(in crate::runtime) fn parts(
@@ -233,8 +226,14 @@ impl ThreadFactory {
         // restore loop sees it as an error and wipes the store (see `restore/mod.rs`).
         let mut rc = self.assigned_consumer_config(&format!("{app_id}-restore"), eos);
         defaults::request_timeout(&mut rc);
-        rc.set("client.id", format!("{name}-restore"))
-            .set("auto.offset.reset", "error");
+        rc.set("auto.offset.reset", "error");
+        // Standbys read with a consumer of their own, made when the first one steps; it
+        // keeps the default fetch wait (see `restore/standby_reader.rs`).
+        let mut sc = rc.clone();
+        sc.set("client.id", format!("{name}-standby"));
+        let standby = restore::StandbyReader::new(sc, format!("{name}-standby"), app_id.to_owned());
+        defaults::restore_fetch_wait(&mut rc);
+        rc.set("client.id", format!("{name}-restore"));
         let restore_consumer = self.assigned_consumer(&rc, format!("{name}-restore"))?;
         // Under exactly-once the end of a restoration is the high watermark, not the last
         // stable offset: see `restore/mod.rs`.
@@ -249,6 +248,7 @@ impl ThreadFactory {
             reader: restore_consumer,
             ends,
             log_ends: self.log_ends(&format!("{name}-restore-ends")),
+            standby,
         };
 
         let mut pc = self.client_config(cfg.producer_properties());

@@ -225,6 +225,22 @@ impl ConsumerContext for QuietContext {}
 /// A consumer with [`QuietContext`].
 pub(crate) type AssignedConsumer = BaseConsumer<QuietContext>;
 
+/// An [`AssignedConsumer`] with `config`, named `name`, of application `application_id`.
+pub(crate) fn assigned_consumer(
+    config: &rdkafka::ClientConfig,
+    name: &str,
+    application_id: &str,
+) -> Result<AssignedConsumer, StreamsError> {
+    let group = config.get("group.id").unwrap_or_default().to_owned();
+    config
+        .create_with_context(QuietContext {
+            name: name.to_owned(),
+            group,
+            application_id: application_id.to_owned(),
+        })
+        .map_err(|e| crate::runtime::client::errors::kafka_err(name, e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
