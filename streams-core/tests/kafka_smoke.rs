@@ -23,7 +23,11 @@ type TestResult = Result<(), Box<dyn Error>>;
 const T: Duration = DEFAULT_TIMEOUT;
 
 fn transactional_producer(bootstrap: &str, name: &str) -> Result<BaseProducer, Box<dyn Error>> {
-    clients::transactional_producer(bootstrap, name, &[("transaction.timeout.ms", "60000")], T)
+    Ok(kafka::transactional_producer(
+        bootstrap,
+        name,
+        &[("transaction.timeout.ms", "60000")],
+    )?)
 }
 
 #[test]

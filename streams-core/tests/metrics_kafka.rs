@@ -245,7 +245,7 @@ fn metrics_are_scraped_while_running_and_follow_the_tasks() {
 /// then ends in a commit marker, which the consumer never delivers).
 #[test]
 fn lag_covers_every_partition_and_reads_zero_when_caught_up() {
-    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    use rdkafka::producer::{BaseRecord, Producer};
 
     let Some(bootstrap) = kafka::require_kafka("lag_covers_every_partition_and_reads_zero_when_caught_up")
     else {
@@ -266,11 +266,7 @@ fn lag_covers_every_partition_and_reads_zero_when_caught_up() {
     let (mut app, address) = start(topology(&input, &output), config);
 
     // Two of the four partitions get records, in two transactions.
-    let producer: BaseProducer = kafka::producer_config(&bootstrap)
-        .set("transactional.id", kafka::unique_name("lag-feeder"))
-        .create()
-        .unwrap();
-    producer.init_transactions(Duration::from_secs(30)).unwrap();
+    let producer = kafka::transactional_producer(&bootstrap, "lag-feeder", &[]).unwrap();
     for round in 0..2 {
         producer.begin_transaction().unwrap();
         for i in 0..25 {

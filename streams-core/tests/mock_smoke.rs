@@ -46,7 +46,7 @@ fn mock() -> Result<(MockCluster<'static, DefaultProducerContext>, String), Box<
 }
 
 fn transactional_producer(bootstrap: &str) -> Result<BaseProducer, Box<dyn Error>> {
-    clients::transactional_producer(bootstrap, "mock-txn", &[], T)
+    Ok(kafka::transactional_producer(bootstrap, "mock-txn", &[])?)
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use rdkafka::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::message::Message;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::producer::{BaseProducer, BaseRecord};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use streams_test_utils::kafka::{self, ConsumedRecord, ProduceRecord};
 
@@ -42,24 +42,6 @@ pub fn values(records: &[ConsumedRecord]) -> Vec<String> {
         .iter()
         .map(|r| r.value_str().unwrap_or_default())
         .collect()
-}
-
-/// A producer with a fresh `transactional.id` (from `name`) and the extra `settings`, its
-/// transactions initialised within `timeout`.
-pub fn transactional_producer(
-    bootstrap: &str,
-    name: &str,
-    settings: &[(&str, &str)],
-    timeout: Duration,
-) -> Result<BaseProducer, Box<dyn Error>> {
-    let mut config = kafka::producer_config(bootstrap);
-    config.set("transactional.id", kafka::unique_name(name));
-    for (key, value) in settings {
-        config.set(*key, *value);
-    }
-    let producer: BaseProducer = config.create()?;
-    producer.init_transactions(timeout)?;
-    Ok(producer)
 }
 
 /// Sends one record (without waiting for it to be written).

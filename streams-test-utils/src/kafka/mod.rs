@@ -61,7 +61,7 @@ pub use consume::{ConsumeUntil, ConsumedRecord, consume_all};
 pub use environment::{BOOTSTRAP_ENV, REQUIRE_KAFKA_ENV, kafka_bootstrap, kafka_required, require_kafka};
 pub use error::{TestKafkaError, TestResult};
 pub use naming::{recent_minute, unique_name};
-pub use produce::{ProduceRecord, produce};
+pub use produce::{ProduceRecord, produce, transactional_producer};
 pub use topics::{create_topic, delete_records, topics_with_prefix, wait_for_topic, watermarks};
 
 use error::timeout_error;

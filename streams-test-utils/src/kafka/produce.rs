@@ -10,8 +10,10 @@ use rdkafka::message::{Header, Message, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::types::RDKafkaErrorCode;
 
+use super::blocking::DEFAULT_TIMEOUT;
 use super::client_config::producer_config;
 use super::error::{TestKafkaError, TestResult, timeout_error};
+use super::naming::unique_name;
 
 /// One record for [`produce`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -196,4 +198,21 @@ pub fn produce(
         }
     }
     Ok(offsets)
+}
+
+/// A transactional producer: [`producer_config`] with a fresh `transactional.id` made from
+/// `name` and the extra `settings`, its transactions initialised within [`DEFAULT_TIMEOUT`].
+pub fn transactional_producer(
+    bootstrap: &str,
+    name: &str,
+    settings: &[(&str, &str)],
+) -> TestResult<BaseProducer> {
+    let mut config = producer_config(bootstrap);
+    config.set("transactional.id", unique_name(name));
+    for (key, value) in settings {
+        config.set(*key, *value);
+    }
+    let producer: BaseProducer = config.create()?;
+    producer.init_transactions(DEFAULT_TIMEOUT)?;
+    Ok(producer)
 }

@@ -434,7 +434,7 @@ mod tests {
     fn the_leaders_offsets_include_an_open_transaction() {
         use rdkafka::ClientConfig;
         use rdkafka::consumer::{BaseConsumer, Consumer};
-        use rdkafka::producer::{BaseProducer, Producer};
+        use rdkafka::producer::Producer;
         use streams_test_utils::kafka;
 
         use crate::runtime::restore::tests::send;
@@ -444,12 +444,8 @@ mod tests {
         };
         let topic = kafka::unique_name("log-end");
         kafka::create_topic(&bootstrap, &topic, 2, &[]).unwrap();
-        let producer: BaseProducer = kafka::producer_config(&bootstrap)
-            .set("transactional.id", kafka::unique_name("log-end-txn"))
-            .create()
-            .unwrap();
+        let producer = kafka::transactional_producer(&bootstrap, "log-end-txn", &[]).unwrap();
         let timeout = Duration::from_secs(30);
-        producer.init_transactions(timeout).unwrap();
         producer.begin_transaction().unwrap();
         send(&producer, &topic, 0..100, "k");
         producer.commit_transaction(timeout).unwrap();

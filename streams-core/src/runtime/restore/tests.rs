@@ -72,11 +72,7 @@ fn an_open_transaction_below_the_end_is_waited_for_and_restored() {
     };
     let topic = kafka::unique_name("restore-open-txn");
     kafka::create_topic(&bootstrap, &topic, 1, &[]).unwrap();
-    let producer: BaseProducer = kafka::producer_config(&bootstrap)
-        .set("transactional.id", kafka::unique_name("restore-txn"))
-        .create()
-        .unwrap();
-    producer.init_transactions(Duration::from_secs(30)).unwrap();
+    let producer = kafka::transactional_producer(&bootstrap, "restore-txn", &[]).unwrap();
     producer.begin_transaction().unwrap();
     send(&producer, &topic, 0..100, "a");
     producer.commit_transaction(Duration::from_secs(30)).unwrap();

@@ -261,7 +261,7 @@ mod tests {
     use std::time::Duration;
 
     use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-    use rdkafka::producer::{BaseProducer, Producer};
+    use rdkafka::producer::Producer;
     use rdkafka::{Offset, TopicPartitionList};
 
     use super::ResetTo;
@@ -326,12 +326,9 @@ mod tests {
         };
         consumer.commit(&at(50), CommitMode::Sync).unwrap();
         // An open transaction that commits offset 80 when it commits.
-        let producer: BaseProducer = kafka::producer_config(&bootstrap)
-            .set("transactional.id", kafka::unique_name("unstable-txn"))
-            .set("transaction.timeout.ms", "60000")
-            .create()
-            .unwrap();
-        producer.init_transactions(Duration::from_secs(30)).unwrap();
+        let producer =
+            kafka::transactional_producer(&bootstrap, "unstable-txn", &[("transaction.timeout.ms", "60000")])
+                .unwrap();
         producer.begin_transaction().unwrap();
         let metadata = consumer.group_metadata().unwrap();
         producer

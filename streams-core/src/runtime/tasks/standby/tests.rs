@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::TopicPartitionList;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::producer::{BaseRecord, Producer};
 use streams_state::StoreError;
 use streams_test_utils::kafka::{self, ProduceRecord};
 
@@ -167,11 +167,7 @@ impl Setup {
     /// Writes `n` changelog records as [`write`](Self::write) does, in one transaction,
     /// which commits or aborts.
     pub(crate) fn write_transaction(&mut self, n: u64, commit: bool) {
-        let producer: BaseProducer = kafka::producer_config(&self.bootstrap)
-            .set("transactional.id", kafka::unique_name("standby-txn"))
-            .create()
-            .unwrap();
-        producer.init_transactions(WAIT).unwrap();
+        let producer = kafka::transactional_producer(&self.bootstrap, "standby-txn", &[]).unwrap();
         producer.begin_transaction().unwrap();
         let records = self.next_records(n);
         for (k, v) in &records {
