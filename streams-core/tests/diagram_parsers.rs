@@ -30,31 +30,18 @@ mod topologies;
 
 use streams_core::serdes::StringSerde;
 use streams_core::topology::TopologyDescription;
-use streams_core::{ProcessResult, Processor, ProcessorContext, Record, Stores, Topology};
+use streams_core::{Stores, Topology};
+use streams_test_utils::processors;
 
 use compare::{assert_exact, check};
 use parsers::parse;
 use topologies::{handmade, hostile_topology};
 
 /// Passes records through unchanged.
-struct Pass;
-impl Processor<String, String, String, String> for Pass {
-    fn process(
-        &mut self,
-        ctx: &mut ProcessorContext<'_, String, String>,
-        r: Record<String, String>,
-    ) -> ProcessResult {
-        ctx.forward(r)
-    }
-}
+type Pass = processors::Pass<String, String>;
 
 /// Forwards nothing: a global store's updater.
-struct Discard;
-impl Processor<String, String, (), ()> for Discard {
-    fn process(&mut self, _: &mut ProcessorContext<'_, (), ()>, _: Record<String, String>) -> ProcessResult {
-        Ok(())
-    }
-}
+type Discard = processors::Discard<String, String>;
 
 // ---------------------------------------------------------------------------------------
 // Tests
@@ -127,8 +114,8 @@ fn broken_diagrams_are_caught() {
     };
     let mut b = Topology::builder();
     b.add_source("src", ["in"], StringSerde, StringSerde)
-        .add_processor("a-b", || Pass, ["src"])
-        .add_processor("a.b", || Pass, ["src"]);
+        .add_processor("a-b", Pass::default, ["src"])
+        .add_processor("a.b", Pass::default, ["src"]);
     let d = b.build().expect("builds").describe();
     let merged = legacy(&d);
     assert!(parse("mermaid", &merged).is_ok(), "{merged}");
@@ -147,7 +134,7 @@ fn broken_diagrams_are_caught() {
 fn small_topology_text() {
     let mut b = Topology::builder();
     b.add_source("events", ["event_logs"], StringSerde, StringSerde)
-        .add_processor("join", || Pass, ["events"])
+        .add_processor("join", Pass::default, ["events"])
         .add_state_store(
             Stores::in_memory_kv("web_hooks_store", StringSerde, StringSerde),
             ["join"],

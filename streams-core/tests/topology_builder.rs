@@ -1,31 +1,14 @@
 //! The topology builder's validation (every error case), sub-topologies and describe().
 
 use streams_core::serdes::{StringSerde, U64Serde};
-use streams_core::{ProcessResult, Processor, ProcessorContext, Record, Stores, Topology, TopologyIssue};
+use streams_core::{Stores, Topology, TopologyIssue};
+use streams_test_utils::processors;
 
 /// Passes records through unchanged.
-struct Pass;
-impl Processor<String, String, String, String> for Pass {
-    fn process(
-        &mut self,
-        ctx: &mut ProcessorContext<'_, String, String>,
-        r: Record<String, String>,
-    ) -> ProcessResult {
-        ctx.forward(r)
-    }
-}
+type Pass = processors::Pass<String, String>;
 
 /// Takes `u64` keys: a type mismatch below a `String` source.
-struct TakesU64;
-impl Processor<u64, String, u64, String> for TakesU64 {
-    fn process(
-        &mut self,
-        ctx: &mut ProcessorContext<'_, u64, String>,
-        r: Record<u64, String>,
-    ) -> ProcessResult {
-        ctx.forward(r)
-    }
-}
+type TakesU64 = processors::Pass<u64, String>;
 
 fn issues(b: &streams_core::TopologyBuilder) -> Vec<TopologyIssue> {
     b.build().expect_err("build must fail").0
@@ -35,7 +18,7 @@ fn issues(b: &streams_core::TopologyBuilder) -> Vec<TopologyIssue> {
 fn duplicate_names_are_rejected() {
     let mut b = Topology::builder();
     b.add_source("a", ["t1"], StringSerde, StringSerde)
-        .add_processor("a", || Pass, ["a"]);
+        .add_processor("a", Pass::default, ["a"]);
     assert!(issues(&b).contains(&TopologyIssue::DuplicateName("a".into())));
 }
 
@@ -43,8 +26,8 @@ fn duplicate_names_are_rejected() {
 fn unknown_parent_and_missing_parent_are_rejected() {
     let mut b = Topology::builder();
     b.add_source("src", ["t"], StringSerde, StringSerde)
-        .add_processor("p", || Pass, ["nope"])
-        .add_processor("orphan", || Pass, Vec::<&str>::new());
+        .add_processor("p", Pass::default, ["nope"])
+        .add_processor("orphan", Pass::default, Vec::<&str>::new());
     let found = issues(&b);
     assert!(
         found.contains(&TopologyIssue::UnknownParent {
@@ -64,7 +47,7 @@ fn sinks_cannot_be_parents() {
     let mut b = Topology::builder();
     b.add_source("src", ["t"], StringSerde, StringSerde)
         .add_sink("sink", "out", StringSerde, StringSerde, ["src"])
-        .add_processor("p", || Pass, ["sink"]);
+        .add_processor("p", Pass::default, ["sink"]);
     assert!(issues(&b).contains(&TopologyIssue::SinkAsParent {
         node: "p".into(),
         parent: "sink".into()
@@ -75,8 +58,8 @@ fn sinks_cannot_be_parents() {
 fn cycles_are_rejected() {
     let mut b = Topology::builder();
     b.add_source("src", ["t"], StringSerde, StringSerde)
-        .add_processor("a", || Pass, ["src", "b"])
-        .add_processor("b", || Pass, ["a"]);
+        .add_processor("a", Pass::default, ["src", "b"])
+        .add_processor("b", Pass::default, ["a"]);
     assert!(issues(&b).iter().any(|i| matches!(i, TopologyIssue::Cycle(_))));
 }
 
@@ -84,7 +67,7 @@ fn cycles_are_rejected() {
 fn type_mismatch_names_both_nodes_and_types() {
     let mut b = Topology::builder();
     b.add_source("src", ["t"], StringSerde, StringSerde)
-        .add_processor("u64s", || TakesU64, ["src"]);
+        .add_processor("u64s", TakesU64::default, ["src"]);
     let err = b.build().unwrap_err().to_string();
     assert!(
         err.contains("`src` outputs Record<alloc::string::String, alloc::string::String>"),
@@ -127,7 +110,7 @@ fn shared_topics_and_empty_sources_are_rejected() {
 fn stores_must_be_connected_to_existing_processors() {
     let mut b = Topology::builder();
     b.add_source("src", ["t"], StringSerde, StringSerde)
-        .add_processor("p", || Pass, ["src"])
+        .add_processor("p", Pass::default, ["src"])
         .add_state_store(
             Stores::in_memory_kv("loose", StringSerde, StringSerde),
             Vec::<&str>::new(),
@@ -161,11 +144,11 @@ fn stores_must_be_connected_to_existing_processors() {
 fn subtopologies_join_by_edges_and_shared_stores() {
     let mut b = Topology::builder();
     b.add_source("s1", ["a"], StringSerde, StringSerde)
-        .add_processor("p1", || Pass, ["s1"])
+        .add_processor("p1", Pass::default, ["s1"])
         .add_source("s2", ["b"], StringSerde, StringSerde)
-        .add_processor("p2", || Pass, ["s2"])
+        .add_processor("p2", Pass::default, ["s2"])
         .add_source("s3", ["c"], StringSerde, StringSerde)
-        .add_processor("p3", || Pass, ["s3"])
+        .add_processor("p3", Pass::default, ["s3"])
         .add_state_store(
             Stores::in_memory_kv("shared", StringSerde, StringSerde),
             ["p1", "p2"],
@@ -182,7 +165,7 @@ fn subtopologies_join_by_edges_and_shared_stores() {
 fn describe_prints_kafka_streams_format() {
     let mut b = Topology::builder();
     b.add_source("events", ["event_logs"], StringSerde, StringSerde)
-        .add_processor("join", || Pass, ["events"])
+        .add_processor("join", Pass::default, ["events"])
         .add_state_store(
             Stores::in_memory_kv("web_hooks_store", StringSerde, StringSerde),
             ["join"],

@@ -28,10 +28,9 @@ use std::sync::OnceLock;
 use common::java::{self, JavaProgram, Outcome};
 
 use streams_core::serdes::StringSerde;
-use streams_core::{
-    ProcessResult, Processor, ProcessorContext, Record, SinkConfig, SourceConfig, Stores, Topology,
-};
+use streams_core::{SinkConfig, SourceConfig, Stores, Topology};
 use streams_dsl::{Consumed, Grouped, Materialized, Produced, StreamsBuilder};
+use streams_test_utils::processors;
 
 /// The Java program's main class.
 const MAIN_CLASS: &str = "dev.streams.describe.DescribeTopologies";
@@ -41,24 +40,10 @@ const MAIN_CLASS: &str = "dev.streams.describe.DescribeTopologies";
 // ---------------------------------------------------------------------------------------
 
 /// Does nothing: `describe()` shows only names, edges and stores.
-struct Noop;
-impl Processor<String, String, String, String> for Noop {
-    fn process(
-        &mut self,
-        _: &mut ProcessorContext<'_, String, String>,
-        _: Record<String, String>,
-    ) -> ProcessResult {
-        Ok(())
-    }
-}
+type Noop = processors::Discard<String, String, String, String>;
 
 /// A global store's processor, which forwards nothing.
-struct Updater;
-impl Processor<String, String, (), ()> for Updater {
-    fn process(&mut self, _: &mut ProcessorContext<'_, (), ()>, _: Record<String, String>) -> ProcessResult {
-        Ok(())
-    }
-}
+type Updater = processors::Discard<String, String>;
 
 fn kv(name: &str) -> streams_core::state::KeyValueStoreBuilder<StringSerde, StringSerde> {
     Stores::in_memory_kv(name, StringSerde, StringSerde)
@@ -75,7 +60,7 @@ fn built(b: &streams_core::TopologyBuilder) -> Topology {
 fn papi_chain() -> Topology {
     let mut b = Topology::builder();
     b.add_source("events", ["event_logs"], StringSerde, StringSerde)
-        .add_processor("join", || Noop, ["events"])
+        .add_processor("join", Noop::default, ["events"])
         .add_state_store(kv("web_hooks_store"), ["join"])
         .add_sink("out", "web_hook_requests", StringSerde, StringSerde, ["join"]);
     built(&b)
@@ -85,9 +70,9 @@ fn papi_branching() -> Topology {
     let mut b = Topology::builder();
     b.add_source_with("orders", strings(["orders-us", "orders-eu", "orders-apac"]))
         .add_source("payments", ["payments"], StringSerde, StringSerde)
-        .add_processor("validate", || Noop, ["orders"])
-        .add_processor("audit", || Noop, ["orders"])
-        .add_processor("enrich", || Noop, ["validate", "payments"])
+        .add_processor("validate", Noop::default, ["orders"])
+        .add_processor("audit", Noop::default, ["orders"])
+        .add_processor("enrich", Noop::default, ["validate", "payments"])
         .add_sink(
             "valid-out",
             "valid-orders",
@@ -105,12 +90,12 @@ fn papi_branching() -> Topology {
             .extractor_name("RouteByRegion"),
             ["enrich"],
         )
-        .add_processor("fanout", || Noop, ["enrich"])
+        .add_processor("fanout", Noop::default, ["enrich"])
         .add_sink("fanout-a", "fanout-a", StringSerde, StringSerde, ["fanout"])
         .add_sink("fanout-b", "fanout-b", StringSerde, StringSerde, ["fanout"])
         .add_sink("audit-out", "audit", StringSerde, StringSerde, ["audit"])
         .add_source("clicks", ["clicks"], StringSerde, StringSerde)
-        .add_processor("sessionize", || Noop, ["clicks"])
+        .add_processor("sessionize", Noop::default, ["clicks"])
         .add_sink(
             "sessions-out",
             "sessions",
@@ -119,7 +104,7 @@ fn papi_branching() -> Topology {
             ["sessionize"],
         )
         .add_source("refunds", ["refunds"], StringSerde, StringSerde)
-        .add_processor("refund-check", || Noop, ["refunds"])
+        .add_processor("refund-check", Noop::default, ["refunds"])
         .add_state_store(kv("products"), [] as [&str; 0])
         .add_state_store(kv("rates"), ["enrich"])
         .add_state_store(kv("customers"), ["enrich"])
@@ -135,9 +120,9 @@ fn papi_branching() -> Topology {
 fn papi_diamond() -> Topology {
     let mut b = Topology::builder();
     b.add_source("in", ["input"], StringSerde, StringSerde)
-        .add_processor("left", || Noop, ["in"])
-        .add_processor("right", || Noop, ["in"])
-        .add_processor("both", || Noop, ["left", "right"])
+        .add_processor("left", Noop::default, ["in"])
+        .add_processor("right", Noop::default, ["in"])
+        .add_processor("both", Noop::default, ["left", "right"])
         .add_sink("side", "side-output", StringSerde, StringSerde, ["right"])
         .add_sink("out", "output", StringSerde, StringSerde, ["both"]);
     built(&b)
@@ -149,7 +134,7 @@ fn add_global(b: &mut streams_core::TopologyBuilder, name: &str) {
         &format!("{name}-source"),
         strings([name]),
         &format!("{name}-updater"),
-        || Updater,
+        Updater::default,
     );
 }
 
@@ -164,7 +149,7 @@ fn papi_global_interleaved() -> Topology {
     );
     add_global(&mut b, "lookup");
     b.add_source("b-in", ["b"], StringSerde, StringSerde)
-        .add_processor("b-proc", || Noop, ["b-in"])
+        .add_processor("b-proc", Noop::default, ["b-in"])
         .add_sink("b-out", "b-copy", StringSerde, StringSerde, ["b-proc"]);
     add_global(&mut b, "geo");
     built(&b)
@@ -174,7 +159,7 @@ fn papi_global_first() -> Topology {
     let mut b = Topology::builder();
     add_global(&mut b, "lookup");
     b.add_source("in", ["input"], StringSerde, StringSerde)
-        .add_processor("use-lookup", || Noop, ["in"])
+        .add_processor("use-lookup", Noop::default, ["in"])
         .add_sink("out", "output", StringSerde, StringSerde, ["use-lookup"]);
     built(&b)
 }

@@ -16,6 +16,7 @@
 //! |---|---|
 //! | `driver/` | [`TopologyTestDriver`] and [`DriverConfig`]; its typed topics ([`TestInputTopic`], [`TestOutputTopic`], [`TestRecord`]); its in-memory topic log, record collector and changelog sinks |
 //! | [`kafka`] | the broker test kit: [`kafka::kafka_bootstrap`], [`kafka::require_kafka`], [`kafka::create_topic`], [`kafka::produce`], [`kafka::consume_all`], ... |
+//! | [`processors`] | processors whose work is not the point: [`processors::Pass`], [`processors::Discard`] |
 //! | [`queries`] | interactive queries in tests: [`queries::retry`] |
 //!
 //! The driver is a host of `streams_core::engine`, as the runtime is: it builds tasks with
@@ -23,6 +24,7 @@
 
 mod driver;
 pub mod kafka;
+pub mod processors;
 pub mod queries;
 
 pub use driver::{DriverConfig, TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDriver};

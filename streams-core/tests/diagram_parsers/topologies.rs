@@ -84,10 +84,10 @@ pub(crate) fn hostile_topology() -> TopologyDescription {
         StringSerde,
         StringSerde,
     )
-    .add_processor("subgraph", || Pass, ["end"])
-    .add_processor("graph", || Pass, ["subgraph"]);
+    .add_processor("subgraph", Pass::default, ["end"])
+    .add_processor("graph", Pass::default, ["subgraph"]);
     for &name in &HOSTILE[3..] {
-        b.add_processor(name, || Pass, ["graph"]);
+        b.add_processor(name, Pass::default, ["graph"]);
     }
     b.add_state_store(
         Stores::in_memory_kv("store \"x\" <i>&amp;</i>", StringSerde, StringSerde),
@@ -105,7 +105,7 @@ pub(crate) fn hostile_topology() -> TopologyDescription {
     .add_sink("Sink: a_b", "topic_orders_v1", StringSerde, StringSerde, ["a_b"]);
     // Sub-topology 1: reads the topic the first writes.
     b.add_source("source #1 \\", ["orders-v1"], StringSerde, StringSerde)
-        .add_processor("p1 😀", || Pass, ["source #1 \\"])
+        .add_processor("p1 😀", Pass::default, ["source #1 \\"])
         .add_state_store(
             Stores::in_memory_kv("%%store%%", StringSerde, StringSerde),
             ["p1 😀"],
@@ -129,7 +129,7 @@ pub(crate) fn hostile_topology() -> TopologyDescription {
         "global-source",
         SourceConfig::new(["end"], StringSerde, StringSerde),
         "global\nupdater",
-        || Discard,
+        Discard::default,
     );
     let d = b.build().expect("the hostile topology builds").describe();
     assert!(d.subtopologies.len() >= 3, "{d}");
@@ -142,7 +142,7 @@ pub(crate) fn hostile_topology() -> TopologyDescription {
 pub(crate) fn handmade() -> TopologyDescription {
     let mut b = Topology::builder();
     b.add_source("src", ["in"], StringSerde, StringSerde)
-        .add_processor("end", || Pass, ["src"]);
+        .add_processor("end", Pass::default, ["src"]);
     let mut d = b.build().expect("builds").describe();
     let template = d.subtopologies[0].clone();
     let n = |name: &str, kind: &'static str, detail: &[&str], successors: &[&str]| {

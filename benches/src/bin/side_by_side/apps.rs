@@ -3,6 +3,7 @@
 
 use super::*;
 use streams_core::{SinkConfig, SourceConfig};
+use streams_test_utils::processors::Pass;
 
 pub(crate) struct AppArgs {
     pub(crate) workload: String,
@@ -17,31 +18,11 @@ pub(crate) struct AppArgs {
 }
 
 /// Forwards every record unchanged (a `String` to `String` map through the serdes).
-pub(crate) struct PassThrough;
-
-impl Processor<String, String, String, String> for PassThrough {
-    fn process(
-        &mut self,
-        ctx: &mut ProcessorContext<'_, String, String>,
-        r: Record<String, String>,
-    ) -> ProcessResult {
-        ctx.forward(r)
-    }
-}
+type PassThrough = Pass<String, String>;
 
 /// The `avro` workload's map: forwards every record unchanged, so its value is decoded
 /// into [`AvroEvent`] by the source and encoded again by the sink.
-pub(crate) struct AvroPassThrough;
-
-impl Processor<String, AvroEvent, String, AvroEvent> for AvroPassThrough {
-    fn process(
-        &mut self,
-        ctx: &mut ProcessorContext<'_, String, AvroEvent>,
-        r: Record<String, AvroEvent>,
-    ) -> ProcessResult {
-        ctx.forward(r)
-    }
-}
+type AvroPassThrough = Pass<String, AvroEvent>;
 
 /// The `avro` workload's value: a 10-field record, as a `serde` type of [`AVRO_SCHEMA`].
 pub(crate) use streams_benches::avro::Event as AvroEvent;
@@ -189,7 +170,7 @@ fn avro_topology(input: &str, output: &str) -> Res<Topology> {
         "source",
         SourceConfig::new([input], StringSerde, Arc::clone(&values)),
     );
-    let map = b.processor("map", [&source], |_| Ok(AvroPassThrough));
+    let map = b.processor("map", [&source], |_| Ok(AvroPassThrough::default()));
     b.sink("sink", SinkConfig::topic(output, StringSerde, values), [&map]);
     Ok(b.build()?)
 }
@@ -205,7 +186,7 @@ pub(crate) fn topology(workload: &str, input: &str, output: &str) -> Res<Topolog
     let source = b.source("source", SourceConfig::new([input], StringSerde, StringSerde));
     match workload {
         "map" => {
-            b.add_processor("map", || PassThrough, ["source"]).add_sink(
+            b.add_processor("map", PassThrough::default, ["source"]).add_sink(
                 "sink",
                 output,
                 StringSerde,
