@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use streams_core::processor::{AsyncNode, AsyncOptions, AsyncProcessor};
 use streams_core::serdes::{Serde, StringSerde, U64Serde};
 use streams_core::{KafkaStreams, ProcessorError, Record, StreamsConfig, Topology};
-use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
+use streams_test_utils::kafka::{self, ProduceRecord};
 
 const RECORDS: u64 = 300;
 const KEYS: u64 = 10;
@@ -61,30 +61,11 @@ fn topology(input: &str, output: &str, gate: Arc<AtomicBool>) -> Topology {
     b.build().unwrap()
 }
 
-fn outputs(bootstrap: &str, topic: &str, eos: bool) -> Vec<(String, u64)> {
-    kafka::consume_all(
-        bootstrap,
-        topic,
-        ConsumeUntil::Idle(Duration::ZERO),
-        Duration::from_secs(60),
-        eos,
-    )
-    .unwrap()
-    .iter()
-    .map(|r| {
-        (
-            r.key_str().unwrap(),
-            U64Serde.deserialize(r.value.as_deref().unwrap()).unwrap(),
-        )
-    })
-    .collect()
-}
-
 /// Waits until `topic` holds `n` records.
 fn wait_for(bootstrap: &str, topic: &str, eos: bool, n: usize) -> Vec<(String, u64)> {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let out = outputs(bootstrap, topic, eos);
+        let out = common::read_counts(bootstrap, topic, eos);
         if out.len() >= n {
             return out;
         }
@@ -153,7 +134,7 @@ fn run(test: &str, eos: bool) {
     // Many commits later (one every 100 ms), still not past it.
     std::thread::sleep(Duration::from_secs(1));
     assert_eq!(committed(&bootstrap, &app_id, &input), Some(HELD as i64));
-    let first_now = outputs(&bootstrap, &output, eos);
+    let first_now = common::read_counts(&bootstrap, &output, eos);
     assert_eq!(
         first_now.len(),
         expected,
@@ -180,7 +161,7 @@ fn run(test: &str, eos: bool) {
     app.start().unwrap();
     let deadline = Instant::now() + Duration::from_secs(120);
     let all = loop {
-        let out = outputs(&bootstrap, &output, eos);
+        let out = common::read_counts(&bootstrap, &output, eos);
         let mut seen: Vec<u64> = out.iter().map(|(_, v)| *v).collect();
         seen.sort_unstable();
         seen.dedup();
@@ -292,7 +273,7 @@ fn a_full_buffer_pauses_the_input_and_resumes_it() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(
-        outputs(&bootstrap, &output, false).is_empty(),
+        common::read_counts(&bootstrap, &output, false).is_empty(),
         "nothing passes the first record"
     );
     gate.store(true, Ordering::Release);

@@ -17,7 +17,7 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use streams_test_utils::kafka::{self, ConsumeUntil};
+use streams_test_utils::kafka;
 
 /// Where a record was read: (partition, offset).
 pub type Position = (i32, i64);
@@ -138,12 +138,5 @@ pub fn counts(
 
 /// `topic` read from the beginning (committed records only with `read_committed`).
 pub fn read(bootstrap: &str, topic: &str, read_committed: bool) -> Vec<kafka::ConsumedRecord> {
-    kafka::consume_all(
-        bootstrap,
-        topic,
-        ConsumeUntil::Idle(Duration::ZERO),
-        Duration::from_secs(120),
-        read_committed,
-    )
-    .unwrap()
+    kafka::read_to_end(bootstrap, topic, Duration::from_secs(120), read_committed).unwrap()
 }

@@ -17,7 +17,7 @@ use streams_core::{
     KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, State, Stores, Topology,
 };
 use streams_test_utils::kafka::secure::SecureKafka;
-use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
+use streams_test_utils::kafka::{self, ProduceRecord};
 
 /// Sends this test binary's tracing output, filtered by `RUST_LOG`, to the test's output
 /// (once: later calls change nothing).
@@ -100,14 +100,7 @@ pub fn count_topology(input: &str, output: &str) -> Topology {
 /// The counts written to `topic`, as (key, count) in the order read (one partition's
 /// order); only committed ones when `read_committed`.
 pub fn read_counts(bootstrap: &str, topic: &str, read_committed: bool) -> Vec<(String, u64)> {
-    let records = kafka::consume_all(
-        bootstrap,
-        topic,
-        ConsumeUntil::Idle(Duration::ZERO),
-        Duration::from_secs(60),
-        read_committed,
-    )
-    .unwrap();
+    let records = kafka::read_to_end(bootstrap, topic, Duration::from_secs(60), read_committed).unwrap();
     records
         .iter()
         .map(|r| {

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use streams_core::{KafkaStreams, State, StreamsConfig, Topology};
-use streams_test_utils::kafka::{self, ConsumeUntil, ConsumedRecord};
+use streams_test_utils::kafka::{self, ConsumedRecord};
 
 /// The configuration of application `app_id` on `bootstrap` with its state in `state_dir`.
 pub fn config(bootstrap: &str, app_id: &str, state_dir: &Path) -> StreamsConfig {
@@ -50,12 +50,5 @@ pub fn start(topology: Topology, config: StreamsConfig) -> KafkaStreams {
 
 /// Every record of `topic` so far.
 pub fn read_all(bootstrap: &str, topic: &str) -> Vec<ConsumedRecord> {
-    kafka::consume_all(
-        bootstrap,
-        topic,
-        ConsumeUntil::Idle(Duration::ZERO),
-        Duration::from_secs(60),
-        false,
-    )
-    .unwrap()
+    kafka::read_to_end(bootstrap, topic, Duration::from_secs(60), false).unwrap()
 }

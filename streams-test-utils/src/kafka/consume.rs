@@ -188,3 +188,20 @@ pub fn consume_all(
         }
     }
 }
+
+/// What `topic` holds now: [`consume_all`] until the end of every partition is reached
+/// (`ConsumeUntil::Idle(Duration::ZERO)`), within `timeout`.
+pub fn read_to_end(
+    bootstrap: &str,
+    topic: &str,
+    timeout: Duration,
+    read_committed: bool,
+) -> TestResult<Vec<ConsumedRecord>> {
+    consume_all(
+        bootstrap,
+        topic,
+        ConsumeUntil::Idle(Duration::ZERO),
+        timeout,
+        read_committed,
+    )
+}
