@@ -73,7 +73,7 @@ fn the_options_setter_shapes_every_store_the_runtime_opens() {
         .build()
         .unwrap();
     let mut app = KafkaStreams::new(count_topology(&input, &output), config).unwrap();
-    common::start_running(&mut app, Duration::from_secs(60));
+    kafka::start_running(&mut app, Duration::from_secs(60));
     wait_for_counts(&bootstrap, &output, KEYS, 5, Duration::from_secs(120));
     assert!(app.close(Duration::from_secs(60)));
 

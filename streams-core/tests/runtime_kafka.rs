@@ -43,7 +43,7 @@ fn config(
 fn start(topology: Topology, config: StreamsConfig) -> KafkaStreams {
     common::init_tracing();
     let mut app = KafkaStreams::new(topology, config).unwrap();
-    common::start_running(&mut app, Duration::from_secs(60));
+    kafka::start_running(&mut app, Duration::from_secs(60));
     app
 }
 

@@ -95,7 +95,7 @@ fn run_counting(
     let topology = count_topology(input, output);
     shown.push(topology.describe().to_string());
     let mut app = KafkaStreams::new(topology, config).unwrap();
-    common::start_running(&mut app, Duration::from_secs(60));
+    kafka::start_running(&mut app, Duration::from_secs(60));
     if props.contains(&("group.protocol", "streams")) {
         assert_eq!(app.group_protocol(), Some(GroupProtocol::Streams));
     }

@@ -80,7 +80,7 @@ fn wait_for_counts(broker: &SecureKafka, output: &str, keys: usize, expected: u6
 
 /// Starts `app` and waits until it runs.
 fn run(app: &mut KafkaStreams) {
-    common::start_running(app, Duration::from_secs(60));
+    kafka::start_running(app, Duration::from_secs(60));
 }
 
 #[test]

@@ -70,7 +70,7 @@ fn start(
         seen.lock().unwrap().push(e.to_string());
         response
     });
-    common::start_running(&mut s, Duration::from_secs(60));
+    kafka::start_running(&mut s, Duration::from_secs(60));
     (s, errors)
 }
 

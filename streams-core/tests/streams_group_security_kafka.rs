@@ -82,7 +82,7 @@ fn start(
     let (input, output) = topics;
     let config = config(broker, app_id, state, login);
     let mut app = KafkaStreams::new(count_topology(input, output), config).unwrap();
-    common::start_running(&mut app, Duration::from_secs(90));
+    kafka::start_running(&mut app, Duration::from_secs(90));
     assert_eq!(app.group_protocol(), Some(GroupProtocol::Streams));
     app
 }

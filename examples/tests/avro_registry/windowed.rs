@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use streams_core::serdes::NullableSerde;
-use streams_core::{KafkaStreams, State, StreamsConfig};
+use streams_core::{KafkaStreams, StreamsConfig};
 use streams_dsl::{Consumed, Grouped, Materialized, Produced, StreamsBuilder, TimeWindows, WindowedSerde};
 use streams_serde_registry::{AvroSerde, RecordPart, SchemaRegistryClient, SerdeConfig, wire};
 use streams_state::Serde;
@@ -119,12 +119,7 @@ impl Run {
         ])
         .unwrap();
         let mut app = KafkaStreams::new(b.build().unwrap(), config).unwrap();
-        app.start().unwrap();
-        assert!(
-            app.wait_for_state(State::Running, Duration::from_secs(60)),
-            "{:?}",
-            app.state()
-        );
+        kafka::start_running(&mut app, Duration::from_secs(60));
         app
     }
 

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::{
-    KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, State, Stores, Topology,
+    KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology,
 };
 use streams_test_utils::kafka::secure::SecureKafka;
 use streams_test_utils::kafka::{self, ProduceRecord};
@@ -26,16 +26,6 @@ pub fn init_tracing() {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-}
-
-/// Starts `app` and waits at most `timeout` for it to run.
-pub fn start_running(app: &mut KafkaStreams, timeout: Duration) {
-    app.start().unwrap();
-    assert!(
-        app.wait_for_state(State::Running, timeout),
-        "state {:?}",
-        app.state()
-    );
 }
 
 /// The properties of the exactly-once application `app` on `broker`'s secure listener

@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use streams_core::{KafkaStreams, State, StreamsConfig, Topology};
+use streams_core::{KafkaStreams, StreamsConfig, Topology};
 use streams_test_utils::kafka::{self, ConsumedRecord};
 
 /// The configuration of application `app_id` on `bootstrap` with its state in `state_dir`.
@@ -39,12 +39,7 @@ pub fn config_unpurged(bootstrap: &str, app_id: &str, state_dir: &Path) -> Strea
 
 pub fn start(topology: Topology, config: StreamsConfig) -> KafkaStreams {
     let mut app = KafkaStreams::new(topology, config).unwrap();
-    app.start().unwrap();
-    assert!(
-        app.wait_for_state(State::Running, Duration::from_secs(60)),
-        "{:?}",
-        app.state()
-    );
+    kafka::start_running(&mut app, Duration::from_secs(60));
     app
 }
 

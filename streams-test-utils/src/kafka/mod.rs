@@ -50,6 +50,7 @@ mod environment;
 mod error;
 mod naming;
 mod produce;
+mod running;
 #[cfg(test)]
 mod tests;
 mod topics;
@@ -62,6 +63,7 @@ pub use environment::{BOOTSTRAP_ENV, REQUIRE_KAFKA_ENV, kafka_bootstrap, kafka_r
 pub use error::{TestKafkaError, TestResult};
 pub use naming::{recent_minute, unique_name};
 pub use produce::{ProduceRecord, produce, transactional_producer};
+pub use running::start_running;
 pub use topics::{create_topic, delete_records, topics_with_prefix, wait_for_topic, watermarks};
 
 use error::timeout_error;
