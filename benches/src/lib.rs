@@ -9,12 +9,16 @@ use std::time::Duration;
 use rdkafka::ClientConfig;
 use rdkafka::error::{KafkaError, KafkaResult, RDKafkaErrorCode};
 use rdkafka::message::ToBytes;
-use rdkafka::producer::{BaseProducer, BaseRecord};
+use rdkafka::producer::{BaseProducer, BaseRecord, ProducerContext};
 
 /// Sends `record` with `producer`, serving its delivery reports every 10 ms while its
 /// queue is full, until the record is taken; any other refusal is returned.
-pub fn send_waiting<K, P>(producer: &BaseProducer, mut record: BaseRecord<'_, K, P>) -> KafkaResult<()>
+pub fn send_waiting<C, K, P>(
+    producer: &BaseProducer<C>,
+    mut record: BaseRecord<'_, K, P, C::DeliveryOpaque>,
+) -> KafkaResult<()>
 where
+    C: ProducerContext,
     K: ToBytes + ?Sized,
     P: ToBytes + ?Sized,
 {

@@ -66,16 +66,8 @@ fn preload(bootstrap: &str, topic: &str, records: usize, rmw: bool) -> Res<()> {
         let id = ids.next(&mut rng);
         let key = key_of(id);
         rng.fill(&mut value[..]);
-        let mut record = BaseRecord::to(topic).key(key.as_bytes()).payload(&value[..]);
-        loop {
-            match producer.send(record) {
-                Ok(()) => break,
-                Err((_, back)) => {
-                    record = back;
-                    producer.poll(Duration::from_millis(10));
-                }
-            }
-        }
+        let record = BaseRecord::to(topic).key(key.as_bytes()).payload(&value[..]);
+        streams_benches::send_waiting(&producer, record)?;
         producer.poll(Duration::ZERO);
     }
     producer.flush(Duration::from_secs(60))?;

@@ -114,20 +114,11 @@ fn producer(bootstrap: &str) -> Res<BaseProducer<Deliveries>> {
 /// Sends one input record, serving delivery reports while the queue is full.
 fn send(p: &BaseProducer<Deliveries>, topic: &str, key_index: u32, seq: u64, partitions: i32) -> Res<()> {
     let (k, v) = (key(key_index), seq.to_string());
-    let mut rec = BaseRecord::to(topic)
+    let rec = BaseRecord::to(topic)
         .key(&k)
         .payload(&v)
         .partition(partition_of(key_index, partitions));
-    loop {
-        match p.send(rec) {
-            Ok(()) => return Ok(()),
-            Err((KafkaError::MessageProduction(rdkafka::types::RDKafkaErrorCode::QueueFull), r)) => {
-                rec = r;
-                p.poll(Duration::from_millis(10));
-            }
-            Err((e, _)) => return Err(e.into()),
-        }
-    }
+    Ok(streams_benches::send_waiting(p, rec)?)
 }
 
 /// Waits for every record sent and fails when any was not delivered.
