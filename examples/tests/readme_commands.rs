@@ -377,14 +377,7 @@ fn wait_for_key(bootstrap: &str, topic: &str, key: &str, read_committed: bool) -
         .set("bootstrap.servers", bootstrap)
         .set("group.id", kafka::unique_name("readme-reader"))
         .set("enable.auto.commit", "false")
-        .set(
-            "isolation.level",
-            if read_committed {
-                "read_committed"
-            } else {
-                "read_uncommitted"
-            },
-        )
+        .set("isolation.level", kafka::isolation_level(read_committed))
         .create()
         .unwrap();
     let metadata = consumer.fetch_metadata(Some(topic), WAIT).unwrap();

@@ -72,6 +72,16 @@ impl rdkafka::ClientContext for ReaderContext {
 
 impl rdkafka::consumer::ConsumerContext for ReaderContext {}
 
+/// The consumer's `isolation.level`: `read_committed` when `read_committed`, else
+/// `read_uncommitted`.
+pub fn isolation_level(read_committed: bool) -> &'static str {
+    if read_committed {
+        "read_committed"
+    } else {
+        "read_uncommitted"
+    }
+}
+
 /// When [`consume_all`] stops reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConsumeUntil {
@@ -97,11 +107,7 @@ pub fn consume_all(
     read_committed: bool,
 ) -> TestResult<Vec<ConsumedRecord>> {
     let deadline = Instant::now() + timeout;
-    let isolation = if read_committed {
-        "read_committed"
-    } else {
-        "read_uncommitted"
-    };
+    let isolation = isolation_level(read_committed);
     let mut config = consumer_config(bootstrap, &unique_name("streams-test-reader"));
     config
         .set("isolation.level", isolation)

@@ -58,7 +58,7 @@ mod topics;
 pub use blocking::{DEFAULT_TIMEOUT, block_on_timeout};
 pub use client_config::{consumer_config, producer_config};
 pub use committed::{CommittedReader, committed_offsets};
-pub use consume::{ConsumeUntil, ConsumedRecord, consume_all, read_to_end};
+pub use consume::{ConsumeUntil, ConsumedRecord, consume_all, isolation_level, read_to_end};
 pub use environment::{BOOTSTRAP_ENV, REQUIRE_KAFKA_ENV, kafka_bootstrap, kafka_required, require_kafka};
 pub use error::{TestKafkaError, TestResult};
 pub use naming::{recent_minute, unique_name};

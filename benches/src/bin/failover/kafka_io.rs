@@ -251,11 +251,7 @@ pub(crate) fn read_topic(
         .set("enable.partition.eof", "true")
         .set(
             "isolation.level",
-            if read_committed {
-                "read_committed"
-            } else {
-                "read_uncommitted"
-            },
+            streams_test_utils::kafka::isolation_level(read_committed),
         )
         .create()?;
     let mut tpl = TopicPartitionList::new();

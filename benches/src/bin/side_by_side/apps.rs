@@ -307,10 +307,7 @@ pub(crate) fn run_raw(a: &AppArgs) -> Res<()> {
     for (k, v) in RUNTIME_CONSUMER {
         cc.set(*k, *v);
     }
-    cc.set(
-        "isolation.level",
-        if eos { "read_committed" } else { "read_uncommitted" },
-    );
+    cc.set("isolation.level", streams_test_utils::kafka::isolation_level(eos));
     let consumer: BaseConsumer = cc.create()?;
     let mut pc = ClientConfig::new();
     pc.set("bootstrap.servers", &a.bootstrap);
