@@ -10,6 +10,30 @@ use streams_state::Serde;
 use crate::dyn_serde::{DynSerde, dyn_serde};
 use crate::timestamped::PlainValues;
 
+/// The setters of the options with a name and serdes of `K` and `V` ([`Grouped`],
+/// [`Materialized`]): `named` (documented `$named_doc`), `with_key_serde`, `with_value_serde`.
+macro_rules! name_and_serde_setters {
+    ($named_doc:literal) => {
+        #[doc = $named_doc]
+        pub fn named(mut self, name: impl Into<String>) -> Self {
+            self.name = Some(name.into());
+            self
+        }
+
+        /// Sets the key serde.
+        pub fn with_key_serde(mut self, serde: impl Serde<Target = K>) -> Self {
+            self.key_serde = Some(dyn_serde(serde));
+            self
+        }
+
+        /// Sets the value serde.
+        pub fn with_value_serde(mut self, serde: impl Serde<Target = V>) -> Self {
+            self.value_serde = Some(dyn_serde(serde));
+            self
+        }
+    };
+}
+
 /// Extracts a record's timestamp from the raw record and its partition's time.
 pub(crate) type TimestampExtractor = Arc<dyn Fn(&RawRecord, i64) -> i64 + Send + Sync>;
 
@@ -190,23 +214,7 @@ impl<K: 'static, V: 'static> Grouped<K, V> {
         self
     }
 
-    /// Sets the name.
-    pub fn named(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
-        self
-    }
-
-    /// Sets the key serde.
-    pub fn with_key_serde(mut self, serde: impl Serde<Target = K>) -> Self {
-        self.key_serde = Some(dyn_serde(serde));
-        self
-    }
-
-    /// Sets the value serde.
-    pub fn with_value_serde(mut self, serde: impl Serde<Target = V>) -> Self {
-        self.value_serde = Some(dyn_serde(serde));
-        self
-    }
+    name_and_serde_setters!("Sets the name.");
 }
 
 /// How a table or an aggregation is kept in a key-value store: its name, serdes, and
@@ -295,23 +303,7 @@ impl<K: 'static, V: 'static> Materialized<K, V> {
             .with_value_serde(value_serde)
     }
 
-    /// Sets the store's name.
-    pub fn named(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
-        self
-    }
-
-    /// Sets the key serde.
-    pub fn with_key_serde(mut self, serde: impl Serde<Target = K>) -> Self {
-        self.key_serde = Some(dyn_serde(serde));
-        self
-    }
-
-    /// Sets the value serde.
-    pub fn with_value_serde(mut self, serde: impl Serde<Target = V>) -> Self {
-        self.value_serde = Some(dyn_serde(serde));
-        self
-    }
+    name_and_serde_setters!("Sets the store's name.");
 
     /// Keeps the store in memory instead of RocksDB.
     pub fn in_memory(mut self) -> Self {
