@@ -24,7 +24,7 @@ use streams_examples::webhooks::query::{FORWARDED, HooksPage, QueryListener, Que
 use streams_examples::webhooks::{
     WebHook, WebHookProducer, WebHookTopics, hook_key, topology, user_partition,
 };
-use streams_test_utils::kafka;
+use streams_test_utils::{kafka, queries};
 
 const PARTITIONS: i32 = 6;
 const USERS: u64 = 200;
@@ -83,11 +83,7 @@ impl Instance {
 
     /// This instance's view: endpoint -> the partitions it hosts.
     fn view(&self) -> BTreeMap<String, BTreeSet<i32>> {
-        self.app
-            .all_metadata()
-            .into_iter()
-            .map(|m| (m.host.endpoint.clone().unwrap_or_default(), m.partitions()))
-            .collect()
+        queries::view(&self.app)
     }
 
     /// Stops the query server, then closes the join (and then removes its state).
@@ -237,15 +233,7 @@ fn converged(instances: &[&Instance], deadline: Instant) -> BTreeMap<String, BTr
     loop {
         let states: Vec<State> = instances.iter().map(|i| i.state()).collect();
         let views: Vec<_> = instances.iter().map(|i| i.view()).collect();
-        let good = views.iter().all(|v| {
-            let endpoints: BTreeSet<&str> = v.keys().map(String::as_str).collect();
-            let total: usize = v.values().map(BTreeSet::len).sum();
-            let union: BTreeSet<i32> = v.values().flatten().copied().collect();
-            endpoints == expected
-                && total == PARTITIONS as usize
-                && union.len() == PARTITIONS as usize
-                && v.values().all(|p| !p.is_empty())
-        }) && views.windows(2).all(|w| w[0] == w[1])
+        let good = queries::views_agree(&views, &expected, PARTITIONS as usize)
             && states.iter().all(|s| *s == State::Running);
         if good {
             return views.into_iter().next().unwrap();

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::{KafkaStreams, QueryError, ReadOnlyKeyValueStore, State, StreamsConfig};
-use streams_test_utils::kafka;
+use streams_test_utils::{kafka, queries};
 
 mod common;
 
@@ -81,26 +81,9 @@ fn retry<T>(what: &str, deadline: Instant, mut f: impl FnMut() -> Result<T, Quer
 /// exactly `live`, each hosting some of the tasks, disjoint and covering every partition.
 fn converged(live: &[&Instance], deadline: Instant) -> BTreeMap<String, BTreeSet<i32>> {
     loop {
-        let views: Vec<BTreeMap<String, BTreeSet<i32>>> = live
-            .iter()
-            .map(|i| {
-                i.app
-                    .all_metadata()
-                    .into_iter()
-                    .map(|m| (m.host.endpoint.clone().unwrap_or_default(), m.partitions()))
-                    .collect()
-            })
-            .collect();
+        let views: Vec<_> = live.iter().map(|i| queries::view(&i.app)).collect();
         let expected: BTreeSet<&str> = live.iter().map(|i| i.endpoint.as_str()).collect();
-        let good = views.iter().all(|v| {
-            let endpoints: BTreeSet<&str> = v.keys().map(String::as_str).collect();
-            let total: usize = v.values().map(BTreeSet::len).sum();
-            let union: BTreeSet<i32> = v.values().flatten().copied().collect();
-            endpoints == expected
-                && total == PARTITIONS as usize
-                && union.len() == PARTITIONS as usize
-                && v.values().all(|p| !p.is_empty())
-        }) && views.windows(2).all(|w| w[0] == w[1]);
+        let good = queries::views_agree(&views, &expected, PARTITIONS as usize);
         if good {
             return views.into_iter().next().unwrap();
         }
