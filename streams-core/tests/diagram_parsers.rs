@@ -21,6 +21,7 @@
 //! The tests are here; running the parsers is in `parsers`, the comparison of what they
 //! built with the topology in `compare`, the topologies under test in `topologies`.
 
+mod common;
 #[path = "diagram_parsers/compare.rs"]
 mod compare;
 #[path = "diagram_parsers/parsers.rs"]
@@ -30,7 +31,7 @@ mod topologies;
 
 use streams_core::serdes::StringSerde;
 use streams_core::topology::TopologyDescription;
-use streams_core::{Stores, Topology};
+use streams_core::Topology;
 use streams_test_utils::processors;
 
 use compare::{assert_exact, check};
@@ -132,15 +133,10 @@ fn broken_diagrams_are_caught() {
 /// The text itself, for a small topology: ids by kind and first appearance, labels as is.
 #[test]
 fn small_topology_text() {
-    let mut b = Topology::builder();
-    b.add_source("events", ["event_logs"], StringSerde, StringSerde)
-        .add_processor("join", Pass::default, ["events"])
-        .add_state_store(
-            Stores::in_memory_kv("web_hooks_store", StringSerde, StringSerde),
-            ["join"],
-        )
-        .add_sink("out", "say \"hi\"", StringSerde, StringSerde, ["join"]);
-    let d = b.build().unwrap().describe();
+    let d = common::events_join_builder("say \"hi\"")
+        .build()
+        .unwrap()
+        .describe();
     assert_eq!(
         d.to_mermaid(),
         "flowchart TB\n\

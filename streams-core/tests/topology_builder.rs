@@ -1,5 +1,7 @@
 //! The topology builder's validation (every error case), sub-topologies and describe().
 
+mod common;
+
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::{Stores, Topology, TopologyIssue};
 use streams_test_utils::processors;
@@ -163,14 +165,7 @@ fn subtopologies_join_by_edges_and_shared_stores() {
 
 #[test]
 fn describe_prints_kafka_streams_format() {
-    let mut b = Topology::builder();
-    b.add_source("events", ["event_logs"], StringSerde, StringSerde)
-        .add_processor("join", Pass::default, ["events"])
-        .add_state_store(
-            Stores::in_memory_kv("web_hooks_store", StringSerde, StringSerde),
-            ["join"],
-        )
-        .add_sink("out", "web_hook_requests", StringSerde, StringSerde, ["join"]);
+    let b = common::events_join_builder("web_hook_requests");
     let text = b.build().unwrap().describe().to_string();
     let expected = "Topologies:\n   Sub-topology: 0\n    Source: events (topics: [event_logs])\n      --> join\n    Processor: join (stores: [web_hooks_store])\n      --> out\n      <-- events\n    Sink: out (topic: web_hook_requests)\n      <-- join\n\n";
     assert_eq!(text, expected);

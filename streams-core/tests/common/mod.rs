@@ -15,9 +15,11 @@ use std::time::{Duration, Instant};
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::{
     KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology,
+    TopologyBuilder,
 };
 use streams_test_utils::kafka::secure::SecureKafka;
 use streams_test_utils::kafka::{self, ProduceRecord};
+use streams_test_utils::processors::Pass;
 
 /// Sends this test binary's tracing output, filtered by `RUST_LOG`, to the test's output
 /// (once: later calls change nothing).
@@ -72,6 +74,21 @@ impl Processor<String, String, String, u64> for Count {
         store.put(&r.key, &n)?;
         ctx.forward(Record::new(r.key, n, r.timestamp))
     }
+}
+
+/// The small topology of the describe tests: the source `events` (topic `event_logs`) ->
+/// `join` (passing records through, with the store `web_hooks_store`) -> the sink `out`
+/// (topic `sink_topic`).
+pub fn events_join_builder(sink_topic: &str) -> TopologyBuilder {
+    let mut b = Topology::builder();
+    b.add_source("events", ["event_logs"], StringSerde, StringSerde)
+        .add_processor("join", Pass::<String, String>::default, ["events"])
+        .add_state_store(
+            Stores::in_memory_kv("web_hooks_store", StringSerde, StringSerde),
+            ["join"],
+        )
+        .add_sink("out", sink_topic, StringSerde, StringSerde, ["join"]);
+    b
 }
 
 /// `input` (`src`) -> `count` -> `output` (`out`).
