@@ -92,12 +92,7 @@ fn orders_are_priced_as_of_their_own_time() {
     prices.pipe_at("apple".into(), 30, 200_000).unwrap();
     orders.pipe_at("apple".into(), 5, 120_000).unwrap(); // older than 60 s of history
     let out = driver.output_topic("totals", StringSerde, U64Serde);
-    let got: Vec<_> = out
-        .read_records()
-        .unwrap()
-        .into_iter()
-        .map(|r| (r.value, r.timestamp))
-        .collect();
+    let got = out.read_values_with_timestamps().unwrap();
     assert_eq!(got, [(40, 101_000), (30, 50_000)]);
 }
 

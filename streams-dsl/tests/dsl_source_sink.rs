@@ -99,12 +99,7 @@ fn a_raw_extractor_reads_the_bytes_and_a_negative_time_drops_the_record() {
     input.pipe_at("a".into(), "no time".into(), 100).unwrap();
     input.pipe_at("a".into(), "9,y".into(), 100).unwrap();
     let out = driver.output_topic("out", StringSerde, StringSerde);
-    let got: Vec<_> = out
-        .read_records()
-        .unwrap()
-        .into_iter()
-        .map(|r| (r.value, r.timestamp))
-        .collect();
+    let got = out.read_values_with_timestamps().unwrap();
     assert_eq!(got, [("7,x".to_owned(), 7), ("9,y".to_owned(), 9)]);
 }
 

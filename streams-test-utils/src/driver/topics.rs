@@ -198,6 +198,15 @@ impl<KS: Serde, VS: Serde> TestOutputTopic<KS, VS> {
             .collect())
     }
 
+    /// Every unread value with its record's timestamp.
+    pub fn read_values_with_timestamps(&self) -> Result<Vec<(VS::Target, i64)>, SerdeError> {
+        Ok(self
+            .read_records()?
+            .into_iter()
+            .map(|r| (r.value, r.timestamp))
+            .collect())
+    }
+
     /// The number of unread records.
     pub fn queue_size(&self) -> usize {
         let inner = self.io.inner.borrow();
