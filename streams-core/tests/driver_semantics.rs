@@ -9,9 +9,10 @@ use std::time::Duration;
 use streams_core::handlers::headers;
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::{
-    ErrorHandling, ErrorPolicy, KvStore, ProcessResult, Processor, ProcessorContext, PunctuationType, Record,
+    ErrorHandling, ErrorPolicy, ProcessResult, Processor, ProcessorContext, PunctuationType, Record,
     ScheduleId, Stores, Topology, default_partition,
 };
+use streams_test_utils::processors::Count;
 use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
 type Trace = Arc<Mutex<Vec<String>>>;
@@ -263,26 +264,11 @@ fn unconnected_or_mistyped_store_is_an_init_error() {
     );
 }
 
-/// Counts records per key in a store and forwards the new count.
-struct Count;
-impl Processor<String, String, String, u64> for Count {
-    fn process(
-        &mut self,
-        ctx: &mut ProcessorContext<'_, String, u64>,
-        r: Record<String, String>,
-    ) -> ProcessResult {
-        let store: KvStore<StringSerde, U64Serde> = ctx.kv_store("counts")?;
-        let n = store.get(&r.key)?.unwrap_or(0) + 1;
-        store.put(&r.key, &n)?;
-        ctx.forward(Record::new(r.key, n, r.timestamp))
-    }
-}
-
 #[test]
 fn keyed_records_land_on_murmur2_partitions_with_one_task_each() {
     let mut b = Topology::builder();
     b.add_source("src", ["words"], StringSerde, StringSerde)
-        .add_processor("count", || Count, ["src"])
+        .add_processor("count", Count::default, ["src"])
         .add_state_store(
             Stores::persistent_kv("counts", StringSerde, U64Serde).with_caching(),
             ["count"],

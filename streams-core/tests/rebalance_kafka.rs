@@ -23,6 +23,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::{GroupProtocol, KafkaStreams, State, Stores, StreamsConfig, Topology};
 use streams_test_utils::kafka::{self, ConsumeUntil};
+use streams_test_utils::processors::Count;
 
 mod common;
 
@@ -31,7 +32,7 @@ const KEYS: u64 = 40;
 fn topology(input: &str, output: &str, audit: &str) -> Topology {
     let mut b = Topology::builder();
     b.add_source("src", [input], StringSerde, StringSerde)
-        .add_processor("count", common::Count::default, ["src"])
+        .add_processor("count", Count::default, ["src"])
         .add_state_store(
             Stores::persistent_kv("counts", StringSerde, U64Serde).with_caching(),
             ["count"],

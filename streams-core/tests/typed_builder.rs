@@ -10,24 +10,8 @@ use streams_core::{
     ProcessResult, Processor, ProcessorContext, ProcessorError, PunctuationType, Record, ScheduleId,
     SinkConfig, SourceConfig, StoreRef, Stores, Topology, TopologyBuilder, TopologyIssue,
 };
+use streams_test_utils::processors::Count;
 use streams_test_utils::{DriverConfig, TopologyTestDriver};
-
-/// Counts values per key in its store and forwards the count.
-struct Count {
-    counts: KvStore<StringSerde, U64Serde>,
-}
-
-impl Processor<String, String, String, u64> for Count {
-    fn process(
-        &mut self,
-        ctx: &mut ProcessorContext<'_, String, u64>,
-        r: Record<String, String>,
-    ) -> ProcessResult {
-        let n = self.counts.get(&r.key)?.unwrap_or(0) + 1;
-        self.counts.put(&r.key, &n)?;
-        ctx.forward(Record::new(r.key, n, r.timestamp))
-    }
-}
 
 /// The supplier of a [`Count`] in `counts`.
 fn count_in(
@@ -35,11 +19,7 @@ fn count_in(
 ) -> impl Fn(&mut ProcessorContext<'_, String, u64>) -> Result<Count, ProcessorError> + Send + Sync + 'static
 {
     let counts = counts.clone();
-    move |ctx| {
-        Ok(Count {
-            counts: ctx.store(&counts)?,
-        })
-    }
+    move |ctx| Ok(Count::new(ctx.store(&counts)?))
 }
 
 /// `words` -> `count` (in the store `counts`, connected when `connect`) -> `counts-out`.

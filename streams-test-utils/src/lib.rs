@@ -16,7 +16,7 @@
 //! |---|---|
 //! | `driver/` | [`TopologyTestDriver`] and [`DriverConfig`]; its typed topics ([`TestInputTopic`], [`TestOutputTopic`], [`TestRecord`]); its in-memory topic log, record collector and changelog sinks |
 //! | [`kafka`] | the broker test kit: [`kafka::kafka_bootstrap`], [`kafka::require_kafka`], [`kafka::create_topic`], [`kafka::produce`], [`kafka::consume_all`], ... |
-//! | [`processors`] | processors whose work is not the point: [`processors::Pass`], [`processors::Discard`] |
+//! | [`processors`] | processors whose work is not the point: [`processors::Pass`], [`processors::Discard`], [`processors::Count`] |
 //! | [`queries`] | interactive queries in tests: [`queries::retry`] |
 //!
 //! The driver is a host of `streams_core::engine`, as the runtime is: it builds tasks with

@@ -19,7 +19,7 @@ use streams_core::{
 };
 use streams_test_utils::kafka::secure::SecureKafka;
 use streams_test_utils::kafka::{self, ProduceRecord};
-use streams_test_utils::processors::Pass;
+use streams_test_utils::processors::{Count, Pass};
 
 /// Sends this test binary's tracing output, filtered by `RUST_LOG`, to the test's output
 /// (once: later calls change nothing).
@@ -51,29 +51,6 @@ pub fn secure_app_props(
     .chain(more.iter().copied())
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
     .collect()
-}
-
-/// Counts records per key in the store `counts` and forwards each new count.
-#[derive(Default)]
-pub struct Count {
-    store: Option<KvStore<StringSerde, U64Serde>>,
-}
-
-impl Processor<String, String, String, u64> for Count {
-    fn init(&mut self, ctx: &mut ProcessorContext<'_, String, u64>) -> ProcessResult {
-        self.store = Some(ctx.kv_store("counts")?);
-        Ok(())
-    }
-    fn process(
-        &mut self,
-        ctx: &mut ProcessorContext<'_, String, u64>,
-        r: Record<String, String>,
-    ) -> ProcessResult {
-        let store = self.store.as_ref().ok_or("init")?;
-        let n = store.get(&r.key)?.unwrap_or(0) + 1;
-        store.put(&r.key, &n)?;
-        ctx.forward(Record::new(r.key, n, r.timestamp))
-    }
 }
 
 /// The small topology of the describe tests: the source `events` (topic `event_logs`) ->
