@@ -20,25 +20,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use streams_core::serdes::{StringSerde, U64Serde};
-use streams_core::{GroupProtocol, KafkaStreams, State, Stores, StreamsConfig, Topology};
+use streams_core::serdes::StringSerde;
+use streams_core::{GroupProtocol, KafkaStreams, State, StreamsConfig, Topology};
 use streams_test_utils::kafka::{self, ConsumeUntil};
-use streams_test_utils::processors::Count;
 
 mod common;
 
 const KEYS: u64 = 40;
 
 fn topology(input: &str, output: &str, audit: &str) -> Topology {
-    let mut b = Topology::builder();
-    b.add_source("src", [input], StringSerde, StringSerde)
-        .add_processor("count", Count::default, ["src"])
-        .add_state_store(
-            Stores::persistent_kv("counts", StringSerde, U64Serde).with_caching(),
-            ["count"],
-        )
-        .add_sink("out", output, StringSerde, U64Serde, ["count"])
-        .add_sink("audit", audit, StringSerde, StringSerde, ["src"]);
+    let mut b = common::count_builder(input, output);
+    b.add_sink("audit", audit, StringSerde, StringSerde, ["src"]);
     b.build().unwrap()
 }
 

@@ -70,6 +70,11 @@ pub fn events_join_builder(sink_topic: &str) -> TopologyBuilder {
 
 /// `input` (`src`) -> `count` -> `output` (`out`).
 pub fn count_topology(input: &str, output: &str) -> Topology {
+    count_builder(input, output).build().expect("count topology")
+}
+
+/// The builder of [`count_topology`], for a test that adds to it.
+pub fn count_builder(input: &str, output: &str) -> TopologyBuilder {
     let mut b = Topology::builder();
     b.add_source("src", [input], StringSerde, StringSerde)
         .add_processor("count", Count::default, ["src"])
@@ -78,7 +83,7 @@ pub fn count_topology(input: &str, output: &str) -> Topology {
             ["count"],
         )
         .add_sink("out", output, StringSerde, U64Serde, ["count"]);
-    b.build().expect("count topology")
+    b
 }
 
 /// The counts written to `topic`, as (key, count) in the order read (one partition's
