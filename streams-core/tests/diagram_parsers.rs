@@ -29,9 +29,9 @@ mod parsers;
 #[path = "diagram_parsers/topologies.rs"]
 mod topologies;
 
+use streams_core::Topology;
 use streams_core::serdes::StringSerde;
 use streams_core::topology::TopologyDescription;
-use streams_core::Topology;
 use streams_test_utils::processors;
 
 use compare::{assert_exact, check};
