@@ -1,16 +1,17 @@
 //! The registry client over `https://`: a CA of the application's own
 //! (`schema.registry.ssl.ca.location`) and TLS client authentication
 //! (`schema.registry.ssl.certificate.location` / `.key.location`), against a local TLS
-//! server that answers like a registry. Certificates are made for each test (`rcgen`).
+//! server that answers like a registry. Certificates are made for each test
+//! (`streams_test_utils::tls`).
 
 use std::io::{Read as _, Write as _};
 use std::net::TcpListener;
 use std::path::Path;
 use std::sync::Arc;
 
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use streams_serde_registry::{RegistryError, SchemaRegistryClient, SchemaType};
+use streams_test_utils::tls::TestCerts;
 
 /// A test CA with a server certificate for 127.0.0.1 and a client certificate, as PEM files.
 struct Pki {
@@ -22,34 +23,17 @@ struct Pki {
 impl Pki {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
-        let leaf = |name: &str| {
-            let key = KeyPair::generate().unwrap();
-            let cert = CertificateParams::new(vec![name.to_owned()])
-                .unwrap()
-                .signed_by(&key, &ca)
-                .unwrap();
-            (cert, key)
-        };
-        let (server_cert, server_key) = leaf("127.0.0.1");
-        let (client_cert, client_key) = leaf("client");
-        let write = |name: &str, pem: String| std::fs::write(dir.path().join(name), pem).unwrap();
-        write("ca.pem", ca.pem());
-        write("client.pem", client_cert.pem());
-        write("client.key", client_key.serialize_pem());
+        let certs = TestCerts::new("127.0.0.1");
+        let write = |name: &str, pem: &str| std::fs::write(dir.path().join(name), pem).unwrap();
+        write("ca.pem", &certs.ca_pem);
+        write("client.pem", &certs.client_pem);
+        write("client.key", &certs.client_key_pem);
         // A CA that signed nothing here.
-        let other = CertifiedIssuer::self_signed(
-            CertificateParams::new(Vec::<String>::new()).unwrap(),
-            KeyPair::generate().unwrap(),
-        )
-        .unwrap();
-        write("other-ca.pem", other.pem());
-        let server_key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(server_key.serialize_der()));
+        write("other-ca.pem", &certs.other_ca_pem);
+        let server_key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(certs.server_key_der));
         Self {
-            ca: ca.der().clone(),
-            server: (server_cert.der().clone(), server_key),
+            ca: CertificateDer::from(certs.ca_der),
+            server: (CertificateDer::from(certs.server_der), server_key),
             dir,
         }
     }

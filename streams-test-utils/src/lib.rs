@@ -18,6 +18,7 @@
 //! | [`kafka`] | the broker test kit: [`kafka::kafka_bootstrap`], [`kafka::require_kafka`], [`kafka::create_topic`], [`kafka::produce`], [`kafka::consume_all`], ... |
 //! | [`processors`] | processors whose work is not the point: [`processors::Pass`], [`processors::Discard`], [`processors::Count`] |
 //! | [`queries`] | interactive queries in tests: [`queries::retry`] |
+//! | [`tls`] | certificates for TLS tests: [`tls::TestCerts`] |
 //!
 //! The driver is a host of `streams_core::engine`, as the runtime is: it builds tasks with
 //! the engine's task factory and feeds them records.
@@ -26,5 +27,6 @@ mod driver;
 pub mod kafka;
 pub mod processors;
 pub mod queries;
+pub mod tls;
 
 pub use driver::{DriverConfig, TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDriver};

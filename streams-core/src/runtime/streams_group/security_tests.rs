@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
-use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use streams_test_utils::tls::TestCerts;
 
 use super::*;
 use crate::config::tests::map as props;
@@ -164,34 +164,17 @@ struct Pki {
 
 impl Pki {
     fn new() -> Pki {
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
-        let leaf = |name: &str| {
-            let key = KeyPair::generate().unwrap();
-            let cert = CertificateParams::new(vec![name.to_owned()])
-                .unwrap()
-                .signed_by(&key, &ca)
-                .unwrap();
-            (cert, key)
-        };
-        let (server_cert, server_key) = leaf("localhost");
-        let (client_cert, client_key) = leaf("client");
-        let mut other_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        other_params
-            .distinguished_name
-            .push(DnType::CommonName, "another CA");
-        let other = CertifiedIssuer::self_signed(other_params, KeyPair::generate().unwrap()).unwrap();
+        let certs = TestCerts::new("localhost");
         Pki {
-            ca_pem: ca.pem(),
-            other_ca_pem: other.pem(),
-            client_pem: client_cert.pem(),
-            client_key_pem: client_key.serialize_pem(),
+            ca_pem: certs.ca_pem,
+            other_ca_pem: certs.other_ca_pem,
+            client_pem: certs.client_pem,
+            client_key_pem: certs.client_key_pem,
             server: (
-                server_cert.der().clone(),
-                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(server_key.serialize_der())),
+                CertificateDer::from(certs.server_der),
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(certs.server_key_der)),
             ),
-            ca: ca.der().clone(),
+            ca: CertificateDer::from(certs.ca_der),
         }
     }
 
