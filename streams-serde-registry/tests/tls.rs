@@ -9,15 +9,13 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::sync::Arc;
 
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use streams_serde_registry::{RegistryError, SchemaRegistryClient, SchemaType};
 use streams_test_utils::tls::TestCerts;
 
 /// A test CA with a server certificate for 127.0.0.1 and a client certificate, as PEM files.
 struct Pki {
     dir: tempfile::TempDir,
-    ca: CertificateDer<'static>,
-    server: (CertificateDer<'static>, PrivateKeyDer<'static>),
+    certs: TestCerts,
 }
 
 impl Pki {
@@ -30,12 +28,7 @@ impl Pki {
         write("client.key", &certs.client_key_pem);
         // A CA that signed nothing here.
         write("other-ca.pem", &certs.other_ca_pem);
-        let server_key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(certs.server_key_der));
-        Self {
-            ca: CertificateDer::from(certs.ca_der),
-            server: (CertificateDer::from(certs.server_der), server_key),
-            dir,
-        }
+        Self { dir, certs }
     }
 
     fn path(&self, name: &str) -> String {
@@ -47,25 +40,7 @@ impl Pki {
 /// test ends, requiring a client certificate signed by the CA when `client_auth`. Returns
 /// the registry URL.
 fn serve(pki: &Pki, client_auth: bool) -> String {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
-        .with_safe_default_protocol_versions()
-        .unwrap();
-    let builder = if client_auth {
-        let mut roots = rustls::RootCertStore::empty();
-        roots.add(pki.ca.clone()).unwrap();
-        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
-            .build()
-            .unwrap();
-        builder.with_client_cert_verifier(verifier)
-    } else {
-        builder.with_no_client_auth()
-    };
-    let config = Arc::new(
-        builder
-            .with_single_cert(vec![pki.server.0.clone()], pki.server.1.clone_key())
-            .unwrap(),
-    );
+    let config = pki.certs.server_config(client_auth);
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("https://127.0.0.1:{}", listener.local_addr().unwrap().port());
     std::thread::spawn(move || {

@@ -1,7 +1,11 @@
 //! Certificates for tests of TLS connections, made for each test: a CA, a server
-//! certificate and a client certificate it signed, and a CA that signed none of them.
+//! certificate and a client certificate it signed, and a CA that signed none of them; and
+//! the configuration of a test server presenting the server certificate.
+
+use std::sync::Arc;
 
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 /// A fresh test CA with a server and a client certificate, and another CA.
 pub struct TestCerts {
@@ -55,5 +59,32 @@ impl TestCerts {
             client_key_pem: client_key.serialize_pem(),
             other_ca_pem: other.pem(),
         }
+    }
+
+    /// A TLS server's configuration presenting the server certificate; with `client_auth`
+    /// it requires a client certificate signed by the CA.
+    ///
+    /// # Panics
+    ///
+    /// If rustls refuses the certificates.
+    pub fn server_config(&self, client_auth: bool) -> Arc<rustls::ServerConfig> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
+            .with_safe_default_protocol_versions()
+            .unwrap();
+        let builder = if client_auth {
+            let mut roots = rustls::RootCertStore::empty();
+            roots.add(CertificateDer::from(self.ca_der.clone())).unwrap();
+            let verifier =
+                rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                    .build()
+                    .unwrap();
+            builder.with_client_cert_verifier(verifier)
+        } else {
+            builder.with_no_client_auth()
+        };
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.server_key_der.clone()));
+        let chain = vec![CertificateDer::from(self.server_der.clone())];
+        Arc::new(builder.with_single_cert(chain, key).unwrap())
     }
 }

@@ -1,12 +1,10 @@
 //! The streams-group client's security settings: what each property does, what is refused
 //! (naming the property, never a secret), and TLS handshakes against a local rustls server
-//! with certificates made per test (`rcgen`).
+//! with certificates made per test (`streams_test_utils::tls`).
 
 use std::collections::BTreeMap;
 use std::net::{TcpListener, TcpStream};
-use std::sync::Arc;
 
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use streams_test_utils::tls::TestCerts;
 
 use super::*;
@@ -137,7 +135,7 @@ fn what_this_client_cannot_do_is_refused_naming_the_property() {
 
 #[test]
 fn a_key_that_is_not_pem_is_refused_without_its_value() {
-    let pki = Pki::new();
+    let pki = pki();
     let (property, message) = refused(&[
         ("security.protocol", "SSL"),
         ("ssl.certificate.pem", &pki.client_pem),
@@ -152,75 +150,39 @@ fn a_key_that_is_not_pem_is_refused_without_its_value() {
     assert_eq!(property, "ssl.key.location");
 }
 
-/// A CA with a server certificate for `localhost` only and a client certificate, as PEM.
-struct Pki {
-    ca_pem: String,
-    other_ca_pem: String,
-    client_pem: String,
-    client_key_pem: String,
-    server: (rustls::pki_types::CertificateDer<'static>, PrivateKeyDer<'static>),
-    ca: rustls::pki_types::CertificateDer<'static>,
+/// A CA with a server certificate for `localhost` only and a client certificate.
+fn pki() -> TestCerts {
+    TestCerts::new("localhost")
 }
 
-impl Pki {
-    fn new() -> Pki {
-        let certs = TestCerts::new("localhost");
-        Pki {
-            ca_pem: certs.ca_pem,
-            other_ca_pem: certs.other_ca_pem,
-            client_pem: certs.client_pem,
-            client_key_pem: certs.client_key_pem,
-            server: (
-                CertificateDer::from(certs.server_der),
-                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(certs.server_key_der)),
-            ),
-            ca: CertificateDer::from(certs.ca_der),
-        }
-    }
-
-    /// A TLS server on 127.0.0.1 that completes one handshake (requiring a client
-    /// certificate of the CA when `client_auth`) and then echoes one byte; its address.
-    fn serve_once(&self, client_auth: bool) -> String {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
-            .with_safe_default_protocol_versions()
-            .unwrap();
-        let builder = if client_auth {
-            let mut roots = RootCertStore::empty();
-            roots.add(self.ca.clone()).unwrap();
-            let verifier =
-                rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
-                    .build()
-                    .unwrap();
-            builder.with_client_cert_verifier(verifier)
-        } else {
-            builder.with_no_client_auth()
-        };
-        let config = Arc::new(
-            builder
-                .with_single_cert(vec![self.server.0.clone()], self.server.1.clone_key())
-                .unwrap(),
-        );
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        std::thread::spawn(move || {
-            if let Ok((tcp, _)) = listener.accept() {
-                let conn = rustls::ServerConnection::new(config).unwrap();
-                let mut tls = StreamOwned::new(conn, tcp);
-                let mut byte = [0u8; 1];
-                if tls.read_exact(&mut byte).is_ok() {
-                    let _ = tls.write_all(&byte);
-                    let _ = tls.flush();
-                }
+/// A TLS server on 127.0.0.1 that completes one handshake (requiring a client certificate
+/// of the CA when `client_auth`) and then echoes one byte; its address.
+fn serve_once(pki: &TestCerts, client_auth: bool) -> String {
+    let config = pki.server_config(client_auth);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        if let Ok((tcp, _)) = listener.accept() {
+            let conn = rustls::ServerConnection::new(config).unwrap();
+            let mut tls = StreamOwned::new(conn, tcp);
+            let mut byte = [0u8; 1];
+            if tls.read_exact(&mut byte).is_ok() {
+                let _ = tls.write_all(&byte);
+                let _ = tls.flush();
             }
-        });
-        addr
-    }
+        }
+    });
+    addr
 }
 
 /// Connects to a fresh server as `host` with `extra` TLS properties, and exchanges a byte.
-fn handshake(pki: &Pki, client_auth: bool, host: &str, extra: &[(&str, &str)]) -> Result<(), StreamsError> {
-    let addr = pki.serve_once(client_auth);
+fn handshake(
+    pki: &TestCerts,
+    client_auth: bool,
+    host: &str,
+    extra: &[(&str, &str)],
+) -> Result<(), StreamsError> {
+    let addr = serve_once(pki, client_auth);
     let mut p = props(&[("security.protocol", "SSL")]);
     p.extend(props(extra));
     let security = Security::from_props(&p)?;
@@ -247,7 +209,7 @@ fn tls_message(r: Result<(), StreamsError>) -> String {
 
 #[test]
 fn the_broker_certificate_is_checked_against_the_configured_ca_and_name() {
-    let pki = Pki::new();
+    let pki = pki();
     let ca = ("ssl.ca.pem", pki.ca_pem.as_str());
     handshake(&pki, false, "localhost", &[ca]).unwrap();
     // The certificate names localhost only.
@@ -287,7 +249,7 @@ fn the_broker_certificate_is_checked_against_the_configured_ca_and_name() {
 
 #[test]
 fn a_ca_file_or_directory_and_a_client_certificate_from_files_are_used() {
-    let pki = Pki::new();
+    let pki = pki();
     let dir = tempfile::tempdir().unwrap();
     let path = |name: &str| dir.path().join(name).display().to_string();
     std::fs::create_dir(dir.path().join("cas")).unwrap();
