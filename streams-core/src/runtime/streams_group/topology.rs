@@ -141,31 +141,9 @@ impl GroupTopology {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Stores;
+    use crate::runtime::tasks::standby::tests::Hold;
     use crate::serdes::{StringSerde, U64Serde};
-    use crate::{KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores};
-
-    /// Keeps a count per key and forwards it.
-    #[derive(Default)]
-    struct Count {
-        store: Option<KvStore<StringSerde, U64Serde>>,
-    }
-
-    impl Processor<String, String, String, u64> for Count {
-        fn init(&mut self, ctx: &mut ProcessorContext<'_, String, u64>) -> ProcessResult {
-            self.store = Some(ctx.kv_store("counts")?);
-            Ok(())
-        }
-        fn process(
-            &mut self,
-            ctx: &mut ProcessorContext<'_, String, u64>,
-            r: Record<String, String>,
-        ) -> ProcessResult {
-            let store = self.store.as_ref().ok_or("init")?;
-            let n = store.get(&r.key)?.unwrap_or(0) + 1;
-            store.put(&r.key, &n)?;
-            ctx.forward(Record::new(r.key, n, r.timestamp))
-        }
-    }
 
     fn info(name: &str, partitions: i32, configs: &[(&str, &str)]) -> TopicInfo {
         TopicInfo {
@@ -181,7 +159,7 @@ mod tests {
         let mut b = Topology::builder();
         b.internal_topic("rep")
             .add_source("src", ["in-a", "in-b"], StringSerde, StringSerde)
-            .add_processor("count", Count::default, ["src"])
+            .add_processor("count", Hold::default, ["src"])
             .add_state_store(Stores::persistent_kv("counts", StringSerde, U64Serde), ["count"])
             .add_sink("to-rep", "rep", StringSerde, U64Serde, ["count"])
             .add_source("from-rep", ["rep"], StringSerde, U64Serde)

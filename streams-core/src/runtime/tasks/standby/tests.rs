@@ -34,9 +34,9 @@ const TASK: TaskId = TaskId {
 const THREAD: &str = "standby-test-thread";
 const WAIT: Duration = Duration::from_secs(60);
 
-/// Holds the store `counts`; never gets a record in these tests.
+/// Holds the store `counts`; never gets a record in the tests that use it.
 #[derive(Default)]
-struct Hold {
+pub(crate) struct Hold {
     store: Option<KvStore<StringSerde, U64Serde>>,
 }
 
