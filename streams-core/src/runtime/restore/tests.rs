@@ -9,7 +9,7 @@ use streams_test_utils::kafka;
 
 use super::{AssignedConsumer, Restoration, RestoreConsumers, Step};
 use crate::engine::TaskStore;
-use crate::runtime::topics::resets::QuietContext;
+use crate::runtime::topics::resets::assigned_consumer;
 
 pub(in crate::runtime::restore) fn assigned(bootstrap: &str, isolation: &str) -> AssignedConsumer {
     let mut c = ClientConfig::new();
@@ -18,12 +18,7 @@ pub(in crate::runtime::restore) fn assigned(bootstrap: &str, isolation: &str) ->
         .set("enable.auto.commit", "false")
         .set("auto.offset.reset", "error")
         .set("isolation.level", isolation);
-    c.create_with_context(QuietContext {
-        name: "restore-test".into(),
-        group: String::new(),
-        application_id: String::new(),
-    })
-    .unwrap()
+    assigned_consumer(&c, "restore-test", "").unwrap()
 }
 
 /// Sends keys `<prefix><n>` for `keys` to partition 0 of `topic` and flushes.
