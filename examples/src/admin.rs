@@ -12,6 +12,7 @@ use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaResult;
 use rdkafka::types::RDKafkaErrorCode;
 
 use crate::ExampleError;
@@ -189,17 +190,13 @@ pub fn delete_topics(bootstrap: &str, topics: &[String]) -> Result<(), ExampleEr
     }
     let admin = admin(bootstrap)?;
     let names: Vec<&str> = topics.iter().map(String::as_str).collect();
-    let results = block_on_timeout(admin.delete_topics(&names, &options()), ADMIN_TIMEOUT)
-        .ok_or_else(|| ExampleError::Other(format!("deleting topics {topics:?}: timed out")))??;
-    for result in results {
-        match result {
-            Ok(_) | Err((_, RDKafkaErrorCode::UnknownTopicOrPartition)) => {}
-            Err((topic, code)) => {
-                return Err(ExampleError::Other(format!("deleting topic {topic}: {code}")));
-            }
-        }
-    }
-    Ok(())
+    let results = block_on_timeout(admin.delete_topics(&names, &options()), ADMIN_TIMEOUT);
+    check_deleted(
+        "topic",
+        topics,
+        results,
+        RDKafkaErrorCode::UnknownTopicOrPartition,
+    )
 }
 
 /// Deletes the consumer groups `groups` (they must have no members left); one that does not
@@ -210,13 +207,29 @@ pub fn delete_groups(bootstrap: &str, groups: &[String]) -> Result<(), ExampleEr
     }
     let admin = admin(bootstrap)?;
     let names: Vec<&str> = groups.iter().map(String::as_str).collect();
-    let results = block_on_timeout(admin.delete_groups(&names, &options()), ADMIN_TIMEOUT)
-        .ok_or_else(|| ExampleError::Other(format!("deleting groups {groups:?}: timed out")))??;
+    let results = block_on_timeout(admin.delete_groups(&names, &options()), ADMIN_TIMEOUT);
+    check_deleted("group", groups, results, RDKafkaErrorCode::GroupIdNotFound)
+}
+
+/// The answer for one topic or group of an admin delete call.
+type DeleteResult = Result<String, (String, RDKafkaErrorCode)>;
+
+/// The outcome of deleting the `what`s (topics or groups) `names`: `results` is the admin
+/// call's answer (`None`: it timed out); a name answered with `absent` counts as deleted.
+fn check_deleted(
+    what: &str,
+    names: &[String],
+    results: Option<KafkaResult<Vec<DeleteResult>>>,
+    absent: RDKafkaErrorCode,
+) -> Result<(), ExampleError> {
+    let results =
+        results.ok_or_else(|| ExampleError::Other(format!("deleting {what}s {names:?}: timed out")))??;
     for result in results {
         match result {
-            Ok(_) | Err((_, RDKafkaErrorCode::GroupIdNotFound)) => {}
-            Err((group, code)) => {
-                return Err(ExampleError::Other(format!("deleting group {group}: {code}")));
+            Ok(_) => {}
+            Err((_, code)) if code == absent => {}
+            Err((name, code)) => {
+                return Err(ExampleError::Other(format!("deleting {what} {name}: {code}")));
             }
         }
     }
