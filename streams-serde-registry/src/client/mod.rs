@@ -166,30 +166,19 @@ impl SchemaRegistryClient {
         schema: &str,
         references: &[SchemaReference],
     ) -> Result<u32, RegistryError> {
-        let key = (
-            subject.to_owned(),
-            schema_type,
-            schema.to_owned(),
-            references.to_vec(),
-        );
-        once(&self.inner.ids, key, || {
-            let body = SchemaRequest::body(schema_type, schema, references)?;
-            let path = format!("/subjects/{}/versions", encode_segment(subject));
-            match self.request("POST", &path, Some(&body)) {
-                Ok(body) => Ok(parse::<IdResponse>(&body)?.id),
-                Err(Failure::Fatal(e)) => Err(e),
-                Err(Failure::Refused(r)) => Err(match r.status {
-                    409 => RegistryError::IncompatibleSchema {
-                        subject: subject.to_owned(),
-                        message: r.message,
-                    },
-                    422 => RegistryError::InvalidSchema {
-                        subject: subject.to_owned(),
-                        message: r.message,
-                    },
-                    _ => r.into_http(),
-                }),
-            }
+        let path = format!("/subjects/{}/versions", encode_segment(subject));
+        let schema_ref = (subject, schema_type, schema, references);
+        let read = |body: &str| Ok(parse::<IdResponse>(body)?.id);
+        self.post_schema(&self.inner.ids, &path, schema_ref, read, |r| match r.status {
+            409 => RegistryError::IncompatibleSchema {
+                subject: subject.to_owned(),
+                message: r.message,
+            },
+            422 => RegistryError::InvalidSchema {
+                subject: subject.to_owned(),
+                message: r.message,
+            },
+            _ => r.into_http(),
         })
     }
 
@@ -214,32 +203,48 @@ impl SchemaRegistryClient {
         schema: &str,
         references: &[SchemaReference],
     ) -> Result<SubjectVersion, RegistryError> {
+        let path = format!("/subjects/{}", encode_segment(subject));
+        let schema_ref = (subject, schema_type, schema, references);
+        let read = |body: &str| {
+            let mut version = parse::<VersionResponse>(body)?;
+            // Some registries omit the type of a JSON or Protobuf lookup.
+            if version.schema_type.is_none() {
+                version.schema_type = Some(schema_type.as_str().to_owned());
+            }
+            version.into_version()
+        };
+        self.post_schema(&self.inner.lookups, &path, schema_ref, read, |r| match r.status {
+            404 => RegistryError::SchemaNotRegistered {
+                subject: subject.to_owned(),
+                message: r.message,
+            },
+            _ => r.into_http(),
+        })
+    }
+
+    /// Posts a schema (subject, type, text, references) to `path` once per schema, caching
+    /// in `cache` what `read` makes of the answer's body; a refusal is the error `refused`
+    /// makes of it. A failure is not cached.
+    fn post_schema<T: Clone>(
+        &self,
+        cache: &Mutex<HashMap<SchemaKey, Slot<T>>>,
+        path: &str,
+        (subject, schema_type, schema, references): (&str, SchemaType, &str, &[SchemaReference]),
+        read: impl FnOnce(&str) -> Result<T, RegistryError>,
+        refused: impl FnOnce(Refusal) -> RegistryError,
+    ) -> Result<T, RegistryError> {
         let key = (
             subject.to_owned(),
             schema_type,
             schema.to_owned(),
             references.to_vec(),
         );
-        once(&self.inner.lookups, key, || {
+        once(cache, key, || {
             let body = SchemaRequest::body(schema_type, schema, references)?;
-            let path = format!("/subjects/{}", encode_segment(subject));
-            match self.request("POST", &path, Some(&body)) {
-                Ok(body) => {
-                    let mut version = parse::<VersionResponse>(&body)?;
-                    // Some registries omit the type of a JSON or Protobuf lookup.
-                    if version.schema_type.is_none() {
-                        version.schema_type = Some(schema_type.as_str().to_owned());
-                    }
-                    version.into_version()
-                }
+            match self.request("POST", path, Some(&body)) {
+                Ok(body) => read(&body),
                 Err(Failure::Fatal(e)) => Err(e),
-                Err(Failure::Refused(r)) => Err(match r.status {
-                    404 => RegistryError::SchemaNotRegistered {
-                        subject: subject.to_owned(),
-                        message: r.message,
-                    },
-                    _ => r.into_http(),
-                }),
+                Err(Failure::Refused(r)) => Err(refused(r)),
             }
         })
     }
