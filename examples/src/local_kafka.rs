@@ -24,7 +24,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 
 use crate::ExampleError;
 
@@ -129,18 +129,7 @@ pub fn ensure_local_broker() -> Result<LocalBroker, ExampleError> {
             script.display()
         )));
     }
-    let mut child = Command::new("bash")
-        .arg(&script)
-        .arg("ensure")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| ExampleError::Other(format!("running `bash {} ensure`: {e}", script.display())))?;
-    let stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| ExampleError::Other("no stdout of kafka.sh".into()))?;
+    let (mut child, stdout) = spawn_script(&script, "ensure")?;
     let (mut bootstrap, mut version, mut started_now) = (None, None, false);
     let mut stderr = std::io::stderr();
     for line in BufReader::new(stdout).lines() {
@@ -179,6 +168,24 @@ pub fn ensure_local_broker() -> Result<LocalBroker, ExampleError> {
         version,
         started_now,
     })
+}
+
+/// Starts `bash script command` with its stdout piped to the returned reader; its stderr
+/// goes to this process's.
+pub(crate) fn spawn_script(script: &Path, command: &str) -> Result<(Child, ChildStdout), ExampleError> {
+    let mut child = Command::new("bash")
+        .arg(script)
+        .arg(command)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| ExampleError::Other(format!("running `bash {} {command}`: {e}", script.display())))?;
+    let stdout = child.stdout.take().ok_or_else(|| {
+        let name = script.file_name().unwrap_or_default().to_string_lossy();
+        ExampleError::Other(format!("no stdout of {name}"))
+    })?;
+    Ok((child, stdout))
 }
 
 /// The bootstrap servers an example runs on: `arg` (its `--bootstrap-servers`) when given,

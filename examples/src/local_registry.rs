@@ -9,7 +9,6 @@
 //! `bash scripts/schema-registry.sh stop`.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 
 use crate::ExampleError;
 
@@ -30,18 +29,7 @@ pub fn registry_or_local(arg: Option<String>) -> Result<String, ExampleError> {
             script.display()
         )));
     }
-    let mut child = Command::new("bash")
-        .arg(&script)
-        .arg("start")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| ExampleError::Other(format!("running `bash {} start`: {e}", script.display())))?;
-    let stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| ExampleError::Other("no stdout of schema-registry.sh".into()))?;
+    let (mut child, stdout) = crate::local_kafka::spawn_script(&script, "start")?;
     let mut url = None;
     for line in BufReader::new(stdout).lines() {
         if let Some(u) = line?.strip_prefix(LISTENING_PREFIX) {
