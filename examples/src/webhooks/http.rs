@@ -1,10 +1,12 @@
 //! The accept loop the example's HTTP servers share (the receiver and the query server):
-//! hyper's HTTP/1 server, one task per connection, no keep-alive.
+//! hyper's HTTP/1 server, one task per connection, no keep-alive; and [`ServerThread`],
+//! the thread each of them serves on.
 //!
 //! Invariants: it returns once `stop` fires or its sender is dropped; an accept error is
 //! logged and retried after 20 ms; a client gets `read_timeout` to send a request's head.
 
 use std::future::Future;
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use hyper::body::{Body, Incoming};
@@ -56,5 +58,39 @@ pub(super) async fn serve_connections<F, Fut, B, E>(
                 tracing::debug!(error = %e, "{what} connection failed");
             }
         });
+    }
+}
+
+/// The thread a server runs on, told to stop and joined when dropped.
+pub(super) struct ServerThread {
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ServerThread {
+    /// Spawns the thread `name` running `run`, whose receiver fires when this is dropped.
+    pub(super) fn spawn(
+        name: &str,
+        run: impl FnOnce(oneshot::Receiver<()>) + Send + 'static,
+    ) -> std::io::Result<Self> {
+        let (stop, stopped) = oneshot::channel();
+        let thread = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || run(stopped))?;
+        Ok(Self {
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for ServerThread {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }

@@ -45,7 +45,6 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use http_body_util::Full;
@@ -60,7 +59,7 @@ use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
-use super::http::serve_connections;
+use super::http::{ServerThread, serve_connections};
 use super::join::STORE;
 use super::query_request::{HooksQuery, Rejection, parse};
 use super::records::WebHook;
@@ -169,26 +168,22 @@ impl QueryListener {
             agent,
             endpoint: self.endpoint.clone(),
         });
-        let (stop, stopped) = oneshot::channel();
         let Self {
             runtime,
             listener,
             addr,
             endpoint,
         } = self;
-        let thread = std::thread::Builder::new()
-            .name("webhook-queries".into())
-            .spawn(move || {
-                runtime.block_on(serve(listener, shared, stopped));
-                // Drops every connection's task (and with them their handles on the
-                // application); a blocking call still under way finishes on its own.
-                runtime.shutdown_timeout(Duration::from_secs(1));
-            })?;
+        let _thread = ServerThread::spawn("webhook-queries", move |stopped| {
+            runtime.block_on(serve(listener, shared, stopped));
+            // Drops every connection's task (and with them their handles on the
+            // application); a blocking call still under way finishes on its own.
+            runtime.shutdown_timeout(Duration::from_secs(1));
+        })?;
         Ok(QueryServer {
             addr,
             endpoint,
-            stop: Some(stop),
-            thread: Some(thread),
+            _thread,
         })
     }
 }
@@ -206,8 +201,7 @@ impl std::fmt::Debug for QueryListener {
 pub struct QueryServer {
     addr: SocketAddr,
     endpoint: String,
-    stop: Option<oneshot::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
+    _thread: ServerThread,
 }
 
 impl QueryServer {
@@ -224,17 +218,6 @@ impl QueryServer {
     /// The URL of `path` on this server (`path` starts with `/`).
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.endpoint)
-    }
-}
-
-impl Drop for QueryServer {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

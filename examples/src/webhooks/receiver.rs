@@ -13,7 +13,6 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use http_body_util::{BodyExt as _, Empty};
@@ -23,7 +22,7 @@ use hyper::{Request, Response, StatusCode};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
-use super::http::serve_connections;
+use super::http::{ServerThread, serve_connections};
 
 /// How long a client may take to send a request's head, and then its body.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -116,8 +115,7 @@ impl Shared {
 pub struct Receiver {
     addr: SocketAddr,
     shared: Arc<Shared>,
-    stop: Option<oneshot::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
+    _thread: ServerThread,
 }
 
 impl Receiver {
@@ -134,16 +132,14 @@ impl Receiver {
             policy: Mutex::new(policy),
             delay: Mutex::new(Duration::ZERO),
         });
-        let (stop, stopped) = oneshot::channel();
         let serve_shared = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("webhook-receiver".into())
-            .spawn(move || runtime.block_on(serve(listener, serve_shared, stopped)))?;
+        let _thread = ServerThread::spawn("webhook-receiver", move |stopped| {
+            runtime.block_on(serve(listener, serve_shared, stopped))
+        })?;
         Ok(Self {
             addr,
             shared,
-            stop: Some(stop),
-            thread: Some(thread),
+            _thread,
         })
     }
 
@@ -206,17 +202,6 @@ impl Receiver {
                 return false;
             }
             std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
         }
     }
 }
