@@ -247,6 +247,33 @@ impl<'a> Graph<'a> {
         g
     }
 
+    /// Writes the clusters, each opened by `open` (with its number and title), its vertices
+    /// indented by four spaces and closed by the line `close`; then the vertices outside
+    /// every cluster, indented by two; then the edges (from, to, directed).
+    fn write_body(
+        &self,
+        f: &mut fmt::Formatter<'_>,
+        open: impl Fn(&mut fmt::Formatter<'_>, usize, &str) -> fmt::Result,
+        close: &str,
+        vertex: impl Fn(&mut fmt::Formatter<'_>, &str, (Id, &str, &str)) -> fmt::Result,
+        edge: impl Fn(&mut fmt::Formatter<'_>, Id, Id, bool) -> fmt::Result,
+    ) -> fmt::Result {
+        for (c, title) in self.clusters.iter().enumerate() {
+            open(f, c, title)?;
+            for v in self.members(Some(c)) {
+                vertex(f, "    ", v)?;
+            }
+            writeln!(f, "{close}")?;
+        }
+        for v in self.members(None) {
+            vertex(f, "  ", v)?;
+        }
+        for &(from, to, directed) in &self.edges {
+            edge(f, from, to, directed)?;
+        }
+        Ok(())
+    }
+
     /// The vertices declared inside cluster `c` (`None`: outside every cluster), each with
     /// its label's prefix and name.
     fn members(&self, c: Option<usize>) -> impl Iterator<Item = (Id, &'static str, &'a str)> + '_ {
@@ -310,21 +337,14 @@ impl fmt::Display for Mermaid<'_, '_> {
             }
         };
         writeln!(f, "flowchart TB")?;
-        for (c, title) in g.clusters.iter().enumerate() {
+        g.write_body(
+            f,
             // The title is fixed text and a number: nothing to escape.
-            writeln!(f, "  subgraph sub{c}[\"{title}\"]")?;
-            for v in g.members(Some(c)) {
-                vertex(f, "    ", v)?;
-            }
-            writeln!(f, "  end")?;
-        }
-        for v in g.members(None) {
-            vertex(f, "  ", v)?;
-        }
-        for &(from, to, directed) in &g.edges {
-            writeln!(f, "  {from} {} {to}", if directed { "-->" } else { "---" })?;
-        }
-        Ok(())
+            |f, c, title| writeln!(f, "  subgraph sub{c}[\"{title}\"]"),
+            "  end",
+            vertex,
+            |f, from, to, directed| writeln!(f, "  {from} {} {to}", if directed { "-->" } else { "---" }),
+        )
     }
 }
 
@@ -345,24 +365,17 @@ impl fmt::Display for Dot<'_, '_> {
         };
         writeln!(f, "digraph topology {{")?;
         writeln!(f, "  node [shape=box];")?;
-        for (c, title) in g.clusters.iter().enumerate() {
+        let cluster = |f: &mut fmt::Formatter<'_>, c: usize, title: &str| {
             writeln!(f, "  subgraph cluster_{c} {{")?;
-            writeln!(f, "    label=\"{title}\";")?;
-            for v in g.members(Some(c)) {
-                vertex(f, "    ", v)?;
-            }
-            writeln!(f, "  }}")?;
-        }
-        for v in g.members(None) {
-            vertex(f, "  ", v)?;
-        }
-        for &(from, to, directed) in &g.edges {
+            writeln!(f, "    label=\"{title}\";")
+        };
+        g.write_body(f, cluster, "  }", vertex, |f, from, to, directed| {
             if directed {
-                writeln!(f, "  {from} -> {to};")?;
+                writeln!(f, "  {from} -> {to};")
             } else {
-                writeln!(f, "  {from} -> {to} [dir=none];")?;
+                writeln!(f, "  {from} -> {to} [dir=none];")
             }
-        }
+        })?;
         writeln!(f, "}}")
     }
 }
