@@ -23,6 +23,35 @@ use crate::{KeyRange, prefix_successor};
 const METADATA_CF: &str = "streams-metadata";
 /// The key of the checkpoint in [`METADATA_CF`]; the value is an `i64`, big-endian.
 const CHECKPOINT_KEY: &[u8] = b"checkpoint";
+/// How far (in changelog offsets) a checkpoint moves before it is written into RocksDB
+/// again: Kafka Streams' `OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT`. See [`Checkpoints`].
+const CHECKPOINT_OFFSET_DELTA: i64 = 10_000;
+
+/// The store's checkpoint: the latest one (what [`checkpoint`](KeyValueStore::checkpoint)
+/// answers) and the one last written into [`METADATA_CF`].
+///
+/// A write into the metadata column family leaves its memtable dirty, and every atomic
+/// flush of a dirty metadata memtable writes a one-key SST file beside the data's (and
+/// later compacts them). Written at every commit, that doubled the files created and
+/// synced: 100 stores written through the runtime ran 5x slower (docs/benchmarks.md,
+/// "Bounded memory: 100 RocksDB stores"). So, as Kafka Streams writes its checkpoint file
+/// only when the offsets moved by 10,000, a checkpoint goes down when it moved by
+/// [`CHECKPOINT_OFFSET_DELTA`] from the written one (or backwards, or none was written),
+/// and at close. The written checkpoint is then older than the data, never ahead of it:
+/// after a crash, restoration replays a few more changelog records, which is idempotent.
+#[derive(Debug, Clone, Copy, Default)]
+struct Checkpoints {
+    latest: Option<i64>,
+    written: Option<i64>,
+}
+
+impl Checkpoints {
+    /// Whether `offset` is to be written now rather than held.
+    fn due(&self, offset: i64) -> bool {
+        self.written
+            .is_none_or(|w| offset < w || offset - w >= CHECKPOINT_OFFSET_DELTA)
+    }
+}
 
 /// A persistent, ordered key-value store on RocksDB: one RocksDB instance per store, in
 /// `<state dir>/rocksdb/<store>` ([`store_dir`](Self::store_dir)).
@@ -51,6 +80,7 @@ pub struct RocksDbKeyValueStore {
     db: Option<DB>,
     /// Data writes skip the WAL: durability comes from atomic flushes + checkpoint + changelog.
     write_opts: WriteOptions,
+    checkpoints: Checkpoints,
 }
 
 impl RocksDbKeyValueStore {
@@ -95,14 +125,19 @@ impl RocksDbKeyValueStore {
         let db = DB::open_cf_descriptors(&opts, &path, families).map_err(|e| open_error(&name, &path, e))?;
         let mut write_opts = WriteOptions::default();
         write_opts.disable_wal(true);
-        let store = Self {
+        let mut store = Self {
             name,
             path,
             db: Some(db),
             write_opts,
+            checkpoints: Checkpoints::default(),
         };
         // Fail at open, not at first use, when the metadata is unreadable.
-        store.checkpoint()?;
+        let on_disk = store.read_checkpoint()?;
+        store.checkpoints = Checkpoints {
+            latest: on_disk,
+            written: on_disk,
+        };
         Ok(store)
     }
 
@@ -184,6 +219,38 @@ impl RocksDbKeyValueStore {
         Ok(None)
     }
 
+    /// The checkpoint in the metadata column family.
+    fn read_checkpoint(&self) -> Result<Option<i64>> {
+        let db = self.db()?;
+        let meta = self.family(db, METADATA_CF)?;
+        let Some(raw) = db.get_pinned_cf(meta, CHECKPOINT_KEY).map_err(self.err())? else {
+            return Ok(None);
+        };
+        let bytes: [u8; 8] = raw.as_ref().try_into().map_err(|_| StoreError::Corrupt {
+            store: self.name.clone(),
+            path: self.path.clone(),
+            message: format!("checkpoint has {} bytes, expected 8", raw.len()),
+        })?;
+        Ok(Some(i64::from_be_bytes(bytes)))
+    }
+
+    /// Writes the latest checkpoint into the metadata column family if it is not there.
+    fn write_down_checkpoint(&mut self) -> Result<()> {
+        let Checkpoints { latest, written } = self.checkpoints;
+        if latest == written {
+            return Ok(());
+        }
+        let db = self.db()?;
+        let meta = self.family(db, METADATA_CF)?;
+        match latest {
+            Some(offset) => db.put_cf_opt(meta, CHECKPOINT_KEY, offset.to_be_bytes(), &self.write_opts),
+            None => db.delete_cf_opt(meta, CHECKPOINT_KEY, &self.write_opts),
+        }
+        .map_err(self.err())?;
+        self.checkpoints.written = latest;
+        Ok(())
+    }
+
     /// Flushes the memtables of both column families, atomically, waiting for the flush.
     fn flush_all(&self, db: &DB) -> Result<()> {
         let data = self.family(db, DEFAULT_COLUMN_FAMILY_NAME)?;
@@ -213,10 +280,12 @@ impl StateStore for RocksDbKeyValueStore {
     }
 
     fn close(&mut self) -> Result<()> {
-        let flushed = match &self.db {
-            Some(db) => self.flush_all(db),
-            None => return Ok(()),
-        };
+        if self.db.is_none() {
+            return Ok(());
+        }
+        let flushed = self
+            .write_down_checkpoint()
+            .and_then(|()| self.db().and_then(|db| self.flush_all(db)));
         // Release the DB (and its LOCK) even when the flush failed.
         self.db = None;
         flushed
@@ -315,7 +384,8 @@ impl KeyValueStore for RocksDbKeyValueStore {
         db.write_opt(batch, &self.write_opts).map_err(self.err())
     }
 
-    /// One write batch, WAL off: the records, then the last offset as the checkpoint.
+    /// One write batch: the records, then, when it is due (see [`Checkpoints`]), the last
+    /// offset as the checkpoint.
     fn restore_batch(&mut self, records: &[ChangelogRecord]) -> Result<()> {
         let db = self.db()?;
         let Some(last) = records.last() else { return Ok(()) };
@@ -327,34 +397,45 @@ impl KeyValueStore for RocksDbKeyValueStore {
                 None => batch.delete(&record.key),
             }
         }
-        batch.put_cf(meta, CHECKPOINT_KEY, last.offset.to_be_bytes());
-        db.write_opt(batch, &self.write_opts).map_err(self.err())
-    }
-
-    fn checkpoint(&self) -> Result<Option<i64>> {
-        let db = self.db()?;
-        let meta = self.family(db, METADATA_CF)?;
-        let Some(raw) = db.get_pinned_cf(meta, CHECKPOINT_KEY).map_err(self.err())? else {
-            return Ok(None);
-        };
-        let bytes: [u8; 8] = raw.as_ref().try_into().map_err(|_| StoreError::Corrupt {
-            store: self.name.clone(),
-            path: self.path.clone(),
-            message: format!("checkpoint has {} bytes, expected 8", raw.len()),
-        })?;
-        Ok(Some(i64::from_be_bytes(bytes)))
-    }
-
-    /// Writes the checkpoint after the data it covers; it reaches disk with that data, at
-    /// the next atomic memtable flush (see the type's docs).
-    fn write_checkpoint(&mut self, offset: Option<i64>) -> Result<()> {
-        let db = self.db()?;
-        let meta = self.family(db, METADATA_CF)?;
-        match offset {
-            Some(offset) => db.put_cf_opt(meta, CHECKPOINT_KEY, offset.to_be_bytes(), &self.write_opts),
-            None => db.delete_cf_opt(meta, CHECKPOINT_KEY, &self.write_opts),
+        let due = self.checkpoints.due(last.offset);
+        if due {
+            batch.put_cf(meta, CHECKPOINT_KEY, last.offset.to_be_bytes());
         }
-        .map_err(self.err())
+        db.write_opt(batch, &self.write_opts).map_err(self.err())?;
+        self.checkpoints.latest = Some(last.offset);
+        if due {
+            self.checkpoints.written = Some(last.offset);
+        }
+        Ok(())
+    }
+
+    /// The latest checkpoint, written down or still held (see [`Checkpoints`]).
+    fn checkpoint(&self) -> Result<Option<i64>> {
+        self.db()?;
+        Ok(self.checkpoints.latest)
+    }
+
+    /// Records the checkpoint; it is written after the data it covers when due (see
+    /// [`Checkpoints`]; clearing it is always written at once) and reaches disk with that
+    /// data, at the next atomic memtable flush (see the type's docs).
+    fn write_checkpoint(&mut self, offset: Option<i64>) -> Result<()> {
+        self.db()?;
+        self.checkpoints.latest = offset;
+        match offset {
+            Some(offset) if !self.checkpoints.due(offset) => Ok(()),
+            _ => self.write_down_checkpoint(),
+        }
+    }
+}
+
+impl Drop for RocksDbKeyValueStore {
+    /// A store dropped unclosed still writes its latest checkpoint down (RocksDB flushes
+    /// its memtables when the instance closes); a failure leaves the older one, which is
+    /// never ahead of the data.
+    fn drop(&mut self) {
+        if self.db.is_some() {
+            let _ = self.write_down_checkpoint();
+        }
     }
 }
 
@@ -365,5 +446,59 @@ impl fmt::Debug for RocksDbKeyValueStore {
             .field("path", &self.path)
             .field("open", &self.db.is_some())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(offset: i64) -> ChangelogRecord {
+        ChangelogRecord {
+            key: Bytes::from(offset.to_be_bytes().to_vec()),
+            value: Some(Bytes::from_static(b"v")),
+            offset,
+        }
+    }
+
+    #[test]
+    fn checkpoints_go_down_when_moved_far_enough_and_at_close() {
+        let dir = tempfile::tempdir().unwrap();
+        let resources = RocksDbResources::shared();
+        let mut s = RocksDbKeyValueStore::open("s", dir.path(), &resources).unwrap();
+        // The first one goes down at once; nearby ones are held, answered from memory.
+        s.write_checkpoint(Some(5)).unwrap();
+        assert_eq!(s.read_checkpoint().unwrap(), Some(5));
+        s.write_checkpoint(Some(3 + CHECKPOINT_OFFSET_DELTA)).unwrap();
+        s.restore_batch(&[record(4 + CHECKPOINT_OFFSET_DELTA)]).unwrap();
+        assert_eq!(s.checkpoint().unwrap(), Some(4 + CHECKPOINT_OFFSET_DELTA));
+        assert_eq!(s.read_checkpoint().unwrap(), Some(5));
+        // Far enough, by a batch or a write; backwards and cleared go down at once.
+        s.restore_batch(&[record(5 + CHECKPOINT_OFFSET_DELTA)]).unwrap();
+        assert_eq!(s.read_checkpoint().unwrap(), Some(5 + CHECKPOINT_OFFSET_DELTA));
+        s.write_checkpoint(Some(7 + 2 * CHECKPOINT_OFFSET_DELTA)).unwrap();
+        assert_eq!(
+            s.read_checkpoint().unwrap(),
+            Some(7 + 2 * CHECKPOINT_OFFSET_DELTA)
+        );
+        s.write_checkpoint(Some(3)).unwrap();
+        assert_eq!(s.read_checkpoint().unwrap(), Some(3));
+        s.write_checkpoint(Some(4)).unwrap();
+        s.write_checkpoint(None).unwrap();
+        assert_eq!(
+            (s.checkpoint().unwrap(), s.read_checkpoint().unwrap()),
+            (None, None)
+        );
+        // A held one goes down at close, and at drop.
+        s.write_checkpoint(Some(100)).unwrap();
+        s.write_checkpoint(Some(200)).unwrap();
+        assert_eq!(s.read_checkpoint().unwrap(), Some(100));
+        s.close().unwrap();
+        let mut s = RocksDbKeyValueStore::open("s", dir.path(), &resources).unwrap();
+        assert_eq!(s.checkpoint().unwrap(), Some(200));
+        s.write_checkpoint(Some(300)).unwrap();
+        drop(s);
+        let s = RocksDbKeyValueStore::open("s", dir.path(), &resources).unwrap();
+        assert_eq!(s.checkpoint().unwrap(), Some(300));
     }
 }
