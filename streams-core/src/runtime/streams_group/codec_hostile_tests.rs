@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 
-use super::tests::{encode_response, response};
+use super::tests::{encode_response, response, v0_response};
 use super::*;
 
 /// The compact varint 0x7fffffff: a length or count of 0x7ffffffe.
@@ -89,26 +89,16 @@ fn negative_compact_lengths_are_errors() {
 
 #[test]
 fn every_truncation_of_a_full_response_is_an_error() {
+    // Every field present: the pinned v0 response with its null and empty parts filled.
     let full = encode_response(&HeartbeatResponse {
         error_message: Some("e".into()),
-        member_id: "m".into(),
-        status: Some(vec![GroupStatus {
-            code: 1,
-            detail: "d".into(),
-        }]),
-        active_tasks: Some(vec![TaskIds {
-            subtopology: "0".into(),
-            partitions: vec![1, 2],
-        }]),
-        standby_tasks: Some(vec![]),
         warmup_tasks: Some(vec![]),
-        endpoint_information_epoch: 3,
         partitions_by_endpoint: Some(vec![EndpointPartitions {
             endpoint: ("h".into(), 1),
             active: vec![("t".into(), vec![0])],
             standby: vec![("t".into(), vec![1])],
         }]),
-        ..Default::default()
+        ..v0_response()
     });
     for n in 0..full.len() {
         assert!(

@@ -427,6 +427,36 @@ proptest! {
     }
 }
 
+/// The response `a_v0_response_decodes_as_the_schema_says` pins byte by byte.
+pub(super) fn v0_response() -> HeartbeatResponse {
+    HeartbeatResponse {
+        throttle_time_ms: 5,
+        error_code: 0,
+        error_message: None,
+        member_id: "m".into(),
+        member_epoch: 7,
+        heartbeat_interval_ms: 1000,
+        acceptable_recovery_lag: 10,
+        task_offset_interval_ms: 5000,
+        status: Some(vec![GroupStatus {
+            code: 1,
+            detail: "x".into(),
+        }]),
+        active_tasks: Some(vec![TaskIds {
+            subtopology: "0".into(),
+            partitions: vec![1, 2],
+        }]),
+        standby_tasks: Some(vec![]),
+        warmup_tasks: None,
+        endpoint_information_epoch: 42,
+        partitions_by_endpoint: Some(vec![EndpointPartitions {
+            endpoint: ("h".into(), 8080),
+            active: vec![("t".into(), vec![3])],
+            standby: vec![],
+        }]),
+    }
+}
+
 /// A v0 response with an `EndpointInformationEpoch` and an endpoint map after it, byte by
 /// byte from `StreamsGroupHeartbeatResponse.json` (independent of the test encoder).
 #[test]
@@ -458,32 +488,7 @@ fn a_v0_response_decodes_as_the_schema_says() {
         0x00,                       //   no tags
         0x00,                       // no tagged fields
     ];
-    let expected = HeartbeatResponse {
-        throttle_time_ms: 5,
-        error_code: 0,
-        error_message: None,
-        member_id: "m".into(),
-        member_epoch: 7,
-        heartbeat_interval_ms: 1000,
-        acceptable_recovery_lag: 10,
-        task_offset_interval_ms: 5000,
-        status: Some(vec![GroupStatus {
-            code: 1,
-            detail: "x".into(),
-        }]),
-        active_tasks: Some(vec![TaskIds {
-            subtopology: "0".into(),
-            partitions: vec![1, 2],
-        }]),
-        standby_tasks: Some(vec![]),
-        warmup_tasks: None,
-        endpoint_information_epoch: 42,
-        partitions_by_endpoint: Some(vec![EndpointPartitions {
-            endpoint: ("h".into(), 8080),
-            active: vec![("t".into(), vec![3])],
-            standby: vec![],
-        }]),
-    };
+    let expected = v0_response();
     assert_eq!(HeartbeatResponse::decode(&body), Ok(expected.clone()));
     // The test encoder writes the same bytes.
     assert_eq!(encode_response(&expected), body);
