@@ -196,32 +196,16 @@ impl TaskManager {
                 continue;
             }
             let timestamp = Arc::new(AtomicI64::new(0));
-            let mut stores = match self.make_stores(id, &timestamp) {
-                Err(StreamsError::Store(StoreError::Locked { .. })) => {
-                    if !self.waiting.contains_key(&id) {
-                        tracing::info!(task = %id, "state directory still held by another thread; waiting");
-                        consumer
-                            .pause(&self.task_partitions(id))
-                            .map_err(|e| kafka_err("pause", e))?;
-                        self.waiting.insert(id, Vec::new());
-                    }
-                    continue;
+            let Some(mut stores) = self.open_stores(id, &timestamp, false)? else {
+                if !self.waiting.contains_key(&id) {
+                    tracing::info!(task = %id, "state directory still held by another thread; waiting");
+                    consumer
+                        .pause(&self.task_partitions(id))
+                        .map_err(|e| kafka_err("pause", e))?;
+                    self.waiting.insert(id, Vec::new());
                 }
-                Err(StreamsError::Store(e)) if e.is_corruption() => {
-                    // Unreadable files (a crash mid-write, a disk fault): the changelog has
-                    // the state, so the task starts over from it rather than failing.
-                    tracing::warn!(task = %id, error = %e, "the task's local state cannot be read: wiping it and restoring from the changelog");
-                    self.metrics.tasks_corrupted.inc();
-                    self.wipe(id, Vec::new(), &timestamp)?
-                }
-                other => other?,
+                continue;
             };
-            if self.settings.eos && holds_uncommitted(&stores)? {
-                // Persistent state without a checkpoint may hold writes of an aborted
-                // transaction: it is wiped and rebuilt from the (committed) changelog.
-                tracing::info!(task = %id, "wiping state without checkpoint (exactly-once)");
-                stores = self.wipe(id, stores, &timestamp)?;
-            }
             consumer
                 .pause(&self.task_partitions(id))
                 .map_err(|e| kafka_err("pause", e))?;
@@ -444,6 +428,43 @@ impl TaskManager {
         )
     }
 
+    /// Builds the stores of task `id` as [`make_stores`](Self::make_stores) does, wiped
+    /// where they cannot be trusted; `Ok(None)` while another thread still holds the task's
+    /// state directory. `standby` only words the log lines.
+    pub(in crate::runtime) fn open_stores(
+        &self,
+        id: TaskId,
+        timestamp: &Arc<AtomicI64>,
+        standby: bool,
+    ) -> Result<Option<Vec<TaskStore>>, StreamsError> {
+        let mut stores = match self.make_stores(id, timestamp) {
+            Err(StreamsError::Store(StoreError::Locked { .. })) => return Ok(None),
+            Err(StreamsError::Store(e)) if e.is_corruption() => {
+                // Unreadable files (a crash mid-write, a disk fault): the changelog has
+                // the state, so the task starts over from it rather than failing.
+                if standby {
+                    tracing::warn!(task = %id, error = %e, "standby: the task's local state cannot be read: wiping it");
+                } else {
+                    tracing::warn!(task = %id, error = %e, "the task's local state cannot be read: wiping it and restoring from the changelog");
+                }
+                self.metrics.tasks_corrupted.inc();
+                self.wipe(id, Vec::new(), timestamp)?
+            }
+            other => other?,
+        };
+        if self.settings.eos && holds_uncommitted(&stores)? {
+            // Persistent state without a checkpoint may hold writes of an aborted
+            // transaction: it is wiped and rebuilt from the (committed) changelog.
+            if standby {
+                tracing::info!(task = %id, "standby: wiping state without checkpoint (exactly-once)");
+            } else {
+                tracing::info!(task = %id, "wiping state without checkpoint (exactly-once)");
+            }
+            stores = self.wipe(id, stores, timestamp)?;
+        }
+        Ok(Some(stores))
+    }
+
     /// Closes `stores` without committing, deletes the task's state directory and builds
     /// the stores anew (empty, to be restored from the changelog).
     pub(in crate::runtime) fn wipe(
@@ -552,7 +573,7 @@ fn wake_fetchers<C: ConsumerContext>(consumer: &BaseConsumer<C>, kept: &TopicPar
 
 /// Whether a persistent store has data but no checkpoint: under exactly-once it may hold
 /// writes of an aborted transaction.
-pub(in crate::runtime) fn holds_uncommitted(stores: &[TaskStore]) -> Result<bool, StreamsError> {
+fn holds_uncommitted(stores: &[TaskStore]) -> Result<bool, StreamsError> {
     for s in stores {
         if s.store.persistent() && s.store.checkpoint()?.is_none() && s.store.approximate_num_entries()? > 0 {
             return Ok(true);

@@ -29,14 +29,13 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
-use streams_state::StoreError;
 
 use crate::engine::{TaskId, TaskStore};
 use crate::model::error::StreamsError;
 use crate::runtime::client::errors::kafka_err;
 use crate::runtime::restore::updater::{Event, Promotion, RestoreJob, StandbyJob};
 use crate::runtime::tasks::TaskManager;
-use crate::runtime::tasks::creation::{Restoring, committed_bounds, holds_uncommitted, sourced};
+use crate::runtime::tasks::creation::{Restoring, committed_bounds, sourced};
 
 /// The standby tasks of one thread.
 #[derive(Default)]
@@ -157,24 +156,12 @@ impl TaskManager {
             .collect();
         for id in todo {
             let timestamp = Arc::new(AtomicI64::new(0));
-            let mut stores = match self.make_stores(id, &timestamp) {
-                Err(StreamsError::Store(StoreError::Locked { .. })) => {
-                    if self.standbys.waiting.insert(id) {
-                        tracing::info!(task = %id, "standby: state directory still held; waiting");
-                    }
-                    continue;
+            let Some(stores) = self.open_stores(id, &timestamp, true)? else {
+                if self.standbys.waiting.insert(id) {
+                    tracing::info!(task = %id, "standby: state directory still held; waiting");
                 }
-                Err(StreamsError::Store(e)) if e.is_corruption() => {
-                    tracing::warn!(task = %id, error = %e, "standby: the task's local state cannot be read: wiping it");
-                    self.metrics.tasks_corrupted.inc();
-                    self.wipe(id, Vec::new(), &timestamp)?
-                }
-                other => other?,
+                continue;
             };
-            if self.settings.eos && holds_uncommitted(&stores)? {
-                tracing::info!(task = %id, "standby: wiping state without checkpoint (exactly-once)");
-                stores = self.wipe(id, stores, &timestamp)?;
-            }
             self.standbys.waiting.remove(&id);
             self.hand_standby(id, stores, timestamp);
         }
