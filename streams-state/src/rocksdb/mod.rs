@@ -24,6 +24,8 @@
 //!   A dirty metadata memtable costs a one-key SST file at every flush, and writing it at
 //!   every commit made 100 stores 5x slower. The one on disk may be older than the data,
 //!   never ahead of it: restoration then replays a few more records, which is idempotent.
+//!   A store writing through the write-ahead log (under exactly-once) writes every
+//!   checkpoint with its data, so a restart after a crash restores nothing it committed.
 //! - **The changelog is the source of truth.** As in Kafka Streams, writes skip RocksDB's
 //!   write-ahead log by default; memtables reach disk at RocksDB's own flushes and at close,
 //!   and a store that lost unflushed writes in a crash restores them from its changelog,

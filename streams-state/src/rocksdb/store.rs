@@ -39,17 +39,26 @@ const CHECKPOINT_OFFSET_DELTA: i64 = 10_000;
 /// [`CHECKPOINT_OFFSET_DELTA`] from the written one (or backwards, or none was written),
 /// and at close. The written checkpoint is then older than the data, never ahead of it:
 /// after a crash, restoration replays a few more changelog records, which is idempotent.
+/// Writes without the WAL lose the memtables in a crash anyway, so this costs little.
+///
+/// A store writing through the write-ahead log (the exactly-once layer's) writes every
+/// checkpoint with its data: the log keeps both through a crash, so a restart restores
+/// only what the changelog has beyond the last commit.
 #[derive(Debug, Clone, Copy, Default)]
 struct Checkpoints {
     latest: Option<i64>,
     written: Option<i64>,
+    /// Every checkpoint goes down at once (writes go through the write-ahead log).
+    exact: bool,
 }
 
 impl Checkpoints {
     /// Whether `offset` is to be written now rather than held.
     fn due(&self, offset: i64) -> bool {
-        self.written
-            .is_none_or(|w| offset < w || offset - w >= CHECKPOINT_OFFSET_DELTA)
+        self.exact
+            || self
+                .written
+                .is_none_or(|w| offset < w || offset - w >= CHECKPOINT_OFFSET_DELTA)
     }
 }
 
@@ -137,6 +146,7 @@ impl RocksDbKeyValueStore {
         store.checkpoints = Checkpoints {
             latest: on_disk,
             written: on_disk,
+            exact: false,
         };
         Ok(store)
     }
@@ -149,6 +159,7 @@ impl RocksDbKeyValueStore {
     /// beyond that.
     pub fn with_write_ahead_log(mut self, on: bool) -> Self {
         self.write_opts.disable_wal(!on);
+        self.checkpoints.exact = on;
         self
     }
 
@@ -236,7 +247,7 @@ impl RocksDbKeyValueStore {
 
     /// Writes the latest checkpoint into the metadata column family if it is not there.
     fn write_down_checkpoint(&mut self) -> Result<()> {
-        let Checkpoints { latest, written } = self.checkpoints;
+        let Checkpoints { latest, written, .. } = self.checkpoints;
         if latest == written {
             return Ok(());
         }
@@ -500,5 +511,11 @@ mod tests {
         drop(s);
         let s = RocksDbKeyValueStore::open("s", dir.path(), &resources).unwrap();
         assert_eq!(s.checkpoint().unwrap(), Some(300));
+        // Through the write-ahead log, each one goes down with the data.
+        let mut s = s.with_write_ahead_log(true);
+        s.write_checkpoint(Some(301)).unwrap();
+        assert_eq!(s.read_checkpoint().unwrap(), Some(301));
+        s.restore_batch(&[record(302)]).unwrap();
+        assert_eq!(s.read_checkpoint().unwrap(), Some(302));
     }
 }
