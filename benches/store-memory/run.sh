@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # 100 RocksDB stores through the runtime, beside Kafka Streams: `store_memory_kafka` and its
-# Java twin `StoreMemoryApp`, alternated on one broker, each run with a fresh application id
-# and state directory. Prints each run's line (time, peak RSS, load) and the CPU seconds of
+# Java twin `StoreMemoryApp`, alternated on a broker of its own (port 39192, data in
+# /tmp/kafka-store-memory, stopped at the end), each run with a fresh application id and
+# state directory. Prints each run's line (time, peak RSS, load) and the CPU seconds of
 # the process (/usr/bin/time) and the SST files its stores ended with.
 #
 #   RECORDS   records preloaded and processed per run (default 3000000)
@@ -23,8 +24,14 @@ PIN=${PIN:-1}
 IMPLS=${IMPLS:-ours java}
 JAVA_OPTS=${JAVA_OPTS:--Xmx256m}
 OUT_DIR=${OUT_DIR:-benches/results/store-memory-$(date +%F)}
-BOOTSTRAP=127.0.0.1:9092
-say() { echo "store-memory: $*" >&2; }
+# A broker of its own, as benches/side-by-side/run.sh has: a developer's broker on the
+# default port and run dir is neither measured nor stopped.
+export KAFKA_PORT=39192
+export KAFKA_RUN_DIR=/tmp/kafka-store-memory
+BOOTSTRAP=127.0.0.1:$KAFKA_PORT
+SCRIPT_NAME=store-memory
+# shellcheck source=scripts/lib/common.sh
+source "$ROOT/scripts/lib/common.sh"
 
 if [[ $PIN == 1 ]]; then
     BROKER_ON=(taskset -c 0)
@@ -45,7 +52,7 @@ mkdir -p "$OUT_DIR"
 "${BROKER_ON[@]}" bash scripts/kafka.sh start
 trap 'bash scripts/kafka.sh stop' EXIT
 if [[ $PIN == 1 ]]; then
-    taskset -a -pc 0 "$(cat "${KAFKA_RUN_DIR:-$HOME/.cache/streams-rs/kafka-run}/kafka.pid")" >/dev/null
+    taskset -a -pc 0 "$(cat "$KAFKA_RUN_DIR/kafka.pid")" >/dev/null
 fi
 
 TOPIC=store-memory-$WORKLOAD-$RECORDS-$$
@@ -60,7 +67,7 @@ for round in $(seq 1 "$RUNS"); do
             ours) cmd=("$BIN" run "$BOOTSTRAP" "$app" "$TOPIC" "$STATE/$app" "$RECORDS" "$WORKLOAD") ;;
             java) cmd=(java $JAVA_OPTS -cp "$JAVA_CP" dev.streams.bench.StoreMemoryApp
                 "$BOOTSTRAP" "$app" "$TOPIC" "$STATE/$app" "$RECORDS" "$WORKLOAD") ;;
-            *) say "unknown implementation $impl"; exit 2 ;;
+            *) die "IMPLS names ours and java, not '$impl'" ;;
         esac
         "${APP_ON[@]}" /usr/bin/time -f "cpu %U user %S sys, max RSS %M KiB" "${cmd[@]}" >"$out" 2>&1 ||
             { cat "$out"; exit 1; }
