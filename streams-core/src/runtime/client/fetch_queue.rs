@@ -135,19 +135,17 @@ impl<'c, C: ConsumerContext + 'static> FetchQueue<'c, C> {
         let mut moved = 0;
         let mut errors = Vec::new();
         if !timeout.is_zero() {
-            let (n, e) = self.take_once(timeout, 1, topics, out);
-            if n == 0 && e.is_empty() {
-                return (0, e);
+            moved = self.take_once(timeout, 1, topics, out, &mut errors);
+            if moved == 0 && errors.is_empty() {
+                return (0, errors);
             }
-            moved += n;
-            errors.extend(e);
         }
-        let (n, e) = self.take_once(Duration::ZERO, max - moved.min(max), topics, out);
-        errors.extend(e);
-        (moved + n, errors)
+        moved += self.take_once(Duration::ZERO, max - moved.min(max), topics, out, &mut errors);
+        (moved, errors)
     }
 
-    /// One `rd_kafka_consume_batch_queue` call (see [`take`](Self::take)).
+    /// One `rd_kafka_consume_batch_queue` call (see [`take`](Self::take)): returns how
+    /// many records it moved into `out`, and adds the fetch errors it met to `errors`.
     #[allow(unsafe_code)]
     fn take_once(
         &mut self,
@@ -155,10 +153,10 @@ impl<'c, C: ConsumerContext + 'static> FetchQueue<'c, C> {
         max: usize,
         topics: &mut TopicNames,
         out: &mut Vec<RawRecord>,
-    ) -> (usize, Vec<KafkaError>) {
-        let mut errors = Vec::new();
+        errors: &mut Vec<KafkaError>,
+    ) -> usize {
         if max == 0 {
-            return (0, errors);
+            return 0;
         }
         let timeout_ms = c_int::try_from(timeout.as_millis()).unwrap_or(c_int::MAX);
         // SAFETY: the queue is valid until `drop`; librdkafka writes at most `max` message
@@ -194,7 +192,7 @@ impl<'c, C: ConsumerContext + 'static> FetchQueue<'c, C> {
         // Empty between calls: no pointer outlives its message.
         self.messages.clear();
         self.handles.clear();
-        (moved, errors)
+        moved
     }
 }
 
