@@ -31,6 +31,9 @@ pub(crate) type AggStore<K, A> = WindowStore<DynSerde<K>, ValueAndTimestampSerde
 /// The handle of an aggregation's window store while the topology is built.
 pub(crate) type AggStoreRef<K, A> = WindowStoreRef<DynSerde<K>, ValueAndTimestampSerde<DynSerde<A>>>;
 
+/// The context of a windowed aggregation, which forwards changes of windowed keys.
+pub(crate) type Ctx<'a, 'b, K, A> = &'a mut ProcessorContext<'b, Windowed<K>, Change<A>>;
+
 /// Kafka Streams' `NO_TIMESTAMP`: the observed stream time before any record.
 pub(crate) const NO_TIMESTAMP: i64 = -1;
 
@@ -145,6 +148,18 @@ pub(crate) struct WindowCore<K: 'static, A: 'static> {
 }
 
 impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
+    /// Admits a record to this aggregation, advancing its observed stream time (see
+    /// [`admit`]): the close time, or `None` when no window takes the record.
+    pub fn admit<V, KO, VO>(
+        &mut self,
+        ctx: &ProcessorContext<'_, KO, VO>,
+        r: &Record<K, V>,
+        skip: Skip,
+        grace_ms: i64,
+    ) -> Option<i64> {
+        admit(ctx, r, skip, &mut self.observed, grace_ms)
+    }
+
     /// The windowed key of `key` in the window starting at `start`.
     pub fn windowed(&self, key: &K, start: i64) -> Windowed<K> {
         Windowed {
@@ -180,7 +195,7 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
     /// `old`, the window's stored aggregate before the update, when old values are on.
     pub fn forward_update(
         &self,
-        ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
+        ctx: Ctx<'_, '_, K, A>,
         key: Windowed<K>,
         value: ValueAndTimestamp<A>,
         old: Option<A>,
@@ -197,7 +212,7 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
     /// forwarded).
     pub fn forward_change(
         &self,
-        ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
+        ctx: Ctx<'_, '_, K, A>,
         key: Windowed<K>,
         change: Change<A>,
         timestamp: i64,
@@ -214,7 +229,7 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
     }
 
     /// At a task flush: writes the store's cache down and forwards what it held.
-    pub fn flush(&self, ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>) -> ProcessResult {
+    pub fn flush(&self, ctx: Ctx<'_, '_, K, A>) -> ProcessResult {
         flush_cached(self.forwarding.as_ref(), ctx, &self.store)
     }
 
@@ -237,7 +252,7 @@ impl<K: Clone + 'static, A: Clone + 'static> WindowCore<K, A> {
     /// `close` as emitted.
     pub fn emit_final(
         &mut self,
-        ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
+        ctx: Ctx<'_, '_, K, A>,
         headers: &Headers,
         (lower, upper): (i64, i64),
         close: i64,

@@ -33,14 +33,14 @@
 use std::sync::Arc;
 use streams_core::Nulls;
 use streams_core::state::{SessionStore, StoreError};
-use streams_core::{Headers, ProcessResult, Processor, ProcessorContext, Record};
+use streams_core::{Headers, ProcessResult, Processor, Record};
 
 use crate::cache_forward::CacheForwarding;
 use crate::change::Change;
 use crate::dyn_serde::DynSerde;
 use crate::nulls::{Skip, drop_record};
 use crate::windowed::NO_TIMESTAMP;
-use crate::windowed::common::{EmitFinal, admit};
+use crate::windowed::common::{Ctx, EmitFinal, admit};
 use crate::windowed::serde::Windowed;
 use crate::windowed::session_windows::SessionWindows;
 
@@ -91,8 +91,6 @@ pub(crate) struct SessionWindowAggregate<K: 'static, V: 'static, A: 'static> {
     /// Set when the store is cached: updates go out when the cache writes them down.
     pub forwarding: Option<CacheForwarding>,
 }
-
-type Ctx<'a, 'b, K, A> = &'a mut ProcessorContext<'b, Windowed<K>, Change<A>>;
 
 impl<K, V, A> SessionWindowAggregate<K, V, A>
 where

@@ -24,12 +24,12 @@
 
 use std::collections::HashSet;
 
-use streams_core::{ProcessResult, Processor, ProcessorContext, ProcessorError, Record};
+use streams_core::{ProcessResult, Processor, ProcessorError, Record};
 
 use crate::change::Change;
 use crate::nulls::{Skip, drop_record};
 use crate::processors::UpdateFn;
-use crate::windowed::common::{WindowCore, admit};
+use crate::windowed::common::{Ctx, WindowCore};
 use streams_state::ValueAndTimestamp;
 
 use crate::windowed::serde::Windowed;
@@ -40,8 +40,6 @@ pub(crate) struct SlidingWindowAggregate<K: 'static, V, A: 'static> {
     pub update: UpdateFn<K, V, A>,
     pub core: WindowCore<K, A>,
 }
-
-type Ctx<'a, 'b, K, A> = &'a mut ProcessorContext<'b, Windowed<K>, Change<A>>;
 
 /// A window's aggregate (`None`: the initializer's), its largest record timestamp, and
 /// its aggregate as last forwarded (`None`: never).
@@ -85,18 +83,11 @@ where
         Ok(written)
     }
 
-    /// Folds the record into a window that was in the store, holding `agg`.
-    fn update_stored(
-        &self,
-        ctx: Ctx<'_, '_, K, A>,
-        start: i64,
-        agg: ValueAndTimestamp<A>,
-        r: &Record<K, V>,
-        close: i64,
-    ) -> ProcessResult {
+    /// The [`Agg`] of a window that was in the store holding `agg`: as last forwarded,
+    /// its stored aggregate (when old values are on).
+    fn stored(&self, agg: ValueAndTimestamp<A>) -> Agg<A> {
         let before = self.core.send_old.then(|| agg.value.clone());
-        self.update_window(ctx, start, (Some(agg.value), agg.timestamp, before), r, close)?;
-        Ok(())
+        (Some(agg.value), agg.timestamp, before)
     }
 
     /// Creates the record's right window `[t + 1, t + 1 + d]` with `agg` as it is.
@@ -135,10 +126,10 @@ where
                 if right_agg.is_none() {
                     right_agg = Some(agg.clone());
                 }
-                self.update_stored(ctx, start, agg, r, close)?;
+                self.update_window(ctx, start, self.stored(agg), r, close)?;
             } else if end == t {
                 left_exists = true;
-                self.update_stored(ctx, start, agg, r, close)?;
+                self.update_window(ctx, start, self.stored(agg), r, close)?;
                 if max_ts < t {
                     previous = Some(max_ts);
                 } else {
@@ -192,7 +183,7 @@ where
                 combined = Some(agg);
             } else if start <= t {
                 right_agg = Some(agg.clone());
-                self.update_stored(ctx, start, agg, r, close)?;
+                self.update_window(ctx, start, self.stored(agg), r, close)?;
             } else if start == t + 1 {
                 right_exists = true;
             }
@@ -208,10 +199,9 @@ where
         {
             self.update_window(ctx, p + 1, (None, t, None), r, close)?;
         }
-        match combined {
-            None => self.update_window(ctx, 0, (None, t, None), r, close).map(|_| ()),
-            Some(c) => self.update_stored(ctx, 0, c, r, close),
-        }
+        let agg = combined.map_or((None, t, None), |c| self.stored(c));
+        self.update_window(ctx, 0, agg, r, close)?;
+        Ok(())
     }
 }
 
@@ -221,16 +211,11 @@ where
     V: Clone + 'static,
     A: Clone + 'static,
 {
-    fn process(
-        &mut self,
-        ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
-        r: Record<K, V>,
-    ) -> ProcessResult {
-        let grace = self.windows.grace_ms;
-        let Some(close) = admit(ctx, &r, Skip::NullKeyOrValue, &mut self.core.observed, grace) else {
+    fn process(&mut self, ctx: Ctx<'_, '_, K, A>, r: Record<K, V>) -> ProcessResult {
+        let (d, grace) = (self.diff(), self.windows.grace_ms);
+        let Some(close) = self.core.admit(ctx, &r, Skip::NullKeyOrValue, grace) else {
             return Ok(());
         };
-        let d = self.diff();
         if r.timestamp.saturating_add(d) < close {
             drop_record(ctx, "every window holding it closed");
             return Ok(());
@@ -251,7 +236,7 @@ where
         self.core.emit_final(ctx, &r.headers, (lower, upper), close)
     }
 
-    fn flush(&mut self, ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>) -> ProcessResult {
+    fn flush(&mut self, ctx: Ctx<'_, '_, K, A>) -> ProcessResult {
         self.core.flush(ctx)
     }
 }

@@ -7,12 +7,12 @@
 //! never below 0) are then forwarded, once. With old values on, an update carries the
 //! window's aggregate before it.
 
-use streams_core::{ProcessResult, Processor, ProcessorContext, Record};
+use streams_core::{ProcessResult, Processor, Record};
 
 use crate::change::Change;
 use crate::nulls::{Skip, drop_record};
 use crate::processors::UpdateFn;
-use crate::windowed::common::{WindowCore, admit};
+use crate::windowed::common::{Ctx, WindowCore};
 use streams_state::ValueAndTimestamp;
 
 use crate::windowed::serde::Windowed;
@@ -34,13 +34,9 @@ where
     V: Clone + 'static,
     A: Clone + 'static,
 {
-    fn process(
-        &mut self,
-        ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
-        r: Record<K, V>,
-    ) -> ProcessResult {
+    fn process(&mut self, ctx: Ctx<'_, '_, K, A>, r: Record<K, V>) -> ProcessResult {
         let core = &mut self.core;
-        let Some(close) = admit(ctx, &r, Skip::NullKey, &mut core.observed, self.windows.grace_ms) else {
+        let Some(close) = core.admit(ctx, &r, Skip::NullKey, self.windows.grace_ms) else {
             return Ok(());
         };
         for start in self.windows.window_starts(r.timestamp) {
@@ -86,7 +82,7 @@ where
         core.emit_final(ctx, &r.headers, (lower, upper), close)
     }
 
-    fn flush(&mut self, ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>) -> ProcessResult {
+    fn flush(&mut self, ctx: Ctx<'_, '_, K, A>) -> ProcessResult {
         self.core.flush(ctx)
     }
 }
