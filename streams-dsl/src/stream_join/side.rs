@@ -215,8 +215,6 @@ where
     K: Clone + 'static,
     VT: Clone + 'static,
     VO: Clone + 'static,
-    V1: 'static,
-    V2: 'static,
     VR: Clone + 'static,
 {
     fn process(&mut self, ctx: &mut ProcessorContext<'_, K, VR>, r: Record<K, VT>) -> ProcessResult {
