@@ -12,8 +12,6 @@ use std::cell::OnceCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use streams_core::{ProcessorContext, ProcessorError};
-
 use streams_state::serde::NullableSerde;
 
 use crate::change::{Change, OldValues};
@@ -22,7 +20,7 @@ use crate::error::DslIssue;
 use crate::kstream::KStream;
 use crate::options::Materialized;
 use crate::processors::{ChangeView, JoinFn, PassThrough, StreamTableJoin, TableFn, TableOpProcessor, open};
-use crate::shared::Shared;
+use crate::shared::{ContextSupplier, Shared};
 use crate::table_lookup::{OpenLookup, kv_lookup};
 
 /// A table of the latest value per key. Its node forwards every update of a row (its
@@ -109,14 +107,8 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
 
     /// Adds the processor `name` as a child of this table's node, for the update type the
     /// node forwards.
-    pub(crate) fn add_child<P, KOut, VOut>(
-        &self,
-        name: &str,
-        supplier: impl Fn(&mut ProcessorContext<'_, KOut, VOut>) -> Result<P, ProcessorError>
-        + Send
-        + Sync
-        + 'static,
-    ) where
+    pub(crate) fn add_child<P, KOut, VOut>(&self, name: &str, supplier: impl ContextSupplier<P, KOut, VOut>)
+    where
         P: streams_core::Processor<K, Option<V>, KOut, VOut>
             + streams_core::Processor<K, Change<V>, KOut, VOut>,
         KOut: 'static,

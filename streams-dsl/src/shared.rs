@@ -22,6 +22,18 @@ use crate::optimization::Optimizations;
 /// key-value store (see the `timestamped` module).
 pub(crate) const TABLE_SOURCE_VALUES: SourceValues = SourceValues::Timestamped;
 
+/// A supplier of processors made with their task's context, where they open their stores
+/// (what [`TopologyBuilder::add_processor_with`] takes).
+pub(crate) trait ContextSupplier<P, KOut, VOut>:
+    Fn(&mut ProcessorContext<'_, KOut, VOut>) -> Result<P, ProcessorError> + Send + Sync + 'static
+{
+}
+
+impl<F, P, KOut, VOut> ContextSupplier<P, KOut, VOut> for F where
+    F: Fn(&mut ProcessorContext<'_, KOut, VOut>) -> Result<P, ProcessorError> + Send + Sync + 'static
+{
+}
+
 /// What every stream and table of one builder shares.
 pub(crate) struct Inner {
     pub(crate) topology: TopologyBuilder,
@@ -213,10 +225,7 @@ impl Shared {
     pub fn processor_with<P, KIn, VIn, KOut, VOut>(
         &self,
         name: &str,
-        supplier: impl Fn(&mut ProcessorContext<'_, KOut, VOut>) -> Result<P, ProcessorError>
-        + Send
-        + Sync
-        + 'static,
+        supplier: impl ContextSupplier<P, KOut, VOut>,
         parent: &str,
     ) where
         P: Processor<KIn, VIn, KOut, VOut>,
