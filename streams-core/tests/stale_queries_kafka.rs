@@ -27,6 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::{MINUTE, count_in_minute};
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::{
     HostInfo, KafkaStreams, KvStore, LagInfo, ProcessResult, Processor, ProcessorContext, QueryError,
@@ -39,7 +40,6 @@ use streams_test_utils::queries::retry;
 const PARTITIONS: i32 = 4;
 const KEYS: usize = 400;
 const ROUNDS: usize = 3;
-const MINUTE: i64 = 60_000;
 const DAY: Duration = Duration::from_secs(86_400);
 
 type Kv = ReadOnlyKeyValueStore<StringSerde, StringSerde>;
@@ -54,9 +54,7 @@ struct Put {
 impl Processor<String, String> for Put {
     fn process(&mut self, _: &mut ProcessorContext<'_, (), ()>, r: Record<String, String>) -> ProcessResult {
         self.kv.put(&r.key, &r.value)?;
-        let start = r.timestamp - r.timestamp.rem_euclid(MINUTE);
-        let n = self.minutes.fetch(&r.key, start)?.unwrap_or(0) + 1;
-        self.minutes.put(&r.key, Some(&n), start)?;
+        count_in_minute(&self.minutes, &r.key, r.timestamp)?;
         Ok(())
     }
 }

@@ -21,6 +21,7 @@ use std::path::Path;
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
+use common::{MINUTE, count_in_minute};
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::{
     KafkaStreams, ProcessResult, Processor, ProcessorContext, QueryError, ReadOnlyWindowStore, Record,
@@ -33,7 +34,6 @@ use streams_test_utils::queries::retry;
 const PARTITIONS: i32 = 4;
 const KEYS: usize = 40;
 const PER_KEY: i64 = 12;
-const MINUTE: i64 = 60_000;
 /// A minute-aligned base time ten minutes ago (recent: see `kafka::recent_minute`).
 static BASE: LazyLock<i64> = LazyLock::new(|| kafka::recent_minute(10));
 const DAY: Duration = Duration::from_secs(86_400);
@@ -51,9 +51,7 @@ struct Count {
 
 impl Processor<String, String> for Count {
     fn process(&mut self, _: &mut ProcessorContext<'_, (), ()>, r: Record<String, String>) -> ProcessResult {
-        let start = r.timestamp - r.timestamp.rem_euclid(MINUTE);
-        let n = self.windows.fetch(&r.key, start)?.unwrap_or(0) + 1;
-        self.windows.put(&r.key, Some(&n), start)?;
+        count_in_minute(&self.windows, &r.key, r.timestamp)?;
         let (session, value) = session_of(&r.key, r.timestamp, &r.value);
         self.sessions.put(&session, &value)?;
         Ok(())

@@ -3,23 +3,25 @@
 //! `window_store` / `session_store`, retention hides old windows, and asking with the
 //! wrong kind of store is a typed error.
 
+mod common;
+
 use std::time::Duration;
 
+use common::{MINUTE, PerMinute};
 use streams_core::serdes::{StringSerde, U64Serde};
 use streams_core::state::StoreError;
 use streams_core::{
     ProcessResult, Processor, ProcessorContext, Record, SessionStore, SinkConfig, SourceConfig, Stores,
-    Topology, WindowStore, Windowed,
+    Topology, Windowed,
 };
 use streams_test_utils::{DriverConfig, TopologyTestDriver};
 
-const MINUTE: i64 = 60_000;
 const GAP: i64 = 5 * MINUTE;
 
-/// Counts clicks per key in tumbling one-minute windows and per session (inactivity gap
-/// of 5 minutes); forwards `"key@window start"` with the window's count.
+/// Counts clicks per session (inactivity gap of 5 minutes) and, as [`PerMinute`], per key
+/// in tumbling one-minute windows; forwards `"key@window start"` with the window's count.
 struct Clicks {
-    windows: WindowStore<StringSerde, U64Serde>,
+    per_minute: PerMinute,
     sessions: SessionStore<StringSerde, U64Serde>,
 }
 
@@ -29,10 +31,6 @@ impl Processor<String, String, String, u64> for Clicks {
         ctx: &mut ProcessorContext<'_, String, u64>,
         r: Record<String, String>,
     ) -> ProcessResult {
-        let start = r.timestamp - r.timestamp.rem_euclid(MINUTE);
-        let n = self.windows.fetch(&r.key, start)?.unwrap_or(0) + 1;
-        self.windows.put(&r.key, Some(&n), start)?;
-
         // Merge every session within the gap of this click into one.
         let reader = self.sessions.read()?;
         let found: Vec<(Windowed<String>, u64)> = reader
@@ -52,7 +50,7 @@ impl Processor<String, String, String, u64> for Clicks {
             self.sessions.remove(&s)?;
         }
         self.sessions.put(&merged, &count)?;
-        ctx.forward(Record::new(format!("{}@{start}", r.key), n, r.timestamp))
+        self.per_minute.process(ctx, r)
     }
 }
 
@@ -77,7 +75,9 @@ fn topology() -> Topology {
         let (windows, sessions) = (windows.clone(), sessions.clone());
         move |ctx| {
             Ok(Clicks {
-                windows: ctx.store(&windows)?,
+                per_minute: PerMinute {
+                    windows: ctx.store(&windows)?,
+                },
                 sessions: ctx.store(&sessions)?,
             })
         }

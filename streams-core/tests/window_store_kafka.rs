@@ -5,39 +5,20 @@
 //!
 //! Fresh topics and application id; without a broker the test says it was skipped.
 
+mod common;
+
 use std::time::Duration;
 
+use common::{MINUTE, PerMinute};
 use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions, ResourceSpecifier};
 use rdkafka::client::DefaultClientContext;
 use streams_core::serdes::{Serde, StringSerde, U64Serde};
-use streams_core::{
-    KafkaStreams, ProcessResult, Processor, ProcessorContext, Record, SinkConfig, SourceConfig, State,
-    Stores, StreamsConfig, Topology, WindowStore,
-};
+use streams_core::{KafkaStreams, SinkConfig, SourceConfig, State, Stores, StreamsConfig, Topology};
 use streams_test_utils::kafka::{self, ConsumeUntil, ProduceRecord};
 
-const MINUTE: i64 = 60_000;
 const RETENTION: Duration = Duration::from_secs(600);
 const T: Duration = Duration::from_secs(60);
-
-/// Counts records per key and minute; forwards `"key@start"` with the count.
-struct PerMinute {
-    windows: WindowStore<StringSerde, U64Serde>,
-}
-
-impl Processor<String, String, String, u64> for PerMinute {
-    fn process(
-        &mut self,
-        ctx: &mut ProcessorContext<'_, String, u64>,
-        r: Record<String, String>,
-    ) -> ProcessResult {
-        let start = r.timestamp - r.timestamp.rem_euclid(MINUTE);
-        let n = self.windows.fetch(&r.key, start)?.unwrap_or(0) + 1;
-        self.windows.put(&r.key, Some(&n), start)?;
-        ctx.forward(Record::new(format!("{}@{start}", r.key), n, r.timestamp))
-    }
-}
 
 fn topology(input: &str, output: &str) -> Topology {
     let mut b = Topology::builder();

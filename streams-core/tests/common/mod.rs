@@ -13,9 +13,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use streams_core::serdes::{StringSerde, U64Serde};
+use streams_core::state::StoreError;
 use streams_core::{
     KafkaStreams, KvStore, ProcessResult, Processor, ProcessorContext, Record, Stores, Topology,
-    TopologyBuilder,
+    TopologyBuilder, WindowStore,
 };
 use streams_test_utils::kafka::secure::SecureKafka;
 use streams_test_utils::kafka::{self, ProduceRecord};
@@ -153,6 +154,39 @@ pub fn wait_for_counts(
     }
 }
 
+/// One minute in milliseconds: the size of the windows the tests count records in.
+pub const MINUTE: i64 = 60_000;
+
+/// Counts one more record of `key` at `timestamp` in `windows`, the store of one-minute
+/// tumbling windows; returns the window's start and its new count.
+pub fn count_in_minute(
+    windows: &WindowStore<StringSerde, U64Serde>,
+    key: &String,
+    timestamp: i64,
+) -> Result<(i64, u64), StoreError> {
+    let start = timestamp - timestamp.rem_euclid(MINUTE);
+    let n = windows.fetch(key, start)?.unwrap_or(0) + 1;
+    windows.put(key, Some(&n), start)?;
+    Ok((start, n))
+}
+
+/// Counts records per key and minute in `windows` ([`count_in_minute`]); forwards
+/// `"key@window start"` with the window's count.
+pub struct PerMinute {
+    pub windows: WindowStore<StringSerde, U64Serde>,
+}
+
+impl Processor<String, String, String, u64> for PerMinute {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, u64>,
+        r: Record<String, String>,
+    ) -> ProcessResult {
+        let (start, n) = count_in_minute(&self.windows, &r.key, r.timestamp)?;
+        ctx.forward(Record::new(format!("{}@{start}", r.key), n, r.timestamp))
+    }
+}
+
 /// Writes each user record into the global store `users` (a tombstone deletes).
 pub struct UserUpdater {
     store: Option<KvStore<StringSerde, StringSerde>>,
@@ -171,23 +205,17 @@ impl Processor<String, String, (), ()> for UserUpdater {
 }
 
 /// Enriches each order (key: user id) with the user's name from the global store.
-#[derive(Default)]
 pub struct Enrich {
-    users: Option<KvStore<StringSerde, StringSerde>>,
+    users: KvStore<StringSerde, StringSerde>,
 }
 
 impl Processor<String, String, String, String> for Enrich {
-    fn init(&mut self, ctx: &mut ProcessorContext<'_, String, String>) -> ProcessResult {
-        self.users = Some(ctx.kv_store("users")?);
-        Ok(())
-    }
     fn process(
         &mut self,
         ctx: &mut ProcessorContext<'_, String, String>,
         r: Record<String, String>,
     ) -> ProcessResult {
-        let users = self.users.as_ref().ok_or("init")?;
-        let name = users.get(&r.key)?.unwrap_or_else(|| "unknown".into());
+        let name = self.users.get(&r.key)?.unwrap_or_else(|| "unknown".into());
         ctx.forward(Record::new(r.key, format!("{}:{name}", r.value), r.timestamp))
     }
 }
@@ -208,7 +236,15 @@ pub fn enrich_topology(users: &str, orders: &str, output: &str, persistent: bool
         || UserUpdater { store: None },
     )
     .add_source("orders", [orders], StringSerde, StringSerde)
-    .add_processor("enrich", Enrich::default, ["orders"])
+    .add_processor_with(
+        "enrich",
+        |ctx| {
+            Ok(Enrich {
+                users: ctx.kv_store("users")?,
+            })
+        },
+        ["orders"],
+    )
     .add_sink("out", output, StringSerde, StringSerde, ["enrich"]);
     b.build().expect("enrich topology")
 }
