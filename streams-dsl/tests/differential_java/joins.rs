@@ -90,35 +90,30 @@ joined_cases! {
 // emits differently there (see the reasons, and docs/dsl.md "Stream-stream joins"), so our
 // output is pinned record by record instead.
 
-const LEFT_JOIN: &[&str] = &[
-    r#"after step  1: joined "a" = "L1/R1" @ 2"#,
-    r#"after step  3: joined "a" = "L2/R1" @ 6"#,
-    r#"after step  3: joined "a" = "L2/R2" @ 9"#,
-    r#"after step  6: joined "a" = "L4/R1" @ 2"#,
-    r#"after step  7: joined "a" = "L1/R5" @ 5"#,
-    r#"after step  7: joined "a" = "L4/R5" @ 5"#,
-    r#"after step  7: joined "a" = "L2/R5" @ 6"#,
-    r#"after step  8: joined "b" = "L3/null" @ 3"#,
-    r#"after step  9: joined "a" = "L5/R1" @ 2"#,
-    r#"after step  9: joined "a" = "L5/R5" @ 5"#,
-    r#"after step 11: joined "b" = "L6/R4" @ 14"#,
-    r#"after step 13: joined "d" = "X/null" @ 20"#,
-];
-const OUTER_JOIN: &[&str] = &[
-    r#"after step  1: joined "a" = "L1/R1" @ 2"#,
-    r#"after step  3: joined "a" = "L2/R1" @ 6"#,
-    r#"after step  3: joined "a" = "L2/R2" @ 9"#,
-    r#"after step  6: joined "a" = "L4/R1" @ 2"#,
-    r#"after step  7: joined "a" = "L1/R5" @ 5"#,
-    r#"after step  7: joined "a" = "L4/R5" @ 5"#,
-    r#"after step  7: joined "a" = "L2/R5" @ 6"#,
-    r#"after step  8: joined "b" = "L3/null" @ 3"#,
-    r#"after step  8: joined "c" = "null/R3" @ 4"#,
-    r#"after step  9: joined "a" = "L5/R1" @ 2"#,
-    r#"after step  9: joined "a" = "L5/R5" @ 5"#,
-    r#"after step 11: joined "b" = "L6/R4" @ 14"#,
-    r#"after step 13: joined "d" = "X/null" @ 20"#,
-];
+/// Our records of the stream-stream left join within `within()`, in order; the outer
+/// join's are the same with its unmatched right records, `$right`, after step 8.
+macro_rules! joined_within {
+    ($($right:literal),*) => {
+        &[
+            r#"after step  1: joined "a" = "L1/R1" @ 2"#,
+            r#"after step  3: joined "a" = "L2/R1" @ 6"#,
+            r#"after step  3: joined "a" = "L2/R2" @ 9"#,
+            r#"after step  6: joined "a" = "L4/R1" @ 2"#,
+            r#"after step  7: joined "a" = "L1/R5" @ 5"#,
+            r#"after step  7: joined "a" = "L4/R5" @ 5"#,
+            r#"after step  7: joined "a" = "L2/R5" @ 6"#,
+            r#"after step  8: joined "b" = "L3/null" @ 3"#,
+            $($right,)*
+            r#"after step  9: joined "a" = "L5/R1" @ 2"#,
+            r#"after step  9: joined "a" = "L5/R5" @ 5"#,
+            r#"after step 11: joined "b" = "L6/R4" @ 14"#,
+            r#"after step 13: joined "d" = "X/null" @ 20"#,
+        ]
+    };
+}
+
+const LEFT_JOIN: &[&str] = joined_within!();
+const OUTER_JOIN: &[&str] = joined_within!(r#"after step  8: joined "c" = "null/R3" @ 4"#);
 
 fn within() -> JoinWindows {
     JoinWindows::of_time_difference_with_grace(Duration::from_millis(5), Duration::from_millis(3))
