@@ -69,31 +69,30 @@ struct Line {
     quantity: i32,
 }
 
-#[derive(Clone, PartialEq, prost::Message)]
-struct Order {
-    #[prost(string, tag = "1")]
-    id: String,
-    #[prost(message, optional, tag = "2")]
-    total: Option<Money>,
-    #[prost(message, repeated, tag = "3")]
-    lines: Vec<Line>,
-    #[prost(message, optional, tag = "4")]
-    customer: Option<Customer>,
+/// The message `shop.Order` of [`ORDER_V1`] as the struct `$name`, with the fields `$added`
+/// of a later version (as [`order_v2`] adds them to the schema).
+macro_rules! order_message {
+    ($name:ident { $($added:tt)* }) => {
+        #[derive(Clone, PartialEq, prost::Message)]
+        struct $name {
+            #[prost(string, tag = "1")]
+            id: String,
+            #[prost(message, optional, tag = "2")]
+            total: Option<Money>,
+            #[prost(message, repeated, tag = "3")]
+            lines: Vec<Line>,
+            #[prost(message, optional, tag = "4")]
+            customer: Option<Customer>,
+            $($added)*
+        }
+    };
 }
 
-#[derive(Clone, PartialEq, prost::Message)]
-struct OrderV2 {
-    #[prost(string, tag = "1")]
-    id: String,
-    #[prost(message, optional, tag = "2")]
-    total: Option<Money>,
-    #[prost(message, repeated, tag = "3")]
-    lines: Vec<Line>,
-    #[prost(message, optional, tag = "4")]
-    customer: Option<Customer>,
+order_message!(Order {});
+order_message!(OrderV2 {
     #[prost(string, tag = "5")]
     note: String,
-}
+});
 
 fn order(id: &str, cents: i64) -> Order {
     Order {

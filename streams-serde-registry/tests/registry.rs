@@ -13,7 +13,7 @@ use serde_json::json;
 use streams_serde_registry::apache_avro::types::Value;
 use streams_serde_registry::{
     AvroSerde, GenericAvroSerde, RecordPart, RegistryConfig, RegistryError, RegistrySerdeError,
-    SchemaRegistryClient, SerdeConfig, SubjectNameStrategy, WireError, wire,
+    SchemaRegistryClient, SerdeConfig, SubjectNameStrategy, wire,
 };
 use streams_state::Serde;
 
@@ -194,8 +194,8 @@ fn incompatible_schema_is_refused_with_the_registrys_message() {
 }
 
 #[test]
-fn unknown_schema_id_and_bad_frames() {
-    let Some(url) = registry("unknown_schema_id_and_bad_frames") else {
+fn unknown_schema_id_and_truncated_payload() {
+    let Some(url) = registry("unknown_schema_id_and_truncated_payload") else {
         return;
     };
     let topic = unique("unknown");
@@ -214,15 +214,8 @@ fn unknown_schema_id_and_bad_frames() {
         e,
         RegistrySerdeError::Registry(RegistryError::UnknownSchemaId { id: 2_000_000_000 })
     );
-    assert_eq!(
-        serde.try_deserialize(b"\x01\x00\x00\x00\x01").unwrap_err(),
-        RegistrySerdeError::Wire(WireError::UnknownMagicByte { byte: 1 })
-    );
-    assert_eq!(
-        serde.try_deserialize(b"\x00\x00").unwrap_err(),
-        RegistrySerdeError::Wire(WireError::TooShort { len: 2 })
-    );
-    // A truncated payload of a known id.
+    // A bad header (magic byte, length) fails before any request: the avro module's unit
+    // tests check it without a registry. A truncated payload of a known id:
     let good = serde.serialize(&user("truncated", Some(5))).unwrap();
     let e = serde.try_deserialize(&good[..good.len() - 1]).unwrap_err();
     assert!(matches!(e, RegistrySerdeError::Decode { .. }), "{e:?}");
