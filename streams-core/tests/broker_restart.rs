@@ -168,13 +168,37 @@ fn application_survives_a_broker_restart_without_loss() {
             break seen;
         }
     };
-    assert_eq!(seen.len(), KEYS);
+    // On failure, whether a transaction still holds a partition's stable offset back (the
+    // records are there, unreadable) or the counts were never committed.
+    let stable = stable_offsets(&bootstrap, output);
+    assert_eq!(seen.len(), KEYS, "{stable}");
     for (key, mut counts) in seen {
         counts.sort_unstable();
         assert_eq!(
             counts,
             (1..=40).collect::<Vec<u64>>(),
-            "key {key}: each count exactly once"
+            "key {key}: each count exactly once; {stable}"
         );
     }
+}
+
+/// Each partition of `topic` (4) with its high watermark and last stable offset.
+fn stable_offsets(bootstrap: &str, topic: &str) -> String {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let committed: Result<BaseConsumer, _> = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("isolation.level", "read_committed")
+        .create();
+    (0..4)
+        .map(|p| {
+            let high = kafka::watermarks(bootstrap, topic, p).map(|w| w.1);
+            let stable = committed.as_ref().map_err(|e| e.to_string()).and_then(|c| {
+                c.fetch_watermarks(topic, p, Duration::from_secs(10))
+                    .map(|w| w.1)
+                    .map_err(|e| e.to_string())
+            });
+            format!("{topic}-{p}: high watermark {high:?}, last stable offset {stable:?}")
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
