@@ -182,22 +182,33 @@ fn application_survives_a_broker_restart_without_loss() {
     }
 }
 
-/// Each partition of `topic` (4) with its high watermark and last stable offset.
+/// Each partition of `topic` (4) with its high watermark and last stable offset: the
+/// latest offset as a `read_uncommitted` and as a `read_committed` client sees it
+/// (librdkafka's default is the latter).
 fn stable_offsets(bootstrap: &str, topic: &str) -> String {
     use rdkafka::consumer::{BaseConsumer, Consumer};
-    let committed: Result<BaseConsumer, _> = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("isolation.level", "read_committed")
-        .create();
+    let client = |isolation: &str| -> Result<BaseConsumer, String> {
+        rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", bootstrap)
+            .set("isolation.level", isolation)
+            .create()
+            .map_err(|e| e.to_string())
+    };
+    let (uncommitted, committed) = (client("read_uncommitted"), client("read_committed"));
+    let latest = |c: &Result<BaseConsumer, String>, p: i32| {
+        c.as_ref().map_err(Clone::clone).and_then(|c| {
+            c.fetch_watermarks(topic, p, Duration::from_secs(10))
+                .map(|w| w.1)
+                .map_err(|e| e.to_string())
+        })
+    };
     (0..4)
         .map(|p| {
-            let high = kafka::watermarks(bootstrap, topic, p).map(|w| w.1);
-            let stable = committed.as_ref().map_err(|e| e.to_string()).and_then(|c| {
-                c.fetch_watermarks(topic, p, Duration::from_secs(10))
-                    .map(|w| w.1)
-                    .map_err(|e| e.to_string())
-            });
-            format!("{topic}-{p}: high watermark {high:?}, last stable offset {stable:?}")
+            format!(
+                "{topic}-{p}: high watermark {:?}, last stable offset {:?}",
+                latest(&uncommitted, p),
+                latest(&committed, p)
+            )
         })
         .collect::<Vec<_>>()
         .join("; ")

@@ -124,9 +124,13 @@ pub fn wait_for_topic(bootstrap: &str, topic: &str, partitions: usize, timeout: 
 
 /// The low and high watermarks of `topic`-`partition`: the log start offset (where the
 /// records deleted by retention or `DeleteRecords` end) and the offset the next record gets.
-/// Bounded by [`DEFAULT_TIMEOUT`].
+/// Bounded by [`DEFAULT_TIMEOUT`]. Asked as a `read_uncommitted` client: librdkafka's
+/// default, `read_committed`, would answer the last stable offset instead of the high
+/// watermark wherever a transaction is open.
 pub fn watermarks(bootstrap: &str, topic: &str, partition: i32) -> TestResult<(i64, i64)> {
-    let consumer: BaseConsumer = base_config(bootstrap).create()?;
+    let consumer: BaseConsumer = base_config(bootstrap)
+        .set("isolation.level", "read_uncommitted")
+        .create()?;
     consumer
         .fetch_watermarks(topic, partition, DEFAULT_TIMEOUT)
         .map_err(|e| TestKafkaError::Failed {
