@@ -170,45 +170,26 @@ fn application_survives_a_broker_restart_without_loss() {
     };
     // On failure, whether a transaction still holds a partition's stable offset back (the
     // records are there, unreadable) or the counts were never committed.
-    let stable = stable_offsets(&bootstrap, output);
-    assert_eq!(seen.len(), KEYS, "{stable}");
+    let stable = || stable_offsets(&bootstrap, output);
+    assert_eq!(seen.len(), KEYS, "{}", stable());
     for (key, mut counts) in seen {
         counts.sort_unstable();
         assert_eq!(
             counts,
             (1..=40).collect::<Vec<u64>>(),
-            "key {key}: each count exactly once; {stable}"
+            "key {key}: each count exactly once; {}",
+            stable()
         );
     }
 }
 
-/// Each partition of `topic` (4) with its high watermark and last stable offset: the
-/// latest offset as a `read_uncommitted` and as a `read_committed` client sees it
-/// (librdkafka's default is the latter).
+/// Each partition of `topic` (4) with its high watermark and last stable offset.
 fn stable_offsets(bootstrap: &str, topic: &str) -> String {
-    use rdkafka::consumer::{BaseConsumer, Consumer};
-    let client = |isolation: &str| -> Result<BaseConsumer, String> {
-        rdkafka::ClientConfig::new()
-            .set("bootstrap.servers", bootstrap)
-            .set("isolation.level", isolation)
-            .create()
-            .map_err(|e| e.to_string())
-    };
-    let (uncommitted, committed) = (client("read_uncommitted"), client("read_committed"));
-    let latest = |c: &Result<BaseConsumer, String>, p: i32| {
-        c.as_ref().map_err(Clone::clone).and_then(|c| {
-            c.fetch_watermarks(topic, p, Duration::from_secs(10))
-                .map(|w| w.1)
-                .map_err(|e| e.to_string())
-        })
-    };
     (0..4)
         .map(|p| {
-            format!(
-                "{topic}-{p}: high watermark {:?}, last stable offset {:?}",
-                latest(&uncommitted, p),
-                latest(&committed, p)
-            )
+            let high = kafka::watermarks(bootstrap, topic, p).map(|w| w.1);
+            let stable = kafka::last_stable_offset(bootstrap, topic, p);
+            format!("{topic}-{p}: high watermark {high:?}, last stable offset {stable:?}")
         })
         .collect::<Vec<_>>()
         .join("; ")

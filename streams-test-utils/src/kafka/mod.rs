@@ -64,6 +64,8 @@ pub use error::{TestKafkaError, TestResult};
 pub use naming::{recent_minute, unique_name};
 pub use produce::{ProduceRecord, produce, transactional_producer};
 pub use running::start_running;
-pub use topics::{create_topic, delete_records, topics_with_prefix, wait_for_topic, watermarks};
+pub use topics::{
+    create_topic, delete_records, last_stable_offset, topics_with_prefix, wait_for_topic, watermarks,
+};
 
 use error::timeout_error;

@@ -124,17 +124,29 @@ pub fn wait_for_topic(bootstrap: &str, topic: &str, partitions: usize, timeout: 
 
 /// The low and high watermarks of `topic`-`partition`: the log start offset (where the
 /// records deleted by retention or `DeleteRecords` end) and the offset the next record gets.
-/// Bounded by [`DEFAULT_TIMEOUT`]. Asked as a `read_uncommitted` client: librdkafka's
-/// default, `read_committed`, would answer the last stable offset instead of the high
-/// watermark wherever a transaction is open.
+/// Bounded by [`DEFAULT_TIMEOUT`].
 pub fn watermarks(bootstrap: &str, topic: &str, partition: i32) -> TestResult<(i64, i64)> {
+    offsets_as(bootstrap, topic, partition, false)
+}
+
+/// The last stable offset of `topic`-`partition`: where a `read_committed` reader stops,
+/// before the first record of a transaction still open (the high watermark where none
+/// is). Bounded by [`DEFAULT_TIMEOUT`].
+pub fn last_stable_offset(bootstrap: &str, topic: &str, partition: i32) -> TestResult<i64> {
+    offsets_as(bootstrap, topic, partition, true).map(|(_, stable)| stable)
+}
+
+/// The log start offset and the latest offset of `topic`-`partition` as a reader sees
+/// them: the broker answers the last stable offset to a `read_committed` client
+/// (librdkafka's default), the high watermark to a `read_uncommitted` one.
+fn offsets_as(bootstrap: &str, topic: &str, partition: i32, read_committed: bool) -> TestResult<(i64, i64)> {
     let consumer: BaseConsumer = base_config(bootstrap)
-        .set("isolation.level", "read_uncommitted")
+        .set("isolation.level", super::consume::isolation_level(read_committed))
         .create()?;
     consumer
         .fetch_watermarks(topic, partition, DEFAULT_TIMEOUT)
         .map_err(|e| TestKafkaError::Failed {
-            what: format!("reading the watermarks of {topic}-{partition}"),
+            what: format!("reading the offsets of {topic}-{partition}"),
             detail: e.to_string(),
         })
 }
