@@ -3,7 +3,8 @@
 # Java twin `StoreMemoryApp`, alternated on a broker of its own (port 39192, data in
 # /tmp/kafka-store-memory, stopped at the end), each run with a fresh application id and
 # state directory. Prints each run's line (time, peak RSS, load) and the CPU seconds of
-# the process (/usr/bin/time) and the SST files its stores ended with.
+# the process (/usr/bin/time), the SST files its stores ended with and the memtable
+# flushes by reason (from the stores' RocksDB LOG files).
 #
 #   RECORDS   records preloaded and processed per run (default 3000000)
 #   WORKLOAD  writes (default) or rmw (read-modify-write)
@@ -73,6 +74,9 @@ for round in $(seq 1 "$RUNS"); do
             { cat "$out"; exit 1; }
         grep -E "records in|^cpu" "$out"
         echo "SST files: $(find "$STATE/$app" -name '*.sst' | wc -l)" | tee -a "$out"
+        # Memtable flushes by reason, from the RocksDB LOG of each store.
+        find "$STATE/$app" -name LOG -exec grep -ho '"flush_reason": "[^"]*"' {} + 2>/dev/null |
+            sort | uniq -c | sed 's/^ */flushes: /' | tee -a "$out" || true
         rm -rf "${STATE:?}/$app"
     done
 done

@@ -215,11 +215,12 @@ fn main() {
     );
     println!(
         "rocksdb: block cache {}, write buffers {} (charged to the block cache); in use at the end: \
-         block cache {}, memtables {}",
+         block cache {}, memtables {}; {} flushes for the memtable budget",
         mib(block_cache_bytes),
         mib(write_buffer_bytes),
         mib(rocksdb.block_cache_usage()),
-        mib(rocksdb.write_buffer_usage())
+        mib(rocksdb.write_buffer_usage()),
+        rocksdb.budget_flushes()
     );
     println!(
         "RSS: {} at start, {} with the stores open, {} at the end; peak (VmHWM) {}",

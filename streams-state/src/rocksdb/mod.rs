@@ -40,7 +40,11 @@
 //!   ([`StoreError::Locked`]).
 //! - **Bounded memory.** All stores opened with the same [`RocksDbResources`] share one LRU
 //!   block cache and one write-buffer manager whose memtable memory is charged to that cache.
+//!   When the memtables together pass the budget, a store that wrote at least its fair share
+//!   of it since its last flush flushes (module `budget`); RocksDB's own choice, the store
+//!   being written, flushed memtables of a few kilobytes in storms.
 
+mod budget;
 mod iter;
 mod options;
 mod store;

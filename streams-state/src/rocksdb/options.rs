@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
+use super::budget::Budget;
 use ::rocksdb::{
     BlockBasedIndexType, BlockBasedOptions, Cache, DBCompressionType, Options, WriteBufferManager,
 };
@@ -12,9 +13,12 @@ use ::rocksdb::{
 type OptionsSetter = dyn Fn(&str, &mut Options) + Send + Sync;
 
 /// Memory-bounding resources shared by every RocksDB store opened with them (clones share
-/// them): one LRU block cache, and one write-buffer manager whose memtable memory is
-/// charged to that cache. RocksDB's memory is then roughly capped by the cache size,
-/// whatever the number of stores (Kafka Streams' `BoundedMemoryRocksDBConfig`).
+/// them): one LRU block cache, one write-buffer manager that charges the memtables' memory
+/// to that cache, and a memtable budget that decides which store flushes when the
+/// memtables together pass `write_buffer_bytes` (a store that wrote at least its fair
+/// share of the budget, not whichever store happens to be written: see the `budget`
+/// module). RocksDB's memory is then roughly capped by the cache size, whatever the number
+/// of stores (Kafka Streams' `BoundedMemoryRocksDBConfig`).
 ///
 /// An optional options setter (Kafka Streams' `rocksdb.config.setter`) tunes each store's
 /// [`rocksdb::Options`]. Cloning is cheap: the resources are reference counted.
@@ -35,14 +39,15 @@ type OptionsSetter = dyn Fn(&str, &mut Options) + Send + Sync;
 /// allocator's overhead.
 #[derive(Clone)]
 pub struct RocksDbResources {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
-struct Inner {
+pub(super) struct Inner {
     block_cache_bytes: usize,
-    write_buffer_bytes: usize,
+    pub(super) write_buffer_bytes: usize,
     cache: Cache,
     write_buffers: WriteBufferManager,
+    pub(super) budget: Arc<Budget>,
     setter: Option<Arc<OptionsSetter>>,
 }
 
@@ -60,14 +65,16 @@ impl RocksDbResources {
     /// enforces for its properties).
     pub fn new(block_cache_bytes: usize, write_buffer_bytes: usize) -> Self {
         let cache = Cache::new_lru_cache(block_cache_bytes);
-        let write_buffers =
-            WriteBufferManager::new_write_buffer_manager_with_cache(write_buffer_bytes, false, cache.clone());
+        // Without a size: the manager charges the memtables to the cache but never asks a
+        // store to flush; `MemtableShare` decides that (see the `budget` module).
+        let write_buffers = WriteBufferManager::new_write_buffer_manager_with_cache(0, false, cache.clone());
         Self {
             inner: Arc::new(Inner {
                 block_cache_bytes,
                 write_buffer_bytes,
                 cache,
                 write_buffers,
+                budget: Arc::default(),
                 setter: None,
             }),
         }
@@ -89,6 +96,7 @@ impl RocksDbResources {
             write_buffer_bytes: self.inner.write_buffer_bytes,
             cache: self.inner.cache.clone(),
             write_buffers: self.inner.write_buffers.clone(),
+            budget: self.inner.budget.clone(),
             setter: Some(Arc::new(setter)),
         };
         Self {

@@ -11,6 +11,7 @@ use ::rocksdb::{
 };
 use bytes::Bytes;
 
+use super::budget::MemtableShare;
 use super::iter::{RocksIter, bounded_read_options, lower_bound, successor, upper_bound};
 use super::{RocksDbResources, op_error, open_error};
 use crate::changelog::ChangelogRecord;
@@ -90,6 +91,8 @@ pub struct RocksDbKeyValueStore {
     /// Data writes skip the WAL: durability comes from atomic flushes + checkpoint + changelog.
     write_opts: WriteOptions,
     checkpoints: Checkpoints,
+    /// The store's part of the shared memtable budget, held while the store is open.
+    share: Option<MemtableShare>,
 }
 
 impl RocksDbKeyValueStore {
@@ -140,6 +143,7 @@ impl RocksDbKeyValueStore {
             db: Some(db),
             write_opts,
             checkpoints: Checkpoints::default(),
+            share: Some(MemtableShare::new(resources)),
         };
         // Fail at open, not at first use, when the metadata is unreadable.
         let on_disk = store.read_checkpoint()?;
@@ -264,10 +268,28 @@ impl RocksDbKeyValueStore {
 
     /// Flushes the memtables of both column families, atomically, waiting for the flush.
     fn flush_all(&self, db: &DB) -> Result<()> {
+        self.flush_families(db, true)
+    }
+
+    /// Flushes the memtables of both column families atomically; `wait` waits until the
+    /// files are written, else only until the memtables are switched and the flush queued.
+    fn flush_families(&self, db: &DB, wait: bool) -> Result<()> {
         let data = self.family(db, DEFAULT_COLUMN_FAMILY_NAME)?;
         let meta = self.family(db, METADATA_CF)?;
-        db.flush_cfs_opt(&[data, meta], &FlushOptions::default())
-            .map_err(self.err())
+        let mut opts = FlushOptions::default();
+        opts.set_wait(wait);
+        db.flush_cfs_opt(&[data, meta], &opts).map_err(self.err())
+    }
+
+    /// Counts `bytes` just written against the shared memtable budget, and flushes the
+    /// memtables without waiting when the budget asks this store to (see the `budget`
+    /// module).
+    fn wrote(&mut self, bytes: usize) -> Result<()> {
+        let due = self.share.as_mut().is_some_and(|share| share.wrote(bytes));
+        if due {
+            self.flush_families(self.db()?, false)?;
+        }
+        Ok(())
     }
 }
 
@@ -299,6 +321,7 @@ impl StateStore for RocksDbKeyValueStore {
             .and_then(|()| self.db().and_then(|db| self.flush_all(db)));
         // Release the DB (and its LOCK) even when the flush failed.
         self.db = None;
+        self.share = None;
         flushed
     }
 
@@ -326,7 +349,8 @@ impl KeyValueStore for RocksDbKeyValueStore {
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         self.db()?
             .put_opt(key, value, &self.write_opts)
-            .map_err(self.err())
+            .map_err(self.err())?;
+        self.wrote(key.len() + value.len())
     }
 
     fn put_all(&mut self, entries: &[(Bytes, Bytes)]) -> Result<()> {
@@ -335,13 +359,16 @@ impl KeyValueStore for RocksDbKeyValueStore {
         for (key, value) in entries {
             batch.put(key, value);
         }
-        db.write_opt(batch, &self.write_opts).map_err(self.err())
+        let bytes = batch.size_in_bytes();
+        db.write_opt(batch, &self.write_opts).map_err(self.err())?;
+        self.wrote(bytes)
     }
 
     fn delete(&mut self, key: &[u8]) -> Result<Option<Bytes>> {
         let old = self.get(key)?;
         if old.is_some() {
             self.db()?.delete_opt(key, &self.write_opts).map_err(self.err())?;
+            self.wrote(key.len())?;
         }
         Ok(old)
     }
@@ -392,7 +419,9 @@ impl KeyValueStore for RocksDbKeyValueStore {
         }
         let mut batch = WriteBatch::default();
         batch.delete_range(&lower, &upper);
-        db.write_opt(batch, &self.write_opts).map_err(self.err())
+        let bytes = batch.size_in_bytes();
+        db.write_opt(batch, &self.write_opts).map_err(self.err())?;
+        self.wrote(bytes)
     }
 
     /// One write batch: the records, then, when it is due (see [`Checkpoints`]), the last
@@ -412,12 +441,13 @@ impl KeyValueStore for RocksDbKeyValueStore {
         if due {
             batch.put_cf(meta, CHECKPOINT_KEY, last.offset.to_be_bytes());
         }
+        let bytes = batch.size_in_bytes();
         db.write_opt(batch, &self.write_opts).map_err(self.err())?;
         self.checkpoints.latest = Some(last.offset);
         if due {
             self.checkpoints.written = Some(last.offset);
         }
-        Ok(())
+        self.wrote(bytes)
     }
 
     /// The latest checkpoint, written down or still held (see [`Checkpoints`]).
