@@ -1,7 +1,7 @@
 //! Does a RocksDB-backed store stay fast as it grows?
 //!
-//! One store built the way the runtime builds it, with default options (process-wide
-//! RocksDB resources: 64 MiB block cache, 32 MiB of memtables; a 10 MiB record cache;
+//! One store built the way the runtime builds it, with default options (RocksDB resources
+//! of the runtime's default sizes: 64 MiB block cache, 32 MiB of memtables; a 10 MiB record cache;
 //! change-logging into a sink that drops the records), grows to `ENTRIES` entries
 //! (10,000,000 by default). Each record is a count's read-modify-write: `get` of a key, then
 //! `put` of the new value; keys are new 9 times in 10 (a random key among those written) so
@@ -12,12 +12,15 @@
 //! 1M, 2M, 5M and 10M entries, and the ratio of the last window to the one at 100k.
 //!
 //! Run: `cargo bench -p streams-benches --bench store_growth` (several minutes;
-//! `ENTRIES=2000000` for a shorter run).
+//! `ENTRIES=2000000` for a shorter run). `BLOCK_CACHE_BYTES`, `WRITE_BUFFER_BYTES`,
+//! `COMPACTION` and `COMPRESSION` change the store's budgets and options (see
+//! `streams_benches::rocksdb_env`).
 
 use std::time::Instant;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use streams_benches::rocksdb_env::resources_from_env;
 use streams_state::serde::{StringSerde, U64Serde};
 use streams_state::{ChangelogError, ChangelogSink, KeyValueStore, StoreBuildContext, StoreBuilder, Stores};
 
@@ -41,7 +44,8 @@ fn main() {
     let builder = Stores::persistent_kv("growth", StringSerde, U64Serde).with_caching();
     let ctx = StoreBuildContext::new(Some(dir.path().to_path_buf()))
         .with_cache_max_bytes(10 << 20)
-        .with_changelog(Box::new(NullSink));
+        .with_changelog(Box::new(NullSink))
+        .with_rocksdb(resources_from_env());
     let mut store: Box<dyn KeyValueStore> = builder.build(ctx).unwrap();
     let mut rng = StdRng::seed_from_u64(7);
     let marks = [100_000u64, 1_000_000, 2_000_000, 5_000_000, 10_000_000];

@@ -2,6 +2,7 @@
 
 pub mod avro;
 pub mod nexmark;
+pub mod rocksdb_env;
 pub mod store_keys;
 
 use std::time::Duration;

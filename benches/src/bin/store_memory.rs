@@ -19,19 +19,18 @@
 //! gives every store a record cache of `CACHE_BYTES` of its own instead, as before the
 //! thread budget, for comparison; `READ_BEFORE_WRITE=1` reads each key before writing it (half
 //! of them keys written before), as an aggregation does, which fills the block cache.
-//! `COMPACTION=universal` and `COMPRESSION=none` open the stores as Kafka Streams' defaults
-//! do (universal compaction, no compression) instead of ours (levelled, LZ4);
-//! `ARENA_BLOCK_BYTES` sets the memtables' arena block size.
+//! `COMPACTION`, `COMPRESSION` and `ARENA_BLOCK_BYTES` change the stores' options (see
+//! `streams_benches::rocksdb_env`).
 
 use std::time::Instant;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use streams_benches::rocksdb_env::{env_number as env, resources_from_env};
 use streams_benches::store_keys::{KeyIds, key_of};
 use streams_state::serde::StringSerde;
 use streams_state::{
-    ChangelogError, ChangelogSink, KeyValueStore, RocksDbResources, StoreBuildContext, StoreBuilder, Stores,
-    ThreadCache,
+    ChangelogError, ChangelogSink, KeyValueStore, StoreBuildContext, StoreBuilder, Stores, ThreadCache,
 };
 
 /// Drops changelog records.
@@ -56,17 +55,6 @@ fn commit(stores: &mut [Box<dyn KeyValueStore>], offset: usize) {
 /// The store the `n`th distinct key lives in (as a partitioner would place it).
 fn store_of(n: usize, stores: usize) -> usize {
     (n as u64).wrapping_mul(0x2545_f491_4f6c_dd1d).rotate_left(29) as usize % stores
-}
-
-/// The number in environment variable `name`, or `default`.
-fn env(name: &str, default: usize) -> usize {
-    match std::env::var(name) {
-        Ok(v) => v.trim().parse().unwrap_or_else(|_| {
-            eprintln!("{name}={v} is not a number; using {default}");
-            default
-        }),
-        Err(_) => default,
-    }
 }
 
 /// A field of `/proc/self/status` in bytes (`VmHWM`, `VmRSS`), 0 where unavailable.
@@ -113,30 +101,13 @@ fn main() {
     let value_bytes = env("VALUE_BYTES", 100);
     let commit_every = env("COMMIT_EVERY", 10_000).max(1);
     let cache_bytes = env("CACHE_BYTES", 10 << 20);
-    let block_cache_bytes = env("BLOCK_CACHE_BYTES", RocksDbResources::DEFAULT_BLOCK_CACHE_BYTES);
-    let write_buffer_bytes = env("WRITE_BUFFER_BYTES", RocksDbResources::DEFAULT_WRITE_BUFFER_BYTES);
     let per_store_cache = std::env::var("PER_STORE_CACHE").is_ok_and(|v| v == "1");
     let read_before_write = std::env::var("READ_BEFORE_WRITE").is_ok_and(|v| v == "1");
 
     let rss_at_start = status_bytes("VmRSS");
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let mut rocksdb = RocksDbResources::new(block_cache_bytes, write_buffer_bytes);
-    let arena = env("ARENA_BLOCK_BYTES", 0);
-    let universal = std::env::var("COMPACTION").is_ok_and(|v| v == "universal");
-    let no_compression = std::env::var("COMPRESSION").is_ok_and(|v| v == "none");
-    if arena > 0 || universal || no_compression {
-        rocksdb = rocksdb.with_options_setter(move |_, opts| {
-            if arena > 0 {
-                opts.set_arena_block_size(arena);
-            }
-            if universal {
-                opts.set_compaction_style(rocksdb::DBCompactionStyle::Universal);
-            }
-            if no_compression {
-                opts.set_compression_type(rocksdb::DBCompressionType::None);
-            }
-        });
-    }
+    let rocksdb = resources_from_env();
+    let (block_cache_bytes, write_buffer_bytes) = (rocksdb.block_cache_bytes(), rocksdb.write_buffer_bytes());
     let thread_cache = ThreadCache::new(cache_bytes);
     let mut stores: Vec<Box<dyn KeyValueStore>> = Vec::with_capacity(partitions * stores_per_task);
     for p in 0..partitions {
