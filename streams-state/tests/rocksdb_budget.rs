@@ -68,6 +68,16 @@ fn stores_written_in_turn_flush_fair_shares_and_stay_near_the_budget() {
     drop(stores);
     for s in 0..STORES {
         let store = RocksDbKeyValueStore::open(format!("s{s}"), dir.path(), &res).unwrap();
-        assert_eq!(store.all().unwrap().count(), RECORDS_PER_STORE as usize);
+        let found: Vec<_> = store.all().unwrap().map(|e| e.unwrap()).collect();
+        let expected: Vec<_> = (0..RECORDS_PER_STORE).map(|i| key(s, i)).collect();
+        assert_eq!(
+            found.iter().map(|(k, _)| k.to_vec()).collect::<Vec<_>>(),
+            expected,
+            "store s{s}: every key written, once"
+        );
+        assert!(
+            found.iter().all(|(_, v)| v[..] == VALUE[..]),
+            "store s{s}: values"
+        );
     }
 }
