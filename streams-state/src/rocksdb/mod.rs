@@ -27,9 +27,10 @@
 //!   A store writing through the write-ahead log (under exactly-once) writes every
 //!   checkpoint with its data, so a restart after a crash restores nothing it committed.
 //! - **The changelog is the source of truth.** As in Kafka Streams, writes skip RocksDB's
-//!   write-ahead log by default; memtables reach disk at RocksDB's own flushes and at close,
-//!   and a store that lost unflushed writes in a crash restores them from its changelog,
-//!   from the checkpoint on (replaying puts and deletes is idempotent). Under exactly-once
+//!   write-ahead log by default; memtables reach disk when they fill, when the memory
+//!   budget asks, and at close, and a store that lost unflushed writes in a crash
+//!   restores them from its changelog, from the checkpoint on (replaying puts and deletes
+//!   is idempotent). Under exactly-once
 //!   the store sits below the transactional layer
 //!   ([`TransactionalKeyValueStore`](crate::TransactionalKeyValueStore)), which writes
 //!   only whole committed transactions with their checkpoint; those go through the

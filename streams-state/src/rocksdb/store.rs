@@ -73,9 +73,9 @@ impl Checkpoints {
 /// - `delete_range`/`delete_prefix` are one RocksDB range delete.
 /// - Writes skip the write-ahead log, as in Kafka Streams: the changelog is the source of
 ///   truth. The checkpoint is a key of its own column family, written after the data it
-///   covers; every memtable flush (when memtables fill, and at close) writes both column
-///   families up to one point of the write sequence (`atomic_flush`), so whatever is on
-///   disk after a crash is a prefix of the writes in which the checkpoint is never ahead of
+///   covers; every memtable flush (when memtables fill, when the memory budget asks, and
+///   at close) writes both column families up to one point of the write sequence
+///   (`atomic_flush`), so whatever is on disk after a crash is a prefix of the writes in which the checkpoint is never ahead of
 ///   the data. [`flush`](crate::StateStore::flush) and
 ///   [`write_checkpoint`](crate::KeyValueStore::write_checkpoint) therefore do not force a
 ///   memtable flush: forcing one at every commit (100 ms under exactly-once) wrote a tiny
