@@ -13,7 +13,13 @@
 //!   restarts reports the tasks it finds on disk ([`OffsetSums::load`]); a task whose
 //!   directory is wiped is forgotten;
 //! - sums are hints for the assignor: a missing or stale file costs a restoration, never
-//!   correctness, so file errors are only logged.
+//!   correctness, so file errors are only logged;
+//! - beside its sum, a task whose changelogs the state updater follows (a standby or
+//!   warm-up task) has an *end sum*: the same stores' changelog end offsets, summed
+//!   (`TaskEndOffsets` of KIP-1071), so the coordinator can tell how far behind the copy is
+//!   (end sum minus sum). It is kept in memory only, set while the updater follows the
+//!   task and cleared when it stops ([`OffsetSums::record_end`]): an end read long ago
+//!   would make a copy look caught up when it is not.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,6 +39,8 @@ struct Entry {
     sum: i64,
     /// The sum last written to the file, and when.
     written: Option<(i64, Instant)>,
+    /// The end sum while the state updater follows the task's changelogs.
+    end: Option<i64>,
 }
 
 /// The offset sums of the tasks whose state this instance holds.
@@ -54,7 +62,14 @@ impl OffsetSums {
             let file = entry.path().join(FILE);
             match std::fs::read_to_string(&file).map(|s| s.trim().parse::<i64>()) {
                 Ok(Ok(sum)) => {
-                    tasks.insert(id, Entry { sum, written: None });
+                    tasks.insert(
+                        id,
+                        Entry {
+                            sum,
+                            written: None,
+                            end: None,
+                        },
+                    );
                 }
                 Ok(Err(_)) => tracing::debug!(file = %file.display(), "unreadable offset sum"),
                 Err(_) => {} // a task directory without stores on disk
@@ -71,7 +86,11 @@ impl OffsetSums {
     pub(crate) fn record(&self, id: TaskId, sum: i64, closing: bool) {
         let write = {
             let mut tasks = self.lock();
-            let e = tasks.entry(id).or_insert(Entry { sum, written: None });
+            let e = tasks.entry(id).or_insert(Entry {
+                sum,
+                written: None,
+                end: None,
+            });
             e.sum = sum;
             let due = match e.written {
                 None => true,
@@ -87,6 +106,14 @@ impl OffsetSums {
         }
     }
 
+    /// Task `id`'s changelogs end at offsets summing to `end` (`None`: not followed, or an
+    /// end not known). Only a task with a sum takes one: record the sum first.
+    pub(crate) fn record_end(&self, id: TaskId, end: Option<i64>) {
+        if let Some(e) = self.lock().get_mut(&id) {
+            e.end = end;
+        }
+    }
+
     /// Task `id`'s state directory was wiped.
     pub(crate) fn forget(&self, id: TaskId) {
         self.lock().remove(&id);
@@ -95,6 +122,14 @@ impl OffsetSums {
     /// Every task's sum.
     pub(crate) fn snapshot(&self) -> BTreeMap<TaskId, i64> {
         self.lock().iter().map(|(id, e)| (*id, e.sum)).collect()
+    }
+
+    /// Every end sum known (see [`record_end`](Self::record_end)).
+    pub(crate) fn end_snapshot(&self) -> BTreeMap<TaskId, i64> {
+        self.lock()
+            .iter()
+            .filter_map(|(id, e)| Some((*id, e.end?)))
+            .collect()
     }
 
     fn write(&self, id: TaskId, sum: i64) {
@@ -161,6 +196,27 @@ mod tests {
         );
         again.forget(task(1, 0));
         assert_eq!(again.snapshot().len(), 1);
+    }
+
+    #[test]
+    fn end_sums_are_kept_while_followed_and_never_reach_the_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("0_1")).unwrap();
+        let sums = OffsetSums::load(dir.path());
+        sums.record_end(task(0, 1), Some(90));
+        assert!(sums.end_snapshot().is_empty(), "no sum, no end");
+        sums.record(task(0, 1), 40, false);
+        sums.record_end(task(0, 1), Some(90));
+        sums.record(task(0, 1), 41, false);
+        assert_eq!(sums.end_snapshot(), BTreeMap::from([(task(0, 1), 90)]));
+        sums.record(task(0, 1), 42, true);
+        assert!(OffsetSums::load(dir.path()).end_snapshot().is_empty());
+        sums.record_end(task(0, 1), None);
+        assert!(sums.end_snapshot().is_empty());
+        assert_eq!(sums.snapshot()[&task(0, 1)], 42, "the sum stays");
+        sums.record_end(task(0, 1), Some(95));
+        sums.forget(task(0, 1));
+        assert!(sums.end_snapshot().is_empty());
     }
 
     #[test]

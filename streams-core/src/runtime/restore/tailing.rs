@@ -219,6 +219,21 @@ impl Tailing {
         )
     }
 
+    /// The changelog end offsets of the stores [`offset_sum`](Self::offset_sum) counts,
+    /// summed, by the watermarks of the last fetch responses: how far the sum has to go.
+    /// `None` while an end is unknown, or when no store is counted (a sum of nothing would
+    /// make the task look caught up).
+    pub fn end_sum(&mut self, stores: &[TaskStore], consumer: &AssignedConsumer) -> Option<i64> {
+        self.refresh_watermarks(consumer);
+        let mut counted = self
+            .parts
+            .iter()
+            .filter(|p| stores[p.index].store.persistent())
+            .peekable();
+        counted.peek()?;
+        counted.map(|p| p.end.map(|e| e.max(0))).sum()
+    }
+
     /// Applies what was read and writes the checkpoint of each store whose position moved.
     pub fn checkpoint(&mut self, stores: &mut [TaskStore]) -> Result<(), StreamsError> {
         for p in &mut self.parts {

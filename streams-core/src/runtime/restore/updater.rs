@@ -354,6 +354,10 @@ impl Worker {
             }
             self.sums
                 .record(s.job.id, s.tail.offset_sum(&s.job.stores), false);
+            self.sums.record_end(
+                s.job.id,
+                s.tail.end_sum(&s.job.stores, self.consumers.standby_watermarks()),
+            );
         }
         // Standbys that cannot go on leave the deque, last first (indices stay valid).
         for (i, outcome) in outcomes.into_iter().enumerate().rev() {
@@ -366,6 +370,9 @@ impl Worker {
     /// Standby `i` stopped with `outcome`: corrupted ones go back to the stream thread to be
     /// wiped and started over, other errors fail it.
     fn standby_failed(&mut self, i: usize, outcome: Result<TailStep, StreamsError>) {
+        if let (false, Some(s)) = (matches!(outcome, Ok(TailStep::Applied)), self.standbys.get(i)) {
+            self.sums.record_end(s.job.id, None);
+        }
         let reason = match outcome {
             Ok(TailStep::Applied) => return,
             Ok(TailStep::Corrupted { reason }) => reason,
@@ -402,6 +409,7 @@ impl Worker {
             tracing::warn!(task = %id, error = %e, "checkpointing a standby");
         }
         self.sums.record(id, s.tail.offset_sum(&s.job.stores), true);
+        self.sums.record_end(id, None);
         tracing::info!(task = %id, applied = s.tail.applied, "standby task stopped");
         Some(s)
     }

@@ -31,6 +31,9 @@ pub(crate) struct DescribedMember {
     pub member_epoch: i32,
     /// The member's current assignment: active, standby, warm-up.
     pub assignment: [Vec<TaskIds>; 3],
+    /// The `TaskOffsets` and `TaskEndOffsets` the member last reported, as
+    /// (subtopology, partition, offset).
+    pub task_offsets: [Vec<(String, i32, i64)>; 2],
 }
 
 /// One described group.
@@ -74,14 +77,12 @@ fn skip_topic_infos(b: &mut &[u8]) -> Result<(), DecodeError> {
 }
 
 /// Skips a `[]TaskOffset`.
-fn skip_task_offsets(b: &mut &[u8]) -> Result<(), DecodeError> {
+fn get_task_offsets(b: &mut &[u8]) -> Result<Vec<(String, i32, i64)>, DecodeError> {
     get_array(b, |b| {
-        get_str(b)?;
-        get_i32(b)?;
-        get_i64(b)?;
-        skip_tags(b)
-    })?;
-    Ok(())
+        let offset = (get_str(b)?, get_i32(b)?, get_i64(b)?);
+        skip_tags(b)?;
+        Ok(offset)
+    })
 }
 
 /// Whether a nullable struct follows: its marker, -1 for null and 1 for present.
@@ -133,8 +134,7 @@ fn get_member(b: &mut &[u8]) -> Result<DescribedMember, DecodeError> {
         skip_tags(b)?;
     }
     skip_key_values(b)?; // ClientTags
-    skip_task_offsets(b)?; // TaskOffsets
-    skip_task_offsets(b)?; // TaskEndOffsets
+    let task_offsets = [get_task_offsets(b)?, get_task_offsets(b)?];
     let assignment = get_assignment(b)?;
     get_assignment(b)?; // TargetAssignment
     get_i8(b)?; // IsClassic
@@ -143,6 +143,7 @@ fn get_member(b: &mut &[u8]) -> Result<DescribedMember, DecodeError> {
         member_id,
         member_epoch,
         assignment,
+        task_offsets,
     })
 }
 
@@ -267,11 +268,13 @@ mod tests {
                                 vec![ids("0", &[1])],
                                 vec![]
                             ],
+                            task_offsets: [vec![("0".into(), 1, 7)], vec![]],
                         },
                         DescribedMember {
                             member_id: "m2".into(),
                             member_epoch: 4,
                             assignment: [vec![], vec![], vec![]],
+                            task_offsets: [vec![], vec![]],
                         },
                     ],
                 },

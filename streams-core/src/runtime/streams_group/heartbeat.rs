@@ -14,9 +14,8 @@
 //! - every request carries the last `EndpointInformationEpoch` the coordinator sent, so the
 //!   endpoint map comes only when it changed; it is left in the instance's
 //!   [`GroupEndpoints`](super::endpoints::GroupEndpoints) for interactive queries;
-//! - task offsets (the offset sums of the tasks whose state the instance holds) go with
-//!   the join heartbeat, then at most once per the coordinator's `TaskOffsetIntervalMs`
-//!   and only when they changed; a failed request makes the next one report them again.
+//! - task offsets and end offsets are reported as `task_reports.rs` says; a failed
+//!   request or an error answer makes the next request report them again.
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -25,21 +24,17 @@ use std::time::{Duration, Instant};
 
 use crate::model::TaskId;
 use crate::model::error::{StreamsError, StreamsGroupFailure};
-use crate::runtime::streams_group::codec::{
-    self, GroupStatus, HeartbeatRequest, HeartbeatResponse, TaskIds, TaskOffset,
-};
+use crate::runtime::streams_group::codec::{self, GroupStatus, HeartbeatRequest, HeartbeatResponse, TaskIds};
 use crate::runtime::streams_group::describe;
 pub(crate) use crate::runtime::streams_group::failures::{fatal, status_failure};
 use crate::runtime::streams_group::shared::{
     MemberEvent, MemberSettings, RETRY_BACKOFF, Shared, State, Stop, TaskAssignment,
 };
+use crate::runtime::streams_group::task_reports::TaskReports;
 use crate::runtime::streams_group::wire::{self, Conn};
 
 /// The socket timeout of heartbeat connections.
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// How often task offsets are reported until the coordinator says (its default).
-const DEFAULT_OFFSET_INTERVAL: Duration = Duration::from_secs(60);
 
 /// One member's heartbeat logic; owned by the heartbeat thread (by `join` until then).
 pub(crate) struct Heartbeat {
@@ -67,10 +62,8 @@ pub(crate) struct Heartbeat {
     /// The endpoint information epoch the coordinator last sent (-1 before the first, so
     /// the first response carries the map whatever the group's epoch is).
     endpoint_epoch: i32,
-    /// How often task offsets are reported (the coordinator's `TaskOffsetIntervalMs`).
-    offset_interval: Duration,
-    /// The task offsets last reported, and when (a request is built from `&self`).
-    offsets_sent: RefCell<Option<(Instant, Vec<TaskOffset>)>>,
+    /// The task offsets reporting (a request is built from `&self`).
+    reports: RefCell<TaskReports>,
     /// A heartbeat of the member failed since its assignment was last known for sure: the
     /// coordinator may have changed the tasks in an answer that never arrived (see
     /// [`describe`]).
@@ -93,41 +86,9 @@ impl Heartbeat {
             server_error_since: None,
             server_error_grace: SERVER_ERROR_GRACE,
             endpoint_epoch: -1,
-            offset_interval: DEFAULT_OFFSET_INTERVAL,
-            offsets_sent: RefCell::new(None),
+            reports: RefCell::default(),
             unsure: false,
         }
-    }
-
-    /// The task offsets the next request reports: all of them on joining, then, once
-    /// the coordinator's interval has passed since the last report, the sums if they
-    /// changed; `None` (unchanged) otherwise, and when leaving.
-    fn task_offsets(&self, epoch: i32) -> Option<Vec<TaskOffset>> {
-        if epoch < 0 {
-            return None;
-        }
-        let mut sent = self.offsets_sent.borrow_mut();
-        let due = epoch == 0
-            || sent
-                .as_ref()
-                .is_none_or(|(at, _)| at.elapsed() >= self.offset_interval);
-        if !due {
-            return None;
-        }
-        let now: Vec<TaskOffset> = self
-            .settings
-            .task_offsets
-            .get()
-            .into_iter()
-            .map(|(id, offset)| TaskOffset {
-                subtopology: id.subtopology.to_string(),
-                partition: id.partition,
-                offset,
-            })
-            .collect();
-        let changed = epoch == 0 || sent.as_ref().is_none_or(|(_, last)| *last != now);
-        *sent = Some((Instant::now(), now.clone()));
-        changed.then_some(now)
     }
 
     /// The next heartbeat for the member in state `st`.
@@ -140,6 +101,12 @@ impl Heartbeat {
         } else {
             &st.owned
         };
+        let (task_offsets, task_end_offsets) = self.reports.borrow_mut().next(
+            st.epoch,
+            owned,
+            || s.task_offsets.get(),
+            || s.task_end_offsets.get(),
+        );
         let mut req = HeartbeatRequest {
             group_id: s.group_id.clone(),
             member_id: self.member_id.clone(),
@@ -150,7 +117,8 @@ impl Heartbeat {
             active_tasks: Some(task_lists(&owned.active)),
             standby_tasks: Some(task_lists(&owned.standby)),
             warmup_tasks: Some(task_lists(&owned.warmup)),
-            task_offsets: self.task_offsets(st.epoch),
+            task_offsets,
+            task_end_offsets,
             shutdown_application: st.shutdown_requested,
             ..Default::default()
         };
@@ -205,7 +173,7 @@ impl Heartbeat {
             // assignment anyway, a heartbeat only when its tasks changed.
             self.unsure |= req.member_epoch > 0;
             // The report may not have arrived: the next request makes it again.
-            *self.offsets_sent.borrow_mut() = None;
+            self.reports.get_mut().forget();
         }
         result
     }
@@ -217,6 +185,10 @@ impl Heartbeat {
         st: &mut State,
     ) -> Result<Duration, StreamsError> {
         let group = &self.settings.group_id;
+        if resp.error_code != 0 {
+            // Not taken, or by a coordinator that is not (or no longer) the group's.
+            self.reports.get_mut().forget();
+        }
         match resp.error_code {
             0 => self.server_error_since = None,
             // UNKNOWN_SERVER_ERROR: an exception in the coordinator. Apache Kafka 4.3 throws
@@ -272,6 +244,10 @@ impl Heartbeat {
         if st.epoch != resp.member_epoch {
             tracing::debug!(group = %group, member = %self.member_id, epoch = resp.member_epoch, "member epoch");
         }
+        if st.epoch == 0 && resp.member_epoch > 0 {
+            // Joined. The report of the join may not have been kept (see `task_reports.rs`).
+            self.reports.get_mut().forget();
+        }
         st.epoch = resp.member_epoch;
         self.endpoint_epoch = resp.endpoint_information_epoch;
         if let Some(map) = &resp.partitions_by_endpoint {
@@ -280,8 +256,12 @@ impl Heartbeat {
         if resp.heartbeat_interval_ms > 0 {
             self.interval = Duration::from_millis(resp.heartbeat_interval_ms as u64);
         }
+        let reports = self.reports.get_mut();
         if resp.task_offset_interval_ms > 0 {
-            self.offset_interval = Duration::from_millis(resp.task_offset_interval_ms as u64);
+            reports.interval = Duration::from_millis(resp.task_offset_interval_ms as u64);
+        }
+        if resp.acceptable_recovery_lag >= 0 {
+            reports.acceptable_lag = i64::from(resp.acceptable_recovery_lag);
         }
         if resp.status.is_some() && resp.status != self.status {
             for s in resp.status.iter().flatten() {

@@ -126,6 +126,7 @@ fn settings(bootstrap: &str) -> Arc<MemberSettings> {
         thread_name: "t".into(),
         group_configs: vec![],
         task_offsets: Default::default(),
+        task_end_offsets: Default::default(),
         endpoints: Default::default(),
     })
 }
@@ -405,7 +406,7 @@ fn task_offsets_go_with_the_join_then_only_when_changed_after_the_interval() {
     let mut s = (*settings("127.0.0.1:1")).clone();
     s.task_offsets = TaskOffsetSource(Arc::new(move || source.lock().unwrap().clone()));
     let mut hb = Heartbeat::new(Arc::new(s), "member".into());
-    hb.offset_interval = Duration::from_millis(200);
+    hb.reports.get_mut().interval = Duration::from_millis(200);
     let mut st = State::default();
     let reported = |req: HeartbeatRequest| {
         req.task_offsets.map(|o| {

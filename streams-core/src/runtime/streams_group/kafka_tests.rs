@@ -73,6 +73,7 @@ pub(super) fn settings(
             Vec::new()
         },
         task_offsets: Default::default(),
+        task_end_offsets: Default::default(),
         endpoints: Default::default(),
     }
 }

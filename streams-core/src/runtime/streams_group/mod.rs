@@ -15,6 +15,7 @@
 //! - [`topology`]: the group topology sent on join, from our [`Topology`](crate::topology::Topology);
 //! - [`member`] and [`heartbeat`]: the membership state machine on its own thread, and the
 //!   handle a stream thread drives ([`StreamsMember`]);
+//! - [`task_reports`]: when the member reports its task offsets and end offsets;
 //! - [`endpoints`]: the group's endpoint map, which interactive queries read;
 //! - [`commit`]: offset commits fenced by the member epoch;
 //! - [`fetch`]: committed offsets read from the coordinator the member finds;
@@ -35,6 +36,7 @@ pub(crate) mod responses;
 pub(crate) mod sasl;
 pub(crate) mod security;
 pub(crate) mod shared;
+pub(crate) mod task_reports;
 pub(crate) mod topology;
 pub(crate) mod wire;
 

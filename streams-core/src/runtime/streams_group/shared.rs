@@ -16,8 +16,9 @@ use crate::runtime::streams_group::wire;
 /// The wait before retrying after a connection failure or a coordinator move.
 pub(in crate::runtime::streams_group) const RETRY_BACKOFF: Duration = Duration::from_millis(500);
 
-/// The offset sums of the tasks whose state the member's instance holds (see
-/// `restore/offset_sums.rs`), reported to the coordinator as `TaskOffsets`.
+/// Per-task offset sums the member's instance reports to the coordinator (see
+/// `restore/offset_sums.rs`): how much of each task's state it holds (`TaskOffsets`), or
+/// where the changelogs of the tasks it follows end (`TaskEndOffsets`).
 #[derive(Clone)]
 pub(crate) struct TaskOffsetSource(pub Arc<dyn Fn() -> BTreeMap<TaskId, i64> + Send + Sync>);
 
@@ -71,6 +72,8 @@ pub(crate) struct MemberSettings {
     pub group_configs: Vec<(String, String)>,
     /// How much of each task's state the instance holds.
     pub task_offsets: TaskOffsetSource,
+    /// Where the changelogs of the standby and warm-up tasks the instance follows end.
+    pub task_end_offsets: TaskOffsetSource,
     /// Where the member leaves the endpoint maps it receives (shared by the instance's
     /// members).
     pub endpoints: Arc<GroupEndpoints>,

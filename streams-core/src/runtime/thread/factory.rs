@@ -386,6 +386,10 @@ impl ThreadFactory {
                 let sums = self.offset_sums.clone();
                 crate::runtime::streams_group::TaskOffsetSource(Arc::new(move || sums.snapshot()))
             },
+            task_end_offsets: {
+                let sums = self.offset_sums.clone();
+                crate::runtime::streams_group::TaskOffsetSource(Arc::new(move || sums.end_snapshot()))
+            },
             endpoints: self.group_endpoints.clone(),
         })
     }

@@ -411,10 +411,23 @@ fn a_removed_standby_keeps_its_checkpointed_state() {
     s.tm.set_standbys(&BTreeSet::from([TASK])).unwrap();
     assert_eq!(gauge.get(), 1, "streams_thread_standby_tasks");
     s.wait_applied(700);
+    // What the member reports (`TaskEndOffsets`): where the followed changelog ends.
+    let sums = s.factory.offset_sums.clone();
+    let deadline = Instant::now() + WAIT;
+    while sums.end_snapshot() != BTreeMap::from([(TASK, 700)]) {
+        assert!(Instant::now() < deadline, "end sums {:?}", sums.end_snapshot());
+        s.tm.take_restored(&s.consumer).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+    }
     s.tm.set_standbys(&BTreeSet::new()).unwrap();
     assert!(s.tm.standby_ids().is_empty());
     assert_eq!(gauge.get(), 0);
     assert_eq!(s.check_store(), Some(699), "the removed standby's checkpoint");
+    assert_eq!(sums.snapshot(), BTreeMap::from([(TASK, 699)]), "the state held");
+    assert!(
+        sums.end_snapshot().is_empty(),
+        "a standby no longer followed has no end"
+    );
 
     s.write(200);
     s.tm.set_standbys(&BTreeSet::from([TASK])).unwrap();
