@@ -19,9 +19,13 @@
 //!   (`TaskEndOffsets` of KIP-1071), so the coordinator can tell how far behind the copy is
 //!   (end sum minus sum). It is kept in memory only, set while the updater follows the
 //!   task and cleared when it stops ([`OffsetSums::record_end`]): an end read long ago
-//!   would make a copy look caught up when it is not.
+//!   would make a copy look caught up when it is not;
+//! - the sums of *running* active tasks (from creation until closed) are kept and written
+//!   but not reported ([`OffsetSums::started`], [`OffsetSums::stopped`]): a running task is
+//!   caught up by definition, and Kafka Streams' client leaves them out too, so that a
+//!   reported active task means one still restoring.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -48,7 +52,14 @@ struct Entry {
 pub(crate) struct OffsetSums {
     /// `<state.dir>/<application.id>`.
     app_dir: PathBuf,
-    tasks: Mutex<BTreeMap<TaskId, Entry>>,
+    held: Mutex<Held>,
+}
+
+/// The sums, and which of their tasks run.
+#[derive(Debug, Default)]
+struct Held {
+    tasks: BTreeMap<TaskId, Entry>,
+    running: BTreeSet<TaskId>,
 }
 
 impl OffsetSums {
@@ -77,7 +88,10 @@ impl OffsetSums {
         }
         OffsetSums {
             app_dir: app_dir.to_owned(),
-            tasks: Mutex::new(tasks),
+            held: Mutex::new(Held {
+                tasks,
+                running: BTreeSet::new(),
+            }),
         }
     }
 
@@ -85,8 +99,8 @@ impl OffsetSums {
     /// [`WRITE_EVERY`] has passed since, or when `closing`.
     pub(crate) fn record(&self, id: TaskId, sum: i64, closing: bool) {
         let write = {
-            let mut tasks = self.lock();
-            let e = tasks.entry(id).or_insert(Entry {
+            let mut held = self.lock();
+            let e = held.tasks.entry(id).or_insert(Entry {
                 sum,
                 written: None,
                 end: None,
@@ -109,24 +123,42 @@ impl OffsetSums {
     /// Task `id`'s changelogs end at offsets summing to `end` (`None`: not followed, or an
     /// end not known). Only a task with a sum takes one: record the sum first.
     pub(crate) fn record_end(&self, id: TaskId, end: Option<i64>) {
-        if let Some(e) = self.lock().get_mut(&id) {
+        if let Some(e) = self.lock().tasks.get_mut(&id) {
             e.end = end;
         }
     }
 
     /// Task `id`'s state directory was wiped.
     pub(crate) fn forget(&self, id: TaskId) {
-        self.lock().remove(&id);
+        let mut held = self.lock();
+        held.tasks.remove(&id);
+        held.running.remove(&id);
     }
 
-    /// Every task's sum.
+    /// Task `id` runs as an active task here: its sum is no longer reported.
+    pub(crate) fn started(&self, id: TaskId) {
+        self.lock().running.insert(id);
+    }
+
+    /// Active task `id` closed: its sum is reported again.
+    pub(crate) fn stopped(&self, id: TaskId) {
+        self.lock().running.remove(&id);
+    }
+
+    /// The sum of every task whose state is held, but not running as an active task.
     pub(crate) fn snapshot(&self) -> BTreeMap<TaskId, i64> {
-        self.lock().iter().map(|(id, e)| (*id, e.sum)).collect()
+        let held = self.lock();
+        held.tasks
+            .iter()
+            .filter(|(id, _)| !held.running.contains(id))
+            .map(|(id, e)| (*id, e.sum))
+            .collect()
     }
 
     /// Every end sum known (see [`record_end`](Self::record_end)).
     pub(crate) fn end_snapshot(&self) -> BTreeMap<TaskId, i64> {
         self.lock()
+            .tasks
             .iter()
             .filter_map(|(id, e)| Some((*id, e.end?)))
             .collect()
@@ -141,8 +173,8 @@ impl OffsetSums {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<TaskId, Entry>> {
-        self.tasks.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -217,6 +249,30 @@ mod tests {
         sums.record_end(task(0, 1), Some(95));
         sums.forget(task(0, 1));
         assert!(sums.end_snapshot().is_empty());
+    }
+
+    #[test]
+    fn the_sums_of_running_tasks_are_kept_but_not_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("0_1")).unwrap();
+        let sums = OffsetSums::load(dir.path());
+        sums.record(task(0, 1), 10, false);
+        sums.started(task(0, 1));
+        sums.started(task(0, 2)); // no state: nothing to leave out
+        sums.record(task(0, 1), 12, false);
+        assert!(sums.snapshot().is_empty(), "running");
+        sums.record(task(0, 1), 13, true);
+        assert_eq!(
+            OffsetSums::load(dir.path()).snapshot()[&task(0, 1)],
+            13,
+            "still written"
+        );
+        sums.stopped(task(0, 1));
+        assert_eq!(sums.snapshot(), BTreeMap::from([(task(0, 1), 13)]));
+        sums.started(task(0, 1));
+        sums.forget(task(0, 1));
+        sums.record(task(0, 1), 0, false);
+        assert_eq!(sums.snapshot().len(), 1, "a wiped task starts anew, not running");
     }
 
     #[test]

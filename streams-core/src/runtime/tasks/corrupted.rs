@@ -38,6 +38,7 @@ impl TaskManager {
             return Ok(());
         }
         if let Some(mut task) = self.tasks.remove(&id) {
+            self.settings.offset_sums.stopped(id);
             if let Err(e) = task.close(false) {
                 tracing::warn!(task = %id, error = %e, "closing the corrupt task");
             }

@@ -87,6 +87,7 @@ impl TaskManager {
         for id in stale {
             if let Some(mut task) = self.tasks.remove(&id) {
                 tracing::warn!(task = %id, "closing a task the assignment no longer names, without committing");
+                self.settings.offset_sums.stopped(id);
                 if let Err(e) = task.close(false) {
                     tracing::warn!(task = %id, error = %e, "closing task dirty");
                 }
@@ -155,6 +156,7 @@ impl TaskManager {
                         self.write_checkpoint(&task)?;
                     }
                     self.record_closing_offset_sum(&task);
+                    self.settings.offset_sums.stopped(id);
                     task.close(true)?;
                     self.metrics.tasks_closed.inc();
                 }
@@ -383,6 +385,7 @@ impl TaskManager {
         tracing::info!(task = %id, restored = records, stream_time = ?committed_time, "task created");
         task.add_records(r.held);
         consumer.resume(&partitions).map_err(|e| kafka_err("resume", e))?;
+        self.settings.offset_sums.started(id);
         self.tasks.insert(id, task);
         Ok(())
     }

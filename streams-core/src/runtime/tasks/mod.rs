@@ -470,6 +470,7 @@ impl TaskManager {
     /// Closes every task without committing (after an aborted transaction).
     pub(crate) fn close_all_dirty(&mut self) {
         for (id, mut task) in std::mem::take(&mut self.tasks) {
+            self.settings.offset_sums.stopped(id);
             if let Err(e) = task.close(false) {
                 tracing::warn!(task = %id, error = %e, "closing task dirty");
             }
@@ -562,6 +563,7 @@ impl TaskManager {
             if clean && result.is_ok() {
                 self.record_closing_offset_sum(&task);
             }
+            self.settings.offset_sums.stopped(task.id());
             if let Err(e) = task.close(clean && result.is_ok()) {
                 tracing::warn!(task = %task.id(), error = %e, "closing task");
             }

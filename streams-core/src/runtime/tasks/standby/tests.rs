@@ -382,6 +382,10 @@ fn a_standby_follows_its_changelog_and_a_promotion_restores_only_the_rest() {
         "restoration applied {restored} records; the standby had all but the last 300"
     );
     assert_eq!(applied + restored, 1_800, "every record applied once");
+    // Running, the task is caught up by definition: the member does not report it.
+    let sums = s.factory.offset_sums.clone();
+    assert!(!sums.snapshot().contains_key(&TASK), "{:?}", sums.snapshot());
+    assert!(sums.end_snapshot().is_empty(), "{:?}", sums.end_snapshot());
     // Asked for again while active: no standby.
     s.tm.set_standbys(&BTreeSet::from([TASK])).unwrap();
     assert!(s.tm.standby_ids().is_empty());
@@ -391,6 +395,11 @@ fn a_standby_follows_its_changelog_and_a_promotion_restores_only_the_rest() {
         s.check_store(),
         Some(1_799),
         "checkpointed at the changelog's end"
+    );
+    assert_eq!(
+        sums.snapshot(),
+        BTreeMap::from([(TASK, 1_799)]),
+        "closed, it is reported"
     );
 }
 
