@@ -577,3 +577,7 @@ const SERVER_ERROR_GRACE: Duration = Duration::from_secs(10);
 #[cfg(test)]
 #[path = "heartbeat_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "heartbeat_report_tests.rs"]
+mod report_tests;

@@ -14,7 +14,7 @@ use crate::runtime::streams_group::topology::GroupTopology;
 /// A heartbeat response: member epoch 1, interval 50 ms, empty assignment, endpoint
 /// information epoch 42.
 #[rustfmt::skip]
-const GOOD: &[u8] = &[
+pub(super) const GOOD: &[u8] = &[
     0, 0, 0, 0, 0, 0, 0x00, 0x02, b'm', // ThrottleTimeMs, ErrorCode, ErrorMessage, MemberId
     0, 0, 0, 1, 0, 0, 0, 50,            // MemberEpoch 1, HeartbeatIntervalMs 50
     0, 0, 0, 0, 0, 0, 0, 0,             // AcceptableRecoveryLag, TaskOffsetIntervalMs
@@ -109,7 +109,7 @@ fn broker_describing(
     (format!("127.0.0.1:{port}"), rx)
 }
 
-fn settings(bootstrap: &str) -> Arc<MemberSettings> {
+pub(super) fn settings(bootstrap: &str) -> Arc<MemberSettings> {
     Arc::new(MemberSettings {
         bootstrap: bootstrap.to_owned(),
         known: Default::default(),
@@ -184,7 +184,7 @@ fn the_heartbeat_thread_survives_an_undecodable_response() {
 }
 
 /// A heartbeat response with error `code`, member epoch 0 and no assignment.
-fn error_response(code: i16) -> &'static [u8] {
+pub(super) fn error_response(code: i16) -> &'static [u8] {
     let [hi, lo] = code.to_be_bytes();
     #[rustfmt::skip]
     let bytes = vec![
@@ -384,59 +384,6 @@ fn unknown_server_errors_fail_the_member_only_when_they_last() {
         "{e}"
     );
     assert!(e.to_string().contains("UnknownServerError (-1)"), "{e}");
-}
-
-/// Task offsets: all of them with the join heartbeat, then only when the interval has
-/// passed and they changed; never with a leave heartbeat.
-#[test]
-fn task_offsets_go_with_the_join_then_only_when_changed_after_the_interval() {
-    use std::sync::Mutex;
-
-    use crate::model::TaskId;
-    use crate::runtime::streams_group::TaskOffsetSource;
-
-    let held = Arc::new(Mutex::new(std::collections::BTreeMap::from([(
-        TaskId {
-            subtopology: 0,
-            partition: 3,
-        },
-        258,
-    )])));
-    let source = held.clone();
-    let mut s = (*settings("127.0.0.1:1")).clone();
-    s.task_offsets = TaskOffsetSource(Arc::new(move || source.lock().unwrap().clone()));
-    let mut hb = Heartbeat::new(Arc::new(s), "member".into());
-    hb.reports.get_mut().interval = Duration::from_millis(200);
-    let mut st = State::default();
-    let reported = |req: HeartbeatRequest| {
-        req.task_offsets.map(|o| {
-            o.into_iter()
-                .map(|t| (t.subtopology, t.partition, t.offset))
-                .collect::<Vec<_>>()
-        })
-    };
-    assert_eq!(reported(hb.request(&st)), Some(vec![("0".into(), 3, 258)]));
-    st.epoch = 5;
-    assert_eq!(reported(hb.request(&st)), None, "within the interval");
-    std::thread::sleep(Duration::from_millis(250));
-    assert_eq!(reported(hb.request(&st)), None, "unchanged");
-    held.lock().unwrap().insert(
-        TaskId {
-            subtopology: 1,
-            partition: 0,
-        },
-        7,
-    );
-    std::thread::sleep(Duration::from_millis(250));
-    assert_eq!(
-        reported(hb.request(&st)),
-        Some(vec![("0".into(), 3, 258), ("1".into(), 0, 7)])
-    );
-    st.epoch = -1;
-    assert_eq!(reported(hb.request(&st)), None, "leaving");
-    // A rejoin reports everything again.
-    st.epoch = 0;
-    assert!(reported(hb.request(&st)).is_some());
 }
 
 /// A fenced member rejoins owning nothing, even when its stream thread reported an
