@@ -211,12 +211,12 @@ impl Tailing {
 
     /// The offset sum of the checkpoints of `stores` kept on disk (see `offset_sums`).
     pub fn offset_sum(&self, stores: &[TaskStore]) -> i64 {
-        super::offset_sums::sum_of(
-            self.parts
-                .iter()
-                .filter(|p| stores[p.index].store.persistent())
-                .map(|p| p.checkpointed),
-        )
+        super::offset_sums::sum_of(self.on_disk(stores).map(|p| p.checkpointed))
+    }
+
+    /// The parts of the stores kept on disk: those the offset sums count.
+    fn on_disk<'a>(&'a self, stores: &'a [TaskStore]) -> impl Iterator<Item = &'a Part> + 'a {
+        self.parts.iter().filter(|p| stores[p.index].store.persistent())
     }
 
     /// The changelog end offsets of the stores [`offset_sum`](Self::offset_sum) counts,
@@ -225,11 +225,7 @@ impl Tailing {
     /// make the task look caught up).
     pub fn end_sum(&mut self, stores: &[TaskStore], consumer: &AssignedConsumer) -> Option<i64> {
         self.refresh_watermarks(consumer);
-        let mut counted = self
-            .parts
-            .iter()
-            .filter(|p| stores[p.index].store.persistent())
-            .peekable();
+        let mut counted = self.on_disk(stores).peekable();
         counted.peek()?;
         counted.map(|p| p.end.map(|e| e.max(0))).sum()
     }

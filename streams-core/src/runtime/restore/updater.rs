@@ -370,18 +370,14 @@ impl Worker {
     /// Standby `i` stopped with `outcome`: corrupted ones go back to the stream thread to be
     /// wiped and started over, other errors fail it.
     fn standby_failed(&mut self, i: usize, outcome: Result<TailStep, StreamsError>) {
-        if let (false, Some(s)) = (matches!(outcome, Ok(TailStep::Applied)), self.standbys.get(i)) {
-            self.sums.record_end(s.job.id, None);
-        }
         let reason = match outcome {
             Ok(TailStep::Applied) => return,
             Ok(TailStep::Corrupted { reason }) => reason,
             Err(error) if error.corrupt_store().is_some() => error.to_string(),
             Err(error) => {
-                let Some(mut s) = self.standbys.remove(i) else {
+                let Some(mut s) = self.drop_standby(i) else {
                     return;
                 };
-                self.unassign_standbys();
                 close_stores(s.job.id, &mut s.job.stores, "standby failed");
                 let _ = self.outbox.send(Event::Failed {
                     id: s.job.id,
@@ -391,11 +387,18 @@ impl Worker {
                 return;
             }
         };
-        let Some(s) = self.standbys.remove(i) else {
+        let Some(s) = self.drop_standby(i) else {
             return;
         };
-        self.unassign_standbys();
         let _ = self.outbox.send(Event::StandbyCorrupted { job: s.job, reason });
+    }
+
+    /// Takes standby `i` out as it stands (no checkpoint), no longer followed.
+    fn drop_standby(&mut self, i: usize) -> Option<Standby> {
+        let s = self.standbys.remove(i)?;
+        self.sums.record_end(s.job.id, None);
+        self.unassign_standbys();
+        Some(s)
     }
 
     /// Takes standby `id` out, its stores checkpointed where it stands.

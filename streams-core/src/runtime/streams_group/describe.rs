@@ -76,7 +76,7 @@ fn skip_topic_infos(b: &mut &[u8]) -> Result<(), DecodeError> {
     Ok(())
 }
 
-/// Skips a `[]TaskOffset`.
+/// Reads a `[]TaskOffset` as (subtopology, partition, offset).
 fn get_task_offsets(b: &mut &[u8]) -> Result<Vec<(String, i32, i64)>, DecodeError> {
     get_array(b, |b| {
         let offset = (get_str(b)?, get_i32(b)?, get_i64(b)?);
