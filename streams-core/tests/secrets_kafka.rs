@@ -1,7 +1,8 @@
 //! Secrets never leak: an exactly-once application runs over SASL_SSL with a JAAS
 //! configuration, key and store passwords and a client secret configured, librdkafka
 //! logging at debug level, once with the consumer group protocols and once with the
-//! streams protocol (whose own client authenticates through rsasl); then configurations with secrets are refused in every way the
+//! streams protocol (whose own client authenticates through rsasl), and once more with
+//! OAUTHBEARER tokens from the application's provider; then configurations with secrets are refused in every way the
 //! framework refuses them. Every log line (a `tracing` subscriber writing to a buffer, with
 //! librdkafka's lines the runtime forwards), every `Debug` and `Display` of the
 //! configuration, every error, the topology's description and the `/metrics` page are
@@ -13,8 +14,9 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
+use streams_core::config::OAuthBearerToken;
 use streams_core::{GroupProtocol, KafkaStreams, StreamsConfig};
 use streams_test_utils::kafka::acl;
 use streams_test_utils::kafka::secure::{self, STREAMS, SecureKafka};
@@ -34,6 +36,10 @@ const OAUTH_CONFIG: &str = "principal=streams extension_token=oauth-token-4c1d7e
 const KEY_PEM: &str =
     "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC-pem-2e4f6a71\n-----END PRIVATE KEY-----";
 const WRONG_PASSWORD: &str = "wrong-pw-61d0c8e2";
+/// The `jti` claim of the provider's tokens: each token's text contains it.
+const TOKEN_ID: &str = "jti-provided-7e3a90c4";
+/// An extension value the provider's tokens carry (the test broker accepts any).
+const TOKEN_EXTENSION: &str = "ext-provided-15b6d2f8";
 const TYPO_PASSWORD: &str = "typo-pw-0a7b3c95";
 
 /// Everything written to the log, whatever the thread.
@@ -59,6 +65,30 @@ impl Captured {
     }
 }
 
+/// When the provider's token expires (2100-01-01), so that its text is always the same.
+const TOKEN_EXP: u64 = 4_102_444_800;
+
+/// The provider's token text: an unsecured JWT for `STREAMS` (the test broker's validator
+/// takes it), a secret like a password.
+fn provided_jwt() -> String {
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let claims =
+        serde_json::json!({ "sub": STREAMS.name, "iat": 1_700_000_000, "exp": TOKEN_EXP, "jti": TOKEN_ID });
+    format!(
+        "{}.{}.",
+        URL_SAFE_NO_PAD.encode(br#"{"alg":"none"}"#),
+        URL_SAFE_NO_PAD.encode(claims.to_string())
+    )
+}
+
+/// The provider's token.
+fn provided_token() -> Result<OAuthBearerToken, String> {
+    let expires = UNIX_EPOCH + Duration::from_secs(TOKEN_EXP);
+    Ok(OAuthBearerToken::new(provided_jwt(), STREAMS.name, expires)
+        .with_extension("traceId", TOKEN_EXTENSION))
+}
+
 /// The body of `GET /metrics` at `address`.
 fn scrape(address: std::net::SocketAddr) -> String {
     let mut stream = TcpStream::connect(address).unwrap();
@@ -74,17 +104,26 @@ fn scrape(address: std::net::SocketAddr) -> String {
     page
 }
 
-/// Runs the count application of `props` until every one of `keys` keys is counted twice in
-/// `output`; what it shows of itself goes to `shown`.
+/// Runs the count application of `props` (with OAUTHBEARER tokens from a provider when
+/// `tokens`) until every one of `keys` keys is counted twice in `output`; what it shows of
+/// itself goes to `shown`.
 fn run_counting(
     broker: &SecureKafka,
     props: &[(&str, &str)],
-    input: &str,
-    output: &str,
+    tokens: bool,
+    io: (&str, &str),
     keys: usize,
     shown: &mut Vec<String>,
 ) {
-    let config = StreamsConfig::from_properties(props.to_vec()).unwrap();
+    let (input, output) = io;
+    let mut config = StreamsConfig::from_properties(props.to_vec()).unwrap();
+    if tokens {
+        config = config
+            .to_builder()
+            .oauth_bearer_token_provider(provided_token)
+            .build()
+            .unwrap();
+    }
     shown.push(format!("{config:?}"));
     shown.push(format!("{config}"));
     shown.push(format!("{:?}", config.to_builder()));
@@ -156,7 +195,8 @@ fn secrets_never_leak_into_logs_debug_errors_descriptions_or_metrics() {
     );
     let ca = broker.ca_location.display().to_string();
     let mut output = String::new();
-    for group_protocol in [None, Some("streams")] {
+    // The third run takes its tokens from a provider (OAUTHBEARER) instead of the password.
+    for (group_protocol, tokens) in [(None, false), (Some("streams"), false), (Some("streams"), true)] {
         let app_id = kafka::unique_name("secrets");
         output = kafka::unique_name("secrets-out");
         kafka::create_topic(&broker.plaintext_bootstrap, &output, 2, &[]).unwrap();
@@ -182,7 +222,11 @@ fn secrets_never_leak_into_logs_debug_errors_descriptions_or_metrics() {
             ("debug", "security,conf,broker,generic"),
         ];
         props.extend(group_protocol.map(|p| ("group.protocol", p)));
-        run_counting(&broker, &props, &input, &output, KEYS, &mut shown);
+        if tokens {
+            props.retain(|(k, _)| *k != "sasl.mechanism");
+            props.push(("sasl.mechanism", "OAUTHBEARER"));
+        }
+        run_counting(&broker, &props, tokens, (&input, &output), KEYS, &mut shown);
     }
     // Refusals: configurations that quote secrets in the wrong places.
     let base = |extra: &[(&'static str, &'static str)]| -> Vec<(&'static str, &'static str)> {
@@ -298,6 +342,8 @@ fn secrets_never_leak_into_logs_debug_errors_descriptions_or_metrics() {
         TRUSTSTORE_PASSWORD,
         CLIENT_SECRET,
         "oauth-token-4c1d7e58",
+        provided_jwt().as_str(),
+        TOKEN_EXTENSION,
         KEY_PEM,
         "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC-pem-2e4f6a71",
         WRONG_PASSWORD,

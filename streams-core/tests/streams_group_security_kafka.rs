@@ -4,12 +4,15 @@
 //! tasks, and a task that moves to its standby is not restored from the changelog's start.
 //! Every count is checked exactly once (exactly-once). A second test runs the application
 //! with OAUTHBEARER instead (unsecured JWTs naming the same user, whose sessions the broker
-//! limits to 4 s), every client of it, the group's members included. Test data goes in and
+//! limits to 4 s), every client of it, the group's members included; a third with tokens
+//! from the application's provider, which expire while the application runs. Test data goes in and
 //! out through the PLAINTEXT listener. Skipped without the secure listener unless `STREAMS_REQUIRE_KAFKA=1`.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use streams_core::config::OAuthBearerToken;
 use streams_core::{GroupProtocol, KafkaStreams, State, StreamsConfig};
 use streams_test_utils::kafka::acl::{self, AclBinding};
 use streams_test_utils::kafka::secure::{self, STREAMS, SecureKafka};
@@ -27,6 +30,35 @@ enum Login {
     Scram,
     /// An unsecured JWT naming the user, made by librdkafka and by the group's members.
     OAuthBearer,
+    /// Tokens from the application's provider: unsecured JWTs naming the user that expire
+    /// [`TOKEN_LIFE`] after they are made; the counter counts the provider's calls.
+    Provider(&'static AtomicUsize),
+}
+
+/// How long the provider's tokens are valid: less than the test runs, so every client must
+/// be given new ones, and longer than the broker's sessions (4 s), so each is checked at a
+/// re-authentication before it expires.
+const TOKEN_LIFE: Duration = Duration::from_secs(10);
+
+/// An unsecured JWT (header `{"alg":"none"}`, no signature) for `STREAMS`, which the test
+/// broker's default validator accepts until it expires.
+fn unsecured_token() -> Result<OAuthBearerToken, String> {
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let now = SystemTime::now();
+    let iat = now.duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let exp = iat + TOKEN_LIFE.as_secs();
+    let claims = serde_json::json!({ "sub": STREAMS.name, "iat": iat, "exp": exp }).to_string();
+    let jwt = format!(
+        "{}.{}.",
+        URL_SAFE_NO_PAD.encode(br#"{"alg":"none"}"#),
+        URL_SAFE_NO_PAD.encode(claims)
+    );
+    Ok(OAuthBearerToken::new(
+        jwt,
+        STREAMS.name,
+        UNIX_EPOCH + Duration::from_secs(exp),
+    ))
 }
 
 fn config(broker: &SecureKafka, app: &str, state_dir: &Path, login: Login) -> StreamsConfig {
@@ -47,6 +79,23 @@ fn config(broker: &SecureKafka, app: &str, state_dir: &Path, login: Login) -> St
                     ),
                 ]),
         ),
+        Login::Provider(calls) => {
+            props.extend(
+                broker
+                    .client_properties(&STREAMS, "OAUTHBEARER")
+                    .into_iter()
+                    .filter(|(k, _)| !k.starts_with("sasl.username") && !k.starts_with("sasl.password")),
+            );
+            return StreamsConfig::from_properties(props)
+                .unwrap()
+                .to_builder()
+                .oauth_bearer_token_provider(move || {
+                    calls.fetch_add(1, Ordering::SeqCst);
+                    unsecured_token()
+                })
+                .build()
+                .unwrap();
+        }
     }
     StreamsConfig::from_properties(props).unwrap()
 }
@@ -129,6 +178,45 @@ fn an_application_authenticated_with_unsecured_jwts_counts_every_key_once() {
     produce_words(&broker.plaintext_bootstrap, &input, KEYS, 3, "b");
     wait("six counts per key", || counts_reach(&broker, &output, 6));
     assert_eq!(app.state(), State::Running);
+    assert!(app.close(Duration::from_secs(60)));
+}
+
+/// Every client of the application, the group's members included, presents the tokens of
+/// the application's provider and is given new ones before they expire: the application
+/// counts across three token lives, in which the broker checks each client's token at
+/// every re-authentication (4 s), and the provider is called once per token life, not
+/// once per client.
+#[test]
+fn an_application_authenticated_with_a_token_provider_outlives_its_tokens() {
+    let Some(broker) = secure::require_secure_kafka("an_application_authenticated_with_a_token_provider")
+    else {
+        return;
+    };
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let (app_id, input, output) = prepare(&broker, "secure-token", 3);
+    let state = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let mut app = start(
+        &broker,
+        &app_id,
+        (&input, &output),
+        state.path(),
+        Login::Provider(&CALLS),
+    );
+    wait("three counts per key", || counts_reach(&broker, &output, 3));
+    // The first token has expired, and the second, well before this ends.
+    std::thread::sleep((TOKEN_LIFE * 2).saturating_sub(started.elapsed()) + Duration::from_secs(2));
+    produce_words(&broker.plaintext_bootstrap, &input, KEYS, 3, "b");
+    wait("six counts per key", || counts_reach(&broker, &output, 6));
+    assert_eq!(app.state(), State::Running);
+    let lives = started.elapsed().as_secs_f64() / (TOKEN_LIFE.as_secs_f64() * 0.8);
+    let calls = CALLS.load(Ordering::SeqCst);
+    eprintln!("{calls} tokens in {:.1} s", started.elapsed().as_secs_f64());
+    assert!(calls >= 3, "{calls} tokens: the clients were not given new ones");
+    assert!(
+        (calls as f64) <= lives.ceil() + 2.0,
+        "{calls} tokens in {lives:.1} refresh periods: fetched per client, not shared"
+    );
     assert!(app.close(Duration::from_secs(60)));
 }
 

@@ -8,7 +8,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::display::mask;
-use super::{ProcessingGuarantee, RocksDbConfigSetter, StreamsConfig, keys, parse};
+use super::{
+    OAuthBearerToken, OAuthBearerTokenProvider, ProcessingGuarantee, RocksDbConfigSetter, StreamsConfig,
+    keys, parse,
+};
 use crate::model::error::StreamsError;
 use crate::model::handlers::{ErrorHandling, ErrorPolicy};
 
@@ -43,6 +46,8 @@ pub struct StreamsConfigBuilder {
     state_dir: Option<PathBuf>,
     /// The RocksDB options setter (no property form).
     rocksdb_config_setter: Option<RocksDbConfigSetter>,
+    /// The OAUTHBEARER token provider (no property form).
+    oauth_bearer_token_provider: Option<OAuthBearerTokenProvider>,
 }
 
 impl StreamsConfigBuilder {
@@ -50,13 +55,52 @@ impl StreamsConfigBuilder {
         mut properties: BTreeMap<String, String>,
         state_dir: PathBuf,
         rocksdb_config_setter: Option<RocksDbConfigSetter>,
+        oauth_bearer_token_provider: Option<OAuthBearerTokenProvider>,
     ) -> Self {
         properties.remove(keys::STATE_DIR);
         Self {
             properties,
             state_dir: Some(state_dir),
             rocksdb_config_setter,
+            oauth_bearer_token_provider,
         }
+    }
+
+    /// Sets where the application's OAUTHBEARER tokens come from (Kafka's
+    /// `sasl.login.callback.handler.class`): `f` is called for a token when the first client
+    /// connects and again before each token expires, from the runtime's own threads. Every
+    /// client presents the token, the streams-group members included, and renews its
+    /// sessions with it when the broker asks (KIP-368). See [`OAuthBearerTokenProvider`].
+    ///
+    /// The clients must use `sasl.mechanism=OAUTHBEARER`, without librdkafka's own token
+    /// sources (`enable.sasl.oauthbearer.unsecure.jwt`, `sasl.oauthbearer.method=oidc`):
+    /// `build` refuses a configuration that mixes them, naming the property.
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use streams_core::StreamsConfig;
+    /// use streams_core::config::OAuthBearerToken;
+    ///
+    /// let config = StreamsConfig::builder()
+    ///     .application_id("counts")
+    ///     .bootstrap_servers("broker:9093")
+    ///     .set("security.protocol", "SASL_SSL")
+    ///     .set("sasl.mechanism", "OAUTHBEARER")
+    ///     .oauth_bearer_token_provider(|| {
+    ///         // Ask the identity provider here (client credentials, a workload identity).
+    ///         let expires_at = SystemTime::now() + Duration::from_secs(3600);
+    ///         Ok(OAuthBearerToken::new("eyJhbGciOi...", "counts-app", expires_at))
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// assert!(config.oauth_bearer_token_provider().is_some());
+    /// ```
+    pub fn oauth_bearer_token_provider(
+        mut self,
+        f: impl Fn() -> Result<OAuthBearerToken, String> + Send + Sync + 'static,
+    ) -> Self {
+        self.oauth_bearer_token_provider = Some(OAuthBearerTokenProvider::new(f));
+        self
     }
 
     /// Sets the RocksDB options setter (Kafka Streams' `rocksdb.config.setter`): `f` is called
@@ -245,6 +289,10 @@ impl StreamsConfigBuilder {
     pub fn build(&self) -> Result<StreamsConfig, StreamsError> {
         let mut config = parse::validate(self.properties.clone(), self.state_dir.clone())?;
         config.rocksdb_config_setter = self.rocksdb_config_setter.clone();
+        if let Some(provider) = &self.oauth_bearer_token_provider {
+            check_token_provider(&config)?;
+            config.oauth_bearer_token_provider = Some(provider.clone());
+        }
         Ok(config)
     }
 }
@@ -260,6 +308,49 @@ impl fmt::Debug for StreamsConfigBuilder {
             .field("properties", &properties)
             .field("state_dir", &self.state_dir)
             .field("rocksdb_config_setter", &self.rocksdb_config_setter)
+            .field("oauth_bearer_token_provider", &self.oauth_bearer_token_provider)
             .finish()
     }
+}
+
+/// With a token provider, every client authenticates with OAUTHBEARER and takes its tokens
+/// from the provider alone; the error names the first property that says otherwise.
+fn check_token_provider(config: &StreamsConfig) -> Result<(), StreamsError> {
+    let scopes = [
+        config.main_consumer_properties(),
+        config.restore_consumer_properties(),
+        config.global_consumer_properties(),
+        config.producer_properties(),
+        config.admin_properties(),
+    ];
+    for props in &scopes {
+        let get = |key: &str| props.get(key).map(|v| v.trim().to_ascii_lowercase());
+        let (key, mechanism) = match (get("sasl.mechanism"), get("sasl.mechanisms")) {
+            (Some(m), _) => ("sasl.mechanism", Some(m)),
+            (None, Some(m)) => ("sasl.mechanisms", Some(m)),
+            (None, None) => ("sasl.mechanism", None),
+        };
+        if mechanism.as_deref() != Some("oauthbearer") {
+            return Err(super::invalid(
+                key,
+                "an OAUTHBEARER token provider is set: every client must use \
+                 sasl.mechanism=OAUTHBEARER",
+            ));
+        }
+        if get("enable.sasl.oauthbearer.unsecure.jwt").as_deref() == Some("true") {
+            return Err(super::invalid(
+                "enable.sasl.oauthbearer.unsecure.jwt",
+                "an OAUTHBEARER token provider is set: the clients present its tokens, not \
+                 unsecured JWTs; remove this property",
+            ));
+        }
+        if get("sasl.oauthbearer.method").is_some_and(|m| m != "default") {
+            return Err(super::invalid(
+                "sasl.oauthbearer.method",
+                "an OAUTHBEARER token provider is set: the clients present its tokens, not \
+                 librdkafka's own OIDC ones; remove this property",
+            ));
+        }
+    }
+    Ok(())
 }

@@ -148,6 +148,7 @@ impl fmt::Debug for StreamsConfig {
         s.field("client", &client)
             .field("ignored", &self.ignored)
             .field("rocksdb_config_setter", &self.rocksdb_config_setter)
+            .field("oauth_bearer_token_provider", &self.oauth_bearer_token_provider)
             .finish()
     }
 }

@@ -39,6 +39,7 @@ mod display;
 mod file;
 mod guarantee;
 pub mod keys;
+mod oauth;
 mod parse;
 mod rocksdb_setter;
 mod security;
@@ -54,6 +55,7 @@ pub use builder::StreamsConfigBuilder;
 pub(crate) use display::MASK;
 pub use display::is_secret;
 pub use guarantee::ProcessingGuarantee;
+pub use oauth::{OAuthBearerToken, OAuthBearerTokenProvider};
 pub use rocksdb_setter::RocksDbConfigSetter;
 
 use crate::model::RecordingLevel;
@@ -140,6 +142,8 @@ pub struct StreamsConfig {
     rocksdb_write_buffer_bytes: usize,
     /// Called on every RocksDB store's options (set by the builder only).
     rocksdb_config_setter: Option<RocksDbConfigSetter>,
+    /// Where every client's OAUTHBEARER tokens come from (set by the builder only).
+    oauth_bearer_token_provider: Option<OAuthBearerTokenProvider>,
     /// Pass-through client properties, prefix stripped, by scope.
     client: BTreeMap<Scope, BTreeMap<String, String>>,
     /// Kafka Streams properties that were set but are not implemented.
@@ -250,6 +254,7 @@ impl StreamsConfig {
             self.originals.clone(),
             self.state_dir.clone(),
             self.rocksdb_config_setter.clone(),
+            self.oauth_bearer_token_provider.clone(),
         )
     }
 
@@ -407,6 +412,12 @@ impl StreamsConfig {
     /// [`StreamsConfigBuilder::rocksdb_config_setter`], if any.
     pub fn rocksdb_config_setter(&self) -> Option<&RocksDbConfigSetter> {
         self.rocksdb_config_setter.as_ref()
+    }
+
+    /// The OAUTHBEARER token provider given to
+    /// [`StreamsConfigBuilder::oauth_bearer_token_provider`], if any.
+    pub fn oauth_bearer_token_provider(&self) -> Option<&OAuthBearerTokenProvider> {
+        self.oauth_bearer_token_provider.as_ref()
     }
 
     /// New RocksDB resources sized by `rocksdb.block.cache.bytes` and

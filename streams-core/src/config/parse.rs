@@ -252,6 +252,7 @@ pub(super) fn validate(
         rocksdb_block_cache_bytes,
         rocksdb_write_buffer_bytes,
         rocksdb_config_setter: None,
+        oauth_bearer_token_provider: None,
         client,
         ignored,
         originals,

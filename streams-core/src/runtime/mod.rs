@@ -291,11 +291,13 @@ impl KafkaStreams {
     fn metadata_client(
         &self,
         factory: &ThreadFactory,
-    ) -> Result<client::connect::StartupConsumer, StreamsError> {
-        let md: client::connect::StartupConsumer = factory
+    ) -> Result<client::oauth::Authenticated<client::connect::StartupConsumer>, StreamsError> {
+        let md = factory
             .client_config(self.config.consumer_properties())
             .create_with_context(client::connect::ConnectContext::default())
             .map_err(|e| client::errors::kafka_err("metadata client", e))?;
+        let md =
+            client::oauth::Authenticated::new(md, self.config.oauth_bearer_token_provider(), "metadata")?;
         client::connect::connect(
             &md,
             &self.bootstrap,
@@ -342,12 +344,14 @@ impl KafkaStreams {
             .partitions
             .set(topics::subtopology_partitions(&self.topology, &plan, &md)?);
         let admin = factory.client_config(self.config.admin_properties());
+        let tokens = self.config.oauth_bearer_token_provider().cloned();
         self.group_protocol = Some(client::protocol::choose(
             &self.config.main_consumer_properties(),
             self.config.streams_protocol(),
             self.config.num_standby_replicas(),
             &md,
             &admin,
+            tokens.as_ref(),
             self.embedded.is_some(),
         ));
         if self.group_protocol == Some(GroupProtocol::Streams) && self.embedded.is_some() {
@@ -373,8 +377,10 @@ impl KafkaStreams {
             });
         }
         if self.group_protocol == Some(GroupProtocol::Streams) {
-            self.group_security =
-                streams_group::Security::from_props(&self.config.main_consumer_properties())?;
+            self.group_security = streams_group::Security::with_tokens(
+                &self.config.main_consumer_properties(),
+                tokens.as_ref(),
+            )?;
             self.group_topology = Some(Arc::new(streams_group::GroupTopology::of(
                 &self.topology,
                 &app_id,
@@ -387,11 +393,12 @@ impl KafkaStreams {
             &app_id,
             &md,
             &admin,
+            tokens.as_ref(),
             self.embedded.as_ref(),
             self.config.replication_factor(),
         )?;
         if self.embedded.is_none() {
-            self.purger = Some(topics::purge::Purger::start(&app_id, &admin)?);
+            self.purger = Some(topics::purge::Purger::start(&app_id, &admin, tokens.as_ref())?);
         }
         if announce {
             let mut consumer = factory.client_config(self.config.consumer_properties());
@@ -405,6 +412,7 @@ impl KafkaStreams {
                 query::discovery::instances_topic(&app_id),
                 &factory.client_config(self.config.producer_properties()),
                 &consumer,
+                tokens.as_ref(),
             )?);
         }
         self.status.transition(State::Rebalancing);

@@ -28,6 +28,8 @@ use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions, ResourceSpecifier};
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 
+use crate::config::OAuthBearerTokenProvider;
+
 /// The consumer group protocol of an application's stream threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -106,13 +108,14 @@ pub(crate) fn choose<C: ConsumerContext>(
     standbys: usize,
     md: &BaseConsumer<C>,
     admin: &ClientConfig,
+    tokens: Option<&OAuthBearerTokenProvider>,
     on_mock: bool,
 ) -> GroupProtocol {
     let (protocol, reason) = configured(main, streams, standbys).unwrap_or_else(|| {
         if on_mock {
             return (GroupProtocol::Classic, "the embedded mock cluster runs the classic protocol".into());
         }
-        match broker_protocols(md, admin) {
+        match broker_protocols(md, admin, tokens) {
             Ok(list) if list.split(',').any(|p| p.trim() == "consumer") => (
                 GroupProtocol::Consumer,
                 format!("the broker offers it (group.coordinator.rebalance.protocols={list})"),
@@ -140,6 +143,7 @@ pub(crate) fn choose<C: ConsumerContext>(
 fn broker_protocols<C: ConsumerContext>(
     md: &BaseConsumer<C>,
     admin: &ClientConfig,
+    tokens: Option<&OAuthBearerTokenProvider>,
 ) -> Result<String, String> {
     let timeout = Duration::from_secs(30);
     let metadata = md.fetch_metadata(None, timeout).map_err(|e| e.to_string())?;
@@ -150,6 +154,8 @@ fn broker_protocols<C: ConsumerContext>(
         .id();
     let admin: AdminClient<crate::runtime::client::connect::ConnectContext> = admin
         .create_with_context(crate::runtime::client::connect::ConnectContext::default())
+        .map_err(|e| e.to_string())?;
+    let admin = crate::runtime::client::oauth::Authenticated::new(admin, tokens, "admin client")
         .map_err(|e| e.to_string())?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -279,7 +279,8 @@ fn failed_record(m: &rdkafka::message::BorrowedMessage<'_>) -> RawRecord {
 }
 
 /// The thread's producer, shared by its tasks' collectors and changelog sinks.
-pub(crate) type StreamProducer = ThreadedProducer<DeliveryTracker>;
+pub(crate) type StreamProducer =
+    crate::runtime::client::oauth::Authenticated<ThreadedProducer<DeliveryTracker>>;
 
 /// Waits until every record sent so far is acknowledged or has failed, its delivery report
 /// handled, or `timeout` passes.

@@ -23,9 +23,11 @@ use rdkafka::error::KafkaError;
 use rdkafka::producer::Producer;
 use rdkafka::types::RDKafkaErrorCode;
 
+use crate::config::OAuthBearerTokenProvider;
 use crate::model::error::StreamsError;
 use crate::runtime::client::connect;
 use crate::runtime::client::errors;
+use crate::runtime::client::oauth::Authenticated;
 use crate::runtime::produce::producer::{DeliveryTracker, StreamProducer};
 
 /// How long one `init_transactions` may take before it is tried again.
@@ -39,6 +41,8 @@ pub(crate) struct ProducerRecipe {
     pub tracker: DeliveryTracker,
     /// The application's id, for the ACLs an authorization error names.
     pub application_id: String,
+    /// The application's OAUTHBEARER token provider, if any.
+    pub tokens: Option<OAuthBearerTokenProvider>,
 }
 
 impl ProducerRecipe {
@@ -68,9 +72,10 @@ impl ProducerRecipe {
         if let Some(list) = connect::with_brokers(self.config.get("bootstrap.servers"), brokers) {
             config.set("bootstrap.servers", list);
         }
-        config
+        let producer = config
             .create_with_context(self.tracker.clone())
-            .map_err(|e| errors::kafka_err("producer", e))
+            .map_err(|e| errors::kafka_err("producer", e))?;
+        Authenticated::new(producer, self.tokens.as_ref(), "producer")
     }
 
     /// Initializes `producer` for transactions (exactly-once), waiting at most `timeout`.
@@ -148,6 +153,7 @@ mod tests {
             config,
             tracker: DeliveryTracker::default(),
             application_id: "app".into(),
+            tokens: None,
         }
     }
 

@@ -212,10 +212,12 @@ mod tests {
         for t in 0..=TOPICS {
             cluster.create_topic(&format!("t{t}"), 1, 1).unwrap();
         }
-        let producer: StreamProducer = ClientConfig::new()
+        let producer = ClientConfig::new()
             .set("bootstrap.servers", cluster.bootstrap_servers())
             .create_with_context(DeliveryTracker::default())
             .unwrap();
+        let producer: StreamProducer =
+            crate::runtime::client::oauth::Authenticated::new(producer, None, "producer").unwrap();
         let producer = Arc::new(producer);
         let mut collector = KafkaCollector::new(producer.clone());
         let mut headers = Headers::new();

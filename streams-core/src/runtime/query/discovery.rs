@@ -44,6 +44,7 @@ use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
 use crate::model::TaskId;
 use crate::model::error::StreamsError;
+use crate::runtime::client::oauth::Authenticated;
 use crate::runtime::streams_group::endpoints::GroupEndpoints;
 
 /// How often an instance announces itself even when nothing changed.
@@ -342,11 +343,14 @@ impl Discovery {
         topic: String,
         producer: &ClientConfig,
         consumer: &ClientConfig,
+        tokens: Option<&crate::config::OAuthBearerTokenProvider>,
     ) -> Result<Self, StreamsError> {
         let err =
             |what: &str, e: rdkafka::error::KafkaError| crate::runtime::client::errors::kafka_err(what, e);
         let producer: BaseProducer = producer.create().map_err(|e| err("instances producer", e))?;
+        let producer = Authenticated::new(producer, tokens, "instances producer")?;
         let consumer: BaseConsumer = consumer.create().map_err(|e| err("instances consumer", e))?;
+        let consumer = Authenticated::new(consumer, tokens, "instances consumer")?;
         let mut tpl = TopicPartitionList::new();
         tpl.add_partition_offset(&topic, 0, Offset::Beginning)
             .map_err(|e| err("instances consumer", e))?;

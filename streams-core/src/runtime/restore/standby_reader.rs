@@ -9,6 +9,7 @@
 
 use rdkafka::ClientConfig;
 
+use crate::config::OAuthBearerTokenProvider;
 use crate::model::error::StreamsError;
 use crate::runtime::topics::resets::{AssignedConsumer, assigned_consumer};
 
@@ -17,16 +18,25 @@ pub(crate) struct StandbyReader {
     config: ClientConfig,
     name: String,
     application_id: String,
+    /// The application's OAUTHBEARER token provider, if any.
+    tokens: Option<OAuthBearerTokenProvider>,
     consumer: Option<AssignedConsumer>,
 }
 
 impl StandbyReader {
-    /// A consumer to be made with `config` as client `name` of application `application_id`.
-    pub fn new(config: ClientConfig, name: String, application_id: String) -> Self {
+    /// A consumer to be made with `config` as client `name` of application `application_id`,
+    /// given its OAUTHBEARER tokens by `tokens` (when the application has a provider).
+    pub fn new(
+        config: ClientConfig,
+        name: String,
+        application_id: String,
+        tokens: Option<OAuthBearerTokenProvider>,
+    ) -> Self {
         Self {
             config,
             name,
             application_id,
+            tokens,
             consumer: None,
         }
     }
@@ -36,7 +46,12 @@ impl StandbyReader {
         let consumer = match self.consumer.take() {
             Some(c) => c,
             None => {
-                let c = assigned_consumer(&self.config, &self.name, &self.application_id)?;
+                let c = assigned_consumer(
+                    &self.config,
+                    &self.name,
+                    &self.application_id,
+                    self.tokens.as_ref(),
+                )?;
                 tracing::debug!(client = %self.name, "standby consumer created");
                 c
             }
@@ -47,7 +62,7 @@ impl StandbyReader {
     /// A reader of tests that restore only: never made.
     #[cfg(test)]
     pub fn unused() -> Self {
-        Self::new(ClientConfig::new(), "standby".into(), String::new())
+        Self::new(ClientConfig::new(), "standby".into(), String::new(), None)
     }
 
     /// The consumer, if it was made.

@@ -18,7 +18,7 @@ pub(in crate::runtime::restore) fn assigned(bootstrap: &str, isolation: &str) ->
         .set("enable.auto.commit", "false")
         .set("auto.offset.reset", "error")
         .set("isolation.level", isolation);
-    assigned_consumer(&c, "restore-test", "").unwrap()
+    assigned_consumer(&c, "restore-test", "", None).unwrap()
 }
 
 /// Sends keys `<prefix><n>` for `keys` to partition 0 of `topic` and flushes.

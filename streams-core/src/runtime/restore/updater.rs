@@ -422,7 +422,7 @@ impl Worker {
     fn unassign_standbys(&mut self) {
         self.standbys_assigned = false;
         if let Some(consumer) = self.consumers.standby.made() {
-            let _ = rdkafka::consumer::Consumer::unassign(consumer);
+            let _ = rdkafka::consumer::Consumer::unassign(&**consumer);
         }
     }
 
@@ -495,7 +495,7 @@ impl Worker {
                 let Some(Job { job, .. }) = self.jobs.pop_front() else {
                     return;
                 };
-                let _ = rdkafka::consumer::Consumer::unassign(&self.consumers.reader);
+                let _ = rdkafka::consumer::Consumer::unassign(&*self.consumers.reader);
                 Event::Corrupted {
                     job,
                     store: String::new(),
@@ -507,7 +507,7 @@ impl Worker {
                 let Some(Job { job, .. }) = self.jobs.pop_front() else {
                     return;
                 };
-                let _ = rdkafka::consumer::Consumer::unassign(&self.consumers.reader);
+                let _ = rdkafka::consumer::Consumer::unassign(&*self.consumers.reader);
                 Event::Failed {
                     id: job.id,
                     seq: job.seq,

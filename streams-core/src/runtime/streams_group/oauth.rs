@@ -9,6 +9,11 @@
 //! server-side validator accepts such tokens (header `{"alg":"none"}`, no signature), for
 //! development and test clusters.
 //!
+//! Tokens from the application's provider ([`OAuthBearerTokenProvider`]) go in the same
+//! message ([`client_message`]).
+//!
+//! [`OAuthBearerTokenProvider`]: crate::config::OAuthBearerTokenProvider
+//!
 //! Invariants: a fresh token (new `iat` and `exp`) for every authentication, so a session
 //! renewed under KIP-368 never presents an expired one; the config text, which may carry
 //! secrets in extensions, never appears in an error (errors name the key at fault).
@@ -125,17 +130,23 @@ impl UnsecuredJwt {
         )
     }
 
-    /// The client's first (and only) OAUTHBEARER message, with a token issued at `now`:
-    /// the GS2 header `n,,`, then `auth=Bearer <token>` and each extension, each followed by
-    /// `\x01`, and a final `\x01`.
+    /// The client's first (and only) OAUTHBEARER message, with a token issued at `now`
+    /// ([`client_message`]).
     pub(crate) fn client_message(&self, now: SystemTime) -> Vec<u8> {
-        let mut m = format!("n,,\x01auth=Bearer {}\x01", self.token(now));
-        for (k, v) in &self.extensions {
-            m.push_str(&format!("{k}={v}\x01"));
-        }
-        m.push('\x01');
-        m.into_bytes()
+        client_message(&self.token(now), &self.extensions)
     }
+}
+
+/// The client's first (and only) OAUTHBEARER message presenting `token` with `extensions`:
+/// the GS2 header `n,,`, then `auth=Bearer <token>` and each extension, each followed by
+/// `\x01`, and a final `\x01`.
+pub(crate) fn client_message(token: &str, extensions: &[(String, String)]) -> Vec<u8> {
+    let mut m = format!("n,,\x01auth=Bearer {token}\x01");
+    for (k, v) in extensions {
+        m.push_str(&format!("{k}={v}\x01"));
+    }
+    m.push('\x01');
+    m.into_bytes()
 }
 
 /// The key of a `key=value` item, or a stand-in that repeats no value.

@@ -106,21 +106,18 @@ pub(crate) fn authenticate(
                 }
             }
         }
-        Secret::UnsecuredJwt(jwt) => {
-            let resp = send(
-                conn,
-                jwt.client_message(SystemTime::now()),
-                auth_version,
-                &refused,
-            )?;
-            if !resp.auth_bytes.is_empty() {
-                // An error challenge (RFC 7628 §3.2.2): the server fails the exchange once
-                // the client acknowledges it; its JSON says why.
-                let why = String::from_utf8_lossy(&resp.auth_bytes).into_owned();
-                let _ = send(conn, oauth::ERROR_ACK.to_vec(), auth_version, &refused);
-                return Err(refused(format!("the token was refused: {why}")));
-            }
-            resp.session_lifetime_ms
+        Secret::UnsecuredJwt(jwt) => bearer(
+            conn,
+            jwt.client_message(SystemTime::now()),
+            auth_version,
+            &refused,
+        )?,
+        Secret::Token(tokens) => {
+            let token = tokens
+                .token()
+                .map_err(|m| refused(format!("no token from the provider: {m}")))?;
+            let message = oauth::client_message(token.value(), token.extensions());
+            bearer(conn, message, auth_version, &refused)?
         }
     };
     tracing::debug!(
@@ -130,6 +127,24 @@ pub(crate) fn authenticate(
         "authenticated"
     );
     Ok(renew_at(started, lifetime_ms))
+}
+
+/// Sends the OAUTHBEARER `message` and returns the session's lifetime (ms); a token the
+/// broker refuses is an error saying why (its JSON error challenge, RFC 7628 §3.2.2, which
+/// the client acknowledges before the server fails the exchange).
+fn bearer(
+    conn: &mut impl SaslExchange,
+    message: Vec<u8>,
+    auth_version: i16,
+    refused: &impl Fn(String) -> StreamsError,
+) -> Result<i64, StreamsError> {
+    let resp = send(conn, message, auth_version, refused)?;
+    if !resp.auth_bytes.is_empty() {
+        let why = String::from_utf8_lossy(&resp.auth_bytes).into_owned();
+        let _ = send(conn, oauth::ERROR_ACK.to_vec(), auth_version, refused);
+        return Err(refused(format!("the token was refused: {why}")));
+    }
+    Ok(resp.session_lifetime_ms)
 }
 
 /// Sends one `SaslAuthenticate` request carrying `bytes`; a response with an error is

@@ -14,8 +14,9 @@
 //! | `sasl.mechanism=OAUTHBEARER`, `enable.sasl.oauthbearer.unsecure.jwt=true`, `sasl.oauthbearer.config` | unsecured JWTs, as librdkafka makes them ([`oauth`](super::oauth)) |
 //!
 //! What this client cannot do is refused when the application starts, naming the property:
-//! a PKCS#12 key store, an encrypted key, `GSSAPI`, and OAUTHBEARER tokens from anything
-//! but the unsecured-JWT source (`sasl.oauthbearer.method=oidc`). Invariants: no secret
+//! a PKCS#12 key store, an encrypted key, `GSSAPI`, and OAUTHBEARER tokens from librdkafka's
+//! OIDC source (`sasl.oauthbearer.method=oidc`); tokens from the application's provider
+//! (`StreamsConfigBuilder::oauth_bearer_token_provider`) are presented as they are. Invariants: no secret
 //! (password, key) appears in `Debug` output or in an error; a TLS connection has finished
 //! its handshake before [`Security::open`] returns, so a certificate problem is a
 //! [`StreamsError::Tls`] naming the broker, not a later read error.
@@ -33,7 +34,7 @@ use rustls::{
     ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme, StreamOwned,
 };
 
-use crate::config::invalid;
+use crate::config::{OAuthBearerTokenProvider, invalid};
 use crate::model::error::StreamsError;
 use crate::runtime::streams_group::oauth::UnsecuredJwt;
 
@@ -74,6 +75,8 @@ pub(crate) enum Secret {
     Password(String),
     /// OAUTHBEARER: an unsecured JWT made anew for each authentication.
     UnsecuredJwt(UnsecuredJwt),
+    /// OAUTHBEARER: the application's provider's current token at each authentication.
+    Token(OAuthBearerTokenProvider),
 }
 
 impl std::fmt::Debug for Sasl {
@@ -103,9 +106,19 @@ fn prop<'a>(props: &'a BTreeMap<String, String>, key: &str) -> Option<&'a str> {
 }
 
 impl Security {
-    /// The security of client properties `props` (librdkafka names); a property this
-    /// client cannot honour is a [`StreamsError::Config`] naming it.
+    /// [`Security::with_tokens`] without a token provider.
+    #[cfg(test)]
     pub(crate) fn from_props(props: &BTreeMap<String, String>) -> Result<Security, StreamsError> {
+        Self::with_tokens(props, None)
+    }
+
+    /// The security of client properties `props` (librdkafka names), OAUTHBEARER presenting
+    /// `tokens`' tokens when the application has a provider; a property this client cannot
+    /// honour is a [`StreamsError::Config`] naming it.
+    pub(crate) fn with_tokens(
+        props: &BTreeMap<String, String>,
+        tokens: Option<&OAuthBearerTokenProvider>,
+    ) -> Result<Security, StreamsError> {
         let protocol = prop(props, "security.protocol")
             .unwrap_or("PLAINTEXT")
             .to_ascii_uppercase();
@@ -127,7 +140,7 @@ impl Security {
             } else {
                 None
             },
-            sasl: if sasl { Some(sasl_of(props)?) } else { None },
+            sasl: if sasl { Some(sasl_of(props, tokens)?) } else { None },
         })
     }
 
@@ -198,7 +211,10 @@ impl Write for Stream {
     }
 }
 
-fn sasl_of(props: &BTreeMap<String, String>) -> Result<Sasl, StreamsError> {
+fn sasl_of(
+    props: &BTreeMap<String, String>,
+    tokens: Option<&OAuthBearerTokenProvider>,
+) -> Result<Sasl, StreamsError> {
     let (key, mechanism) = match (prop(props, "sasl.mechanism"), prop(props, "sasl.mechanisms")) {
         (Some(m), _) => ("sasl.mechanism", m),
         (None, Some(m)) => ("sasl.mechanisms", m),
@@ -209,7 +225,17 @@ fn sasl_of(props: &BTreeMap<String, String>) -> Result<Sasl, StreamsError> {
         "PLAIN" => Mechanism::Plain,
         "SCRAM-SHA-256" => Mechanism::ScramSha256,
         "SCRAM-SHA-512" => Mechanism::ScramSha512,
-        "OAUTHBEARER" => return oauth_of(props),
+        "OAUTHBEARER" => {
+            if let Some(tokens) = tokens {
+                // The configuration checked that no other token source is set.
+                return Ok(Sasl {
+                    mechanism: Mechanism::OAuthBearer,
+                    username: "the token provider's principal".into(),
+                    secret: Secret::Token(tokens.clone()),
+                });
+            }
+            return oauth_of(props);
+        }
         other => {
             return Err(invalid(
                 key,

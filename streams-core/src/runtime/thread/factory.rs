@@ -16,6 +16,7 @@ use crate::model::error::StreamsError;
 use crate::runtime::client::client_log;
 use crate::runtime::client::defaults;
 use crate::runtime::client::errors;
+use crate::runtime::client::oauth::Authenticated;
 use crate::runtime::client::protocol::GroupProtocol;
 use crate::runtime::group::assignment::TaskPartitions;
 use crate::runtime::produce::producer::DeliveryTracker;
@@ -95,15 +96,17 @@ impl ThreadFactory {
     /// The restorations' lookup of changelog offsets at the partitions' current leaders
     /// (`restore/log_end.rs`), with the restore consumers' security settings; none on the embedded
     /// mock cluster, nor where the runtime's own client cannot authenticate as librdkafka
-    /// would (GSSAPI, OAUTHBEARER tokens other than unsecured JWTs): the restore
+    /// would (GSSAPI, librdkafka's OIDC tokens): the restore
     /// consumer's watermarks serve then. The lookup keeps its connections, one per broker,
     /// for the thread's life.
     fn log_ends(&self, client_id: &str) -> Option<restore::log_end::LogEnds> {
         if self.on_mock {
             return None;
         }
-        match crate::runtime::streams_group::Security::from_props(&self.config.restore_consumer_properties())
-        {
+        match crate::runtime::streams_group::Security::with_tokens(
+            &self.config.restore_consumer_properties(),
+            self.config.oauth_bearer_token_provider(),
+        ) {
             Ok(security) => Some(restore::log_end::LogEnds::new(
                 Arc::new(crate::runtime::streams_group::wire::KnownBrokers::new(security)),
                 self.bootstrap.clone(),
@@ -122,14 +125,26 @@ impl ThreadFactory {
         config: &ClientConfig,
         name: String,
     ) -> Result<AssignedConsumer, StreamsError> {
-        resets::assigned_consumer(config, &name, self.config.application_id())
+        resets::assigned_consumer(
+            config,
+            &name,
+            self.config.application_id(),
+            self.config.oauth_bearer_token_provider(),
+        )
     }
 
     pub(in crate::runtime) fn parts(
         &self,
         name: &str,
         index: usize,
-    ) -> Result<(BaseConsumer<ThreadContext>, TaskManagerParts, LoopSettings), StreamsError> {
+    ) -> Result<
+        (
+            Authenticated<BaseConsumer<ThreadContext>>,
+            TaskManagerParts,
+            LoopSettings,
+        ),
+        StreamsError,
+    > {
         let cfg = &self.config;
         let eos = cfg.is_exactly_once();
         let app_id = cfg.application_id();
@@ -208,6 +223,7 @@ impl ThreadFactory {
         let consumer: BaseConsumer<ThreadContext> = cc
             .create_with_context(context)
             .map_err(|e| errors::kafka_err("consumer", e))?;
+        let consumer = Authenticated::new(consumer, cfg.oauth_bearer_token_provider(), name)?;
         let member = match &self.group_topology {
             Some(topology) if self.group_protocol == GroupProtocol::Streams => Some(Arc::new(
                 self.join_streams_group(name, topology, &cc, instance_id)?,
@@ -231,7 +247,12 @@ impl ThreadFactory {
         // keeps the default fetch wait (see `restore/standby_reader.rs`).
         let mut sc = rc.clone();
         sc.set("client.id", format!("{name}-standby"));
-        let standby = restore::StandbyReader::new(sc, format!("{name}-standby"), app_id.to_owned());
+        let standby = restore::StandbyReader::new(
+            sc,
+            format!("{name}-standby"),
+            app_id.to_owned(),
+            cfg.oauth_bearer_token_provider().cloned(),
+        );
         defaults::restore_fetch_wait(&mut rc);
         rc.set("client.id", format!("{name}-restore"));
         let restore_consumer = self.assigned_consumer(&rc, format!("{name}-restore"))?;
@@ -289,6 +310,7 @@ impl ThreadFactory {
             config: pc,
             tracker: tracker.clone(),
             application_id: app_id.to_owned(),
+            tokens: cfg.oauth_bearer_token_provider().cloned(),
         };
         let producer = recipe.create()?;
         recipe.init(&producer, Duration::from_secs(60))?;

@@ -45,7 +45,7 @@ pub(crate) struct LoopSettings {
 /// be subscribed; the task manager's producer already initialized for transactions.
 pub(crate) fn run(
     name: &str,
-    consumer: BaseConsumer<ThreadContext>,
+    consumer: crate::runtime::client::oauth::Authenticated<BaseConsumer<ThreadContext>>,
     tasks: TaskManagerParts,
     settings: LoopSettings,
     shutdown: Arc<AtomicBool>,

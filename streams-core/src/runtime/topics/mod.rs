@@ -288,6 +288,7 @@ pub(crate) fn ensure<C: ConsumerContext>(
     app_id: &str,
     md: &BaseConsumer<C>,
     admin_config: &rdkafka::ClientConfig,
+    tokens: Option<&crate::config::OAuthBearerTokenProvider>,
     embedded: Option<&EmbeddedKafka>,
     replication: i32,
 ) -> Result<(), StreamsError> {
@@ -316,6 +317,7 @@ pub(crate) fn ensure<C: ConsumerContext>(
     let admin: AdminClient<crate::runtime::client::connect::ConnectContext> = admin_config
         .create_with_context(crate::runtime::client::connect::ConnectContext::default())
         .map_err(|e| kafka_err("admin client", e))?;
+    let admin = crate::runtime::client::oauth::Authenticated::new(admin, tokens, "admin client")?;
     let new: Vec<NewTopic<'_>> = missing
         .iter()
         .map(|t| {

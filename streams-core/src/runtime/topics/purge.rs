@@ -37,11 +37,18 @@ pub(crate) struct Purger {
 }
 
 impl Purger {
-    /// Starts the purger thread of application `app_id`, with an admin client of `admin`.
-    pub(crate) fn start(app_id: &str, admin: &ClientConfig) -> Result<Purger, StreamsError> {
+    /// Starts the purger thread of application `app_id`, with an admin client of `admin`
+    /// given its OAUTHBEARER tokens by `tokens` (when the application has a provider).
+    pub(crate) fn start(
+        app_id: &str,
+        admin: &ClientConfig,
+        tokens: Option<&crate::config::OAuthBearerTokenProvider>,
+    ) -> Result<Purger, StreamsError> {
+        let name = "repartition purge admin client";
         let client: AdminClient<ConnectContext> = admin
             .create_with_context(ConnectContext::default())
-            .map_err(|e| kafka_err("repartition purge admin client", e))?;
+            .map_err(|e| kafka_err(name, e))?;
+        let client = crate::runtime::client::oauth::Authenticated::new(client, tokens, name)?;
         let (tx, rx) = channel();
         std::thread::Builder::new()
             .name(format!("{app_id}-purger"))

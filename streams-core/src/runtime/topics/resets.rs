@@ -29,8 +29,10 @@ use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, ConsumerContext};
 use rdkafka::error::KafkaError;
 
+use crate::config::OAuthBearerTokenProvider;
 use crate::model::error::StreamsError;
 use crate::runtime::client::client_log::forward_log;
+use crate::runtime::client::oauth::Authenticated;
 
 /// One reset librdkafka reported: the partition and the offset it could not fetch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -223,22 +225,25 @@ impl ClientContext for QuietContext {
 impl ConsumerContext for QuietContext {}
 
 /// A consumer with [`QuietContext`].
-pub(crate) type AssignedConsumer = BaseConsumer<QuietContext>;
+pub(crate) type AssignedConsumer = Authenticated<BaseConsumer<QuietContext>>;
 
-/// An [`AssignedConsumer`] with `config`, named `name`, of application `application_id`.
+/// An [`AssignedConsumer`] with `config`, named `name`, of application `application_id`,
+/// given its OAUTHBEARER tokens by `tokens` (when the application has a provider).
 pub(crate) fn assigned_consumer(
     config: &rdkafka::ClientConfig,
     name: &str,
     application_id: &str,
+    tokens: Option<&OAuthBearerTokenProvider>,
 ) -> Result<AssignedConsumer, StreamsError> {
     let group = config.get("group.id").unwrap_or_default().to_owned();
-    config
+    let consumer = config
         .create_with_context(QuietContext {
             name: name.to_owned(),
             group,
             application_id: application_id.to_owned(),
         })
-        .map_err(|e| crate::runtime::client::errors::kafka_err(name, e))
+        .map_err(|e| crate::runtime::client::errors::kafka_err(name, e))?;
+    Authenticated::new(consumer, tokens, name)
 }
 
 #[cfg(test)]

@@ -63,7 +63,7 @@ pub(crate) struct Setup {
     changelog: String,
     factory: Arc<ThreadFactory>,
     pub(crate) tm: TaskManager,
-    pub(crate) consumer: BaseConsumer<ThreadContext>,
+    pub(crate) consumer: crate::runtime::client::oauth::Authenticated<BaseConsumer<ThreadContext>>,
     state: tempfile::TempDir,
     /// The changelog as written so far: key -> value (`None` once deleted).
     model: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
