@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use streams_core::config::OAuthBearerToken;
-use streams_core::{GroupProtocol, KafkaStreams, StreamsConfig};
+use streams_core::{GroupProtocol, KafkaStreams, StreamsConfig, StreamsError};
 use streams_test_utils::kafka::acl;
 use streams_test_utils::kafka::secure::{self, STREAMS, SecureKafka};
 use streams_test_utils::kafka::{self, ConsumeUntil, DEFAULT_TIMEOUT};
@@ -325,6 +325,29 @@ fn secrets_never_leak_into_logs_debug_errors_descriptions_or_metrics() {
         shown.push(format!("{e}"));
         shown.push(format!("{e:?}"));
     }
+    // The OIDC source (the framework fetches the tokens) with a token endpoint that is down:
+    // `start` fails with an authentication error that quotes no secret.
+    let state = tempfile::tempdir().unwrap();
+    let oidc = StreamsConfig::from_properties([
+        ("application.id", kafka::unique_name("secrets-oidc").as_str()),
+        ("bootstrap.servers", &broker.bootstrap),
+        ("state.dir", &state.path().display().to_string()),
+        ("security.protocol", "SASL_SSL"),
+        ("sasl.mechanism", "OAUTHBEARER"),
+        ("ssl.ca.location", &ca),
+        ("sasl.oauthbearer.method", "oidc"),
+        ("sasl.oauthbearer.token.endpoint.url", "http://127.0.0.1:1/token"),
+        ("sasl.oauthbearer.client.id", STREAMS.name),
+        ("sasl.oauthbearer.client.secret", CLIENT_SECRET),
+    ])
+    .unwrap();
+    shown.push(format!("{oidc:?}"));
+    shown.push(format!("{oidc}"));
+    let mut app = KafkaStreams::new(count_topology(&input, &output), oidc).unwrap();
+    let e = app.start().expect_err("no token, no start");
+    assert!(matches!(e, StreamsError::Authentication { .. }), "{e:?}");
+    shown.push(format!("{e}"));
+    shown.push(format!("{e:?}"));
 
     let log = captured.text();
     assert!(log.contains("librdkafka"), "librdkafka's lines are captured");

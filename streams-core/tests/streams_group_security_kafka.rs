@@ -25,7 +25,7 @@ use common::{committed_counts, count_topology, metric, produce_words};
 const KEYS: usize = 200;
 
 /// How the application authenticates as `STREAMS`.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum Login {
     Scram,
     /// An unsecured JWT naming the user, made by librdkafka and by the group's members.
@@ -33,6 +33,8 @@ enum Login {
     /// Tokens from the application's provider: unsecured JWTs naming the user that expire
     /// [`TOKEN_LIFE`] after they are made; the counter counts the provider's calls.
     Provider(&'static AtomicUsize),
+    /// librdkafka's OIDC properties, with this token endpoint.
+    Oidc(String),
 }
 
 /// How long the provider's tokens are valid: less than the test runs, so every client must
@@ -61,7 +63,7 @@ fn unsecured_token() -> Result<OAuthBearerToken, String> {
     ))
 }
 
-fn config(broker: &SecureKafka, app: &str, state_dir: &Path, login: Login) -> StreamsConfig {
+fn config(broker: &SecureKafka, app: &str, state_dir: &Path, login: &Login) -> StreamsConfig {
     let standbys = [("group.protocol", "streams"), ("num.standby.replicas", "1")];
     let mut props = common::secure_app_props(broker, app, state_dir, &standbys);
     match login {
@@ -79,7 +81,20 @@ fn config(broker: &SecureKafka, app: &str, state_dir: &Path, login: Login) -> St
                     ),
                 ]),
         ),
+        Login::Oidc(endpoint) => props.extend(
+            [
+                ("security.protocol", "SASL_SSL"),
+                ("sasl.mechanism", "OAUTHBEARER"),
+                ("ssl.ca.location", &broker.ca_location.display().to_string()),
+                ("sasl.oauthbearer.method", "oidc"),
+                ("sasl.oauthbearer.token.endpoint.url", endpoint),
+                ("sasl.oauthbearer.client.id", "streams-app"),
+                ("sasl.oauthbearer.client.secret", "oidc-secret"),
+            ]
+            .map(|(k, v)| (k.to_owned(), v.to_owned())),
+        ),
         Login::Provider(calls) => {
+            let calls: &'static AtomicUsize = calls;
             props.extend(
                 broker
                     .client_properties(&STREAMS, "OAUTHBEARER")
@@ -129,7 +144,7 @@ fn start(
     login: Login,
 ) -> KafkaStreams {
     let (input, output) = topics;
-    let config = config(broker, app_id, state, login);
+    let config = config(broker, app_id, state, &login);
     let mut app = KafkaStreams::new(count_topology(input, output), config).unwrap();
     kafka::start_running(&mut app, Duration::from_secs(90));
     assert_eq!(app.group_protocol(), Some(GroupProtocol::Streams));
@@ -193,16 +208,76 @@ fn an_application_authenticated_with_a_token_provider_outlives_its_tokens() {
         return;
     };
     static CALLS: AtomicUsize = AtomicUsize::new(0);
-    let (app_id, input, output) = prepare(&broker, "secure-token", 3);
+    outlives_its_tokens(&broker, "secure-token", Login::Provider(&CALLS), &CALLS);
+}
+
+/// The same with librdkafka's OIDC properties (`sasl.oauthbearer.method=oidc`), which the
+/// framework serves itself: tokens from a client credentials grant against a local token
+/// endpoint.
+#[test]
+fn an_application_authenticated_by_an_oidc_token_endpoint_outlives_its_tokens() {
+    let Some(broker) = secure::require_secure_kafka("an_application_authenticated_by_an_oidc_token_endpoint")
+    else {
+        return;
+    };
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let endpoint = token_endpoint(&CALLS);
+    outlives_its_tokens(&broker, "secure-oidc", Login::Oidc(endpoint), &CALLS);
+}
+
+/// A token endpoint on localhost answering every client credentials request of
+/// `streams-app:oidc-secret` with an unsecured JWT for `STREAMS`; `calls` counts them.
+fn token_endpoint(calls: &'static AtomicUsize) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/token", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let (mut head, mut length) = (String::new(), 0);
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap();
+                }
+                head.push_str(&line);
+            }
+            let mut form = vec![0; length];
+            let _ = reader.read_exact(&mut form);
+            // `streams-app:oidc-secret`, base64.
+            let (status, body) = if head.contains("Basic c3RyZWFtcy1hcHA6b2lkYy1zZWNyZXQ=")
+                && form.starts_with(b"grant_type=client_credentials")
+            {
+                calls.fetch_add(1, Ordering::SeqCst);
+                let token = unsecured_token().unwrap();
+                let body = serde_json::json!({ "access_token": token.value(), "token_type": "bearer" });
+                (200, body.to_string())
+            } else {
+                (401, r#"{"error":"invalid_client"}"#.to_owned())
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+/// Runs the application with `login` across three token lives; `calls` counts the tokens
+/// made.
+fn outlives_its_tokens(broker: &SecureKafka, prefix: &str, login: Login, calls: &AtomicUsize) {
+    let (app_id, input, output) = prepare(broker, prefix, 3);
     let state = tempfile::tempdir().unwrap();
     let started = Instant::now();
-    let mut app = start(
-        &broker,
-        &app_id,
-        (&input, &output),
-        state.path(),
-        Login::Provider(&CALLS),
-    );
+    let broker = broker.clone();
+    let mut app = start(&broker, &app_id, (&input, &output), state.path(), login);
     wait("three counts per key", || counts_reach(&broker, &output, 3));
     // The first token has expired, and the second, well before this ends.
     std::thread::sleep((TOKEN_LIFE * 2).saturating_sub(started.elapsed()) + Duration::from_secs(2));
@@ -210,7 +285,7 @@ fn an_application_authenticated_with_a_token_provider_outlives_its_tokens() {
     wait("six counts per key", || counts_reach(&broker, &output, 6));
     assert_eq!(app.state(), State::Running);
     let lives = started.elapsed().as_secs_f64() / (TOKEN_LIFE.as_secs_f64() * 0.8);
-    let calls = CALLS.load(Ordering::SeqCst);
+    let calls = calls.load(Ordering::SeqCst);
     eprintln!("{calls} tokens in {:.1} s", started.elapsed().as_secs_f64());
     assert!(calls >= 3, "{calls} tokens: the clients were not given new ones");
     assert!(

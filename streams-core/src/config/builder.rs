@@ -290,8 +290,15 @@ impl StreamsConfigBuilder {
         let mut config = parse::validate(self.properties.clone(), self.state_dir.clone())?;
         config.rocksdb_config_setter = self.rocksdb_config_setter.clone();
         if let Some(provider) = &self.oauth_bearer_token_provider {
-            check_token_provider(&config)?;
+            if config.oauth_bearer_token_provider.is_some() {
+                return Err(super::invalid(
+                    "sasl.oauthbearer.method",
+                    "a token provider is set: the clients present its tokens, not OIDC ones; \
+                     remove the sasl.oauthbearer.* properties of the OIDC source",
+                ));
+            }
             config.oauth_bearer_token_provider = Some(provider.clone());
+            super::oauth::check(&config)?;
         }
         Ok(config)
     }
@@ -311,46 +318,4 @@ impl fmt::Debug for StreamsConfigBuilder {
             .field("oauth_bearer_token_provider", &self.oauth_bearer_token_provider)
             .finish()
     }
-}
-
-/// With a token provider, every client authenticates with OAUTHBEARER and takes its tokens
-/// from the provider alone; the error names the first property that says otherwise.
-fn check_token_provider(config: &StreamsConfig) -> Result<(), StreamsError> {
-    let scopes = [
-        config.main_consumer_properties(),
-        config.restore_consumer_properties(),
-        config.global_consumer_properties(),
-        config.producer_properties(),
-        config.admin_properties(),
-    ];
-    for props in &scopes {
-        let get = |key: &str| props.get(key).map(|v| v.trim().to_ascii_lowercase());
-        let (key, mechanism) = match (get("sasl.mechanism"), get("sasl.mechanisms")) {
-            (Some(m), _) => ("sasl.mechanism", Some(m)),
-            (None, Some(m)) => ("sasl.mechanisms", Some(m)),
-            (None, None) => ("sasl.mechanism", None),
-        };
-        if mechanism.as_deref() != Some("oauthbearer") {
-            return Err(super::invalid(
-                key,
-                "an OAUTHBEARER token provider is set: every client must use \
-                 sasl.mechanism=OAUTHBEARER",
-            ));
-        }
-        if get("enable.sasl.oauthbearer.unsecure.jwt").as_deref() == Some("true") {
-            return Err(super::invalid(
-                "enable.sasl.oauthbearer.unsecure.jwt",
-                "an OAUTHBEARER token provider is set: the clients present its tokens, not \
-                 unsecured JWTs; remove this property",
-            ));
-        }
-        if get("sasl.oauthbearer.method").is_some_and(|m| m != "default") {
-            return Err(super::invalid(
-                "sasl.oauthbearer.method",
-                "an OAUTHBEARER token provider is set: the clients present its tokens, not \
-                 librdkafka's own OIDC ones; remove this property",
-            ));
-        }
-    }
-    Ok(())
 }

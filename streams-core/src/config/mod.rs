@@ -38,8 +38,11 @@ mod builder;
 mod display;
 mod file;
 mod guarantee;
+mod jaas;
+mod jaas_oauth;
 pub mod keys;
 mod oauth;
+mod oidc;
 mod parse;
 mod rocksdb_setter;
 mod security;
@@ -254,7 +257,10 @@ impl StreamsConfig {
             self.originals.clone(),
             self.state_dir.clone(),
             self.rocksdb_config_setter.clone(),
-            self.oauth_bearer_token_provider.clone(),
+            // A provider the OIDC properties made is made again from them.
+            self.oauth_bearer_token_provider
+                .clone()
+                .filter(|_| !oidc::configured(&self.originals)),
         )
     }
 

@@ -20,6 +20,9 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use super::{StreamsConfig, invalid};
+use crate::model::error::StreamsError;
+
 /// A token to present with SASL/OAUTHBEARER: its value (a JWT, as a rule), the principal it
 /// names, when it expires and the SASL extensions (KIP-342) to send with it.
 #[derive(Clone, PartialEq, Eq)]
@@ -174,6 +177,48 @@ impl fmt::Debug for OAuthBearerTokenProvider {
     }
 }
 
+/// With a token provider, every client authenticates with OAUTHBEARER and takes its tokens
+/// from the provider alone; the error names the first property that says otherwise.
+pub(super) fn check(config: &StreamsConfig) -> Result<(), StreamsError> {
+    let scopes = [
+        config.main_consumer_properties(),
+        config.restore_consumer_properties(),
+        config.global_consumer_properties(),
+        config.producer_properties(),
+        config.admin_properties(),
+    ];
+    for props in &scopes {
+        let get = |key: &str| props.get(key).map(|v| v.trim().to_ascii_lowercase());
+        let (key, mechanism) = match (get("sasl.mechanism"), get("sasl.mechanisms")) {
+            (Some(m), _) => ("sasl.mechanism", Some(m)),
+            (None, Some(m)) => ("sasl.mechanisms", Some(m)),
+            (None, None) => ("sasl.mechanism", None),
+        };
+        if mechanism.as_deref() != Some("oauthbearer") {
+            return Err(invalid(
+                key,
+                "an OAUTHBEARER token provider is set: every client must use \
+                 sasl.mechanism=OAUTHBEARER",
+            ));
+        }
+        if get("enable.sasl.oauthbearer.unsecure.jwt").as_deref() == Some("true") {
+            return Err(invalid(
+                "enable.sasl.oauthbearer.unsecure.jwt",
+                "an OAUTHBEARER token provider is set: the clients present its tokens, not \
+                 unsecured JWTs; remove this property",
+            ));
+        }
+        if get("sasl.oauthbearer.method").is_some_and(|m| m != "default") {
+            return Err(invalid(
+                "sasl.oauthbearer.method",
+                "an OAUTHBEARER token provider is set: the clients present its tokens, not \
+                 librdkafka's own OIDC ones; remove this property",
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -281,10 +326,6 @@ mod tests {
         assert_eq!(
             refused(oauth().set("enable.sasl.oauthbearer.unsecure.jwt", "true")),
             "enable.sasl.oauthbearer.unsecure.jwt"
-        );
-        assert_eq!(
-            refused(oauth().set("sasl.oauthbearer.method", "oidc")),
-            "sasl.oauthbearer.method"
         );
         let config = oauth().oauth_bearer_token_provider(token).build().unwrap();
         assert!(config.oauth_bearer_token_provider().is_some());

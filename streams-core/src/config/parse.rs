@@ -227,7 +227,7 @@ pub(super) fn validate(
         ));
     }
 
-    Ok(StreamsConfig {
+    let config = StreamsConfig {
         application_id,
         bootstrap_servers,
         num_stream_threads,
@@ -252,11 +252,15 @@ pub(super) fn validate(
         rocksdb_block_cache_bytes,
         rocksdb_write_buffer_bytes,
         rocksdb_config_setter: None,
-        oauth_bearer_token_provider: None,
+        oauth_bearer_token_provider: super::oidc::provider(&mut client)?,
         client,
         ignored,
         originals,
-    })
+    };
+    if config.oauth_bearer_token_provider.is_some() {
+        super::oauth::check(&config)?;
+    }
+    Ok(config)
 }
 
 /// `max.poll.records`, from the streams property or the (main) consumer's, which win; the

@@ -22,6 +22,7 @@
 use std::collections::BTreeMap;
 
 use super::invalid;
+use super::jaas::{JaasEntry, parse_jaas};
 use crate::model::error::StreamsError;
 
 const JAAS: &str = "sasl.jaas.config";
@@ -33,7 +34,12 @@ const SCRAM_MODULE: &str = "org.apache.kafka.common.security.scram.ScramLoginMod
 pub(super) fn translate(prefix: &str, props: &mut BTreeMap<String, String>) -> Result<(), StreamsError> {
     let name = |key: &str| format!("{prefix}{key}");
     if let Some(jaas) = props.remove(JAAS) {
-        let (username, password) = jaas_credentials(&jaas).map_err(|m| invalid(&name(JAAS), m))?;
+        let entry = parse_jaas(&jaas).map_err(|m| invalid(&name(JAAS), m))?;
+        if entry.module == super::jaas_oauth::MODULE {
+            super::jaas_oauth::translate(prefix, &entry, props)?;
+            return finish(prefix, props);
+        }
+        let (username, password) = jaas_credentials(&entry).map_err(|m| invalid(&name(JAAS), m))?;
         for key in ["sasl.username", "sasl.password"] {
             if props.contains_key(key) {
                 return Err(invalid(
@@ -45,6 +51,13 @@ pub(super) fn translate(prefix: &str, props: &mut BTreeMap<String, String>) -> R
         props.insert("sasl.username".into(), username);
         props.insert("sasl.password".into(), password);
     }
+    finish(prefix, props)
+}
+
+/// The properties besides the JAAS configuration: Java's OAuth login callback handler, the
+/// trust and key stores, the PEM texts, the endpoint identification.
+fn finish(prefix: &str, props: &mut BTreeMap<String, String>) -> Result<(), StreamsError> {
+    super::jaas_oauth::callback_handler(prefix, props)?;
     truststore(prefix, props)?;
     keystore(prefix, props)?;
     for (java, librdkafka) in [
@@ -150,120 +163,28 @@ fn keystore(prefix: &str, props: &mut BTreeMap<String, String>) -> Result<(), St
 
 /// The user name and password of a `PlainLoginModule` or `ScramLoginModule` JAAS
 /// configuration. Errors never quote the text: it holds the password.
-fn jaas_credentials(text: &str) -> Result<(String, String), String> {
-    let entry = parse_jaas(text)?;
+fn jaas_credentials(entry: &JaasEntry) -> Result<(String, String), String> {
     if entry.module != PLAIN_MODULE && entry.module != SCRAM_MODULE {
         return Err(format!(
             "the login module `{}` has no librdkafka equivalent here: `{PLAIN_MODULE}` and `{SCRAM_MODULE}` \
-             become `sasl.username`/`sasl.password`; for OAUTHBEARER use librdkafka's `sasl.oauthbearer.*` \
-             properties, for GSSAPI its `sasl.kerberos.*` properties",
+             become `sasl.username`/`sasl.password`, `OAuthBearerLoginModule` the OIDC or unsecured-JWT \
+             properties; for GSSAPI use librdkafka's `sasl.kerberos.*` properties",
             entry.module
         ));
     }
     let option = |name: &str| {
         entry
-            .options
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.clone())
+            .option(name)
+            .map(str::to_owned)
             .ok_or_else(|| format!("the JAAS configuration has no `{name}` option"))
     };
     Ok((option("username")?, option("password")?))
-}
-
-/// One JAAS login module entry: `<module> <flag> [<name>=<value>]... ;`.
-#[derive(Debug, PartialEq, Eq)]
-struct JaasEntry {
-    module: String,
-    options: Vec<(String, String)>,
-}
-
-fn parse_jaas(text: &str) -> Result<JaasEntry, String> {
-    let mut chars = text.trim().chars().peekable();
-    let word = |chars: &mut std::iter::Peekable<std::str::Chars<'_>>| {
-        while chars.next_if(|c| c.is_whitespace()).is_some() {}
-        let mut w = String::new();
-        while let Some(c) = chars.next_if(|c| !c.is_whitespace() && *c != ';' && *c != '=') {
-            w.push(c);
-        }
-        w
-    };
-    let module = word(&mut chars);
-    if module.is_empty() {
-        return Err("the JAAS configuration names no login module".into());
-    }
-    let flag = word(&mut chars);
-    if !["required", "requisite", "sufficient", "optional"].contains(&flag.as_str()) {
-        return Err(format!(
-            "the JAAS configuration of `{module}` has no control flag (`required`) after the module name"
-        ));
-    }
-    let mut options = Vec::new();
-    loop {
-        let name = word(&mut chars);
-        if name.is_empty() {
-            while chars.next_if(|c| c.is_whitespace()).is_some() {}
-            return match chars.next() {
-                Some(';') | None => {
-                    if chars.any(|c| !c.is_whitespace()) {
-                        Err("the JAAS configuration has more than one entry; only one is supported".into())
-                    } else {
-                        Ok(JaasEntry { module, options })
-                    }
-                }
-                Some(_) => Err("the JAAS configuration is malformed (an option without a name)".into()),
-            };
-        }
-        if chars.next() != Some('=') {
-            return Err(format!("the JAAS option `{name}` has no `=value`"));
-        }
-        let value = if chars.next_if_eq(&'"').is_some() {
-            let mut v = String::new();
-            loop {
-                match chars.next() {
-                    Some('"') => break,
-                    Some('\\') => match chars.next() {
-                        Some(c) => v.push(c),
-                        None => return Err(format!("the JAAS option `{name}` has an unterminated value")),
-                    },
-                    Some(c) => v.push(c),
-                    None => return Err(format!("the JAAS option `{name}` has an unterminated value")),
-                }
-            }
-            v
-        } else {
-            word(&mut chars)
-        };
-        options.push((name, value));
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::tests::map as props;
-
-    #[test]
-    fn jaas_entries_are_parsed_with_quoted_and_bare_values() {
-        let e = parse_jaas(
-            r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="app" password="p \"w\";=d" tokenauth=true;"#,
-        )
-        .unwrap();
-        assert_eq!(e.module, SCRAM_MODULE);
-        assert_eq!(
-            e.options,
-            vec![
-                ("username".into(), "app".into()),
-                ("password".into(), r#"p "w";=d"#.into()),
-                ("tokenauth".into(), "true".into())
-            ]
-        );
-        assert!(parse_jaas("").is_err());
-        assert!(parse_jaas("Module").is_err());
-        assert!(parse_jaas(r#"M required a="unterminated"#).is_err());
-        assert!(parse_jaas(r#"M required a="1"; N required b="2";"#).is_err());
-        assert_eq!(parse_jaas("M required").unwrap().options, vec![]);
-    }
 
     #[test]
     fn plain_and_scram_become_username_and_password() {

@@ -14,9 +14,9 @@
 //! | `sasl.mechanism=OAUTHBEARER`, `enable.sasl.oauthbearer.unsecure.jwt=true`, `sasl.oauthbearer.config` | unsecured JWTs, as librdkafka makes them ([`oauth`](super::oauth)) |
 //!
 //! What this client cannot do is refused when the application starts, naming the property:
-//! a PKCS#12 key store, an encrypted key, `GSSAPI`, and OAUTHBEARER tokens from librdkafka's
-//! OIDC source (`sasl.oauthbearer.method=oidc`); tokens from the application's provider
-//! (`StreamsConfigBuilder::oauth_bearer_token_provider`) are presented as they are. Invariants: no secret
+//! a PKCS#12 key store, an encrypted key, `GSSAPI`. Tokens from the application's provider
+//! (`StreamsConfigBuilder::oauth_bearer_token_provider`, or the one the OIDC properties make)
+//! are presented as they are. Invariants: no secret
 //! (password, key) appears in `Debug` output or in an error; a TLS connection has finished
 //! its handshake before [`Security::open`] returns, so a certificate problem is a
 //! [`StreamsError::Tls`] naming the broker, not a later read error.
