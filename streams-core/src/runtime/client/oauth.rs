@@ -201,6 +201,7 @@ fn refresh_loop(
 /// Gives librdkafka `token` for every new authentication of `handle`'s connections.
 #[allow(unsafe_code)]
 fn set_token(handle: &Handle, token: &OAuthBearerToken) -> Result<(), String> {
+    check(token)?;
     let nul = |what: &str| format!("the token's {what} contains a NUL byte");
     let value = CString::new(token.value()).map_err(|_| nul("value"))?;
     let principal = CString::new(token.principal()).map_err(|_| nul("principal"))?;
@@ -235,12 +236,38 @@ fn set_token(handle: &Handle, token: &OAuthBearerToken) -> Result<(), String> {
     }
     // SAFETY: librdkafka wrote a NUL-terminated message into `errstr` (zeroed before).
     let message = unsafe { std::ffi::CStr::from_ptr(errstr.as_ptr()) };
-    // librdkafka's messages name what is wrong (an extension's name, a lifetime in the
-    // past, a principal that is not set), never the token.
+    // What remains after `check` is a lifetime in the past or a client of another
+    // mechanism: librdkafka's message quotes no value then.
     Err(format!(
         "librdkafka refused the token: {}",
         message.to_string_lossy()
     ))
+}
+
+/// What librdkafka would refuse with a message quoting the value (the token itself, or an
+/// extension's value), refused here without it: values of visible ASCII characters, spaces,
+/// tabs, CR and LF (RFC 7628); extension names of letters, other than `auth`.
+fn check(token: &OAuthBearerToken) -> Result<(), String> {
+    let text = |s: &str| {
+        s.bytes()
+            .all(|b| (0x21..=0x7e).contains(&b) || b" \t\r\n".contains(&b))
+    };
+    if token.value().is_empty() || !text(token.value()) {
+        return Err("the token is empty or has characters other than visible ASCII".into());
+    }
+    for (key, value) in token.extensions() {
+        if key.is_empty() || key == "auth" || !key.bytes().all(|b| b.is_ascii_alphabetic()) {
+            return Err(format!(
+                "the extension name `{key}` is not letters only, or is `auth`"
+            ));
+        }
+        if !text(value) {
+            return Err(format!(
+                "the value of extension `{key}` has characters other than visible ASCII"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Tells librdkafka that no token can be had: the client reports `message` as an
@@ -320,6 +347,15 @@ mod tests {
             text.contains("restore consumer") && !text.contains("secret-value"),
             "{text}"
         );
+
+        let bad_value = OAuthBearerTokenProvider::new(|| {
+            let expires = SystemTime::now() + Duration::from_secs(60);
+            Ok(OAuthBearerToken::new("secret\u{7f}value", "app", expires))
+        });
+        let Err(e) = Authenticated::new(oauth_consumer(), Some(&bad_value), "producer") else {
+            panic!("a token librdkafka cannot send is refused");
+        };
+        assert!(!e.to_string().contains("secret"), "{e}");
 
         let down = OAuthBearerTokenProvider::new(|| Err("the identity provider is down".into()));
         let Err(e) = Authenticated::new(oauth_consumer(), Some(&down), "admin client") else {
