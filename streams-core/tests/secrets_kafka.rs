@@ -71,14 +71,8 @@ const TOKEN_EXP: u64 = 4_102_444_800;
 /// The provider's token text: an unsecured JWT for `STREAMS` (the test broker's validator
 /// takes it), a secret like a password.
 fn provided_jwt() -> String {
-    use base64::Engine;
-    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    let claims =
-        serde_json::json!({ "sub": STREAMS.name, "iat": 1_700_000_000, "exp": TOKEN_EXP, "jti": TOKEN_ID });
-    format!(
-        "{}.{}.",
-        URL_SAFE_NO_PAD.encode(br#"{"alg":"none"}"#),
-        URL_SAFE_NO_PAD.encode(claims.to_string())
+    common::unsecured_jwt(
+        &serde_json::json!({ "sub": STREAMS.name, "iat": 1_700_000_000, "exp": TOKEN_EXP, "jti": TOKEN_ID }),
     )
 }
 

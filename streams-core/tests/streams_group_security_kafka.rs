@@ -45,17 +45,9 @@ const TOKEN_LIFE: Duration = Duration::from_secs(10);
 /// An unsecured JWT (header `{"alg":"none"}`, no signature) for `STREAMS`, which the test
 /// broker's default validator accepts until it expires.
 fn unsecured_token() -> Result<OAuthBearerToken, String> {
-    use base64::Engine;
-    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    let now = SystemTime::now();
-    let iat = now.duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let iat = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
     let exp = iat + TOKEN_LIFE.as_secs();
-    let claims = serde_json::json!({ "sub": STREAMS.name, "iat": iat, "exp": exp }).to_string();
-    let jwt = format!(
-        "{}.{}.",
-        URL_SAFE_NO_PAD.encode(br#"{"alg":"none"}"#),
-        URL_SAFE_NO_PAD.encode(claims)
-    );
+    let jwt = common::unsecured_jwt(&serde_json::json!({ "sub": STREAMS.name, "iat": iat, "exp": exp }));
     Ok(OAuthBearerToken::new(
         jwt,
         STREAMS.name,

@@ -363,3 +363,15 @@ pub fn first_failure(app: &mut KafkaStreams) -> std::sync::Arc<std::sync::Mutex<
     });
     failure
 }
+
+/// An unsecured JWT with `claims` (header `{"alg":"none"}`, no signature), which the test
+/// broker's default OAUTHBEARER validator accepts until its `exp`.
+pub fn unsecured_jwt(claims: &serde_json::Value) -> String {
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    format!(
+        "{}.{}.",
+        URL_SAFE_NO_PAD.encode(br#"{"alg":"none"}"#),
+        URL_SAFE_NO_PAD.encode(claims.to_string())
+    )
+}
