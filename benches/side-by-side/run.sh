@@ -19,7 +19,11 @@
 #   RUNS         runs per cell (default 3)
 #   RESTORE_RECORDS, RESTORE_KEYS  size of the input of the restore cells, preloaded only when
 #                a cell is a restore (default 1000000 records over 1000000 possible keys)
-#   CELLS        comma-separated impl:workload:guarantee list (default: every cell below)
+#   CELLS        comma-separated impl:workload:guarantee list (default: every cell below);
+#                the workloads agg100k, agg1m, agg10m and agg50m (not in the default) are the
+#                count over a store first filled with that many keys, timed over AGG_RECORDS
+#                records (default 3000000) on random keys of them; the driver fills their
+#                inputs (bench-input-aggN) itself
 #   BENCH_JAVA_OPTS  JVM options of the Java app (default -Xmx1g)
 #   OUT_DIR      where results go (default benches/results/<UTC date>)
 #   KEEP_BROKER  1 leaves the broker running afterwards
@@ -51,8 +55,9 @@ VALUE_BYTES=${VALUE_BYTES:-100}
 PARTITIONS=${PARTITIONS:-4}
 RUNS=${RUNS:-3}
 VALUE_FORMAT=${VALUE_FORMAT:-string}
-# The join workloads' applications read KEYS and PARTITIONS to fill their stores.
-export KEYS PARTITIONS
+# The join workloads' applications read KEYS and PARTITIONS to fill their stores; the
+# aggregation workloads' inputs carry values of VALUE_BYTES.
+export KEYS PARTITIONS VALUE_BYTES
 ALOS=at_least_once
 EOS=exactly_once_v2
 if [[ $VALUE_FORMAT == avro ]]; then

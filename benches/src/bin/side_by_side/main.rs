@@ -22,7 +22,8 @@
 //!   to exit and checks the output topic against the input (`check.rs`). One line per run
 //!   goes to `OUT_DIR/runs.tsv`, the medians of the runs whose check passed to
 //!   `OUT_DIR/table.md`. The `restore` workload (see `run_once`) reads `INPUT-restore`
-//!   instead of `INPUT`. The broker's process is `BENCH_BROKER_PID`, else the one in
+//!   instead of `INPUT`; an aggregation over a grown store (`agg100k`, `agg1m`, `agg10m`,
+//!   `agg50m`: `agg.rs`) reads `INPUT-<workload>`, which the driver fills itself. The broker's process is `BENCH_BROKER_PID`, else the one in
 //!   `$KAFKA_RUN_DIR/kafka.pid`; `PIN=1` says (in `table.md`) that run.sh pinned the broker
 //!   and the applications to their own CPUs.
 
@@ -50,11 +51,13 @@ use streams_core::{
 };
 use streams_test_utils::kafka::{block_on_timeout, create_topic};
 
+mod agg;
 mod apps;
 mod check;
 mod measure;
 mod nexmark;
 
+use agg::AggInput;
 use apps::*;
 use check::*;
 use measure::*;
@@ -284,8 +287,19 @@ fn drive(bootstrap: &str, input: &str, out_dir: &Path, runs: usize, java_cp: &st
     // What the input holds, for the output checks (the restore reads its own input per run).
     let checked_against_input = |c: &&str| {
         let workload = c.split(':').nth(1).unwrap_or("");
-        workload != "restore" && !streams_benches::nexmark::queries::QUERIES.contains(&workload)
+        workload != "restore"
+            && agg::entries(workload).is_none()
+            && !streams_benches::nexmark::queries::QUERIES.contains(&workload)
     };
+    // Every aggregation workload's own input, filled once for all its runs.
+    let mut aggs: HashMap<String, AggInput> = HashMap::new();
+    for cell in &cells {
+        let workload = cell.split(':').nth(1).unwrap_or("");
+        if agg::entries(workload).is_some() && !aggs.contains_key(workload) {
+            let a = agg::preload(bootstrap, input, workload, ends.len() as i32)?;
+            aggs.insert(workload.to_owned(), a);
+        }
+    }
     let summary = if cells.iter().any(checked_against_input) {
         let t = Instant::now();
         let s = InputSummary::read(bootstrap, input)?;
@@ -307,6 +321,13 @@ fn drive(bootstrap: &str, input: &str, out_dir: &Path, runs: usize, java_cp: &st
     } else {
         None
     };
+    let inputs = Inputs {
+        input,
+        summary: summary.as_ref(),
+        ends: &ends,
+        restore_input: &restore_input,
+        aggs: &aggs,
+    };
     let mut tsv = std::fs::File::create(out_dir.join("runs.tsv"))?;
     writeln!(tsv, "{TSV_HEADER}")?;
     let mut results = Vec::new();
@@ -316,7 +337,7 @@ fn drive(bootstrap: &str, input: &str, out_dir: &Path, runs: usize, java_cp: &st
     for run in 1..=runs {
         for cell in &cells {
             let load = load1();
-            match run_once(&h, input, summary.as_ref(), &restore_input, &ends, cell, run) {
+            match run_once(&h, &inputs, cell, run) {
                 Ok(r) => {
                     let line = tsv_line(&r);
                     println!("{line}");

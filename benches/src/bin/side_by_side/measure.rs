@@ -257,6 +257,19 @@ pub(crate) fn measure(h: &Harness<'_>, l: &Launch<'_>, ends: &[(i32, i64)]) -> R
     let tag = l.tag;
     let log = h.out_dir.join(format!("{tag}.log"));
     let broker_cpu = || h.broker_pid.and_then(|p| proc_cpu(p, clk_tck).ok());
+    // What the output holds already (a launch that continues an earlier one's work): the
+    // first output is the first record beyond it.
+    let output_records = || -> i64 {
+        ends.iter()
+            .filter_map(|(p, _)| {
+                offsets_reader
+                    .fetch_watermarks(l.output, *p, Duration::from_secs(5))
+                    .ok()
+            })
+            .map(|(_, high)| high)
+            .sum()
+    };
+    let output_before = output_records();
     let broker_cpu0 = broker_cpu();
     let t0 = Instant::now();
     let mut child = spawn_app(
@@ -300,16 +313,8 @@ pub(crate) fn measure(h: &Harness<'_>, l: &Launch<'_>, ends: &[(i32, i64)]) -> R
         if let Ok((cpu, hwm)) = proc_usage(pid, clk_tck) {
             last = (t0.elapsed().as_secs_f64(), hwm, cpu);
         }
-        if first_output.is_none() {
-            let mut n = 0;
-            for (p, _) in ends {
-                if let Ok((_, high)) = offsets_reader.fetch_watermarks(l.output, *p, Duration::from_secs(5)) {
-                    n += high;
-                }
-            }
-            if n > 0 {
-                first_output = Some(t0.elapsed().as_secs_f64());
-            }
+        if first_output.is_none() && output_records() > output_before {
+            first_output = Some(t0.elapsed().as_secs_f64());
         }
         let Ok(committed) = offsets_reader.committed_offsets(tpl.clone(), Duration::from_secs(5)) else {
             continue;
@@ -396,6 +401,19 @@ pub(crate) fn append_markers(bootstrap: &str, topic: &str, markers: &[(i32, Vec<
     Ok(())
 }
 
+/// The inputs the cells read.
+#[derive(Clone, Copy)]
+pub(crate) struct Inputs<'a> {
+    /// The input topic of most workloads, what it holds and its end offsets.
+    pub(crate) input: &'a str,
+    pub(crate) summary: Option<&'a InputSummary>,
+    pub(crate) ends: &'a [(i32, i64)],
+    /// The restore's input topic.
+    pub(crate) restore_input: &'a str,
+    /// The aggregation workloads' inputs, by workload.
+    pub(crate) aggs: &'a HashMap<String, AggInput>,
+}
+
 /// Runs one cell once, measures it and checks its output.
 ///
 /// The `restore` workload runs the count on `restore_input` to its end, closes it, appends
@@ -408,18 +426,19 @@ pub(crate) fn append_markers(bootstrap: &str, topic: &str, markers: &[(i32, Vec<
 /// A Nexmark query's output is reduced to its [`Digest`] (`nexmark.rs`), which the driver
 /// compares with the other implementation's after all runs.
 ///
-/// `input_summary` is what `input` holds (the restore reads its own input's, which every run
-/// appends to). The output topic is checked after the application has closed, before it and
+/// An aggregation workload (`aggN`, `agg.rs`) reads its own input of `inputs.aggs`.
+///
+/// `inputs.summary` is what `inputs.input` holds (the restore reads its own input's, which
+/// every run appends to). The output topic is checked after the application has closed, before it and
 /// the application's internal topics are deleted.
-pub(crate) fn run_once(
-    h: &Harness<'_>,
-    input: &str,
-    input_summary: Option<&InputSummary>,
-    restore_input: &str,
-    ends: &[(i32, i64)],
-    cell: &str,
-    run: usize,
-) -> Res<RunResult> {
+pub(crate) fn run_once(h: &Harness<'_>, inputs: &Inputs<'_>, cell: &str, run: usize) -> Res<RunResult> {
+    let Inputs {
+        input,
+        summary: input_summary,
+        ends,
+        restore_input,
+        aggs,
+    } = *inputs;
     let bootstrap = h.bootstrap;
     let parts: Vec<&str> = cell.split(':').collect();
     let [imp, workload, guarantee] = parts[..] else {
@@ -442,15 +461,28 @@ pub(crate) fn run_once(
     let mut digest = None;
     let state_dir = tempfile::tempdir()?;
     let restore = workload == "restore";
+    let agg = match agg::entries(workload) {
+        Some(_) => Some(
+            aggs.get(workload)
+                .ok_or("the aggregation's input was not preloaded")?,
+        ),
+        None => None,
+    };
     let (input, ends) = if restore {
         (restore_input, end_offsets(bootstrap, restore_input)?)
+    } else if let Some(a) = agg {
+        (a.topic.as_str(), a.ends.clone())
     } else {
         (input, ends.to_vec())
     };
     create_topic(bootstrap, &output, ends.len() as i32, &[])?;
     let launch = Launch {
         imp,
-        workload: if restore { "count" } else { workload },
+        workload: if restore || agg.is_some() {
+            "count"
+        } else {
+            workload
+        },
         guarantee,
         app_id: &app_id,
         input,
@@ -475,6 +507,9 @@ pub(crate) fn run_once(
                 m,
                 (check, t.elapsed().as_secs_f64()),
             ));
+        }
+        if let Some(a) = agg {
+            return agg::run(h, &launch, a);
         }
         if !restore {
             let summary = input_summary.ok_or("no summary of the input to check the output against")?;
