@@ -29,6 +29,9 @@
 #   KEEP_BROKER  1 leaves the broker running afterwards
 #   SKIP_BUILD   1 uses the binaries already built (e.g. while another build holds cargo's lock)
 #   BENCH_OURS_PROPS  extra properties of our application, key=value,key=value (experiments)
+#   BENCH_OURS_ROCKSDB  store options of our application (experiments): memtable-bloom
+#                (a whole-key bloom filter on the memtables), filters-for-hits (no filters on
+#                the last level), comma-separated
 #   PIN          1 pins the broker to CPU 0 and the driver with the applications to CPU 1
 #                (taskset); default: shared, every process on every core
 #   VALUE_FORMAT avro: the Avro comparison instead (cells ours:avro and java:avro by default):

@@ -249,7 +249,24 @@ pub(crate) fn run_ours(a: &AppArgs) -> Res<()> {
             props.push((k.trim().to_owned(), v.trim().to_owned()));
         }
     }
-    let config = StreamsConfig::from_properties(props)?;
+    let mut config = StreamsConfig::from_properties(props)?;
+    // Experiments: BENCH_OURS_ROCKSDB="memtable-bloom,filters-for-hits" sets store options.
+    if let Ok(options) = std::env::var("BENCH_OURS_ROCKSDB") {
+        let memtable_bloom = options.split(',').any(|o| o.trim() == "memtable-bloom");
+        let filters_for_hits = options.split(',').any(|o| o.trim() == "filters-for-hits");
+        config = config
+            .to_builder()
+            .rocksdb_config_setter(move |_, opts| {
+                if memtable_bloom {
+                    opts.set_memtable_whole_key_filtering(true);
+                    opts.set_memtable_prefix_bloom_ratio(0.1);
+                }
+                if filters_for_hits {
+                    opts.set_optimize_filters_for_hits(true);
+                }
+            })
+            .build()?;
+    }
     let mut app = KafkaStreams::new(topology(&a.workload, &a.input, &a.output)?, config)?;
     app.start()?;
     println!("started");
