@@ -23,8 +23,8 @@
 //!   goes to `OUT_DIR/runs.tsv`, the medians of the runs whose check passed to
 //!   `OUT_DIR/table.md`. The `restore` workload (see `run_once`) reads `INPUT-restore`
 //!   instead of `INPUT`; an aggregation over a grown store (`agg100k`, `agg1m`, `agg10m`,
-//!   `agg50m`: `agg.rs`) reads `INPUT-<workload>`, which the driver fills itself. The broker's process is `BENCH_BROKER_PID`, else the one in
-//!   `$KAFKA_RUN_DIR/kafka.pid`; `PIN=1` says (in `table.md`) that run.sh pinned the broker
+//!   `agg50m`: `agg.rs`) reads `INPUT-<workload>`, which the driver fills itself. The
+//!   broker's process is `BENCH_BROKER_PID`, else the one in `$KAFKA_RUN_DIR/kafka.pid`; `PIN=1` says (in `table.md`) that run.sh pinned the broker
 //!   and the applications to their own CPUs.
 
 use std::collections::{BTreeMap, HashMap};
@@ -72,7 +72,7 @@ fn main() -> Res<()> {
         Some(kind @ ("preload" | "preload-avro")) if args.len() == 7 => {
             let (value, what) = if kind == "preload" {
                 let value_bytes: usize = args[6].parse()?;
-                let value: Vec<u8> = (0..value_bytes).map(|i| b'a' + (i % 26) as u8).collect();
+                let value = filler_value(value_bytes);
                 (value, format!("{value_bytes} B values"))
             } else {
                 let value = avro_value(&args[6])?;
@@ -151,13 +151,8 @@ fn preload(
     create_topic(bootstrap, topic, partitions, &[])?;
     let producer = streams_benches::bulk_producer(bootstrap)?;
     let started = Instant::now();
-    // A fixed linear congruential sequence: every run of the harness sees the same keys.
-    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-    for _ in 0..records {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        let key = format!("key-{:05}", (state >> 33) % keys);
+    for draw in draws().take(records as usize) {
+        let key = format!("key-{:05}", (draw >> 33) % keys);
         let rec = BaseRecord::to(topic).key(&key).payload(value);
         streams_benches::send_waiting(&producer, rec)?;
     }
@@ -167,6 +162,23 @@ fn preload(
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// A fixed linear congruential sequence: every run of the harness draws the same keys.
+fn draws() -> impl Iterator<Item = u64> {
+    std::iter::successors(Some(0x2545_f491_4f6c_dd1d_u64), |state| {
+        Some(
+            state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407),
+        )
+    })
+    .skip(1)
+}
+
+/// The value every preloaded record carries: `bytes` letters `abc...zab...`.
+fn filler_value(bytes: usize) -> Vec<u8> {
+    (0..bytes).map(|i| b'a' + (i % 26) as u8).collect()
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

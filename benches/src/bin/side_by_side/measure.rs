@@ -383,6 +383,15 @@ pub(crate) fn wait_for_empty_group(bootstrap: &str, group: &str, timeout: Durati
     }
 }
 
+/// Runs the application of `l` until its group has committed `ends` (its measurements,
+/// under the tag `<tag>-fill`, are dropped), closes it and waits until its group is empty,
+/// so that the same application can be started again at once.
+pub(crate) fn run_untimed(h: &Harness<'_>, l: &Launch<'_>, ends: &[(i32, i64)]) -> Res<()> {
+    let tag = format!("{}-fill", l.tag);
+    measure(h, &Launch { tag: &tag, ..*l }, ends)?;
+    wait_for_empty_group(h.bootstrap, l.app_id, Duration::from_secs(120))
+}
+
 /// Appends one record (value `marker`) with key `key` to partition `p` of `topic` for every
 /// `(p, key)` of `markers`.
 pub(crate) fn append_markers(bootstrap: &str, topic: &str, markers: &[(i32, Vec<u8>)]) -> Res<()> {
@@ -517,13 +526,7 @@ pub(crate) fn run_once(h: &Harness<'_>, inputs: &Inputs<'_>, cell: &str, run: us
             return Ok((ends.iter().map(|(_, e)| *e as u64).sum(), m, checked(summary)?));
         }
         let mut summary = InputSummary::read(bootstrap, input)?;
-        let fill_tag = format!("{tag}-fill");
-        let fill = Launch {
-            tag: &fill_tag,
-            ..launch
-        };
-        measure(h, &fill, &ends)?;
-        wait_for_empty_group(bootstrap, &app_id, Duration::from_secs(120))?;
+        run_untimed(h, &launch, &ends)?;
         let restored: u64 = end_offsets(bootstrap, &changelog)?
             .iter()
             .map(|(_, e)| *e as u64)
